@@ -1,0 +1,212 @@
+import type { z } from "zod";
+import { describeIssues } from "../schema/parse.ts";
+import type { Diagnostic } from "./diagnostic.ts";
+
+/** Schemas by `record_type`; a line whose type is not here is skipped and reported. */
+export type RecordSchemas = Readonly<Record<string, z.ZodType>>;
+
+/** Options of {@linkcode JsonlDecoder} and {@linkcode decodeJsonl}. */
+export interface JsonlDecodeOptions {
+  /** The file's path as diagnostics name it (relative to the session folder). */
+  readonly file: string;
+  /** The record types this file may hold. */
+  readonly schemas: RecordSchemas;
+  /**
+   * `true` (default) for append-only files such as `active.jsonl`: an invalid final line
+   * without `\n` is an interrupted append (`truncated_tail`, not fatal). `false` for files
+   * written whole (segments), where any invalid line is corruption.
+   */
+  readonly tornTailRecoverable?: boolean;
+}
+
+/** A record with the 1-based line it was read from. */
+export interface DecodedRecord<T = unknown> {
+  readonly record: T;
+  readonly line: number;
+}
+
+/** Everything {@linkcode decodeJsonl} learned about a file. */
+export interface JsonlDecodeResult<T = unknown> {
+  /** Valid records of known types, in file order. */
+  readonly records: DecodedRecord<T>[];
+  readonly diagnostics: Diagnostic[];
+  /** Bytes of the file up to the end of its last good line; a torn tail starts here. */
+  readonly validBytes: number;
+  /** Bytes seen in all. */
+  readonly totalBytes: number;
+  /** The final line is a valid record without `\n`: one must be written before the next append. */
+  readonly missingNewline: boolean;
+  /** `true` when a diagnostic is fatal (the file is corrupt). */
+  readonly fatal: boolean;
+}
+
+const NEWLINE = 0x0a;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Decodes a JSONL byte stream chunk by chunk, applying the recovery rules of FORMAT.md.
+ * Memory stays bounded by the longest line, whatever the file size.
+ *
+ * @example
+ * ```ts
+ * const decoder = new JsonlDecoder({ file: "messages/active.jsonl", schemas: { message: MessageRecord } });
+ * for (const chunk of chunks) for (const { record } of decoder.push(chunk)) use(record);
+ * const { diagnostics, missingNewline } = decoder.finish();
+ * ```
+ */
+export class JsonlDecoder<T = unknown> {
+  readonly #options: JsonlDecodeOptions;
+  readonly #diagnostics: Diagnostic[] = [];
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+  #line = 0;
+  #consumed = 0;
+  #validBytes = 0;
+  #fatal = false;
+  #finished: JsonlDecodeResult<T> | undefined;
+  #all: DecodedRecord<T>[] | undefined;
+
+  constructor(options: JsonlDecodeOptions) {
+    this.#options = options;
+  }
+
+  /** Feeds the next bytes; returns the records of every line completed by them. */
+  push(chunk: Uint8Array): DecodedRecord<T>[] {
+    const out: DecodedRecord<T>[] = [];
+    let start = 0;
+    for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
+      const piece = chunk.subarray(start, i);
+      const lineBytes = this.#pendingBytes === 0 ? piece : this.#takePending(piece);
+      this.#line += 1;
+      const lineLength = lineBytes.length + 1;
+      const decoded = this.#decodeLine(lineBytes, this.#line);
+      this.#consumed += lineLength;
+      if (decoded !== "invalid") {
+        this.#validBytes = this.#consumed;
+        if (decoded) out.push(decoded);
+      }
+      start = i + 1;
+    }
+    if (start < chunk.length) {
+      this.#pending.push(chunk.slice(start));
+      this.#pendingBytes += chunk.length - start;
+    }
+    if (this.#all) for (const record of out) this.#all.push(record);
+    return out;
+  }
+
+  /** Ends the stream: judges a final line without `\n` and returns the diagnostics. */
+  finish(): JsonlDecodeResult<T> {
+    if (this.#finished) return this.#finished;
+    let missingNewline = false;
+    const tail: DecodedRecord<T>[] = [];
+    if (this.#pendingBytes > 0) {
+      const lineBytes = this.#takePending(new Uint8Array(0));
+      const line = ++this.#line;
+      const parsed = this.#parseLine(lineBytes, line);
+      if (parsed.ok) {
+        missingNewline = true;
+        this.#consumed += lineBytes.length;
+        this.#validBytes = this.#consumed;
+        if (parsed.record) tail.push(parsed.record);
+      } else if (this.#options.tornTailRecoverable ?? true) {
+        this.#report(line, "truncated_tail", false, `interrupted append: ${parsed.reason}; the final ${lineBytes.length} bytes have no newline and are ignored`);
+        this.#consumed += lineBytes.length;
+      } else {
+        this.#report(line, parsed.code, true, parsed.reason);
+        this.#consumed += lineBytes.length;
+      }
+    }
+    if (this.#all) for (const record of tail) this.#all.push(record);
+    this.#finished = {
+      records: this.#all ?? tail,
+      diagnostics: this.#diagnostics,
+      validBytes: this.#validBytes,
+      totalBytes: this.#consumed,
+      missingNewline,
+      fatal: this.#fatal,
+    };
+    return this.#finished;
+  }
+
+  /** Makes {@linkcode finish} return every record, not only the tail's (used by {@linkcode decodeJsonl}). */
+  collectAll(): this {
+    this.#all = [];
+    return this;
+  }
+
+  #takePending(last: Uint8Array): Uint8Array {
+    const out = new Uint8Array(this.#pendingBytes + last.length);
+    let offset = 0;
+    for (const part of this.#pending) {
+      out.set(part, offset);
+      offset += part.length;
+    }
+    out.set(last, offset);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    return out;
+  }
+
+  /** A record, `undefined` for a skipped unknown type, or `"invalid"` (already reported). */
+  #decodeLine(bytes: Uint8Array, line: number): DecodedRecord<T> | undefined | "invalid" {
+    const parsed = this.#parseLine(bytes, line);
+    if (parsed.ok) return parsed.record;
+    this.#report(line, parsed.code, true, parsed.reason);
+    return "invalid";
+  }
+
+  #parseLine(
+    bytes: Uint8Array,
+    line: number,
+  ): { ok: true; record: DecodedRecord<T> | undefined } | { ok: false; code: "invalid_json" | "invalid_record"; reason: string } {
+    let value: unknown;
+    try {
+      value = JSON.parse(utf8.decode(bytes));
+    } catch (error) {
+      const reason = error instanceof SyntaxError ? error.message : "not valid UTF-8";
+      return { ok: false, code: "invalid_json", reason: `invalid JSON: ${reason}` };
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
+    }
+    const type = (value as { record_type?: unknown }).record_type;
+    if (typeof type !== "string") {
+      return { ok: false, code: "invalid_record", reason: "missing string record_type" };
+    }
+    const schema = Object.hasOwn(this.#options.schemas, type) ? this.#options.schemas[type] : undefined;
+    if (!schema) {
+      this.#report(line, "unknown_record", false, `record_type ${JSON.stringify(type)} is not known here; skipped`);
+      return { ok: true, record: undefined };
+    }
+    const result = schema.safeParse(value);
+    if (!result.success) {
+      return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
+    }
+    return { ok: true, record: { record: result.data as T, line } };
+  }
+
+  #report(line: number, code: Diagnostic["code"], fatal: boolean, message: string): void {
+    if (fatal) this.#fatal = true;
+    this.#diagnostics.push({ file: this.#options.file, line, code, message: `${this.#options.file}:${line}: ${message}`, fatal });
+  }
+}
+
+/**
+ * Decodes a whole JSONL file with the recovery rules of FORMAT.md:
+ * a torn final line is `truncated_tail` (not fatal); any other invalid line is
+ * `invalid_json` / `invalid_record` at its 1-based line (fatal); an unknown
+ * `record_type` is skipped and reported as `unknown_record`.
+ *
+ * @example
+ * ```ts
+ * const bytes = new TextEncoder().encode('{"record_type":"x"}\n{"record_ty');
+ * const result = decodeJsonl(bytes, { file: "f.jsonl", schemas: {} });
+ * result.diagnostics.map((d) => d.code); // ["unknown_record", "truncated_tail"]
+ * ```
+ */
+export function decodeJsonl<T = unknown>(bytes: Uint8Array, options: JsonlDecodeOptions): JsonlDecodeResult<T> {
+  const decoder = new JsonlDecoder<T>(options).collectAll();
+  decoder.push(bytes);
+  return decoder.finish();
+}

@@ -1,0 +1,53 @@
+import type { StoragePort } from "../storage/port.ts";
+import { JsonlDecoder, type JsonlDecodeOptions } from "./decode.ts";
+import type { Diagnostic } from "./diagnostic.ts";
+
+/** What {@linkcode readLastRecord} found at the end of a file. */
+export interface LastRecord<T> {
+  /** The last record, when the final line is a valid record of a known type. */
+  readonly record: T | undefined;
+  /** Problems of the final line; line numbers are `null` (the file was not read from its start). */
+  readonly diagnostics: Diagnostic[];
+  /** Size of the whole file in bytes. */
+  readonly size: number;
+  /** Bytes read to find it. */
+  readonly bytesRead: number;
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * Reads just the last record of a JSONL file from its tail, growing the window until
+ * it holds a whole final line. Cost: O(length of the last line), whatever the file size.
+ * Returns `undefined` when the file does not exist.
+ *
+ * @example
+ * ```ts
+ * const last = await readLastRecord(storage, path, { file: "messages/segments/…", schemas: { summary: SummaryRecord } });
+ * last?.record; // the footer
+ * ```
+ */
+export async function readLastRecord<T = unknown>(
+  storage: StoragePort,
+  path: string,
+  options: JsonlDecodeOptions & { readonly initialBytes?: number },
+): Promise<LastRecord<T> | undefined> {
+  let window = Math.max(16, options.initialBytes ?? 4096);
+  for (;;) {
+    const tail = await storage.readTail(path, window);
+    if (!tail) return undefined;
+    const { bytes, size } = tail;
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === NEWLINE ? bytes.length - 1 : bytes.length;
+    const start = bytes.lastIndexOf(NEWLINE, end - 1) + 1;
+    const wholeFileSeen = bytes.length >= size;
+    if (start > 0 || wholeFileSeen) {
+      const decoder = new JsonlDecoder<T>({ ...options, file: options.file });
+      const decoded = decoder.push(bytes.subarray(start));
+      const result = decoder.finish();
+      const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
+      const diagnostics = result.diagnostics.map((d) => ({ ...d, line: null, message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `) }));
+      return { record, diagnostics, size, bytesRead: bytes.length };
+    }
+    window *= 4;
+  }
+}

@@ -1,0 +1,72 @@
+import { InvalidIdError } from "../errors.ts";
+
+/** Which id a value was meant to be, for error messages. */
+export type IdKind = "agent_id" | "workspace_id" | "session_id";
+
+const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * Checks an id against FORMAT.md: 1 to 128 characters of `[A-Za-z0-9_.-]`, not starting with `.`.
+ *
+ * @example
+ * ```ts
+ * assertId("session_id", "s1"); // ok
+ * assertId("session_id", "../x"); // throws InvalidIdError
+ * ```
+ * @throws {InvalidIdError} naming the id kind and the value found.
+ */
+export function assertId(kind: IdKind, value: unknown): asserts value is string {
+  if (typeof value !== "string" || !ID_PATTERN.test(value)) {
+    const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : String(value);
+    throw new InvalidIdError(
+      `invalid ${kind} ${shown}: expected 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'`,
+      { kind, value: typeof value === "string" ? value : null },
+    );
+  }
+}
+
+/** `true` when `value` is a valid id (see {@linkcode assertId}). */
+export function isValidId(value: unknown): value is string {
+  return typeof value === "string" && ID_PATTERN.test(value);
+}
+
+/** Identifies one session: `<agent_id>/<workspace_id>/<session_id>`. */
+export interface SessionRef {
+  readonly agentId: string;
+  readonly workspaceId: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Parses and validates a `REF` string of the CLI: `<agent_id>/<workspace_id>/<session_id>`.
+ *
+ * @example
+ * ```ts
+ * parseSessionRef("a1/w1/s1"); // { agentId: "a1", workspaceId: "w1", sessionId: "s1" }
+ * ```
+ * @throws {InvalidIdError} when it has not three parts or a part is not a valid id.
+ */
+export function parseSessionRef(ref: string): SessionRef {
+  const parts = ref.split("/");
+  if (parts.length !== 3) {
+    throw new InvalidIdError(`invalid session reference ${JSON.stringify(ref)}: expected <agent_id>/<workspace_id>/<session_id>`, { value: ref });
+  }
+  return sessionRef(parts[0]!, parts[1]!, parts[2]!);
+}
+
+/**
+ * Builds a validated {@linkcode SessionRef}.
+ *
+ * @throws {InvalidIdError} when an id is not valid.
+ */
+export function sessionRef(agentId: string, workspaceId: string, sessionId: string): SessionRef {
+  assertId("agent_id", agentId);
+  assertId("workspace_id", workspaceId);
+  assertId("session_id", sessionId);
+  return { agentId, workspaceId, sessionId };
+}
+
+/** The `REF` string of a session. */
+export function formatSessionRef(ref: SessionRef): string {
+  return `${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`;
+}

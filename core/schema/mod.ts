@@ -1,0 +1,16 @@
+/**
+ * zod schemas of every record in FORMAT.md, with their inferred types. Objects are
+ * loose: unknown fields survive a read-modify-write.
+ *
+ * @example
+ * ```ts
+ * import { MessageRecord } from "sessionfold";
+ * const message = MessageRecord.parse(JSON.parse(line));
+ * ```
+ * @module
+ */
+export * from "./common.ts";
+export * from "./message.ts";
+export * from "./summary.ts";
+export * from "./meta.ts";
+export * from "./parse.ts";

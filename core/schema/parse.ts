@@ -1,0 +1,99 @@
+import type { z } from "zod";
+import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
+import { DraftRecord } from "./message.ts";
+import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
+
+/**
+ * A one-line account of what a zod schema rejected: `parts.0.text: expected string`.
+ *
+ * @example
+ * ```ts
+ * const r = MessageRecord.safeParse({});
+ * if (!r.success) describeIssues(r.error); // "record_type: Invalid input: expected \"message\"; …"
+ * ```
+ */
+export function describeIssues(error: z.ZodError, max = 3): string {
+  const shown = error.issues.slice(0, max).map((issue) => {
+    const where = issue.path.length > 0 ? issue.path.join(".") : "(record)";
+    return `${where}: ${issue.message}`;
+  });
+  const more = error.issues.length > max ? `; and ${error.issues.length - max} more` : "";
+  return shown.join("; ") + more;
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Decodes UTF-8 bytes, throwing {@linkcode CorruptSessionError} naming `file` when they are not UTF-8. */
+export function decodeUtf8(bytes: Uint8Array, file: string): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new CorruptSessionError(`${file}: not valid UTF-8`, { file, line: null });
+  }
+}
+
+function parseJsonDocument(bytes: Uint8Array | string, file: string): unknown {
+  const text = typeof bytes === "string" ? bytes : decodeUtf8(bytes, file);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CorruptSessionError(`${file}: invalid JSON (${(error as Error).message})`, { file, line: null, code: "invalid_json" });
+  }
+}
+
+function validated<S extends z.ZodType>(schema: S, value: unknown, file: string, what: string): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new CorruptSessionError(`${file}: not a valid ${what}: ${describeIssues(result.error)}`, {
+      file,
+      line: null,
+      code: "invalid_record",
+    });
+  }
+  return result.data;
+}
+
+/**
+ * Parses `meta.json`. An unknown `schema_version` is refused, never guessed.
+ *
+ * @example
+ * ```ts
+ * const meta = parseMetaJson(bytes, "meta.json");
+ * ```
+ * @throws {UnsupportedSchemaError} when `schema_version` is not 1.
+ * @throws {CorruptSessionError} when it is not JSON or not a valid meta record.
+ */
+export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): SessionMeta {
+  const value = parseJsonDocument(bytes, file);
+  const version = (value as { schema_version?: unknown } | null)?.schema_version;
+  if (typeof value === "object" && value !== null && version !== META_SCHEMA_VERSION) {
+    throw new UnsupportedSchemaError(
+      `${file}: schema_version ${JSON.stringify(version)} is not supported (this reader knows ${META_SCHEMA_VERSION})`,
+      { file, schema_version: version ?? null },
+    );
+  }
+  return validated(SessionMeta, value, file, "meta.json record");
+}
+
+/**
+ * Parses `assistant_message.json`, the streaming draft.
+ *
+ * @throws {CorruptSessionError} when it is not JSON or not a valid draft.
+ */
+export function parseDraftJson(bytes: Uint8Array | string, file = "messages/assistant_message.json"): DraftRecord {
+  return validated(DraftRecord, parseJsonDocument(bytes, file), file, "draft message");
+}
+
+/**
+ * Parses `writer.lock`.
+ *
+ * @throws {CorruptSessionError} when it is not JSON or not a valid lock record.
+ */
+export function parseLockJson(bytes: Uint8Array | string, file = "writer.lock"): WriterLockRecord {
+  return validated(WriterLockRecord, parseJsonDocument(bytes, file), file, "writer lock");
+}
+
+/** JSON of a document file (`meta.json`, the draft, the lock), newline-terminated. */
+export function encodeJsonDocument(value: unknown): Uint8Array {
+  return new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
+}

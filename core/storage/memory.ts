@@ -1,0 +1,122 @@
+import type { FileTail, StorageCapabilities, StoragePort } from "./port.ts";
+import { assertStoragePath } from "./path.ts";
+
+/** One file held as the chunks it was appended in, so an append costs O(new bytes). */
+interface MemoryFile {
+  chunks: Uint8Array[];
+  size: number;
+}
+
+/**
+ * A {@linkcode StoragePort} in the process's memory: for tests, examples and
+ * short-lived hosts. Folders exist implicitly while a file lies below them.
+ *
+ * @example
+ * ```ts
+ * const storage = new MemoryStorage();
+ * await storage.replace("a/b.json", new TextEncoder().encode("{}"));
+ * await storage.list("a"); // ["b.json"]
+ * ```
+ */
+export class MemoryStorage implements StoragePort {
+  readonly capabilities: StorageCapabilities = { durable: false, backend: "memory" };
+  readonly #files = new Map<string, MemoryFile>();
+
+  read(path: string): Promise<Uint8Array | undefined> {
+    assertStoragePath(path);
+    const file = this.#files.get(path);
+    return Promise.resolve(file ? concat(file) : undefined);
+  }
+
+  readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
+    assertStoragePath(path);
+    const file = this.#files.get(path);
+    if (!file) return Promise.resolve(undefined);
+    const whole = concat(file);
+    const start = Math.max(0, whole.length - Math.max(0, maxBytes));
+    return Promise.resolve({ bytes: whole.slice(start), size: whole.length });
+  }
+
+  list(dir: string): Promise<string[]> {
+    assertStoragePath(dir, true);
+    const prefix = dir === "" ? "" : `${dir}/`;
+    const names = new Set<string>();
+    for (const key of this.#files.keys()) {
+      if (key.startsWith(prefix)) names.add(key.slice(prefix.length).split("/")[0]!);
+    }
+    return Promise.resolve([...names].sort());
+  }
+
+  replace(path: string, bytes: Uint8Array): Promise<void> {
+    assertStoragePath(path);
+    this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
+    return Promise.resolve();
+  }
+
+  append(path: string, bytes: Uint8Array): Promise<void> {
+    assertStoragePath(path);
+    const file = this.#files.get(path);
+    if (file) {
+      file.chunks.push(bytes.slice());
+      file.size += bytes.length;
+    } else {
+      this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
+    }
+    return Promise.resolve();
+  }
+
+  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+    assertStoragePath(path);
+    if (this.#exists(path)) return Promise.resolve(false);
+    this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
+    return Promise.resolve(true);
+  }
+
+  truncate(path: string, length: number): Promise<void> {
+    assertStoragePath(path);
+    const file = this.#files.get(path);
+    if (file && length < file.size) {
+      const kept = concat(file).slice(0, Math.max(0, length));
+      this.#files.set(path, { chunks: [kept], size: kept.length });
+    }
+    return Promise.resolve();
+  }
+
+  remove(path: string): Promise<void> {
+    assertStoragePath(path);
+    for (const key of this.#keysUnder(path)) this.#files.delete(key);
+    return Promise.resolve();
+  }
+
+  move(from: string, to: string): Promise<boolean> {
+    assertStoragePath(from);
+    assertStoragePath(to);
+    if (this.#exists(to) || to.startsWith(`${from}/`)) return Promise.resolve(false);
+    for (const key of this.#keysUnder(from)) {
+      this.#files.set(to + key.slice(from.length), this.#files.get(key)!);
+      this.#files.delete(key);
+    }
+    return Promise.resolve(true);
+  }
+
+  #exists(path: string): boolean {
+    return this.#keysUnder(path).length > 0;
+  }
+
+  #keysUnder(path: string): string[] {
+    const prefix = `${path}/`;
+    return [...this.#files.keys()].filter((key) => key === path || key.startsWith(prefix));
+  }
+}
+
+function concat(file: MemoryFile): Uint8Array {
+  if (file.chunks.length === 1) return file.chunks[0]!.slice();
+  const out = new Uint8Array(file.size);
+  let offset = 0;
+  for (const chunk of file.chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  file.chunks = [out.slice()];
+  return out;
+}

@@ -1,0 +1,14 @@
+/**
+ * The storage port every runtime implements, and {@linkcode MemoryStorage}.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * await storage.append("log.jsonl", new TextEncoder().encode('{"a":1}\n'));
+ * ```
+ * @module
+ */
+export type { FileTail, StorageCapabilities, StoragePort } from "./port.ts";
+export { MemoryStorage } from "./memory.ts";
+export { assertStoragePath, parentPath } from "./path.ts";

@@ -1,0 +1,49 @@
+/**
+ * The storage port: the only thing a runtime gives the core. Paths are relative,
+ * `/`-separated keys under the store's root, exactly as FORMAT.md lays them out.
+ * Every rule (recovery, locks, revisions) lives in the core on top of this port.
+ *
+ * @module
+ */
+
+/** What a backend can promise, so the core never branches on a backend's name. */
+export interface StorageCapabilities {
+  /** Writes survive a process or machine crash once their promise resolves. */
+  readonly durable: boolean;
+  /** Name of the backend, for diagnostics and lock owners (`memory`, `node-fs`, `indexeddb`). */
+  readonly backend: string;
+}
+
+/** The last bytes of a file together with the file's full size. */
+export interface FileTail {
+  /** At most the requested number of bytes, ending at the file's end. */
+  readonly bytes: Uint8Array;
+  /** Size of the whole file in bytes. */
+  readonly size: number;
+}
+
+/** File-like storage over the paths of FORMAT.md. A missing path is a value, never an error. */
+export interface StoragePort {
+  /** Backend promises the core may rely on. */
+  readonly capabilities: StorageCapabilities;
+  /** Whole content of a file, or `undefined` when it does not exist. */
+  read(path: string): Promise<Uint8Array | undefined>;
+  /** The last `maxBytes` bytes of a file and its size, or `undefined` when it does not exist. */
+  readTail(path: string, maxBytes: number): Promise<FileTail | undefined>;
+  /** Names of the direct children (files and folders) of a folder, sorted by code unit; `[]` when missing. */
+  list(dir: string): Promise<string[]>;
+  /** Replaces a file atomically and durably: a reader sees the old or the new content, never a mix. Creates parents. */
+  replace(path: string, bytes: Uint8Array): Promise<void>;
+  /** Appends durably; a crash may leave at most a torn final line. Creates the file and parents. */
+  append(path: string, bytes: Uint8Array): Promise<void>;
+  /** Creates a file only if nothing is at `path`; resolves `false` when something already is. */
+  createExclusive(path: string, bytes: Uint8Array): Promise<boolean>;
+  /** Cuts a file to `length` bytes (used to drop a torn tail before appending). */
+  truncate(path: string, length: number): Promise<void>;
+  /** Removes a file or a whole folder tree; a missing path is not an error. */
+  remove(path: string): Promise<void>;
+  /** Moves a file or folder tree as one step; resolves `false` (moving nothing) when `to` exists. */
+  move(from: string, to: string): Promise<boolean>;
+  /** Releases what the backend holds (a worker, a database connection). Optional. */
+  close?(): Promise<void>;
+}
