@@ -90,7 +90,7 @@ export class WriterLockedError extends SessionfoldError {
 
 /** `meta.json` moved under this handle: another writer committed since it last read. */
 export class RevisionConflictError extends SessionfoldError {
-  constructor(message: string, details: ErrorDetails & { expected?: number; found?: number } = {}) {
+  constructor(message: string, details: ErrorDetails & { expected?: number | null; found?: number | null } = {}) {
     super("revision-conflict", message, details);
   }
 }

@@ -17,3 +17,6 @@ export * from "./schema/mod.ts";
 export * from "./jsonl/mod.ts";
 export * from "./layout/mod.ts";
 export * from "./storage/mod.ts";
+export * from "./composer/mod.ts";
+export * from "./compaction/mod.ts";
+export * from "./session/mod.ts";

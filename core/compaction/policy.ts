@@ -26,9 +26,12 @@ export const COMPACTION_TARGET_RATIO = 0.5;
  * ```ts
  * const policy = realUsage(); // { kind: "real-usage", ratio: 0.95 }
  * ```
+ * @throws {InvalidInputError} when `ratio` is not a number in (0, 1].
  */
 export function realUsage(ratio = COMPACTION_TRIGGER_RATIO): CompactionPolicy {
-  return { kind: "real-usage", ratio };
+  const policy: CompactionPolicy = { kind: "real-usage", ratio };
+  assertCompactionPolicy(policy);
+  return policy;
 }
 
 /**
@@ -59,9 +62,48 @@ export function atContextTokens(n: number): CompactionPolicy {
   return { kind: "at-context-tokens", tokens: n };
 }
 
-/** Only a manual `compact()` compacts. */
+/**
+ * Only a manual `compact()` compacts.
+ *
+ * @example
+ * ```ts
+ * const policy = manualOnly(); // { kind: "manual" }
+ * ```
+ */
 export function manualOnly(): CompactionPolicy {
   return { kind: "manual" };
+}
+
+/**
+ * Checks a policy a host may have written as an object literal.
+ *
+ * @example
+ * ```ts
+ * assertCompactionPolicy({ kind: "after-messages", messages: 200 }); // ok
+ * assertCompactionPolicy({ kind: "real-usage", ratio: 1.5 }); // throws InvalidInputError
+ * ```
+ * @throws {InvalidInputError} when the kind is unknown or its number is out of range.
+ */
+export function assertCompactionPolicy(policy: CompactionPolicy): void {
+  switch (policy?.kind) {
+    case "real-usage": {
+      const { ratio } = policy;
+      if (typeof ratio !== "number" || !Number.isFinite(ratio) || ratio <= 0 || ratio > 1) {
+        throw new InvalidInputError(`realUsage(${String(ratio)}): expected a ratio in (0, 1]`, { policy: "realUsage", value: ratio });
+      }
+      return;
+    }
+    case "after-messages":
+      return assertPositiveInteger("afterMessages", policy.messages);
+    case "at-context-tokens":
+      return assertPositiveInteger("atContextTokens", policy.tokens);
+    case "manual":
+      return;
+    default:
+      throw new InvalidInputError(`unknown compaction policy ${JSON.stringify((policy as { kind?: unknown } | null)?.kind) ?? "undefined"}`, {
+        kind: String((policy as { kind?: unknown } | null)?.kind),
+      });
+  }
 }
 
 function assertPositiveInteger(name: string, n: number): void {

@@ -1,0 +1,118 @@
+import { InvalidInputError } from "../errors.ts";
+import type { MessagePart, MessageRecord } from "../schema/mod.ts";
+import type { ModelInput, ToolDefinition } from "../session/provider.ts";
+
+/** Framing tokens counted once per message (role, separators). */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+/** Framing tokens counted once per tool definition. */
+export const TOOL_OVERHEAD_TOKENS = 4;
+/** Flat cost of a non-text file with inline data: providers bill images and documents by their own rules, never by base64 length. */
+export const FILE_DATA_TOKENS = 1_024;
+/** UTF-8 bytes per estimated token. */
+export const BYTES_PER_TOKEN = 4;
+
+/**
+ * The provider-neutral token estimate used by the `at-context-tokens` policy and by
+ * the compaction accounting ("estimated removed tokens"). Deterministic, O(size), no
+ * tokenizer. The rule:
+ *
+ * - each message: {@linkcode MESSAGE_OVERHEAD_TOKENS} + for each part
+ *   `ceil(UTF-8 bytes of the part's JSON / 4)`;
+ * - a `file` part's base64 `data` is left out of that JSON and counted apart: a
+ *   `text/*` file by its decoded size (`ceil(bytes / 4)`), any other file as
+ *   {@linkcode FILE_DATA_TOKENS};
+ * - each tool: {@linkcode TOOL_OVERHEAD_TOKENS} + `ceil(UTF-8 bytes of the JSON of
+ *   {name, description, inputSchema} / 4)`.
+ *
+ * @example
+ * ```ts
+ * estimateTokens([{ record_type: "message", sequence: 1, message_id: "m1", role: "user",
+ *   created_at: "2026-12-02T13:00:00.000Z", parts: [{ sequence: 1, type: "text", text: "hi" }] }]);
+ * // 4 + ceil(40 / 4) = 14
+ * ```
+ * @throws {InvalidInputError} when a part or tool cannot be serialized as JSON (a cycle, a BigInt).
+ */
+export function estimateTokens(messages: readonly MessageRecord[], tools: readonly ToolDefinition[] = []): number {
+  let total = 0;
+  for (const message of messages) {
+    total += MESSAGE_OVERHEAD_TOKENS;
+    for (const part of message.parts) total += estimatePartTokens(part, message.sequence);
+  }
+  for (const tool of tools) {
+    const json = jsonOf({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema }, `tool ${tool.name}`);
+    total += TOOL_OVERHEAD_TOKENS + bytesToTokens(utf8Length(json));
+  }
+  return total;
+}
+
+/**
+ * The estimate of plain text (a system prompt, a summary): `ceil(UTF-8 bytes / 4)`.
+ *
+ * @example
+ * ```ts
+ * estimateTextTokens("hello world"); // 3
+ * estimateTextTokens(null); // 0
+ * ```
+ */
+export function estimateTextTokens(text: string | null | undefined): number {
+  return text ? bytesToTokens(utf8Length(text)) : 0;
+}
+
+/**
+ * The estimate of a whole model input: system + summary + messages (+ tools). Used for
+ * the before/after figures of a compaction.
+ *
+ * @example
+ * ```ts
+ * estimateModelInputTokens({ system: "Be brief.", summary: null, messages: [] }); // 3
+ * ```
+ * @throws {InvalidInputError} as {@linkcode estimateTokens}.
+ */
+export function estimateModelInputTokens(input: ModelInput, tools: readonly ToolDefinition[] = []): number {
+  return estimateTextTokens(input.system) + estimateTextTokens(input.summary) + estimateTokens(input.messages, tools);
+}
+
+function estimatePartTokens(part: MessagePart, sequence: number): number {
+  const where = `message ${sequence} part ${part.sequence}`;
+  if (part.type !== "file" || typeof part.data !== "string") return bytesToTokens(utf8Length(jsonOf(part, where)));
+  const { data, ...rest } = part;
+  const metadata = bytesToTokens(utf8Length(jsonOf(rest, where)));
+  const content = part.media_type.toLowerCase().startsWith("text/") ? bytesToTokens(base64DecodedLength(data)) : FILE_DATA_TOKENS;
+  return metadata + content;
+}
+
+function jsonOf(value: unknown, where: string): string {
+  try {
+    return JSON.stringify(value) ?? "";
+  } catch (error) {
+    throw new InvalidInputError(`cannot estimate ${where}: not JSON-serializable (${(error as Error).message})`, { where });
+  }
+}
+
+function bytesToTokens(bytes: number): number {
+  return Math.ceil(bytes / BYTES_PER_TOKEN);
+}
+
+/** UTF-8 length without allocating an encoded copy. A lone surrogate counts as U+FFFD (3 bytes), like TextEncoder. */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+function base64DecodedLength(data: string): number {
+  const trimmed = data.replace(/\s+/g, "");
+  const padding = trimmed.endsWith("==") ? 2 : trimmed.endsWith("=") ? 1 : 0;
+  return Math.max(0, Math.floor((trimmed.length * 3) / 4) - padding);
+}

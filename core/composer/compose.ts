@@ -1,0 +1,108 @@
+import { InvalidInputError } from "../errors.ts";
+import type { MessagePart, MessageRecord, ProviderIdentity } from "../schema/mod.ts";
+import { sameIdentity } from "./identity.ts";
+import type { ClosedToolCall, ComposedInput, ComposerState, OmittedContext } from "./types.ts";
+
+/** The `error` text of a tool call that is closed because it never produced an output. */
+export const INTERRUPTED_TOOL_CALL_ERROR = "The tool call was interrupted before it produced an output.";
+
+/**
+ * Builds the model input of one request: instruction + the latest footer's text +
+ * every message of Active (FORMAT.md "Model context"). Pure and O(size of Active):
+ * it never mutates `state`; a message is copied only when it has to change, all
+ * other messages are passed through as the same objects.
+ *
+ * Changes made for the provider, each reported:
+ * - `provider-context` parts of any other provider / API / model are left out
+ *   (`omittedContext`);
+ * - tool parts still in state `input-available` are closed as `output-error` with
+ *   {@linkcode INTERRUPTED_TOOL_CALL_ERROR}, so no provider sees a dangling call
+ *   (`closedToolCalls`);
+ * - a message left with no parts is dropped (`droppedMessages`).
+ *
+ * Stopped and failed assistant messages are sent: their partial content is real history.
+ *
+ * @example
+ * ```ts
+ * const { input, omittedContext } = compose({
+ *   instruction: "You are helpful.",
+ *   footer: undefined,
+ *   active: messages,
+ *   identity: { provider: "openai", api: "responses", model: "gpt-5" },
+ * });
+ * input.summary; // null
+ * ```
+ * @throws {InvalidInputError} when `identity` is incomplete, or Active's sequences
+ * are not strictly increasing and after the footer's `through_sequence`.
+ */
+export function compose(state: ComposerState): ComposedInput {
+  const { instruction, footer, active, identity } = state;
+  assertIdentity(identity);
+  const omittedContext: OmittedContext[] = [];
+  const closedToolCalls: ClosedToolCall[] = [];
+  const droppedMessages: number[] = [];
+  const messages: MessageRecord[] = [];
+  let previous = footer?.through_sequence ?? 0;
+  for (const message of active) {
+    if (!(message.sequence > previous)) {
+      throw new InvalidInputError(
+        `Active message sequence ${message.sequence} is not after ${previous} (${footer ? "footer or " : ""}previous message)`,
+        { sequence: message.sequence, after: previous },
+      );
+    }
+    previous = message.sequence;
+    const composed = composeMessage(message, identity, omittedContext, closedToolCalls);
+    if (composed.parts.length === 0) droppedMessages.push(message.sequence);
+    else messages.push(composed);
+  }
+  return {
+    input: { system: instruction, summary: footer?.text ?? null, messages },
+    omittedContext,
+    closedToolCalls,
+    droppedMessages,
+  };
+}
+
+/** Returns `message` itself when nothing changes, else a shallow copy with new parts. */
+function composeMessage(
+  message: MessageRecord,
+  identity: ProviderIdentity,
+  omittedContext: OmittedContext[],
+  closedToolCalls: ClosedToolCall[],
+): MessageRecord {
+  let parts: MessagePart[] | undefined;
+  message.parts.forEach((part, index) => {
+    const replacement = composePart(message.sequence, part, identity, omittedContext, closedToolCalls);
+    if (replacement === part && parts === undefined) return;
+    parts ??= message.parts.slice(0, index);
+    if (replacement !== undefined) parts.push(replacement);
+  });
+  return parts === undefined ? message : { ...message, parts };
+}
+
+/** The part as sent (the same object when unchanged), or `undefined` when left out. */
+function composePart(
+  sequence: number,
+  part: MessagePart,
+  identity: ProviderIdentity,
+  omittedContext: OmittedContext[],
+  closedToolCalls: ClosedToolCall[],
+): MessagePart | undefined {
+  if (part.type === "provider-context" && !sameIdentity(part, identity)) {
+    omittedContext.push({ sequence, partSequence: part.sequence, provider: part.provider, api: part.api, model: part.model });
+    return undefined;
+  }
+  if (part.type === "tool" && part.state === "input-available") {
+    closedToolCalls.push({ sequence, partSequence: part.sequence, toolCallId: part.tool_call_id });
+    return { ...part, state: "output-error", error: INTERRUPTED_TOOL_CALL_ERROR };
+  }
+  return part;
+}
+
+function assertIdentity(identity: ProviderIdentity): void {
+  const fields = ["provider", "api", "model"] as const;
+  const missing = fields.filter((field) => typeof identity?.[field] !== "string" || identity[field].length === 0);
+  if (missing.length > 0) {
+    throw new InvalidInputError(`compose: the receiving provider identity lacks ${missing.join(", ")}`, { missing });
+  }
+}

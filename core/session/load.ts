@@ -1,0 +1,236 @@
+import { CorruptSessionError, SessionfoldError } from "../errors.ts";
+import { decodeJsonl } from "../jsonl/decode.ts";
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
+import { readLastRecord } from "../jsonl/tail.ts";
+import type { SessionRef } from "../layout/ids.ts";
+import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
+import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
+import {
+  MessageRecord,
+  SummaryRecord,
+  decodeUtf8,
+  describeIssues,
+  nowTimestamp,
+  parseDraftJson,
+  parseMetaJson,
+  type SessionMeta,
+} from "../schema/mod.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { incompleteFinalBatch } from "./batch.ts";
+import { lastSequence, type LiveDraft, type PendingRepairs, type SessionState } from "./state.ts";
+
+const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
+const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as const;
+/** Extension field of the draft file: the run's uncommitted messages (docs/decisions.md). */
+export const PENDING_FIELD = "pending_messages";
+
+/**
+ * Opens a session's files and applies the recovery rules of FORMAT.md in order.
+ * Reads `meta.json`, lists `segments/`, reads the newest segment's tail for its
+ * footer, reads `active.jsonl`, the draft and `instruction.md`: nothing else, and
+ * writes nothing (repairs wait for the next write).
+ *
+ * @throws {UnsupportedSchemaError} when `meta.json` has an unknown `schema_version`.
+ * @throws {NotFoundError} is not thrown here: callers check existence first.
+ */
+export async function loadSessionState(
+  storage: StoragePort,
+  paths: SessionPaths,
+  ref: SessionRef,
+  clock: () => number,
+): Promise<SessionState> {
+  const diagnostics: Diagnostic[] = [];
+  const repairs: PendingRepairs = {};
+  const rel = (path: string) => relativeToSession(paths, path);
+  const report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) =>
+    diagnostics.push({ file, line, code, fatal, message: `${line === null ? file : `${file}:${line}`}: ${message}` });
+
+  // meta.json (an unknown schema refuses the session: it is thrown, not reported)
+  let meta: SessionMeta | undefined;
+  const metaBytes = await storage.read(paths.meta);
+  if (!metaBytes) {
+    report("meta.json", null, "missing_meta", false, "meta.json is missing; rebuilt from the messages");
+  } else {
+    try {
+      meta = parseMetaJson(metaBytes, "meta.json");
+    } catch (error) {
+      if (!(error instanceof CorruptSessionError)) throw error;
+      report("meta.json", null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(/^meta\.json: /, ""));
+    }
+    if (meta && (meta.session_id !== ref.sessionId || meta.agent_id !== ref.agentId || meta.workspace_id !== ref.workspaceId)) {
+      report("meta.json", null, "invalid_record", true, `meta.json names ${meta.agent_id}/${meta.workspace_id}/${meta.session_id} but lies in ${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`);
+    }
+  }
+
+  // segments/: names only, then the newest segment's footer from its tail
+  const segments: SegmentRange[] = [];
+  for (const name of await storage.list(paths.segmentsDir)) {
+    const range = parseSegmentName(name);
+    if (range) segments.push(range);
+    else report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
+  }
+  segments.sort((a, b) => a.start - b.start);
+  segments.forEach((range, i) => {
+    const expected = i === 0 ? 1 : segments[i - 1]!.end + 1;
+    if (range.start !== expected) {
+      report(rel(paths.segment(range)), null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expected}`);
+    }
+  });
+  let footer: SummaryRecord | undefined;
+  const newest = segments.at(-1);
+  if (newest) {
+    const file = rel(paths.segment(newest));
+    const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(newest), {
+      file,
+      schemas: SEGMENT_SCHEMAS,
+      tornTailRecoverable: false,
+    });
+    diagnostics.push(...(last?.diagnostics ?? []));
+    const record = last?.record;
+    if (record?.record_type === "summary" && record.through_sequence === newest.end) {
+      footer = record;
+    } else if (last && !last.diagnostics.some((d) => d.fatal)) {
+      report(file, null, "invalid_segment", true, `the last line is not a summary footer through sequence ${newest.end}`);
+    }
+  }
+  const segmentEnd = newest?.end ?? 0;
+
+  // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
+  const activeFile = rel(paths.active);
+  const activeBytes = (await storage.read(paths.active)) ?? new Uint8Array(0);
+  const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS });
+  diagnostics.push(...decoded.diagnostics);
+  let records = decoded.records;
+  let keptBytes = decoded.validBytes;
+  if (decoded.validBytes < decoded.totalBytes) repairs.truncateActiveTo = decoded.validBytes;
+  const torn = incompleteFinalBatch(records);
+  if (torn >= 0) {
+    const first = records[torn]!;
+    keptBytes = lineStart(activeBytes, first.line);
+    repairs.truncateActiveTo = keptBytes;
+    report(activeFile, first.line, "truncated_tail", false, `interrupted commit: ${records.length - torn} of ${String((first.record as Record<string, unknown>)["batch_size"])} messages were written; ignored`);
+    records = records.slice(0, torn);
+  } else if (decoded.missingNewline) {
+    repairs.addNewline = true;
+  }
+  const overlap = records.filter((r) => r.record.sequence <= segmentEnd);
+  if (overlap.length > 0) {
+    report(activeFile, overlap[0]!.line, "overlap_removed", false, `${overlap.length} messages through sequence ${segmentEnd} are already in the newest segment; dropped from Active`);
+    records = records.filter((r) => r.record.sequence > segmentEnd);
+    repairs.rewriteActive = true;
+  }
+  let expected = segmentEnd + 1;
+  for (const { record, line } of records) {
+    if (record.sequence !== expected) {
+      report(activeFile, line, "invalid_record", true, `message sequence ${record.sequence} where ${expected} was expected`);
+      break;
+    }
+    expected += 1;
+  }
+  const active = records.map((r) => r.record);
+
+  // assistant_message.json: recovery rule 4
+  const draft = await loadDraft(storage, paths, active, report, repairs);
+
+  const instructionBytes = await storage.read(paths.instruction);
+  const instruction = instructionBytes ? safeUtf8(instructionBytes, "instruction.md", report) : undefined;
+
+  // meta.json missing or behind: recovery rule 5
+  const state: SessionState = {
+    meta: meta ?? placeholderMeta(ref, clock),
+    diskRevision: meta?.revision,
+    segments,
+    footer,
+    active,
+    activeBytes: keptBytes,
+    draft,
+    instruction,
+    diagnostics,
+    repairs,
+  };
+  const last = lastSequence(state);
+  if (!meta || meta.message_count !== last) {
+    const segmentBytes = await Promise.all(segments.map(async (range) => (await storage.readTail(paths.segment(range), 0))?.size ?? 0));
+    const historyBytes = segmentBytes.reduce((a, b) => a + b, 0) + keptBytes;
+    const floor = last + segments.length;
+    state.meta = {
+      ...state.meta,
+      message_count: last,
+      history_bytes: historyBytes,
+      revision: Math.max(meta ? meta.revision + 1 : 0, floor),
+      created_at: meta?.created_at ?? active[0]?.created_at ?? footer?.created_at ?? state.meta.created_at,
+    };
+    if (meta) report("meta.json", null, "meta_rebuilt", false, `meta.json counts ${meta.message_count} messages but the files hold ${last}; rebuilt (revision ${state.meta.revision})`);
+    if (!diagnostics.some((d) => d.fatal && d.file === "meta.json")) repairs.writeMeta = true;
+  }
+  return state;
+}
+
+type Report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => void;
+
+async function loadDraft(
+  storage: StoragePort,
+  paths: SessionPaths,
+  active: readonly MessageRecord[],
+  report: Report,
+  repairs: PendingRepairs,
+): Promise<LiveDraft | undefined> {
+  const file = relativeToSession(paths, paths.draft);
+  const bytes = await storage.read(paths.draft);
+  if (!bytes) return undefined;
+  let draft: LiveDraft;
+  try {
+    const record = parseDraftJson(bytes, file);
+    const rawPending = (record as Record<string, unknown>)[PENDING_FIELD];
+    const pending: MessageRecord[] = [];
+    for (const [i, value] of (Array.isArray(rawPending) ? rawPending : []).entries()) {
+      const parsed = MessageRecord.safeParse(value);
+      if (!parsed.success) throw new CorruptSessionError(`${file}: ${PENDING_FIELD}[${i}] is not a valid message: ${describeIssues(parsed.error)}`, { file, line: null, code: "invalid_record" });
+      pending.push(parsed.data);
+    }
+    const { [PENDING_FIELD]: _pending, ...plain } = record as Record<string, unknown>;
+    draft = { record: plain as typeof record, pending };
+  } catch (error) {
+    if (!(error instanceof SessionfoldError)) throw error;
+    report(file, null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(`${file}: `, ""));
+    return undefined;
+  }
+  const committed = new Set(active.map((m) => m.message_id));
+  if (committed.has(draft.record.message_id) || draft.pending.some((m) => committed.has(m.message_id))) {
+    report(file, null, "stale_draft", false, `draft ${draft.record.message_id} is already committed in Active; discarded`);
+    repairs.removeStaleDraft = true;
+    return undefined;
+  }
+  return draft;
+}
+
+function safeUtf8(bytes: Uint8Array, file: string, report: Report): string | undefined {
+  try {
+    return decodeUtf8(bytes, file);
+  } catch {
+    report(file, null, "invalid_record", true, "not valid UTF-8");
+    return undefined;
+  }
+}
+
+function placeholderMeta(ref: SessionRef, clock: () => number): SessionMeta {
+  const now = nowTimestamp(clock);
+  return {
+    schema_version: 1,
+    session_id: ref.sessionId,
+    agent_id: ref.agentId,
+    workspace_id: ref.workspaceId,
+    created_at: now,
+    updated_at: now,
+    message_count: 0,
+    history_bytes: 0,
+    revision: 0,
+  };
+}
+
+/** Byte offset where 1-based `line` starts. */
+function lineStart(bytes: Uint8Array, line: number): number {
+  let offset = 0;
+  for (let n = 1; n < line; n++) offset = bytes.indexOf(0x0a, offset) + 1;
+  return offset;
+}

@@ -1,0 +1,53 @@
+import { WriterLockedError, type LockOwner } from "../errors.ts";
+import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
+import { nowTimestamp } from "../schema/common.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { newId } from "./ids.ts";
+import type { WriterIdentity } from "./owner.ts";
+
+/** A held `writer.lock`; `lock_id` tells this holder's lock from anyone else's. */
+export interface HeldLock {
+  readonly path: string;
+  readonly owner: LockOwner & { lock_id: string };
+}
+
+/**
+ * Takes the session's `writer.lock` with create-new semantics for one mutating operation.
+ *
+ * @throws {WriterLockedError} at once when another writer holds it, with that writer's lock content.
+ */
+export async function acquireWriterLock(
+  storage: StoragePort,
+  path: string,
+  identity: WriterIdentity,
+  operation: string,
+  clock: () => number,
+): Promise<HeldLock> {
+  const owner = { ...identity, operation, created_at: nowTimestamp(clock), lock_id: newId("lock") };
+  if (await storage.createExclusive(path, encodeJsonDocument(owner))) return { path, owner };
+  const existing = await readLockOwner(storage, path);
+  const who = existing
+    ? `pid ${existing.pid} on ${existing.hostname} (${existing.runtime}) for "${existing.operation}" since ${existing.created_at}`
+    : "an unreadable lock";
+  throw new WriterLockedError(`${path}: session is locked by ${who}; nothing was written`, {
+    path,
+    ...(existing ? { owner: existing } : {}),
+  });
+}
+
+/** Removes the lock only if it is still this holder's: nobody deletes another owner's lock. */
+export async function releaseWriterLock(storage: StoragePort, lock: HeldLock): Promise<void> {
+  const current = await readLockOwner(storage, lock.path);
+  if (current && current["lock_id"] === lock.owner.lock_id) await storage.remove(lock.path);
+}
+
+/** The content of a `writer.lock`, or `undefined` when there is none or it cannot be parsed. */
+export async function readLockOwner(storage: StoragePort, path: string): Promise<LockOwner | undefined> {
+  const bytes = await storage.read(path);
+  if (!bytes) return undefined;
+  try {
+    return parseLockJson(bytes, path) as LockOwner;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Sessions: the registry, the session handle with its revisions, locks, commits,
+ * drafts and compaction, and the provider-neutral agent loop `run()`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * const sessions = new Sessions({ storage: new MemoryStorage() });
+ * const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "Demo" });
+ * await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
+ * ```
+ * @module
+ */
+export * from "./provider.ts";
+export * from "./options.ts";
+export * from "./owner.ts";
+export * from "./state.ts";
+export { newId } from "./ids.ts";
+export { DraftWriter, type DraftFlushOptions } from "./draft-writer.ts";
+export { BATCH_FIELD, withoutBatchMark } from "./batch.ts";
+export { PENDING_FIELD } from "./load.ts";
+export { readLockOwner } from "./lock.ts";
+export {
+  Session,
+  LAST_COMPACTED_FIELD,
+  toMessageRecord,
+  type CommitResult,
+  type NewMessage,
+  type NoCompaction,
+  type SessionContext,
+  type SessionWriter,
+} from "./session.ts";
+export { Sessions, type CreateSessionInput, type ListProblem, type ListSessionsFilter, type SessionsOptions } from "./registry.ts";

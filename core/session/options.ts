@@ -1,0 +1,82 @@
+import { realUsage, manualOnly, assertCompactionPolicy, type CompactionPolicy } from "../compaction/mod.ts";
+import { assertContextWindow } from "../compaction/trigger.ts";
+import { InvalidInputError } from "../errors.ts";
+import type { DraftFlushOptions } from "./draft-writer.ts";
+import type { Summarizer } from "./provider.ts";
+
+/** A plugin adds a section to the agent's system instruction. */
+export interface AgentPlugin {
+  readonly name: string;
+  readonly instruction: string;
+}
+
+/** The agent a session talks as: its current instruction and plugins. */
+export interface AgentDefinition {
+  readonly instruction?: string;
+  readonly plugins?: readonly AgentPlugin[];
+}
+
+/** How a session is configured when opened or created. Every field is optional. */
+export interface SessionOptions {
+  /** The agent's current instruction and plugins: the system when `instruction.md` is absent. */
+  readonly agent?: AgentDefinition;
+  /** The model's context window in tokens; the default policy compacts at 95% of it. */
+  readonly contextWindow?: number;
+  /**
+   * When to compact automatically. Default: `realUsage()` when a summarizer and a
+   * context window are given, else `manualOnly()`. An automatic policy without a
+   * summarizer is rejected.
+   */
+  readonly policy?: CompactionPolicy;
+  /** Makes the cumulative summary; required by every automatic policy and by `compact()`. */
+  readonly summarizer?: Summarizer;
+  /** How draft writes are coalesced while streaming. */
+  readonly draftFlush?: DraftFlushOptions;
+  /** Most provider steps one run may take (default 32). */
+  readonly maxSteps?: number;
+}
+
+/** {@linkcode SessionOptions} with the defaults applied and validated. */
+export interface ResolvedSessionOptions extends SessionOptions {
+  readonly policy: CompactionPolicy;
+  readonly maxSteps: number;
+}
+
+/**
+ * Applies defaults and refuses inconsistent configurations.
+ *
+ * @throws {InvalidInputError} for an automatic policy without a summarizer, a
+ * real-usage policy without a context window, or out-of-range numbers.
+ */
+export function resolveSessionOptions(options: SessionOptions = {}): ResolvedSessionOptions {
+  if (options.contextWindow !== undefined) assertContextWindow(options.contextWindow);
+  const policy = options.policy ?? (options.summarizer && options.contextWindow ? realUsage() : manualOnly());
+  assertCompactionPolicy(policy);
+  if (policy.kind !== "manual" && !options.summarizer) {
+    throw new InvalidInputError(`compaction policy "${policy.kind}" is automatic but no summarizer is configured`, { policy: policy.kind });
+  }
+  if (policy.kind === "real-usage" && options.contextWindow === undefined) {
+    throw new InvalidInputError(`compaction policy "real-usage" needs contextWindow`, { policy: policy.kind });
+  }
+  const maxSteps = options.maxSteps ?? 32;
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1) {
+    throw new InvalidInputError(`maxSteps ${String(maxSteps)} is not a positive integer`, { maxSteps });
+  }
+  return { ...options, policy, maxSteps };
+}
+
+/**
+ * The system text generated from an agent: its instruction, then one section per plugin.
+ * `null` when the agent has neither.
+ *
+ * @example
+ * ```ts
+ * generateSystem({ instruction: "Be brief.", plugins: [{ name: "git", instruction: "Use git." }] });
+ * // "Be brief.\n\n## git\nUse git."
+ * ```
+ */
+export function generateSystem(agent: AgentDefinition | undefined): string | null {
+  const sections = [agent?.instruction ?? "", ...(agent?.plugins ?? []).map((p) => `## ${p.name}\n${p.instruction}`)]
+    .filter((s) => s.trim() !== "");
+  return sections.length > 0 ? sections.join("\n\n") : null;
+}

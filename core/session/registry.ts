@@ -1,0 +1,274 @@
+import { InvalidInputError, NotFoundError, CorruptSessionError, asSessionfoldError } from "../errors.ts";
+import { decodeJsonl } from "../jsonl/decode.ts";
+import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
+import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
+import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { newId } from "./ids.ts";
+import { loadSessionState } from "./load.ts";
+import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
+import { resolveSessionOptions, type SessionOptions } from "./options.ts";
+import { ANONYMOUS_WRITER, type WriterIdentity } from "./owner.ts";
+import { Session, type SessionContext } from "./session.ts";
+import { lastSequence } from "./state.ts";
+
+/** Options of {@linkcode Sessions}. */
+export interface SessionsOptions {
+  /** Where sessions are stored: any {@linkcode StoragePort}. */
+  readonly storage: StoragePort;
+  /** Who writes, stamped into `writer.lock` (pid, host, runtime). */
+  readonly identity?: WriterIdentity;
+  /** Milliseconds since the epoch; injectable for tests. */
+  readonly clock?: () => number;
+  /** Options for every session this registry opens, unless a call gives its own. */
+  readonly defaults?: SessionOptions;
+}
+
+/** What {@linkcode Sessions.create} needs. */
+export interface CreateSessionInput {
+  readonly agentId: string;
+  readonly workspaceId: string;
+  /** Defaults to a new random id. */
+  readonly sessionId?: string;
+  readonly title?: string;
+  /** Written to `instruction.md`: the session's fixed system snapshot. */
+  readonly instruction?: string;
+  readonly modelLabel?: string;
+  /** IANA time zone of the user, e.g. `Europe/Berlin`. */
+  readonly timezone?: string;
+}
+
+/** Filters of {@linkcode Sessions.list}. */
+export interface ListSessionsFilter {
+  readonly agentId?: string;
+  readonly workspaceId?: string;
+  /** List `archived-sessions/` instead of `sessions/`. */
+  readonly archived?: boolean;
+}
+
+/** A session folder whose `meta.json` could not be listed, and why. */
+export interface ListProblem {
+  readonly ref: string;
+  readonly message: string;
+}
+
+/**
+ * The sessions of one store: create, open, list, fork, archive and delete.
+ *
+ * @example
+ * ```ts
+ * const sessions = new Sessions({ storage: new MemoryStorage() });
+ * const s = await sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "s1", title: "Fix the build" });
+ * const again = await sessions.open(s.ref);
+ * ```
+ */
+export class Sessions {
+  readonly storage: StoragePort;
+  readonly #ctx: SessionContext;
+  readonly #defaults: SessionOptions;
+
+  constructor(options: SessionsOptions) {
+    this.storage = options.storage;
+    this.#ctx = { storage: options.storage, identity: options.identity ?? ANONYMOUS_WRITER, clock: options.clock ?? Date.now };
+    this.#defaults = options.defaults ?? {};
+  }
+
+  /**
+   * Creates an empty session: `meta.json` (revision 0) and, with `instruction`, `instruction.md`.
+   *
+   * @throws {InvalidIdError} before anything is written when an id is not valid.
+   * @throws {InvalidInputError} when a session with that id exists (live or archived).
+   */
+  async create(input: CreateSessionInput, options?: SessionOptions): Promise<Session> {
+    const ref = sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
+    const resolved = resolveSessionOptions(options ?? this.#defaults);
+    const paths = sessionPaths(ref);
+    if (await this.#exists(ref, "archived")) {
+      throw new InvalidInputError(`${formatSessionRef(ref)} exists in archived-sessions/; choose another id`, { ref: formatSessionRef(ref) });
+    }
+    const now = nowTimestamp(this.#ctx.clock);
+    const meta: SessionMeta = {
+      schema_version: 1,
+      session_id: ref.sessionId,
+      agent_id: ref.agentId,
+      workspace_id: ref.workspaceId,
+      ...(input.title !== undefined ? { title: input.title } : {}),
+      ...(input.modelLabel !== undefined ? { model_label: input.modelLabel } : {}),
+      created_at: now,
+      updated_at: now,
+      message_count: 0,
+      history_bytes: 0,
+      ...(input.timezone !== undefined ? { timezone: input.timezone } : {}),
+      revision: 0,
+    };
+    if ((await this.#exists(ref, "live")) || !(await this.storage.createExclusive(paths.meta, encodeJsonDocument(meta)))) {
+      throw this.#alreadyExists(ref);
+    }
+    if (input.instruction !== undefined) await this.storage.replace(paths.instruction, new TextEncoder().encode(input.instruction));
+    return this.open(ref, resolved);
+  }
+
+  /**
+   * Opens a session, applying FORMAT.md's recovery rules (see `session.diagnostics`).
+   * Reads `meta.json`, the segment names, the newest segment's tail, `active.jsonl`, the draft
+   * and `instruction.md`; nothing else, whatever the history length. Writes nothing.
+   *
+   * @throws {InvalidIdError} when an id is not valid.
+   * @throws {NotFoundError} when there is no such session.
+   * @throws {UnsupportedSchemaError} when `meta.json` has an unknown schema version.
+   * @throws {InvalidInputError} when the options are inconsistent.
+   */
+  async open(ref: SessionRef | string, options?: SessionOptions & { archived?: boolean }): Promise<Session> {
+    const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
+    const place: SessionPlace = options?.archived ? "archived" : "live";
+    const resolved = resolveSessionOptions(options ?? this.#defaults);
+    if (!(await this.#exists(valid, place))) {
+      throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
+    }
+    const paths = sessionPaths(valid, place);
+    const state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock);
+    return new Session(this.#ctx, valid, place, paths, state, resolved);
+  }
+
+  /**
+   * Lists sessions from their `meta.json`, newest update first. Folders whose meta cannot
+   * be read are left out and passed to `onProblem`; nothing is changed.
+   *
+   * @throws {InvalidIdError} when a filter id is not valid.
+   */
+  async list(filter: ListSessionsFilter = {}, onProblem?: (problem: ListProblem) => void): Promise<SessionMeta[]> {
+    const agents = filter.agentId !== undefined ? [filter.agentId] : (await this.storage.list("agents")).filter(isValidId);
+    const metas: SessionMeta[] = [];
+    for (const agentId of agents) {
+      assertId("agent_id", agentId);
+      const workspaces = filter.workspaceId !== undefined ? [filter.workspaceId] : (await this.storage.list(workspacesDir(agentId))).filter(isValidId);
+      for (const workspaceId of workspaces) {
+        const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
+        for (const sessionId of (await this.storage.list(dir)).filter(isValidId)) {
+          const ref = `${agentId}/${workspaceId}/${sessionId}`;
+          const bytes = await this.storage.read(`${dir}/${sessionId}/meta.json`);
+          if (!bytes) {
+            onProblem?.({ ref, message: "meta.json is missing (open the session to rebuild it)" });
+            continue;
+          }
+          try {
+            metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
+          } catch (error) {
+            onProblem?.({ ref, message: asSessionfoldError(error, ref).message });
+          }
+        }
+      }
+    }
+    return metas.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session_id.localeCompare(b.session_id));
+  }
+
+  /**
+   * Copies the full history into a new session in the same workspace: every segment,
+   * Active and `instruction.md`, sequences kept, `forked_from` set. The copy is built in a
+   * hidden folder and moved into place in one step, so a crash never leaves half a fork.
+   * Reads every segment: the one full-history operation.
+   *
+   * @throws {InvalidIdError} when `newSessionId` is not valid.
+   * @throws {InvalidInputError} when a session with that id exists.
+   * @throws {WriterLockedError} when another writer holds the source.
+   * @throws {CorruptSessionError} when a source file has an invalid line (named by file and line).
+   */
+  async fork(source: SessionRef | string, newSessionId: string, onProgress?: (done: number, total: number) => void): Promise<Session> {
+    const from = await this.open(source);
+    const target = sessionRef(from.ref.agentId, from.ref.workspaceId, newSessionId);
+    if ((await this.#exists(target, "live")) || (await this.#exists(target, "archived"))) throw this.#alreadyExists(target);
+    const fatal = from.diagnostics.find((d) => d.fatal);
+    if (fatal) throw new CorruptSessionError(`cannot fork ${formatSessionRef(from.ref)}: ${fatal.message}`, { file: fatal.file, line: fatal.line });
+    const lock = await acquireWriterLock(this.storage, from.paths.lock, this.#ctx.identity, "fork", this.#ctx.clock);
+    const staging = `${sessionsDir(target.agentId, target.workspaceId)}/.fork-${newSessionId}-${newId("t")}`;
+    try {
+      await from.reload();
+      const fromPaths = from.paths;
+      let historyBytes = 0;
+      const total = from.segments.length + 1;
+      for (const [i, range] of from.segments.entries()) {
+        const bytes = (await this.storage.read(fromPaths.segment(range))) ?? new Uint8Array(0);
+        const file = `messages/segments/${fromPaths.segment(range).split("/").at(-1)}`;
+        const result = decodeJsonl(bytes, { file, schemas: { message: MessageRecord, summary: SummaryRecord }, tornTailRecoverable: false });
+        const bad = result.diagnostics.find((d) => d.fatal);
+        if (bad) throw new CorruptSessionError(`cannot fork ${formatSessionRef(from.ref)}: ${bad.message}`, { file, line: bad.line });
+        await this.storage.replace(`${staging}/${file}`, bytes);
+        historyBytes += bytes.length;
+        onProgress?.(i + 1, total);
+      }
+      const activeBytes = new TextEncoder().encode(from.active.map((m) => `${JSON.stringify(m)}\n`).join(""));
+      if (activeBytes.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, activeBytes);
+      historyBytes += activeBytes.length;
+      const instruction = await this.storage.read(fromPaths.instruction);
+      if (instruction) await this.storage.replace(`${staging}/instruction.md`, instruction);
+      const now = nowTimestamp(this.#ctx.clock);
+      const meta: SessionMeta = {
+        ...from.meta,
+        session_id: target.sessionId,
+        created_at: now,
+        updated_at: now,
+        history_bytes: historyBytes,
+        message_count: lastSequence({ segments: [...from.segments], active: [...from.active] }),
+        forked_from: { session_id: from.ref.sessionId, through_sequence: lastSequence({ segments: [...from.segments], active: [...from.active] }) },
+      };
+      await this.storage.replace(`${staging}/meta.json`, encodeJsonDocument(meta));
+      if (!(await this.storage.move(staging, sessionPaths(target).dir))) throw this.#alreadyExists(target);
+      onProgress?.(total, total);
+    } catch (error) {
+      await this.storage.remove(staging).catch(() => undefined);
+      throw asSessionfoldError(error, `fork of ${formatSessionRef(from.ref)} failed`);
+    } finally {
+      await releaseWriterLock(this.storage, lock).catch(() => undefined);
+    }
+    return this.open(target);
+  }
+
+  /**
+   * Moves the whole session to `archived-sessions/` in one step (under its lock).
+   *
+   * @throws {NotFoundError} when there is no such live session.
+   * @throws {InvalidInputError} when an archived session with that id exists.
+   * @throws {WriterLockedError} when another writer holds it.
+   */
+  async archive(ref: SessionRef | string): Promise<SessionMeta> {
+    const session = await this.open(ref);
+    const archived = sessionPaths(session.ref, "archived");
+    if (await this.#exists(session.ref, "archived")) {
+      throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
+    }
+    await session.mutate("archive", async () => {
+      if (!(await this.storage.move(session.paths.dir, archived.dir))) {
+        throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
+      }
+      // The lock moved with the folder; it is this operation's, so it goes.
+      await this.storage.remove(archived.lock);
+    });
+    return (await this.open(session.ref, { archived: true })).meta;
+  }
+
+  /**
+   * Deletes a session and its whole history (live or archived). Explicit and final.
+   *
+   * @throws {NotFoundError} when there is no such session.
+   * @throws {WriterLockedError} when another writer holds it.
+   */
+  async delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<void> {
+    const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
+    const place: SessionPlace = options.archived ? "archived" : "live";
+    if (!(await this.#exists(valid, place))) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
+    const paths = sessionPaths(valid, place);
+    // Taken so a running writer is never deleted under; the removal takes the lock with it.
+    await acquireWriterLock(this.storage, paths.lock, this.#ctx.identity, "delete", this.#ctx.clock);
+    await this.storage.remove(paths.dir);
+  }
+
+  async #exists(ref: SessionRef, place: SessionPlace): Promise<boolean> {
+    const paths = sessionPaths(ref, place);
+    const names = await this.storage.list(paths.dir);
+    return names.includes("meta.json") || names.includes("messages");
+  }
+
+  #alreadyExists(ref: SessionRef): InvalidInputError {
+    return new InvalidInputError(`a session ${formatSessionRef(ref)} already exists`, { ref: formatSessionRef(ref) });
+  }
+}

@@ -1,0 +1,586 @@
+import { accumulateCompaction, estimateTextTokens, estimateTokens, planCompaction, type CompactionOutcome } from "../compaction/mod.ts";
+import { compose, type ComposedInput } from "../composer/mod.ts";
+import {
+  CompactionFailedError,
+  CorruptSessionError,
+  InvalidInputError,
+  RevisionConflictError,
+  SessionBusyError,
+  asSessionfoldError,
+} from "../errors.ts";
+import { decodeJsonl } from "../jsonl/decode.ts";
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
+import { encodeJsonl, encodeJsonlLine } from "../jsonl/encode.ts";
+import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import { relativeToSession, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
+import type { SegmentRange } from "../layout/segments.ts";
+import {
+  MessageRecord,
+  SummaryRecord,
+  encodeJsonDocument,
+  nowTimestamp,
+  parseMetaJson,
+  type DraftRecord,
+  type MessagePart,
+  type ProviderIdentity,
+  type SessionMeta,
+  type Usage,
+} from "../schema/mod.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { markBatch, withoutBatchMark } from "./batch.ts";
+import { DraftWriter } from "./draft-writer.ts";
+import { newId } from "./ids.ts";
+import { PENDING_FIELD, loadSessionState } from "./load.ts";
+import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
+import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
+import type { WriterIdentity } from "./owner.ts";
+import type { Summarizer } from "./provider.ts";
+import { isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
+
+/** What a session handle shares with its registry. */
+export interface SessionContext {
+  readonly storage: StoragePort;
+  readonly identity: WriterIdentity;
+  readonly clock: () => number;
+}
+
+/** A message to commit: sequence, id, time and part sequences are filled in when absent. */
+export interface NewMessage {
+  readonly role: "user" | "assistant";
+  readonly parts: readonly (Omit<MessagePart, "sequence"> & { sequence?: number })[];
+  readonly status?: "completed" | "stopped" | "failed";
+  readonly usage?: Usage;
+  readonly provider?: ProviderIdentity;
+  readonly message_id?: string;
+  readonly created_at?: string;
+  readonly [extra: string]: unknown;
+}
+
+/** What a commit returns. */
+export interface CommitResult {
+  /** Sequences assigned, in order. */
+  readonly sequences: number[];
+  /** The session revision after the commit. */
+  readonly revision: number;
+}
+
+/** Operations available to the code running inside one locked mutating operation. */
+export interface SessionWriter {
+  readonly session: Session;
+  readonly state: Readonly<SessionState>;
+  readonly options: ResolvedSessionOptions;
+  readonly clock: () => number;
+  /** Appends messages as one atomic batch plus one `meta.json` update (revision + 1). */
+  commit(messages: readonly MessageRecord[]): Promise<CommitResult>;
+  /** A coalescing writer of the streaming draft; `pending` are the run's uncommitted messages. */
+  draftWriter(current: () => { draft: DraftRecord; pending: readonly MessageRecord[] }): DraftWriter;
+  /** Removes the draft file. */
+  removeDraft(): Promise<void>;
+  /** Compacts Active with one summary call (its own commit). `undefined` when Active has < 2 messages. */
+  compact(summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined>;
+}
+
+const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
+
+/**
+ * One session: its committed history, its draft and its model context. Get one from
+ * {@linkcode Sessions.open} or {@linkcode Sessions.create}. Reading is free of I/O
+ * except {@linkcode Session.messages} with `beforeSequence`; every mutating method
+ * takes the session's `writer.lock`, checks the revision and commits atomically.
+ *
+ * @example
+ * ```ts
+ * const session = await sessions.open(ref);
+ * await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+ * session.revision; // 1
+ * ```
+ */
+export class Session {
+  readonly ref: SessionRef;
+  readonly place: SessionPlace;
+  readonly #ctx: SessionContext;
+  readonly #paths: SessionPaths;
+  readonly #options: ResolvedSessionOptions;
+  #state: SessionState;
+  #system: string | null;
+  #needsReload = false;
+
+  /** @internal Use {@linkcode Sessions.open}. */
+  constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions) {
+    this.#ctx = ctx;
+    this.ref = ref;
+    this.place = place;
+    this.#paths = paths;
+    this.#state = state;
+    this.#options = options;
+    this.#system = state.instruction ?? generateSystem(options.agent);
+  }
+
+  /** The session's monotonic revision. */
+  get revision(): number {
+    return this.#state.meta.revision;
+  }
+
+  /** A copy of `meta.json` as this handle knows it. */
+  get meta(): SessionMeta {
+    return structuredClone(this.#state.meta);
+  }
+
+  /** What recovery found on open (FORMAT.md diagnostics). */
+  get diagnostics(): readonly Diagnostic[] {
+    return this.#state.diagnostics;
+  }
+
+  /** The system text: `instruction.md`, else the agent's instruction fixed at open. */
+  get system(): string | null {
+    return this.#system;
+  }
+
+  /** The newest segment's cumulative summary, if any compaction happened. */
+  get summary(): SummaryRecord | undefined {
+    return this.#state.footer;
+  }
+
+  /** The sequence ranges of the closed segments, oldest first. */
+  get segments(): readonly SegmentRange[] {
+    return this.#state.segments;
+  }
+
+  /** The Active window (committed messages after the latest compaction). */
+  get active(): readonly MessageRecord[] {
+    return this.#state.active.map(withoutBatchMark);
+  }
+
+  /** A live streaming draft left by an interrupted run, with the run's uncommitted messages. */
+  get draft(): LiveDraft | undefined {
+    return this.#state.draft;
+  }
+
+  /** The storage paths of this session. */
+  get paths(): SessionPaths {
+    return this.#paths;
+  }
+
+  /** The resolved configuration. */
+  get options(): ResolvedSessionOptions {
+    return this.#options;
+  }
+
+  /**
+   * Exactly what the next model request reads: system + latest summary + Active.
+   * Pure: reads no storage and changes nothing.
+   *
+   * @example
+   * ```ts
+   * const { input } = session.compose({ provider: "openai", api: "responses", model: "gpt-5" });
+   * ```
+   */
+  compose(identity: ProviderIdentity): ComposedInput {
+    return compose({ instruction: this.#system, footer: this.#state.footer, active: this.#state.active, identity });
+  }
+
+  /**
+   * Active's messages, or with `beforeSequence` the whole newest segment whose end is
+   * below it (`[]` when there is none). Loads one segment at a time.
+   *
+   * @example
+   * ```ts
+   * let page = await session.messages();
+   * while (page.length > 0) page = await session.messages({ beforeSequence: page[0].sequence });
+   * ```
+   * @throws {CorruptSessionError} naming file and line when that segment has an invalid line.
+   */
+  async messages(options: { beforeSequence?: number } = {}): Promise<MessageRecord[]> {
+    const before = options.beforeSequence;
+    if (before === undefined) return this.active as MessageRecord[];
+    if (!Number.isSafeInteger(before) || before < 1) {
+      throw new InvalidInputError(`beforeSequence ${String(before)} is not a positive integer`, { beforeSequence: before });
+    }
+    const range = this.#state.segments.findLast((s) => s.end < before);
+    if (!range) return [];
+    return (await this.readSegment(range)).messages;
+  }
+
+  /**
+   * Reads one whole segment: its messages and its footer.
+   *
+   * @throws {CorruptSessionError} naming file and line for any invalid line.
+   */
+  async readSegment(range: SegmentRange): Promise<{ messages: MessageRecord[]; footer: SummaryRecord | undefined }> {
+    const path = this.#paths.segment(range);
+    const file = relativeToSession(this.#paths, path);
+    const bytes = (await this.#ctx.storage.read(path)) ?? new Uint8Array(0);
+    const result = decodeJsonl<MessageRecord | SummaryRecord>(bytes, {
+      file,
+      schemas: { message: MessageRecord, summary: SummaryRecord },
+      tornTailRecoverable: false,
+    });
+    const fatal = result.diagnostics.find((d) => d.fatal);
+    if (fatal) throw new CorruptSessionError(fatal.message, { file, line: fatal.line, diagnostic: fatal.code });
+    const messages: MessageRecord[] = [];
+    let footer: SummaryRecord | undefined;
+    for (const { record } of result.records) {
+      if (record.record_type === "message") messages.push(withoutBatchMark(record));
+      else footer = record;
+    }
+    return { messages, footer };
+  }
+
+  /**
+   * Re-reads the session from storage (after another writer committed).
+   *
+   * @throws {UnsupportedSchemaError} when `meta.json` now has an unknown schema version.
+   */
+  async reload(): Promise<void> {
+    this.#state = await loadSessionState(this.#ctx.storage, this.#paths, this.ref, this.#ctx.clock);
+    this.#system = this.#state.instruction ?? this.#system ?? generateSystem(this.#options.agent);
+    this.#needsReload = false;
+  }
+
+  /**
+   * Commits messages as one atomic batch: one append and one `meta.json` update. A live
+   * draft is first finished as `stopped` in the same batch, so generation order holds.
+   *
+   * @example
+   * ```ts
+   * const { sequences, revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
+   * ```
+   * @throws {InvalidInputError} when a message is not valid.
+   * @throws {WriterLockedError} when another writer holds the session.
+   * @throws {RevisionConflictError} when another writer committed since this handle read.
+   * @throws {SessionBusyError} when another operation runs on this session in this process.
+   * @throws {CorruptSessionError} when a fatal diagnostic blocks writes.
+   */
+  append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
+    const list = (Array.isArray(messages) ? messages : [messages]) as readonly NewMessage[];
+    if (list.length === 0) throw new InvalidInputError("append needs at least one message");
+    const records = list.map((m, i) => toMessageRecord(m, this.#ctx.clock, `messages[${i}]`));
+    return this.mutate("append", async (writer) => {
+      const recovered = this.#state.draft ? stoppedDraftMessages(this.#state.draft, false) : [];
+      const result = await writer.commit([...recovered, ...records]);
+      if (recovered.length > 0) await writer.removeDraft();
+      return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
+    });
+  }
+
+  /**
+   * Finishes a live draft left by an interrupted run as a `stopped` message, committing
+   * the run's pending messages with it. Resolves `undefined` when there is no draft.
+   *
+   * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
+   */
+  finishDraft(): Promise<CommitResult | undefined> {
+    return this.mutate("finish-draft", async (writer) => {
+      const draft = this.#state.draft;
+      if (!draft) return undefined;
+      const result = await writer.commit(stoppedDraftMessages(draft, false));
+      await writer.removeDraft();
+      return result;
+    });
+  }
+
+  /**
+   * Compacts now (seed 000): the oldest half of Active becomes a segment with one
+   * cumulative summary from exactly one summarizer call. Refused while a draft exists.
+   * With fewer than 2 messages in Active nothing changes and `segment` is `null`.
+   *
+   * @example
+   * ```ts
+   * const outcome = await session.compact();
+   * outcome.revision; outcome.removedMessages;
+   * ```
+   * @throws {InvalidInputError} when no summarizer is configured or given.
+   * @throws {SessionBusyError} when a streaming draft exists (finish it first).
+   * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
+   */
+  compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
+    const summarizer = options.summarizer ?? this.#options.summarizer;
+    if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
+    return this.mutate("compact", async (writer) => {
+      if (this.#state.draft) {
+        throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: this.#state.draft.record.message_id });
+      }
+      const outcome = await writer.compact(summarizer, options.signal ?? new AbortController().signal);
+      return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: this.#state.active.length, segment: null };
+    });
+  }
+
+  /**
+   * Writes the session's system text to `instruction.md` (creates or overwrites it).
+   *
+   * @throws {InvalidInputError} when there is no system text to write.
+   */
+  snapshot(): Promise<void> {
+    return this.mutate("snapshot", async () => {
+      if (this.#system === null) throw new InvalidInputError("the session has no system text to snapshot (no instruction.md and no agent instruction)");
+      await this.#ctx.storage.replace(this.#paths.instruction, new TextEncoder().encode(this.#system));
+      this.#state.instruction = this.#system;
+    });
+  }
+
+  /**
+   * Regenerates the system from the agent's current instruction and plugins, and
+   * overwrites `instruction.md` only when it already exists.
+   */
+  syncshot(): Promise<void> {
+    return this.mutate("syncshot", async () => {
+      this.#system = generateSystem(this.#options.agent);
+      if (this.#state.instruction !== undefined) {
+        if (this.#system === null) await this.#ctx.storage.remove(this.#paths.instruction);
+        else await this.#ctx.storage.replace(this.#paths.instruction, new TextEncoder().encode(this.#system));
+        this.#state.instruction = this.#system ?? undefined;
+      }
+    });
+  }
+
+  /**
+   * Runs `fn` as one mutating operation: one at a time per session in this process
+   * (`SessionBusyError`), under the session's `writer.lock` (`WriterLockedError`),
+   * after the optimistic revision check (`RevisionConflictError`) and the repairs that
+   * recovery postponed. Used by `run()` and by hosts that build their own operations.
+   */
+  async mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+    const busy = busyMap(this.#ctx.storage);
+    const holder = busy.get(this.#paths.dir);
+    if (holder) {
+      throw new SessionBusyError(`${formatSessionRef(this.ref)}: "${holder}" is still running; one mutating operation at a time`, { operation: holder });
+    }
+    if (this.place !== "live") {
+      throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
+    }
+    busy.set(this.#paths.dir, operation);
+    try {
+      if (this.#needsReload) await this.reload();
+      this.#assertWritable();
+      const lock = await acquireWriterLock(this.#ctx.storage, this.#paths.lock, this.#ctx.identity, operation, this.#ctx.clock);
+      try {
+        await this.#checkRevision();
+        await this.#applyRepairs();
+        return await fn(this.#writer());
+      } catch (error) {
+        if (!(error instanceof RevisionConflictError)) await this.reload().catch(() => (this.#needsReload = true));
+        throw asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
+      } finally {
+        await releaseWriterLock(this.#ctx.storage, lock).catch(() => undefined);
+      }
+    } finally {
+      busy.delete(this.#paths.dir);
+    }
+  }
+
+  #assertWritable(): void {
+    if (!isBlocked(this.#state)) return;
+    const first = this.#state.diagnostics.find((d) => d.fatal)!;
+    throw new CorruptSessionError(`${formatSessionRef(this.ref)} is read-only until repaired: ${first.message}`, {
+      file: first.file,
+      line: first.line,
+      diagnostic: first.code,
+    });
+  }
+
+  async #checkRevision(): Promise<void> {
+    const bytes = await this.#ctx.storage.read(this.#paths.meta);
+    const found = bytes ? parseMetaJson(bytes).revision : undefined;
+    const expected = this.#state.diskRevision;
+    if (found !== expected) {
+      this.#needsReload = true;
+      throw new RevisionConflictError(
+        `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${expected ?? "none"}; another writer committed (reopen or reload)`,
+        { expected: expected ?? null, found: found ?? null },
+      );
+    }
+  }
+
+  async #applyRepairs(): Promise<void> {
+    const { storage } = this.#ctx;
+    const state = this.#state;
+    const repairs = state.repairs;
+    if (repairs.rewriteActive) {
+      const bytes = encodeJsonl(state.active);
+      await storage.replace(this.#paths.active, bytes);
+      state.meta = { ...state.meta, history_bytes: state.meta.history_bytes - state.activeBytes + bytes.length };
+      state.activeBytes = bytes.length;
+      repairs.writeMeta = true;
+    } else if (repairs.truncateActiveTo !== undefined) {
+      await storage.truncate(this.#paths.active, repairs.truncateActiveTo);
+    } else if (repairs.addNewline) {
+      await storage.append(this.#paths.active, new TextEncoder().encode("\n"));
+      state.activeBytes += 1;
+      state.meta = { ...state.meta, history_bytes: state.meta.history_bytes + 1 };
+      repairs.writeMeta = true;
+    }
+    if (repairs.removeStaleDraft) await storage.remove(this.#paths.draft);
+    if (repairs.writeMeta) await this.#writeMeta({});
+    state.repairs = {};
+  }
+
+  async #writeMeta(patch: Partial<SessionMeta>): Promise<void> {
+    const meta: SessionMeta = { ...this.#state.meta, ...patch, updated_at: nowTimestamp(this.#ctx.clock) };
+    await this.#ctx.storage.replace(this.#paths.meta, encodeJsonDocument(meta));
+    this.#state.meta = meta;
+    this.#state.diskRevision = meta.revision;
+  }
+
+  #writer(): SessionWriter {
+    const { storage, clock } = this.#ctx;
+    const state = this.#state;
+    const paths = this.#paths;
+    const session = this;
+    return {
+      session,
+      state,
+      options: this.#options,
+      clock,
+      commit: async (messages) => {
+        if (messages.length === 0) throw new InvalidInputError("a commit needs at least one message");
+        let sequence = lastSequence(state);
+        const records = messages.map((m) => ({ ...m, sequence: ++sequence }));
+        const bytes = new TextEncoder().encode(markBatch(records).map(encodeJsonlLine).join(""));
+        await storage.append(paths.active, bytes);
+        state.active.push(...records);
+        state.activeBytes += bytes.length;
+        await this.#writeMeta({
+          message_count: sequence,
+          history_bytes: state.meta.history_bytes + bytes.length,
+          revision: state.meta.revision + 1,
+        });
+        return { sequences: records.map((r) => r.sequence), revision: state.meta.revision };
+      },
+      draftWriter: (current) =>
+        new DraftWriter(
+          (bytes) => storage.replace(paths.draft, bytes),
+          () => {
+            const { draft, pending } = current();
+            return new TextEncoder().encode(`${JSON.stringify({ ...draft, [PENDING_FIELD]: pending })}\n`);
+          },
+          this.#options.draftFlush,
+          clock,
+        ),
+      removeDraft: async () => {
+        await storage.remove(paths.draft);
+        state.draft = undefined;
+      },
+      compact: (summarizer, signal) => this.#compact(summarizer, signal),
+    };
+  }
+
+  async #compact(summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined> {
+    const state = this.#state;
+    const plan = planCompaction(state.active);
+    if (!plan) return undefined;
+    const previous = state.footer?.text ?? null;
+    let text: string;
+    let cost: number | undefined;
+    try {
+      signal.throwIfAborted();
+      const result = await summarizer.summarize({ previousSummary: previous, messages: plan.selected.map(withoutBatchMark), signal });
+      signal.throwIfAborted();
+      text = typeof result?.text === "string" ? result.text : "";
+      cost = result?.usage?.cost_usd_micros;
+    } catch (error) {
+      const reason = signal.aborted ? "it was cancelled" : `the summarizer failed: ${error instanceof Error ? error.message : String(error)}`;
+      throw new CompactionFailedError(`compaction of ${formatSessionRef(this.ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, { cause: error });
+    }
+    if (text.trim() === "") {
+      throw new CompactionFailedError(`compaction of ${formatSessionRef(this.ref)} failed: the summarizer returned an empty summary; nothing changed`, { empty: true });
+    }
+    const beforeTokens = estimateTextTokens(previous) + estimateTokens(state.active);
+    const footer: SummaryRecord = {
+      record_type: "summary",
+      session_id: this.ref.sessionId,
+      summary_id: newId("sum"),
+      through_sequence: plan.range.end,
+      text,
+      created_at: nowTimestamp(this.#ctx.clock),
+    };
+    const selected = plan.selected.map(withoutBatchMark);
+    const kept = plan.kept.map(withoutBatchMark);
+    const segmentBytes = encodeJsonl([...selected, footer]);
+    const activeBytes = encodeJsonl(kept);
+    // Order matters for recovery: the segment first, then Active, then the revision.
+    await this.#ctx.storage.replace(this.#paths.segment(plan.range), segmentBytes);
+    await this.#ctx.storage.replace(this.#paths.active, activeBytes);
+    const oldActiveBytes = state.activeBytes;
+    state.segments.push(plan.range);
+    state.footer = footer;
+    state.active = kept;
+    state.activeBytes = activeBytes.length;
+    const afterTokens = estimateTextTokens(text) + estimateTokens(kept);
+    const accounting = accumulateCompaction(state.meta.compaction, {
+      removedMessages: selected.length,
+      removedTokensEstimate: estimateTokens(selected),
+      ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+      beforeTokens,
+      afterTokens,
+    });
+    await this.#writeMeta({
+      history_bytes: state.meta.history_bytes - oldActiveBytes + activeBytes.length + segmentBytes.length,
+      revision: state.meta.revision + 1,
+      compaction: { ...accounting, [LAST_COMPACTED_FIELD]: lastSequence(state) },
+    });
+    return {
+      revision: state.meta.revision,
+      removedMessages: selected.length,
+      keptMessages: kept.length,
+      segment: { start: plan.range.start, end: plan.range.end },
+      beforeTokens,
+      afterTokens,
+      ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+      summaryChars: text.length,
+    };
+  }
+}
+
+/** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
+export interface NoCompaction {
+  readonly revision: number;
+  readonly removedMessages: 0;
+  readonly keptMessages: number;
+  readonly segment: null;
+}
+
+/**
+ * Extension field of `meta.json`'s `compaction`: the highest sequence when the last
+ * compaction committed. Usage reported by messages up to it predates the compaction
+ * and neither triggers nor validates one (docs/decisions.md).
+ */
+export const LAST_COMPACTED_FIELD = "last_compacted_sequence";
+
+function busyMap(storage: StoragePort): Map<string, string> {
+  let map = busyByStorage.get(storage);
+  if (!map) busyByStorage.set(storage, (map = new Map()));
+  return map;
+}
+
+/** The run messages a live draft would commit with, the draft itself finished as `stopped`. */
+export function stoppedDraftMessages(draft: LiveDraft, clearReasoning: boolean): MessageRecord[] {
+  const { record } = draft;
+  const parts = clearReasoning ? record.parts.filter((p) => p.type !== "reasoning") : record.parts;
+  const stopped: MessageRecord = { ...record, status: "stopped", parts };
+  const hasOutput = stopped.parts.length > 0 || stopped.usage !== undefined;
+  return [...draft.pending, ...(hasOutput ? [stopped] : [])];
+}
+
+/**
+ * Validates a {@linkcode NewMessage} and fills in what is missing.
+ *
+ * @throws {InvalidInputError} naming the field that is not valid.
+ */
+export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
+  const parts = (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 }));
+  const candidate = {
+    ...message,
+    record_type: "message",
+    sequence: 1,
+    message_id: message.message_id ?? newId("m"),
+    created_at: message.created_at ?? nowTimestamp(clock),
+    ...(message.role === "assistant" && message.status === undefined ? { status: "completed" } : {}),
+    parts,
+  };
+  const parsed = MessageRecord.safeParse(candidate);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InvalidInputError(`${where}.${issue.path.join(".")}: ${issue.message}`, { path: issue.path.map(String) });
+  }
+  return parsed.data;
+}

@@ -1,0 +1,56 @@
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
+import type { SegmentRange } from "../layout/segments.ts";
+import type { DraftRecord, MessageRecord, SessionMeta, SummaryRecord } from "../schema/mod.ts";
+
+/** A draft together with the run messages it would commit with (see docs/decisions.md). */
+export interface LiveDraft {
+  readonly record: DraftRecord;
+  /** The uncommitted user message and completed steps of the run that was streaming. */
+  readonly pending: readonly MessageRecord[];
+}
+
+/** What must be fixed on disk at the next write (found by recovery, never done by a read). */
+export interface PendingRepairs {
+  /** Cut `active.jsonl` to this many bytes (a torn tail or an incomplete final batch). */
+  truncateActiveTo?: number;
+  /** The last line of `active.jsonl` lacks its `\n`. */
+  addNewline?: boolean;
+  /** Rewrite `active.jsonl` from memory (duplicates of the latest segment were dropped). */
+  rewriteActive?: boolean;
+  /** Remove a stale `assistant_message.json`. */
+  removeStaleDraft?: boolean;
+  /** Write the rebuilt `meta.json`. */
+  writeMeta?: boolean;
+}
+
+/** Everything a session handle knows, as read by open (FORMAT.md recovery applied). */
+export interface SessionState {
+  meta: SessionMeta;
+  /** The revision `meta.json` held when read (`undefined` when it was missing): the optimistic check. */
+  diskRevision: number | undefined;
+  /** Segments by sequence, oldest first. */
+  segments: SegmentRange[];
+  /** The newest segment's cumulative summary. */
+  footer: SummaryRecord | undefined;
+  /** The Active window. */
+  active: MessageRecord[];
+  /** Bytes of `active.jsonl` after repairs. */
+  activeBytes: number;
+  draft: LiveDraft | undefined;
+  /** `instruction.md`, when present. */
+  instruction: string | undefined;
+  diagnostics: Diagnostic[];
+  repairs: PendingRepairs;
+}
+
+/** The highest sequence committed in the session (0 when empty). */
+export function lastSequence(state: Pick<SessionState, "segments" | "active">): number {
+  const lastActive = state.active.at(-1)?.sequence;
+  if (lastActive !== undefined) return lastActive;
+  return state.segments.at(-1)?.end ?? 0;
+}
+
+/** `true` when a fatal diagnostic blocks writes. */
+export function isBlocked(state: Pick<SessionState, "diagnostics">): boolean {
+  return state.diagnostics.some((d) => d.fatal);
+}
