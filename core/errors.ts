@@ -167,6 +167,13 @@ export class InternalError extends SessionfoldError {
   }
 }
 
+/** The provider failed the request (not a context-length refusal); nothing of the run was committed. */
+export class ProviderError extends SessionfoldError {
+  constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+    super("internal", message, details, options);
+  }
+}
+
 const errorClasses: Record<string, new (message: string, details: ErrorDetails) => SessionfoldError> = {
   InvalidIdError,
   NotFoundError,
@@ -182,6 +189,7 @@ const errorClasses: Record<string, new (message: string, details: ErrorDetails) 
   ContextOverflowError,
   CancelledError,
   InternalError,
+  ProviderError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */

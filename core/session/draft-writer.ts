@@ -105,7 +105,7 @@ export class DraftWriter {
   }
 
   #cancelTimer(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) clearTimeout(this.#timer as Parameters<typeof clearTimeout>[0]);
     this.#timer = undefined;
   }
 }

@@ -31,3 +31,5 @@ export {
   type SessionWriter,
 } from "./session.ts";
 export { Sessions, type CreateSessionInput, type ListProblem, type ListSessionsFilter, type SessionsOptions } from "./registry.ts";
+export { runLoop, type RunInput, type RunOptions } from "./run.ts";
+export { RunHandle, type RunEvent, type RunOutcome } from "./run-events.ts";

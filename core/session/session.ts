@@ -36,6 +36,8 @@ import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import type { WriterIdentity } from "./owner.ts";
 import type { Summarizer } from "./provider.ts";
 import { isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
+import { runLoop, type RunInput, type RunOptions } from "./run.ts";
+import { RunHandle } from "./run-events.ts";
 
 /** What a session handle shares with its registry. */
 export interface SessionContext {
@@ -261,6 +263,26 @@ export class Session {
       if (recovered.length > 0) await writer.removeDraft();
       return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
     });
+  }
+
+  /**
+   * Runs one agent turn: the user's input, then provider steps and tool calls until the
+   * model answers without tool calls. Streams events; commits per seed 004's contract
+   * (see {@linkcode runLoop}). Holds the session's lock for the whole turn.
+   *
+   * @example
+   * ```ts
+   * const run = session.run("Summarize the diff", { provider, tools, signal });
+   * for await (const e of run) if (e.type === "text-delta") process.stdout.write(e.text);
+   * const { revision } = await run.result;
+   * ```
+   * @throws {CancelledError} (through `result`) after a cooperative cancellation, with the committed revision.
+   * @throws {ProviderError} when the provider fails; nothing of the run is committed.
+   * @throws {ContextOverflowError} when the input still overflows after the bounded folds.
+   * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
+   */
+  run(input: RunInput, options: RunOptions): RunHandle {
+    return new RunHandle((emit) => this.mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
   }
 
   /**

@@ -22,38 +22,37 @@ export class MemoryStorage implements StoragePort {
   readonly capabilities: StorageCapabilities = { durable: false, backend: "memory" };
   readonly #files = new Map<string, MemoryFile>();
 
-  read(path: string): Promise<Uint8Array | undefined> {
+  async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     const file = this.#files.get(path);
-    return Promise.resolve(file ? concat(file) : undefined);
+    return file ? concat(file) : undefined;
   }
 
-  readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
+  async readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     assertStoragePath(path);
     const file = this.#files.get(path);
-    if (!file) return Promise.resolve(undefined);
+    if (!file) return undefined;
     const whole = concat(file);
     const start = Math.max(0, whole.length - Math.max(0, maxBytes));
-    return Promise.resolve({ bytes: whole.slice(start), size: whole.length });
+    return { bytes: whole.slice(start), size: whole.length };
   }
 
-  list(dir: string): Promise<string[]> {
+  async list(dir: string): Promise<string[]> {
     assertStoragePath(dir, true);
     const prefix = dir === "" ? "" : `${dir}/`;
     const names = new Set<string>();
     for (const key of this.#files.keys()) {
       if (key.startsWith(prefix)) names.add(key.slice(prefix.length).split("/")[0]!);
     }
-    return Promise.resolve([...names].sort());
+    return [...names].sort();
   }
 
-  replace(path: string, bytes: Uint8Array): Promise<void> {
+  async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
-    return Promise.resolve();
   }
 
-  append(path: string, bytes: Uint8Array): Promise<void> {
+  async append(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const file = this.#files.get(path);
     if (file) {
@@ -62,41 +61,39 @@ export class MemoryStorage implements StoragePort {
     } else {
       this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
     }
-    return Promise.resolve();
   }
 
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+  async createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
     assertStoragePath(path);
-    if (this.#exists(path)) return Promise.resolve(false);
+    if (this.#exists(path)) return false;
     this.#files.set(path, { chunks: [bytes.slice()], size: bytes.length });
-    return Promise.resolve(true);
+    return true;
   }
 
-  truncate(path: string, length: number): Promise<void> {
+  async truncate(path: string, length: number): Promise<void> {
     assertStoragePath(path);
     const file = this.#files.get(path);
     if (file && length < file.size) {
       const kept = concat(file).slice(0, Math.max(0, length));
       this.#files.set(path, { chunks: [kept], size: kept.length });
     }
-    return Promise.resolve();
   }
 
-  remove(path: string): Promise<void> {
+  async remove(path: string): Promise<void> {
     assertStoragePath(path);
     for (const key of this.#keysUnder(path)) this.#files.delete(key);
-    return Promise.resolve();
   }
 
-  move(from: string, to: string): Promise<boolean> {
+  async move(from: string, to: string): Promise<boolean> {
     assertStoragePath(from);
     assertStoragePath(to);
-    if (this.#exists(to) || to.startsWith(`${from}/`)) return Promise.resolve(false);
-    for (const key of this.#keysUnder(from)) {
+    const keys = this.#keysUnder(from);
+    if (keys.length === 0 || this.#exists(to) || to.startsWith(`${from}/`)) return false;
+    for (const key of keys) {
       this.#files.set(to + key.slice(from.length), this.#files.get(key)!);
       this.#files.delete(key);
     }
-    return Promise.resolve(true);
+    return true;
   }
 
   #exists(path: string): boolean {

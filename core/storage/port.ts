@@ -22,7 +22,11 @@ export interface FileTail {
   readonly size: number;
 }
 
-/** File-like storage over the paths of FORMAT.md. A missing path is a value, never an error. */
+/**
+ * File-like storage over the paths of FORMAT.md. A missing path is a value, never an
+ * error. Folders exist implicitly: whether an empty folder is still listed is
+ * unspecified, so the core never depends on it.
+ */
 export interface StoragePort {
   /** Backend promises the core may rely on. */
   readonly capabilities: StorageCapabilities;
@@ -42,7 +46,7 @@ export interface StoragePort {
   truncate(path: string, length: number): Promise<void>;
   /** Removes a file or a whole folder tree; a missing path is not an error. */
   remove(path: string): Promise<void>;
-  /** Moves a file or folder tree as one step; resolves `false` (moving nothing) when `to` exists. */
+  /** Moves a file or folder tree as one step, creating `to`'s parents; resolves `false` (moving nothing) when `from` is missing or `to` exists. */
   move(from: string, to: string): Promise<boolean>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;

@@ -1,0 +1,285 @@
+import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction } from "../compaction/mod.ts";
+import { compose } from "../composer/mod.ts";
+import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
+import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
+import { withoutBatchMark } from "./batch.ts";
+import { newId } from "./ids.ts";
+import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "./provider.ts";
+import type { RunEvent, RunOutcome } from "./run-events.ts";
+import { LAST_COMPACTED_FIELD, stoppedDraftMessages, toMessageRecord, type NewMessage, type SessionWriter } from "./session.ts";
+import { lastSequence } from "./state.ts";
+
+/** What the user says to start a run: text, or parts (text, files). Omit it to let the model continue. */
+export type RunInput = string | { readonly parts: NewMessage["parts"] } | undefined;
+
+/** The host-supplied pieces of a run. */
+export interface RunOptions {
+  /** The model provider for every step of this run. */
+  readonly provider: Provider;
+  /** Tools the model may call; a failing tool becomes an `output-error` part and the loop goes on. */
+  readonly tools?: readonly Tool[];
+  /** Cooperative cancellation: recoverable work is committed, then the run rejects with `CancelledError`. */
+  readonly signal?: AbortSignal;
+  /** Called with every event as it happens (besides iterating the run). */
+  readonly onEvent?: (event: RunEvent) => void;
+}
+
+/** Most compactions between two provider steps: compaction halves Active, so a few always suffice. */
+const MAX_COMPACTIONS_PER_STEP = 4;
+
+/**
+ * The agent loop, run inside one locked mutating operation (see `Session.run`). It
+ * follows seed 004's commit contract: success commits the user message, every step
+ * and the final answer as one batch; cancellation commits recoverable work and a
+ * `stopped` message without raw reasoning, then throws `CancelledError`; a fatal
+ * provider, policy or run error commits nothing of the run; an automatic
+ * compaction is its own commit and stays.
+ */
+export async function runLoop(writer: SessionWriter, input: RunInput, options: RunOptions, emit: (event: RunEvent) => void): Promise<RunOutcome> {
+  const { state, clock, session } = writer;
+  const config = writer.options;
+  const signal = options.signal ?? new AbortController().signal;
+  const provider = options.provider;
+  const tools = options.tools ?? [];
+  const toolDefinitions: ToolDefinition[] = tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
+  const toolsByName = new Map(tools.map((tool) => [tool.name, tool]));
+
+  // A draft left by an interrupted run is finished first, so generation order holds.
+  if (state.draft) {
+    const recovered = await writer.commit(stoppedDraftMessages(state.draft, false));
+    await writer.removeDraft();
+    emit({ type: "committed", revision: recovered.revision, sequences: recovered.sequences });
+  }
+
+  const candidate: MessageRecord[] = [];
+  if (input !== undefined) {
+    const parts = typeof input === "string" ? [{ type: "text" as const, text: input }] : input.parts;
+    candidate.push({ ...toMessageRecord({ role: "user", parts }, clock, "input"), sequence: lastSequence(state) + 1 });
+  }
+  let current: DraftRecord | undefined;
+  // Between steps the draft file holds only the run's pending messages (an empty draft).
+  const between = newDraft(state, candidate, clock, provider);
+  const drafts = writer.draftWriter(() => ({
+    draft: current ?? { ...between, sequence: lastSequence(state) + candidate.length + 1 },
+    pending: candidate,
+  }));
+  if (candidate.length > 0) drafts.changed();
+
+  const usage = usageSinceCompaction(state.active, state.meta.compaction?.[LAST_COMPACTED_FIELD]);
+  let lastUsage = usage.lastUsage;
+  let validating = usage.validating;
+  let deepPending = false;
+  let compactionFailed = false;
+  let steps = 0;
+
+  const cancel = async (reason: string): Promise<never> => {
+    await drafts.close();
+    if (current) {
+      const stopped = stoppedDraftMessages({ record: current, pending: [] }, true);
+      candidate.push(...stopped);
+      current = undefined;
+    }
+    let revision = state.meta.revision;
+    if (candidate.length > 0) {
+      const committed = await writer.commit(candidate);
+      revision = committed.revision;
+      emit({ type: "committed", revision, sequences: committed.sequences });
+    }
+    await writer.removeDraft();
+    throw new CancelledError(`run on ${session.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
+  };
+
+  const discard = async (error: unknown): Promise<never> => {
+    await drafts.close();
+    await writer.removeDraft().catch(() => undefined);
+    throw error;
+  };
+
+  try {
+    while (steps < config.maxSteps) {
+      if (signal.aborted) return await cancel("before a step");
+      // Automatic compaction before the step: each one is its own commit.
+      for (let round = 0; round < MAX_COMPACTIONS_PER_STEP && config.summarizer && !compactionFailed; round++) {
+        const decision = compactionTrigger(config.policy, {
+          ...(lastUsage ? { lastUsage } : {}),
+          ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
+          activeCount: state.active.length,
+          estimatedTokens: () => estimateTokens([...state.active, ...candidate], toolDefinitions),
+          deepCompactionPending: deepPending,
+        });
+        if (!decision.compact) break;
+        emit({ type: "compaction-started", reason: decision.reason });
+        try {
+          const outcome = await writer.compact(config.summarizer, signal);
+          if (!outcome) break;
+          emit({ type: "compaction-completed", outcome });
+          lastUsage = undefined;
+          deepPending = false;
+          validating = true;
+        } catch (error) {
+          if (signal.aborted) return await cancel("during compaction");
+          compactionFailed = true;
+          emit({ type: "compaction-failed", message: asSessionfoldError(error, "compaction failed").message });
+        }
+      }
+
+      steps += 1;
+      emit({ type: "step-started", step: steps });
+      const composed = compose({ instruction: session.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
+      if (composed.omittedContext.length > 0) emit({ type: "context-omitted", omitted: composed.omittedContext });
+
+      current = newDraft(state, candidate, clock, provider);
+      for (let attempt = 0; ; attempt++) {
+        const modelInput: ModelInput = attempt === 0 ? composed.input : nextFold(composed.input, attempt).input;
+        if (attempt > 0) emit({ type: "context-folded", depth: attempt, droppedMessages: composed.input.messages.length - modelInput.messages.length });
+        try {
+          await streamStep(provider, modelInput, toolDefinitions, signal, current, emit, () => drafts.changed());
+          break;
+        } catch (error) {
+          if (signal.aborted) return await cancel("while streaming");
+          if (error instanceof ContextLengthExceededError && current.parts.length === 0 && current.usage === undefined) continue;
+          if (error instanceof SessionfoldError) throw error;
+          const { provider: name, api, model } = provider.identity;
+          throw new ProviderError(`provider ${name}/${api}/${model} failed at step ${steps}: ${error instanceof Error ? error.message : String(error)}; nothing of the run was committed`, { provider: name, api, model, step: steps }, { cause: error });
+        }
+      }
+      if (signal.aborted) return await cancel("while streaming");
+
+      if (current.usage) {
+        lastUsage = current.usage;
+        if (validating && config.contextWindow !== undefined && config.summarizer) {
+          deepPending = validateAfterCompaction(current.usage, config.contextWindow) === "deep";
+        }
+        validating = false;
+      }
+
+      const calls = current.parts.filter((part): part is ToolPart => part.type === "tool" && part.state === "input-available");
+      for (const part of calls) {
+        if (signal.aborted) return await cancel("between tool calls");
+        await runTool(part, toolsByName.get(part.tool_name), signal, emit);
+        drafts.changed();
+        if (signal.aborted) return await cancel("during a tool call");
+      }
+      const finished: MessageRecord = { ...current, status: "completed", sequence: current.sequence };
+      candidate.push(finished);
+      current = undefined;
+      drafts.changed();
+      if (calls.length === 0) return await commitRun("final");
+    }
+    return await commitRun("max-steps");
+  } catch (error) {
+    return await discard(error);
+  }
+
+  async function commitRun(stopReason: RunOutcome["stopReason"]): Promise<RunOutcome> {
+    await drafts.close();
+    if (candidate.length === 0) {
+      await writer.removeDraft();
+      return { revision: state.meta.revision, messages: [], steps, usage: lastUsage, stopReason };
+    }
+    const committed = await writer.commit(candidate);
+    await writer.removeDraft();
+    emit({ type: "committed", revision: committed.revision, sequences: committed.sequences });
+    const messages = state.active.slice(-candidate.length).map(withoutBatchMark);
+    return { revision: committed.revision, messages, steps, usage: lastUsage, stopReason };
+  }
+}
+
+/** The newest real usage reported after the last compaction, and whether it still has to validate one. */
+function usageSinceCompaction(active: readonly MessageRecord[], lastCompacted: unknown): { lastUsage: Usage | undefined; validating: boolean } {
+  const boundary = typeof lastCompacted === "number" ? lastCompacted : 0;
+  for (let i = active.length - 1; i >= 0 && active[i]!.sequence > boundary; i--) {
+    const usage = active[i]!.usage;
+    if (usage) return { lastUsage: usage, validating: false };
+  }
+  return { lastUsage: undefined, validating: boundary > 0 };
+}
+
+function newDraft(state: SessionWriter["state"], candidate: readonly MessageRecord[], clock: () => number, provider: Provider): DraftRecord {
+  return {
+    record_type: "message",
+    sequence: lastSequence(state) + candidate.length + 1,
+    message_id: newId("m"),
+    role: "assistant",
+    created_at: nowTimestamp(clock),
+    status: "streaming",
+    parts: [],
+    provider: { ...provider.identity },
+  };
+}
+
+async function streamStep(
+  provider: Provider,
+  input: ModelInput,
+  tools: readonly ToolDefinition[],
+  signal: AbortSignal,
+  message: DraftRecord,
+  emit: (event: RunEvent) => void,
+  changed: () => void,
+): Promise<void> {
+  const parts = message.parts as MessagePart[];
+  const nextSequence = () => (parts.at(-1)?.sequence ?? 0) + 1;
+  const appendText = (type: "text" | "reasoning", text: string) => {
+    const last = parts.at(-1);
+    if (last && last.type === type) parts[parts.length - 1] = { ...last, text: last.text + text };
+    else parts.push({ sequence: nextSequence(), type, text });
+  };
+  for await (const event of provider.stream({ ...input, tools, signal })) {
+    if (signal.aborted) return;
+    switch (event.type) {
+      case "text-delta":
+        appendText("text", event.text);
+        break;
+      case "reasoning-delta":
+        appendText("reasoning", event.text);
+        break;
+      case "reasoning-summary":
+        parts.push({ sequence: nextSequence(), type: "reasoning-summary", text: event.text });
+        break;
+      case "tool-call":
+        parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
+        break;
+      case "file":
+        parts.push({
+          sequence: nextSequence(),
+          type: "file",
+          media_type: event.mediaType,
+          ...(event.name !== undefined ? { name: event.name } : {}),
+          ...(event.data !== undefined ? { data: event.data } : {}),
+          ...(event.url !== undefined ? { url: event.url } : {}),
+        });
+        break;
+      case "provider-context":
+        parts.push({ sequence: nextSequence(), type: "provider-context", ...provider.identity, data: event.data });
+        break;
+      case "usage":
+        message.usage = event.usage;
+        break;
+      default:
+        throw new InvalidInputError(`provider ${provider.identity.provider} streamed an unknown event ${JSON.stringify((event as { type?: unknown }).type)}`);
+    }
+    // Files and provider context reach the host through the committed message, not as events.
+    if (event.type !== "file" && event.type !== "provider-context") emit(event);
+    changed();
+  }
+}
+
+async function runTool(part: ToolPart, tool: Tool | undefined, signal: AbortSignal, emit: (event: RunEvent) => void): Promise<void> {
+  const settle = (update: Partial<ToolPart>) => Object.assign(part, update);
+  if (!tool) {
+    settle({ state: "output-error", error: `no tool named "${part.tool_name}" is available` });
+    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
+    return;
+  }
+  try {
+    const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
+    if (signal.aborted) return;
+    const stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
+    settle({ state: "output-available", output: stored });
+    emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
+  } catch (error) {
+    if (signal.aborted) return;
+    settle({ state: "output-error", error: error instanceof Error ? error.message : String(error) });
+    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
+  }
+}

@@ -1,0 +1,701 @@
+/**
+ * The conformance suite of the storage port: every {@linkcode StoragePort}
+ * (MemoryStorage, Node fs, Node fs through its worker, IndexedDB, IndexedDB through a
+ * Web Worker) runs the same tests, in the style of automerge-repo's
+ * `runStorageAdapterTests`. A test file calls {@linkcode runStorageTests} once per
+ * backend with a setup function; each test gets a fresh, empty store from it.
+ *
+ * The suite checks only what `core/storage/port.ts` and DESIGN.md promise, and only
+ * what every backend can observe the same way. In particular it never depends on
+ * whether an empty folder exists (a filesystem keeps one after its last file is
+ * removed or moved away; a key-value store has none), and it never asserts which of
+ * two concurrent `replace` calls wins.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "../../core/mod.ts";
+ * import { runStorageTests } from "../../testing/mod.ts";
+ *
+ * runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
+ * ```
+ * @module
+ */
+import { describe, expect, it, type TestContext } from "vitest";
+import type { StoragePort } from "../core/mod.ts";
+
+/**
+ * What a setup function hands to {@linkcode runStorageTests}: a fresh, empty store.
+ *
+ * @example
+ * ```ts
+ * const target: StorageTestTarget = {
+ *   storage: await openFsStorage(dir),
+ *   teardown: () => rm(dir, { recursive: true, force: true }),
+ *   reopen: () => openFsStorage(dir),
+ * };
+ * ```
+ */
+export interface StorageTestTarget {
+  /** The store under test; it must be empty. */
+  storage: StoragePort;
+  /**
+   * Runs after each test. When absent, the suite calls `storage.close()` (if the
+   * backend has one) instead; a teardown is expected to close the storage itself.
+   */
+  teardown?: () => Promise<void> | void;
+  /**
+   * A second handle onto the same underlying store, when the backend supports it
+   * (for cross-handle visibility tests). The suite closes the handle it got.
+   */
+  reopen?: () => Promise<StoragePort>;
+}
+
+/** One test's body: the fresh storage, its whole target and vitest's context. */
+type TestBody = (storage: StoragePort, target: StorageTestTarget, context: TestContext) => Promise<void>;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** UTF-8 bytes of `text`. */
+function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** A file's content as UTF-8 text, or `undefined` when it does not exist. */
+async function readText(storage: StoragePort, path: string): Promise<string | undefined> {
+  const bytes = await storage.read(path);
+  return bytes === undefined ? undefined : decoder.decode(bytes);
+}
+
+/** `size` pseudo-random but reproducible bytes, so a misplaced block is noticed. */
+function patterned(size: number, seed = 1): Uint8Array {
+  const out = new Uint8Array(size);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < size; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
+}
+
+/** Concatenation of byte arrays. */
+function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+/** `""` when equal, else a short description of the first difference (fast on megabytes). */
+function byteDifference(actual: Uint8Array | undefined, expected: Uint8Array): string {
+  if (actual === undefined) return "the file is missing";
+  if (!(actual instanceof Uint8Array)) return `got ${Object.prototype.toString.call(actual)}, not a Uint8Array`;
+  const shared = Math.min(actual.length, expected.length);
+  for (let i = 0; i < shared; i++) {
+    if (actual[i] !== expected[i]) return `byte ${i} is ${actual[i]}, expected ${expected[i]}`;
+  }
+  return actual.length === expected.length ? "" : `length is ${actual.length}, expected ${expected.length}`;
+}
+
+/** Asserts byte equality without letting vitest diff megabytes. */
+function expectBytes(actual: Uint8Array | undefined, expected: Uint8Array, label = "bytes"): void {
+  expect(byteDifference(actual, expected), label).toBe("");
+}
+
+/** Asserts that a call rejects (rather than throws synchronously) with code `invalid-input`. */
+async function expectInvalidInput(label: string, call: () => Promise<unknown>): Promise<void> {
+  let pending: Promise<unknown>;
+  try {
+    pending = call();
+  } catch (error) {
+    expect.fail(`${label} threw synchronously instead of returning a rejected promise: ${String(error)}`);
+  }
+  await expect(pending, label).rejects.toMatchObject({ code: "invalid-input" });
+}
+
+/** Keys that must never reach a backend: traversal, absolute, empty or `.` segments, backslashes, NUL. */
+const hostileKeys = ["../x", "/abs", "a//b", "a/./b", "", "a\\b", "a/", "a/../b", "..", ".", "x\0y"];
+
+const MB = 1024 * 1024;
+
+/**
+ * Registers the storage conformance suite for one backend under `describe(name)`.
+ * Every test calls `setup()` for a fresh, empty store and tears it down afterwards
+ * (`teardown`, else `storage.close()`); tests that need `reopen` are skipped when the
+ * target has none.
+ *
+ * @param name Shown in the test report, e.g. `"MemoryStorage"` or `"node-fs via worker"`.
+ * @param setup Creates a fresh, empty store for one test.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "../../core/mod.ts";
+ * import { runStorageTests } from "../../testing/mod.ts";
+ *
+ * runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
+ * ```
+ */
+export function runStorageTests(name: string, setup: () => Promise<StorageTestTarget> | StorageTestTarget): void {
+  /** One conformance case with a fresh target and a guaranteed teardown. */
+  function test(title: string, body: TestBody, timeout?: number): void {
+    it(title, { timeout }, async (context) => {
+      const target = await setup();
+      try {
+        await body(target.storage, target, context);
+      } finally {
+        if (target.teardown) await target.teardown();
+        else await target.storage.close?.();
+      }
+    });
+  }
+
+  /** Gets the second handle, or skips the test when the backend has none. */
+  async function reopened(target: StorageTestTarget, context: TestContext): Promise<StoragePort> {
+    if (!target.reopen) context.skip("this target has no reopen()");
+    return await target.reopen!();
+  }
+
+  describe(`storage conformance: ${name}`, () => {
+    describe("capabilities", () => {
+      test("declares a boolean `durable` and a non-empty string `backend`", async (storage) => {
+        expect(typeof storage.capabilities.durable).toBe("boolean");
+        expect(typeof storage.capabilities.backend).toBe("string");
+        expect(storage.capabilities.backend.length).toBeGreaterThan(0);
+      });
+    });
+
+    describe("missing paths are values, not errors", () => {
+      test("read of a missing file resolves undefined", async (storage) => {
+        expect(await storage.read("nope.json")).toBeUndefined();
+        expect(await storage.read("no/such/folder/nope.json")).toBeUndefined();
+      });
+
+      test("readTail of a missing file resolves undefined", async (storage) => {
+        expect(await storage.readTail("nope.jsonl", 10)).toBeUndefined();
+        expect(await storage.readTail("no/such/nope.jsonl", 0)).toBeUndefined();
+      });
+
+      test("list of a missing folder (and of an empty store's root) resolves []", async (storage) => {
+        expect(await storage.list("")).toEqual([]);
+        expect(await storage.list("no/such/folder")).toEqual([]);
+        await storage.replace("a/b.json", utf8("{}"));
+        expect(await storage.list("a/c")).toEqual([]);
+      });
+
+      test("remove of a missing path resolves without error", async (storage) => {
+        await expect(storage.remove("nope.json")).resolves.toBeUndefined();
+        await expect(storage.remove("no/such/folder")).resolves.toBeUndefined();
+        await storage.replace("a/b.json", utf8("{}"));
+        await expect(storage.remove("a/c")).resolves.toBeUndefined();
+        expect(await readText(storage, "a/b.json")).toBe("{}");
+      });
+    });
+
+    describe("replace", () => {
+      test("writes a file that read returns as a Uint8Array with the same bytes", async (storage) => {
+        await storage.replace("meta.json", utf8('{"revision":1}'));
+        const bytes = await storage.read("meta.json");
+        expect(bytes).toBeInstanceOf(Uint8Array);
+        expect(decoder.decode(bytes)).toBe('{"revision":1}');
+      });
+
+      test("creates every missing parent folder and leaves no temporary file visible", async (storage) => {
+        await storage.replace("agents/a1/workspaces/w1/meta.json", utf8("{}"));
+        expect(await storage.list("")).toEqual(["agents"]);
+        expect(await storage.list("agents")).toEqual(["a1"]);
+        expect(await storage.list("agents/a1")).toEqual(["workspaces"]);
+        expect(await storage.list("agents/a1/workspaces/w1")).toEqual(["meta.json"]);
+        await storage.replace("agents/a1/workspaces/w1/meta.json", utf8('{"x":1}'));
+        expect(await storage.list("agents/a1/workspaces/w1")).toEqual(["meta.json"]);
+      });
+
+      test("overwrites the whole file: a shorter content leaves nothing of the longer one", async (storage) => {
+        await storage.replace("f.txt", utf8("a long first content"));
+        await storage.replace("f.txt", utf8("short"));
+        expect(await readText(storage, "f.txt")).toBe("short");
+        await storage.append("f.txt", utf8(" + appended"));
+        await storage.replace("f.txt", utf8("again"));
+        expect(await readText(storage, "f.txt")).toBe("again");
+      });
+
+      test("writes an empty file that exists (read gives 0 bytes, not undefined)", async (storage) => {
+        await storage.replace("empty", new Uint8Array(0));
+        const bytes = await storage.read("empty");
+        expect(bytes).toBeInstanceOf(Uint8Array);
+        expect(bytes!.length).toBe(0);
+        expect(await storage.readTail("empty", 10)).toMatchObject({ size: 0 });
+        expect(await storage.list("")).toEqual(["empty"]);
+        expect(await storage.createExclusive("empty", utf8("x"))).toBe(false);
+      });
+
+      test("is atomic for concurrent readers: every read sees one whole payload, never a mix or a prefix", async (storage) => {
+        const a = new Uint8Array(MB).fill(0x61);
+        const b = new Uint8Array(MB).fill(0x62);
+        await storage.replace("dir/big.bin", a);
+        const writes: Promise<void>[] = [];
+        const reads: Promise<Uint8Array | undefined>[] = [];
+        const tails: ReturnType<StoragePort["readTail"]>[] = [];
+        for (let round = 0; round < 6; round++) {
+          for (let i = 0; i < 3; i++) reads.push(storage.read("dir/big.bin"));
+          tails.push(storage.readTail("dir/big.bin", 64));
+          writes.push(storage.replace("dir/big.bin", round % 2 === 0 ? b : a));
+          for (let i = 0; i < 3; i++) reads.push(storage.read("dir/big.bin"));
+        }
+        const [results, tailResults] = await Promise.all([Promise.all(reads), Promise.all(tails), Promise.all(writes)]);
+        for (const [i, bytes] of results.entries()) {
+          expect(bytes, `read #${i}`).toBeDefined();
+          const expected = bytes![0] === 0x62 ? b : a;
+          expectBytes(bytes, expected, `read #${i} is one whole payload`);
+        }
+        for (const [i, tail] of tailResults.entries()) {
+          expect(tail?.size, `readTail #${i} size`).toBe(MB);
+          const expected = tail!.bytes[0] === 0x62 ? b : a;
+          expectBytes(tail!.bytes, expected.subarray(MB - 64), `readTail #${i} is the end of one whole payload`);
+        }
+        const final = await storage.read("dir/big.bin");
+        expectBytes(final, final![0] === 0x62 ? b : a, "final content is one whole payload");
+        expect(await storage.list("dir")).toEqual(["big.bin"]);
+      });
+    });
+
+    describe("readTail", () => {
+      test("returns the last N bytes and the full size", async (storage) => {
+        await storage.replace("log.jsonl", utf8("0123456789"));
+        const tail = await storage.readTail("log.jsonl", 4);
+        expect(tail?.size).toBe(10);
+        expect(decoder.decode(tail?.bytes)).toBe("6789");
+      });
+
+      test("returns the whole file when N is larger than the file", async (storage) => {
+        await storage.replace("log.jsonl", utf8("abc"));
+        const tail = await storage.readTail("log.jsonl", 1000);
+        expect(tail?.size).toBe(3);
+        expect(decoder.decode(tail?.bytes)).toBe("abc");
+        const exact = await storage.readTail("log.jsonl", 3);
+        expect(decoder.decode(exact?.bytes)).toBe("abc");
+      });
+
+      test("returns no bytes but the full size when N is 0", async (storage) => {
+        await storage.replace("log.jsonl", utf8("abcdef"));
+        const tail = await storage.readTail("log.jsonl", 0);
+        expect(tail?.size).toBe(6);
+        expect(tail?.bytes).toBeInstanceOf(Uint8Array);
+        expect(tail?.bytes.length).toBe(0);
+      });
+
+      test("sees content written by several appends, across their boundaries", async (storage) => {
+        for (const line of ["first\n", "second\n", "third\n"]) await storage.append("log.jsonl", utf8(line));
+        const tail = await storage.readTail("log.jsonl", 10);
+        expect(tail?.size).toBe(19);
+        expect(decoder.decode(tail?.bytes)).toBe("ond\nthird\n");
+      });
+
+      test("counts bytes, not characters (a tail may start inside a UTF-8 sequence)", async (storage) => {
+        const bytes = utf8("ab€"); // € is E2 82 AC
+        await storage.replace("u.txt", bytes);
+        const tail = await storage.readTail("u.txt", 2);
+        expect(tail?.size).toBe(5);
+        expectBytes(tail?.bytes, new Uint8Array([0x82, 0xac]));
+      });
+    });
+
+    describe("list", () => {
+      test("returns the direct children only, files and folders alike", async (storage) => {
+        await storage.replace("root/file.json", utf8("1"));
+        await storage.replace("root/sub/deep/x.json", utf8("2"));
+        await storage.append("root/log.jsonl", utf8("3\n"));
+        await storage.replace("elsewhere/y", utf8("4"));
+        expect(await storage.list("root")).toEqual(["file.json", "log.jsonl", "sub"]);
+        expect(await storage.list("root/sub")).toEqual(["deep"]);
+        expect(await storage.list("root/sub/deep")).toEqual(["x.json"]);
+        expect(await storage.list("")).toEqual(["elsewhere", "root"]);
+      });
+
+      test("sorts names by UTF-16 code unit (uppercase before lowercase, '10' before '9')", async (storage) => {
+        // No two names differ only by case, so case-insensitive filesystems pass too.
+        const names = ["b", "A", "_x", "10", "9", "Z", "a.json", "a-b", "~"];
+        for (const n of names) await storage.replace(`d/${n}`, utf8(n));
+        const listed = await storage.list("d");
+        expect(listed).toEqual([...names].sort());
+        expect(listed).toEqual(["10", "9", "A", "Z", "_x", "a-b", "a.json", "b", "~"]);
+      });
+
+      test("names a folder once however many entries lie below it", async (storage) => {
+        for (let i = 0; i < 5; i++) await storage.replace(`d/sub/f${i}`, utf8("x"));
+        await storage.replace("d/sub/deeper/g", utf8("x"));
+        await storage.replace("d/file", utf8("x"));
+        expect(await storage.list("d")).toEqual(["file", "sub"]);
+      });
+
+      test("does not confuse a folder with a sibling that shares its prefix", async (storage) => {
+        await storage.replace("a/x", utf8("1"));
+        await storage.replace("ab/y", utf8("2"));
+        await storage.replace("a.json", utf8("3"));
+        expect(await storage.list("a")).toEqual(["x"]);
+        expect(await storage.list("ab")).toEqual(["y"]);
+        expect(await storage.list("")).toEqual(["a", "a.json", "ab"]);
+      });
+
+      test("lists 500 files of one folder, each exactly once, in order", async (storage) => {
+        const names = Array.from({ length: 500 }, (_, i) => `m-${String(i).padStart(4, "0")}.json`);
+        for (let start = 0; start < names.length; start += 50) {
+          await Promise.all(names.slice(start, start + 50).map((n) => storage.replace(`many/${n}`, utf8(n))));
+        }
+        expect(await storage.list("many")).toEqual(names);
+        expect(await readText(storage, "many/m-0123.json")).toBe("m-0123.json");
+        expect(await readText(storage, "many/m-0499.json")).toBe("m-0499.json");
+      }, 30_000);
+    });
+
+    describe("append", () => {
+      test("creates the file and its parent folders", async (storage) => {
+        await storage.append("s/messages/active.jsonl", utf8('{"n":1}\n'));
+        expect(await readText(storage, "s/messages/active.jsonl")).toBe('{"n":1}\n');
+        expect(await storage.list("s")).toEqual(["messages"]);
+        expect(await storage.list("s/messages")).toEqual(["active.jsonl"]);
+      });
+
+      test("keeps the order of sequential appends", async (storage) => {
+        const lines = Array.from({ length: 50 }, (_, i) => `{"sequence":${i + 1}}\n`);
+        for (const line of lines) await storage.append("log.jsonl", utf8(line));
+        expect(await readText(storage, "log.jsonl")).toBe(lines.join(""));
+      });
+
+      test("keeps issue order for appends issued concurrently (await Promise.all)", async (storage) => {
+        const chunks = Array.from({ length: 60 }, (_, i) =>
+          utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
+        );
+        await Promise.all(chunks.map((chunk) => storage.append("c/log.jsonl", chunk)));
+        expectBytes(await storage.read("c/log.jsonl"), concatBytes(...chunks), "appends landed in issue order");
+      });
+
+      test("continues a file written by replace, and replace then discards appended content", async (storage) => {
+        await storage.replace("f", utf8("head\n"));
+        await storage.append("f", utf8("tail\n"));
+        expect(await readText(storage, "f")).toBe("head\ntail\n");
+        await storage.replace("f", utf8("new\n"));
+        await storage.append("f", utf8("more\n"));
+        expect(await readText(storage, "f")).toBe("new\nmore\n");
+      });
+
+      test("appends zero bytes without changing the content", async (storage) => {
+        await storage.append("f", utf8("abc"));
+        await storage.append("f", new Uint8Array(0));
+        expect(await readText(storage, "f")).toBe("abc");
+      });
+    });
+
+    describe("createExclusive", () => {
+      test("resolves true for a new file, then false, leaving the first content", async (storage) => {
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":1}'))).toBe(true);
+        expect(await readText(storage, "s/writer.lock")).toBe('{"pid":1}');
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":2}'))).toBe(false);
+        expect(await readText(storage, "s/writer.lock")).toBe('{"pid":1}');
+        await storage.remove("s/writer.lock");
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":3}'))).toBe(true);
+        expect(await readText(storage, "s/writer.lock")).toBe('{"pid":3}');
+      });
+
+      test("resolves false on a file written by replace or append, without changing it", async (storage) => {
+        await storage.replace("r", utf8("replaced"));
+        await storage.append("a", utf8("appended"));
+        expect(await storage.createExclusive("r", utf8("x"))).toBe(false);
+        expect(await storage.createExclusive("a", utf8("x"))).toBe(false);
+        expect(await readText(storage, "r")).toBe("replaced");
+        expect(await readText(storage, "a")).toBe("appended");
+      });
+
+      test("conflicts with an existing (non-empty) folder", async (storage) => {
+        await storage.replace("folder/inner.json", utf8("{}"));
+        expect(await storage.createExclusive("folder", utf8("x"))).toBe(false);
+        expect(await storage.list("folder")).toEqual(["inner.json"]);
+        expect(await readText(storage, "folder/inner.json")).toBe("{}");
+      });
+
+      test("creates missing parent folders", async (storage) => {
+        expect(await storage.createExclusive("a/b/c/lock", utf8("1"))).toBe(true);
+        expect(await storage.list("a/b")).toEqual(["c"]);
+        expect(await readText(storage, "a/b/c/lock")).toBe("1");
+      });
+
+      test("lets exactly one of many concurrent callers win, and stores the winner's bytes", async (storage) => {
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => storage.createExclusive("s/writer.lock", utf8(`owner ${i}`))),
+        );
+        const winners = results.flatMap((won, i) => (won ? [i] : []));
+        expect(winners).toHaveLength(1);
+        expect(await readText(storage, "s/writer.lock")).toBe(`owner ${winners[0]}`);
+      });
+    });
+
+    describe("truncate", () => {
+      test("cuts a file, and a later append continues from the cut", async (storage) => {
+        await storage.append("log.jsonl", utf8('{"a":1}\n'));
+        await storage.append("log.jsonl", utf8('{"b":2'));
+        await storage.truncate("log.jsonl", 8);
+        expect(await readText(storage, "log.jsonl")).toBe('{"a":1}\n');
+        expect((await storage.readTail("log.jsonl", 0))?.size).toBe(8);
+        await storage.append("log.jsonl", utf8('{"c":3}\n'));
+        expect(await readText(storage, "log.jsonl")).toBe('{"a":1}\n{"c":3}\n');
+      });
+
+      test("to a length at or beyond the size changes nothing", async (storage) => {
+        await storage.replace("f", utf8("12345"));
+        await storage.truncate("f", 5);
+        expect(await readText(storage, "f")).toBe("12345");
+        await storage.truncate("f", 500);
+        expect(await readText(storage, "f")).toBe("12345");
+        expect((await storage.readTail("f", 0))?.size).toBe(5);
+      });
+
+      test("to 0 leaves an existing empty file", async (storage) => {
+        await storage.replace("f", utf8("12345"));
+        await storage.truncate("f", 0);
+        const bytes = await storage.read("f");
+        expect(bytes?.length).toBe(0);
+        expect(await storage.list("")).toEqual(["f"]);
+      });
+    });
+
+    describe("remove", () => {
+      test("removes a file and nothing else", async (storage) => {
+        await storage.replace("d/a", utf8("a"));
+        await storage.replace("d/b", utf8("b"));
+        await storage.remove("d/a");
+        expect(await storage.read("d/a")).toBeUndefined();
+        expect(await storage.list("d")).toEqual(["b"]);
+        expect(await readText(storage, "d/b")).toBe("b");
+      });
+
+      test("removes a whole folder tree but not a sibling sharing its prefix", async (storage) => {
+        await storage.replace("s1/meta.json", utf8("{}"));
+        await storage.append("s1/messages/active.jsonl", utf8("x\n"));
+        await storage.replace("s1/messages/segments/000000000001-000000000002.jsonl", utf8("y\n"));
+        await storage.replace("s10/meta.json", utf8("keep"));
+        await storage.replace("s1.json", utf8("keep too"));
+        await storage.remove("s1");
+        expect(await storage.read("s1/meta.json")).toBeUndefined();
+        expect(await storage.read("s1/messages/active.jsonl")).toBeUndefined();
+        expect(await storage.list("s1")).toEqual([]);
+        expect(await storage.list("s1/messages/segments")).toEqual([]);
+        expect((await storage.list("")).filter((n) => n !== "s1")).toEqual(["s1.json", "s10"]);
+        expect(await readText(storage, "s10/meta.json")).toBe("keep");
+        expect(await readText(storage, "s1.json")).toBe("keep too");
+        expect(await storage.createExclusive("s1/meta.json", utf8("new"))).toBe(true);
+      });
+    });
+
+    describe("move", () => {
+      test("moves a file, creating the target's parent folders; the source is gone", async (storage) => {
+        await storage.replace("from/f.json", utf8("content"));
+        expect(await storage.move("from/f.json", "to/deep/g.json")).toBe(true);
+        expect(await storage.read("from/f.json")).toBeUndefined();
+        expect(await readText(storage, "to/deep/g.json")).toBe("content");
+        expect(await storage.list("to/deep")).toEqual(["g.json"]);
+        await storage.append("to/deep/g.json", utf8("+"));
+        expect(await readText(storage, "to/deep/g.json")).toBe("content+");
+      });
+
+      test("move of a missing source resolves false and creates nothing", async (storage) => {
+        expect(await storage.move("nowhere/f.json", "to/g.json")).toBe(false);
+        expect(await storage.read("to/g.json")).toBeUndefined();
+        expect(await storage.list("to")).toEqual([]);
+      });
+
+      test("moves a folder tree with every descendant; the source tree is gone", async (storage) => {
+        await storage.replace("sessions/s1/meta.json", utf8("m"));
+        await storage.append("sessions/s1/messages/active.jsonl", utf8("a\n"));
+        await storage.replace("sessions/s1/messages/segments/1-2.jsonl", utf8("s\n"));
+        await storage.replace("sessions/s10/meta.json", utf8("other"));
+        expect(await storage.move("sessions/s1", "archived-sessions/s1")).toBe(true);
+        expect(await storage.list("sessions/s1")).toEqual([]);
+        expect(await storage.read("sessions/s1/meta.json")).toBeUndefined();
+        expect(await storage.read("sessions/s1/messages/segments/1-2.jsonl")).toBeUndefined();
+        expect(await readText(storage, "archived-sessions/s1/meta.json")).toBe("m");
+        expect(await readText(storage, "archived-sessions/s1/messages/active.jsonl")).toBe("a\n");
+        expect(await readText(storage, "archived-sessions/s1/messages/segments/1-2.jsonl")).toBe("s\n");
+        expect(await storage.list("archived-sessions/s1")).toEqual(["messages", "meta.json"]);
+        expect(await readText(storage, "sessions/s10/meta.json")).toBe("other");
+        expect(await storage.list("archived-sessions")).toEqual(["s1"]);
+      });
+
+      test("onto an existing file or folder resolves false and changes nothing", async (storage) => {
+        await storage.replace("a.json", utf8("A"));
+        await storage.replace("b.json", utf8("B"));
+        await storage.replace("dir1/x", utf8("X"));
+        await storage.replace("dir2/y", utf8("Y"));
+        expect(await storage.move("a.json", "b.json")).toBe(false);
+        expect(await storage.move("dir1", "dir2")).toBe(false);
+        expect(await storage.move("a.json", "dir2")).toBe(false);
+        expect(await storage.move("dir1", "b.json")).toBe(false);
+        expect(await readText(storage, "a.json")).toBe("A");
+        expect(await readText(storage, "b.json")).toBe("B");
+        expect(await readText(storage, "dir1/x")).toBe("X");
+        expect(await readText(storage, "dir2/y")).toBe("Y");
+        expect(await storage.list("dir2")).toEqual(["y"]);
+        expect(await storage.list("")).toEqual(["a.json", "b.json", "dir1", "dir2"]);
+      });
+
+      test("onto itself resolves false and changes nothing", async (storage) => {
+        await storage.replace("d/f", utf8("F"));
+        expect(await storage.move("d/f", "d/f")).toBe(false);
+        expect(await storage.move("d", "d")).toBe(false);
+        expect(await readText(storage, "d/f")).toBe("F");
+      });
+
+      test("into its own subtree resolves false and changes nothing", async (storage) => {
+        await storage.replace("tree/leaf", utf8("L"));
+        expect(await storage.move("tree", "tree/sub")).toBe(false);
+        expect(await storage.move("tree", "tree/sub/deeper")).toBe(false);
+        expect(await storage.list("tree")).toEqual(["leaf"]);
+        expect(await readText(storage, "tree/leaf")).toBe("L");
+      });
+    });
+
+    describe("bytes", () => {
+      test("returned arrays are copies: mutating them does not change the store", async (storage) => {
+        await storage.replace("f", utf8("abcdef"));
+        const read = await storage.read("f");
+        read!.fill(0x7a);
+        const tail = await storage.readTail("f", 3);
+        tail!.bytes.fill(0x7a);
+        expect(await readText(storage, "f")).toBe("abcdef");
+        expect(decoder.decode((await storage.readTail("f", 3))?.bytes)).toBe("def");
+      });
+
+      test("passed arrays are copied: mutating them after the call does not change the store", async (storage) => {
+        const replaced = utf8("replace");
+        const appended = utf8("append");
+        const created = utf8("create");
+        await storage.replace("r", replaced);
+        await storage.append("a", appended);
+        await storage.createExclusive("c", created);
+        replaced.fill(0x21);
+        appended.fill(0x21);
+        created.fill(0x21);
+        expect(await readText(storage, "r")).toBe("replace");
+        expect(await readText(storage, "a")).toBe("append");
+        expect(await readText(storage, "c")).toBe("create");
+      });
+
+      test("respects a passed view's offset and length (a subarray writes only its bytes)", async (storage) => {
+        const whole = utf8("0123456789");
+        await storage.replace("r", whole.subarray(2, 5));
+        await storage.append("r", whole.subarray(8));
+        expect(await readText(storage, "r")).toBe("23489");
+      });
+
+      test("all 256 byte values round-trip through replace, append, createExclusive and readTail", async (storage) => {
+        const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+        const reversed = all.slice().reverse();
+        await storage.replace("bin/r", all);
+        await storage.append("bin/a", all);
+        await storage.append("bin/a", reversed);
+        await storage.createExclusive("bin/c", reversed);
+        expectBytes(await storage.read("bin/r"), all);
+        expectBytes(await storage.read("bin/a"), concatBytes(all, reversed));
+        expectBytes(await storage.read("bin/c"), reversed);
+        expectBytes((await storage.readTail("bin/a", 300))?.bytes, concatBytes(all, reversed).subarray(212));
+      });
+
+      test("UTF-8 multi-byte content round-trips exactly", async (storage) => {
+        const text = 'héllo wörld — 日本語 🎉 Ωμέγα\u{1F9D1}\u200D\u{1F4BB} "quoted" \\ \u0000 end\n';
+        await storage.replace("u/replace.txt", utf8(text));
+        await storage.append("u/append.jsonl", utf8(text));
+        await storage.append("u/append.jsonl", utf8(text));
+        expect(await readText(storage, "u/replace.txt")).toBe(text);
+        expect(await readText(storage, "u/append.jsonl")).toBe(text + text);
+      });
+
+      test("handles 10 MB through replace and read", async (storage) => {
+        const big = patterned(10 * MB, 7);
+        await storage.replace("big/replace.bin", big);
+        expectBytes(await storage.read("big/replace.bin"), big, "10 MB replace");
+        const tail = await storage.readTail("big/replace.bin", 4096);
+        expect(tail?.size).toBe(10 * MB);
+        expectBytes(tail?.bytes, big.subarray(10 * MB - 4096), "tail of a 10 MB file");
+      }, 60_000);
+
+      test("handles 10 MB through append, read and readTail", async (storage) => {
+        const big = patterned(10 * MB, 11);
+        await storage.append("big/append.bin", big.subarray(0, 3 * MB));
+        await storage.append("big/append.bin", big.subarray(3 * MB));
+        expectBytes(await storage.read("big/append.bin"), big, "10 MB append");
+        const tail = await storage.readTail("big/append.bin", 1000);
+        expect(tail?.size).toBe(10 * MB);
+        expectBytes(tail?.bytes, big.subarray(10 * MB - 1000), "tail of a 10 MB appended file");
+        await storage.truncate("big/append.bin", 5 * MB);
+        expect((await storage.readTail("big/append.bin", 0))?.size).toBe(5 * MB);
+      }, 60_000);
+    });
+
+    describe("hostile keys", () => {
+      for (const key of hostileKeys) {
+        test(`rejects ${JSON.stringify(key)} in every method with code "invalid-input", writing nothing`, async (storage) => {
+          await storage.replace("keep/file", utf8("kept"));
+          const bytes = utf8("evil");
+          await expectInvalidInput("read", () => storage.read(key));
+          await expectInvalidInput("readTail", () => storage.readTail(key, 10));
+          if (key !== "") await expectInvalidInput("list", () => storage.list(key));
+          await expectInvalidInput("replace", () => storage.replace(key, bytes));
+          await expectInvalidInput("append", () => storage.append(key, bytes));
+          await expectInvalidInput("createExclusive", () => storage.createExclusive(key, bytes));
+          await expectInvalidInput("truncate", () => storage.truncate(key, 0));
+          await expectInvalidInput("remove", () => storage.remove(key));
+          await expectInvalidInput("move from", () => storage.move(key, "moved"));
+          await expectInvalidInput("move to", () => storage.move("keep/file", key));
+          await expectInvalidInput("move folder to", () => storage.move("keep", key));
+          expect(await storage.list("")).toEqual(["keep"]);
+          expect(await storage.list("keep")).toEqual(["file"]);
+          expect(await readText(storage, "keep/file")).toBe("kept");
+        });
+      }
+    });
+
+    describe("a second handle onto the same store", () => {
+      test("sees writes made through the first handle, and the other way round", async (storage, target, context) => {
+        const other = await reopened(target, context);
+        try {
+          await storage.replace("s/meta.json", utf8('{"revision":1}'));
+          await storage.append("s/active.jsonl", utf8("1\n"));
+          expect(await readText(other, "s/meta.json")).toBe('{"revision":1}');
+          expect(await readText(other, "s/active.jsonl")).toBe("1\n");
+          expect(await other.list("s")).toEqual(["active.jsonl", "meta.json"]);
+          await other.append("s/active.jsonl", utf8("2\n"));
+          await other.replace("s/meta.json", utf8('{"revision":2}'));
+          expect(await readText(storage, "s/active.jsonl")).toBe("1\n2\n");
+          expect((await storage.readTail("s/active.jsonl", 2))?.size).toBe(4);
+          expect(await readText(storage, "s/meta.json")).toBe('{"revision":2}');
+          await storage.truncate("s/active.jsonl", 2);
+          expect(await readText(other, "s/active.jsonl")).toBe("1\n");
+          expect(await other.move("s", "archived/s")).toBe(true);
+          expect(await storage.read("s/meta.json")).toBeUndefined();
+          expect(await storage.list("archived")).toEqual(["s"]);
+          await storage.remove("archived");
+          expect(await other.read("archived/s/meta.json")).toBeUndefined();
+        } finally {
+          await other.close?.();
+        }
+      });
+
+      test("shares createExclusive: a lock taken through one handle refuses the other", async (storage, target, context) => {
+        const other = await reopened(target, context);
+        try {
+          expect(await storage.createExclusive("s/writer.lock", utf8("first"))).toBe(true);
+          expect(await other.createExclusive("s/writer.lock", utf8("second"))).toBe(false);
+          expect(await readText(other, "s/writer.lock")).toBe("first");
+          const race = await Promise.all([
+            storage.createExclusive("t/writer.lock", utf8("a")),
+            other.createExclusive("t/writer.lock", utf8("b")),
+          ]);
+          expect(race.filter(Boolean)).toHaveLength(1);
+        } finally {
+          await other.close?.();
+        }
+      });
+    });
+  });
+}
