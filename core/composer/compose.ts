@@ -1,5 +1,6 @@
 import { InvalidInputError } from "../errors.ts";
 import type { MessagePart, MessageRecord, ProviderIdentity } from "../schema/mod.ts";
+import { cumulativeSummary } from "../schema/mod.ts";
 import { sameIdentity } from "./identity.ts";
 import type { ClosedToolCall, ComposedInput, ComposerState, OmittedContext } from "./types.ts";
 
@@ -56,7 +57,7 @@ export function compose(state: ComposerState): ComposedInput {
     else messages.push(composed);
   }
   return {
-    input: { system: instruction, summary: footer?.text ?? null, messages },
+    input: { system: instruction, summary: cumulativeSummary(footer), messages },
     omittedContext,
     closedToolCalls,
     droppedMessages,

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { InternalError } from "../errors.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
@@ -30,7 +31,12 @@ export interface JsonlDecodeResult<T = unknown> {
   /** Valid records of known types, in file order. */
   readonly records: DecodedRecord<T>[];
   readonly diagnostics: Diagnostic[];
-  /** Bytes of the file up to the end of its last good line; a torn tail starts here. */
+  /**
+   * Bytes of the file up to the end of its last `\n`-terminated line (or of a valid final
+   * line without `\n`): a torn or invalid unterminated tail starts here. Cutting the file to
+   * this length removes only that tail, never a complete line (a corrupt complete line is
+   * reported, not deleted).
+   */
   readonly validBytes: number;
   /** Bytes seen in all. */
   readonly totalBytes: number;
@@ -72,6 +78,7 @@ export class JsonlDecoder<T = unknown> {
 
   /** Feeds the next bytes; returns the records of every line completed by them. */
   push(chunk: Uint8Array): DecodedRecord<T>[] {
+    if (this.#finished) throw new InternalError(`JsonlDecoder for ${this.#options.file}: push after finish`, { file: this.#options.file });
     const out: DecodedRecord<T>[] = [];
     let start = 0;
     for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
@@ -81,10 +88,8 @@ export class JsonlDecoder<T = unknown> {
       const lineLength = lineBytes.length + 1;
       const decoded = this.#decodeLine(lineBytes, this.#line);
       this.#consumed += lineLength;
-      if (decoded !== "invalid") {
-        this.#validBytes = this.#consumed;
-        if (decoded) out.push(decoded);
-      }
+      this.#validBytes = this.#consumed;
+      if (decoded !== "invalid" && decoded) out.push(decoded);
       start = i + 1;
     }
     if (start < chunk.length) {

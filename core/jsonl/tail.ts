@@ -10,7 +10,7 @@ export interface LastRecord<T> {
   readonly diagnostics: Diagnostic[];
   /** Size of the whole file in bytes. */
   readonly size: number;
-  /** Bytes read to find it. */
+  /** Bytes read to find it, over every window tried. */
   readonly bytesRead: number;
 }
 
@@ -33,20 +33,23 @@ export async function readLastRecord<T = unknown>(
   options: JsonlDecodeOptions & { readonly initialBytes?: number },
 ): Promise<LastRecord<T> | undefined> {
   let window = Math.max(16, options.initialBytes ?? 4096);
+  let bytesRead = 0;
   for (;;) {
     const tail = await storage.readTail(path, window);
     if (!tail) return undefined;
     const { bytes, size } = tail;
+    bytesRead += bytes.length;
     const end = bytes.length > 0 && bytes[bytes.length - 1] === NEWLINE ? bytes.length - 1 : bytes.length;
-    const start = bytes.lastIndexOf(NEWLINE, end - 1) + 1;
+    // A negative fromIndex would count from the end: with end === 0 there is nothing before the final line.
+    const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
     const wholeFileSeen = bytes.length >= size;
     if (start > 0 || wholeFileSeen) {
-      const decoder = new JsonlDecoder<T>({ ...options, file: options.file });
+      const decoder = new JsonlDecoder<T>({ file: options.file, schemas: options.schemas, tornTailRecoverable: options.tornTailRecoverable });
       const decoded = decoder.push(bytes.subarray(start));
       const result = decoder.finish();
       const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
       const diagnostics = result.diagnostics.map((d) => ({ ...d, line: null, message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `) }));
-      return { record, diagnostics, size, bytesRead: bytes.length };
+      return { record, diagnostics, size, bytesRead };
     }
     window *= 4;
   }

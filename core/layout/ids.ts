@@ -17,12 +17,19 @@ const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
  */
 export function assertId(kind: IdKind, value: unknown): asserts value is string {
   if (typeof value !== "string" || !ID_PATTERN.test(value)) {
-    const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : String(value);
+    const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : describeNonString(value);
     throw new InvalidIdError(
       `invalid ${kind} ${shown}: expected 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'`,
       { kind, value: typeof value === "string" ? value : null },
     );
   }
+}
+
+/** A short, never-throwing description of a value that is not a string (`String()` throws for some objects). */
+function describeNonString(value: unknown): string {
+  if (value === null) return "(null)";
+  if (typeof value === "object" || typeof value === "function" || typeof value === "symbol") return `(${typeof value})`;
+  return `(${typeof value} ${String(value)})`;
 }
 
 /** `true` when `value` is a valid id (see {@linkcode assertId}). */
@@ -47,6 +54,9 @@ export interface SessionRef {
  * @throws {InvalidIdError} when it has not three parts or a part is not a valid id.
  */
 export function parseSessionRef(ref: string): SessionRef {
+  if (typeof ref !== "string") {
+    throw new InvalidIdError(`invalid session reference ${describeNonString(ref)}: expected <agent_id>/<workspace_id>/<session_id>`, { value: null });
+  }
   const parts = ref.split("/");
   if (parts.length !== 3) {
     throw new InvalidIdError(`invalid session reference ${JSON.stringify(ref)}: expected <agent_id>/<workspace_id>/<session_id>`, { value: ref });

@@ -60,17 +60,22 @@ function validated<S extends z.ZodType>(schema: S, value: unknown, file: string,
  * ```ts
  * const meta = parseMetaJson(bytes, "meta.json");
  * ```
- * @throws {UnsupportedSchemaError} when `schema_version` is not 1.
+ * @throws {UnsupportedSchemaError} when `schema_version` is not 1, or missing from the object.
  * @throws {CorruptSessionError} when it is not JSON or not a valid meta record.
  */
 export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): SessionMeta {
   const value = parseJsonDocument(bytes, file);
-  const version = (value as { schema_version?: unknown } | null)?.schema_version;
-  if (typeof value === "object" && value !== null && version !== META_SCHEMA_VERSION) {
-    throw new UnsupportedSchemaError(
-      `${file}: schema_version ${JSON.stringify(version)} is not supported (this reader knows ${META_SCHEMA_VERSION})`,
-      { file, schema_version: version ?? null },
-    );
+  // Only a JSON object can carry a version; anything else (array, null, scalar) is corrupt.
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;
+    if (version !== META_SCHEMA_VERSION) {
+      // A missing version is refused too: a reader never guesses that an unversioned document is version 1.
+      const found = version === undefined ? "is missing" : `${JSON.stringify(version)} is not supported`;
+      throw new UnsupportedSchemaError(`${file}: schema_version ${found} (this reader knows ${META_SCHEMA_VERSION})`, {
+        file,
+        schema_version: version ?? null,
+      });
+    }
   }
   return validated(SessionMeta, value, file, "meta.json record");
 }

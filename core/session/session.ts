@@ -16,7 +16,9 @@ import { relativeToSession, type SessionPaths, type SessionPlace } from "../layo
 import type { SegmentRange } from "../layout/segments.ts";
 import {
   MessageRecord,
+  RESET_FIELD,
   SummaryRecord,
+  cumulativeSummary,
   encodeJsonDocument,
   nowTimestamp,
   parseMetaJson,
@@ -328,6 +330,54 @@ export class Session {
   }
 
   /**
+   * Resets the conversation (seed 004): the model context starts over from the system
+   * text alone. Nothing is deleted: Active is closed as a segment whose footer marks the
+   * reset, so history stays readable, forkable and exportable. Revision + 1; the
+   * compaction continuation state is cleared (accounting totals stay).
+   *
+   * @example
+   * ```ts
+   * await session.reset();
+   * session.compose(identity).input.messages.length; // 0
+   * ```
+   * @throws {SessionBusyError} when a streaming draft exists.
+   * @throws {WriterLockedError} / {RevisionConflictError} as for `append`.
+   */
+  reset(): Promise<{ revision: number }> {
+    return this.mutate("reset", async () => {
+      const state = this.#state;
+      if (state.draft) throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before resetting`);
+      const first = state.active[0];
+      if (!first) return { revision: state.meta.revision };
+      const range = { start: first.sequence, end: lastSequence(state) };
+      const footer: SummaryRecord = {
+        record_type: "summary",
+        session_id: this.ref.sessionId,
+        summary_id: newId("sum"),
+        through_sequence: range.end,
+        text: `The conversation was reset after sequence ${range.end}; nothing before it belongs to the model context.`,
+        created_at: nowTimestamp(this.#ctx.clock),
+        [RESET_FIELD]: true,
+      };
+      const segmentBytes = encodeJsonl([...state.active.map(withoutBatchMark), footer]);
+      await this.#ctx.storage.replace(this.#paths.segment(range), segmentBytes);
+      await this.#ctx.storage.replace(this.#paths.active, new Uint8Array(0));
+      const oldActiveBytes = state.activeBytes;
+      state.segments.push(range);
+      state.footer = footer;
+      state.active = [];
+      state.activeBytes = 0;
+      const compaction = state.meta.compaction ? { ...state.meta.compaction, [LAST_COMPACTED_FIELD]: range.end } : undefined;
+      await this.#writeMeta({
+        history_bytes: state.meta.history_bytes - oldActiveBytes + segmentBytes.length,
+        revision: state.meta.revision + 1,
+        ...(compaction ? { compaction } : {}),
+      });
+      return { revision: state.meta.revision };
+    });
+  }
+
+  /**
    * Writes the session's system text to `instruction.md` (creates or overwrites it).
    *
    * @throws {InvalidInputError} when there is no system text to write.
@@ -490,7 +540,7 @@ export class Session {
     const state = this.#state;
     const plan = planCompaction(state.active);
     if (!plan) return undefined;
-    const previous = state.footer?.text ?? null;
+    const previous = cumulativeSummary(state.footer);
     let text: string;
     let cost: number | undefined;
     try {
