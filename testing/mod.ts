@@ -23,3 +23,5 @@ export {
   type MutatingOperation,
   type MutatingOperationName,
 } from "./faulty-storage.ts";
+export * from "./scripted-provider.ts";
+export * from "./scripted-summarizer.ts";
