@@ -11,6 +11,10 @@
  * To extend it, add a named step to `steps`; steps share one `SmokeContext`.
  */
 import {
+  CancelledError,
+  Sessions,
+  type Provider,
+  type ProviderEvent,
   decodeJsonl,
   encodeJsonDocument,
   encodeJsonl,
@@ -192,6 +196,51 @@ const steps: Step[] = [
         assert(thrown instanceof InvalidIdError, `${JSON.stringify(bad)} throws InvalidIdError (got ${String(thrown)})`);
         assertEqual(thrown.code, "invalid-id", "error code");
       }
+    },
+  },
+  {
+    name: "the session engine runs a turn with a tool, cancels one, compacts, reopens, forks and archives",
+    async run() {
+      const storage = new MemoryStorage();
+      const summarizer = { summarize: async ({ messages }: { messages: readonly unknown[] }) => ({ text: `summary of ${messages.length} messages` }) };
+      const sessions = new Sessions({ storage, defaults: { summarizer } });
+      const session = await sessions.create({ agentId: "agent", workspaceId: "workspace", sessionId: "engine", instruction: "Be brief." });
+      let call = 0;
+      const provider: Provider = {
+        identity: { provider: "smoke", api: "test", model: "m1" },
+        async *stream(request): AsyncIterable<ProviderEvent> {
+          call += 1;
+          if (call === 1) {
+            yield { type: "tool-call", toolCallId: "c1", toolName: "clock", input: {} };
+            yield { type: "usage", usage: { input_tokens: 10, output_tokens: 2 } };
+          } else if (call === 2) {
+            yield { type: "text-delta", text: "It is noon." };
+            yield { type: "usage", usage: { input_tokens: 20, output_tokens: 4 } };
+          } else {
+            yield { type: "text-delta", text: "partial" };
+            await new Promise<void>((resolve) => setTimeout(resolve, 20));
+            request.signal.throwIfAborted();
+          }
+        },
+      };
+      const tools = [{ name: "clock", execute: () => ({ time: "12:00" }) }];
+      const outcome = await session.run("What time is it?", { provider, tools }).result;
+      assert(outcome.revision === 1 && outcome.messages.length === 3, `run committed 3 messages at revision 1 (got ${outcome.messages.length} at ${outcome.revision})`);
+      const controller = new AbortController();
+      const cancelled = session.run("And tomorrow?", { provider, tools, signal: controller.signal });
+      setTimeout(() => controller.abort(), 5);
+      const error = await cancelled.result.then(() => undefined, (e: unknown) => e);
+      assert(error instanceof CancelledError && error.revision === 2, "cancellation rejects with CancelledError at revision 2");
+      assert(session.active.at(-1)?.status === "stopped", "the cancelled reply is committed as stopped");
+      const compaction = await session.compact();
+      assert(compaction.segment?.start === 1 && compaction.segment.end === 2 && compaction.revision === 3, "compaction closes sequences 1..2 as a segment at revision 3");
+      const reopened = await sessions.open("agent/workspace/engine");
+      assert(reopened.revision === 3 && reopened.summary?.text === "summary of 2 messages" && reopened.diagnostics.length === 0, "reopening sees the compacted state");
+      assert(reopened.compose(provider.identity).input.system === "Be brief.", "the instruction snapshot is the system");
+      const fork = await sessions.fork("agent/workspace/engine", "engine-fork");
+      assert(fork.meta.forked_from?.through_sequence === 5 && (await fork.messages({ beforeSequence: 3 })).length === 2, "the fork keeps every message and sequence");
+      await sessions.archive("agent/workspace/engine-fork");
+      assert((await sessions.list({ archived: true })).length === 1, "the archived fork is listed as archived");
     },
   },
 ];
