@@ -9,6 +9,8 @@ import type { WriterIdentity } from "./owner.ts";
 export interface HeldLock {
   readonly path: string;
   readonly owner: LockOwner & { lock_id: string };
+  /** Ownership comes from the backend's held lock (`acquireLock`), not from the file alone. */
+  readonly platformLock: boolean;
 }
 
 /**
@@ -24,7 +26,20 @@ export async function acquireWriterLock(
   clock: () => number,
 ): Promise<HeldLock> {
   const owner = { ...identity, operation, created_at: nowTimestamp(clock), lock_id: newId("lock") };
-  if (await storage.createExclusive(path, encodeJsonDocument(owner))) return { path, owner };
+  if (storage.acquireLock && storage.releaseLock) {
+    // The platform frees a dead holder's lock, so a record found while we hold it is stale.
+    if (await storage.acquireLock(path)) {
+      try {
+        await storage.replace(path, encodeJsonDocument(owner));
+      } catch (error) {
+        await storage.releaseLock(path);
+        throw error;
+      }
+      return { path, owner, platformLock: true };
+    }
+  } else if (await storage.createExclusive(path, encodeJsonDocument(owner))) {
+    return { path, owner, platformLock: false };
+  }
   const existing = await readLockOwner(storage, path);
   const who = existing
     ? `pid ${existing.pid} on ${existing.hostname} (${existing.runtime}) for "${existing.operation}" since ${existing.created_at}`
@@ -37,8 +52,12 @@ export async function acquireWriterLock(
 
 /** Removes the lock only if it is still this holder's: nobody deletes another owner's lock. */
 export async function releaseWriterLock(storage: StoragePort, lock: HeldLock): Promise<void> {
-  const current = await readLockOwner(storage, lock.path);
-  if (current && current["lock_id"] === lock.owner.lock_id) await storage.remove(lock.path);
+  try {
+    const current = await readLockOwner(storage, lock.path);
+    if (current && current["lock_id"] === lock.owner.lock_id) await storage.remove(lock.path);
+  } finally {
+    if (lock.platformLock) await storage.releaseLock?.(lock.path);
+  }
 }
 
 /** The content of a `writer.lock`, or `undefined` when there is none or it cannot be parsed. */

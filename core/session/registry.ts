@@ -257,9 +257,13 @@ export class Sessions {
     const place: SessionPlace = options.archived ? "archived" : "live";
     if (!(await this.#exists(valid, place))) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
     const paths = sessionPaths(valid, place);
-    // Taken so a running writer is never deleted under; the removal takes the lock with it.
-    await acquireWriterLock(this.storage, paths.lock, this.#ctx.identity, "delete", this.#ctx.clock);
-    await this.storage.remove(paths.dir);
+    // Taken so a running writer is never deleted under; the removal takes the lock file with it.
+    const lock = await acquireWriterLock(this.storage, paths.lock, this.#ctx.identity, "delete", this.#ctx.clock);
+    try {
+      await this.storage.remove(paths.dir);
+    } finally {
+      await releaseWriterLock(this.storage, lock);
+    }
   }
 
   async #exists(ref: SessionRef, place: SessionPlace): Promise<boolean> {

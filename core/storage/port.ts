@@ -48,6 +48,15 @@ export interface StoragePort {
   remove(path: string): Promise<void>;
   /** Moves a file or folder tree as one step, creating `to`'s parents; resolves `false` (moving nothing) when `from` is missing or `to` exists. */
   move(from: string, to: string): Promise<boolean>;
+  /**
+   * Optional: takes an exclusive lock named `name` that the platform frees when its
+   * holder dies (Web Locks). Resolves `false` at once when another holder has it. When a
+   * backend offers it, the core uses it for writer ownership and the `writer.lock` file
+   * only records the owner, so a dead tab's record can be replaced safely.
+   */
+  acquireLock?(name: string): Promise<boolean>;
+  /** Releases a lock taken with {@linkcode StoragePort.acquireLock}. */
+  releaseLock?(name: string): Promise<void>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }
