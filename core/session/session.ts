@@ -10,7 +10,7 @@ import {
 } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { encodeJsonl, encodeJsonlLine } from "../jsonl/encode.ts";
+import { encodeJsonlLine } from "../jsonl/encode.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
@@ -31,6 +31,7 @@ import {
 import type { StoragePort } from "../storage/port.ts";
 import { markBatch, withoutBatchMark } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
+import { encodeWithUnknown, unknownLines, type UnknownLine } from "./unknown-lines.ts";
 import { newId } from "./ids.ts";
 import { PENDING_FIELD, loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
@@ -255,14 +256,17 @@ export class Session {
    * @throws {SessionBusyError} when another operation runs on this session in this process.
    * @throws {CorruptSessionError} when a fatal diagnostic blocks writes.
    */
-  append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
+  async append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
+    // async: invalid input rejects the promise like every other failure, never throws synchronously.
     const list = (Array.isArray(messages) ? messages : [messages]) as readonly NewMessage[];
     if (list.length === 0) throw new InvalidInputError("append needs at least one message");
     const records = list.map((m, i) => toMessageRecord(m, this.#ctx.clock, `messages[${i}]`));
     return this.mutate("append", async (writer) => {
-      const recovered = this.#state.draft ? stoppedDraftMessages(this.#state.draft, false) : [];
+      const draft = this.#state.draft;
+      const recovered = draft ? stoppedDraftMessages(draft, false) : [];
       const result = await writer.commit([...recovered, ...records]);
-      if (recovered.length > 0) await writer.removeDraft();
+      // A draft without output and pending messages commits nothing but goes all the same.
+      if (draft) await writer.removeDraft();
       return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
     });
   }
@@ -297,7 +301,9 @@ export class Session {
     return this.mutate("finish-draft", async (writer) => {
       const draft = this.#state.draft;
       if (!draft) return undefined;
-      const result = await writer.commit(stoppedDraftMessages(draft, false));
+      const messages = stoppedDraftMessages(draft, false);
+      // A draft without output and without pending messages has nothing to commit: it is only removed.
+      const result = messages.length > 0 ? await writer.commit(messages) : { sequences: [], revision: this.revision };
       await writer.removeDraft();
       return result;
     });
@@ -317,7 +323,7 @@ export class Session {
    * @throws {SessionBusyError} when a streaming draft exists (finish it first).
    * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
    */
-  compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
+  async compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
     const summarizer = options.summarizer ?? this.#options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
     return this.mutate("compact", async (writer) => {
@@ -359,7 +365,8 @@ export class Session {
         created_at: nowTimestamp(this.#ctx.clock),
         [RESET_FIELD]: true,
       };
-      const segmentBytes = encodeJsonl([...state.active.map(withoutBatchMark), footer]);
+      const unknown = await this.#unknownActiveLines();
+      const segmentBytes = encodeWithUnknown(state.active.map(withoutBatchMark), unknown, true, [footer]);
       await this.#ctx.storage.replace(this.#paths.segment(range), segmentBytes);
       await this.#ctx.storage.replace(this.#paths.active, new Uint8Array(0));
       const oldActiveBytes = state.activeBytes;
@@ -468,7 +475,7 @@ export class Session {
     const state = this.#state;
     const repairs = state.repairs;
     if (repairs.rewriteActive) {
-      const bytes = encodeJsonl(state.active);
+      const bytes = encodeWithUnknown(state.active, await this.#unknownActiveLines(), true);
       await storage.replace(this.#paths.active, bytes);
       state.meta = { ...state.meta, history_bytes: state.meta.history_bytes - state.activeBytes + bytes.length };
       state.activeBytes = bytes.length;
@@ -484,6 +491,13 @@ export class Session {
     if (repairs.removeStaleDraft) await storage.remove(this.#paths.draft);
     if (repairs.writeMeta) await this.#writeMeta({});
     state.repairs = {};
+  }
+
+  /** Lines of unknown record types in `active.jsonl`, which a rewrite must carry along. */
+  async #unknownActiveLines(): Promise<UnknownLine[]> {
+    const file = relativeToSession(this.#paths, this.#paths.active);
+    if (!this.#state.diagnostics.some((d) => d.code === "unknown_record" && d.file === file)) return [];
+    return unknownLines((await this.#ctx.storage.read(this.#paths.active)) ?? new Uint8Array(0));
   }
 
   async #writeMeta(patch: Partial<SessionMeta>): Promise<void> {
@@ -567,8 +581,9 @@ export class Session {
     };
     const selected = plan.selected.map(withoutBatchMark);
     const kept = plan.kept.map(withoutBatchMark);
-    const segmentBytes = encodeJsonl([...selected, footer]);
-    const activeBytes = encodeJsonl(kept);
+    const unknown = await this.#unknownActiveLines();
+    const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
+    const activeBytes = encodeWithUnknown(kept, unknown, true);
     // Order matters for recovery: the segment first, then Active, then the revision.
     await this.#ctx.storage.replace(this.#paths.segment(plan.range), segmentBytes);
     await this.#ctx.storage.replace(this.#paths.active, activeBytes);
