@@ -20,3 +20,5 @@ export * from "./storage/mod.ts";
 export * from "./composer/mod.ts";
 export * from "./compaction/mod.ts";
 export * from "./session/mod.ts";
+export * from "./agent/mod.ts";
+export * from "./summarizer/mod.ts";

@@ -104,16 +104,29 @@ export const DraftRecord = z
   .looseObject({ ...messageShape, role: z.literal("assistant"), status: z.literal("streaming") })
   .refine((m) => uniquePartSequences(m.parts), { message: "part sequences must be unique within a message", path: ["parts"] });
 
+/** The parsed shape of {@linkcode TextPart}. */
 export type TextPart = z.infer<typeof TextPart>;
+/** The parsed shape of {@linkcode ReasoningPart}. */
 export type ReasoningPart = z.infer<typeof ReasoningPart>;
+/** The parsed shape of {@linkcode ReasoningSummaryPart}. */
 export type ReasoningSummaryPart = z.infer<typeof ReasoningSummaryPart>;
+/** The parsed shape of {@linkcode ToolState}. */
 export type ToolState = z.infer<typeof ToolState>;
+/** The parsed shape of {@linkcode ToolPart}. */
 export type ToolPart = z.infer<typeof ToolPart>;
+/** The parsed shape of {@linkcode FilePart}. */
 export type FilePart = z.infer<typeof FilePart>;
+/** The parsed shape of {@linkcode ProviderContextPart}. */
 export type ProviderContextPart = z.infer<typeof ProviderContextPart>;
+/** The parsed shape of {@linkcode MessagePart}. */
 export type MessagePart = z.infer<typeof MessagePart>;
+/** The parsed shape of {@linkcode Usage}. */
 export type Usage = z.infer<typeof Usage>;
+/** The parsed shape of {@linkcode ProviderIdentity}. */
 export type ProviderIdentity = z.infer<typeof ProviderIdentity>;
+/** The parsed shape of {@linkcode MessageStatus}. */
 export type MessageStatus = z.infer<typeof MessageStatus>;
+/** The parsed shape of {@linkcode MessageRecord}. */
 export type MessageRecord = z.infer<typeof MessageRecord>;
+/** The parsed shape of {@linkcode DraftRecord}. */
 export type DraftRecord = z.infer<typeof DraftRecord>;

@@ -44,7 +44,11 @@ export const WriterLockRecord = z.looseObject({
   created_at: Timestamp,
 });
 
+/** The parsed shape of {@linkcode CompactionAccounting}. */
 export type CompactionAccounting = z.infer<typeof CompactionAccounting>;
+/** The parsed shape of {@linkcode ForkOrigin}. */
 export type ForkOrigin = z.infer<typeof ForkOrigin>;
+/** The parsed shape of {@linkcode SessionMeta}. */
 export type SessionMeta = z.infer<typeof SessionMeta>;
+/** The parsed shape of {@linkcode WriterLockRecord}. */
 export type WriterLockRecord = z.infer<typeof WriterLockRecord>;

@@ -11,6 +11,7 @@ export const SummaryRecord = z.looseObject({
   created_at: Timestamp,
 });
 
+/** The parsed shape of {@linkcode SummaryRecord}. */
 export type SummaryRecord = z.infer<typeof SummaryRecord>;
 
 /**

@@ -309,5 +309,5 @@ describe("repeated compaction stays bounded", () => {
       }),
       { numRuns: 30 },
     );
-  });
+  }, 60_000);
 });
