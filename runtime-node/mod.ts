@@ -1,0 +1,101 @@
+/**
+ * The Node runtime of sessionfold: durable files under `~/.sessionfold` (or
+ * `$SESSIONFOLD_HOME`), written by a {@linkcode NodeFileStorage} in one worker thread that
+ * the host reaches through {@linkcode WorkerStorage}. It adds storage only: every session
+ * rule lives in the core. Most hosts need just {@linkcode openNodeSessions}.
+ *
+ * @example
+ * ```ts
+ * import { openNodeSessions } from "sessionfold/node";
+ *
+ * const { sessions, close } = await openNodeSessions();
+ * const session = await sessions.create({ agentId: "coder", workspaceId: "repo", title: "Fix the build" });
+ * await session.append({ role: "user", parts: [{ type: "text", text: "The build fails." }] });
+ * await close();
+ * ```
+ * @module
+ */
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { Sessions, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { NodeFileStorage } from "./fs-storage.ts";
+import { WorkerStorage } from "./worker-storage.ts";
+
+export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
+export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
+
+/**
+ * Who writes from this process, stamped into `writer.lock`.
+ *
+ * @example
+ * ```ts
+ * nodeWriterIdentity(); // { pid: 4242, hostname: "laptop", runtime: "node" }
+ * ```
+ */
+export function nodeWriterIdentity(): WriterIdentity {
+  return { pid: process.pid, hostname: hostname(), runtime: "node" };
+}
+
+/**
+ * The store's default root: `$SESSIONFOLD_HOME` when set (resolved against the working
+ * directory), else `~/.sessionfold`. A host's project directory never receives a file.
+ *
+ * @example
+ * ```ts
+ * defaultRoot(); // "/home/me/.sessionfold"
+ * ```
+ */
+export function defaultRoot(): string {
+  const home = process.env["SESSIONFOLD_HOME"];
+  return home ? resolve(home) : join(homedir(), ".sessionfold");
+}
+
+/** Options of {@linkcode openNodeSessions}. */
+export interface OpenNodeSessionsOptions {
+  /** The store's folder; default {@linkcode defaultRoot}. A relative path is resolved against the working directory. */
+  readonly root?: string;
+  /** Run file I/O in a worker thread (default `true`); `false` does it on the calling thread. */
+  readonly worker?: boolean;
+  /** fsync every write before it resolves (default `true`); `false` only for tests and benchmarks. */
+  readonly fsync?: boolean;
+  /** Options for every session the registry opens, unless a call gives its own. */
+  readonly defaults?: SessionOptions;
+}
+
+/** An open store: its sessions, the storage under them, and how to release it. */
+export interface NodeSessions {
+  /** Create, open, list, fork, archive and delete sessions of this store. */
+  readonly sessions: Sessions;
+  /** The storage port the sessions use (a {@linkcode WorkerStorage} unless `worker: false`). */
+  readonly storage: StoragePort;
+  /** The absolute root folder. */
+  readonly root: string;
+  /** Ends the worker. Calls on the sessions afterwards reject with a `StorageError`. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the store at `root`: one worker serves every session of it until `close()`.
+ * Nothing is touched on disk until the first call; the first write creates the root `0700`.
+ *
+ * @example
+ * ```ts
+ * const store = await openNodeSessions({ root: "/tmp/my-store" });
+ * try {
+ *   const session = await store.sessions.open("coder/repo/s1");
+ *   console.log(session.meta.message_count);
+ * } finally {
+ *   await store.close();
+ * }
+ * ```
+ * @throws {StorageError} when the worker cannot be started (TypeScript sources without tsx).
+ * Storage failures surface, typed, from the calls that meet them.
+ */
+export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
+  const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
+  const fsync = options.fsync ?? true;
+  const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerStorage({ root, fsync });
+  const sessions = new Sessions({ storage, identity: nodeWriterIdentity(), ...(options.defaults ? { defaults: options.defaults } : {}) });
+  return { sessions, storage, root, close: async () => await storage.close?.() };
+}
+

@@ -1,0 +1,137 @@
+import { mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../../core/mod.ts";
+import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerStorage } from "../../runtime-node/mod.ts";
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
+let base: string;
+const toClose: { close(): Promise<void> }[] = [];
+
+beforeEach(async () => {
+  base = await mkdtemp(join(tmpdir(), "sessionfold-hop-"));
+});
+
+afterEach(async () => {
+  await Promise.all(toClose.splice(0).map((s) => s.close()));
+  await rm(base, { recursive: true, force: true });
+});
+
+function workerStorage(root = join(base, "store")): WorkerStorage {
+  const storage = new WorkerStorage({ root });
+  toClose.push(storage);
+  return storage;
+}
+
+describe("WorkerStorage", () => {
+  it("typed errors cross the worker hop with class, code and details", async () => {
+    const storage = workerStorage();
+    await storage.replace("keep", utf8("k"));
+    await symlink("/dev/full", join(base, "store", "full.jsonl"));
+    const full = await storage.append("full.jsonl", utf8("x\n")).catch((e: unknown) => e);
+    expect(full).toBeInstanceOf(StorageFullError);
+    expect(full).toMatchObject({ name: "StorageFullError", code: "storage-full", details: { path: "full.jsonl", errno: "ENOSPC", operation: "append" } });
+
+    const hostile = await storage.read("../etc/passwd").catch((e: unknown) => e);
+    expect(hostile).toBeInstanceOf(InvalidInputError);
+    expect(hostile).toMatchObject({ code: "invalid-input", details: { path: "../etc/passwd" } });
+
+    const folder = await storage.read("").catch((e: unknown) => e);
+    expect(folder).toBeInstanceOf(InvalidInputError);
+    await storage.replace("dir/x", utf8("x"));
+    const notFile = await storage.read("dir").catch((e: unknown) => e);
+    expect(notFile).toBeInstanceOf(StorageError);
+    expect(notFile).toMatchObject({ code: "internal", details: { errno: "EISDIR", path: "dir" } });
+    expect((notFile as Error).stack).toContain("fs-storage");
+  });
+
+  it("transfers large buffers and still leaves the caller's array intact", async () => {
+    const storage = workerStorage();
+    const big = new Uint8Array(1 << 20).fill(7);
+    const part = big.subarray(10, 200_010);
+    await storage.replace("big", big);
+    await storage.append("big", part);
+    expect(big.length).toBe(1 << 20);
+    expect(part.length).toBe(200_000);
+    const read = await storage.read("big");
+    expect(read?.length).toBe((1 << 20) + 200_000);
+    expect((await storage.readTail("big", 100_000))?.bytes.length).toBe(100_000);
+    expect(await storage.list("")).toEqual(["big"]);
+    expect((await readdir(join(base, "store"))).filter((n) => n.startsWith(".tmp-"))).toEqual([]);
+  });
+
+  it("a terminated worker rejects pending and later calls with a typed StorageError", async () => {
+    const storage = workerStorage();
+    await storage.replace("a", utf8("a"));
+    const pending = storage.replace("big", new Uint8Array(8 << 20));
+    await storage.worker.terminate();
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect((error as StorageError).message).toMatch(/storage worker stopped/);
+    await expect(storage.read("a")).rejects.toBeInstanceOf(StorageError);
+    await expect(storage.list("")).rejects.toThrow(/storage worker stopped/);
+    await storage.close(); // idempotent after a crash
+  });
+
+  it("close ends the worker: later calls reject, a second close is a no-op", async () => {
+    const storage = new WorkerStorage({ root: join(base, "store") });
+    await storage.append("log", utf8("1\n"));
+    await storage.close();
+    await storage.close();
+    await expect(storage.read("log")).rejects.toMatchObject({ code: "internal", message: "storage worker was closed" });
+    expect(() => new WorkerStorage({ root: "relative" })).toThrow(InvalidInputError);
+  });
+});
+
+describe("openNodeSessions", () => {
+  it("creates a session, appends, and reopens it from a new store (worker and in-thread)", async () => {
+    const root = join(base, "home");
+    const first = await openNodeSessions({ root });
+    toClose.push(first);
+    expect(first.root).toBe(root);
+    expect(first.storage).toBeInstanceOf(WorkerStorage);
+    await expect(stat(root)).rejects.toMatchObject({ code: "ENOENT" }); // nothing before the first write
+    const session = await first.sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "s1", title: "t" });
+    await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
+    expect((await stat(root)).mode & 0o777).toBe(0o700);
+    await first.close();
+    await expect(first.sessions.open("coder/repo/s1")).rejects.toBeInstanceOf(StorageError);
+
+    const second = await openNodeSessions({ root, worker: false });
+    toClose.push(second);
+    const again = await second.sessions.open("coder/repo/s1");
+    expect(again.meta.message_count).toBe(1);
+    expect(again.active.map((m) => m.parts[0])).toMatchObject([{ type: "text", text: "hello" }]);
+    await again.append({ role: "user", parts: [{ type: "text", text: "again" }] });
+    const listed = await second.sessions.list();
+    expect(listed.map((m) => [m.session_id, m.message_count])).toEqual([["s1", 2]]);
+    const dir = join(root, "agents/coder/workspaces/repo/sessions/s1");
+    expect((await stat(join(dir, "messages/active.jsonl"))).mode & 0o777).toBe(0o600);
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect((await readdir(dir)).sort()).toEqual(["messages", "meta.json"]);
+  });
+
+  it("typed errors from the core reach the host through the worker", async () => {
+    const store = await openNodeSessions({ root: join(base, "home") });
+    toClose.push(store);
+    const error = await store.sessions.open("coder/repo/missing").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionfoldError);
+    expect(error).toMatchObject({ code: "not-found" });
+  });
+
+  it("defaultRoot honours SESSIONFOLD_HOME, and the identity says node", () => {
+    const saved = process.env["SESSIONFOLD_HOME"];
+    try {
+      process.env["SESSIONFOLD_HOME"] = join(base, "custom");
+      expect(defaultRoot()).toBe(join(base, "custom"));
+      delete process.env["SESSIONFOLD_HOME"];
+      expect(defaultRoot()).toMatch(/[/\\]\.sessionfold$/);
+    } finally {
+      if (saved === undefined) delete process.env["SESSIONFOLD_HOME"];
+      else process.env["SESSIONFOLD_HOME"] = saved;
+    }
+    expect(nodeWriterIdentity()).toEqual({ pid: process.pid, hostname: expect.any(String), runtime: "node" });
+  });
+});

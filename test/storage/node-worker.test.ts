@@ -1,0 +1,45 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll } from "vitest";
+import type { StoragePort } from "../../core/mod.ts";
+import { runStorageTests } from "../../testing/mod.ts";
+import { WorkerStorage } from "../../runtime-node/mod.ts";
+
+// Starting a worker costs ~0.3 s, so the file shares two (a store and its second handle) and
+// gives each test its own folder. Keys are prefixed as they are, never checked here: a
+// hostile key stays hostile ("t1/../x", "t1/") and the worker itself must reject it.
+const root = await mkdtemp(join(tmpdir(), "sessionfold-worker-"));
+const first = new WorkerStorage({ root });
+let second: WorkerStorage | undefined;
+let count = 0;
+afterAll(async () => {
+  await Promise.all([first.close(), second?.close()]);
+  await rm(root, { recursive: true, force: true });
+});
+
+function under(prefix: string, inner: StoragePort): StoragePort {
+  const at = (path: string) => `${prefix}/${path}`;
+  return {
+    capabilities: inner.capabilities,
+    read: (path) => inner.read(at(path)),
+    readTail: (path, maxBytes) => inner.readTail(at(path), maxBytes),
+    list: (dir) => inner.list(dir === "" ? prefix : at(dir)),
+    replace: (path, bytes) => inner.replace(at(path), bytes),
+    append: (path, bytes) => inner.append(at(path), bytes),
+    createExclusive: (path, bytes) => inner.createExclusive(at(path), bytes),
+    truncate: (path, length) => inner.truncate(at(path), length),
+    remove: (path) => inner.remove(at(path)),
+    move: (from, to) => inner.move(at(from), at(to)),
+    close: async () => {},
+  };
+}
+
+runStorageTests("NodeFileStorage via WorkerStorage", () => {
+  const prefix = `t${++count}`;
+  return {
+    storage: under(prefix, first),
+    reopen: async () => under(prefix, (second ??= new WorkerStorage({ root }))),
+    teardown: () => first.remove(prefix),
+  };
+});
