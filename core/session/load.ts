@@ -149,7 +149,21 @@ export async function loadSessionState(
     repairs,
   };
   const last = lastSequence(state);
-  if (!meta || meta.message_count !== last) {
+  // meta.json is behind when it counts fewer messages than the files hold, and also when
+  // the files show a write that meta.json cannot have accounted for: an overlap (a
+  // compaction or reset interrupted before Active was replaced) or a final line without
+  // its newline (an interrupted append, or a foreign writer). Their repairs change
+  // history_bytes without changing the message count, so they are counted afresh.
+  const behind = !meta
+    ? undefined
+    : meta.message_count !== last
+      ? `meta.json counts ${meta.message_count} messages but the files hold ${last}`
+      : overlap.length > 0
+        ? "meta.json predates the newest segment"
+        : repairs.addNewline
+          ? "the final line of active.jsonl lacks its newline"
+          : undefined;
+  if (!meta || behind !== undefined) {
     const segmentBytes = await Promise.all(segments.map(async (range) => (await storage.readTail(paths.segment(range), 0))?.size ?? 0));
     const historyBytes = segmentBytes.reduce((a, b) => a + b, 0) + keptBytes;
     const floor = last + segments.length;
@@ -160,7 +174,7 @@ export async function loadSessionState(
       revision: Math.max(meta ? meta.revision + 1 : 0, floor),
       created_at: meta?.created_at ?? active[0]?.created_at ?? footer?.created_at ?? state.meta.created_at,
     };
-    if (meta) report("meta.json", null, "meta_rebuilt", false, `meta.json counts ${meta.message_count} messages but the files hold ${last}; rebuilt (revision ${state.meta.revision})`);
+    if (meta) report("meta.json", null, "meta_rebuilt", false, `${behind}; rebuilt (revision ${state.meta.revision})`);
     if (!diagnostics.some((d) => d.fatal && d.file === "meta.json")) repairs.writeMeta = true;
   }
   return state;

@@ -81,7 +81,7 @@ export class Sessions {
    */
   async create(input: CreateSessionInput, options?: SessionOptions): Promise<Session> {
     const ref = sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
-    const resolved = resolveSessionOptions(options ?? this.#defaults);
+    const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const paths = sessionPaths(ref);
     if (await this.#exists(ref, "archived")) {
       throw new InvalidInputError(`${formatSessionRef(ref)} exists in archived-sessions/; choose another id`, { ref: formatSessionRef(ref) });
@@ -121,7 +121,7 @@ export class Sessions {
   async open(ref: SessionRef | string, options?: SessionOptions & { archived?: boolean }): Promise<Session> {
     const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
     const place: SessionPlace = options?.archived ? "archived" : "live";
-    const resolved = resolveSessionOptions(options ?? this.#defaults);
+    const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     if (!(await this.#exists(valid, place))) {
       throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
     }

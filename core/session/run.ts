@@ -1,4 +1,4 @@
-import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction } from "../compaction/mod.ts";
+import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction, type CompactionOutcome } from "../compaction/mod.ts";
 import { compose } from "../composer/mod.ts";
 import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
 import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
@@ -67,8 +67,13 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
 
   const usage = usageSinceCompaction(state.active, state.meta.compaction?.[LAST_COMPACTED_FIELD]);
   let lastUsage = usage.lastUsage;
+  // The outcome reports the usage of this run's last step, never one of an earlier run.
+  let stepUsage: Usage | undefined;
   let validating = usage.validating;
-  let deepPending = false;
+  // A compaction validated as insufficient by an earlier run's step is still due (seed 000).
+  let deepPending =
+    usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
+    validateAfterCompaction(usage.validatedBy, config.contextWindow) === "deep";
   let compactionFailed = false;
   let steps = 0;
 
@@ -109,18 +114,21 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
         });
         if (!decision.compact) break;
         emit({ type: "compaction-started", reason: decision.reason });
+        let outcome: CompactionOutcome | undefined;
         try {
-          const outcome = await writer.compact(config.summarizer, signal);
-          if (!outcome) break;
-          emit({ type: "compaction-completed", outcome });
-          lastUsage = undefined;
-          deepPending = false;
-          validating = true;
+          outcome = await writer.compact(config.summarizer, signal);
         } catch (error) {
           if (signal.aborted) return await cancel("during compaction");
           compactionFailed = true;
           emit({ type: "compaction-failed", message: asSessionfoldError(error, "compaction failed").message });
+          break;
         }
+        if (!outcome) break;
+        // Outside the try: a failing event delivery is not a failed compaction (it committed).
+        emit({ type: "compaction-completed", outcome });
+        lastUsage = undefined;
+        deepPending = false;
+        validating = true;
       }
 
       steps += 1;
@@ -145,6 +153,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       }
       if (signal.aborted) return await cancel("while streaming");
 
+      stepUsage = current.usage;
       if (current.usage) {
         lastUsage = current.usage;
         if (validating && config.contextWindow !== undefined && config.summarizer) {
@@ -168,6 +177,8 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     }
     return await commitRun("max-steps");
   } catch (error) {
+    // A cancellation has committed and removed its draft already.
+    if (error instanceof CancelledError) throw error;
     return await discard(error);
   }
 
@@ -175,24 +186,33 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     await drafts.close();
     if (candidate.length === 0) {
       await writer.removeDraft();
-      return { revision: state.meta.revision, messages: [], steps, usage: lastUsage, stopReason };
+      return { revision: state.meta.revision, messages: [], steps, usage: stepUsage, stopReason };
     }
     const committed = await writer.commit(candidate);
     await writer.removeDraft();
     emit({ type: "committed", revision: committed.revision, sequences: committed.sequences });
     const messages = state.active.slice(-candidate.length).map(withoutBatchMark);
-    return { revision: committed.revision, messages, steps, usage: lastUsage, stopReason };
+    return { revision: committed.revision, messages, steps, usage: stepUsage, stopReason };
   }
 }
 
-/** The newest real usage reported after the last compaction, and whether it still has to validate one. */
-function usageSinceCompaction(active: readonly MessageRecord[], lastCompacted: unknown): { lastUsage: Usage | undefined; validating: boolean } {
+/**
+ * The newest real usage reported after the last compaction, whether the next usage still
+ * has to validate that compaction, and the first usage after it (the one that validated
+ * it: a deep compaction it asked for stays scheduled across runs until one happens).
+ */
+function usageSinceCompaction(active: readonly MessageRecord[], lastCompacted: unknown): { lastUsage: Usage | undefined; validating: boolean; validatedBy: Usage | undefined } {
   const boundary = typeof lastCompacted === "number" ? lastCompacted : 0;
+  let lastUsage: Usage | undefined;
+  let firstUsage: Usage | undefined;
   for (let i = active.length - 1; i >= 0 && active[i]!.sequence > boundary; i--) {
     const usage = active[i]!.usage;
-    if (usage) return { lastUsage: usage, validating: false };
+    if (!usage) continue;
+    lastUsage ??= usage;
+    firstUsage = usage;
   }
-  return { lastUsage: undefined, validating: boundary > 0 };
+  if (lastUsage) return { lastUsage, validating: false, validatedBy: boundary > 0 ? firstUsage : undefined };
+  return { lastUsage: undefined, validating: boundary > 0, validatedBy: undefined };
 }
 
 function newDraft(state: SessionWriter["state"], candidate: readonly MessageRecord[], clock: () => number, provider: Provider): DraftRecord {
@@ -271,15 +291,18 @@ async function runTool(part: ToolPart, tool: Tool | undefined, signal: AbortSign
     emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
     return;
   }
+  let stored: unknown;
   try {
     const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
     if (signal.aborted) return;
-    const stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
-    settle({ state: "output-available", output: stored });
-    emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
+    stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
   } catch (error) {
     if (signal.aborted) return;
     settle({ state: "output-error", error: error instanceof Error ? error.message : String(error) });
     emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
+    return;
   }
+  // Outside the try: a failing event delivery is fatal to the run, not an error of the tool.
+  settle({ state: "output-available", output: stored });
+  emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
 }

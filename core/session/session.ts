@@ -109,6 +109,8 @@ export class Session {
   #state: SessionState;
   #system: string | null;
   #needsReload = false;
+  /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
+  #conflict: RevisionConflictError | undefined;
 
   /** @internal Use {@linkcode Sessions.open}. */
   constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions) {
@@ -221,7 +223,11 @@ export class Session {
       tornTailRecoverable: false,
     });
     const fatal = result.diagnostics.find((d) => d.fatal);
-    if (fatal) throw new CorruptSessionError(fatal.message, { file, line: fatal.line, diagnostic: fatal.code });
+    if (fatal) {
+      // Rule 2: corruption, once found, blocks every write to the session.
+      if (!this.#state.diagnostics.some((d) => d.fatal && d.file === fatal.file && d.line === fatal.line)) this.#state.diagnostics.push(fatal);
+      throw new CorruptSessionError(fatal.message, { file, line: fatal.line, diagnostic: fatal.code });
+    }
     const messages: MessageRecord[] = [];
     let footer: SummaryRecord | undefined;
     for (const { record } of result.records) {
@@ -240,6 +246,7 @@ export class Session {
     this.#state = await loadSessionState(this.#ctx.storage, this.#paths, this.ref, this.#ctx.clock);
     this.#system = this.#state.instruction ?? this.#system ?? generateSystem(this.#options.agent);
     this.#needsReload = false;
+    this.#conflict = undefined;
   }
 
   /**
@@ -367,8 +374,8 @@ export class Session {
       };
       const unknown = await this.#unknownActiveLines();
       const segmentBytes = encodeWithUnknown(state.active.map(withoutBatchMark), unknown, true, [footer]);
+      // The segment, meta.json, then Active: the order of compaction, for the same reason.
       await this.#ctx.storage.replace(this.#paths.segment(range), segmentBytes);
-      await this.#ctx.storage.replace(this.#paths.active, new Uint8Array(0));
       const oldActiveBytes = state.activeBytes;
       state.segments.push(range);
       state.footer = footer;
@@ -380,6 +387,7 @@ export class Session {
         revision: state.meta.revision + 1,
         ...(compaction ? { compaction } : {}),
       });
+      await this.#ctx.storage.replace(this.#paths.active, new Uint8Array(0));
       return { revision: state.meta.revision };
     });
   }
@@ -429,6 +437,7 @@ export class Session {
     }
     busy.set(this.#paths.dir, operation);
     try {
+      if (this.#conflict) throw this.#conflict;
       if (this.#needsReload) await this.reload();
       this.#assertWritable();
       const lock = await acquireWriterLock(this.#ctx.storage, this.#paths.lock, this.#ctx.identity, operation, this.#ctx.clock);
@@ -462,11 +471,10 @@ export class Session {
     const found = bytes ? parseMetaJson(bytes).revision : undefined;
     const expected = this.#state.diskRevision;
     if (found !== expected) {
-      this.#needsReload = true;
-      throw new RevisionConflictError(
+      throw (this.#conflict = new RevisionConflictError(
         `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${expected ?? "none"}; another writer committed (reopen or reload)`,
         { expected: expected ?? null, found: found ?? null },
-      );
+      ));
     }
   }
 
@@ -474,22 +482,27 @@ export class Session {
     const { storage } = this.#ctx;
     const state = this.#state;
     const repairs = state.repairs;
-    if (repairs.rewriteActive) {
-      const bytes = encodeWithUnknown(state.active, await this.#unknownActiveLines(), true);
-      await storage.replace(this.#paths.active, bytes);
-      state.meta = { ...state.meta, history_bytes: state.meta.history_bytes - state.activeBytes + bytes.length };
-      state.activeBytes = bytes.length;
+    // meta.json goes first, with the figures of the repaired files. Every repair that changes
+    // history_bytes is one that made recovery rebuild meta.json (load.ts: an overlap, a missing
+    // final newline); a crash before the files are repaired leaves that damage in place, so the
+    // next open rebuilds meta.json again. Repairing the files first would let a crash leave a
+    // stale meta.json that no longer looks stale.
+    const rewritten = repairs.rewriteActive ? encodeWithUnknown(state.active, await this.#unknownActiveLines(), true) : undefined;
+    const activeBytes = rewritten ? rewritten.length : repairs.addNewline ? state.activeBytes + 1 : state.activeBytes;
+    if (activeBytes !== state.activeBytes) {
+      state.meta = { ...state.meta, history_bytes: state.meta.history_bytes - state.activeBytes + activeBytes };
       repairs.writeMeta = true;
+    }
+    if (repairs.writeMeta) await this.#writeMeta({});
+    if (rewritten) {
+      await storage.replace(this.#paths.active, rewritten);
     } else if (repairs.truncateActiveTo !== undefined) {
       await storage.truncate(this.#paths.active, repairs.truncateActiveTo);
     } else if (repairs.addNewline) {
       await storage.append(this.#paths.active, new TextEncoder().encode("\n"));
-      state.activeBytes += 1;
-      state.meta = { ...state.meta, history_bytes: state.meta.history_bytes + 1 };
-      repairs.writeMeta = true;
     }
+    state.activeBytes = activeBytes;
     if (repairs.removeStaleDraft) await storage.remove(this.#paths.draft);
-    if (repairs.writeMeta) await this.#writeMeta({});
     state.repairs = {};
   }
 
@@ -584,9 +597,11 @@ export class Session {
     const unknown = await this.#unknownActiveLines();
     const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
     const activeBytes = encodeWithUnknown(kept, unknown, true);
-    // Order matters for recovery: the segment first, then Active, then the revision.
+    // Order matters for recovery: the segment first, then meta.json, then Active. Until Active
+    // is replaced, the overlap shows that the compaction was interrupted and recovery rebuilds
+    // meta.json (load.ts); replacing Active before meta.json would let a crash leave a
+    // meta.json that misses the new segment without looking stale.
     await this.#ctx.storage.replace(this.#paths.segment(plan.range), segmentBytes);
-    await this.#ctx.storage.replace(this.#paths.active, activeBytes);
     const oldActiveBytes = state.activeBytes;
     state.segments.push(plan.range);
     state.footer = footer;
@@ -605,6 +620,7 @@ export class Session {
       revision: state.meta.revision + 1,
       compaction: { ...accounting, [LAST_COMPACTED_FIELD]: lastSequence(state) },
     });
+    await this.#ctx.storage.replace(this.#paths.active, activeBytes);
     return {
       revision: state.meta.revision,
       removedMessages: selected.length,

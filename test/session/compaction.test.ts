@@ -1,0 +1,222 @@
+/**
+ * Manual compaction (seed 000 / 004): floor(n/2) oldest messages of Active, one
+ * summarizer call with the previous cumulative summary, a segment with one footer,
+ * Active replaced, meta accounting; failures change nothing.
+ */
+import { describe, expect, test } from "vitest";
+import {
+  CompactionFailedError,
+  InvalidInputError,
+  MemoryStorage,
+  estimateTextTokens,
+  estimateTokens,
+  type MessageRecord,
+} from "../../core/mod.ts";
+import type { Session } from "../../core/session/session.ts";
+import {
+  P,
+  REF,
+  RecordingStorage,
+  assistant,
+  deferred,
+  expectContiguous,
+  expectMetaConsistent,
+  fullHistory,
+  line,
+  lines,
+  metaOnDisk,
+  readText,
+  registry,
+  rejection,
+  segmentName,
+  snapshot,
+  summarizer,
+  user,
+} from "./support.ts";
+
+async function sessionWith(count: number, storage = new MemoryStorage()): Promise<{ storage: MemoryStorage; session: Session }> {
+  const session = await registry(storage).create(REF);
+  const batch = Array.from({ length: count }, (_, i) => (i % 2 === 0 ? user(`question ${i + 1}`, `m_${i + 1}`) : assistant(`answer ${i + 1}`, `m_${i + 1}`)));
+  if (count > 0) await session.append(batch.slice(0, 3));
+  if (count > 3) await session.append(batch.slice(3));
+  return { storage, session };
+}
+
+describe("compact()", () => {
+  test("selects floor(n/2) oldest, calls the summarizer once with only them, writes segment + footer and the kept half", async () => {
+    const { storage, session } = await sessionWith(11);
+    const before: MessageRecord[] = [...session.active];
+    const summarize = summarizer(() => ({ text: "first summary" }));
+    const outcome = await session.compact({ summarizer: summarize });
+
+    expect(summarize.calls).toHaveLength(1);
+    expect(summarize.calls[0]!.previousSummary).toBeNull();
+    expect(summarize.calls[0]!.messages).toEqual(before.slice(0, 5));
+    expect(summarize.calls[0]!.messages.some((m) => "batch_size" in m)).toBe(false);
+    expect(outcome).toMatchObject({ revision: 3, removedMessages: 5, keptMessages: 6, segment: { start: 1, end: 5 }, summaryChars: 13 });
+
+    const names = await storage.list(P.segmentsDir);
+    expect(names).toEqual([segmentName(1, 5)]);
+    expect(names[0]).toBe("000000000001-000000000005.jsonl");
+    const footer = session.summary!;
+    expect(footer).toMatchObject({ record_type: "summary", session_id: "s1", through_sequence: 5, text: "first summary" });
+    expect(footer.summary_id).toMatch(/^sum_/);
+    expect(await readText(storage, `${P.segmentsDir}/${names[0]}`)).toBe(lines(before.slice(0, 5)) + line(footer));
+    expect(await readText(storage, P.active)).toBe(lines(before.slice(5)));
+    expect(session.active).toEqual(before.slice(5));
+    expect(session.segments).toEqual([{ start: 1, end: 5 }]);
+
+    const meta = await metaOnDisk(storage);
+    expect(meta["compaction"]).toEqual({
+      completed: 1,
+      removed_messages: 5,
+      removed_tokens_estimate: estimateTokens(before.slice(0, 5)),
+      last_before_tokens: estimateTokens(before),
+      last_after_tokens: estimateTextTokens("first summary") + estimateTokens(before.slice(5)),
+      last_compacted_sequence: 11,
+    });
+    expect(meta["message_count"]).toBe(11);
+    await expectMetaConsistent(storage, session);
+  });
+
+  test("the next compaction gets the previous cumulative summary and only the new oldest half", async () => {
+    const { storage, session } = await sessionWith(8);
+    const summarize = summarizer((r) => ({ text: `${r.previousSummary ?? ""}+${r.messages.map((m) => m.sequence).join(",")}`, usage: { input_tokens: 10, output_tokens: 5, cost_usd_micros: 1200 } }));
+    await session.compact({ summarizer: summarize });
+    await session.append([user("9"), assistant("10")]);
+    const active = [...session.active];
+    const outcome = await session.compact({ summarizer: summarize });
+    expect(summarize.calls).toHaveLength(2);
+    expect(summarize.calls[1]!.previousSummary).toBe("+1,2,3,4");
+    expect(summarize.calls[1]!.messages.map((m) => m.sequence)).toEqual([5, 6, 7]);
+    expect(outcome).toMatchObject({ segment: { start: 5, end: 7 }, removedMessages: 3, keptMessages: 3, costUsdMicros: 1200 });
+    expect(await storage.list(P.segmentsDir)).toEqual([segmentName(1, 4), segmentName(5, 7)]);
+    expect(session.summary?.text).toBe("+1,2,3,4+5,6,7");
+    const compaction = (await metaOnDisk(storage))["compaction"] as Record<string, number>;
+    expect(compaction["completed"]).toBe(2);
+    expect(compaction["removed_messages"]).toBe(7);
+    expect(compaction["cost_usd_micros"]).toBe(2400);
+    expect(compaction["last_before_tokens"]).toBe(estimateTextTokens("+1,2,3,4") + estimateTokens(active));
+    expect(compaction["last_after_tokens"]).toBe(estimateTextTokens("+1,2,3,4+5,6,7") + estimateTokens(active.slice(3)));
+    expectContiguous(await fullHistory(session));
+    await expectMetaConsistent(storage, session);
+  });
+
+  test("is one segment replace, one Active replace and one meta replace under the lock", async () => {
+    const inner = new MemoryStorage();
+    const { session } = await sessionWith(4, inner);
+    const storage = new RecordingStorage(inner);
+    const again = await registry(storage).open(REF);
+    storage.reset();
+    await again.compact({ summarizer: summarizer() });
+    const mutations = storage.mutations(P.dir);
+    expect(mutations[0]).toBe("createExclusive writer.lock");
+    expect(mutations.at(-1)).toBe("remove writer.lock");
+    // The segment first, then meta.json, then Active: until Active is replaced, a crash leaves an
+    // overlap, which recovery removes and which makes it count meta.json afresh.
+    expect(mutations.slice(1, -1)).toEqual([`replace messages/segments/${segmentName(1, 2)}`, "replace meta.json", "replace messages/active.jsonl"]);
+    expect(session.revision).toBe(2);
+  });
+
+  test.each<[string, (signal: AbortController) => ReturnType<typeof summarizer>, boolean]>([
+    ["the summarizer throws", () => summarizer(() => { throw new Error("provider down"); }), false],
+    ["the summarizer rejects", () => summarizer(async () => Promise.reject(new Error("503"))), false],
+    ["the summary is empty", () => summarizer(() => ({ text: "" })), false],
+    ["the summary is whitespace", () => summarizer(() => ({ text: " \n\t " })), false],
+    ["the summary is not a string", () => summarizer(() => ({}) as { text: string }), false],
+    ["it is cancelled before the call", (c) => { c.abort(); return summarizer(); }, true],
+    ["it is cancelled during the call", (c) => summarizer(() => { c.abort(); return { text: "too late" }; }), true],
+  ])("fails with CompactionFailedError and changes nothing when %s", async (_name, make, cancelled) => {
+    const { storage, session } = await sessionWith(6);
+    const controller = new AbortController();
+    const summarize = make(controller);
+    const before = await snapshot(storage);
+    const error = await rejection(session.compact({ summarizer: summarize, signal: controller.signal }), CompactionFailedError, "compaction-failed");
+    expect(error.message).toContain("nothing changed");
+    expect(error.details["cancelled"] ?? false).toBe(cancelled);
+    expect(await snapshot(storage)).toEqual(before);
+    expect(session.revision).toBe(2);
+    expect(session.segments).toEqual([]);
+    expect(session.active).toHaveLength(6);
+    expect(summarize.calls.length).toBeLessThanOrEqual(1);
+    // A later compaction works.
+    expect((await session.compact({ summarizer: summarizer() })).segment).toEqual({ start: 1, end: 3 });
+  });
+
+  test("a cancellation while the summarizer is pending fails it", async () => {
+    const { storage, session } = await sessionWith(4);
+    const gate = deferred<{ text: string }>();
+    const controller = new AbortController();
+    const before = await snapshot(storage);
+    const pending = session.compact({ summarizer: summarizer(() => gate.promise), signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 0));
+    controller.abort();
+    gate.resolve({ text: "arrived after the abort" });
+    const error = await rejection(pending, CompactionFailedError, "compaction-failed");
+    expect(error.details["cancelled"]).toBe(true);
+    expect(await snapshot(storage)).toEqual(before);
+  });
+
+  test.each([0, 1])("with %i message(s) changes nothing and returns segment null", async (count) => {
+    const { storage, session } = await sessionWith(count);
+    const before = await snapshot(storage);
+    const summarize = summarizer();
+    const outcome = await session.compact({ summarizer: summarize });
+    expect(outcome).toEqual({ revision: session.revision, removedMessages: 0, keptMessages: count, segment: null });
+    expect(summarize.calls).toHaveLength(0);
+    expect(await snapshot(storage)).toEqual(before);
+  });
+
+  test("without any summarizer is InvalidInputError (a rejected promise), nothing written", async () => {
+    const { storage, session } = await sessionWith(4);
+    const before = await snapshot(storage);
+    const pending = session.compact();
+    expect(pending).toBeInstanceOf(Promise);
+    await rejection(pending, InvalidInputError, "invalid-input");
+    expect(await snapshot(storage)).toEqual(before);
+  });
+
+  test("uses the session's summarizer when the call gives none", async () => {
+    const storage = new MemoryStorage();
+    const summarize = summarizer(() => ({ text: "from options" }));
+    const session = await registry(storage).create(REF, { summarizer: summarize });
+    await session.append([user("1"), assistant("2")]);
+    await session.compact();
+    expect(summarize.calls).toHaveLength(1);
+    expect(session.summary?.text).toBe("from options");
+  });
+
+  test("100 compactions in a row, with messages appended between, keep Active and the summary bounded", async () => {
+    const storage = new MemoryStorage();
+    const BOUND = 200;
+    const summarize = summarizer((r) => {
+      const text = `${r.previousSummary ?? ""}|${r.messages.map((m) => m.sequence).join(",")}`;
+      return { text: text.length > BOUND ? text.slice(-BOUND) : text };
+    });
+    const session = await registry(storage).create(REF, { summarizer: summarize });
+    let maxActive = 0;
+    let maxActiveBytes = 0;
+    for (let i = 0; i < 100; i++) {
+      await session.append([user(`q${i}`), assistant(`a${i}`), user(`more ${i}`)]);
+      maxActive = Math.max(maxActive, session.active.length);
+      const outcome = await session.compact();
+      expect(outcome.segment).not.toBeNull();
+      expect(session.summary!.text.length).toBeLessThanOrEqual(BOUND);
+      maxActiveBytes = Math.max(maxActiveBytes, (await storage.read(P.active))!.length);
+    }
+    expect(summarize.calls).toHaveLength(100);
+    // Active holds at most the 3 new messages plus ceil of half the previous window: it settles at 3 to 4.
+    expect(maxActive).toBeLessThanOrEqual(7);
+    expect(session.active.length).toBeLessThanOrEqual(4);
+    expect(maxActiveBytes).toBeLessThan(4 * 400);
+    expect(session.segments).toHaveLength(100);
+    expect(session.meta.compaction?.completed).toBe(100);
+    expect(session.meta.message_count).toBe(300);
+    expect(session.segments.at(-1)!.end + session.active.length).toBe(300);
+    const reopened = await registry(storage).open(REF);
+    expect(reopened.diagnostics).toEqual([]);
+    expect(reopened.summary!.text.length).toBeLessThanOrEqual(BOUND);
+    expectContiguous(await fullHistory(reopened));
+    await expectMetaConsistent(storage, reopened);
+  });
+});
