@@ -2,7 +2,9 @@ import { InvalidInputError, NotFoundError, CorruptSessionError, asSessionfoldErr
 import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
-import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonl } from "../jsonl/encode.ts";
+import type { ImportedFrom, PortableSession } from "./portable.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { loadSessionState } from "./load.ts";
@@ -180,7 +182,7 @@ export class Sessions {
     const fatal = from.diagnostics.find((d) => d.fatal);
     if (fatal) throw new CorruptSessionError(`cannot fork ${formatSessionRef(from.ref)}: ${fatal.message}`, { file: fatal.file, line: fatal.line });
     const lock = await acquireWriterLock(this.storage, from.paths.lock, this.#ctx.identity, "fork", this.#ctx.clock);
-    const staging = `${sessionsDir(target.agentId, target.workspaceId)}/.fork-${newSessionId}-${newId("t")}`;
+    const staging = this.#stagingDir(target, "fork");
     try {
       await from.reload();
       const fromPaths = from.paths;
@@ -211,8 +213,7 @@ export class Sessions {
         message_count: lastSequence({ segments: [...from.segments], active: [...from.active] }),
         forked_from: { session_id: from.ref.sessionId, through_sequence: lastSequence({ segments: [...from.segments], active: [...from.active] }) },
       };
-      await this.storage.replace(`${staging}/meta.json`, encodeJsonDocument(meta));
-      if (!(await this.storage.move(staging, sessionPaths(target).dir))) throw this.#alreadyExists(target);
+      await this.#installStaged(staging, target, meta);
       onProgress?.(total, total);
     } catch (error) {
       await this.storage.remove(staging).catch(() => undefined);
@@ -221,6 +222,71 @@ export class Sessions {
       await releaseWriterLock(this.storage, lock).catch(() => undefined);
     }
     return this.open(target);
+  }
+
+  /**
+   * Imports a whole session from another system (see `core/formats`): every message into
+   * Active with sequences 1..n, the system prompt into `instruction.md`, and `meta.json`
+   * with the source's revision when it has one. Built in a hidden folder and moved into
+   * place in one step: a refused or failed import creates nothing.
+   *
+   * @example
+   * ```ts
+   * const session = await sessions.importPortable("a1/w1/imported", readDeepCodeV1(bytes, "s.v1.jsonl"));
+   * ```
+   * @throws {InvalidIdError} when the target id is not valid.
+   * @throws {InvalidInputError} when a session with that id exists or a message is not a valid record.
+   */
+  async importPortable(target: SessionRef | string, portable: PortableSession): Promise<Session> {
+    const ref = typeof target === "string" ? parseSessionRef(target) : sessionRef(target.agentId, target.workspaceId, target.sessionId);
+    if ((await this.#exists(ref, "live")) || (await this.#exists(ref, "archived"))) throw this.#alreadyExists(ref);
+    const messages = portable.messages.map((message, i) => {
+      const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
+      if (!parsed.success || parsed.data.status === "streaming") {
+        const why = parsed.success ? "status \"streaming\" cannot be imported" : describeIssues(parsed.error);
+        throw new InvalidInputError(`imported message ${i + 1} is not a valid message record: ${why}`, { index: i });
+      }
+      return parsed.data;
+    });
+    const revision = portable.revision ?? (messages.length > 0 ? 1 : 0);
+    if (!Number.isSafeInteger(revision) || revision < 0) throw new InvalidInputError(`imported revision ${String(revision)} is not a non-negative integer`);
+    const staging = this.#stagingDir(ref, "import");
+    try {
+      const active = encodeJsonl(messages);
+      if (messages.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, active);
+      if (portable.system) await this.storage.replace(`${staging}/instruction.md`, new TextEncoder().encode(portable.system));
+      const now = nowTimestamp(this.#ctx.clock);
+      const importedFrom: ImportedFrom = {
+        format: portable.format ?? "portable",
+        ...(portable.sourceId !== undefined ? { session_id: portable.sourceId } : {}),
+        ...(portable.cwd !== undefined ? { cwd: portable.cwd } : {}),
+        imported_at: now,
+      };
+      const meta: SessionMeta = {
+        schema_version: 1,
+        session_id: ref.sessionId,
+        agent_id: ref.agentId,
+        workspace_id: ref.workspaceId,
+        ...(portable.title !== undefined ? { title: portable.title } : {}),
+        ...(portable.modelLabel !== undefined ? { model_label: portable.modelLabel } : {}),
+        created_at: portable.createdAt ?? now,
+        updated_at: now,
+        message_count: messages.length,
+        history_bytes: messages.length > 0 ? active.length : 0,
+        revision,
+        ...(portable.compaction ? { compaction: portable.compaction } : {}),
+        ...(portable.metadata ? { metadata: { ...portable.metadata } } : {}),
+        ...(portable.promptCacheKey !== undefined ? { prompt_cache_key: portable.promptCacheKey } : {}),
+        ...(portable.provider ? { provider: { ...portable.provider } } : {}),
+        ...(portable.summary !== undefined ? { imported_summary: portable.summary } : {}),
+        imported_from: importedFrom,
+      };
+      await this.#installStaged(staging, ref, meta);
+    } catch (error) {
+      await this.storage.remove(staging).catch(() => undefined);
+      throw asSessionfoldError(error, `import into ${formatSessionRef(ref)} failed`);
+    }
+    return this.open(ref);
   }
 
   /**
@@ -264,6 +330,17 @@ export class Sessions {
     } finally {
       await releaseWriterLock(this.storage, lock);
     }
+  }
+
+  /** A hidden folder beside the sessions (never a valid id), where a new session is built. */
+  #stagingDir(target: SessionRef, purpose: string): string {
+    return `${sessionsDir(target.agentId, target.workspaceId)}/.${purpose}-${target.sessionId}-${newId("t")}`;
+  }
+
+  /** Writes `meta.json` last and moves the staged folder into place in one step. */
+  async #installStaged(staging: string, target: SessionRef, meta: SessionMeta): Promise<void> {
+    await this.storage.replace(`${staging}/meta.json`, encodeJsonDocument(meta));
+    if (!(await this.storage.move(staging, sessionPaths(target).dir))) throw this.#alreadyExists(target);
   }
 
   async #exists(ref: SessionRef, place: SessionPlace): Promise<boolean> {

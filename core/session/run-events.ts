@@ -1,4 +1,5 @@
 import type { CompactionOutcome } from "../compaction/mod.ts";
+import { InternalError } from "../errors.ts";
 import type { OmittedContext } from "../composer/mod.ts";
 import type { MessageRecord, Usage } from "../schema/mod.ts";
 
@@ -51,7 +52,8 @@ export class RunHandle implements AsyncIterable<RunEvent> {
   /** Settles when the run ends: the outcome, or a typed error (`CancelledError` carries the revision). */
   readonly result: Promise<RunOutcome>;
   readonly #events: RunEvent[] = [];
-  #waiting: (() => void) | undefined;
+  /** Every iterator waiting for the next event (several may iterate at once). */
+  readonly #waiting = new Set<() => void>();
   #done = false;
   #error: unknown;
   #failed = false;
@@ -60,8 +62,14 @@ export class RunHandle implements AsyncIterable<RunEvent> {
   constructor(start: (emit: (event: RunEvent) => void) => Promise<RunOutcome>, onEvent?: (event: RunEvent) => void) {
     const emit = (event: RunEvent) => {
       this.#events.push(event);
-      onEvent?.(event);
       this.#wake();
+      if (!onEvent) return;
+      try {
+        onEvent(event);
+      } catch (error) {
+        // An event-delivery error is fatal to the run (seed 004); typed, so it is never taken for a provider's.
+        throw new InternalError(`onEvent failed on a "${event.type}" event: ${error instanceof Error ? error.message : String(error)}`, { event: event.type }, { cause: error });
+      }
     };
     this.result = start(emit).then(
       (outcome) => {
@@ -86,14 +94,14 @@ export class RunHandle implements AsyncIterable<RunEvent> {
     for (;;) {
       while (next < this.#events.length) yield this.#events[next++]!;
       if (this.#done) break;
-      await new Promise<void>((resolve) => (this.#waiting = resolve));
+      await new Promise<void>((resolve) => this.#waiting.add(resolve));
     }
     if (this.#failed) throw this.#error;
   }
 
   #wake(): void {
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.();
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const resolve of waiting) resolve();
   }
 }

@@ -38,6 +38,7 @@ import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import type { WriterIdentity } from "./owner.ts";
 import type { Summarizer } from "./provider.ts";
+import type { PortableSession } from "./portable.ts";
 import { isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
@@ -235,6 +236,60 @@ export class Session {
       else footer = record;
     }
     return { messages, footer };
+  }
+
+  /**
+   * The whole session in the format-neutral shape exporters take: every segment's messages
+   * then Active, the system text, the latest summary and `meta.json`'s fields. Read-only
+   * (no lock is written); a commit by another writer during the read is detected by the
+   * revision and refused rather than exported half-old, half-new.
+   *
+   * @example
+   * ```ts
+   * const portable = await session.exportPortable();
+   * const jsonl = writeDeepCodeV1(portable);
+   * ```
+   * @throws {CorruptSessionError} naming file and line when a segment has an invalid line.
+   * @throws {RevisionConflictError} when another writer committed while it was read.
+   */
+  async exportPortable(onProgress?: (done: number, total: number) => void): Promise<PortableSession> {
+    await this.reload();
+    const fatal = this.#state.diagnostics.find((d) => d.fatal);
+    if (fatal) throw new CorruptSessionError(`${formatSessionRef(this.ref)} cannot be exported: ${fatal.message}`, { file: fatal.file, line: fatal.line });
+    const revision = this.#state.meta.revision;
+    const messages: MessageRecord[] = [];
+    const segments = [...this.#state.segments];
+    for (const [i, range] of segments.entries()) {
+      for (const message of (await this.readSegment(range)).messages) messages.push(message);
+      onProgress?.(i + 1, segments.length + 1);
+    }
+    for (const message of this.active) messages.push(message);
+    const metaBytes = await this.#ctx.storage.read(this.#paths.meta);
+    const found = metaBytes ? parseMetaJson(metaBytes).revision : undefined;
+    if (found !== this.#state.diskRevision) {
+      throw new RevisionConflictError(`${formatSessionRef(this.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
+    }
+    onProgress?.(segments.length + 1, segments.length + 1);
+    const meta = this.#state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string } };
+    const provider = messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+    const summary = cumulativeSummary(this.#state.footer);
+    return {
+      sourceId: this.ref.sessionId,
+      ...(meta.title !== undefined ? { title: meta.title } : {}),
+      createdAt: meta.created_at,
+      updatedAt: meta.updated_at,
+      ...(meta.model_label !== undefined ? { modelLabel: meta.model_label } : {}),
+      revision,
+      system: this.#system,
+      messages,
+      ...(summary !== null ? { summary } : {}),
+      ...(provider ? { provider } : {}),
+      ...(meta.compaction ? { compaction: meta.compaction } : {}),
+      ...(meta.metadata && typeof meta.metadata === "object" ? { metadata: meta.metadata } : {}),
+      ...(typeof meta.prompt_cache_key === "string" ? { promptCacheKey: meta.prompt_cache_key } : {}),
+      ...(typeof meta.imported_from?.cwd === "string" ? { cwd: meta.imported_from.cwd } : {}),
+      format: "sessionfold",
+    };
   }
 
   /**

@@ -1,0 +1,43 @@
+import type { CompactionAccounting, MessageRecord, ProviderIdentity } from "../schema/mod.ts";
+
+/**
+ * A whole session in a format-neutral shape: what an importer produces from another
+ * system's file and what an exporter turns into one. Messages are sessionfold message
+ * records (tool calls and their results as parts of the assistant message that made them).
+ */
+export interface PortableSession {
+  /** The source's own session id, kept for reference. */
+  readonly sourceId?: string;
+  readonly title?: string;
+  readonly createdAt?: string;
+  readonly updatedAt?: string;
+  readonly modelLabel?: string;
+  /** The source's revision (a Rho snapshot's), so an export never shows a lower one. */
+  readonly revision?: number;
+  /** The system prompt / instruction, written to `instruction.md` on import. */
+  readonly system?: string | null;
+  /** The full history, oldest first; sequences are assigned 1..n on import. */
+  readonly messages: readonly MessageRecord[];
+  /** The latest cumulative summary, when the source has compacted history. */
+  readonly summary?: string;
+  /** The provider identity of the newest assistant message (Rho snapshot `provider`). */
+  readonly provider?: ProviderIdentity;
+  /** Compaction accounting (seed 004). */
+  readonly compaction?: CompactionAccounting;
+  /** String metadata (Rho snapshot `metadata`). */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** An opaque, non-secret prompt-cache key (Rho snapshot schema 2). */
+  readonly promptCacheKey?: string;
+  /** The working directory the source session belonged to (DeepCode `cwd`). */
+  readonly cwd?: string;
+  /** Which format and layout it came from, e.g. `deepcode-v1`, `rho-snapshot-v2`. */
+  readonly format?: string;
+}
+
+/** Where `meta.json` keeps what an import brought along (extension fields, docs/decisions.md). */
+export interface ImportedFrom {
+  format: string;
+  session_id?: string;
+  cwd?: string;
+  imported_at: string;
+}
