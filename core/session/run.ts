@@ -86,7 +86,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     }
     let revision = state.meta.revision;
     if (candidate.length > 0) {
-      const committed = await writer.commit(candidate);
+      const committed = await commitCandidate();
       revision = committed.revision;
       emit({ type: "committed", revision, sequences: committed.sequences });
     }
@@ -94,9 +94,24 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     throw new CancelledError(`run on ${session.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
   };
 
+  // Set when the run's own commit failed: its draft then keeps the pending messages.
+  let keepDraft = false;
+  const commitCandidate = async () => {
+    try {
+      return await writer.commit(candidate);
+    } catch (error) {
+      keepDraft = true;
+      // Best effort: leave the whole candidate recoverable in the draft file.
+      const rescue = writer.draftWriter(() => ({ draft: { ...between, sequence: lastSequence(state) + candidate.length + 1 }, pending: candidate }));
+      rescue.changed();
+      await rescue.flush().catch(() => undefined);
+      throw error;
+    }
+  };
+
   const discard = async (error: unknown): Promise<never> => {
     await drafts.close();
-    await writer.removeDraft().catch(() => undefined);
+    if (!keepDraft) await writer.removeDraft().catch(() => undefined);
     throw error;
   };
 
@@ -188,7 +203,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       await writer.removeDraft();
       return { revision: state.meta.revision, messages: [], steps, usage: stepUsage, stopReason };
     }
-    const committed = await writer.commit(candidate);
+    const committed = await commitCandidate();
     await writer.removeDraft();
     emit({ type: "committed", revision: committed.revision, sequences: committed.sequences });
     const messages = state.active.slice(-candidate.length).map(withoutBatchMark);
