@@ -1,4 +1,5 @@
 /// <reference types="vitest/config" />
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { playwright } from "@vitest/browser-playwright";
 
@@ -14,8 +15,16 @@ const chromiumArgs = [
   "--disable-sync",
 ];
 
-export default defineConfig({
-  root: ".",
+/** Where `vite build` writes the demo and `vite preview` serves it from. */
+const demoOutDir = fileURLToPath(new URL("./dist/demo", import.meta.url));
+
+export default defineConfig(({ command }) => ({
+  // `vite build` builds the demo app (demo/index.html); tests and dev servers keep the repository root.
+  root: command === "build" ? "demo" : ".",
+  build: { outDir: demoOutDir, emptyOutDir: true, target: "es2023" },
+  // The storage worker is an ES module worker (runtime-browser/worker-storage.ts).
+  worker: { format: "es" },
+  preview: { host: "127.0.0.1", port: 4173, strictPort: true },
   test: {
     // A ceiling, not a speed target: this machine is shared and noisy (speed is checked by `npm run bench`).
     testTimeout: 30_000,
@@ -41,6 +50,10 @@ export default defineConfig({
       },
       {
         extends: true,
+        // The storage worker (runtime-browser/storage-worker.ts) imports idb-keyval and comlink; the
+        // optimizer's scan of the test files cannot see into a worker, so without this it discovers
+        // them mid-run and reloads the page under test ("Vite unexpectedly reloaded a test").
+        optimizeDeps: { include: ["comlink", "idb-keyval"] },
         test: {
           name: "browser",
           include: ["test/**/*.browser.test.ts"],
@@ -56,4 +69,4 @@ export default defineConfig({
       },
     ],
   },
-});
+}));

@@ -402,9 +402,8 @@ describe("row 2: cooperative cancellation commits recoverable work, then rejects
   });
 });
 
-describe("row 3: run-handle drop or task abort", () => {
-  it.skip("gives no commit, terminal-event or partial-recovery guarantee (seed 004): nothing to test", () => {});
-});
+// Row 3 (run-handle drop or task abort) promises nothing: no commit, terminal event or
+// partial recovery. What sessionfold adds on a crash is tested in crash.test.ts and drafts.test.ts.
 
 describe("row 4: tool success or tool-reported failure is appended and the loop goes on", () => {
   it("a throwing tool becomes an output-error part with the message and a tool-error event", async () => {
