@@ -1,0 +1,156 @@
+/**
+ * The browser runtime of sessionfold: sessions stored in IndexedDB (FORMAT.md's paths as
+ * keys), served by a module Web Worker reached through Comlink, with cross-tab writer
+ * ownership.
+ *
+ * - {@linkcode openBrowserSessions}: the one call a web app needs.
+ * - {@linkcode IndexedDbStorage}: the storage port over IndexedDB (page or worker).
+ * - {@linkcode WorkerStorage}: the page's port onto an `IndexedDbStorage` in a worker.
+ *
+ * Two tabs on one session: writer ownership is a Web Lock held by the tab's storage
+ * worker, so a second tab fails at once with `WriterLockedError` (code `writer-locked`)
+ * while the first writes, and a tab that dies (closed, crashed, reloaded) frees the
+ * session; its stale `writer.lock` record is then replaced by the next writer. Commits
+ * are announced on a `BroadcastChannel`, so other tabs can `reload()` their view.
+ *
+ * @example
+ * ```ts
+ * import { openBrowserSessions } from "sessionfold/browser";
+ *
+ * const browser = await openBrowserSessions({ dbName: "my-app" });
+ * const session = await browser.sessions.create({ agentId: "coder", workspaceId: "web", sessionId: "s1" });
+ * browser.onCommit(async ({ ref, revision }) => {
+ *   if (ref === "coder/web/s1" && revision > session.revision) await session.reload();
+ * });
+ * await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
+ * ```
+ * @module
+ */
+import { Sessions, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { IndexedDbStorage } from "./indexeddb-storage.ts";
+import { PageStorage, type CommitEvent } from "./page-storage.ts";
+import { WorkerStorage } from "./worker-storage.ts";
+
+export { IndexedDbStorage, MAX_CHUNK_BYTES, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
+export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
+export { PageStorage, commitOf, type CommitEvent, type PageStorageOptions } from "./page-storage.ts";
+export { registerErrorTransfer } from "./comlink-transfer.ts";
+
+/** Options of {@linkcode openBrowserSessions}. */
+export interface BrowserSessionsOptions {
+  /** IndexedDB database name. Default `"sessionfold"`. */
+  readonly dbName?: string;
+  /**
+   * Run IndexedDB in a module Web Worker (default `true`):
+   * `new Worker(new URL("./storage-worker.ts", import.meta.url), { type: "module" })`.
+   * `false` runs it on the page's thread.
+   */
+  readonly worker?: boolean;
+  /** Options for every session opened through the registry. */
+  readonly defaults?: SessionOptions;
+  /** Announce commits to other tabs on the `BroadcastChannel` `"sessionfold:<dbName>"` (default `true`). */
+  readonly channel?: boolean;
+}
+
+/** What {@linkcode openBrowserSessions} gives a web app. */
+export interface BrowserSessions {
+  /** The sessions of this database. */
+  readonly sessions: Sessions;
+  /** The storage under `sessions` (the page-side wrapper). */
+  readonly storage: StoragePort;
+  /** Who this tab is in `writer.lock`: `{ pid: 0, hostname: "tab-…", runtime: "browser" }`. */
+  readonly identity: WriterIdentity;
+  /**
+   * Calls `listener` for every commit another tab (or another `BrowserSessions` of this
+   * page) makes on this database; a host then calls `session.reload()`. Returns the
+   * unsubscribe function.
+   */
+  onCommit(listener: (event: CommitEvent) => void): () => void;
+  /** Ends the worker (its Web Locks go with it) and the channel. */
+  close(): Promise<void>;
+}
+
+/** A short random label for this tab, e.g. `tab-3f9c`. */
+function tabLabel(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(2));
+  return `tab-${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** Asks once for persistent storage (so the browser does not evict sessions under pressure); any answer is fine. */
+function requestPersistence(): void {
+  const storage = (globalThis as { navigator?: { storage?: { persist?: () => Promise<boolean> } } }).navigator?.storage;
+  if (typeof storage?.persist !== "function") return;
+  try {
+    void storage.persist().catch(() => undefined);
+  } catch {
+    // A browser that refuses outright is no different from one that answers false.
+  }
+}
+
+function isCommitEvent(data: unknown): data is CommitEvent {
+  const event = data as CommitEvent | null;
+  return !!event && typeof event.ref === "string" && typeof event.revision === "number";
+}
+
+/**
+ * Opens the sessions stored in this origin's IndexedDB database `dbName`.
+ *
+ * @example
+ * ```ts
+ * const { sessions, onCommit, close } = await openBrowserSessions({ defaults: { contextWindow: 128_000, summarizer } });
+ * const session = await sessions.open("coder/web/s1");
+ * const stop = onCommit(({ ref }) => ref === "coder/web/s1" && session.reload());
+ * ```
+ * @throws {StorageError} when the database cannot be opened (or the worker cannot start).
+ */
+export async function openBrowserSessions(options: BrowserSessionsOptions = {}): Promise<BrowserSessions> {
+  const dbName = options.dbName ?? "sessionfold";
+  const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerStorage({ dbName });
+  const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;
+  const listeners = new Set<(event: CommitEvent) => void>();
+  if (channel) {
+    channel.onmessage = (message: MessageEvent) => {
+      if (!isCommitEvent(message.data)) return;
+      const event: CommitEvent = { ref: message.data.ref, revision: message.data.revision };
+      for (const listener of [...listeners]) {
+        try {
+          listener(event);
+        } catch (error) {
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+      }
+    };
+  }
+  const storage = new PageStorage(inner, {
+    onFirstWrite: requestPersistence,
+    ...(channel ? { onCommit: (event: CommitEvent) => channel.postMessage(event) } : {}),
+  });
+  try {
+    await storage.list(""); // opens the database now, so a failure surfaces here
+  } catch (error) {
+    channel?.close();
+    await inner.close?.().catch(() => undefined);
+    throw error;
+  }
+  const identity: WriterIdentity = { pid: 0, hostname: tabLabel(), runtime: "browser" };
+  const sessions = new Sessions({ storage, identity, ...(options.defaults ? { defaults: options.defaults } : {}) });
+  let closed = false;
+  return {
+    sessions,
+    storage,
+    identity,
+    onCommit(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      listeners.clear();
+      channel?.close();
+      await storage.close();
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * Every command of the CLI, in the order `--help` lists them (CLI.md's table).
+ *
+ * @module
+ */
+import type { Command } from "../command.ts";
+import { compose } from "./compose.ts";
+import { archive, fork, unlock } from "./lifecycle.ts";
+import { ls } from "./list.ts";
+import { messages } from "./messages.ts";
+import { show } from "./show.ts";
+import { verify } from "./verify.ts";
+import { append, compact, create } from "./write.ts";
+
+export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, create, append, compact, fork, archive, unlock];
+
+/** The command named `name`, if there is one. */
+export function findCommand(name: string): Command | undefined {
+  return COMMANDS.find((command) => command.name === name);
+}

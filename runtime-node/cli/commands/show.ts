@@ -1,0 +1,146 @@
+/**
+ * `show REF`: what is stored and what recovery found, read-only. Exits 0 whenever
+ * `meta.json` can be read, whatever the diagnostics say (CLI.md); a `meta.json` that is
+ * not JSON is `corrupt` (exit 4). An unknown schema version is shown as found, with an
+ * `unsupported_schema` diagnostic, and nothing else is interpreted.
+ *
+ * @module
+ */
+import {
+  CorruptSessionError,
+  MessageRecord,
+  NotFoundError,
+  SummaryRecord,
+  UnsupportedSchemaError,
+  formatSessionRef,
+  parseMetaJson,
+  readLastRecord,
+  relativeToSession,
+  sessionPaths,
+  type MessagePart,
+  type SessionMeta,
+  type SessionPlace,
+  type SessionRef,
+} from "../../../core/mod.ts";
+import { refArg, type Command } from "../command.ts";
+import { diagnosticLines, type CliDiagnostic } from "../format.ts";
+import { exists, noSuchSession, type OpenStore } from "../store.ts";
+import { lockDiagnostics, unsupportedSchema } from "../verify.ts";
+
+/** The `--json` result of `show` (CLI.md). */
+export interface ShowReport {
+  readonly meta: SessionMeta | Record<string, unknown>;
+  readonly segments: { start: number; end: number; summary_chars: number | null }[];
+  readonly active: { count: number; first_sequence: number | null; last_sequence: number | null };
+  readonly draft: null | { message_id: string; sequence: number; parts: MessagePart[] };
+  readonly diagnostics: CliDiagnostic[];
+}
+
+export const show: Command = {
+  name: "show",
+  synopsis: "show REF",
+  summary: "what is stored and what recovery found (read-only)",
+  help: [
+    "Shows a session (live, else archived): its meta.json, its segments with the length of",
+    "each summary footer, the Active window, a live draft, and every diagnostic recovery",
+    "found on open. Exits 0 whenever meta.json can be read. Read-only.",
+    '--json: {"meta","segments":[{"start","end","summary_chars"}],',
+    '         "active":{"count","first_sequence","last_sequence"},',
+    '         "draft":null|{"message_id","sequence","parts"},"diagnostics":[…]}',
+  ].join("\n"),
+  spec: { positionals: ["REF"], options: {} },
+  async run({ store, out, args }) {
+    const ref = refArg(args);
+    const opened = await store.forReading();
+    if (!opened) throw noSuchSession(ref, store.root);
+    const { report, place } = await showSession(opened, ref);
+    return out.result(report, () => showText(ref, place, report));
+  },
+};
+
+/**
+ * Builds the `show` report of a session. Reads `meta.json`, what an open reads, and the
+ * tail of every segment (for its footer); writes nothing.
+ *
+ * @throws {NotFoundError} when there is no such session, live or archived.
+ * @throws {CorruptSessionError} when `meta.json` is not JSON.
+ */
+export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
+  const { sessions, storage } = store;
+  const place: SessionPlace | undefined = (await exists(storage, ref, false)) ? "live" : (await exists(storage, ref, true)) ? "archived" : undefined;
+  if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
+  const paths = sessionPaths(ref, place);
+  const metaBytes = await storage.read(paths.meta);
+  if (metaBytes) {
+    try {
+      parseMetaJson(metaBytes, "meta.json");
+    } catch (error) {
+      if (error instanceof UnsupportedSchemaError) {
+        const raw = JSON.parse(new TextDecoder().decode(metaBytes)) as Record<string, unknown>;
+        const report: ShowReport = { meta: raw, segments: [], active: { count: 0, first_sequence: null, last_sequence: null }, draft: null, diagnostics: [unsupportedSchema(error)] };
+        return { report, place };
+      }
+      if (error instanceof CorruptSessionError && error.details["code"] !== "invalid_record") {
+        throw new CorruptSessionError(`${formatSessionRef(ref)}: ${error.message}`, { ref: formatSessionRef(ref), file: "meta.json", line: null });
+      }
+      // A readable meta.json that fails its schema is shown through the open's diagnostics.
+    }
+  }
+  const session = await sessions.open(ref, { archived: place === "archived" });
+  const diagnostics: CliDiagnostic[] = [...session.diagnostics];
+  const segments: ShowReport["segments"] = [];
+  const newest = session.segments.at(-1);
+  for (const range of session.segments) {
+    if (range === newest) {
+      // Open read this footer already (and reported it when it is wrong).
+      segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
+      continue;
+    }
+    const path = paths.segment(range);
+    const file = relativeToSession(paths, path);
+    const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, path, {
+      file,
+      schemas: { message: MessageRecord, summary: SummaryRecord },
+      tornTailRecoverable: false,
+    });
+    diagnostics.push(...(last?.diagnostics ?? []));
+    const record = last?.record;
+    const footer = record?.record_type === "summary" && record.through_sequence === range.end ? record : undefined;
+    if (!footer && last && !last.diagnostics.some((d) => d.fatal)) {
+      diagnostics.push({ file, line: null, code: "invalid_segment", message: `${file}: the last line is not a summary footer through sequence ${range.end}`, fatal: true });
+    }
+    segments.push({ start: range.start, end: range.end, summary_chars: footer?.text.length ?? null });
+  }
+  diagnostics.push(...(await lockDiagnostics(storage, paths)));
+  const active = session.active;
+  const draft = session.draft;
+  const report: ShowReport = {
+    meta: session.meta,
+    segments,
+    active: { count: active.length, first_sequence: active[0]?.sequence ?? null, last_sequence: active.at(-1)?.sequence ?? null },
+    draft: draft ? { message_id: draft.record.message_id, sequence: draft.record.sequence, parts: draft.record.parts } : null,
+    diagnostics,
+  };
+  return { report, place };
+}
+
+function showText(ref: SessionRef, place: SessionPlace, report: ShowReport): string {
+  const meta = report.meta as Partial<SessionMeta>;
+  const lines = [`${formatSessionRef(ref)}${meta.title ? `  "${meta.title}"` : ""}${place === "archived" ? "  (archived)" : ""}`];
+  if (meta.schema_version !== 1) {
+    lines.push(`meta: schema_version ${JSON.stringify(meta.schema_version)} is not supported; nothing else is read`);
+  } else {
+    lines.push(`meta: revision ${meta.revision}, ${meta.message_count} messages, ${meta.history_bytes} history bytes, updated ${meta.updated_at}`);
+    if (meta.model_label) lines.push(`model: ${meta.model_label}`);
+    if (meta.forked_from) lines.push(`forked from: ${meta.forked_from.session_id} through #${meta.forked_from.through_sequence}`);
+    lines.push(`segments: ${report.segments.length === 0 ? "none" : report.segments.length}`);
+    for (const s of report.segments) lines.push(`  ${s.start}-${s.end}  summary ${s.summary_chars === null ? "missing" : `${s.summary_chars} chars`}`);
+    const a = report.active;
+    lines.push(`active: ${a.count} message${a.count === 1 ? "" : "s"}${a.count > 0 ? ` (#${a.first_sequence}-#${a.last_sequence})` : ""}`);
+    const d = report.draft;
+    lines.push(`draft: ${d ? `${d.message_id} at sequence ${d.sequence} with ${d.parts.length} part${d.parts.length === 1 ? "" : "s"}` : "none"}`);
+  }
+  lines.push(`diagnostics: ${report.diagnostics.length === 0 ? "none" : report.diagnostics.length}`);
+  lines.push(...diagnosticLines(report.diagnostics));
+  return lines.join("\n");
+}

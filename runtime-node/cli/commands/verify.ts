@@ -1,0 +1,70 @@
+/**
+ * `verify [REF]`: reads every file of one session, or of every session (live and
+ * archived), and reports every problem. Exits 1 when any diagnostic is fatal.
+ *
+ * @module
+ */
+import { NotFoundError, formatSessionRef } from "../../../core/mod.ts";
+import { refArg, type Command } from "../command.ts";
+import { EXIT } from "../exit.ts";
+import { diagnosticLines } from "../format.ts";
+import { Progress } from "../io.ts";
+import { exists, noSuchSession } from "../store.ts";
+import { listStoredSessions, verifySession, type StoredSession, type VerifyReport } from "../verify.ts";
+
+export const verify: Command = {
+  name: "verify",
+  synopsis: "verify [REF]",
+  summary: "check one or every session, reading every file (read-only)",
+  help: [
+    "Reads every file of the session (or of every session, live and archived) in full:",
+    "meta.json, instruction.md, every segment (contiguous, messages in order, the summary",
+    "footer last and through the segment's end), active.jsonl and the draft. Exits 1 when",
+    "a session has a fatal diagnostic (an unknown schema version is one). Read-only.",
+    '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true)',
+  ].join("\n"),
+  spec: { positionals: [], optionalPositionals: ["REF"], options: {} },
+  async run({ store, out, io, args }) {
+    const ref = args.positionals.length > 0 ? refArg(args) : undefined;
+    const opened = await store.forReading();
+    if (!opened) {
+      if (ref) throw noSuchSession(ref, store.root);
+      return out.result({ sessions: [] }, () => `no sessions under ${store.root}`);
+    }
+    let targets: StoredSession[];
+    if (ref) {
+      const place = (await exists(opened.storage, ref, false)) ? "live" : (await exists(opened.storage, ref, true)) ? "archived" : undefined;
+      if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
+      targets = [{ ref, place }];
+    } else {
+      targets = await listStoredSessions(opened.storage);
+    }
+    const progress = new Progress(io, "verify");
+    const reports: VerifyReport[] = [];
+    try {
+      for (const [i, target] of targets.entries()) {
+        reports.push(await verifySession(opened.sessions, target.ref, target.place));
+        if (targets.length > 1) progress.update(i + 1, targets.length);
+      }
+    } finally {
+      progress.end();
+    }
+    const document = {
+      sessions: reports.map((r) => ({ ref: r.ref, ok: r.ok, diagnostics: r.diagnostics, ...(r.place === "archived" ? { archived: true } : {}) })),
+    };
+    out.result(document, () => verifyText(reports));
+    return reports.every((r) => r.ok) ? EXIT.ok : EXIT.fatalDiagnostics;
+  },
+};
+
+function verifyText(reports: readonly VerifyReport[]): string {
+  if (reports.length === 0) return "no sessions";
+  const lines: string[] = [];
+  for (const r of reports) {
+    lines.push(`${r.ok ? "ok  " : "FAIL"} ${r.ref}${r.place === "archived" ? " (archived)" : ""}`);
+    lines.push(...diagnosticLines(r.diagnostics, "     "));
+  }
+  const failed = reports.filter((r) => !r.ok).length;
+  lines.push(`${reports.length} session${reports.length === 1 ? "" : "s"} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,48 @@
+/**
+ * Usage texts: `sessionfold --help` and `sessionfold COMMAND --help`.
+ *
+ * @module
+ */
+import type { Command } from "./command.ts";
+
+const PROGRAM = "sessionfold";
+
+/** The program's help: usage, every command, the global options, REF and exit statuses. */
+export function programHelp(commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.synopsis.length));
+  return [
+    `${PROGRAM}: look into, repair, move and script durable AI-agent sessions.`,
+    "",
+    `Usage: ${PROGRAM} [--root DIR] [--json] COMMAND …`,
+    "",
+    "Commands:",
+    ...commands.map((c) => `  ${c.synopsis.padEnd(width)}  ${c.summary}`),
+    "",
+    "Global options:",
+    "  --root DIR   the store (default $SESSIONFOLD_HOME, else ~/.sessionfold)",
+    "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
+    "  -h, --help   this help; COMMAND --help for one command's",
+    "",
+    "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
+    "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",
+    "verify) never change a byte under --root.",
+    "",
+    "Exit status: 0 success; 1 a read-only check found fatal diagnostics; 2 bad usage;",
+    "3 the session is locked by another writer or its revision moved; 4 bad input (invalid",
+    "id, no such session, unknown schema version, corrupt file); 5 anything else.",
+    "",
+  ].join("\n");
+}
+
+/** One command's help: usage, what it does and returns, its options. */
+export function commandHelp(command: Command): string {
+  const options = Object.entries(command.spec.options).map(([name, o]) => [`--${name}${o.value ? ` ${o.value}` : ""}`, o.description] as const);
+  const width = Math.max(0, ...options.map(([flag]) => flag.length));
+  return [
+    `Usage: ${PROGRAM} [--root DIR] [--json] ${command.synopsis}`,
+    "",
+    command.help,
+    ...(options.length > 0 ? ["", "Options:", ...options.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`)] : []),
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,72 @@
+/**
+ * The `sessionfold` command line (CLI.md): `main(argv, io)` parses, runs one command and
+ * returns its exit status. Everything it touches comes through `io`, so tests run it
+ * in-process; `bin.mjs` runs it for `npx sessionfold`.
+ *
+ * @example
+ * ```ts
+ * import { main } from "sessionfold/runtime-node/cli/main.ts";
+ * const status = await main(["--root", "/tmp/store", "--json", "ls"]);
+ * ```
+ * @module
+ */
+import { splitArgs, parseCommandArgs } from "./args.ts";
+import { COMMANDS, findCommand } from "./commands/mod.ts";
+import { UsageError, errorDocument, errorLine, exitStatusOf, toCliError, EXIT } from "./exit.ts";
+import { commandHelp, programHelp } from "./help.ts";
+import { Output, processIo, type CliIo } from "./io.ts";
+import { Store, resolveRoot } from "./store.ts";
+
+export type { CliIo } from "./io.ts";
+
+/**
+ * Runs one `sessionfold` command line.
+ *
+ * @param argv the arguments after the program name.
+ * @param io where output goes and what the environment is; default the process's.
+ * @returns the exit status (CLI.md): 0 ok, 1 fatal diagnostics, 2 usage, 3 locked, 4 bad input, 5 other.
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  // Until the line is parsed, `--json` anywhere before `--` decides how a usage error is printed.
+  let json = argv.slice(0, argv.includes("--") ? argv.indexOf("--") : argv.length).includes("--json");
+  let store: Store | undefined;
+  try {
+    const { globals, command, rest } = splitArgs(argv);
+    json ||= globals.json;
+    if (command === "help") {
+      const topic = rest[0] === undefined ? undefined : findCommand(rest[0]);
+      if (rest[0] !== undefined && !topic) throw unknownCommand(rest[0]);
+      io.stdout(topic ? commandHelp(topic) : programHelp(COMMANDS));
+      return EXIT.ok;
+    }
+    if (command === undefined) {
+      if (globals.help) {
+        io.stdout(programHelp(COMMANDS));
+        return EXIT.ok;
+      }
+      throw new UsageError("missing COMMAND (see sessionfold --help)");
+    }
+    const selected = findCommand(command);
+    if (!selected) throw unknownCommand(command);
+    const args = parseCommandArgs(selected.name, rest, selected.spec, globals);
+    json = globals.json; // exact now: a `--json` that was an option's value (`--text --json`) is not the flag
+    if (globals.help) {
+      io.stdout(commandHelp(selected));
+      return EXIT.ok;
+    }
+    store = new Store(resolveRoot(globals.root, io), io);
+    return await selected.run({ io, out: new Output(io, json), store, args });
+  } catch (thrown) {
+    const error = toCliError(thrown);
+    io.stderr(`${errorLine(error)}\n`);
+    if ((io.env ?? process.env)["SESSIONFOLD_DEBUG"] && thrown instanceof Error && thrown.stack) io.stderr(`${thrown.stack}\n`);
+    if (json) io.stdout(`${JSON.stringify(errorDocument(error), null, 2)}\n`);
+    return exitStatusOf(error.code);
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
+
+function unknownCommand(name: string): UsageError {
+  return new UsageError(`unknown command ${JSON.stringify(name)} (see sessionfold --help)`, { command: name });
+}

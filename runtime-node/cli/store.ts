@@ -1,0 +1,210 @@
+/**
+ * The store one CLI invocation works on: where its root is, opening it lazily (a
+ * read-only command on a missing root opens nothing and creates nothing), the agent
+ * file of an agent, and finding a session live or archived.
+ *
+ * @module
+ */
+import { stat } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import {
+  AgentConfigError,
+  ExtractiveSummarizer,
+  InvalidInputError,
+  NotFoundError,
+  UnsupportedSchemaError,
+  agentConfigPath,
+  agentModelLabel,
+  agentSessionOptions,
+  formatSessionRef,
+  parseAgentConfig,
+  sessionPaths,
+  type AgentConfig,
+  type Session,
+  type SessionOptions,
+  type SessionRef,
+  type Sessions,
+  type StoragePort,
+  type Summarizer,
+} from "../../core/mod.ts";
+import { openNodeSessions } from "../mod.ts";
+import type { CliIo } from "./io.ts";
+
+/** An opened store: the registry and the storage under it. */
+export interface OpenStore {
+  readonly sessions: Sessions;
+  readonly storage: StoragePort;
+  readonly root: string;
+  close(): Promise<void>;
+}
+
+/** What an agent file gives the CLI. */
+export interface AgentSetup {
+  /** The options sessions of this agent are opened with (`{}` without an agent file). */
+  readonly options: SessionOptions;
+  /** For `new`: `meta.json`'s `model_label`. */
+  readonly modelLabel: string | undefined;
+  /** The summarizer `compact` uses: the configured one, else the offline extractive one. */
+  readonly summarizer: Summarizer;
+  /** The parsed agent file, when there is one. */
+  readonly config: AgentConfig | undefined;
+  /** The agent file's absolute path, when there is one. */
+  readonly file: string | undefined;
+}
+
+/**
+ * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (FORMAT.md), absolute.
+ * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
+ */
+export function resolveRoot(option: string | undefined, io: CliIo): string {
+  const env = io.env ?? process.env;
+  const cwd = io.cwd ?? process.cwd();
+  if (option !== undefined) return resolve(cwd, option);
+  const home = env["SESSIONFOLD_HOME"];
+  if (home !== undefined && home !== "") return resolve(cwd, home);
+  return join(homedir(), ".sessionfold");
+}
+
+/** Opens the store on first use and closes it once at the end. */
+export class Store {
+  readonly root: string;
+  readonly #io: CliIo;
+  #opened: Promise<OpenStore> | undefined;
+
+  constructor(root: string, io: CliIo) {
+    this.root = root;
+    this.#io = io;
+  }
+
+  /**
+   * The store for reading, or `undefined` when the root folder does not exist: a
+   * read-only command then has nothing to read and must not create the root.
+   */
+  async forReading(): Promise<OpenStore | undefined> {
+    if (!this.#opened && !(await isDirectory(this.root))) return undefined;
+    return this.#open();
+  }
+
+  /** The store for writing; the storage creates the root (`0700`) on its first write. */
+  forWriting(): Promise<OpenStore> {
+    return this.#open();
+  }
+
+  /** Ends the storage worker, if one was started. */
+  async close(): Promise<void> {
+    const opened = this.#opened;
+    this.#opened = undefined;
+    if (opened) await (await opened.catch(() => undefined))?.close();
+  }
+
+  #open(): Promise<OpenStore> {
+    this.#opened ??= openNodeSessions({
+      root: this.root,
+      worker: this.#io.worker ?? true,
+      fsync: this.#io.fsync ?? true,
+    });
+    return this.#opened;
+  }
+}
+
+/**
+ * Reads `<root>/agents/<agent_id>/agent.jsonc` when it exists and maps it to session
+ * options. The CLI is the host of a `summarizer: {kind: "host"}` agent: its summarizer
+ * is the offline {@linkcode ExtractiveSummarizer}.
+ *
+ * @throws {AgentConfigError} (`invalid-input`) naming `file:line:column` when the file is not valid.
+ */
+export async function loadAgent(store: OpenStore | undefined, agentId: string): Promise<AgentSetup> {
+  const path = agentConfigPath(agentId);
+  const bytes = store ? await store.storage.read(path) : undefined;
+  const fallback = new ExtractiveSummarizer();
+  if (bytes === undefined) return { options: {}, modelLabel: undefined, summarizer: fallback, config: undefined, file: undefined };
+  const file = join(store!.root, path);
+  const config = parseAgentConfig(decodeAgentFile(bytes, file), file);
+  const options = agentSessionOptions(config, { summarizer: fallback });
+  return { options, modelLabel: agentModelLabel(config), summarizer: options.summarizer ?? fallback, config, file };
+}
+
+/**
+ * Opens a session to read it: the live one, else the archived one of that id.
+ *
+ * @throws {NotFoundError} when neither exists.
+ * @throws {UnsupportedSchemaError} naming the session when its `meta.json` has an unknown schema version.
+ */
+export async function openForReading(sessions: Sessions, ref: SessionRef, options: SessionOptions = {}): Promise<Session> {
+  try {
+    try {
+      return await sessions.open(ref, options);
+    } catch (error) {
+      if (!(error instanceof NotFoundError) || !(await exists(sessions.storage, ref, true))) throw error;
+      return await sessions.open(ref, { ...options, archived: true });
+    }
+  } catch (error) {
+    throw await explainOpenError(sessions.storage, ref, error);
+  }
+}
+
+/**
+ * Opens a live session to change it; an archived one is refused by name.
+ *
+ * @throws {NotFoundError} when there is no such session.
+ * @throws {InvalidInputError} when it is archived (archived sessions are read-only).
+ * @throws {UnsupportedSchemaError} naming the session when its `meta.json` has an unknown schema version.
+ */
+export async function openForWriting(sessions: Sessions, ref: SessionRef, options: SessionOptions = {}): Promise<Session> {
+  try {
+    return await sessions.open(ref, options);
+  } catch (error) {
+    throw await explainOpenError(sessions.storage, ref, error, true);
+  }
+}
+
+/**
+ * Makes an error of opening a session say which session: an unknown schema version
+ * names the session, and (for live-only operations, `liveOnly`) a `NotFoundError` for a
+ * session that is archived becomes an `InvalidInputError` saying so. Other errors are
+ * returned as they are.
+ */
+export async function explainOpenError(storage: StoragePort, ref: SessionRef, error: unknown, liveOnly = false): Promise<unknown> {
+  const name = formatSessionRef(ref);
+  if (error instanceof UnsupportedSchemaError && !error.message.startsWith(name)) {
+    return new UnsupportedSchemaError(`${name}: ${error.message}`, { ref: name, ...error.details });
+  }
+  if (liveOnly && error instanceof NotFoundError && (await exists(storage, ref, true))) {
+    return new InvalidInputError(`${name} is archived; archived sessions are read-only`, { ref: name, archived: true });
+  }
+  return error;
+}
+
+/** The not-found error of a session in a store that does not exist at all. */
+export function noSuchSession(ref: SessionRef, root: string): NotFoundError {
+  return new NotFoundError(`no session ${formatSessionRef(ref)} (the store ${root} does not exist)`, { ref: formatSessionRef(ref), root });
+}
+
+/** `true` when a session folder (meta or messages) is there. */
+export async function exists(storage: StoragePort, ref: SessionRef, archived: boolean): Promise<boolean> {
+  const names = await storage.list(sessionPaths(ref, archived ? "archived" : "live").dir);
+  return names.includes("meta.json") || names.includes("messages");
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function decodeAgentFile(bytes: Uint8Array, file: string): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    // Locate the first byte the lenient decoder had to replace, as an editor would.
+    const lenient = new TextDecoder("utf-8").decode(bytes);
+    const before = lenient.slice(0, Math.max(0, lenient.indexOf("\uFFFD")));
+    const line = before.split("\n").length;
+    const column = before.length - before.lastIndexOf("\n");
+    throw new AgentConfigError(`${file}:${line}:${column}: not valid UTF-8`, { file, line, column, path: null });
+  }
+}

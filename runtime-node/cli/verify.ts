@@ -1,0 +1,219 @@
+/**
+ * `verifySession`: reads every file of one session in full and reports what is wrong,
+ * changing nothing. A normal open reads only what the model context needs (FORMAT.md
+ * recovery rule 2); verify is where corruption in older segments is found.
+ *
+ * Checked: `meta.json` (schema version, ids, counts, history bytes), `instruction.md`,
+ * every segment decoded whole with no torn tail allowed (contiguous names from 1, messages
+ * `start..end` in order, the last line and only it a summary footer through `end`),
+ * `active.jsonl` (torn tail, corruption, overlap, sequence gaps), the draft, and a
+ * leftover `writer.lock`.
+ *
+ * @module
+ */
+import {
+  MessageRecord,
+  SummaryRecord,
+  UnsupportedSchemaError,
+  decodeJsonl,
+  formatSessionRef,
+  isValidId,
+  parseSegmentName,
+  readLockOwner,
+  sessionPaths,
+  sessionsDir,
+  workspacesDir,
+  type SegmentRange,
+  type Session,
+  type SessionPaths,
+  type SessionPlace,
+  type SessionRef,
+  type Sessions,
+  type StoragePort,
+} from "../../core/mod.ts";
+import { describeOwner, type CliDiagnostic } from "./format.ts";
+
+/** What {@linkcode verifySession} found about one session. */
+export interface VerifyReport {
+  /** `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly ref: string;
+  /** `true` when no diagnostic is fatal. */
+  readonly ok: boolean;
+  readonly diagnostics: CliDiagnostic[];
+  /** Where the session lies. */
+  readonly place: SessionPlace;
+}
+
+/** A session found in the store, live or archived. */
+export interface StoredSession {
+  readonly ref: SessionRef;
+  readonly place: SessionPlace;
+}
+
+const SEGMENTS = "messages/segments/";
+const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as const;
+
+/**
+ * Reads every file of a session and reports every problem as a diagnostic. Reads only.
+ * An unknown `schema_version` is reported (fatal) and nothing else is read: a reader
+ * never guesses what a newer format means.
+ *
+ * @example
+ * ```ts
+ * const report = await verifySession(sessions, parseSessionRef("a1/w1/s1"));
+ * if (!report.ok) for (const d of report.diagnostics) console.log(d.message);
+ * ```
+ * @throws {NotFoundError} when there is no such session.
+ */
+export async function verifySession(sessions: Sessions, ref: SessionRef, place: SessionPlace = "live"): Promise<VerifyReport> {
+  const storage = sessions.storage;
+  const paths = sessionPaths(ref, place);
+  const diagnostics: CliDiagnostic[] = [];
+  let session: Session;
+  try {
+    session = await sessions.open(ref, { archived: place === "archived" });
+  } catch (error) {
+    if (!(error instanceof UnsupportedSchemaError)) throw error;
+    diagnostics.push(unsupportedSchema(error));
+    return report(ref, place, diagnostics);
+  }
+  // Open judged only the newest segment's tail; every segment is judged whole below.
+  diagnostics.push(...session.diagnostics.filter((d) => !d.file.startsWith(SEGMENTS)));
+  const segments = await verifySegments(storage, paths);
+  diagnostics.push(...segments.diagnostics);
+  if (diagnostics.length === 0) {
+    const activeBytes = (await storage.readTail(paths.active, 0))?.size ?? 0;
+    const actual = segments.bytes + activeBytes;
+    if (actual !== session.meta.history_bytes) {
+      diagnostics.push({
+        file: "meta.json",
+        line: null,
+        code: "meta_mismatch",
+        message: `meta.json: history_bytes is ${session.meta.history_bytes} but the .jsonl files hold ${actual} bytes`,
+        fatal: false,
+      });
+    }
+  }
+  diagnostics.push(...(await lockDiagnostics(storage, paths)));
+  return report(ref, place, diagnostics);
+}
+
+/**
+ * Every session of the store (live, then archived, by agent, workspace and id), as
+ * found on disk; hidden folders (a fork being staged) and folders holding neither
+ * `meta.json` nor `messages/` are left out.
+ */
+export async function listStoredSessions(storage: StoragePort): Promise<StoredSession[]> {
+  const found: StoredSession[] = [];
+  for (const agentId of (await storage.list("agents")).filter(isValidId)) {
+    for (const workspaceId of (await storage.list(workspacesDir(agentId))).filter(isValidId)) {
+      for (const place of ["live", "archived"] as const) {
+        const dir = sessionsDir(agentId, workspaceId, place);
+        for (const sessionId of (await storage.list(dir)).filter(isValidId)) {
+          const names = await storage.list(`${dir}/${sessionId}`);
+          if (names.includes("meta.json") || names.includes("messages")) found.push({ ref: { agentId, workspaceId, sessionId }, place });
+        }
+      }
+    }
+  }
+  return found;
+}
+
+/** The diagnostic of a `meta.json` whose schema version this reader does not know. */
+export function unsupportedSchema(error: UnsupportedSchemaError): CliDiagnostic {
+  return { file: "meta.json", line: null, code: "unsupported_schema", message: error.message, fatal: true };
+}
+
+async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: CliDiagnostic[]; bytes: number }> {
+  const diagnostics: CliDiagnostic[] = [];
+  const ranges: SegmentRange[] = [];
+  for (const name of await storage.list(paths.segmentsDir)) {
+    const range = parseSegmentName(name);
+    if (range) ranges.push(range);
+    else diagnostics.push(finding(`${SEGMENTS}${name}`, null, "unexpected_file", false, "not a segment name; ignored"));
+  }
+  ranges.sort((a, b) => a.start - b.start);
+  let bytes = 0;
+  let expectedStart = 1;
+  for (const range of ranges) {
+    const file = `${SEGMENTS}${paths.segment(range).split("/").at(-1)}`;
+    if (range.start !== expectedStart) {
+      diagnostics.push(finding(file, null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expectedStart}`));
+    }
+    expectedStart = range.end + 1;
+    const content = (await storage.read(paths.segment(range))) ?? new Uint8Array(0);
+    bytes += content.length;
+    diagnostics.push(...checkSegment(content, file, range));
+  }
+  return { diagnostics, bytes };
+}
+
+/** Judges one whole segment: every line valid, messages `start..end` in order, the footer last. */
+function checkSegment(content: Uint8Array, file: string, range: SegmentRange): CliDiagnostic[] {
+  const result = decodeJsonl<MessageRecord | SummaryRecord>(content, { file, schemas: SEGMENT_SCHEMAS, tornTailRecoverable: false });
+  const diagnostics: CliDiagnostic[] = [...result.diagnostics];
+  const lines = countLines(content);
+  let expected = range.start;
+  // After an unreadable line the sequence order cannot be judged; that line is reported already.
+  let sequenceBroken = result.fatal;
+  for (const { record, line } of result.records) {
+    if (record.record_type === "summary") {
+      if (line !== lines) diagnostics.push(finding(file, line, "invalid_record", true, "a summary footer before the last line; the footer is the last line only"));
+      continue;
+    }
+    if (!sequenceBroken && record.sequence !== expected) {
+      const why = record.sequence > range.end ? `beyond the segment's end ${range.end}` : `where ${expected} was expected`;
+      diagnostics.push(finding(file, line, "invalid_record", true, `message sequence ${record.sequence} ${why}`));
+      sequenceBroken = true;
+    }
+    expected += 1;
+  }
+  const lastLineBad = result.diagnostics.some((d) => d.fatal && d.line === lines);
+  const last = result.records.at(-1);
+  if (lines === 0) {
+    diagnostics.push(finding(file, null, "invalid_segment", true, `the segment is empty; its last line must be a summary footer through sequence ${range.end}`));
+  } else if (!lastLineBad) {
+    if (last?.line !== lines || last.record.record_type !== "summary") {
+      diagnostics.push(finding(file, lines, "invalid_segment", true, `the last line is not a summary footer through sequence ${range.end}`));
+    } else if (last.record.through_sequence !== range.end) {
+      diagnostics.push(finding(file, lines, "invalid_segment", true, `the footer's through_sequence is ${last.record.through_sequence}; the segment ends at ${range.end}`));
+    }
+  }
+  if (!sequenceBroken && result.diagnostics.length === 0 && expected - 1 !== range.end) {
+    diagnostics.push(finding(file, null, "invalid_segment", true, `the segment holds messages ${range.start}..${expected - 1}; its name says ${range.start}..${range.end}`));
+  }
+  return diagnostics;
+}
+
+/** A non-fatal `writer_locked` diagnostic naming the owner when `writer.lock` is present. */
+export async function lockDiagnostics(storage: StoragePort, paths: SessionPaths): Promise<CliDiagnostic[]> {
+  const bytes = await storage.read(paths.lock);
+  if (bytes === undefined) return [];
+  const owner = await readLockOwner(storage, paths.lock);
+  const who = owner ? `held by ${describeOwner(owner)}` : "present but unreadable";
+  return [
+    finding("writer.lock", null, "writer_locked", false, `${who}; a writer is running, or one stopped without removing it (sessionfold unlock REF --force)`),
+  ];
+}
+
+/** Lines of a file: `\n`-terminated ones plus an unterminated last one. */
+function countLines(bytes: Uint8Array): number {
+  let lines = 0;
+  for (const byte of bytes) if (byte === 0x0a) lines += 1;
+  return bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? lines + 1 : lines;
+}
+
+function finding(file: string, line: number | null, code: string, fatal: boolean, message: string): CliDiagnostic {
+  return { file, line, code, message: `${line === null ? file : `${file}:${line}`}: ${message}`, fatal };
+}
+
+const FILE_ORDER = ["meta.json", "instruction.md", SEGMENTS, "messages/active.jsonl", "messages/assistant_message.json", "writer.lock"];
+
+function report(ref: SessionRef, place: SessionPlace, diagnostics: CliDiagnostic[]): VerifyReport {
+  const rank = (file: string) => {
+    const i = FILE_ORDER.findIndex((prefix) => file.startsWith(prefix));
+    return i < 0 ? FILE_ORDER.length : i;
+  };
+  const sorted = diagnostics.map((d, i) => ({ d, i })).sort((a, b) => rank(a.d.file) - rank(b.d.file) || a.i - b.i).map(({ d }) => d);
+  return { ref: formatSessionRef(ref), ok: !sorted.some((d) => d.fatal), diagnostics: sorted, place };
+}

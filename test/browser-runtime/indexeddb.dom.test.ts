@@ -1,0 +1,346 @@
+/**
+ * Focused tests of IndexedDbStorage's record layout and failure behaviour, on
+ * fake-indexeddb under happy-dom (which has no Web Locks: the core's writer.lock fallback).
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { Sessions, StorageError, StorageFullError, WriterLockedError, type MessageRecord } from "../../core/mod.ts";
+import { IndexedDbStorage, MAX_CHUNK_BYTES, chunkKey } from "../../runtime-browser/indexeddb-storage.ts";
+import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+const text = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : new TextDecoder().decode(bytes));
+
+/** Byte equality without letting vitest diff half a megabyte. */
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
+  return a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+let next = 0;
+const opened: IndexedDbStorage[] = [];
+const dbNames: string[] = [];
+
+function fresh(): IndexedDbStorage {
+  const dbName = `focused-${Date.now()}-${next++}`;
+  dbNames.push(dbName);
+  const storage = new IndexedDbStorage({ dbName });
+  opened.push(storage);
+  return storage;
+}
+
+function again(storage: IndexedDbStorage): IndexedDbStorage {
+  const other = new IndexedDbStorage({ dbName: storage.dbName });
+  opened.push(other);
+  return other;
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const storage of opened.splice(0)) await storage.close();
+  for (const name of dbNames.splice(0)) {
+    await new Promise<void>((resolve) => {
+      const request = indexedDB.deleteDatabase(name);
+      request.onsuccess = request.onerror = () => resolve();
+    });
+  }
+});
+
+/** Every record of the store, read through a separate raw connection. */
+async function records(dbName: string): Promise<Map<string, unknown>> {
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    const request = indexedDB.open(dbName);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  try {
+    const store = db.transaction("files", "readonly").objectStore("files");
+    const [keys, values] = await Promise.all([
+      new Promise<IDBValidKey[]>((resolve) => (store.getAllKeys().onsuccess = (e) => resolve((e.target as IDBRequest<IDBValidKey[]>).result))),
+      new Promise<unknown[]>((resolve) => (store.getAll().onsuccess = (e) => resolve((e.target as IDBRequest<unknown[]>).result))),
+    ]);
+    return new Map(keys.map((key, i) => [key as string, values[i]]));
+  } finally {
+    db.close();
+  }
+}
+
+const chunkKeysOf = (all: Map<string, unknown>, path: string) => [...all.keys()].filter((k) => k.startsWith(`\u0000${path}\u0000`));
+
+/** Records the key of every `put` and counts transactions while `fn` runs. */
+async function observe<T>(fn: () => Promise<T>): Promise<{ result: T; puts: string[]; transactions: IDBTransactionMode[]; cursorSteps: number; getAlls: number }> {
+  const puts: string[] = [];
+  const transactions: IDBTransactionMode[] = [];
+  let cursorSteps = 0;
+  let getAlls = 0;
+  const put = IDBObjectStore.prototype.put;
+  const transaction = IDBDatabase.prototype.transaction;
+  const getAll = IDBObjectStore.prototype.getAll;
+  const spies = [
+    vi.spyOn(IDBObjectStore.prototype, "put").mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      puts.push(key as string);
+      return put.call(this, value, key);
+    }),
+    vi.spyOn(IDBDatabase.prototype, "transaction").mockImplementation(function (this: IDBDatabase, ...args: Parameters<IDBDatabase["transaction"]>) {
+      transactions.push(args[1] ?? "readonly");
+      return transaction.apply(this, args);
+    }),
+    vi.spyOn(IDBObjectStore.prototype, "getAll").mockImplementation(function (this: IDBObjectStore, ...args: Parameters<IDBObjectStore["getAll"]>) {
+      getAlls++;
+      return getAll.apply(this, args);
+    }),
+    vi.spyOn(IDBCursor.prototype, "continue").mockImplementation(function (this: IDBCursor, key?: IDBValidKey) {
+      cursorSteps++;
+      return continueStep.call(this, key);
+    }),
+  ];
+  try {
+    const result = await fn();
+    return { result, puts, transactions, cursorSteps, getAlls };
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+const continueStep = IDBCursor.prototype.continue;
+
+/** Makes the `n`th `put` from now throw a quota DOMException synchronously (as a full disk would). */
+function failNthPut(n: number, name = "QuotaExceededError"): void {
+  const put = IDBObjectStore.prototype.put;
+  let calls = 0;
+  vi.spyOn(IDBObjectStore.prototype, "put").mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+    if (++calls === n) throw new DOMException(`simulated ${name}`, name);
+    return put.call(this, value, key);
+  });
+}
+
+describe("IndexedDbStorage record layout", () => {
+  it("append is O(new bytes): N appends make N chunk records, and no append rewrites an earlier chunk", async () => {
+    const storage = fresh();
+    const path = "s/messages/active.jsonl";
+    const lines = Array.from({ length: 40 }, (_, i) => `{"sequence":${i + 1}}\n`);
+    await storage.list(""); // opens the database, so only the appends' own transactions are counted
+    for (const [i, line] of lines.entries()) {
+      const { puts, transactions, getAlls, cursorSteps } = await observe(() => storage.append(path, utf8(line)));
+      // Exactly the new chunk and the file's small header, in one read-write transaction; no chunk is read.
+      expect(puts).toEqual([chunkKey(path, i), path]);
+      expect(transactions).toEqual(["readwrite"]);
+      expect(getAlls).toBe(0);
+      expect(cursorSteps).toBe(0);
+    }
+    const all = await records(storage.dbName);
+    expect(chunkKeysOf(all, path)).toHaveLength(40);
+    expect(all.get(path)).toEqual({ size: lines.join("").length, chunks: 40 });
+    expect(text(all.get(chunkKey(path, 0)) as Uint8Array)).toBe(lines[0]);
+    expect(text(await storage.read(path))).toBe(lines.join(""));
+  });
+
+  it("readTail reads only the chunks covering the tail", async () => {
+    const storage = fresh();
+    for (let i = 0; i < 100; i++) await storage.append("log", utf8(`line ${String(i).padStart(3, "0")}\n`));
+    const { result, cursorSteps, getAlls } = await observe(() => storage.readTail("log", 12));
+    expect(text(result?.bytes)).toBe("98\nline 099\n");
+    expect(result?.size).toBe(900);
+    expect(getAlls).toBe(0);
+    expect(cursorSteps).toBeLessThanOrEqual(1);
+  });
+
+  it("splits large writes into bounded chunks", async () => {
+    const storage = fresh();
+    const big = new Uint8Array(MAX_CHUNK_BYTES * 2 + 10).map((_, i) => i % 251);
+    await storage.replace("big", big);
+    const all = await records(storage.dbName);
+    expect(chunkKeysOf(all, "big")).toHaveLength(3);
+    expect(all.get("big")).toEqual({ size: big.length, chunks: 3 });
+    expect(sameBytes(await storage.read("big"), big)).toBe(true);
+    expect([...(await storage.readTail("big", 5))!.bytes]).toEqual([...big.slice(-5)]);
+  });
+
+  it("replace is one transaction and compacts the chunk list to the new content", async () => {
+    const storage = fresh();
+    for (let i = 0; i < 25; i++) await storage.append("f", utf8(`${i}\n`));
+    const { transactions } = await observe(() => storage.replace("f", utf8("fresh\n")));
+    expect(transactions).toEqual(["readwrite"]);
+    const all = await records(storage.dbName);
+    expect(chunkKeysOf(all, "f")).toEqual([chunkKey("f", 0)]);
+    expect(all.get("f")).toEqual({ size: 6, chunks: 1 });
+  });
+
+  it("truncate drops whole chunks past the cut and cuts the straddling one", async () => {
+    const storage = fresh();
+    for (const piece of ["aaaa", "bbbb", "cccc", "dddd"]) await storage.append("f", utf8(piece));
+    await storage.truncate("f", 6);
+    const all = await records(storage.dbName);
+    expect(chunkKeysOf(all, "f")).toEqual([chunkKey("f", 0), chunkKey("f", 1)]);
+    expect(all.get("f")).toEqual({ size: 6, chunks: 2 });
+    await storage.append("f", utf8("!"));
+    expect(text(await storage.read("f"))).toBe("aaaabb!");
+  });
+
+  it("move of a tree is one transaction; remove leaves no record behind", async () => {
+    const storage = fresh();
+    await storage.replace("live/s1/meta.json", utf8("{}"));
+    for (let i = 0; i < 5; i++) await storage.append("live/s1/messages/active.jsonl", utf8(`${i}\n`));
+    await storage.replace("live/s10/meta.json", utf8("other"));
+    const { result, transactions } = await observe(() => storage.move("live/s1", "archived/s1"));
+    expect(result).toBe(true);
+    expect(transactions).toEqual(["readwrite"]);
+    const all = await records(storage.dbName);
+    expect([...all.keys()].filter((k) => k.includes("live/s1/"))).toEqual([]);
+    expect(chunkKeysOf(all, "archived/s1/messages/active.jsonl")).toHaveLength(5);
+    expect(text(await storage.read("archived/s1/messages/active.jsonl"))).toBe("0\n1\n2\n3\n4\n");
+    await storage.remove("archived");
+    expect([...(await records(storage.dbName)).keys()].sort()).toEqual(["\u0000live/s10/meta.json\u0000000000000000", "live/s10/meta.json"]);
+  });
+});
+
+describe("IndexedDbStorage failures are atomic and typed", () => {
+  it("a quota failure in replace is a StorageFullError and leaves the previous content", async () => {
+    const storage = fresh();
+    await storage.replace("s/meta.json", utf8('{"revision":1}'));
+    failNthPut(2); // the header is written, then the chunk's put fails
+    const error = await storage.replace("s/meta.json", utf8('{"revision":2}')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageFullError);
+    expect(error).toMatchObject({ code: "storage-full", details: { path: "s/meta.json", operation: "replace" } });
+    vi.restoreAllMocks();
+    expect(text(await storage.read("s/meta.json"))).toBe('{"revision":1}');
+    expect((await records(storage.dbName)).get("s/meta.json")).toEqual({ size: 14, chunks: 1 });
+  });
+
+  it("a quota failure part-way through a multi-chunk append writes nothing", async () => {
+    const storage = fresh();
+    await storage.append("log", utf8("kept\n"));
+    const before = await records(storage.dbName);
+    failNthPut(2); // the first new chunk is put, the second fails
+    const big = new Uint8Array(MAX_CHUNK_BYTES * 2 + 1).fill(0x78);
+    await expect(storage.append("log", big)).rejects.toBeInstanceOf(StorageFullError);
+    vi.restoreAllMocks();
+    expect(await records(storage.dbName)).toEqual(before);
+    expect(text(await storage.read("log"))).toBe("kept\n");
+    await storage.append("log", utf8("more\n"));
+    expect(text(await storage.read("log"))).toBe("kept\nmore\n");
+  });
+
+  it("a transaction the engine aborts with QuotaExceededError is a StorageFullError, with nothing applied", async () => {
+    const storage = fresh();
+    await storage.append("log", utf8("kept\n"));
+    const before = await records(storage.dbName);
+    const put = IDBObjectStore.prototype.put;
+    vi.spyOn(IDBObjectStore.prototype, "put").mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      const request = put.call(this, value, key);
+      // What a browser does when the commit outgrows the quota: abort with that error (fake-indexeddb's internal hook).
+      if (key === "log") (this.transaction as unknown as { _abort(name: string): void })._abort("QuotaExceededError");
+      return request;
+    });
+    const error = await storage.append("log", utf8("lost\n")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageFullError);
+    expect((error as StorageFullError).message).toContain('"log"');
+    vi.restoreAllMocks();
+    expect(await records(storage.dbName)).toEqual(before);
+    expect(text(await storage.read("log"))).toBe("kept\n");
+  });
+
+  it("a quota failure in createExclusive leaves no lock behind", async () => {
+    const storage = fresh();
+    failNthPut(1);
+    await expect(storage.createExclusive("s/writer.lock", utf8("{}"))).rejects.toMatchObject({ code: "storage-full" });
+    vi.restoreAllMocks();
+    expect(await storage.read("s/writer.lock")).toBeUndefined();
+    expect(await storage.createExclusive("s/writer.lock", utf8("{}"))).toBe(true);
+  });
+
+  it("a failure in the middle of a move leaves source and target as they were", async () => {
+    const storage = fresh();
+    await storage.replace("a/meta.json", utf8("m"));
+    await storage.append("a/messages/active.jsonl", utf8("1\n"));
+    await storage.append("a/messages/active.jsonl", utf8("2\n"));
+    const before = await records(storage.dbName);
+    failNthPut(3, "UnknownError");
+    const error = await storage.move("a", "b").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ code: "internal", details: { path: "a", operation: "move", dom_error: "UnknownError" } });
+    vi.restoreAllMocks();
+    expect(await records(storage.dbName)).toEqual(before);
+    expect(await storage.list("")).toEqual(["a"]);
+  });
+
+  it("rejects with a StorageError after close", async () => {
+    const storage = fresh();
+    await storage.close();
+    await expect(storage.read("x")).rejects.toBeInstanceOf(StorageError);
+  });
+});
+
+describe("IndexedDbStorage held lock", () => {
+  it("has no acquireLock/releaseLock where navigator.locks is missing (happy-dom)", () => {
+    const storage = fresh();
+    expect(navigator.locks ?? undefined).toBeUndefined();
+    expect("acquireLock" in storage).toBe(false);
+    expect("releaseLock" in storage).toBe(false);
+  });
+
+  it("defines them over navigator.locks when it exists, namespaced by database", async () => {
+    const held = new Set<string>();
+    const locks = {
+      request: (name: string, _options: LockOptions, callback: (lock: Lock | null) => Promise<void> | undefined) => {
+        if (held.has(name)) return Promise.resolve(callback(null));
+        held.add(name);
+        return Promise.resolve(callback({ name, mode: "exclusive" } as Lock)).finally(() => held.delete(name));
+      },
+    };
+    vi.spyOn(navigator, "locks", "get").mockReturnValue(locks as unknown as LockManager);
+    const storage = fresh();
+    const other = again(storage);
+    expect(Object.hasOwn(storage, "acquireLock")).toBe(true);
+    expect(await storage.acquireLock!("s/writer.lock")).toBe(true);
+    expect([...held]).toEqual([`sessionfold:${storage.dbName}:s/writer.lock`]);
+    expect(await other.acquireLock!("s/writer.lock")).toBe(false);
+    await storage.releaseLock!("s/writer.lock");
+    expect(held.size).toBe(0);
+    expect(await other.acquireLock!("s/writer.lock")).toBe(true);
+    await other.close(); // close releases what it holds
+    expect(held.size).toBe(0);
+  });
+});
+
+describe("Sessions on IndexedDbStorage", () => {
+  it("creates, appends, compacts and reopens from a new connection", async () => {
+    const storage = fresh();
+    const summarizer = new ScriptedSummarizer();
+    const identity = { pid: 0, hostname: "tab-test", runtime: "browser" };
+    const sessions = new Sessions({ storage, identity, defaults: { summarizer } });
+    const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "IndexedDB", instruction: "Be brief." });
+    for (let i = 1; i <= 6; i++) {
+      await session.append({ role: i % 2 ? "user" : "assistant", parts: [{ type: "text", text: `message ${i}` }] });
+    }
+    const outcome = await session.compact();
+    expect(outcome.segment).toEqual({ start: 1, end: 3 });
+    expect(summarizer.calls).toHaveLength(1);
+    await session.append({ role: "user", parts: [{ type: "text", text: "after compaction" }] });
+
+    const reopened = await new Sessions({ storage: again(storage), identity }).open("a1/w1/s1");
+    expect(reopened.revision).toBe(session.revision);
+    expect(reopened.meta).toEqual(session.meta);
+    expect(reopened.segments).toEqual([{ start: 1, end: 3 }]);
+    expect(reopened.summary?.text).toBe(session.summary?.text);
+    expect(reopened.active.map((m: MessageRecord) => m.sequence)).toEqual([4, 5, 6, 7]);
+    expect(reopened.system).toBe("Be brief.");
+    expect(reopened.diagnostics).toEqual([]);
+    const { messages } = await reopened.readSegment({ start: 1, end: 3 });
+    expect(messages.map((m) => m.parts[0])).toMatchObject([{ text: "message 1" }, { text: "message 2" }, { text: "message 3" }]);
+    expect(await storage.read(reopened.paths.lock)).toBeUndefined();
+  });
+
+  it("a second handle is refused with WriterLockedError by the writer.lock record (no Web Locks here)", async () => {
+    const storage = fresh();
+    const identity = { pid: 0, hostname: "tab-one", runtime: "browser" };
+    const first = await new Sessions({ storage, identity }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    const second = await new Sessions({ storage: again(storage), identity: { ...identity, hostname: "tab-two" } }).open("a1/w1/s1");
+    let release!: () => void;
+    const holding = first.mutate("append", () => new Promise<void>((resolve) => (release = resolve)));
+    await vi.waitFor(async () => expect(await storage.read(first.paths.lock)).toBeDefined());
+    const error = await second.append({ role: "user", parts: [{ type: "text", text: "x" }] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WriterLockedError);
+    expect((error as WriterLockedError).owner).toMatchObject({ hostname: "tab-one", runtime: "browser", operation: "append" });
+    release();
+    await holding;
+    await expect(second.append({ role: "user", parts: [{ type: "text", text: "now" }] })).resolves.toMatchObject({ revision: 1 });
+  });
+});

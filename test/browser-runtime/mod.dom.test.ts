@@ -1,0 +1,119 @@
+/**
+ * openBrowserSessions on the page's thread (`worker: false`) under happy-dom +
+ * fake-indexeddb: identity, persistence request, commit announcements between two
+ * instances, and the small helpers behind them.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MemoryStorage } from "../../core/mod.ts";
+import { PageStorage, commitOf, openBrowserSessions, type BrowserSessions, type CommitEvent } from "../../runtime-browser/mod.ts";
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+const opened: BrowserSessions[] = [];
+let next = 0;
+
+async function open(dbName: string, options: { channel?: boolean } = {}): Promise<BrowserSessions> {
+  const browser = await openBrowserSessions({ dbName, worker: false, ...options });
+  opened.push(browser);
+  return browser;
+}
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const browser of opened.splice(0)) await browser.close();
+});
+
+describe("openBrowserSessions (worker: false)", () => {
+  it("stamps a per-tab browser identity into writer.lock records", async () => {
+    const browser = await open(`mod-${next++}`);
+    expect(browser.identity).toEqual({ pid: 0, hostname: expect.stringMatching(/^tab-[0-9a-f]{4}$/), runtime: "browser" });
+    expect(browser.storage.capabilities).toEqual({ durable: true, backend: "indexeddb" });
+    const session = await browser.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    let seen: unknown;
+    await session.mutate("probe", async () => {
+      seen = JSON.parse(new TextDecoder().decode(await browser.storage.read(session.paths.lock)));
+    });
+    expect(seen).toMatchObject({ ...browser.identity, operation: "probe" });
+  });
+
+  it("asks for persistent storage once, on the first write, and ignores a false answer", async () => {
+    const persist = vi.fn(async () => false);
+    Object.defineProperty(navigator, "storage", { value: { persist }, configurable: true }); // happy-dom has none
+    try {
+      const browser = await open(`mod-${next++}`);
+      await browser.sessions.list();
+      expect(persist).not.toHaveBeenCalled();
+      const session = await browser.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+      await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+      expect(persist).toHaveBeenCalledTimes(1);
+    } finally {
+      delete (navigator as { storage?: unknown }).storage;
+    }
+  });
+
+  it("announces each commit to the other instances on the database, with the new revision", async () => {
+    const dbName = `mod-${next++}`;
+    const a = await open(dbName);
+    const b = await open(dbName);
+    const other = await open(`mod-${next++}`);
+    const toA: CommitEvent[] = [];
+    const toB: CommitEvent[] = [];
+    const toOther: CommitEvent[] = [];
+    a.onCommit((e) => toA.push(e));
+    const stop = b.onCommit((e) => toB.push(e));
+    other.onCommit((e) => toOther.push(e));
+    const session = await a.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    const { revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+    await vi.waitFor(() => expect(toB).toContainEqual({ ref: "a1/w1/s1", revision }));
+    // Creating a session writes meta.json exclusively (no replace): only commits are announced.
+    expect(toB).toEqual([{ ref: "a1/w1/s1", revision }]);
+    expect(toA).toEqual([]); // never its own commits
+    expect(toOther).toEqual([]); // another database's channel
+    const viewB = await b.sessions.open("a1/w1/s1");
+    expect(viewB.revision).toBe(revision);
+    stop();
+    await session.append({ role: "user", parts: [{ type: "text", text: "again" }] });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(toB).toHaveLength(1);
+  });
+
+  it("with channel: false announces nothing", async () => {
+    const dbName = `mod-${next++}`;
+    const quiet = await open(dbName, { channel: false });
+    const listener = await open(dbName);
+    const heard: CommitEvent[] = [];
+    listener.onCommit((e) => heard.push(e));
+    const session = await quiet.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(heard).toEqual([]);
+  });
+});
+
+describe("commit announcements", () => {
+  it("commitOf reads the ref and revision of a live session's meta.json only", () => {
+    const meta = utf8('{"schema_version":1,"revision":42}');
+    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", meta)).toEqual({ ref: "a/w/s", revision: 42 });
+    expect(commitOf("agents/a/workspaces/w/archived-sessions/s/meta.json", meta)).toBeUndefined();
+    expect(commitOf("agents/a/workspaces/w/sessions/.fork-s2-t_1/meta.json", meta)).toBeUndefined();
+    expect(commitOf("agents/a/workspaces/w/sessions/s/messages/active.jsonl", meta)).toBeUndefined();
+    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", utf8("{not json"))).toBeUndefined();
+    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":"1"}'))).toBeUndefined();
+  });
+
+  it("PageStorage announces only after the write succeeded, and a throwing listener does not fail it", async () => {
+    const inner = new MemoryStorage();
+    const events: CommitEvent[] = [];
+    const storage = new PageStorage(inner, { onCommit: (e) => events.push(e) });
+    await expect(storage.replace("agents/a/workspaces/w/sessions/s/meta.json/../x", utf8('{"revision":1}'))).rejects.toMatchObject({ code: "invalid-input" });
+    expect(events).toEqual([]);
+    await storage.replace("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":1}'));
+    expect(events).toEqual([{ ref: "a/w/s", revision: 1 }]);
+    const throwing = new PageStorage(inner, {
+      onCommit: () => {
+        throw new Error("listener bug");
+      },
+    });
+    await expect(throwing.replace("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":2}'))).resolves.toBeUndefined();
+    expect("acquireLock" in storage).toBe(false); // MemoryStorage has no held lock, so neither does its wrapper
+  });
+});
