@@ -34,7 +34,6 @@ import { WorkerStorage } from "./worker-storage.ts";
 export { IndexedDbStorage, MAX_CHUNK_BYTES, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
 export { PageStorage, commitOf, type CommitEvent, type PageStorageOptions } from "./page-storage.ts";
-export { registerErrorTransfer } from "./comlink-transfer.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {

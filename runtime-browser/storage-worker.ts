@@ -10,7 +10,7 @@
  */
 import * as Comlink from "comlink";
 import { InvalidInputError, StorageError, type FileTail } from "../core/mod.ts";
-import { registerErrorTransfer, withTransfer } from "./comlink-transfer.ts";
+import { registerErrorTransfer, withTransfer } from "../core/mod.ts";
 import { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 
 /** What the page calls through Comlink. */
@@ -31,7 +31,7 @@ export interface StorageWorkerApi {
   close(): Promise<void>;
 }
 
-registerErrorTransfer();
+registerErrorTransfer(Comlink);
 let storage: IndexedDbStorage | undefined;
 
 function opened(): IndexedDbStorage {
@@ -47,11 +47,11 @@ const api: StorageWorkerApi = {
   },
   read: async (path) => {
     const bytes = await opened().read(path);
-    return bytes && withTransfer(bytes, bytes);
+    return bytes && withTransfer(Comlink, bytes, bytes);
   },
   readTail: async (path, maxBytes) => {
     const tail = await opened().readTail(path, maxBytes);
-    return tail && withTransfer({ bytes: tail.bytes, size: tail.size }, tail.bytes);
+    return tail && withTransfer(Comlink, { bytes: tail.bytes, size: tail.size }, tail.bytes);
   },
   list: (dir) => opened().list(dir),
   replace: (path, bytes) => opened().replace(path, bytes),

@@ -1,6 +1,6 @@
 import * as Comlink from "comlink";
 import { StorageError, type FileTail, type StorageCapabilities, type StoragePort } from "../core/mod.ts";
-import { registerErrorTransfer } from "./comlink-transfer.ts";
+import { registerErrorTransfer } from "../core/mod.ts";
 import type { IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
 
@@ -57,7 +57,7 @@ export class WorkerStorage implements StoragePort {
   #dead: StorageError | undefined;
 
   constructor(options: WorkerStorageOptions = {}) {
-    registerErrorTransfer();
+    registerErrorTransfer(Comlink);
     const { worker, ...storeOptions } = options;
     this.#dbName = storeOptions.dbName ?? "sessionfold";
     this.worker = (worker ?? defaultWorker)();

@@ -8,24 +8,24 @@ import { parentPort, workerData } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import type { StoragePort } from "../core/storage/mod.ts";
-import { registerErrorTransfer, withTransfer } from "./comlink-transfer.ts";
+import { registerErrorTransfer, withTransfer } from "../core/storage/mod.ts";
 import { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 
 /** What the host calls through Comlink: the port's methods, results transferred where that saves a copy. */
 export type StorageWorkerApi = Omit<StoragePort, "capabilities" | "close">;
 
 if (!parentPort) throw new Error("storage-worker.ts runs only as a worker_threads worker");
-registerErrorTransfer();
+registerErrorTransfer(Comlink);
 const storage = new NodeFileStorage((workerData as { options: NodeFileStorageOptions }).options);
 
 const api: StorageWorkerApi = {
   read: async (path) => {
     const bytes = await storage.read(path);
-    return bytes && withTransfer(bytes, bytes);
+    return bytes && withTransfer(Comlink, bytes, bytes);
   },
   readTail: async (path, maxBytes) => {
     const tail = await storage.readTail(path, maxBytes);
-    return tail && withTransfer({ bytes: tail.bytes, size: tail.size }, tail.bytes);
+    return tail && withTransfer(Comlink, { bytes: tail.bytes, size: tail.size }, tail.bytes);
   },
   list: (dir) => storage.list(dir),
   replace: (path, bytes) => storage.replace(path, bytes),

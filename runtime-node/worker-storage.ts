@@ -3,7 +3,7 @@ import { Worker } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { InvalidInputError, StorageError, type FileTail, type StorageCapabilities, type StoragePort } from "../core/mod.ts";
-import { ownsBuffer, registerErrorTransfer } from "./comlink-transfer.ts";
+import { ownsBuffer, registerErrorTransfer } from "../core/mod.ts";
 import type { NodeFileStorageOptions } from "./fs-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
 
@@ -57,7 +57,7 @@ export class WorkerStorage implements StoragePort {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
       throw new InvalidInputError(`WorkerStorage root must be an absolute folder, got ${JSON.stringify(options?.root)}`, { root: options?.root });
     }
-    registerErrorTransfer();
+    registerErrorTransfer(Comlink);
     this.capabilities = { durable: options.fsync ?? true, backend: "node-fs" };
     this.worker = startWorker({ root: resolvePath(options.root), fsync: options.fsync ?? true });
     this.worker.unref();

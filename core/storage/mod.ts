@@ -12,3 +12,4 @@
 export type { FileTail, StorageCapabilities, StoragePort } from "./port.ts";
 export { MemoryStorage } from "./memory.ts";
 export { assertStoragePath, parentPath } from "./path.ts";
+export { ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, withTransfer, type ComlinkLike, type TransferHandlerLike } from "./worker-transfer.ts";

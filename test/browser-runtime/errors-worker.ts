@@ -1,9 +1,9 @@
 /** A module Web Worker for the error-hop test: throws typed errors through Comlink. */
 import * as Comlink from "comlink";
 import { StorageFullError, WriterLockedError } from "../../core/mod.ts";
-import { registerErrorTransfer } from "../../runtime-browser/comlink-transfer.ts";
+import { registerErrorTransfer } from "../../core/mod.ts";
 
-registerErrorTransfer();
+registerErrorTransfer(Comlink);
 
 const api = {
   async storageFull(path: string): Promise<void> {

@@ -14,7 +14,7 @@ import {
   readLockOwner,
   type WriterIdentity,
 } from "../../core/mod.ts";
-import { registerErrorTransfer } from "../../runtime-browser/comlink-transfer.ts";
+import { registerErrorTransfer } from "../../core/mod.ts";
 import { WorkerStorage } from "../../runtime-browser/worker-storage.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
 import type { ErrorsWorkerApi } from "./errors-worker.ts";
@@ -61,7 +61,7 @@ async function lockFreed(name: string, timeoutMs = 10_000): Promise<void> {
 
 describe("typed errors across the Comlink hop", () => {
   it("keep their class, code and details", async () => {
-    registerErrorTransfer();
+    registerErrorTransfer(Comlink);
     const worker = new Worker(new URL("./errors-worker.ts", import.meta.url), { type: "module" });
     const remote = Comlink.wrap<ErrorsWorkerApi>(worker);
     try {
