@@ -22,3 +22,5 @@ export * from "./compaction/mod.ts";
 export * from "./session/mod.ts";
 export * from "./agent/mod.ts";
 export * from "./summarizer/mod.ts";
+export * from "./formats/mod.ts";
+export * from "./export/mod.ts";

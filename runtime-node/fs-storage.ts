@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from "node:fs/promises";
+import { chmod, link, lstat, mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
 import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities, type StoragePort } from "../core/storage/mod.ts";
@@ -137,21 +137,44 @@ export class NodeFileStorage implements StoragePort {
   createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
     return this.#run("createExclusive", path, (file) =>
       this.#serial(file, async () => {
-        const handle = await this.#withParents(path, () => open(file, "wx", 0o600)).catch((error: unknown) => {
-          if (errno(error) === "EEXIST") return undefined; // a file or a folder is there
+        // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
+        // it fails with EEXIST when anything is there, but the file appears whole, so a crash
+        // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
+        const temp = join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+        await this.#fill(await this.#withParents(path, () => open(temp, "wx", 0o600)), bytes).catch(async (error: unknown) => {
+          await unlink(temp).catch(() => undefined);
           throw error;
         });
-        if (!handle) return false;
         try {
-          await this.#fill(handle, bytes);
+          await link(temp, file);
         } catch (error) {
-          await unlink(file).catch(() => undefined); // never leave half a lock
-          throw error;
+          if (errno(error) === "EEXIST") return false; // a file or a folder is there
+          if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(errno(error) ?? "")) throw error;
+          return await this.#createInPlace(file, bytes); // a file system without hard links
+        } finally {
+          await unlink(temp).catch(() => undefined);
         }
         await this.#syncFolder(dirname(file));
         return true;
       }),
     );
+  }
+
+  /** createExclusive with open(…, "wx") and a write: for file systems that cannot link (a crash may leave it empty). */
+  async #createInPlace(file: string, bytes: Uint8Array): Promise<boolean> {
+    const handle = await open(file, "wx", 0o600).catch((error: unknown) => {
+      if (errno(error) === "EEXIST") return undefined;
+      throw error;
+    });
+    if (!handle) return false;
+    try {
+      await this.#fill(handle, bytes);
+    } catch (error) {
+      await unlink(file).catch(() => undefined); // never leave half a lock
+      throw error;
+    }
+    await this.#syncFolder(dirname(file));
+    return true;
   }
 
   truncate(path: string, length: number): Promise<void> {

@@ -150,7 +150,10 @@ export class Sessions {
           const ref = `${agentId}/${workspaceId}/${sessionId}`;
           const bytes = await this.storage.read(`${dir}/${sessionId}/meta.json`);
           if (!bytes) {
-            onProblem?.({ ref, message: "meta.json is missing (open the session to rebuild it)" });
+            // An empty folder (a create interrupted before meta.json) is no session at all.
+            if ((await this.storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
+              onProblem?.({ ref, message: "meta.json is missing (open the session to rebuild it)" });
+            }
             continue;
           }
           try {
@@ -204,8 +207,10 @@ export class Sessions {
       const instruction = await this.storage.read(fromPaths.instruction);
       if (instruction) await this.storage.replace(`${staging}/instruction.md`, instruction);
       const now = nowTimestamp(this.#ctx.clock);
+      // A fork is a new session: it keeps the history's accounting, not the import record.
+      const { imported_from: _importedFrom, ...inherited } = from.meta as SessionMeta & { imported_from?: unknown };
       const meta: SessionMeta = {
-        ...from.meta,
+        ...inherited,
         session_id: target.sessionId,
         created_at: now,
         updated_at: now,

@@ -270,11 +270,12 @@ export class Session {
       throw new RevisionConflictError(`${formatSessionRef(this.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
     }
     onProgress?.(segments.length + 1, segments.length + 1);
-    const meta = this.#state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string } };
+    const meta = this.#state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string } };
     const provider = messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const summary = cumulativeSummary(this.#state.footer);
     return {
-      sourceId: this.ref.sessionId,
+      // An imported session goes back out under its source's id (a round trip keeps it).
+      sourceId: typeof meta.imported_from?.session_id === "string" ? meta.imported_from.session_id : this.ref.sessionId,
       ...(meta.title !== undefined ? { title: meta.title } : {}),
       createdAt: meta.created_at,
       updatedAt: meta.updated_at,

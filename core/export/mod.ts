@@ -1,0 +1,40 @@
+/**
+ * Export safety (seed 004): decide what the recipient of an export receives.
+ *
+ * - {@linkcode prepareExport} applies {@linkcode ExportOptions} to a `PortableSession`:
+ *   `redact` replaces secrets in every string that can reach an export, and the `drop*`
+ *   flags withhold the system prompt, tool outputs, file data, provider context, metadata
+ *   or reasoning. It returns a new session for any writer of `core/formats` and an
+ *   {@linkcode ExportReport} of counts (never secret values).
+ * - {@linkcode redactText} / {@linkcode redactJson} are the redaction itself, usable alone;
+ *   {@linkcode REDACTION_DETECTORS} lists the detectors and `redact.ts` documents what each
+ *   finds and which look-alikes (words, paths, git SHAs, UUIDs…) it deliberately keeps.
+ *
+ * A JSON snapshot is a data export, not a sanitized transcript: without options nothing is
+ * removed. Redaction is best-effort pattern matching; binary file data (images, archives)
+ * cannot be inspected and is reported in `binaryFilesKept`.
+ *
+ * @example
+ * ```ts
+ * import { prepareExport } from "sessionfold/core/export/mod.ts";
+ * const { session: safe, report } = prepareExport(await session.exportPortable(), {
+ *   redact: true,
+ *   dropProviderContext: true,
+ * });
+ * const bytes = writeRhoSnapshot(safe);
+ * ```
+ * @module
+ */
+export {
+  isSecretKeyName,
+  REDACTION_DETECTORS,
+  redactionPlaceholder,
+  redactJson,
+  redactText,
+  type RedactionDetector,
+  type RedactionDetectorInfo,
+  type RedactionFinding,
+  type RedactJsonResult,
+  type RedactTextResult,
+} from "./redact.ts";
+export { OMITTED, prepareExport, type ExportField, type ExportOptions, type ExportReport } from "./policy.ts";

@@ -1,0 +1,537 @@
+/**
+ * What a recipient of an export receives (seed 004, "Export safety"):
+ * {@linkcode prepareExport} turns a {@linkcode PortableSession} into a new one with secrets
+ * redacted and the parts the user chose to withhold removed, plus an
+ * {@linkcode ExportReport} that counts what happened without repeating any secret. Every
+ * exporter (`core/formats`) takes its output unchanged.
+ *
+ * @module
+ */
+import type { PortableSession } from "../session/portable.ts";
+import type { MessagePart, MessageRecord } from "../schema/mod.ts";
+import { RHO_EXTENSION_FIELD } from "../formats/rho/types.ts";
+import { redactJson, redactText, type RedactionDetector, type RedactionFinding } from "./redact.ts";
+
+/**
+ * What to withhold from an export. Every flag defaults to `false`: without options the
+ * export is the complete session, a data export and not a sanitized transcript.
+ *
+ * @example
+ * ```ts
+ * const shareable: ExportOptions = { redact: true, dropProviderContext: true, dropMetadata: true };
+ * ```
+ */
+export interface ExportOptions {
+  /**
+   * Replace secrets (API keys, tokens, private keys, passwords…; see `redact.ts`) with
+   * `[REDACTED:<detector>]` in every string that can reach an export: message text, raw
+   * reasoning and reasoning summaries, tool inputs and outputs (every string and object key,
+   * at any depth), tool errors, file names and URLs, the text inside text files' base64 data,
+   * provider-context data, unknown extension fields, the system prompt, title, model label,
+   * summary, metadata (keys and values), prompt-cache key and working directory.
+   * Identifiers and structure are kept as they are so the export stays a valid session:
+   * session, message and tool-call ids, tool names, part types and states, media types,
+   * timestamps, provider / API / model identities, usage and compaction numbers.
+   */
+  redact?: boolean;
+  /**
+   * Leave out system prompts: `system` becomes `null`, and user messages that stand for a
+   * later system prompt (a Rho `System` entry after a reset, marked `rho.entry = "System"`)
+   * are removed.
+   */
+  dropSystemPrompt?: boolean;
+  /**
+   * Leave out what tools returned: a tool part's `output` and `error` become the marker
+   * `"[omitted]"`. The part, its call id, name, input and state stay, so every call keeps
+   * its result and the tool-call / tool-result pairing of every format stays valid.
+   */
+  dropToolOutputs?: boolean;
+  /**
+   * Leave out file contents: a file part's inline base64 `data` and a `data:` URL are
+   * removed. A file part that still has a remote `url` stays a file part (`media_type`,
+   * `name`, `url`); one that had only inline data becomes a text part
+   * `[file omitted: <name> (<media_type>)]`, so every record stays valid and no format
+   * receives an empty image.
+   */
+  dropFileData?: boolean;
+  /** Leave out opaque provider-native context: every `provider-context` part is removed. */
+  dropProviderContext?: boolean;
+  /**
+   * Leave out custom metadata: the session's string `metadata` and its `promptCacheKey`.
+   * The working directory (`cwd`, which DeepCode v1 requires) and the extension fields of
+   * messages and parts (which carry format semantics such as Rho's `rho.entry`) stay, and
+   * are redacted with `redact`.
+   */
+  dropMetadata?: boolean;
+  /** Leave out reasoning: every `reasoning` (raw) and `reasoning-summary` part is removed. */
+  dropReasoning?: boolean;
+}
+
+/**
+ * Where in a session a redaction was made (for the report; never the secret itself).
+ * `message_extension` / `part_extension` / `session_extension` are fields outside
+ * FORMAT.md's records (e.g. Rho's `rho.portable_fallback`).
+ *
+ * @example
+ * ```ts
+ * const toolFindings = report.byField["tool_output" satisfies ExportField] ?? 0;
+ * ```
+ */
+export type ExportField =
+  | "system"
+  | "title"
+  | "model_label"
+  | "summary"
+  | "metadata"
+  | "prompt_cache_key"
+  | "cwd"
+  | "session_extension"
+  | "message_extension"
+  | "text"
+  | "reasoning"
+  | "reasoning_summary"
+  | "tool_input"
+  | "tool_output"
+  | "tool_error"
+  | "file_name"
+  | "file_url"
+  | "file_data"
+  | "provider_context"
+  | "part_extension";
+
+/**
+ * What {@linkcode prepareExport} did: counts only, no secret values.
+ *
+ * @example
+ * ```ts
+ * const { report } = prepareExport(portable, { redact: true });
+ * console.log(`${report.redactions} redactions`, report.byDetector, report.byField);
+ * if (report.binaryFilesKept > 0) console.warn("binary files were exported as they are");
+ * ```
+ */
+export interface ExportReport {
+  /** The options it applied. */
+  readonly options: Readonly<Required<ExportOptions>>;
+  /** Redactions in total. */
+  readonly redactions: number;
+  /** Redactions per detector (only detectors that found something). */
+  readonly byDetector: Readonly<Partial<Record<RedactionDetector, number>>>;
+  /** Redactions per field (only fields where something was found). */
+  readonly byField: Readonly<Partial<Record<ExportField, number>>>;
+  /** What the drop flags removed. */
+  readonly dropped: {
+    readonly systemPrompt: boolean;
+    /** Messages removed because they stood for a later system prompt (`rho.entry = "System"`). */
+    readonly systemMessages: number;
+    readonly toolOutputs: number;
+    readonly toolErrors: number;
+    readonly fileData: number;
+    readonly providerContextParts: number;
+    readonly reasoningParts: number;
+    readonly reasoningSummaryParts: number;
+    readonly metadataKeys: number;
+    readonly promptCacheKey: boolean;
+  };
+  /**
+   * File parts whose inline data is binary (not UTF-8 text, and not a text media type) and
+   * was therefore exported as it is: redaction cannot see inside images or archives. Use
+   * `dropFileData` when they must not leave.
+   */
+  readonly binaryFilesKept: number;
+}
+
+/**
+ * The marker that replaces a dropped tool output or error.
+ *
+ * @example
+ * ```ts
+ * const { session } = prepareExport(portable, { dropToolOutputs: true });
+ * // every tool part with a result now has output (or error) === OMITTED, i.e. "[omitted]"
+ * ```
+ */
+export const OMITTED = "[omitted]";
+
+/** The fields FORMAT.md defines; anything else is an extension field. */
+const MESSAGE_FIELDS = new Set(["record_type", "sequence", "message_id", "role", "created_at", "status", "parts", "usage", "provider"]);
+const PART_FIELDS: Record<string, ReadonlySet<string>> = {
+  text: new Set(["sequence", "type", "text"]),
+  reasoning: new Set(["sequence", "type", "text"]),
+  "reasoning-summary": new Set(["sequence", "type", "text"]),
+  tool: new Set(["sequence", "type", "tool_call_id", "tool_name", "state", "input", "output", "error"]),
+  file: new Set(["sequence", "type", "media_type", "name", "data", "url"]),
+  "provider-context": new Set(["sequence", "type", "provider", "api", "model", "data"]),
+};
+const SESSION_FIELDS = new Set([
+  "sourceId",
+  "title",
+  "createdAt",
+  "updatedAt",
+  "modelLabel",
+  "revision",
+  "system",
+  "messages",
+  "summary",
+  "provider",
+  "compaction",
+  "metadata",
+  "promptCacheKey",
+  "cwd",
+  "format",
+]);
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+class Run {
+  readonly byDetector: Partial<Record<RedactionDetector, number>> = {};
+  readonly byField: Partial<Record<ExportField, number>> = {};
+  redactions = 0;
+  binaryFilesKept = 0;
+  readonly dropped = {
+    systemPrompt: false,
+    systemMessages: 0,
+    toolOutputs: 0,
+    toolErrors: 0,
+    fileData: 0,
+    providerContextParts: 0,
+    reasoningParts: 0,
+    reasoningSummaryParts: 0,
+    metadataKeys: 0,
+    promptCacheKey: false,
+  };
+
+  constructor(readonly options: Required<ExportOptions>) {}
+
+  record(field: ExportField, findings: readonly RedactionFinding[]): void {
+    if (findings.length === 0) return;
+    this.redactions += findings.length;
+    this.byField[field] = (this.byField[field] ?? 0) + findings.length;
+    for (const { detector } of findings) this.byDetector[detector] = (this.byDetector[detector] ?? 0) + 1;
+  }
+
+  text(field: ExportField, value: string): string {
+    if (!this.options.redact) return value;
+    const result = redactText(value);
+    this.record(field, result.findings);
+    return result.text;
+  }
+
+  json<T>(field: ExportField, value: T): T {
+    if (!this.options.redact) return copyJson(value);
+    const result = redactJson(value);
+    this.record(field, result.findings);
+    return result.value;
+  }
+}
+
+/** A deep copy of a JSON-like value (plain objects and arrays rebuilt, other values kept). */
+function copyJson<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return structuredClone(value);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyJson(v)])) as T;
+}
+
+const encoder = new TextEncoder();
+
+/** Media types whose bytes are text even when they are not valid UTF-8 (then read as Latin-1). */
+function isTextMediaType(mediaType: string): boolean {
+  const type = mediaType.toLowerCase().split(";")[0]!.trim();
+  return (
+    type.startsWith("text/") ||
+    /\+(?:json|xml|yaml)$/.test(type) ||
+    /^application\/(?:json|xml|yaml|x-yaml|toml|javascript|x-javascript|ecmascript|x-sh|x-shellscript|sql|graphql|x-www-form-urlencoded|x-ndjson|jsonl|x-pem-file|x-httpd-php)$/.test(type)
+  );
+}
+
+function decodeBase64(data: string): Uint8Array | undefined {
+  let binary: string;
+  try {
+    binary = atob(data);
+  } catch {
+    try {
+      binary = atob(data.replace(/-/g, "+").replace(/_/g, "/"));
+    } catch {
+      return undefined;
+    }
+  }
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/** Bytes as a string of the code points 0–255 (Latin-1), built in chunks to bound argument counts. */
+function binaryString(bytes: Uint8Array): string {
+  const parts: string[] = [];
+  const chunk = 0x2000;
+  for (let i = 0; i < bytes.length; i += chunk) parts.push(String.fromCharCode(...bytes.subarray(i, i + chunk)));
+  return parts.join("");
+}
+
+function encodeBase64(bytes: Uint8Array): string {
+  return btoa(binaryString(bytes));
+}
+
+function latin1(text: string): Uint8Array {
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i) & 0xff;
+  return bytes;
+}
+
+/**
+ * Redacts the text inside base64 file data: UTF-8 text of any media type, or Latin-1 text
+ * of a text media type. Binary data comes back unchanged (`binary: true`).
+ */
+function redactBase64(run: Run, field: ExportField, data: string, mediaType: string): { data: string; binary: boolean } {
+  const bytes = decodeBase64(data);
+  if (bytes === undefined) {
+    // Not base64 at all: treat the string itself as text.
+    return { data: run.text(field, data), binary: false };
+  }
+  let text: string;
+  let utf8 = true;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    if (!isTextMediaType(mediaType)) return { data, binary: true };
+    text = binaryString(bytes);
+    utf8 = false;
+  }
+  const redacted = run.text(field, text);
+  if (redacted === text) return { data, binary: false };
+  return { data: encodeBase64(utf8 ? encoder.encode(redacted) : latin1(redacted)), binary: false };
+}
+
+const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?)(;base64)?,/i;
+
+/** A file URL: a `data:` URL has its payload redacted like inline data; any other URL as text. */
+function redactUrl(run: Run, url: string): string {
+  const match = DATA_URL.exec(url);
+  if (!match) return run.text("file_url", url);
+  const head = match[0];
+  const payload = url.slice(head.length);
+  if (!match[3]) return run.text("file_url", url);
+  const result = redactBase64(run, "file_url", payload, match[1] || "text/plain");
+  if (result.binary) run.binaryFilesKept += 1;
+  return head + result.data;
+}
+
+/**
+ * The extension fields of a record, as deep-redacted copies: redacted together, so a value
+ * under a secret-named field (`"api_key": …`) is replaced whole and field names stay apart.
+ */
+function extensions(run: Run, record: Record<string, unknown>, known: ReadonlySet<string>, field: ExportField): Record<string, unknown> {
+  const extra = Object.fromEntries(Object.entries(record).filter(([key]) => !known.has(key)));
+  if (Object.keys(extra).length === 0) return {};
+  return run.json(field, extra);
+}
+
+function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
+  const { options } = run;
+  const raw = part as Record<string, unknown>;
+  switch (part.type) {
+    case "text":
+      return { ...extensions(run, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: run.text("text", part.text) };
+    case "reasoning":
+      if (options.dropReasoning) {
+        run.dropped.reasoningParts += 1;
+        return undefined;
+      }
+      return { ...extensions(run, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: run.text("reasoning", part.text) };
+    case "reasoning-summary":
+      if (options.dropReasoning) {
+        run.dropped.reasoningSummaryParts += 1;
+        return undefined;
+      }
+      return {
+        ...extensions(run, raw, PART_FIELDS["reasoning-summary"]!, "part_extension"),
+        sequence: part.sequence,
+        type: "reasoning-summary",
+        text: run.text("reasoning_summary", part.text),
+      };
+    case "tool": {
+      const out: Mutable<Extract<MessagePart, { type: "tool" }>> = {
+        ...extensions(run, raw, PART_FIELDS.tool!, "part_extension"),
+        sequence: part.sequence,
+        type: "tool",
+        tool_call_id: part.tool_call_id,
+        tool_name: part.tool_name,
+        state: part.state,
+        input: run.json("tool_input", part.input),
+      };
+      if (Object.hasOwn(part, "output")) {
+        if (options.dropToolOutputs) {
+          out.output = OMITTED;
+          run.dropped.toolOutputs += 1;
+        } else {
+          out.output = run.json("tool_output", part.output);
+        }
+      }
+      if (part.error !== undefined) {
+        if (options.dropToolOutputs) {
+          out.error = OMITTED;
+          run.dropped.toolErrors += 1;
+        } else {
+          out.error = run.text("tool_error", part.error);
+        }
+      }
+      return out;
+    }
+    case "file": {
+      const out: Mutable<Extract<MessagePart, { type: "file" }>> = {
+        ...extensions(run, raw, PART_FIELDS.file!, "part_extension"),
+        sequence: part.sequence,
+        type: "file",
+        media_type: part.media_type,
+      };
+      if (part.name !== undefined) out.name = run.text("file_name", part.name);
+      const dataUrl = part.url !== undefined && /^data:/i.test(part.url);
+      if (part.url !== undefined) {
+        if (options.dropFileData && dataUrl) run.dropped.fileData += 1;
+        else out.url = options.redact ? redactUrl(run, part.url) : part.url;
+      }
+      if (part.data !== undefined) {
+        if (options.dropFileData) {
+          run.dropped.fileData += 1;
+        } else if (options.redact) {
+          const result = redactBase64(run, "file_data", part.data, part.media_type);
+          if (result.binary) run.binaryFilesKept += 1;
+          out.data = result.data;
+        } else {
+          out.data = part.data;
+        }
+      }
+      if (out.data === undefined && out.url === undefined) {
+        // Only inline data, dropped: a readable note instead of an empty file.
+        const name = out.name !== undefined ? `${out.name} ` : "";
+        return { sequence: part.sequence, type: "text", text: `[file omitted: ${name}(${part.media_type})]` };
+      }
+      return out;
+    }
+    case "provider-context":
+      if (options.dropProviderContext) {
+        run.dropped.providerContextParts += 1;
+        return undefined;
+      }
+      return {
+        ...extensions(run, raw, PART_FIELDS["provider-context"]!, "part_extension"),
+        sequence: part.sequence,
+        type: "provider-context",
+        provider: part.provider,
+        api: part.api,
+        model: part.model,
+        data: run.json("provider_context", part.data),
+      };
+    default: {
+      // Not a part type of FORMAT.md (an invalid record): every field but the structure is content.
+      const { sequence, type, ...rest } = raw;
+      return { ...run.json("part_extension", rest), sequence, type } as MessagePart;
+    }
+  }
+}
+
+/** A user message that stands for a later system prompt (Rho `System` entry after a reset). */
+function isSystemMessage(message: MessageRecord): boolean {
+  const extension = (message as Record<string, unknown>)[RHO_EXTENSION_FIELD];
+  return message.role === "user" && typeof extension === "object" && extension !== null && (extension as { entry?: unknown }).entry === "System";
+}
+
+function prepareMessage(run: Run, message: MessageRecord): MessageRecord {
+  const parts: MessagePart[] = [];
+  for (const part of message.parts) {
+    const prepared = preparePart(run, part);
+    if (prepared) parts.push(prepared);
+  }
+  const out: Mutable<MessageRecord> = {
+    ...extensions(run, message as Record<string, unknown>, MESSAGE_FIELDS, "message_extension"),
+    record_type: message.record_type,
+    sequence: message.sequence,
+    message_id: message.message_id,
+    role: message.role,
+    created_at: message.created_at,
+    parts,
+  };
+  if (message.status !== undefined) out.status = message.status;
+  if (message.usage !== undefined) out.usage = copyJson(message.usage);
+  if (message.provider !== undefined) out.provider = copyJson(message.provider);
+  return out;
+}
+
+function normalize(options: ExportOptions): Required<ExportOptions> {
+  return {
+    redact: options.redact === true,
+    dropSystemPrompt: options.dropSystemPrompt === true,
+    dropToolOutputs: options.dropToolOutputs === true,
+    dropFileData: options.dropFileData === true,
+    dropProviderContext: options.dropProviderContext === true,
+    dropMetadata: options.dropMetadata === true,
+    dropReasoning: options.dropReasoning === true,
+  };
+}
+
+/**
+ * Applies export options to a session and returns a new {@linkcode PortableSession} (the
+ * input and everything inside it are left untouched) with a report of what was redacted
+ * and dropped. Hand the result to any writer of `core/formats`.
+ *
+ * @example
+ * ```ts
+ * const portable = await session.exportPortable();
+ * const { session: safe, report } = prepareExport(portable, { redact: true, dropToolOutputs: true });
+ * const jsonl = writeDeepCodeV1(safe);
+ * console.log(`${report.redactions} secrets redacted`, report.byDetector);
+ * ```
+ * @throws {RangeError} when a JSON value inside the session is nested more than 2000 levels deep.
+ */
+export function prepareExport(session: PortableSession, options: ExportOptions = {}): { session: PortableSession; report: ExportReport } {
+  const run = new Run(normalize(options));
+  const { options: o } = run;
+  const out: Mutable<PortableSession> & Record<string, unknown> = {
+    ...extensions(run, session as unknown as Record<string, unknown>, SESSION_FIELDS, "session_extension"),
+    messages: [],
+  };
+  if (session.sourceId !== undefined) out.sourceId = session.sourceId;
+  if (session.title !== undefined) out.title = run.text("title", session.title);
+  if (session.createdAt !== undefined) out.createdAt = session.createdAt;
+  if (session.updatedAt !== undefined) out.updatedAt = session.updatedAt;
+  if (session.modelLabel !== undefined) out.modelLabel = run.text("model_label", session.modelLabel);
+  if (session.revision !== undefined) out.revision = session.revision;
+  if (session.system !== undefined) {
+    if (o.dropSystemPrompt) {
+      out.system = null;
+      run.dropped.systemPrompt = session.system !== null && session.system !== "";
+    } else {
+      out.system = session.system === null ? null : run.text("system", session.system);
+    }
+  }
+  const messages: MessageRecord[] = [];
+  for (const message of session.messages) {
+    if (o.dropSystemPrompt && isSystemMessage(message)) {
+      run.dropped.systemMessages += 1;
+      continue;
+    }
+    messages.push(prepareMessage(run, message));
+  }
+  out.messages = messages;
+  if (session.summary !== undefined) out.summary = run.text("summary", session.summary);
+  if (session.provider !== undefined) out.provider = copyJson(session.provider);
+  if (session.compaction !== undefined) out.compaction = copyJson(session.compaction);
+  if (session.metadata !== undefined) {
+    if (o.dropMetadata) run.dropped.metadataKeys = Object.keys(session.metadata).length;
+    else out.metadata = run.json("metadata", session.metadata);
+  }
+  if (session.promptCacheKey !== undefined) {
+    if (o.dropMetadata) run.dropped.promptCacheKey = true;
+    else out.promptCacheKey = run.text("prompt_cache_key", session.promptCacheKey);
+  }
+  if (session.cwd !== undefined) out.cwd = run.text("cwd", session.cwd);
+  if (session.format !== undefined) out.format = session.format;
+  const report: ExportReport = {
+    options: o,
+    redactions: run.redactions,
+    byDetector: run.byDetector,
+    byField: run.byField,
+    dropped: run.dropped,
+    binaryFilesKept: run.binaryFilesKept,
+  };
+  return { session: out, report };
+}

@@ -1,0 +1,38 @@
+/**
+ * Import and export of other systems' session files, to and from the format-neutral
+ * {@linkcode PortableSession} that `Sessions.importPortable` takes and
+ * `Session.exportPortable` gives:
+ *
+ * - DeepCode Session Format v1 (`<id>.v1.jsonl`), read and written, and its two legacy
+ *   layouts `core-v0` and `desktop-v0`, read only ({@linkcode detectDeepCodeLayout},
+ *   {@linkcode readDeepCode}, {@linkcode writeDeepCodeV1});
+ * - Rho `SessionSnapshot` JSON, schema 2 read and written, schema 1 read and migrated
+ *   ({@linkcode readRhoSnapshot}, {@linkcode writeRhoSnapshot});
+ * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl}).
+ *
+ * Readers never change the source bytes. A torn final JSONL line (no newline, not a valid
+ * record) is ignored and reported; any other invalid input is a {@linkcode FormatError}
+ * naming the file and 1-based line, and an unknown version an `UnsupportedSchemaError`:
+ * nothing is created. Every field read and written is listed in `core/formats/README.md`.
+ *
+ * @example
+ * ```ts
+ * import { readDeepCode, writeRhoSnapshot } from "sessionfold";
+ * const { session: portable } = readDeepCode({ file: "abc.v1.jsonl", bytes });
+ * const imported = await sessions.importPortable("a1/w1/abc", portable);
+ * const snapshot = writeRhoSnapshot(await imported.exportPortable());
+ * ```
+ * @module
+ */
+import type { PortableSession } from "../session/portable.ts";
+
+export { FormatError, type FormatErrorDetails, type FormatLocation, type FormatName } from "./errors.ts";
+export type { FormatWriteOptions, PartOmission } from "./omission.ts";
+export type { DeepCodeDetection, DeepCodeFile, DeepCodeInput, DeepCodeLayout, DeepCodeReadResult } from "./deepcode/types.ts";
+export { detectDeepCodeLayout } from "./deepcode/detect.ts";
+export { readDeepCode } from "./deepcode/read.ts";
+export { writeDeepCodeV1, type DeepCodeWriteOptions } from "./deepcode/write.ts";
+export { readRhoSnapshot, writeRhoSnapshot, UNKNOWN_PROVIDER, type RhoSnapshotReadOptions } from "./rho/snapshot.ts";
+export { readRhoJsonl, RHO_JSONL_VERSIONS, type RhoJsonlReadResult } from "./rho/jsonl.ts";
+export { RHO_SNAPSHOT_VERSION, RHO_SNAPSHOT_VERSIONS } from "./rho/snapshot-object.ts";
+export { RHO_EXTENSION_FIELD, type RhoMessageExtension, type RhoPartialToolCall, type RhoUsage } from "./rho/types.ts";

@@ -1,0 +1,133 @@
+import type { Value } from "../shape.ts";
+import {
+  RHO_MESSAGE_VARIANTS,
+  RHO_USAGE_KEYS,
+  type RhoAssistantExtras,
+  type RhoBlock,
+  type RhoContextBlock,
+  type RhoEntry,
+  type RhoIdentity,
+  type RhoPartialToolCall,
+  type RhoUsage,
+} from "./types.ts";
+
+/**
+ * Validates a `ModelIdentity` `{provider, api, model}` (non-empty strings).
+ *
+ * @example
+ * ```ts
+ * parseRhoIdentity(snapshot.field("provider")); // { provider: "openai", api: "responses", model: "gpt-5" }
+ * ```
+ * @throws {FormatError} naming the path of the first invalid field.
+ */
+export function parseRhoIdentity(value: Value): RhoIdentity {
+  value.object("a model identity {provider, api, model}");
+  return {
+    provider: value.field("provider").string({ nonEmpty: true }),
+    api: value.field("api").string({ nonEmpty: true }),
+    model: value.field("model").string({ nonEmpty: true }),
+  };
+}
+
+/**
+ * Validates one `history` entry: the externally tagged `Message` enum (`{"User": […]}` …).
+ * Unknown fields are ignored, as Rho's serde reader does; an `AbortedAssistant`'s raw
+ * `reasoning` is dropped (Rho clears it before any snapshot or import).
+ *
+ * @example
+ * ```ts
+ * const entry = parseRhoEntry(history[0]!); // { kind: "User", content: [{ kind: "Text", text: "hi" }] }
+ * ```
+ * @throws {FormatError} naming the path of the first invalid value.
+ */
+export function parseRhoEntry(value: Value): RhoEntry {
+  const { tag, content } = value.variant(RHO_MESSAGE_VARIANTS);
+  switch (tag) {
+    case "System":
+      return { kind: "System", text: content.string() };
+    case "User":
+    case "Assistant":
+      return { kind: tag, content: parseBlocks(content) };
+    case "EnrichedAssistant": {
+      content.object("an assistant message object {content, provenance?, reasoning_summary?, portable_fallback?, provider_context?}");
+      const fallback = content.field("portable_fallback").optional()?.string();
+      return { kind: "EnrichedAssistant", ...extras(content), ...(fallback !== undefined ? { portableFallback: fallback } : {}) };
+    }
+    case "AbortedAssistant": {
+      content.object("an aborted assistant object {content, reasoning, tool_calls, usage, …}");
+      // `reasoning` is raw reasoning: checked to be text, then dropped (never imported).
+      content.field("reasoning").optional()?.string();
+      const calls = content.field("tool_calls").optional()?.array("an array of partial tool calls") ?? [];
+      const usage = content.field("usage").optional();
+      return { kind: "AbortedAssistant", ...extras(content), toolCalls: calls.map(parsePartialCall), usage: usage ? parseUsage(usage) : {} };
+    }
+    case "ToolResult": {
+      content.object("a tool result object {id, ok, content}");
+      const id = content.field("id");
+      return { kind: "ToolResult", id: id.string({ nonEmpty: true }), ok: content.field("ok").boolean(), content: content.field("content").string(), at: id };
+    }
+  }
+}
+
+function extras(message: Value): RhoAssistantExtras {
+  const provenance = message.field("provenance").optional();
+  const summary = message.field("reasoning_summary").optional()?.string();
+  const context = message.field("provider_context").optional()?.array("an array of provider context blocks") ?? [];
+  return {
+    content: parseBlocks(message.field("content")),
+    ...(provenance ? { provenance: parseRhoIdentity(provenance) } : {}),
+    ...(summary !== undefined ? { reasoningSummary: summary } : {}),
+    providerContext: context.map(parseContextBlock),
+  };
+}
+
+function parseBlocks(value: Value): RhoBlock[] {
+  return value.array("an array of content blocks").map((block) => {
+    const { tag, content } = block.variant(["Text", "Image", "ToolCall"] as const);
+    switch (tag) {
+      case "Text":
+        return { kind: "Text", text: content.string() };
+      case "Image":
+        content.object("an image {data, mime_type}");
+        return { kind: "Image", data: content.field("data").string(), mimeType: content.field("mime_type").string({ nonEmpty: true }) };
+      case "ToolCall": {
+        content.object("a tool call {id, name, arguments}");
+        const args = content.field("arguments");
+        if (args.raw === undefined) args.fail("the call's arguments (a JSON value)");
+        return { kind: "ToolCall", id: content.field("id").string({ nonEmpty: true }), name: content.field("name").string({ nonEmpty: true }), arguments: args.raw };
+      }
+    }
+  });
+}
+
+function parseContextBlock(value: Value): RhoContextBlock {
+  value.object("a provider context block {identity, kind, position?, data}");
+  const data = value.field("data");
+  if (data.raw === undefined) data.fail("the block's data (a JSON value)");
+  const position = value.field("position").optional()?.count();
+  return {
+    identity: parseRhoIdentity(value.field("identity")),
+    kind: value.field("kind").string(),
+    ...(position !== undefined ? { position } : {}),
+    data: data.raw,
+  };
+}
+
+function parsePartialCall(value: Value): RhoPartialToolCall {
+  value.object("a partial tool call {id, name, arguments}");
+  return {
+    id: value.field("id").optional()?.string() ?? null,
+    name: value.field("name").optional()?.string() ?? null,
+    arguments: value.field("arguments").string(),
+  };
+}
+
+function parseUsage(value: Value): RhoUsage {
+  value.object("a usage object");
+  const usage: RhoUsage = {};
+  for (const key of RHO_USAGE_KEYS) {
+    const field = value.field(key);
+    if (field.raw !== undefined) usage[key] = field.optional()?.count() ?? null;
+  }
+  return usage;
+}
