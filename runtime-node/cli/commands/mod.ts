@@ -11,8 +11,9 @@ import { messages } from "./messages.ts";
 import { show } from "./show.ts";
 import { verify } from "./verify.ts";
 import { append, compact, create } from "./write.ts";
+import { exportCommand, importCommand } from "./interop.ts";
 
-export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, create, append, compact, fork, archive, unlock];
+export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, create, append, compact, fork, archive, unlock, importCommand, exportCommand];
 
 /** The command named `name`, if there is one. */
 export function findCommand(name: string): Command | undefined {

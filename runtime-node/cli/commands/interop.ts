@@ -1,0 +1,174 @@
+/**
+ * The commands that move history between sessionfold and other systems: `import` reads a
+ * DeepCode or Rho file into a new session, `export` writes a session's full history as a
+ * DeepCode v1 stream or a Rho snapshot, optionally redacted (core/export).
+ *
+ * @module
+ */
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import {
+  InvalidInputError,
+  NotFoundError,
+  detectDeepCodeLayout,
+  formatSessionRef,
+  prepareExport,
+  readDeepCode,
+  readRhoJsonl,
+  readRhoSnapshot,
+  writeDeepCodeV1,
+  writeRhoSnapshot,
+  type Diagnostic,
+  type ExportOptions,
+  type PortableSession,
+} from "../../../core/mod.ts";
+import { refArg, stringOption, type Command } from "../command.ts";
+import { UsageError } from "../exit.ts";
+import { Progress } from "../io.ts";
+import { noSuchSession, openForReading } from "../store.ts";
+
+const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl"] as const;
+const EXPORT_FORMATS = ["deepcode", "rho-snapshot"] as const;
+
+export const importCommand: Command = {
+  name: "import",
+  synopsis: "import FILE --from deepcode|rho-snapshot|rho-jsonl --into REF",
+  summary: "import another system's session",
+  help: [
+    "Reads FILE (never changing it) and creates the session REF from it. deepcode reads",
+    "<id>.v1.jsonl, or a legacy <id>.jsonl (core-v0 with <id>.meta.json beside it, or",
+    "desktop-v0); a v1 stream beside a legacy one is preferred. rho-snapshot reads a",
+    "SessionSnapshot (schema 2, or 1 migrated); rho-jsonl an app session stream. An",
+    "interrupted final line is ignored and reported; any other invalid line refuses the",
+    "import with FILE:LINE, and nothing is created.",
+    "--json: the new meta.",
+  ].join("\n"),
+  spec: {
+    positionals: ["FILE"],
+    options: {
+      from: { type: "string", value: IMPORT_FORMATS.join("|"), description: "the file's format" },
+      into: { type: "string", value: "REF", description: "the session to create" },
+    },
+  },
+  async run({ store, out, io, args }) {
+    const format = stringOption(args, "from");
+    const into = stringOption(args, "into");
+    if (format === undefined) throw new UsageError(`import: missing --from ${IMPORT_FORMATS.join("|")}`, { option: "--from" });
+    if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`import: --from must be one of ${IMPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--from" });
+    if (into === undefined) throw new UsageError("import: missing --into REF", { option: "--into" });
+    const ref = refArg({ ...args, positionals: [into] });
+    const file = resolve(io.cwd ?? process.cwd(), args.positionals[0]!);
+    const { session, diagnostics } = await readForeign(format as (typeof IMPORT_FORMATS)[number], file);
+    for (const diagnostic of diagnostics) out.note(`note: ${diagnostic.message}`);
+    const opened = await store.forWriting();
+    const imported = await opened.sessions.importPortable(ref, session);
+    const meta = imported.meta;
+    return out.result(meta, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
+  },
+};
+
+export const exportCommand: Command = {
+  name: "export",
+  synopsis: "export REF --to deepcode|rho-snapshot [--redact] [--out FILE]",
+  summary: "export the full history",
+  help: [
+    "Writes the session's full history (every segment, then Active) as a DeepCode v1 stream",
+    "or a Rho SessionSnapshot (schema 2; raw reasoning is never written). Without --out the",
+    "document goes to stdout. Read-only: nothing under --root changes.",
+    "--redact replaces secrets (API keys, tokens, private keys, passwords…) in every text;",
+    "the --drop-* flags leave whole kinds of data out. A DeepCode stream needs a cwd: the",
+    "imported one, else --cwd, else the current folder.",
+    '--json with --out: {"out","records"}',
+  ].join("\n"),
+  spec: {
+    positionals: ["REF"],
+    options: {
+      to: { type: "string", value: EXPORT_FORMATS.join("|"), description: "the format to write" },
+      out: { type: "string", value: "FILE", description: "write here instead of stdout" },
+      redact: { type: "boolean", description: "replace secrets inside every text" },
+      cwd: { type: "string", value: "DIR", description: "the cwd a DeepCode stream records" },
+      "drop-system-prompt": { type: "boolean", description: "leave the system prompt out" },
+      "drop-tool-outputs": { type: "boolean", description: "leave tool outputs and errors out" },
+      "drop-file-data": { type: "boolean", description: "leave inline file data out" },
+      "drop-provider-context": { type: "boolean", description: "leave provider context out" },
+      "drop-metadata": { type: "boolean", description: "leave metadata and the prompt-cache key out" },
+      "drop-reasoning": { type: "boolean", description: "leave reasoning and reasoning summaries out" },
+    },
+  },
+  async run({ store, out, io, args }) {
+    const format = stringOption(args, "to");
+    if (format === undefined) throw new UsageError(`export: missing --to ${EXPORT_FORMATS.join("|")}`, { option: "--to" });
+    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`export: --to must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--to" });
+    const ref = refArg(args);
+    const opened = await store.forReading();
+    if (!opened) throw noSuchSession(ref, store.root);
+    const session = await openForReading(opened.sessions, ref);
+    const progress = new Progress(io, "export");
+    let portable: PortableSession;
+    try {
+      portable = await session.exportPortable((done, total) => progress.update(done, total));
+    } finally {
+      progress.end();
+    }
+    const flag = (name: string) => args.options[name] === true;
+    const options: ExportOptions = {
+      redact: flag("redact"),
+      dropSystemPrompt: flag("drop-system-prompt"),
+      dropToolOutputs: flag("drop-tool-outputs"),
+      dropFileData: flag("drop-file-data"),
+      dropProviderContext: flag("drop-provider-context"),
+      dropMetadata: flag("drop-metadata"),
+      dropReasoning: flag("drop-reasoning"),
+    };
+    const prepared = prepareExport(portable, options).session;
+    const omitted: string[] = [];
+    const onOmitted = (omission: { type?: string }) => omitted.push(omission.type ?? "part");
+    const bytes =
+      format === "deepcode"
+        ? writeDeepCodeV1(prepared, { cwd: prepared.cwd ?? stringOption(args, "cwd") ?? io.cwd ?? process.cwd(), onOmitted })
+        : writeRhoSnapshot(prepared, { onOmitted });
+    if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
+    const records = format === "deepcode" ? countLines(bytes) : historyLength(bytes);
+    const target = stringOption(args, "out");
+    if (target === undefined) {
+      io.stdout(new TextDecoder().decode(bytes));
+      return 0;
+    }
+    const path = resolve(io.cwd ?? process.cwd(), target);
+    await writeFile(path, bytes, { mode: 0o600 });
+    return out.result({ out: path, records }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
+  },
+};
+
+/** Reads another system's file; DeepCode files bring their siblings (`<id>.meta.json`, `<id>.v1.jsonl`). */
+async function readForeign(format: (typeof IMPORT_FORMATS)[number], file: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[] }> {
+  const bytes = await readInput(file);
+  if (format === "rho-snapshot") return { session: readRhoSnapshot(bytes, basename(file)), diagnostics: [] };
+  if (format === "rho-jsonl") return readRhoJsonl(bytes, basename(file));
+  const id = /^(.*?)(\.v1)?\.jsonl$/.exec(basename(file))?.[1];
+  if (id === undefined) throw new InvalidInputError(`${basename(file)}: a DeepCode session file is named <id>.v1.jsonl or <id>.jsonl`, { file });
+  const siblings = (await readdir(dirname(file)).catch(() => [] as string[])).filter((name) => name === `${id}.meta.json` || name === `${id}.v1.jsonl` || name === `${id}.jsonl`);
+  const files = await Promise.all(siblings.map(async (name) => ({ name, bytes: name === basename(file) ? bytes : await readInput(join(dirname(file), name)) })));
+  return readDeepCode(detectDeepCodeLayout(files.length > 0 ? files : [{ name: basename(file), bytes }], id));
+}
+
+async function readInput(file: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await readFile(file));
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") throw new NotFoundError(`${file}: no such file`, { file });
+    throw new InvalidInputError(`${file}: cannot be read (${code ?? (error as Error).message})`, { file });
+  }
+}
+
+function countLines(bytes: Uint8Array): number {
+  let lines = 0;
+  for (const byte of bytes) if (byte === 0x0a) lines += 1;
+  return lines;
+}
+
+function historyLength(bytes: Uint8Array): number {
+  const history = (JSON.parse(new TextDecoder().decode(bytes)) as { history?: unknown[] }).history;
+  return Array.isArray(history) ? history.length : 0;
+}

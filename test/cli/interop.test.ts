@@ -1,0 +1,92 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REPO, bin, cli, expectOk, json, missingRoot, put, seed, snapshot, tempDir } from "./support.ts";
+
+const FIXTURES = join(REPO, "test/formats/fixtures");
+const OPENAI_KEY = "sk-proj-Zx81hQv7T2mB9wK4pL6nR3sD0fG5jH8kYcVbN1aE";
+
+describe("import", () => {
+  it("imports a Rho snapshot with its revision and prints the new meta", async () => {
+    const root = await missingRoot();
+    const result = expectOk(await cli(root, ["--json", "import", join(FIXTURES, "rho/snapshot-v2.json"), "--from", "rho-snapshot", "--into", "a1/w1/rho"]));
+    const meta = json(result);
+    expect(meta).toMatchObject({ session_id: "rho", agent_id: "a1", workspace_id: "w1", revision: 9 });
+    expect(json(expectOk(await cli(root, ["--json", "messages", "a1/w1/rho"]))).length).toBe(meta.message_count);
+  });
+
+  it("imports a legacy DeepCode core-v0 stream with the meta file beside it, never changing the source", async () => {
+    const root = await missingRoot();
+    const source = join(FIXTURES, "deepcode/core-v0/c0de.jsonl");
+    const before = await readFile(source);
+    const meta = json(expectOk(await cli(root, ["--json", "import", source, "--from", "deepcode", "--into", "a1/w1/dc"])));
+    expect(meta.message_count).toBeGreaterThan(0);
+    expect(await readFile(source)).toEqual(before);
+  });
+
+  it("refuses a file with a corrupt middle line with FILE:LINE, exit 4, creating nothing", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/other", 1);
+    const before = await snapshot(root);
+    const result = await cli(root, ["import", join(FIXTURES, "deepcode/refusals/corrupt-middle.v1.jsonl"), "--from", "deepcode", "--into", "a1/w1/bad"]);
+    expect(result.status).toBe(4);
+    expect(result.stderr).toMatch(/^error\[invalid-input\]: corrupt-middle\.v1\.jsonl:3: /);
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("refuses an unknown snapshot version (unsupported-schema, exit 4) and a missing --from (usage, exit 2)", async () => {
+    const root = await missingRoot();
+    const future = await cli(root, ["import", join(FIXTURES, "rho/snapshot-v3.json"), "--from", "rho-snapshot", "--into", "a1/w1/x"]);
+    expect(future.status).toBe(4);
+    expect(future.stderr).toMatch(/^error\[unsupported-schema\]/);
+    expect(await snapshot(root)).toBeNull();
+    const usage = await cli(root, ["import", join(FIXTURES, "rho/snapshot-v2.json"), "--into", "a1/w1/x"]);
+    expect(usage.status).toBe(2);
+  });
+});
+
+describe("export", () => {
+  it("writes a DeepCode v1 stream to stdout and, with --out, reports {out, records}; nothing under --root changes", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/s1", 4);
+    const before = await snapshot(root);
+    const stream = expectOk(await cli(root, ["export", "a1/w1/s1", "--to", "deepcode", "--cwd", "/repo"]));
+    const lines = stream.stdout.trimEnd().split("\n").map((line) => JSON.parse(line));
+    expect(lines[0]).toMatchObject({ type: "session_meta", schema_version: 1, cwd: "/repo" });
+    expect(lines.slice(1).map((l) => l.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    const out = join(await tempDir(), "s1.v1.jsonl");
+    const result = json(expectOk(await cli(root, ["--json", "export", "a1/w1/s1", "--to", "deepcode", "--out", out])));
+    expect(result).toEqual({ out, records: 5 });
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("--redact keeps a planted key out of a Rho snapshot; without it the key is exported", async () => {
+    const root = await missingRoot();
+    expectOk(await cli(root, ["new", "a1/w1/s1"]));
+    expectOk(await cli(root, ["append", "a1/w1/s1", "--role", "user", "--text", `my key is ${OPENAI_KEY} keep it safe`]));
+    const plain = expectOk(await cli(root, ["export", "a1/w1/s1", "--to", "rho-snapshot"]));
+    expect(plain.stdout).toContain(OPENAI_KEY);
+    const redacted = expectOk(await cli(root, ["export", "a1/w1/s1", "--to", "rho-snapshot", "--redact"]));
+    expect(redacted.stdout).not.toContain(OPENAI_KEY.slice(8, 24));
+    expect(JSON.parse(redacted.stdout)).toMatchObject({ schema_version: 2, session_id: "s1" });
+    expect(redacted.stdout).toContain("keep it safe");
+  });
+
+  it("round-trips through a real child process: export to a file, import it back, same messages", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/s1", 3);
+    const out = join(await tempDir(), "s1.json");
+    expectOk(await bin(["--root", root, "export", "a1/w1/s1", "--to", "rho-snapshot", "--out", out]));
+    expectOk(await bin(["--root", root, "import", out, "--from", "rho-snapshot", "--into", "a1/w1/back"]));
+    const text = (ref: string) => cli(root, ["--json", "messages", ref]).then((r) => json<{ parts: { text?: string }[] }[]>(r).map((m) => m.parts.map((p) => p.text)));
+    expect(await text("a1/w1/back")).toEqual(await text("a1/w1/s1"));
+  });
+
+  it("refuses an unknown format with a usage error (exit 2)", async () => {
+    const root = await missingRoot();
+    await put(join(root, "x"), "");
+    const result = await cli(root, ["export", "a1/w1/s1", "--to", "pdf"]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/^error\[usage\]/);
+  });
+});
