@@ -1,5 +1,5 @@
 /**
- * Read-only commands (ls, show, compose, messages, verify) never change a byte under
+ * Read-only commands (ls, show, compose, messages, verify, export) never change a byte under
  * --root: every path, mode and file hash is the same before and after, also for sessions
  * that recovery would repair at the next write, and a missing root stays missing.
  */
@@ -20,6 +20,8 @@ const READ_ONLY = (ref: string): string[][] => [
   ["messages", ref, "--before", "3"],
   ["verify", ref],
   ["verify"],
+  ["export", ref, "--to", "deepcode", "--cwd", "/repo"],
+  ["export", ref, "--to", "rho-snapshot", "--redact"],
 ];
 
 /** A store holding every state the read-only commands must leave alone. */
@@ -76,6 +78,8 @@ describe("read-only commands change no byte", () => {
     expect(statuses["compose a1/w1/corrupt"]).toBe(4);
     expect(statuses["verify"]).toBe(1);
     expect(statuses["show a1/w1/missing"]).toBe(4);
+    expect(statuses["export a1/w1/healthy --to deepcode --cwd /repo"]).toBe(0);
+    expect(statuses["export a1/w1/corrupt --to rho-snapshot --redact"]).toBe(4);
   }, 60_000);
 
   it("through the storage worker too (the real path)", async () => {
