@@ -1,0 +1,92 @@
+/**
+ * Import and export files: DeepCode v1 streams and Rho snapshots, through the core's
+ * readers and writers (`core/formats`) and its export policy (`core/export`).
+ */
+import { prepareExport, type ExportReport } from "../core/export/mod.ts";
+import { readDeepCode, readRhoJsonl, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../core/formats/mod.ts";
+import type { Diagnostic, PortableSession } from "../core/mod.ts";
+
+/** The formats the playground exports. */
+export type ExportFormat = "deepcode" | "rho";
+
+/** A file read for import. */
+export interface ReadImport {
+  readonly session: PortableSession;
+  readonly format: string;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/**
+ * Reads a file picked for import, by its content: one JSON document (a Rho snapshot),
+ * a JSONL stream whose first record is a Rho `session` header (a Rho application
+ * session), or else a DeepCode stream (v1, or a legacy layout).
+ *
+ * @throws {FormatError} naming the file, line and path of what is wrong; nothing is imported.
+ * @throws {UnsupportedSchemaError} for a version the reader does not know.
+ */
+export function readImportFile(name: string, bytes: Uint8Array): ReadImport {
+  const kind = sniff(bytes);
+  if (kind === "rho-snapshot") return { session: readRhoSnapshot(bytes, name), format: "Rho snapshot", diagnostics: [] };
+  if (kind === "rho-jsonl") {
+    const { session, diagnostics } = readRhoJsonl(bytes, name);
+    return { session, format: "Rho JSONL", diagnostics };
+  }
+  const { session, diagnostics, layout } = readDeepCode({ file: name, bytes });
+  return { session, format: layout === "v1" ? "DeepCode v1" : `DeepCode (${layout})`, diagnostics };
+}
+
+function sniff(bytes: Uint8Array): "rho-snapshot" | "rho-jsonl" | "deepcode" {
+  const text = new TextDecoder().decode(bytes).replace(/^\uFEFF/, "");
+  const firstLine = text.split("\n").find((line) => line.trim() !== "") ?? "";
+  const type = typeOf(firstLine);
+  if (type === "session_meta") return "deepcode";
+  if (type === "session") return "rho-jsonl";
+  try {
+    const whole: unknown = JSON.parse(text);
+    if (whole !== null && typeof whole === "object" && !Array.isArray(whole) && "schema_version" in whole) return "rho-snapshot";
+  } catch {
+    // Not one JSON document: a stream.
+  }
+  return "deepcode";
+}
+
+function typeOf(line: string): unknown {
+  try {
+    const record: unknown = JSON.parse(line);
+    return record !== null && typeof record === "object" ? (record as { type?: unknown }).type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An export ready to download. */
+export interface PreparedDownload {
+  readonly bytes: Uint8Array;
+  readonly fileName: string;
+  readonly mediaType: string;
+  readonly report: ExportReport;
+}
+
+/** Applies the export choices and writes the file's bytes. */
+export function prepareDownload(portable: PortableSession, options: { format: ExportFormat; redact: boolean; dropSystemPrompt: boolean }): PreparedDownload {
+  const { session, report } = prepareExport(portable, { redact: options.redact, dropSystemPrompt: options.dropSystemPrompt });
+  const base = (portable.sourceId ?? "session").replace(/[^A-Za-z0-9_.-]/g, "_");
+  if (options.format === "rho") {
+    return { bytes: writeRhoSnapshot(session), fileName: `${base}.snapshot.json`, mediaType: "application/json", report };
+  }
+  return { bytes: writeDeepCodeV1(session), fileName: `${base}.v1.jsonl`, mediaType: "application/x-ndjson", report };
+}
+
+/** Starts a browser download of `bytes`. */
+export function download(prepared: Pick<PreparedDownload, "bytes" | "fileName" | "mediaType">): void {
+  const blob = new Blob([prepared.bytes as Uint8Array<ArrayBuffer>], { type: prepared.mediaType });
+  const url = URL.createObjectURL(blob);
+  const anchor = document.createElement("a");
+  anchor.href = url;
+  anchor.download = prepared.fileName;
+  anchor.rel = "noopener";
+  document.body.append(anchor);
+  anchor.click();
+  anchor.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -1,0 +1,540 @@
+/**
+ * The playground (demo/) end to end, as a newcomer meets it after `npm start`: the built
+ * app served by `vite preview`, driven in Debian's Chromium with playwright-core.
+ *
+ * A session compacts within a few turns and the history view shows the new segment;
+ * everything survives a reload; a reload in the middle of a stream leaves a draft that is
+ * recovered and finished as stopped; a second tab sees who owns the session and follows
+ * its commits; hostile markup in imported DeepCode v1 and Rho snapshot files runs nothing;
+ * exports are redacted on request; an OpenAI-compatible key typed into the page reaches
+ * the endpoint and nothing else (IndexedDB, localStorage, exports, logs). No page may log
+ * a console error. Screenshots go to test-results/screenshots/.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { build } from "vite";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURES = join(ROOT, "test/e2e/fixtures");
+const SHOTS = join(ROOT, "test-results/screenshots");
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Kept off the closed network (see ../shared/TOOLCHAIN.md). */
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+/** A key planted in a message: redacted exports must not contain it. */
+const PLANTED_KEY = "sk-proj-PLANTEDsecret7Qx9Vb2Lm4Np8Rt6Wy3Kd5Hf";
+/** The key typed into the endpoint form: it may reach the endpoint and nothing else. */
+const TYPED_KEY = "sk-test-TYPEDintoPAGE9f8e7d6c5b4a3Z2Y1X0W";
+
+let preview: ChildProcess | undefined;
+let browser: Browser | undefined;
+let baseUrl = "";
+const contexts: BrowserContext[] = [];
+const problems: string[] = [];
+const dialogs: string[] = [];
+const consoleText: string[] = [];
+let nextDb = 0;
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  // Build the demo once, exactly as `npm run build` does (vite.config.ts: root demo/, out dist/demo).
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    await build({ configFile: join(ROOT, "vite.config.ts"), root: join(ROOT, "demo"), mode: "production", logLevel: "warn" });
+  } finally {
+    process.env.NODE_ENV = nodeEnv;
+  }
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  preview = spawn(process.execPath, [join(ROOT, "node_modules/vite/bin/vite.js"), "preview", "--host", "127.0.0.1", "--port", String(port), "--strictPort"], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await until("vite preview to answer", async () => (await fetch(baseUrl).catch(() => undefined))?.ok === true, 20_000);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  preview?.kill("SIGTERM");
+});
+
+afterEach(async () => {
+  for (const ctx of contexts.splice(0)) await ctx.close();
+  const seen = problems.splice(0);
+  const opened = dialogs.splice(0);
+  expect(seen, "console errors and uncaught page errors").toEqual([]);
+  expect(opened, "dialogs opened by page content").toEqual([]);
+});
+
+// ————————————————————————————————————————— helpers
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+async function until<T>(what: string, probe: () => Promise<T> | T, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function newContext(options: { colorScheme?: "light" | "dark" } = {}): Promise<BrowserContext> {
+  const ctx = await browser!.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: options.colorScheme ?? "light", acceptDownloads: true });
+  contexts.push(ctx);
+  return ctx;
+}
+
+function dbName(): string {
+  return `e2e-${Date.now()}-${nextDb++}`;
+}
+
+/** Opens the playground, watching for console errors, page errors and dialogs. */
+async function openPage(ctx: BrowserContext, query: string, label: string, hash = ""): Promise<Page> {
+  const page = await ctx.newPage();
+  page.on("console", (message) => {
+    consoleText.push(message.text());
+    if (message.type() === "error") problems.push(`[${label}] console.error: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => problems.push(`[${label}] uncaught: ${error.message}`));
+  page.on("dialog", (dialog) => {
+    dialogs.push(`[${label}] ${dialog.type()}: ${dialog.message()}`);
+    void dialog.dismiss().catch(() => undefined);
+  });
+  await page.goto(`${baseUrl}/?${query}${hash}`);
+  await ready(page);
+  return page;
+}
+
+async function ready(page: Page): Promise<void> {
+  await page.locator("#app[aria-busy=false]").waitFor({ timeout: 20_000 });
+}
+
+/** Sends one message and waits until its turn is committed. */
+async function sendTurn(page: Page, text: string): Promise<void> {
+  await page.getByRole("textbox", { name: "Message" }).fill(text);
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  await page.waitForFunction(
+    (sent) => {
+      const users = document.querySelectorAll("#messages article.message-committed[data-role=user]");
+      const last = users[users.length - 1];
+      return document.getElementById("app")!.dataset["running"] === "false" && last?.querySelector(".message-body")?.textContent === sent;
+    },
+    text,
+    { timeout: 20_000 },
+  );
+}
+
+/** Every byte this origin keeps in IndexedDB (chunks joined in key order) and localStorage, as text. */
+function storedText(page: Page): Promise<string> {
+  return page.evaluate(async () => {
+    const request = <T>(r: IDBRequest<T>) => new Promise<T>((resolve, reject) => ((r.onsuccess = () => resolve(r.result)), (r.onerror = () => reject(r.error))));
+    const decoder = new TextDecoder();
+    const out: string[] = [];
+    for (const info of await indexedDB.databases()) {
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const r = indexedDB.open(info.name!);
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      for (const name of Array.from(db.objectStoreNames)) {
+        const store = db.transaction(name, "readonly").objectStore(name);
+        const [keys, values] = await Promise.all([request(store.getAllKeys()), request(store.getAll())]);
+        out.push(keys.map(String).join("\n"));
+        const bytes: Uint8Array[] = [];
+        for (const value of values) {
+          if (value instanceof Uint8Array) bytes.push(value);
+          else if (value instanceof ArrayBuffer) bytes.push(new Uint8Array(value));
+          else out.push(JSON.stringify(value));
+        }
+        const total = new Uint8Array(bytes.reduce((n, b) => n + b.length, 0));
+        let offset = 0;
+        for (const b of bytes) total.set(b, (offset += b.length) - b.length);
+        out.push(decoder.decode(total));
+      }
+      db.close();
+    }
+    for (let i = 0; i < localStorage.length; i++) out.push(`${localStorage.key(i)}=${localStorage.getItem(localStorage.key(i)!)}`);
+    return out.join("\n");
+  });
+}
+
+/** Downloads the open session through the Export dialog; the file's text. */
+async function exportSession(page: Page, format: "deepcode" | "rho", redact: boolean): Promise<{ name: string; text: string }> {
+  await page.getByRole("button", { name: "Export", exact: true }).click();
+  const dialog = page.getByRole("dialog", { name: "Export session" });
+  await dialog.getByLabel(format === "rho" ? /Rho snapshot/ : /DeepCode v1/).check();
+  const box = dialog.getByLabel(/Redact secrets/);
+  if (redact) await box.check();
+  else await box.uncheck();
+  const [download] = await Promise.all([page.waitForEvent("download"), dialog.getByRole("button", { name: "Download", exact: true }).click()]);
+  const path = await download.path();
+  await dialog.waitFor({ state: "hidden" });
+  return { name: download.suggestedFilename(), text: readFileSync(path!, "utf8") };
+}
+
+async function importFixture(page: Page, file: string): Promise<void> {
+  const chooser = page.waitForEvent("filechooser");
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  await (await chooser).setFiles(join(FIXTURES, file));
+}
+
+/** Asserts that hostile markup from imported text stayed text: nothing injected, nothing ran. */
+async function expectInert(page: Page): Promise<void> {
+  const report = await page.evaluate(() => ({
+    pwned: (window as unknown as { __pwned?: unknown }).__pwned ?? null,
+    injected: document.querySelectorAll("#messages script, #messages img, #messages iframe, #messages svg, #messages marquee, #messages b, #app [onerror], #app [onload], #app [onmouseover]").length,
+    jsLinks: Array.from(document.querySelectorAll("a[href]")).filter((a) => !/^https?:/i.test(a.getAttribute("href")!)).length,
+    links: Array.from(document.querySelectorAll("#messages a[href]")).map((a) => ({ href: a.getAttribute("href"), rel: a.getAttribute("rel") })),
+  }));
+  expect(report.pwned).toBeNull();
+  expect(report.injected).toBe(0);
+  expect(report.jsLinks).toBe(0);
+  for (const link of report.links) expect(link.rel).toContain("noopener");
+}
+
+async function shot(page: Page, name: string): Promise<string> {
+  const path = join(SHOTS, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
+
+// ————————————————————————————————————————— tests
+
+describe("playground", () => {
+  let mainContext: BrowserContext | undefined;
+  let main: Page | undefined;
+  let mainUrl = "";
+
+  it("compacts within a few turns and shows the new segment in the history view", async () => {
+    // Kept open for the next test (a reload of the same page); it closes the context.
+    mainContext = await newContext();
+    contexts.splice(contexts.indexOf(mainContext), 1);
+    main = await openPage(mainContext, `db=${dbName()}&delay=1`, "main");
+    await main.getByRole("heading", { name: "Sessions that never lose a message" }).waitFor();
+    const topics = ["What is this playground?", "How are messages stored?", "What happens on a crash?", "Tell me about drafts.", "And about forks?", "How do tabs share a session?", "What is a segment?", "Explain revisions.", "One more question.", "And another one."];
+    let turns = 0;
+    for (const topic of topics) {
+      await sendTurn(main, topic);
+      turns += 1;
+      if ((await main.locator("[data-testid=segment]").count()) > 0) break;
+    }
+    expect(turns, "turns until the first compaction").toBeLessThanOrEqual(7);
+    const segment = main.locator("[data-testid=segment]").last();
+    expect(await segment.getAttribute("data-start")).toBe("1");
+    // The segment's summary is read when its disclosure opens: one segment, one read.
+    await segment.locator("summary").click();
+    const summary = segment.locator("[data-testid=segment-summary]");
+    await summary.waitFor();
+    expect(await summary.textContent()).toContain("#1 user: What is this playground?");
+    // The cumulative summary is part of the model context now.
+    expect(await main.locator("[data-testid=current-summary]").textContent()).toContain("#1 user");
+    // Older history pages in one segment at a time.
+    const loadEarlier = main.getByRole("button", { name: "Load earlier messages", exact: true });
+    await loadEarlier.click();
+    await main.locator("#messages article[data-sequence='1']").waitFor();
+    expect(await main.locator("#messages article[data-sequence='1']").textContent()).toContain("What is this playground?");
+    await main.getByRole("meter").waitFor();
+    mainUrl = main.url();
+    expect(mainUrl).toMatch(/#\/s_/);
+
+    // The picture for the README: the boundary between the compacted segment and the Active window.
+    await main.evaluate(() => {
+      document.getElementById("toasts")!.replaceChildren();
+      document.querySelector(".history-active-divider")!.scrollIntoView({ block: "center" });
+    });
+    const light = await shot(main, "playground-light");
+    copyFileSync(light, join(ROOT, "docs/screenshot.png"));
+    await main.getByRole("button", { name: "Dark theme", exact: true }).click();
+    expect(await main.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
+    await main.waitForTimeout(300); // colour transitions
+    await shot(main, "playground-dark");
+    await main.getByRole("button", { name: "Dark theme", exact: true }).click();
+  }, 90_000);
+
+  it("keeps everything across a reload", async () => {
+    contexts.push(mainContext!);
+    const page = main!;
+    const before = await page.evaluate(() => ({
+      title: document.getElementById("session-title")!.textContent,
+      meta: document.getElementById("session-meta")!.textContent,
+      segments: document.querySelectorAll("[data-testid=segment]").length,
+      active: document.querySelectorAll("#messages article.message-committed").length,
+    }));
+    await page.reload();
+    await ready(page);
+    const after = await page.evaluate(() => ({
+      title: document.getElementById("session-title")!.textContent,
+      meta: document.getElementById("session-meta")!.textContent,
+      segments: document.querySelectorAll("[data-testid=segment]").length,
+      active: document.querySelectorAll("#messages article.message-committed").length,
+    }));
+    expect(after.title).toBe(before.title);
+    expect(after.meta).toBe(before.meta);
+    expect(after.segments).toBe(before.segments);
+    // Before the reload the first segment was paged in too; after it only Active is shown.
+    expect(after.active).toBeGreaterThan(0);
+    expect(await page.getByRole("button", { name: "Load earlier messages", exact: true }).count()).toBe(1);
+    expect(await page.getByRole("button", { name: /What is this playground\?/ }).count()).toBe(1);
+
+    // A crash in the middle of an append leaves a torn final line: recovery reports it on open.
+    await page.evaluate(async () => {
+      const app = (window as unknown as { playground: { session: { paths: { active: string } }; browser: { storage: { append(p: string, b: Uint8Array): Promise<void> } } } }).playground;
+      await app.browser.storage.append(app.session.paths.active, new TextEncoder().encode('{"record_type":"message","sequ'));
+    });
+    await page.reload();
+    await ready(page);
+    const diagnostics = page.locator("[data-testid=diagnostics-banner]");
+    await diagnostics.waitFor();
+    expect(await diagnostics.textContent()).toMatch(/truncated_tail — messages\/active\.jsonl:\d+/);
+    await shot(page, "recovery-diagnostics");
+    // The next write cuts the torn tail; the session goes on.
+    await sendTurn(page, "Still here after the torn append?");
+    await page.reload();
+    await ready(page);
+    expect(await page.locator("[data-testid=diagnostics-banner]").count()).toBe(0);
+  }, 30_000);
+
+  it("recovers the draft after a reload in the middle of a stream", async () => {
+    const ctx = await newContext();
+    const db = dbName();
+    const page = await openPage(ctx, `db=${db}&delay=1`, "draft");
+    await sendTurn(page, "First, a short warm-up.");
+    // Slow the stream down, start a turn, and reload while it streams.
+    await page.getByRole("tab", { name: "Model" }).click();
+    await page.locator("#model-speed").selectOption("60");
+    await page.getByRole("textbox", { name: "Message" }).fill("Tell me a long story about drafts.");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await page.waitForFunction(() => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > 60, null, { timeout: 10_000 });
+    await page.waitForTimeout(400); // the coalesced draft writer stores at least one snapshot (every 100 ms)
+    await page.reload();
+    await ready(page);
+    const banner = page.locator("[data-testid=draft-banner]");
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain("An interrupted reply was recovered");
+    const draft = page.locator("#messages article.message-draft");
+    expect((await draft.textContent())!.length).toBeGreaterThan(40);
+    expect(await page.locator("#messages article.message-pending").textContent()).toContain("Tell me a long story about drafts.");
+    await shot(page, "recovered-draft");
+    await page.getByRole("button", { name: "Finish as stopped", exact: true }).click();
+    await banner.waitFor({ state: "detached" });
+    const stopped = page.locator("#messages article.message-committed.message-stopped");
+    await stopped.waitFor();
+    expect(await stopped.textContent()).toContain("stopped");
+    expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("Tell me a long story about drafts.");
+
+    // Stop: cooperative cancellation commits the partial reply as stopped.
+    await page.getByRole("textbox", { name: "Message" }).fill("Another long one, which I will stop.");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await page.waitForFunction(() => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > 40, null, { timeout: 10_000 });
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await page.waitForFunction(() => document.querySelectorAll("#messages article.message-committed.message-stopped").length === 2, null, { timeout: 10_000 });
+    expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("which I will stop");
+  }, 60_000);
+
+  it("shows a second tab who owns the session and follows its commits", async () => {
+    const ctx = await newContext();
+    const db = dbName();
+    const a = await openPage(ctx, `db=${db}&delay=1`, "tab A");
+    await sendTurn(a, "Hello from tab A.");
+    const hash = new URL(a.url()).hash;
+    const b = await openPage(ctx, `db=${db}&delay=1`, "tab B", hash);
+    expect(await b.locator("#session-title").textContent()).toBe("Hello from tab A.");
+    // Tab A streams slowly; tab B sees the owner and the live draft.
+    await a.getByRole("tab", { name: "Model" }).click();
+    await a.locator("#model-speed").selectOption("60");
+    await a.getByRole("textbox", { name: "Message" }).fill("A slow reply, please.");
+    await a.getByRole("button", { name: "Send", exact: true }).click();
+    const owner = b.locator("[data-testid=owner-banner]");
+    await owner.waitFor({ timeout: 10_000 });
+    await b.waitForFunction(() => /Tab tab-[0-9a-f]{4} owns this session/.test(document.querySelector("[data-testid=owner-banner]")?.textContent ?? ""), null, { timeout: 5_000 });
+    await b.locator("#messages article.message-draft").waitFor();
+    // A write from tab B fails at once with WriterLockedError and keeps the typed text.
+    await b.getByRole("textbox", { name: "Message" }).fill("Can I write too?");
+    await b.getByRole("button", { name: "Send", exact: true }).click();
+    const locked = b.locator("[data-testid=notice-locked]");
+    await locked.waitFor();
+    expect(await locked.textContent()).toContain("WriterLockedError");
+    expect(await b.getByRole("textbox", { name: "Message" }).inputValue()).toBe("Can I write too?");
+    await shot(b, "second-tab");
+    // When tab A commits, tab B follows: same messages, ownership released.
+    await a.waitForFunction(() => (document.getElementById("stop") as HTMLElement).hidden, null, { timeout: 30_000 });
+    const aCount = await a.locator("#messages article.message-committed").count();
+    await b.waitForFunction((n) => document.querySelectorAll("#messages article.message-committed").length === n, aCount, { timeout: 10_000 });
+    await owner.waitFor({ state: "detached", timeout: 10_000 });
+    // The refusal notice goes with the ownership, and tab B can write now.
+    expect(await locked.count()).toBe(0);
+    await sendTurn(b, "My turn now.");
+    await a.waitForFunction(() => document.body.textContent!.includes("My turn now."), null, { timeout: 10_000 });
+  }, 90_000);
+
+  it("imports DeepCode v1 and Rho snapshot files full of hostile markup without running any of it", async () => {
+    const ctx = await newContext();
+    const page = await openPage(ctx, `db=${dbName()}&delay=1`, "import");
+    await importFixture(page, "hostile.v1.jsonl");
+    await page.waitForFunction(() => document.getElementById("session-title")!.textContent!.startsWith("DeepCode import"));
+    expect(await page.locator("#session-title").textContent()).toBe(`DeepCode import <img src=x onerror="window.__pwned='title'">`);
+    const text = (await page.locator("#messages").textContent())!;
+    expect(text).toContain("<script>window.__pwned='script';alert('script')</script>");
+    expect(text).toContain(`<img src=x onerror="window.__pwned='img';alert('img')">`);
+    expect(text).toContain("a link that must not run");
+    expect(await page.locator("#messages a[href='https://example.com/docs']").count()).toBe(1);
+    expect(await page.locator("#messages strong", { hasText: "still bold" }).count()).toBe(1);
+    expect(await page.locator("#messages .part-tool").textContent()).toContain("calculator");
+    await expectInert(page);
+    await shot(page, "import-deepcode");
+
+    await importFixture(page, "hostile.snapshot.json");
+    await page.waitForFunction(() => document.getElementById("session-meta")!.textContent!.includes("revision 7"));
+    const rho = (await page.locator("#messages").textContent())!;
+    expect(rho).toContain("<script>window.__pwned='rho-script'</script>");
+    expect(rho).toContain("<marquee>noon</marquee>");
+    await expectInert(page);
+    // Both imports are sessions like any other: listed, and a turn continues them.
+    expect(await page.locator("#session-list li").count()).toBe(2);
+    await sendTurn(page, "What is 6 * 7?");
+    expect(await page.locator("#messages").textContent()).toContain("6 * 7 = 42");
+    await expectInert(page);
+  }, 60_000);
+
+  it("exports redacted and not, and never stores or exports the endpoint key", async () => {
+    const seen: { authorization: string | undefined; body: string }[] = [];
+    const endpoint = await mockChatCompletions(seen);
+    try {
+      const ctx = await newContext({ colorScheme: "dark" });
+      const page = await openPage(ctx, `db=${dbName()}&delay=1`, "export");
+      await importFixture(page, "hostile.v1.jsonl");
+      await page.waitForFunction(() => document.getElementById("session-title")!.textContent!.startsWith("DeepCode import"));
+
+      // Use an OpenAI-compatible endpoint with a key typed into the page.
+      await page.getByRole("tab", { name: "Model" }).click();
+      await page.getByRole("textbox", { name: "Base URL", exact: true }).fill(`${endpoint.url}/v1`);
+      await page.getByRole("textbox", { name: "Model", exact: true }).fill("mock-model");
+      await page.locator("#openai-key").fill(TYPED_KEY);
+      await page.getByRole("button", { name: "Use endpoint", exact: true }).click();
+      await sendTurn(page, "Hello, endpoint. Use your streaming reply.");
+      expect(await page.locator("#messages").textContent()).toContain("Hello from the mock endpoint");
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.authorization).toBe(`Bearer ${TYPED_KEY}`);
+      expect(seen[0]!.body).toContain('"stream":true');
+      expect(seen[0]!.body).toContain("Hello, endpoint.");
+
+      const redactedDeepCode = await exportSession(page, "deepcode", true);
+      expect(redactedDeepCode.name).toMatch(/\.v1\.jsonl$/);
+      expect(redactedDeepCode.text).not.toContain(PLANTED_KEY);
+      expect(redactedDeepCode.text).toContain("[REDACTED:");
+      const redactedRho = await exportSession(page, "rho", true);
+      expect(redactedRho.name).toMatch(/\.snapshot\.json$/);
+      expect(redactedRho.text).not.toContain(PLANTED_KEY);
+      const plainDeepCode = await exportSession(page, "deepcode", false);
+      expect(plainDeepCode.text).toContain(PLANTED_KEY);
+      const plainRho = await exportSession(page, "rho", false);
+      expect(plainRho.text).toContain(PLANTED_KEY);
+      expect(JSON.parse(plainRho.text).schema_version).toBe(2);
+
+      for (const file of [redactedDeepCode, redactedRho, plainDeepCode, plainRho]) expect(file.text).not.toContain(TYPED_KEY);
+      const stored = await storedText(page);
+      expect(stored).toContain("Hello from the mock endpoint");
+      expect(stored).not.toContain(TYPED_KEY);
+      expect(consoleText.join("\n")).not.toContain(TYPED_KEY);
+      await shot(page, "export-dark");
+    } finally {
+      await endpoint.close();
+    }
+  }, 60_000);
+
+  it("validates the agent settings with line and column, and session actions work", async () => {
+    const ctx = await newContext();
+    const page = await openPage(ctx, `db=${dbName()}&delay=1`, "settings");
+    await page.getByRole("button", { name: "Agent settings", exact: true }).click();
+    const editor = page.getByRole("textbox", { name: "Agent settings (JSONC)" });
+    const original = await editor.inputValue();
+    expect(original).toContain('"context_window": 2000');
+    await editor.fill(original.replace('"context_window": 2000', '"context_window": -5'));
+    const status = page.locator("#settings-status");
+    await page.waitForFunction(() => document.getElementById("settings-status")!.textContent!.includes("positive integer"));
+    const line = original.split("\n").findIndex((l) => l.includes('"context_window"')) + 1;
+    expect(await status.textContent()).toContain(`agents/demo/agent.jsonc:${line}:21: context_window: expected a positive integer`);
+    expect(await status.textContent()).toContain(`Line ${line}, column 21`);
+    expect(await page.getByRole("button", { name: "Save settings", exact: true }).isDisabled()).toBe(true);
+    await shot(page, "settings-error");
+    await editor.fill(original.replace('"context_window": 2000', '"context_window": 4000'));
+    await page.waitForFunction(() => document.getElementById("settings-status")!.textContent!.includes("Valid"));
+    await page.getByRole("button", { name: "Save settings", exact: true }).click();
+    await page.getByRole("dialog", { name: "Agent settings" }).waitFor({ state: "hidden" });
+    expect(await page.locator("#gauge").textContent()).toContain("4,000 tokens");
+
+    await sendTurn(page, "A session to fork.");
+    await page.getByRole("button", { name: "Compact now", exact: true }).click();
+    await page.locator("[data-testid=segment]").waitFor();
+    expect(await page.locator("[data-testid=segment]").getAttribute("data-end")).toBe("1");
+    await page.getByRole("button", { name: "Fork", exact: true }).click();
+    await page.waitForFunction(() => document.getElementById("session-meta")!.textContent!.includes("forked from"));
+    expect(await page.locator("#session-list li").count()).toBe(2);
+    expect(await page.locator("#messages").textContent()).toContain("A session to fork.");
+    await page.getByRole("button", { name: "Archive", exact: true }).click();
+    await page.waitForFunction(() => document.getElementById("session-meta")!.textContent!.startsWith("archived"));
+    expect(await page.getByRole("textbox", { name: "Message" }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Delete", exact: true }).click();
+    await page.getByRole("dialog", { name: "Are you sure?" }).getByRole("button", { name: "Delete", exact: true }).click();
+    await page.waitForFunction(() => document.querySelectorAll("#archived-list li").length === 0);
+    expect(await page.locator("#session-list li").count()).toBe(1);
+  }, 60_000);
+});
+
+// ————————————————————————————————————————— a mock OpenAI-compatible endpoint
+
+async function mockChatCompletions(seen: { authorization: string | undefined; body: string }[]): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    response.setHeader("access-control-allow-origin", "*");
+    response.setHeader("access-control-allow-headers", "authorization, content-type, accept");
+    response.setHeader("access-control-allow-methods", "POST, OPTIONS");
+    if (request.method === "OPTIONS") {
+      response.writeHead(204).end();
+      return;
+    }
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+    request.on("end", () => {
+      seen.push({ authorization: request.headers.authorization, body });
+      response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      const events = [
+        { choices: [{ delta: { role: "assistant", content: "Hello from " } }] },
+        { choices: [{ delta: { content: "the mock endpoint" } }] },
+        { choices: [{ delta: { content: ", streamed." } }] },
+        { choices: [], usage: { prompt_tokens: 321, completion_tokens: 9, total_tokens: 330 } },
+      ];
+      for (const event of events) response.write(`data: ${JSON.stringify(event)}\n\n`);
+      response.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
