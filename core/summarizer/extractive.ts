@@ -231,6 +231,7 @@ function trimFront(previous: string, budget: number): string {
   if (room <= 0) return fitTail(body, budget);
   if (body.length <= room) return `${TRIMMED_MARK}\n${body}`;
   const breakAt = body.indexOf("\n", body.length - room - 1);
-  const rest = breakAt >= 0 && breakAt < body.length - 1 ? body.slice(breakAt + 1) : fitTail(body, room);
-  return `${TRIMMED_MARK}\n${rest}`;
+  if (breakAt >= 0 && breakAt < body.length - 1) return `${TRIMMED_MARK}\n${body.slice(breakAt + 1)}`;
+  // Not even the newest line fits: keep its head (`#seq role: …`) and shorten its end.
+  return `${TRIMMED_MARK}\n${cutAt(body.slice(body.lastIndexOf("\n") + 1), room)}`;
 }

@@ -211,3 +211,16 @@ describe("ExtractiveSummarizer: options and cancellation", () => {
     });
   });
 });
+
+describe("trimming a previous summary whose newest line alone is over budget", () => {
+  test("keeps that line's head (#seq role:) and shortens its end, never starting mid-line", async () => {
+    const summarizer = new ExtractiveSummarizer({ maxChars: 400 });
+    const previous = `#1 user: short\n#2 assistant: ${"long ".repeat(200)}end`;
+    const { text } = await summarizer.summarize({ previousSummary: previous, messages: [say(3, "next question")], signal: signal() });
+    expect(text.length).toBeLessThanOrEqual(400);
+    const lines = text.split("\n");
+    expect(lines[0]).toBe("… (earlier summary trimmed)");
+    expect(lines[1]).toMatch(/^#2 assistant: long long/);
+    expect(text).toContain("#3 user: next question");
+  });
+});
