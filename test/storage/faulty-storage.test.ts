@@ -8,9 +8,10 @@ runStorageTests("FaultyStorage without faults", () => {
   return { storage: new FaultyStorage(inner), reopen: async () => new FaultyStorage(inner) };
 });
 
-runStorageTests("FaultyStorage with a crash point never reached", () => ({
-  storage: new FaultyStorage(new MemoryStorage(), { crashAt: 1_000_000 }),
-}));
+runStorageTests("FaultyStorage with a crash point never reached", () => {
+  const inner = new MemoryStorage();
+  return { storage: new FaultyStorage(inner, { crashAt: 1_000_000 }), reopen: async () => new FaultyStorage(inner) };
+});
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = async (storage: StoragePort, path: string) => {

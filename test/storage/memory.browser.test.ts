@@ -1,4 +1,8 @@
 import { MemoryStorage } from "../../core/mod.ts";
 import { runStorageTests } from "../../testing/mod.ts";
 
-runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
+runStorageTests("MemoryStorage", () => {
+  // One MemoryStorage is one store; a second handle onto it is the same object.
+  const storage = new MemoryStorage();
+  return { storage, reopen: async () => storage };
+});
