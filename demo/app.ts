@@ -672,18 +672,10 @@ class App {
     if (!session || this.run || this.busy || this.archived || this.#pollBusy || document.visibilityState !== "visible") return;
     this.#pollBusy = true;
     try {
-      const name = `sessionfold:${DB_NAME}:${session.paths.lock}`;
-      const state = await navigator.locks.query();
-      const held = (state.held ?? []).some((lock) => lock.name === name);
+      const owner = await this.browser.heldBy(session);
       if (this.run || this.busy || session !== this.session) return;
-      if (held) {
-        // The owner takes the Web Lock first and writes `writer.lock` just after: give it a moment.
-        let owner = await readLockOwner(this.browser.storage, session.paths.lock);
-        if (!owner) {
-          await new Promise((resolve) => setTimeout(resolve, 150));
-          owner = await readLockOwner(this.browser.storage, session.paths.lock);
-        }
-        this.remoteOwner = owner ?? { pid: 0, hostname: "", runtime: "browser", operation: "write", created_at: new Date().toISOString() };
+      if (owner) {
+        this.remoteOwner = owner;
         await session.reload();
         this.renderAll();
         this.scrollToBottom();

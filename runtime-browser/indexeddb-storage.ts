@@ -470,7 +470,7 @@ export class IndexedDbStorage implements StoragePort {
     return new Promise<boolean>((resolve, reject) => {
       // The entry object is shared with the callback, so `done` is set whenever the grant comes.
       const entry = { release: () => {}, done: Promise.resolve() as Promise<unknown> };
-      entry.done = locks.request(`sessionfold:${this.dbName}:${name}`, { ifAvailable: true }, (lock) => {
+      entry.done = locks.request(webLockName(this.dbName, name), { ifAvailable: true }, (lock) => {
         if (!lock) {
           resolve(false);
           return undefined;
@@ -493,6 +493,20 @@ export class IndexedDbStorage implements StoragePort {
     held.release();
     await held.done.catch(() => undefined);
   }
+}
+
+/**
+ * The Web Lock that guards the lock path `path` of database `dbName`: tabs and workers of
+ * one origin that name the same lock exclude each other.
+ *
+ * @example
+ * ```ts
+ * webLockName("sessionfold", "agents/a/workspaces/w/sessions/s/writer.lock");
+ * // "sessionfold:sessionfold:agents/a/workspaces/w/sessions/s/writer.lock"
+ * ```
+ */
+export function webLockName(dbName: string, path: string): string {
+  return `sessionfold:${dbName}:${path}`;
 }
 
 /** The bytes when they add up to the header's size, else a `StorageError` (records out of step). */

@@ -26,12 +26,12 @@
  * ```
  * @module
  */
-import { Sessions, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
-import { IndexedDbStorage } from "./indexeddb-storage.ts";
+import { Sessions, readLockOwner, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { IndexedDbStorage, webLockName } from "./indexeddb-storage.ts";
 import { PageStorage, type CommitEvent } from "./page-storage.ts";
 import { WorkerStorage } from "./worker-storage.ts";
 
-export { IndexedDbStorage, MAX_CHUNK_BYTES, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
+export { IndexedDbStorage, MAX_CHUNK_BYTES, webLockName, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
 export { PageStorage, commitOf, type CommitEvent, type PageStorageOptions } from "./page-storage.ts";
 
@@ -65,6 +65,12 @@ export interface BrowserSessions {
    * unsubscribe function.
    */
   onCommit(listener: (event: CommitEvent) => void): () => void;
+  /**
+   * Who holds `session`'s writer ownership right now (another tab, or this one while it
+   * writes), or `undefined` when nobody does: the Web Lock where the browser has Web
+   * Locks, else the `writer.lock` record. For showing "another tab owns this session".
+   */
+  heldBy(session: Session): Promise<LockOwner | undefined>;
   /** Ends the worker (its Web Locks go with it) and the channel. */
   close(): Promise<void>;
 }
@@ -143,6 +149,16 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
     onCommit(listener) {
       listeners.add(listener);
       return () => void listeners.delete(listener);
+    },
+    async heldBy(session) {
+      const locks = typeof navigator !== "undefined" ? navigator.locks : undefined;
+      if (!locks) return readLockOwner(storage, session.paths.lock);
+      const name = webLockName(dbName, session.paths.lock);
+      if (!((await locks.query()).held ?? []).some((lock) => lock.name === name)) return undefined;
+      // The holder takes the Web Lock first and writes its writer.lock record just after.
+      const owner = (await readLockOwner(storage, session.paths.lock)) ??
+        (await new Promise((resolve) => setTimeout(resolve, 150)).then(() => readLockOwner(storage, session.paths.lock)));
+      return owner ?? { pid: 0, hostname: "unknown", runtime: "browser", operation: "write", created_at: new Date().toISOString() };
     },
     async close() {
       if (closed) return;
