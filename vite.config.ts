@@ -2,18 +2,8 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 import { playwright } from "@vitest/browser-playwright";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./test/support/chromium.ts";
 
-/** Debian's chromium, kept off the closed network (see ../shared/TOOLCHAIN.md). */
-const chromiumArgs = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** Where `vite build` writes the demo and `vite preview` serves it from. */
 const demoOutDir = fileURLToPath(new URL("./dist/demo", import.meta.url));
@@ -61,7 +51,7 @@ export default defineConfig(({ command }) => ({
             enabled: true,
             headless: true,
             provider: playwright({
-              launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", args: chromiumArgs },
+              launchOptions: { executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS] },
             }),
             instances: [{ browser: "chromium" }],
           },

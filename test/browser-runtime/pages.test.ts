@@ -11,21 +11,10 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { createServer, type ViteDevServer } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/fixture/index.html";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-/** Kept off the closed network (see ../shared/TOOLCHAIN.md). */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const REF = "a1/w1/s1";
 
 type Outcome = { ok: true; value: any } | { ok: false; error: { name: string; code: string; message: string; details: any } };
@@ -53,7 +42,7 @@ beforeAll(async () => {
   await server.listen();
   const { port } = server.httpServer!.address() as AddressInfo;
   baseUrl = `http://127.0.0.1:${port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
 }, 60_000);
 
 afterAll(async () => {

@@ -19,22 +19,11 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURES = join(ROOT, "test/e2e/fixtures");
 const SHOTS = join(ROOT, "test-results/screenshots");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-/** Kept off the closed network (see ../shared/TOOLCHAIN.md). */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 /** A key planted in a message: redacted exports must not contain it. */
 const PLANTED_KEY = "sk-proj-PLANTEDsecret7Qx9Vb2Lm4Np8Rt6Wy3Kd5Hf";
 /** The key typed into the endpoint form: it may reach the endpoint and nothing else. */
@@ -66,7 +55,7 @@ beforeAll(async () => {
     stdio: ["ignore", "pipe", "pipe"],
   });
   await until("vite preview to answer", async () => (await fetch(baseUrl).catch(() => undefined))?.ok === true, 20_000);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
 }, 90_000);
 
 afterAll(async () => {

@@ -25,7 +25,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NotFoundError, Session, WriterLockedError, type DiagnosticCode, type LiveDraft, type MessageRecord } from "../../core/mod.ts";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
-import { bundledLauncher, fullHistory, pagedHistory, prng, rawHistory, sleep, startChild, tsxLauncher, type ChildLauncher, type Report } from "./process-support.ts";
+import { prng } from "../support/prng.ts";
+import { bundledLauncher, fullHistory, pagedHistory, rawHistory, sleep, startChild, tsxLauncher, type ChildLauncher, type Report } from "./process-support.ts";
 
 const RUNS = Number(process.env["CRASH_RUNS"] ?? 200);
 const SEED = Number(process.env["CRASH_SEED"] ?? 20261202);
