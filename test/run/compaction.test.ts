@@ -26,7 +26,8 @@ import {
   type Usage,
 } from "../../core/mod.ts";
 import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
-import { P, activeOnDisk, createSession, drain, metaOnDisk, readText, registry, rejection, shape, snapshot, textOf, REF, fullHistory, expectContiguous } from "./support.ts";
+import { P, metaOnDisk, millisecondClock, readText, registry, rejection, snapshot, REF, fullHistory, expectContiguous } from "../support/session.ts";
+import { activeOnDisk, createSession, drain, shape, textOf } from "./support.ts";
 
 const WINDOW = 1000;
 
@@ -338,7 +339,7 @@ describe("opt-in policies", () => {
     await probe.session.append(exchange(6));
     const user = toMessageRecord({ role: "user", parts: [{ type: "text", text: "how big?" }] }, Date.now);
     const estimate = estimateTokens([...probe.session.active, user], [{ name: echoTool.name }]);
-    const session = await registry(storage).open(REF, { summarizer, policy: atContextTokens(estimate + extra) });
+    const session = await registry(storage, undefined, millisecondClock()).open(REF, { summarizer, policy: atContextTokens(estimate + extra) });
     const { events } = await drain(session.run("how big?", { provider: ScriptedProvider.replies("ok"), tools: [echoTool] }));
     expect(summarizer.calls).toHaveLength(expected ? 1 : 0);
     if (expected) expect((events[0] as { reason: string }).reason).toBe(`estimated ${estimate} tokens reached ${estimate}`);
@@ -347,14 +348,14 @@ describe("opt-in policies", () => {
 
   it("an automatic policy without a summarizer is rejected when the session is configured", async () => {
     const storage = new MemoryStorage();
-    const sessions = registry(storage);
+    const sessions = registry(storage, undefined, millisecondClock());
     await rejection(sessions.create(REF, { policy: afterMessages(3) }), InvalidInputError, "invalid-input");
     expect(await storage.list("")).toEqual([]);
     await sessions.create(REF);
     await rejection(sessions.open(REF, { policy: atContextTokens(1000) }), InvalidInputError, "invalid-input");
     await rejection(sessions.open(REF, { policy: realUsage(), contextWindow: 1000 }), InvalidInputError, "invalid-input");
     await rejection(sessions.open(REF, { policy: realUsage(), summarizer: new ScriptedSummarizer() }), InvalidInputError, "invalid-input");
-    await rejection(registry(storage, { policy: afterMessages(2) }).open(REF), InvalidInputError, "invalid-input");
+    await rejection(registry(storage, { policy: afterMessages(2) }, millisecondClock()).open(REF), InvalidInputError, "invalid-input");
   });
 });
 

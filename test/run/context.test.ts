@@ -10,17 +10,21 @@ import {
   P,
   RecordingStorage,
   REF,
-  activeOnDisk,
-  createSession,
-  drain,
   footer,
   lines,
-  metaDocument,
+  metaFields,
+  metaText,
+  millisecondClock,
   msg,
   registry,
   segmentName,
-  shape,
   utf8,
+} from "../support/session.ts";
+import {
+  activeOnDisk,
+  createSession,
+  drain,
+  shape,
 } from "./support.ts";
 
 const SCRIPTED: ProviderIdentity = { provider: "scripted", api: "test", model: "scripted-1" };
@@ -163,10 +167,10 @@ describe("bounded reads for a normal step", () => {
     await storage.replace(P.active, utf8(activeText));
     historyBytes += utf8(activeText).length;
     await storage.replace(P.instruction, utf8("You are the long-history agent."));
-    await storage.replace(P.meta, utf8(metaDocument({ message_count: last + 2, history_bytes: historyBytes, revision: 1234 })));
+    await storage.replace(P.meta, utf8(metaText(metaFields({ message_count: last + 2, history_bytes: historyBytes, revision: 1234 }, REF, null))));
 
     const recording = new RecordingStorage(storage);
-    const session = await registry(recording).open(REF);
+    const session = await registry(recording, undefined, millisecondClock()).open(REF);
     expect(session.diagnostics).toEqual([]);
     expect(session.segments).toHaveLength(SEGMENTS);
     const provider = ScriptedProvider.replies("short answer");

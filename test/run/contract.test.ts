@@ -16,15 +16,17 @@ import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
 import {
   P,
   RecordingStorage,
-  activeOnDisk,
-  createSession,
   deferred,
-  drain,
   metaOnDisk,
   readText,
   rejection,
-  shape,
   snapshot,
+} from "../support/session.ts";
+import {
+  activeOnDisk,
+  createSession,
+  drain,
+  shape,
   textOf,
 } from "./support.ts";
 

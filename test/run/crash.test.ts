@@ -10,7 +10,8 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type MessageRecord, type SessionOptions, type StoragePort, type Tool } from "../../core/mod.ts";
 import { FaultyStorage, ScriptedProvider, ScriptedSummarizer, SimulatedCrashError, type MutatingOperation, type ScriptedStep } from "../../testing/mod.ts";
-import { P, REF, expectContiguous, forceUnlock, fullHistory, registry, steppingClock, textOf } from "./support.ts";
+import { P, REF, expectContiguous, fullHistory, registry, millisecondClock } from "../support/session.ts";
+import { forceUnlock, textOf } from "./support.ts";
 
 /** What a message looks like for these checks: role, status, text and tool states. */
 function signature(message: MessageRecord): string {
@@ -66,7 +67,7 @@ const PRE_SIGS = ["user||PRE-1 earlier question|", "assistant|completed|PRE-2 ea
 const FULL_RUN = [`user||${RUN_USER}|`, `assistant|completed|${STEP1}|output-available,output-available`, `assistant|completed|${STEP2}|`];
 
 async function createWith(storage: StoragePort, options: SessionOptions, messages: typeof PRE): Promise<void> {
-  const sessions = registry(storage, options, steppingClock());
+  const sessions = registry(storage, options, millisecondClock());
   const session = await sessions.create(REF, options);
   await session.append(messages);
 }
@@ -79,7 +80,7 @@ const scenarios: Scenario[] = [
     options: FLUSH,
     prepare: (storage) => createWith(storage, FLUSH, PRE),
     async process(storage) {
-      const session = await registry(storage, FLUSH, steppingClock()).open(REF, FLUSH);
+      const session = await registry(storage, FLUSH, millisecondClock()).open(REF, FLUSH);
       await session.run(RUN_USER, { provider: new ScriptedProvider(twoSteps(), { chunkSize: 3 }), tools }).result;
     },
     before: PRE_SIGS,
@@ -92,7 +93,7 @@ const scenarios: Scenario[] = [
     prepare: (storage) => createWith(storage, FLUSH, [...PRE, ...PRE.map((m) => ({ ...m, parts: [{ type: "text" as const, text: `${m.parts[0]!.text} again` }] }))]),
     async process(storage) {
       const options = { ...FLUSH, contextWindow: 1000, summarizer: new ScriptedSummarizer() };
-      const session = await registry(storage, options, steppingClock()).open(REF, options);
+      const session = await registry(storage, options, millisecondClock()).open(REF, options);
       const steps = twoSteps();
       steps[0] = { ...steps[0]!, usage: { input_tokens: 900, output_tokens: 60 } };
       await session.run(RUN_USER, { provider: new ScriptedProvider(steps, { chunkSize: 4 }), tools }).result;
@@ -122,7 +123,7 @@ const scenarios: Scenario[] = [
       await storage.replace(P.draft, new TextEncoder().encode(`${JSON.stringify(draft)}\n`));
     },
     async process(storage) {
-      const session = await registry(storage, FLUSH, steppingClock()).open(REF, FLUSH);
+      const session = await registry(storage, FLUSH, millisecondClock()).open(REF, FLUSH);
       await session.run(RUN_USER, { provider: new ScriptedProvider(twoSteps(), { chunkSize: 5 }), tools }).result;
     },
     before: PRE_SIGS,
@@ -135,7 +136,7 @@ const scenarios: Scenario[] = [
     options: FLUSH,
     prepare: (storage) => createWith(storage, FLUSH, PRE),
     async process(storage) {
-      const session = await registry(storage, FLUSH, steppingClock()).open(REF, FLUSH);
+      const session = await registry(storage, FLUSH, millisecondClock()).open(REF, FLUSH);
       const controller = new AbortController();
       let deltas = 0;
       let step = 0;
@@ -187,7 +188,7 @@ async function operations(scenario: Scenario): Promise<readonly MutatingOperatio
 /** The checks of the next process. Returns which outcome it found. */
 async function verify(scenario: Scenario, disk: StoragePort, where: string): Promise<"committed" | "draft" | "absent"> {
   await forceUnlock(disk);
-  const sessions = registry(disk, scenario.options, steppingClock(Date.parse("2026-12-03T00:00:00.000Z")));
+  const sessions = registry(disk, scenario.options, millisecondClock(Date.parse("2026-12-03T00:00:00.000Z")));
   const session = await sessions.open(REF, scenario.options);
   expect(session.diagnostics.filter((d) => d.fatal), `${where}: fatal diagnostics`).toEqual([]);
   expect(session.revision, `${where}: revision never goes backwards`).toBeGreaterThanOrEqual(1);

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, MessageRecord, parseDraftJson, type RunEvent, type StoragePort } from "../../core/mod.ts";
 import { FaultyStorage, ScriptedProvider, SimulatedCrashError } from "../../testing/mod.ts";
-import { P, RecordingStorage, createSession, decode, drain, expectContiguous, forceUnlock, fullHistory, readText, registry, REF, shape, textOf } from "./support.ts";
+import { P, RecordingStorage, decode, expectContiguous, fullHistory, millisecondClock, readText, registry, REF } from "../support/session.ts";
+import { createSession, drain, forceUnlock, shape, textOf } from "./support.ts";
 
 /** A session on `storage` with one committed exchange (sequences 1, 2; revision 1). */
 async function seed(storage: StoragePort): Promise<void> {
@@ -24,7 +25,7 @@ describe("the draft while a reply streams", () => {
     const storage = new MemoryStorage();
     await seed(storage);
     const recording = new RecordingStorage(storage);
-    const session = await registry(recording).open(REF);
+    const session = await registry(recording, undefined, millisecondClock()).open(REF);
     const provider = new ScriptedProvider([{ reasoning: "think first", reasoningSummary: "Thought about it", text: LONG }], { chunkSize: 1, delayMs: 2 });
     let deltas = 0;
     let midStream: Promise<Uint8Array | undefined> | undefined;
@@ -85,7 +86,7 @@ describe("the draft while a reply streams", () => {
     const storage = new MemoryStorage();
     await seed(storage);
     const recording = new RecordingStorage(storage);
-    const session = await registry(recording).open(REF);
+    const session = await registry(recording, undefined, millisecondClock()).open(REF);
     const events: RunEvent[] = [];
     const deltasWhenWritesResolved: number[] = [];
     recording.delay = (call) => (call.op === "replace" && call.path === P.draft ? new Promise((resolve) => setTimeout(resolve, 200)) : undefined);
@@ -109,7 +110,7 @@ describe("the draft while a reply streams", () => {
     const storage = new MemoryStorage();
     await seed(storage);
     const recording = new RecordingStorage(storage);
-    const session = await registry(recording, { draftFlush: { intervalMs: 0 } }).open(REF, { draftFlush: { intervalMs: 0 } });
+    const session = await registry(recording, { draftFlush: { intervalMs: 0 } }, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
     let duringTool: string | undefined;
     const tools = [
       {
@@ -140,7 +141,7 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
     const inner = new MemoryStorage();
     await seed(inner);
     const faulty = new FaultyStorage(inner, { crashAt: 1 + draftWrite }); // op 1 is the lock
-    const session = await registry(faulty).open(REF, { draftFlush: { intervalMs: 0 } });
+    const session = await registry(faulty, undefined, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
     let deltas = 0;
     const run = session.run("crash me", {
       provider: new ScriptedProvider([STEP], { chunkSize: 5, delayMs: 1 }),
@@ -158,7 +159,7 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
 
   it("reopened: the live draft has its parts in order and the pending user message; finishDraft commits user + stopped", async () => {
     const { disk } = await crashDuringDraftWrite(8);
-    const sessions = registry(disk);
+    const sessions = registry(disk, undefined, millisecondClock());
     const session = await sessions.open(REF);
     expect(session.diagnostics.filter((d) => d.fatal)).toEqual([]);
     expect(session.revision).toBe(1);
@@ -195,7 +196,7 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
 
   it("a crash at the very first draft write leaves no draft: the run is simply absent", async () => {
     const { disk } = await crashDuringDraftWrite(1);
-    const session = await registry(disk).open(REF);
+    const session = await registry(disk, undefined, millisecondClock()).open(REF);
     expect(session.diagnostics).toEqual([]);
     expect(session.draft).toBeUndefined();
     expect(session.active).toHaveLength(2);
@@ -203,7 +204,7 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
 
   it("a crash after only the empty draft: finishing commits the user message alone", async () => {
     const { disk } = await crashDuringDraftWrite(2);
-    const session = await registry(disk).open(REF);
+    const session = await registry(disk, undefined, millisecondClock()).open(REF);
     expect(session.draft!.record.parts).toEqual([]);
     expect(await session.finishDraft()).toEqual({ sequences: [3], revision: 2 });
     expect(session.active.map((m) => [m.sequence, m.role])).toEqual([
@@ -215,7 +216,7 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
 
   it("a new run first commits the recovered draft as its own commit, then proceeds", async () => {
     const { disk } = await crashDuringDraftWrite(8);
-    const session = await registry(disk).open(REF);
+    const session = await registry(disk, undefined, millisecondClock()).open(REF);
     const recoveredId = session.draft!.record.message_id;
     const provider = ScriptedProvider.replies("Fresh answer.");
     const { events, outcome } = await drain(session.run("try again", { provider }));

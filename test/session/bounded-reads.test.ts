@@ -4,7 +4,8 @@
  */
 import { expect, test } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
-import { P, REF, RecordingStorage, historyBytesOnDisk, msgs, registry, segmentName, segmentText, user, utf8, lines, metaFields, metaText } from "./support.ts";
+import { P, REF, RecordingStorage, registry, segmentName, utf8, lines, metaFields, metaText } from "../support/session.ts";
+import { historyBytesOnDisk, msgs, segmentText, user } from "./support.ts";
 
 const SEGMENTS = 1000;
 const PER_SEGMENT = 3;

@@ -6,23 +6,25 @@
 import { describe, expect, test } from "vitest";
 import { InvalidInputError, MemoryStorage, type NewMessage } from "../../core/mod.ts";
 import {
-  ISO_MS,
   P,
   REF,
   RecordingStorage,
   TS,
-  assistant,
   decode,
   expectContiguous,
-  expectMetaConsistent,
   fullHistory,
-  historyBytesOnDisk,
   metaOnDisk,
-  msgs,
   readText,
   registry,
   rejection,
   snapshot,
+} from "../support/session.ts";
+import {
+  ISO_MS,
+  assistant,
+  expectMetaConsistent,
+  historyBytesOnDisk,
+  msgs,
   user,
   writeSession,
 } from "./support.ts";

@@ -17,10 +17,8 @@ import {
   P,
   REF,
   RecordingStorage,
-  assistant,
   deferred,
   expectContiguous,
-  expectMetaConsistent,
   fullHistory,
   line,
   lines,
@@ -30,6 +28,10 @@ import {
   rejection,
   segmentName,
   snapshot,
+} from "../support/session.ts";
+import {
+  assistant,
+  expectMetaConsistent,
   summarizer,
   user,
 } from "./support.ts";

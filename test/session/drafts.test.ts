@@ -5,21 +5,23 @@
 import { describe, expect, test } from "vitest";
 import { MemoryStorage, SessionBusyError, type MessageRecord } from "../../core/mod.ts";
 import {
-  DRAFT_PARTS,
   P,
   REF,
   RecordingStorage,
   decode,
-  draftText,
   expectContiguous,
-  expectMetaConsistent,
   fullHistory,
   lines,
-  msgs,
   readText,
   registry,
   rejection,
   snapshot,
+} from "../support/session.ts";
+import {
+  DRAFT_PARTS,
+  draftText,
+  expectMetaConsistent,
+  msgs,
   summarizer,
   user,
   writeSession,

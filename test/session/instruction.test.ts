@@ -4,7 +4,8 @@
  */
 import { describe, expect, test } from "vitest";
 import { InvalidInputError, MemoryStorage, afterMessages, atContextTokens, realUsage } from "../../core/mod.ts";
-import { P, REF, msgs, readText, registry, rejection, snapshot, summarizer, utf8, writeSession } from "./support.ts";
+import { P, REF, readText, registry, rejection, snapshot, utf8 } from "../support/session.ts";
+import { msgs, summarizer, writeSession } from "./support.ts";
 
 const agent = { instruction: "You are a careful coder.", plugins: [{ name: "git", instruction: "Use git." }, { name: "tests", instruction: "Run the tests." }] };
 const generated = "You are a careful coder.\n\n## git\nUse git.\n\n## tests\nRun the tests.";

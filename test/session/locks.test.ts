@@ -5,21 +5,23 @@
 import { describe, expect, test } from "vitest";
 import { MemoryStorage, WriterLockedError, type SessionRef } from "../../core/mod.ts";
 import {
-  FOREIGN_LOCK,
   IDENTITY,
-  ISO_MS,
   P,
   REF,
   RecordingStorage,
-  draftText,
-  msgs,
   readText,
   registry,
   rejection,
   snapshot,
+  utf8,
+} from "../support/session.ts";
+import {
+  FOREIGN_LOCK,
+  ISO_MS,
+  draftText,
+  msgs,
   summarizer,
   user,
-  utf8,
   writeSession,
 } from "./support.ts";
 

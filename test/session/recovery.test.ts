@@ -5,29 +5,31 @@
 import { describe, expect, test } from "vitest";
 import { CorruptSessionError, MemoryStorage, UnsupportedSchemaError, type Diagnostic } from "../../core/mod.ts";
 import {
-  ACTIVE,
-  DRAFT,
-  DRAFT_PARTS,
   P,
   REF,
   RecordingStorage,
-  draftText,
   expectContiguous,
-  expectMetaConsistent,
   fullHistory,
   line,
   lines,
   metaOnDisk,
   msg,
-  msgs,
   readText,
   registry,
   rejection,
   segmentName,
-  segmentText,
   snapshot,
-  user,
   utf8,
+} from "../support/session.ts";
+import {
+  ACTIVE,
+  DRAFT,
+  DRAFT_PARTS,
+  draftText,
+  expectMetaConsistent,
+  msgs,
+  segmentText,
+  user,
   writeSession,
 } from "./support.ts";
 

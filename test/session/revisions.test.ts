@@ -8,15 +8,17 @@ import { MemoryStorage, RevisionConflictError, SessionBusyError } from "../../co
 import {
   P,
   REF,
-  assistant,
   deferred,
   expectContiguous,
-  expectMetaConsistent,
   fullHistory,
   metaOnDisk,
   registry,
   rejection,
   snapshot,
+} from "../support/session.ts";
+import {
+  assistant,
+  expectMetaConsistent,
   summarizer,
   user,
 } from "./support.ts";
