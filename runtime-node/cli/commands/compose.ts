@@ -32,6 +32,7 @@ import { assertReadable } from "./messages.ts";
 /** The identity composed for when no assistant message in Active names its provider. */
 export const NEUTRAL_IDENTITY: ProviderIdentity = { provider: "unknown", api: "unknown", model: "unknown" };
 
+/** `sessionfold compose`: exactly what the next model request would read (read-only). Its `help` says what it prints. */
 export const compose: Command = {
   name: "compose",
   synopsis: "compose REF",

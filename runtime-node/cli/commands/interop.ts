@@ -30,6 +30,7 @@ import { noSuchSession, openForReading } from "../store.ts";
 const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl"] as const;
 const EXPORT_FORMATS = ["deepcode", "rho-snapshot"] as const;
 
+/** `sessionfold import`: import another system's session. Its `help` says what it prints. */
 export const importCommand: Command = {
   name: "import",
   synopsis: "import FILE --from deepcode|rho-snapshot|rho-jsonl --into REF",
@@ -67,6 +68,7 @@ export const importCommand: Command = {
   },
 };
 
+/** `sessionfold export`: export the full history. Its `help` says what it prints. */
 export const exportCommand: Command = {
   name: "export",
   synopsis: "export REF --to deepcode|rho-snapshot [--redact] [--out FILE]",

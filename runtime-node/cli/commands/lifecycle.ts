@@ -10,6 +10,7 @@ import { describeOwner } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, explainOpenError, noSuchSession } from "../store.ts";
 
+/** `sessionfold fork`: copy the full history into a new session. Its `help` says what it prints. */
 export const fork: Command = {
   name: "fork",
   synopsis: "fork REF --as SESSION_ID",
@@ -42,6 +43,7 @@ export const fork: Command = {
   },
 };
 
+/** `sessionfold archive`: move the session to archived-sessions/. Its `help` says what it prints. */
 export const archive: Command = {
   name: "archive",
   synopsis: "archive REF",
@@ -59,6 +61,7 @@ export const archive: Command = {
   },
 };
 
+/** `sessionfold unlock`: remove a writer lock after printing its owner. Its `help` says what it prints. */
 export const unlock: Command = {
   name: "unlock",
   synopsis: "unlock REF --force",

@@ -7,6 +7,7 @@ import { assertId, type ListProblem, type SessionMeta } from "../../../core/mod.
 import { stringOption, type Command } from "../command.ts";
 import { clip, table } from "../format.ts";
 
+/** `sessionfold ls`: list sessions from their meta.json. Its `help` says what it prints. */
 export const ls: Command = {
   name: "ls",
   synopsis: "ls [--agent A] [--workspace W] [--archived]",

@@ -10,6 +10,7 @@ import { UsageError } from "../exit.ts";
 import { messageLine } from "../format.ts";
 import { noSuchSession, openForReading } from "../store.ts";
 
+/** `sessionfold messages`: Active's messages, or an older segment's (read-only). Its `help` says what it prints. */
 export const messages: Command = {
   name: "messages",
   synopsis: "messages REF [--before SEQ]",

@@ -13,6 +13,7 @@ import { verify } from "./verify.ts";
 import { append, compact, create } from "./write.ts";
 import { exportCommand, importCommand } from "./interop.ts";
 
+/** Every command, in the order `--help` lists them. */
 export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, create, append, compact, fork, archive, unlock, importCommand, exportCommand];
 
 /** The command named `name`, if there is one. */

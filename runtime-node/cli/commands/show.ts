@@ -36,6 +36,7 @@ export interface ShowReport {
   readonly diagnostics: CliDiagnostic[];
 }
 
+/** `sessionfold show`: what is stored and what recovery found (read-only). Its `help` says what it prints. */
 export const show: Command = {
   name: "show",
   synopsis: "show REF",

@@ -12,6 +12,7 @@ import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
 import { listStoredSessions, verifySession, type StoredSession, type VerifyReport } from "../verify.ts";
 
+/** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {
   name: "verify",
   synopsis: "verify [REF]",

@@ -10,6 +10,7 @@ import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { loadAgent, noSuchSession, openForWriting } from "../store.ts";
 
+/** `sessionfold new`: create an empty session. Its `help` says what it prints. */
 export const create: Command = {
   name: "new",
   synopsis: "new REF [--title T]",
@@ -34,6 +35,7 @@ export const create: Command = {
   },
 };
 
+/** `sessionfold append`: commit one text message. Its `help` says what it prints. */
 export const append: Command = {
   name: "append",
   synopsis: "append REF --role user|assistant --text T",
@@ -67,6 +69,7 @@ export const append: Command = {
   },
 };
 
+/** `sessionfold compact`: compact Active with the configured summarizer. Its `help` says what it prints. */
 export const compact: Command = {
   name: "compact",
   synopsis: "compact REF",
