@@ -95,7 +95,7 @@ export class RevisionConflictError extends SessionfoldError {
   }
 }
 
-/** A mutating operation is already running on this session in this process. */
+/** A mutating operation is already running on this session in this process (one at a time). */
 export class SessionBusyError extends SessionfoldError {
   constructor(message: string, details: ErrorDetails = {}) {
     super("busy", message, details);

@@ -78,12 +78,12 @@ export function nextFold(original: ModelInput, attempt: number, maxDepth = MAX_F
  *
  * @example
  * ```ts
- * foldNote(3); // "[3 earlier messages were left out of this request to fit the context window.]"
+ * foldNote(3); // "[3 earlier messages were left out of this request to fit the context window]"
  * ```
  */
 export function foldNote(droppedMessages: number): string {
   const what = droppedMessages === 1 ? "1 earlier message was" : `${droppedMessages} earlier messages were`;
-  return `[${what} left out of this request to fit the context window.]`;
+  return `[${what} left out of this request to fit the context window]`;
 }
 
 /** Index of the first kept message of one halving; 1 ≤ cut ≤ length - 1 for length ≥ 2. */

@@ -16,11 +16,11 @@ export type CompactionPolicy =
 
 /** Real usage must reach this share of the window to schedule a compaction. */
 export const COMPACTION_TRIGGER_RATIO = 0.95;
-/** After a compaction the next real usage must be at most this share of the window. */
+/** After a compaction the next real usage must be at most this share of the context window (its target). */
 export const COMPACTION_TARGET_RATIO = 0.5;
 
 /**
- * The default policy: compact when real usage reaches 95% of the context window.
+ * The default policy: compact when real usage reaches 95% of the context window (seed 000).
  *
  * @example
  * ```ts

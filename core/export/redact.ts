@@ -36,7 +36,7 @@
  *   `input_tokens`, `tokenizer`, `password_file`, `prompt_cache_key` and `sort_key` are kept.
  *   Values kept as they are: empty values, `null`/`true`/`false`/`none`/`nil`/`undefined`,
  *   placeholders and masks (`***`, `xxxx`, `…`), references (`$UPPER_CASE_VAR`, `${…}`,
- *   `$(…)`, `%s`, `%(name)s`, `{name}`, `{{…}}`, `{%…`), code (`getToken(…)`, `os.environ[…]`, `process.env.X`,
+ *   `$(…)`, `%s`, `%(name)s`, `{name}`, `{{…}}`, `{%…`), code (`getToken(…)`, `os.environ[…]`, Node's `env.X`,
  *   `import.meta.env.X`, `self.x`, `this.x`) and, after a `:` only, type names (`token: string`,
  *   `password: str`, `apiKey: Option<String>`). Anything else after the separator is redacted,
  *   numbers included (`password=1234`). Prose such as `Token: the smallest unit` loses the

@@ -316,7 +316,7 @@ export class Session {
    * @throws {InvalidInputError} when a message is not valid.
    * @throws {WriterLockedError} when another writer holds the session.
    * @throws {RevisionConflictError} when another writer committed since this handle read.
-   * @throws {SessionBusyError} when another operation runs on this session in this process.
+   * @throws {SessionBusyError} when another operation runs on this session in this process
    * @throws {CorruptSessionError} when a fatal diagnostic blocks writes.
    */
   async append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
@@ -342,7 +342,7 @@ export class Session {
    * @example
    * ```ts
    * const run = session.run("Summarize the diff", { provider, tools, signal });
-   * for await (const e of run) if (e.type === "text-delta") process.stdout.write(e.text);
+   * for await (const e of run) if (e.type === "text-delta") write(e.text);
    * const { revision } = await run.result;
    * ```
    * @throws {CancelledError} (through `result`) after a cooperative cancellation, with the committed revision.

@@ -32,7 +32,7 @@ export interface SessionState {
   segments: SegmentRange[];
   /** The newest segment's cumulative summary. */
   footer: SummaryRecord | undefined;
-  /** The Active window. */
+  /** The Active window: committed messages since the last compaction. */
   active: MessageRecord[];
   /** Bytes of `active.jsonl` after repairs. */
   activeBytes: number;

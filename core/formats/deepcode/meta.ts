@@ -99,7 +99,7 @@ export function parseDesktopHeader(record: Value): DeepCodeMeta {
  * ```ts
  * const meta = parseCoreMeta(metaBytes, "abc.meta.json");
  * ```
- * @throws {FormatError} naming the meta file and line when it is not such a document.
+ * @throws {FormatError} naming the meta file and line when it is not such a document
  */
 export function parseCoreMeta(bytes: Uint8Array, file: string): DeepCodeMeta {
   const { value, site } = parseJsonDocument(bytes, file, "deepcode");

@@ -29,7 +29,7 @@ const encoder = new TextEncoder();
  * `revision` (kept, so an export never shows a lower one) go to the portable session. Raw
  * reasoning is never imported. The bytes are never changed.
  *
- * @param file the name errors give the document.
+ * @param file the name errors give the document
  * @example
  * ```ts
  * const portable = readRhoSnapshot(bytes, "session.json");
