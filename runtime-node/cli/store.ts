@@ -86,6 +86,17 @@ export class Store {
     return this.#open();
   }
 
+  /**
+   * The store for reading `ref`, which must be in it: a missing root means no session.
+   *
+   * @throws {NotFoundError} naming `ref` when the root folder does not exist.
+   */
+  async holding(ref: SessionRef): Promise<OpenStore> {
+    const opened = await this.forReading();
+    if (!opened) throw noSuchSession(ref, this.root);
+    return opened;
+  }
+
   /** The store for writing; the storage creates the root (`0700`) on its first write. */
   forWriting(): Promise<OpenStore> {
     return this.#open();

@@ -26,7 +26,7 @@
 import { compose as composeInput, formatSessionRef, relativeToSession, type ProviderIdentity, type Session } from "../../../core/mod.ts";
 import { refArg, type Command } from "../command.ts";
 import { messageLine } from "../format.ts";
-import { loadAgent, noSuchSession, openForReading } from "../store.ts";
+import { loadAgent, openForReading } from "../store.ts";
 import { assertReadable } from "./messages.ts";
 
 /** The identity composed for when no assistant message in Active names its provider. */
@@ -47,8 +47,7 @@ export const compose: Command = {
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const agent = await loadAgent(opened, ref.agentId);
     const session = await openForReading(opened.sessions, ref, agent.options);
     const newest = session.segments.at(-1);

@@ -25,7 +25,7 @@ import {
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
-import { noSuchSession, openForReading } from "../store.ts";
+import { openForReading } from "../store.ts";
 
 const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl"] as const;
 const EXPORT_FORMATS = ["deepcode", "rho-snapshot"] as const;
@@ -102,8 +102,7 @@ export const exportCommand: Command = {
     if (format === undefined) throw new UsageError(`export: missing --to ${EXPORT_FORMATS.join("|")}`, { option: "--to" });
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`export: --to must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--to" });
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const session = await openForReading(opened.sessions, ref);
     const progress = new Progress(io, "export");
     let portable: PortableSession;

@@ -8,7 +8,7 @@ import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { describeOwner } from "../format.ts";
 import { Progress } from "../io.ts";
-import { exists, explainOpenError, noSuchSession } from "../store.ts";
+import { exists, explainOpenError } from "../store.ts";
 
 /** `sessionfold fork`: copy the full history into a new session. Its `help` says what it prints. */
 export const fork: Command = {
@@ -27,8 +27,7 @@ export const fork: Command = {
     const target = stringOption(args, "as");
     if (target === undefined) throw new UsageError("fork: missing --as SESSION_ID", { option: "--as" });
     assertId("session_id", target);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const progress = new Progress(io, "fork");
     let forked;
     try {
@@ -52,8 +51,7 @@ export const archive: Command = {
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const meta = await opened.sessions.archive(ref).catch(async (error: unknown) => {
       throw await explainOpenError(opened.storage, ref, error, true);
     });
@@ -78,8 +76,7 @@ export const unlock: Command = {
       throw new UsageError("unlock: removing a writer lock needs --force (check first that its owner is no longer running)", { option: "--force" });
     }
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const { storage } = opened;
     const place: SessionPlace | undefined = (await exists(storage, ref, false)) ? "live" : (await exists(storage, ref, true)) ? "archived" : undefined;
     if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });

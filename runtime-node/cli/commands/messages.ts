@@ -8,7 +8,7 @@ import { CorruptSessionError, formatSessionRef, type Session } from "../../../co
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { messageLine } from "../format.ts";
-import { noSuchSession, openForReading } from "../store.ts";
+import { openForReading } from "../store.ts";
 
 /** `sessionfold messages`: Active's messages, or an older segment's (read-only). Its `help` says what it prints. */
 export const messages: Command = {
@@ -32,8 +32,7 @@ export const messages: Command = {
     if (before !== undefined && (!/^\d+$/.test(beforeText!) || !Number.isSafeInteger(before) || before < 1)) {
       throw new UsageError(`messages: --before expects a positive integer sequence, got ${JSON.stringify(beforeText)}`, { option: "--before" });
     }
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const session = await openForReading(opened.sessions, ref);
     // A segment is read whole by readSegment, which refuses any invalid line itself.
     if (before === undefined) assertReadable(session, ["messages/active.jsonl"]);

@@ -24,7 +24,7 @@ import {
 } from "../../../core/mod.ts";
 import { refArg, type Command } from "../command.ts";
 import { diagnosticLines, type CliDiagnostic } from "../format.ts";
-import { exists, noSuchSession, type OpenStore } from "../store.ts";
+import { exists, type OpenStore } from "../store.ts";
 import { lockDiagnostics, unsupportedSchema } from "../verify.ts";
 
 /** The `--json` result of `show` (CLI.md). */
@@ -52,8 +52,7 @@ export const show: Command = {
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const { report, place } = await showSession(opened, ref);
     return out.result(report, () => showText(ref, place, report));
   },

@@ -8,7 +8,7 @@
 import { formatSessionRef, type CompactionOutcome, type NoCompaction } from "../../../core/mod.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
-import { loadAgent, noSuchSession, openForWriting } from "../store.ts";
+import { loadAgent, openForWriting } from "../store.ts";
 
 /** `sessionfold new`: create an empty session. Its `help` says what it prints. */
 export const create: Command = {
@@ -59,8 +59,7 @@ export const append: Command = {
     if (role !== "user" && role !== "assistant") throw new UsageError(`append: --role must be user or assistant, got ${JSON.stringify(role)}`, { option: "--role" });
     if (text === undefined) throw new UsageError("append: missing --text T", { option: "--text" });
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const agent = await loadAgent(opened, ref.agentId);
     const session = await openForWriting(opened.sessions, ref, agent.options);
     const { sequences, revision } = await session.append({ role, parts: [{ type: "text", text }] });
@@ -83,8 +82,7 @@ export const compact: Command = {
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
-    const opened = await store.forReading();
-    if (!opened) throw noSuchSession(ref, store.root);
+    const opened = await store.holding(ref);
     const agent = await loadAgent(opened, ref.agentId);
     const session = await openForWriting(opened.sessions, ref, agent.options);
     const outcome = await session.compact({ summarizer: agent.summarizer });
