@@ -348,10 +348,15 @@ export class Sessions {
     if (!(await this.storage.move(staging, sessionPaths(target).dir))) throw this.#alreadyExists(target);
   }
 
+  /**
+   * A session exists when its `meta.json` does, or (meta lost) when it has messages. A point
+   * read first: listing the session folder would cost O(files) on backends that list by key
+   * range over every descendant (IndexedDB), and a turn must not grow with history.
+   */
   async #exists(ref: SessionRef, place: SessionPlace): Promise<boolean> {
     const paths = sessionPaths(ref, place);
-    const names = await this.storage.list(paths.dir);
-    return names.includes("meta.json") || names.includes("messages");
+    if (await this.storage.readTail(paths.meta, 0)) return true;
+    return (await this.storage.list(paths.messagesDir)).length > 0;
   }
 
   #alreadyExists(ref: SessionRef): InvalidInputError {

@@ -183,7 +183,7 @@ describe("bounded reads for a normal step", () => {
 
     const reads = recording.calls.filter((c) => c.op === "read" || c.op === "readTail" || c.op === "list").map((c) => `${c.op} ${c.path}`);
     expect(reads).toEqual([
-      `list ${P.dir}`,
+      `readTail ${P.meta}`,
       `read ${P.meta}`,
       `list ${P.segmentsDir}`,
       `readTail ${newest}`,

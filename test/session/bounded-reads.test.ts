@@ -43,11 +43,12 @@ test("open + append of a 1,000-segment session reads only meta, the newest segme
   const reads = new Set(storage.calls.filter((c) => c.op === "read").map((c) => rel(c.path)));
   // writer.lock is read back once to release only this holder's lock.
   expect([...reads].sort()).toEqual(["instruction.md", "messages/active.jsonl", "messages/assistant_message.json", "meta.json", "writer.lock"]);
+  // meta.json's existence is a point read (readTail of 0 bytes), the footer a bounded tail read.
   const tails = storage.calls.filter((c) => c.op === "readTail");
-  expect(tails.map((c) => c.path)).toEqual([newest]);
+  expect(tails.map((c) => c.path)).toEqual([P.meta, newest]);
   expect(tails.every((c) => (c.maxBytes ?? Infinity) <= 4096)).toBe(true);
   const listings = new Set(storage.calls.filter((c) => c.op === "list").map((c) => rel(c.path)));
-  expect([...listings].sort()).toEqual([".", "messages/segments"]);
+  expect([...listings].sort()).toEqual(["messages/segments"]);
   const segmentPaths = new Set(storage.calls.filter((c) => c.path.startsWith(`${P.segmentsDir}/`)).map((c) => c.path));
   expect([...segmentPaths]).toEqual([newest]);
   expect(storage.mutations(P.dir)).toEqual([
