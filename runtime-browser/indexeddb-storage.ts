@@ -47,6 +47,7 @@ import {
   type FileTail,
   type StorageCapabilities,
   type StoragePort,
+  type WriteOptions,
 } from "../core/mod.ts";
 
 /** Options of {@linkcode IndexedDbStorage}. */
@@ -311,7 +312,7 @@ export class IndexedDbStorage implements StoragePort {
     });
   }
 
-  async createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+  async createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
     assertStoragePath(path);
     const pieces = split(bytes);
     return this.#transaction("readwrite", "createExclusive", path, async (store) => {
@@ -320,7 +321,7 @@ export class IndexedDbStorage implements StoragePort {
       if (!(await addOrConflict(store, { size: bytes.length, chunks: pieces.length } satisfies FileHeader, path))) return false;
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
       return true;
-    });
+    }, options);
   }
 
   async truncate(path: string, length: number): Promise<void> {
@@ -347,14 +348,14 @@ export class IndexedDbStorage implements StoragePort {
     });
   }
 
-  async remove(path: string): Promise<void> {
+  async remove(path: string, options?: WriteOptions): Promise<void> {
     assertStoragePath(path);
     return this.#transaction("readwrite", "remove", path, (store) => {
       store.delete(path);
       store.delete(chunksOf(path));
       store.delete(headersBelow(path));
       store.delete(chunksBelow(path));
-    });
+    }, options);
   }
 
   async move(from: string, to: string): Promise<boolean> {
@@ -424,11 +425,18 @@ export class IndexedDbStorage implements StoragePort {
    * with its result once the transaction has committed. When `body` throws, the
    * transaction is aborted: nothing it did is kept.
    */
-  async #transaction<T>(mode: IDBTransactionMode, operation: string, path: string, body: (store: IDBObjectStore) => Promise<T> | T): Promise<T> {
+  async #transaction<T>(
+    mode: IDBTransactionMode,
+    operation: string,
+    path: string,
+    body: (store: IDBObjectStore) => Promise<T> | T,
+    options?: WriteOptions,
+  ): Promise<T> {
     let tx: IDBTransaction;
     try {
       const db = await this.#database();
-      tx = db.transaction(this.storeName, mode, mode === "readwrite" ? { durability: "strict" } : undefined);
+      const durability = options?.durable === false ? "relaxed" : "strict";
+      tx = db.transaction(this.storeName, mode, mode === "readwrite" ? { durability } : undefined);
     } catch (error) {
       throw failure(error, operation, path);
     }

@@ -1,4 +1,4 @@
-import { isValidId, type FileTail, type StoragePort } from "../core/mod.ts";
+import { isValidId, type FileTail, type StoragePort, type WriteOptions } from "../core/mod.ts";
 
 /** What a tab announces after committing: the session and its new revision. */
 export interface CommitEvent {
@@ -100,9 +100,9 @@ export class PageStorage implements StoragePort {
     return this.inner.append(path, bytes);
   }
 
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
     this.#write();
-    return this.inner.createExclusive(path, bytes);
+    return this.inner.createExclusive(path, bytes, options);
   }
 
   truncate(path: string, length: number): Promise<void> {
@@ -110,9 +110,9 @@ export class PageStorage implements StoragePort {
     return this.inner.truncate(path, length);
   }
 
-  remove(path: string): Promise<void> {
+  remove(path: string, options?: WriteOptions): Promise<void> {
     this.#write();
-    return this.inner.remove(path);
+    return this.inner.remove(path, options);
   }
 
   move(from: string, to: string): Promise<boolean> {

@@ -9,8 +9,7 @@
  * @module
  */
 import * as Comlink from "comlink";
-import { InvalidInputError, StorageError, type FileTail } from "../core/mod.ts";
-import { registerErrorTransfer, withTransfer } from "../core/mod.ts";
+import { InvalidInputError, StorageError, registerErrorTransfer, withTransfer, type FileTail, type WriteOptions } from "../core/mod.ts";
 import { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 
 /** What the page calls through Comlink. */
@@ -22,9 +21,9 @@ export interface StorageWorkerApi {
   list(dir: string): Promise<string[]>;
   replace(path: string, bytes: Uint8Array): Promise<void>;
   append(path: string, bytes: Uint8Array): Promise<void>;
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean>;
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean>;
   truncate(path: string, length: number): Promise<void>;
-  remove(path: string): Promise<void>;
+  remove(path: string, options?: WriteOptions): Promise<void>;
   move(from: string, to: string): Promise<boolean>;
   acquireLock(name: string): Promise<boolean>;
   releaseLock(name: string): Promise<void>;
@@ -56,9 +55,9 @@ const api: StorageWorkerApi = {
   list: (dir) => opened().list(dir),
   replace: (path, bytes) => opened().replace(path, bytes),
   append: (path, bytes) => opened().append(path, bytes),
-  createExclusive: (path, bytes) => opened().createExclusive(path, bytes),
+  createExclusive: (path, bytes, options) => opened().createExclusive(path, bytes, options),
   truncate: (path, length) => opened().truncate(path, length),
-  remove: (path) => opened().remove(path),
+  remove: (path, options) => opened().remove(path, options),
   move: (from, to) => opened().move(from, to),
   acquireLock: async (name) => {
     const store = opened();

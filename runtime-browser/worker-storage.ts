@@ -1,6 +1,5 @@
 import * as Comlink from "comlink";
-import { StorageError, type FileTail, type StorageCapabilities, type StoragePort } from "../core/mod.ts";
-import { registerErrorTransfer } from "../core/mod.ts";
+import { StorageError, registerErrorTransfer, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/mod.ts";
 import type { IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
 
@@ -98,16 +97,16 @@ export class WorkerStorage implements StoragePort {
     return this.#call(() => this.#remote.append(path, outgoing(bytes)));
   }
 
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
-    return this.#call(() => this.#remote.createExclusive(path, outgoing(bytes)));
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
+    return this.#call(() => this.#remote.createExclusive(path, outgoing(bytes), options));
   }
 
   truncate(path: string, length: number): Promise<void> {
     return this.#call(() => this.#remote.truncate(path, length));
   }
 
-  remove(path: string): Promise<void> {
-    return this.#call(() => this.#remote.remove(path));
+  remove(path: string, options?: WriteOptions): Promise<void> {
+    return this.#call(() => this.#remote.remove(path, options));
   }
 
   move(from: string, to: string): Promise<boolean> {

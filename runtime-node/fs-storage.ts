@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, link, lstat, mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
-import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities, type StoragePort } from "../core/storage/mod.ts";
+import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/storage/mod.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */
 export interface NodeFileStorageOptions {
@@ -134,14 +134,15 @@ export class NodeFileStorage implements StoragePort {
     );
   }
 
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
+    const durable = this.#fsync && options?.durable !== false;
     return this.#run("createExclusive", path, (file) =>
       this.#serial(file, async () => {
         // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
         // it fails with EEXIST when anything is there, but the file appears whole, so a crash
         // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
         const temp = join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
-        await this.#fill(await this.#withParents(path, () => open(temp, "wx", 0o600)), bytes).catch(async (error: unknown) => {
+        await this.#fill(await this.#withParents(path, () => open(temp, "wx", 0o600)), bytes, durable).catch(async (error: unknown) => {
           await unlink(temp).catch(() => undefined);
           throw error;
         });
@@ -150,30 +151,30 @@ export class NodeFileStorage implements StoragePort {
         } catch (error) {
           if (errno(error) === "EEXIST") return false; // a file or a folder is there
           if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(errno(error) ?? "")) throw error;
-          return await this.#createInPlace(file, bytes); // a file system without hard links
+          return await this.#createInPlace(file, bytes, durable); // a file system without hard links
         } finally {
           await unlink(temp).catch(() => undefined);
         }
-        await this.#syncFolder(dirname(file));
+        if (durable) await this.#syncFolder(dirname(file));
         return true;
       }),
     );
   }
 
   /** createExclusive with open(…, "wx") and a write: for file systems that cannot link (a crash may leave it empty). */
-  async #createInPlace(file: string, bytes: Uint8Array): Promise<boolean> {
+  async #createInPlace(file: string, bytes: Uint8Array, durable: boolean): Promise<boolean> {
     const handle = await open(file, "wx", 0o600).catch((error: unknown) => {
       if (errno(error) === "EEXIST") return undefined;
       throw error;
     });
     if (!handle) return false;
     try {
-      await this.#fill(handle, bytes);
+      await this.#fill(handle, bytes, durable);
     } catch (error) {
       await unlink(file).catch(() => undefined); // never leave half a lock
       throw error;
     }
-    await this.#syncFolder(dirname(file));
+    if (durable) await this.#syncFolder(dirname(file));
     return true;
   }
 
@@ -195,7 +196,7 @@ export class NodeFileStorage implements StoragePort {
     );
   }
 
-  remove(path: string): Promise<void> {
+  remove(path: string, options?: WriteOptions): Promise<void> {
     return this.#run("remove", path, async (file) => {
       try {
         await rm(file, { recursive: true, force: true });
@@ -203,7 +204,7 @@ export class NodeFileStorage implements StoragePort {
         if (errno(error) === "ENOTDIR") return; // a parent is a file: nothing is at `path`
         throw error;
       }
-      await this.#syncFolder(dirname(file));
+      if (options?.durable !== false) await this.#syncFolder(dirname(file));
     });
   }
 
@@ -253,11 +254,11 @@ export class NodeFileStorage implements StoragePort {
   }
 
   /** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync, close. */
-  async #fill(handle: FileHandle, bytes: Uint8Array): Promise<void> {
+  async #fill(handle: FileHandle, bytes: Uint8Array, sync = this.#fsync): Promise<void> {
     try {
       await handle.chmod(0o600);
       await writeAll(handle, bytes, 0);
-      if (this.#fsync) await handle.sync();
+      if (sync) await handle.sync();
     } finally {
       await handle.close();
     }

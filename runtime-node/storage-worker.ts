@@ -7,8 +7,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import type { StoragePort } from "../core/storage/mod.ts";
-import { registerErrorTransfer, withTransfer } from "../core/storage/mod.ts";
+import { registerErrorTransfer, withTransfer, type StoragePort } from "../core/storage/mod.ts";
 import { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 
 /** What the host calls through Comlink: the port's methods, results transferred where that saves a copy. */
@@ -30,9 +29,9 @@ const api: StorageWorkerApi = {
   list: (dir) => storage.list(dir),
   replace: (path, bytes) => storage.replace(path, bytes),
   append: (path, bytes) => storage.append(path, bytes),
-  createExclusive: (path, bytes) => storage.createExclusive(path, bytes),
+  createExclusive: (path, bytes, options) => storage.createExclusive(path, bytes, options),
   truncate: (path, length) => storage.truncate(path, length),
-  remove: (path) => storage.remove(path),
+  remove: (path, options) => storage.remove(path, options),
   move: (from, to) => storage.move(from, to),
 };
 

@@ -55,6 +55,7 @@ import {
   type FileTail,
   type StorageCapabilities,
   type StoragePort,
+  type WriteOptions,
 } from "../core/mod.ts";
 
 /**
@@ -294,9 +295,9 @@ export class FaultyStorage implements StoragePort {
   }
 
   /** @inheritdoc */
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
     return this.#mutate({ name: "createExclusive", path, bytes: bytes.length }, undefined, () =>
-      this.inner.createExclusive(path, bytes),
+      this.inner.createExclusive(path, bytes, options),
     );
   }
 
@@ -306,8 +307,8 @@ export class FaultyStorage implements StoragePort {
   }
 
   /** @inheritdoc */
-  remove(path: string): Promise<void> {
-    return this.#mutate({ name: "remove", path }, undefined, () => this.inner.remove(path));
+  remove(path: string, options?: WriteOptions): Promise<void> {
+    return this.#mutate({ name: "remove", path }, undefined, () => this.inner.remove(path, options));
   }
 
   /** @inheritdoc */

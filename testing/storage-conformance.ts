@@ -460,6 +460,18 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
     });
 
+    describe("write options", () => {
+      test("durable: false changes no semantics: createExclusive is still exclusive and whole, remove still removes", async (storage) => {
+        const quick = { durable: false } as const;
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":1}'), quick)).toBe(true);
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":2}'), quick)).toBe(false);
+        expect(await readText(storage, "s/writer.lock")).toBe('{"pid":1}');
+        await storage.remove("s/writer.lock", quick);
+        expect(await storage.read("s/writer.lock")).toBeUndefined();
+        expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":3}'), { durable: true })).toBe(true);
+      });
+    });
+
     describe("remove", () => {
       test("removes a file and nothing else", async (storage) => {
         await storage.replace("d/a", utf8("a"));

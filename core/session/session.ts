@@ -639,7 +639,10 @@ export class Session {
     if (text.trim() === "") {
       throw new CompactionFailedError(`compaction of ${formatSessionRef(this.ref)} failed: the summarizer returned an empty summary; nothing changed`, { empty: true });
     }
-    const beforeTokens = estimateTextTokens(previous) + estimateTokens(state.active);
+    // The estimate adds up message by message: Active = the selected half + the kept half.
+    const removedTokens = estimateTokens(plan.selected);
+    const keptTokens = estimateTokens(plan.kept);
+    const beforeTokens = estimateTextTokens(previous) + removedTokens + keptTokens;
     const footer: SummaryRecord = {
       record_type: "summary",
       session_id: this.ref.sessionId,
@@ -663,10 +666,10 @@ export class Session {
     state.footer = footer;
     state.active = kept;
     state.activeBytes = activeBytes.length;
-    const afterTokens = estimateTextTokens(text) + estimateTokens(kept);
+    const afterTokens = estimateTextTokens(text) + keptTokens;
     const accounting = accumulateCompaction(state.meta.compaction, {
       removedMessages: selected.length,
-      removedTokensEstimate: estimateTokens(selected),
+      removedTokensEstimate: removedTokens,
       ...(cost !== undefined ? { costUsdMicros: cost } : {}),
       beforeTokens,
       afterTokens,

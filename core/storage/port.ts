@@ -23,6 +23,15 @@ export interface FileTail {
 }
 
 /**
+ * Per-call write options. `durable: false` says the caller does not need this write to
+ * survive a machine crash (the writer lock only matters while its process lives), so a
+ * backend may skip its flushes; a process crash still sees the write whole or not at all.
+ */
+export interface WriteOptions {
+  readonly durable?: boolean;
+}
+
+/**
  * File-like storage over the paths of FORMAT.md. A missing path is a value, never an
  * error. Folders exist implicitly: whether an empty folder is still listed is
  * unspecified, so the core never depends on it.
@@ -41,11 +50,11 @@ export interface StoragePort {
   /** Appends durably; a crash may leave at most a torn final line. Creates the file and parents. */
   append(path: string, bytes: Uint8Array): Promise<void>;
   /** Creates a file only if nothing is at `path`; resolves `false` when something already is. */
-  createExclusive(path: string, bytes: Uint8Array): Promise<boolean>;
+  createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean>;
   /** Cuts a file to `length` bytes (used to drop a torn tail before appending). */
   truncate(path: string, length: number): Promise<void>;
   /** Removes a file or a whole folder tree; a missing path is not an error. */
-  remove(path: string): Promise<void>;
+  remove(path: string, options?: WriteOptions): Promise<void>;
   /** Moves a file or folder tree as one step, creating `to`'s parents; resolves `false` (moving nothing) when `from` is missing or `to` exists. */
   move(from: string, to: string): Promise<boolean>;
   /**
