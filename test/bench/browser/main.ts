@@ -1,0 +1,116 @@
+/**
+ * The bench page of case 1 in Chromium: seeds IndexedDB with a synthetic history (the
+ * FORMAT.md files written directly, no commits) and times "open the session and compose
+ * the next model input" through `openBrowserSessions` (IndexedDB in its module Web
+ * Worker), against reading the same history as one plain JSONL file through the same
+ * storage. `test/bench/cases/browser.ts` drives it through `window.bench`; each timing
+ * runs in a freshly loaded page (a new JS realm and a new storage worker).
+ *
+ * @module
+ */
+import { Sessions, type StoragePort } from "../../../core/mod.ts";
+import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
+import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
+import { BENCH_PROVIDER, BENCH_REF, contextFromPlainJsonl, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
+
+/** The key of the plain JSONL copy of the history (outside every session folder). */
+const PLAIN = "plain/history.jsonl";
+
+interface OpenTiming {
+  ms: number;
+  contextMessages: number;
+  summaryChars: number;
+}
+
+const bench = {
+  /** Writes the synthetic session of `n` messages and its plain JSONL copy into `dbName`. */
+  async seed(dbName: string, n: number): Promise<{ ms: number; historyBytes: number; plainBytes: number }> {
+    const t0 = performance.now();
+    const storage = new IndexedDbStorage({ dbName });
+    try {
+      const historyBytes = await writeSyntheticSession((path, bytes) => storage.replace(path, bytes), n);
+      await storage.remove(PLAIN);
+      const plainBytes = await writePlainJsonl((bytes) => storage.append(PLAIN, bytes), n);
+      return { ms: performance.now() - t0, historyBytes, plainBytes };
+    } finally {
+      await storage.close();
+    }
+  },
+
+  /** Times `sessions.open` + `compose` (the store and its worker are up before the clock starts). */
+  async open(dbName: string): Promise<OpenTiming> {
+    const browser = await openBrowserSessions({ dbName, channel: false });
+    try {
+      const t0 = performance.now();
+      const session = await browser.sessions.open(BENCH_REF);
+      const { input } = session.compose(BENCH_PROVIDER);
+      const ms = performance.now() - t0;
+      return { ms, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
+    } finally {
+      await browser.close();
+    }
+  },
+
+  /** Times reading the plain JSONL copy whole through the same storage and taking the next model input from it. */
+  async openPlain(dbName: string): Promise<OpenTiming> {
+    const browser = await openBrowserSessions({ dbName, channel: false });
+    try {
+      const t0 = performance.now();
+      const bytes = (await browser.storage.read(PLAIN)) ?? new Uint8Array(0);
+      const context = contextFromPlainJsonl(new TextDecoder().decode(bytes));
+      const ms = performance.now() - t0;
+      return { ms, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
+    } finally {
+      await browser.close();
+    }
+  },
+
+  /**
+   * Where the time of open + compose goes, storage call by storage call: the same store and
+   * worker, a `Sessions` over a timing wrapper of its storage; 3 warm-up opens, then the mean
+   * of 10.
+   */
+  async openBreakdown(dbName: string): Promise<string> {
+    const browser = await openBrowserSessions({ dbName, channel: false });
+    try {
+      const spent = new Map<string, number>();
+      const inner = browser.storage;
+      const timed = new Proxy(inner, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target) as unknown;
+          if (typeof value !== "function") return value;
+          return (...args: unknown[]) => {
+            const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
+            const t0 = performance.now();
+            const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+            return result instanceof Promise ? result.finally(() => spent.set(label, (spent.get(label) ?? 0) + performance.now() - t0)) : result;
+          };
+        },
+      }) as StoragePort;
+      const sessions = new Sessions({ storage: timed });
+      for (let i = 0; i < 3; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      spent.clear();
+      const runs = 10;
+      const t0 = performance.now();
+      for (let i = 0; i < runs; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      const total = (performance.now() - t0) / runs;
+      const parts = [...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`);
+      const io = [...spent.values()].reduce((a, b) => a + b, 0) / runs;
+      return `warm open + compose ${total.toFixed(2)} ms = ${parts.join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+    } finally {
+      await browser.close();
+    }
+  },
+
+  /** Deletes the database (frees the profile's disk between sizes). */
+  deleteDb(dbName: string): Promise<null> {
+    return new Promise((resolve, reject) => {
+      const request = indexedDB.deleteDatabase(dbName);
+      request.onsuccess = () => resolve(null);
+      request.onerror = () => reject(request.error);
+    });
+  },
+};
+
+(globalThis as { bench?: typeof bench }).bench = bench;
+document.title = "bench ready";

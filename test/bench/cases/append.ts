@@ -1,0 +1,168 @@
+/**
+ * Case 2 (durable append throughput against the disk's floor) and case 5 (the worker hop).
+ *
+ * - sessionfold: `Session.append` of one ~500-byte message, each a durable commit, through
+ *   `openNodeSessions` with its worker thread, and without it (`worker: false`: the same
+ *   `NodeFileStorage` on the host thread).
+ * - floor: the same bytes (the exact JSONL line sessionfold appends) appended to a file in
+ *   the same folder with `writeSync` + `fsyncSync`, one line per fsync.
+ * - case 5 compares the same commits with and without the worker, with fsync (what hosts
+ *   run) and without it (`fsync: false`, which leaves the hop and the CPU work alone).
+ *
+ * The variants alternate in short batches, so load on the shared machine falls on all of
+ * them alike; each figure is the median of the batches.
+ *
+ * @module
+ */
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { encodeJsonlLine, Sessions, toMessageRecord, type NewMessage, type Session, type StoragePort } from "../../../core/mod.ts";
+import { NodeFileStorage, openNodeSessions, type NodeSessions } from "../../../runtime-node/mod.ts";
+import type { CaseContext } from "../lib/result.ts";
+import { median } from "../lib/stats.ts";
+import { syntheticText } from "../lib/synth.ts";
+
+/** A ~500-byte message (as committed: about 500 bytes of JSONL). */
+export function appendMessage(i: number): NewMessage {
+  return i % 2 === 0
+    ? { role: "user", parts: [{ type: "text", text: syntheticText(i, 340) }] }
+    : { role: "assistant", parts: [{ type: "text", text: syntheticText(i, 220) }], usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 }, provider: { provider: "openai", api: "responses", model: "gpt-5" } };
+}
+
+interface Variant {
+  readonly name: string;
+  readonly store: NodeSessions;
+  readonly session: Session;
+  readonly batches: number[];
+}
+
+async function variant(root: string, name: string, worker: boolean, fsync: boolean): Promise<Variant> {
+  const store = await openNodeSessions({ root: join(root, name), worker, fsync });
+  const session = await store.sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "append" });
+  return { name, store, session, batches: [] };
+}
+
+/** Wraps a storage so that the time of every call is summed per method and file name. */
+export function timedStorage(inner: StoragePort): { storage: StoragePort; spent: Map<string, number> } {
+  const spent = new Map<string, number>();
+  const storage = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
+        const t0 = performance.now();
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result instanceof Promise ? result.finally(() => spent.set(label, (spent.get(label) ?? 0) + performance.now() - t0)) : result;
+      };
+    },
+  });
+  return { storage, spent };
+}
+
+/** Where the time of one durable commit goes, storage call by storage call (host thread, fsync on). */
+async function commitBreakdown(root: string, commits: number): Promise<string> {
+  const { storage, spent } = timedStorage(new NodeFileStorage({ root }));
+  const sessions = new Sessions({ storage });
+  const session = await sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "breakdown" });
+  for (let i = 0; i < 10; i++) await session.append(appendMessage(i));
+  spent.clear();
+  const t0 = performance.now();
+  for (let i = 0; i < commits; i++) await session.append(appendMessage(i));
+  const total = (performance.now() - t0) / commits;
+  const parts = [...spent].map(([label, ms]) => [label, ms / commits] as const);
+  const io = parts.reduce((sum, [, ms]) => sum + ms, 0);
+  return `per commit ${total.toFixed(2)} ms = ${parts.map(([label, ms]) => `${label} ${ms.toFixed(2)}`).join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+}
+
+export async function appendCase(ctx: CaseContext): Promise<void> {
+  const batch = ctx.quick ? 40 : 100;
+  const rounds = ctx.quick ? 5 : 9;
+  const durable = [await variant(ctx.tmp, "worker", true, true), await variant(ctx.tmp, "host", false, true)];
+  const volatile = [await variant(ctx.tmp, "worker-nofsync", true, false), await variant(ctx.tmp, "host-nofsync", false, false)];
+  const all = [...durable, ...volatile];
+  const line = new TextEncoder().encode(encodeJsonlLine(toMessageRecord(appendMessage(0), Date.now)));
+  const floorFile = join(ctx.tmp, "floor.jsonl");
+  const fd = openSync(floorFile, "a", 0o600);
+  const floorBatches: number[] = [];
+  let i = 0;
+  try {
+    // Warm-up: JIT, the worker's first calls, the files' first blocks.
+    for (const v of all) for (let k = 0; k < 10; k++) await v.session.append(appendMessage(i++));
+    for (let k = 0; k < 10; k++) (writeSync(fd, line), fsyncSync(fd));
+    for (let round = 0; round < rounds; round++) {
+      let t0 = performance.now();
+      for (let k = 0; k < batch; k++) {
+        writeSync(fd, line);
+        fsyncSync(fd);
+      }
+      floorBatches.push((performance.now() - t0) / batch);
+      for (const v of all) {
+        t0 = performance.now();
+        for (let k = 0; k < batch; k++) await v.session.append(appendMessage(i++));
+        v.batches.push((performance.now() - t0) / batch);
+      }
+    }
+  } finally {
+    closeSync(fd);
+    for (const v of all) await v.store.close();
+  }
+  const floorMs = median(floorBatches);
+  const breakdown = await commitBreakdown(join(ctx.tmp, "breakdown"), batch);
+  ctx.log(`case 2: ${breakdown}`);
+  ctx.log(`case 2: floor ${floorMs.toFixed(3)} ms/line; ${all.map((v) => `${v.name} ${median(v.batches).toFixed(3)} ms`).join(", ")}`);
+  const runs = rounds * batch;
+  const [worker, host] = durable.map((v) => median(v.batches)) as [number, number];
+  const [workerFast, hostFast] = volatile.map((v) => median(v.batches)) as [number, number];
+  const floorNote = `floor: ${floorMs.toFixed(3)} ms per ${line.length}-byte write + fsync`;
+  ctx.emit({
+    case: 2,
+    name: "append.durable.worker",
+    value: 1000 / worker,
+    unit: "commits/s",
+    baseline: 1000 / floorMs,
+    baselineName: "write + fsync of the same bytes (lines/s)",
+    ratio: floorMs / worker,
+    ratioMeaning: "value / baseline (fraction of the floor)",
+    target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
+    runs,
+    note: `${worker.toFixed(3)} ms per commit; ${floorNote}`,
+  });
+  ctx.emit({
+    case: 2,
+    name: "append.durable.no-worker",
+    value: 1000 / host,
+    unit: "commits/s",
+    baseline: 1000 / floorMs,
+    baselineName: "write + fsync of the same bytes (lines/s)",
+    ratio: floorMs / host,
+    ratioMeaning: "value / baseline (fraction of the floor)",
+    target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
+    runs,
+    note: `${host.toFixed(3)} ms per commit; ${floorNote}; ${breakdown}`,
+  });
+  ctx.emit({
+    case: 5,
+    name: "worker-hop.commit",
+    value: worker,
+    unit: "ms/commit",
+    baseline: host,
+    baselineName: "the same commit on the host thread (NodeFileStorage, fsync on)",
+    ratio: worker / host,
+    ratioMeaning: "value / baseline",
+    target: { op: "<=", limit: 1.1, text: "≤ 1.10 (≤ 10% overhead)" },
+    runs,
+  });
+  ctx.emit({
+    case: 5,
+    name: "worker-hop.commit.no-fsync",
+    value: workerFast,
+    unit: "ms/commit",
+    baseline: hostFast,
+    baselineName: "the same commit on the host thread, fsync off (the hop and CPU alone)",
+    ratio: workerFast / hostFast,
+    ratioMeaning: "value / baseline",
+    runs,
+    note: `${((workerFast - hostFast) * 1000).toFixed(0)} µs of hop per commit`,
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * Case 1 in Chromium: open + compose on the browser runtime (`openBrowserSessions`:
+ * IndexedDB in a module Web Worker) for each history size, against reading the same
+ * history as one plain JSONL file whole through the same storage.
+ *
+ * Debian's chromium is driven by playwright-core with a persistent profile in a temp
+ * folder (so IndexedDB lives on disk, as for a user), against `browser/index.html` served
+ * by a Vite dev server. Each timing is a freshly loaded page (new JS realm, new storage
+ * worker); the store is opened before the clock starts, as on Node.
+ *
+ * @module
+ */
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BrowserContext } from "playwright-core";
+import type { CaseContext } from "../lib/result.ts";
+import { median } from "../lib/stats.ts";
+import { sizeLabel } from "../lib/synth.ts";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../../support/chromium.ts";
+
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const PAGE = "/test/bench/browser/index.html";
+
+interface OpenTiming {
+  ms: number;
+  contextMessages: number;
+  summaryChars: number;
+}
+
+type BenchApi = {
+  seed(dbName: string, n: number): Promise<{ ms: number; historyBytes: number; plainBytes: number }>;
+  open(dbName: string): Promise<OpenTiming>;
+  openPlain(dbName: string): Promise<OpenTiming>;
+  deleteDb(dbName: string): Promise<null>;
+  openBreakdown(dbName: string): Promise<string>;
+};
+
+export async function browserCase(ctx: CaseContext): Promise<void> {
+  const sizes = ctx.quick ? [100, 10_000, 100_000] : [100, 10_000, 1_000_000];
+  const reps = ctx.quick ? 3 : 7;
+  const plainReps = ctx.quick ? 2 : 5;
+  const { createServer } = await import("vite");
+  const { chromium } = await import("playwright-core");
+  const server = await createServer({
+    configFile: false,
+    root: ROOT,
+    cacheDir: join(ROOT, "node_modules/.vite/bench"),
+    logLevel: "error",
+    clearScreen: false,
+    server: { host: "127.0.0.1", port: 0, hmr: false, watch: null },
+    optimizeDeps: { entries: [PAGE.slice(1)], include: ["comlink", "idb-keyval", "zod", "jsonc-parser"] },
+  });
+  await server.listen();
+  const { port } = server.httpServer!.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}${PAGE}`;
+  let context: BrowserContext | undefined;
+  const results = new Map<string, { sf: number; plain: number; runs: number; plainRuns: number; breakdown: string }>();
+  try {
+    context = await chromium.launchPersistentContext(join(ctx.tmp, "profile"), { executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
+    const version = context.browser()?.version() ?? "unknown";
+    ctx.log(`case 1 (chromium ${version}): ${url}`);
+    /** Calls `window.bench[method](db, n)` in a freshly loaded page (a string expression: nothing of this file's JS is shipped). */
+    const inPage = async <T>(method: keyof BenchApi | "ready", db: string, n: number): Promise<T> => {
+      const page = await context!.newPage();
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      try {
+        await page.goto(url);
+        await page.waitForFunction("globalThis.bench !== undefined", undefined, { timeout: 60_000 });
+        if (method === "ready") return null as T;
+        return (await page.evaluate(`globalThis.bench.${method}(${JSON.stringify(db)}, ${n})`)) as T;
+      } finally {
+        await page.close();
+        if (errors.length > 0) throw new Error(`bench page errors: ${errors.join("; ")}`);
+      }
+    };
+    // A first page load makes Vite transform and pre-bundle everything before any timing.
+    await inPage("ready", "warmup", 0);
+    for (const n of sizes) {
+      const db = `bench-${n}`;
+      const seeded = await inPage<Awaited<ReturnType<BenchApi["seed"]>>>("seed", db, n);
+      ctx.log(`case 1 (chromium): seeded ${n} messages (${(seeded.historyBytes / 1e6).toFixed(1)} MB) in ${(seeded.ms / 1000).toFixed(1)} s`);
+      const sf: OpenTiming[] = [];
+      const plain: OpenTiming[] = [];
+      for (let rep = 0; rep < reps; rep++) {
+        sf.push(await inPage<OpenTiming>("open", db, n));
+        if (rep < plainReps) plain.push(await inPage<OpenTiming>("openPlain", db, n));
+      }
+      const breakdown = n === sizes[0] || n === sizes.at(-1) ? await inPage<string>("openBreakdown", db, n) : "";
+      const shapes = new Set([...sf, ...plain].map((t) => `${t.contextMessages}/${t.summaryChars}`));
+      if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
+      results.set(String(n), { sf: median(sf.map((t) => t.ms)), plain: median(plain.map((t) => t.ms)), runs: sf.length, plainRuns: plain.length, breakdown });
+      ctx.log(`case 1 (chromium): n=${n}: sessionfold ${results.get(String(n))!.sf.toFixed(1)} ms, plain JSONL ${results.get(String(n))!.plain.toFixed(1)} ms`);
+      // Free the profile's disk before the next size.
+      await inPage("deleteDb", db, n);
+    }
+  } finally {
+    await context?.close();
+    await server.close();
+  }
+  for (const n of sizes) {
+    const r = results.get(String(n))!;
+    ctx.emit({
+      case: 1,
+      name: `turn.chromium.sessionfold.n=${sizeLabel(n)}`,
+      value: r.sf,
+      unit: "ms",
+      baseline: r.plain,
+      baselineName: `plain JSONL read whole from the same IndexedDB storage, n=${sizeLabel(n)}`,
+      ratio: r.sf / r.plain,
+      ratioMeaning: "value / baseline",
+      runs: r.runs,
+    });
+  }
+  const lo = results.get(String(sizes[0]))!;
+  const hi = results.get(String(sizes.at(-1)))!;
+  const range = `n=${sizeLabel(sizes.at(-1)!)}/n=${sizeLabel(sizes[0]!)}`;
+  ctx.emit({
+    case: 1,
+    name: `turn.chromium.sessionfold.flatness(${range})`,
+    value: hi.sf,
+    unit: "ms",
+    baseline: lo.sf,
+    baselineName: `sessionfold in chromium itself at n=${sizeLabel(sizes[0]!)}`,
+    ratio: hi.sf / lo.sf,
+    ratioMeaning: `time at ${sizeLabel(sizes.at(-1)!)} / time at ${sizeLabel(sizes[0]!)} messages`,
+    runs: hi.runs,
+    target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" },
+    note: `n=${sizeLabel(sizes.at(-1)!)}: ${hi.breakdown}; n=${sizeLabel(sizes[0]!)}: ${lo.breakdown}`,
+  });
+  ctx.emit({
+    case: 1,
+    name: `turn.chromium.jsonl.flatness(${range})`,
+    value: hi.plain,
+    unit: "ms",
+    baseline: lo.plain,
+    baselineName: `plain JSONL in chromium itself at n=${sizeLabel(sizes[0]!)}`,
+    ratio: hi.plain / lo.plain,
+    ratioMeaning: `time at ${sizeLabel(sizes.at(-1)!)} / time at ${sizeLabel(sizes[0]!)} messages`,
+    runs: hi.plainRuns,
+  });
+}

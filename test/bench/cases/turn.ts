@@ -1,0 +1,213 @@
+/**
+ * Case 1 (Node) and case 6: the cost of a turn against history length, and the peak
+ * memory of opening the largest history against an empty one.
+ *
+ * Each history exists in four formats holding the same messages (lib/fixtures.ts). Each
+ * timing is one fresh process (probe.ts) that opens the session and gets what the next
+ * model call needs — sessionfold: `sessions.open` + `compose` through `openNodeSessions`
+ * (worker thread); plain JSONL: read the whole file, parse every line, take the last
+ * summary and what follows; pi-coding-agent: `SessionManager.open` +
+ * `buildSessionContext()`; LangGraph: `SqliteSaver.getTuple` of the thread and the
+ * messages after the summarized ones. Implementations are interleaved run by run; the
+ * figure is the median. Files are in the page cache for every format alike (each was
+ * just written).
+ *
+ * @module
+ */
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { Sessions } from "../../../core/mod.ts";
+import { NodeFileStorage } from "../../../runtime-node/mod.ts";
+import { ProbeTimeout, runProbe } from "../lib/child.ts";
+import type { BenchRow, CaseContext } from "../lib/result.ts";
+import { median } from "../lib/stats.ts";
+import { BENCH_PROVIDER, BENCH_REF, sizeLabel } from "../lib/synth.ts";
+import type { OpenResult, ProbeFormat, ProbeImpl } from "../probe.ts";
+import { timedStorage } from "./append.ts";
+
+/** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
+async function openBreakdown(root: string): Promise<string> {
+  const { storage, spent } = timedStorage(new NodeFileStorage({ root }));
+  const sessions = new Sessions({ storage });
+  for (let i = 0; i < 5; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+  spent.clear();
+  const runs = 20;
+  const t0 = performance.now();
+  for (let i = 0; i < runs; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+  const total = (performance.now() - t0) / runs;
+  const io = [...spent.values()].reduce((a, b) => a + b, 0) / runs;
+  return `${total.toFixed(2)} ms = ${[...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`).join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+}
+
+interface Impl {
+  readonly impl: ProbeImpl;
+  readonly format: ProbeFormat;
+  readonly label: string;
+  readonly file: string;
+}
+
+const IMPLS: readonly Impl[] = [
+  { impl: "sessionfold", format: "sessionfold", label: "sessionfold", file: "sessionfold" },
+  { impl: "jsonl", format: "jsonl", label: "plain JSONL read whole", file: "history.jsonl" },
+  { impl: "pi", format: "pi", label: "pi-coding-agent SessionManager", file: "pi-session.jsonl" },
+  { impl: "langgraph", format: "langgraph", label: "LangGraph SqliteSaver", file: "langgraph.sqlite" },
+];
+
+interface Cell {
+  runs: OpenResult[];
+  spentMs: number;
+  failure?: string;
+}
+
+/** The figures of case 1 (Node) and case 6, for reuse by the report. */
+export async function turnCase(ctx: CaseContext): Promise<void> {
+  const sizes = ctx.quick ? [100, 10_000, 100_000] : [100, 10_000, 1_000_000];
+  // LangGraph needs minutes per open at 10⁵ and up; quick mode stops it at 10⁴.
+  const sizesOf = (impl: ProbeImpl) => (ctx.quick && impl === "langgraph" ? sizes.filter((n) => n <= 10_000) : sizes);
+  const sfReps = ctx.quick ? 4 : 9;
+  const peerReps = ctx.quick ? 1 : 5;
+  /** A peer stops repeating once it has used this much time on one size (it always runs once). */
+  const peerBudgetMs = ctx.quick ? 8_000 : 150_000;
+  const timeoutMs = ctx.quick ? 90_000 : 1_800_000;
+  const cells = new Map<string, Cell>();
+  const warm = new Map<string, number>();
+  const breakdowns = new Map<number, string>();
+  const key = (impl: ProbeImpl, n: number) => `${impl}@${n}`;
+
+  for (const n of [0, ...sizes]) {
+    const dir = join(ctx.tmp, `n${n}`);
+    // Quick mode keeps the empty-session memory baseline for sessionfold only (case 6's target).
+    const impls = IMPLS.filter((i) => (n === 0 ? !ctx.quick || i.impl === "sessionfold" : sizesOf(i.impl).includes(n)));
+    ctx.log(`case 1: building ${impls.map((i) => i.format).join(", ")} histories of ${n} messages`);
+    await runProbe({ kind: "build", items: impls.map(({ format, file }) => ({ format, path: join(dir, file) })), n }, timeoutMs);
+    const reps = n === 0 ? (ctx.quick ? 2 : 3) : sfReps;
+    for (let rep = 0; rep < reps; rep++) {
+      for (const { impl, file } of impls) {
+        const cell = cells.get(key(impl, n)) ?? { runs: [], spentMs: 0 };
+        cells.set(key(impl, n), cell);
+        const limit = impl === "sessionfold" ? reps : Math.min(reps, peerReps);
+        if (cell.failure || cell.runs.length >= limit || (cell.runs.length > 0 && impl !== "sessionfold" && cell.spentMs > peerBudgetMs)) continue;
+        const t0 = performance.now();
+        try {
+          cell.runs.push(await runProbe({ kind: "open", impl, path: join(dir, file), n }, timeoutMs));
+        } catch (error) {
+          cell.failure = error instanceof ProbeTimeout ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : String(error instanceof Error ? error.message : error).slice(0, 300);
+          ctx.log(`case 1: ${impl} at ${n}: ${cell.failure}`);
+        }
+        cell.spentMs += performance.now() - t0;
+      }
+    }
+    // A long-lived host: open + compose again and again in one warm process.
+    if (n > 0) {
+      for (const { impl, file } of impls.filter((i) => i.impl === "sessionfold" || i.impl === "jsonl")) {
+        const result = await runProbe({ kind: "open", impl, path: join(dir, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000 }, timeoutMs);
+        warm.set(key(impl, n), result.ms);
+      }
+      if (n === sizes[0] || n === sizes.at(-1)) breakdowns.set(n, await openBreakdown(join(dir, "sessionfold")));
+    }
+    // Every format must hand the model the same input.
+    const shapes = new Set(impls.map(({ impl }) => cells.get(key(impl, n))!.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
+    if (shapes.size > 1) throw new Error(`case 1 at ${n}: the formats disagree on the model input (messages/summary chars): ${[...shapes].join(", ")}`);
+    const summary = impls
+      .map(({ impl }) => {
+        const c = cells.get(key(impl, n))!;
+        return `${impl} ${c.runs.length ? median(c.runs.map((r) => r.ms)).toFixed(1) : "-"} ms`;
+      })
+      .join(", ");
+    ctx.log(`case 1: n=${n}: ${summary}`);
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  const ms = (impl: ProbeImpl, n: number) => {
+    const cell = cells.get(key(impl, n));
+    return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
+  };
+  const runs = (impl: ProbeImpl, n: number) => cells.get(key(impl, n))?.runs.length ?? 0;
+  const failure = (impl: ProbeImpl, n: number) => cells.get(key(impl, n))?.failure;
+
+  for (const { impl, label } of IMPLS) {
+    for (const n of sizesOf(impl)) {
+      if (impl === "jsonl") continue; // it is every row's baseline
+      const value = ms(impl, n);
+      const base = ms("jsonl", n);
+      const fail = failure(impl, n);
+      ctx.emit({
+        case: 1,
+        name: `turn.node.${impl}.n=${sizeLabel(n)}`,
+        value,
+        unit: "ms",
+        baseline: base,
+        baselineName: `plain JSONL read whole, n=${sizeLabel(n)}`,
+        ratio: value !== null && base ? value / base : null,
+        ratioMeaning: "value / baseline",
+        runs: runs(impl, n),
+        ...(fail ? { note: `${label}: ${fail}` } : {}),
+      });
+    }
+  }
+  for (const { impl, label } of IMPLS) {
+    const own = sizesOf(impl);
+    const hi = own.at(-1)!;
+    const lo = own[0]!;
+    const value = ms(impl, hi);
+    const base = ms(impl, lo);
+    const row: BenchRow = {
+      case: 1,
+      name: `turn.node.${impl}.flatness(n=${sizeLabel(hi)}/n=${sizeLabel(lo)})`,
+      value,
+      unit: "ms",
+      baseline: base,
+      baselineName: `${label} itself at n=${sizeLabel(lo)}`,
+      ratio: value !== null && base ? value / base : null,
+      ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages`,
+      runs: runs(impl, hi),
+      ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
+      ...(failure(impl, hi) ? { note: `${label} at n=${sizeLabel(hi)}: ${failure(impl, hi)}` } : {}),
+    };
+    ctx.emit(row);
+  }
+
+  const lo = sizes[0]!;
+  const hi = sizes.at(-1)!;
+  for (const impl of ["sessionfold", "jsonl"] as const) {
+    const value = warm.get(key(impl, hi)) ?? null;
+    const base = warm.get(key(impl, lo)) ?? null;
+    ctx.emit({
+      case: 1,
+      name: `turn.node.${impl}.warm.flatness(n=${sizeLabel(hi)}/n=${sizeLabel(lo)})`,
+      value,
+      unit: "ms",
+      baseline: base,
+      baselineName: `the same, warm, at n=${sizeLabel(lo)}`,
+      ratio: value !== null && base ? value / base : null,
+      ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, warm process`,
+      note:
+        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host); ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
+        (impl === "sessionfold" ? `; without the worker, n=${sizeLabel(hi)}: ${breakdowns.get(hi)}; n=${sizeLabel(lo)}: ${breakdowns.get(lo)}` : ""),
+      ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
+    });
+  }
+
+  // Case 6: peak memory (whole process, worker included) at the largest size against an empty session.
+  for (const { impl, label } of IMPLS) {
+    if (ctx.quick && impl !== "sessionfold") continue; // quick mode measures the empty baseline for sessionfold only
+    const hi = sizesOf(impl).at(-1)!;
+    const big = cells.get(key(impl, hi))?.runs ?? [];
+    const empty = cells.get(key(impl, 0))?.runs ?? [];
+    const peak = big.length ? median(big.map((r) => r.maxRssMB)) : null;
+    const base = empty.length ? median(empty.map((r) => r.maxRssMB)) : null;
+    ctx.emit({
+      case: 6,
+      name: `memory.open.${impl}.n=${sizeLabel(hi)}`,
+      value: peak !== null && base !== null ? peak - base : null,
+      unit: "MB above empty",
+      baseline: base,
+      baselineName: `${label}: peak RSS opening an empty session (MB)`,
+      ratio: peak !== null && base ? peak / base : null,
+      ratioMeaning: "peak RSS / peak RSS of the empty session",
+      runs: big.length,
+      ...(impl === "sessionfold" ? { target: { on: "value", op: "<=", limit: 64, text: "≤ 64 MB above empty" } as const } : {}),
+      ...(failure(impl, hi) ? { note: `${label}: ${failure(impl, hi)}` } : {}),
+    });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Runs one probe (`test/bench/probe.ts`) in a fresh Node process and returns its JSON
+ * result. Every probe gets the same flags, whatever it measures.
+ *
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { OpenResult, ProbeTask } from "../probe.ts";
+
+const PROBE = fileURLToPath(new URL("../probe.ts", import.meta.url));
+/** Heap ceiling of every probe: the peers need several GB to open 10⁶ messages at all. */
+export const PROBE_HEAP_MB = 12_288;
+
+/** Runs `task` in a fresh process; rejects with the child's stderr when it fails or exceeds `timeoutMs`. */
+export function runProbe<T = OpenResult>(task: ProbeTask, timeoutMs = 600_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [`--max-old-space-size=${PROBE_HEAP_MB}`, "--import", "tsx", PROBE, JSON.stringify(task)], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NODE_NO_WARNINGS: "1" },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new ProbeTimeout(timeoutMs));
+    }, timeoutMs);
+    child.on("error", (error) => (clearTimeout(timer), reject(error)));
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const last = stdout.trim().split("\n").at(-1) ?? "";
+      if (code === 0) {
+        try {
+          resolve(JSON.parse(last) as T);
+          return;
+        } catch {
+          // fall through to the error below
+        }
+      }
+      const why = signal ? `killed by ${signal}` : `exit code ${code}`;
+      reject(new Error(`probe ${JSON.stringify(task)} failed (${why}): ${stderr.trim().split("\n").slice(-6).join(" | ")}`));
+    });
+  });
+}
+
+/** A probe that ran longer than its time limit (it was killed). */
+export class ProbeTimeout extends Error {
+  constructor(readonly limitMs: number) {
+    super(`probe exceeded ${Math.round(limitMs / 1000)} s and was killed`);
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * One measurement in a fresh process, for the cases where caches and heaps must start
+ * cold: builds a synthetic history, or opens one and gets what the next model call
+ * needs, timing only that and reporting the process's peak memory. Started by
+ * `lib/child.ts` as `node --import tsx test/bench/probe.ts '<task json>'`; the last line
+ * of stdout is the JSON result.
+ *
+ * @module
+ */
+import { readFile } from "node:fs/promises";
+import { performance } from "node:perf_hooks";
+import { openNodeSessions } from "../../runtime-node/mod.ts";
+import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold, LANGGRAPH_THREAD } from "./lib/fixtures.ts";
+import { median } from "./lib/stats.ts";
+import { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
+
+/** The formats and implementations a probe knows. */
+export type ProbeFormat = "sessionfold" | "jsonl" | "pi" | "langgraph";
+export type ProbeImpl = "sessionfold" | "sessionfold-noworker" | "jsonl" | "pi" | "langgraph";
+
+export type ProbeTask =
+  | { readonly kind: "build"; readonly items: readonly { readonly format: ProbeFormat; readonly path: string }[]; readonly n: number }
+  /**
+   * Opens once in this fresh process; with `warm`, first opens a few times, then reports the
+   * median of up to `warm` more opens in the same process (a long-lived host's per-turn cost).
+   */
+  | { readonly kind: "open"; readonly impl: ProbeImpl; readonly path: string; readonly n: number; readonly warm?: number; readonly warmBudgetMs?: number };
+
+/** What an `open` probe reports. */
+export interface OpenResult {
+  /** Milliseconds from "open the session" to "the next model call's input is in hand". */
+  readonly ms: number;
+  /** Peak resident set of the whole process (worker threads included), MB. */
+  readonly maxRssMB: number;
+  /** Messages in the model input (a sanity check: every format must yield the same). */
+  readonly contextMessages: number;
+  /** Characters of the summary in the model input. */
+  readonly summaryChars: number;
+}
+
+const MB = 1024 * 1024;
+
+/** Opens the store once per process (its worker start is per process, not per turn), then times open + compose. */
+async function openSessionfold(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+  const store = await openNodeSessions({ root: path, worker: impl === "sessionfold" });
+  try {
+    await store.storage.list(""); // the worker is up
+    const once = async () => {
+      const t0 = performance.now();
+      const session = await store.sessions.open(BENCH_REF);
+      const { input } = session.compose(BENCH_PROVIDER);
+      return { ms: performance.now() - t0, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
+    };
+    if (warm === undefined) return await once();
+    for (let i = 0; i < 5; i++) await once();
+    const runs = [];
+    const t0 = performance.now();
+    while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
+    return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+  } finally {
+    await store.close();
+  }
+}
+
+/** Reads the whole plain JSONL file and takes the next model input from it. */
+async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+  const once = async () => {
+    const t0 = performance.now();
+    const context = contextFromPlainJsonl(await readFile(path, "utf8"));
+    return { ms: performance.now() - t0, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
+  };
+  if (warm === undefined) return await once();
+  const runs = [await once()];
+  const t0 = performance.now();
+  while (runs.length < warm + 1 && (runs.length < 4 || performance.now() - t0 < budgetMs)) runs.push(await once());
+  runs.shift(); // the first one was the warm-up
+  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+}
+
+async function open(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs = 10_000): Promise<OpenResult> {
+  let ms: number;
+  let contextMessages: number;
+  let summaryChars: number;
+  if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "jsonl") {
+    ({ ms, contextMessages, summaryChars } = impl === "jsonl" ? await openJsonl(path, warm, budgetMs) : await openSessionfold(impl, path, warm, budgetMs));
+  } else if (impl === "pi") {
+    const { SessionManager } = await import("@mariozechner/pi-coding-agent");
+    const t0 = performance.now();
+    const manager = SessionManager.open(path);
+    const context = manager.buildSessionContext();
+    ms = performance.now() - t0;
+    // pi puts the compaction summary first, as a message of its own.
+    const first = context.messages[0] as { role?: string; summary?: string } | undefined;
+    const hasSummary = first?.role === "compactionSummary";
+    contextMessages = context.messages.length - (hasSummary ? 1 : 0);
+    summaryChars = hasSummary ? (first?.summary?.length ?? 0) : 0;
+  } else {
+    const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+    const t0 = performance.now();
+    const saver = SqliteSaver.fromConnString(path);
+    const tuple = await saver.getTuple({ configurable: { thread_id: LANGGRAPH_THREAD } });
+    const values = tuple!.checkpoint.channel_values as { messages: unknown[]; summary: string; summarized_through: number };
+    const context = { system: BENCH_SYSTEM, summary: values.summary || null, messages: values.messages.slice(values.summarized_through) };
+    ms = performance.now() - t0;
+    contextMessages = context.messages.length;
+    summaryChars = context.summary?.length ?? 0;
+    saver.db.close();
+  }
+  return { ms, maxRssMB: (process.resourceUsage().maxRSS * 1024) / MB, contextMessages, summaryChars };
+}
+
+async function build(items: readonly { format: ProbeFormat; path: string }[], n: number): Promise<{ ms: number }> {
+  const t0 = performance.now();
+  for (const { format, path } of items) {
+    if (format === "sessionfold") await buildSessionfold(path, n);
+    else if (format === "jsonl") await buildPlainJsonl(path, n);
+    else if (format === "pi") await buildPiSession(path, n);
+    else await buildLangGraph(path, n);
+  }
+  return { ms: performance.now() - t0 };
+}
+
+const task = JSON.parse(process.argv[2] ?? "null") as ProbeTask | null;
+if (!task) throw new Error("probe.ts needs a task as JSON in argv[2]");
+const result = task.kind === "build" ? await build(task.items, task.n) : await open(task.impl, task.path, task.warm, task.warmBudgetMs);
+process.stdout.write(`\n${JSON.stringify(result)}\n`);
+// pi and LangGraph may leave handles open; the measurement is done.
+process.exit(0);
