@@ -283,7 +283,7 @@ class App {
   async openSession(sessionId: string, archived: boolean): Promise<void> {
     if (this.run || this.busy) return;
     try {
-      this.session = await this.sessions.open(this.ref(sessionId), { ...this.options, archived });
+      this.session = await withSegments(await this.sessions.open(this.ref(sessionId), { ...this.options, archived }));
       this.archived = archived;
     } catch (error) {
       this.session = undefined;
@@ -305,7 +305,7 @@ class App {
   /** Re-opens the current session with the current settings. */
   async reopen(): Promise<void> {
     if (!this.session) return;
-    this.session = await this.sessions.open(this.session.ref, { ...this.options, archived: this.archived });
+    this.session = await withSegments(await this.sessions.open(this.session.ref, { ...this.options, archived: this.archived }));
     this.renderAll();
   }
 
@@ -396,7 +396,7 @@ class App {
     }
     if (error instanceof RevisionConflictError) {
       this.notify({ id: "send", kind: "warn", title: "Another tab committed to this session first (RevisionConflictError).", body: "This view was reloaded; nothing of your message was written. Send it again." });
-      void this.session?.reload().then(() => this.renderAll());
+      if (this.session) void withSegments(this.session, true).then(() => this.renderAll());
       return true;
     }
     if (error instanceof SessionBusyError) {
@@ -521,7 +521,7 @@ class App {
       if (error instanceof WriterLockedError) {
         this.notify({ id: "locked", kind: "warn", title: `Could not ${what}: ${ownerName(error.owner)} is writing this session (WriterLockedError).`, body: "Nothing was changed. Try again when it has finished." });
       } else if (error instanceof RevisionConflictError) {
-        await this.session?.reload().catch(() => undefined);
+        if (this.session) await withSegments(this.session, true).catch(() => undefined);
         this.notify({ id: "action", kind: "warn", title: `Could not ${what}: another tab changed this session first.`, body: "This view was reloaded; try again." });
       } else {
         this.notify({ id: "action", kind: "error", title: `Could not ${what}.`, body: describe(error) });
@@ -661,7 +661,7 @@ class App {
     const session = this.session;
     if (!session || this.run || this.busy || this.archived) return;
     if (ref !== this.ref(session.ref.sessionId) || revision <= session.revision) return;
-    await session.reload().catch(() => undefined);
+    await withSegments(session, true).catch(() => undefined);
     this.renderAll();
     this.scrollToBottom();
   }
@@ -676,13 +676,13 @@ class App {
       if (this.run || this.busy || session !== this.session) return;
       if (owner) {
         this.remoteOwner = owner;
-        await session.reload();
+        await withSegments(session, true);
         this.renderAll();
         this.scrollToBottom();
       } else if (this.remoteOwner) {
         this.remoteOwner = undefined;
         this.dismiss("locked");
-        await session.reload();
+        await withSegments(session, true);
         this.renderAll();
         this.scrollToBottom();
       }
@@ -761,7 +761,7 @@ class App {
       const facts = [
         `revision ${m.revision}`,
         `${formatNumber(m.message_count)} message${m.message_count === 1 ? "" : "s"}`,
-        `${session.segments.length} segment${session.segments.length === 1 ? "" : "s"}`,
+        `${(session.listedSegments ?? []).length} segment${(session.listedSegments ?? []).length === 1 ? "" : "s"}`,
         formatBytes(m.history_bytes),
       ];
       if (this.archived) facts.unshift("archived · read-only");
@@ -842,10 +842,10 @@ class App {
     } else {
       // Paged-in segments must reach the Active window; a compaction since then closed a newer
       // segment in between, so start paging again rather than show a gap.
-      const newest = session.segments.at(-1);
+      const newest = session.newestSegment;
       if (this.older.length > 0 && this.older.at(-1)!.range.end !== newest?.end) this.older = [];
-      const loadedFrom = this.older[0]?.range.start ?? session.active[0]?.sequence ?? (session.segments.at(-1)?.end ?? 0) + 1;
-      const unloaded = session.segments.filter((s) => s.end < loadedFrom);
+      const loadedFrom = this.older[0]?.range.start ?? session.active[0]?.sequence ?? (session.newestSegment?.end ?? 0) + 1;
+      const unloaded = (session.listedSegments ?? []).filter((s) => s.end < loadedFrom);
       if (unloaded.length > 0) {
         const first = unloaded[0]!.start;
         const last = unloaded.at(-1)!.end;
@@ -862,7 +862,7 @@ class App {
         nodes.push(h("div", { class: "history-divider" }, h("span", {}, `Segment #${segment.range.start}–#${segment.range.end} · compacted`)));
         for (const message of segment.messages) nodes.push(renderMessage(message, { state: "committed" }));
       }
-      if (session.segments.length > 0 && session.active.length > 0) {
+      if ((session.listedSegments ?? []).length > 0 && session.active.length > 0) {
         nodes.push(
           h(
             "div",
@@ -912,8 +912,8 @@ class App {
   async loadEarlier(): Promise<void> {
     const session = this.session;
     if (!session) return;
-    const before = this.older[0]?.range.start ?? session.active[0]?.sequence ?? (session.segments.at(-1)?.end ?? 0) + 1;
-    const range = session.segments.findLast((s) => s.end < before);
+    const before = this.older[0]?.range.start ?? session.active[0]?.sequence ?? (session.newestSegment?.end ?? 0) + 1;
+    const range = (session.listedSegments ?? []).findLast((s) => s.end < before);
     if (!range) return;
     const root = byId("messages");
     const height = root.scrollHeight;
@@ -990,4 +990,14 @@ function describe(error: unknown): string {
 
 function isAtBottom(element: HTMLElement): boolean {
   return element.scrollHeight - element.scrollTop - element.clientHeight < 80;
+}
+
+/**
+ * Lists the session's segments (an open reads only the newest one), so the synchronous render
+ * can show them through `listedSegments`; with `reload`, reads the session again first.
+ */
+async function withSegments(session: Session, reload = false): Promise<Session> {
+  if (reload) await session.reload();
+  await session.segments();
+  return session;
 }

@@ -81,11 +81,11 @@ export class PageStorage implements StoragePort {
     return this.inner.list(dir);
   }
 
-  async replace(path: string, bytes: Uint8Array): Promise<void> {
+  async replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
     this.#write();
     // Parsed before the call: the bytes are the caller's, and the call may transfer a copy.
     const commit = this.#options.onCommit ? commitOf(path, bytes) : undefined;
-    await this.inner.replace(path, bytes);
+    await this.inner.replace(path, bytes, options);
     if (commit) {
       try {
         this.#options.onCommit!(commit);

@@ -19,7 +19,7 @@ export interface StorageWorkerApi {
   read(path: string): Promise<Uint8Array | undefined>;
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined>;
   list(dir: string): Promise<string[]>;
-  replace(path: string, bytes: Uint8Array): Promise<void>;
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void>;
   append(path: string, bytes: Uint8Array): Promise<void>;
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean>;
   truncate(path: string, length: number): Promise<void>;

@@ -89,8 +89,8 @@ export class WorkerStorage implements StoragePort {
     return this.#call(() => this.#remote.list(dir));
   }
 
-  replace(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#call(() => this.#remote.replace(path, outgoing(bytes)));
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    return this.#call(() => this.#remote.replace(path, outgoing(bytes), options));
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {

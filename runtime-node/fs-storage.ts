@@ -1,5 +1,23 @@
 import { randomBytes } from "node:crypto";
-import { chmod, link, lstat, mkdir, open, readdir, readFile, rename, rm, unlink, type FileHandle } from "node:fs/promises";
+import {
+  chmodSync,
+  closeSync,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
 import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/storage/mod.ts";
@@ -19,13 +37,20 @@ export interface NodeFileStorageOptions {
 /** Names starting with this are this backend's temporary files: never listed, never a valid key. */
 const TEMP_PREFIX = ".tmp-";
 
+/** Errors of link() on a file system without hard links, where createExclusive writes in place. */
+const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
+
 /**
  * A {@linkcode StoragePort} over files in one folder, with real durability: `replace` is a
  * temp file + fsync + rename + folder fsync, `append` is write + fsync and leaves nothing
  * when it fails, folders are `0700` and files `0600`. Every error is a typed
- * `SessionfoldError` (`StorageFullError` for a full disk). It blocks nothing but does
- * file I/O on the calling thread's libuv pool; hosts normally reach it through
- * {@linkcode WorkerStorage}.
+ * `SessionfoldError` (`StorageFullError` for a full disk), always as a rejected promise.
+ *
+ * It does its file I/O with synchronous system calls on the calling thread: a few
+ * microseconds each, where every `fs.promises` call costs a thread-pool round trip, but an
+ * fsync blocks that thread until the disk confirms. That is why hosts normally reach it
+ * through {@linkcode WorkerStorage} (a worker thread); running it on the host thread
+ * (`openNodeSessions({ worker: false })`, the CLI) blocks that thread for each call.
  *
  * No key can name a path outside `root`: keys are checked (`assertStoragePath`, and the
  * `.tmp-` prefix is reserved) before any path is built, and the resolved path is checked to
@@ -44,8 +69,6 @@ export class NodeFileStorage implements StoragePort {
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
-  /** Per-file chains so writes to one file land in the order they were issued. */
-  readonly #queues = new Map<string, Promise<unknown>>();
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -57,185 +80,194 @@ export class NodeFileStorage implements StoragePort {
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
-    return this.#run("read", path, async (file) => {
-      const bytes = await missingAsUndefined(() => readFile(file));
+    return this.#run("read", path, (file) => {
+      const bytes = missingAsUndefined(() => readFileSync(file));
       return bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     });
   }
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
-    return this.#run("readTail", path, async (file) => {
+    return this.#run("readTail", path, (file) => {
       if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
-      const handle = await missingAsUndefined(() => open(file, "r"));
-      if (!handle) return undefined;
+      const fd = missingAsUndefined(() => openSync(file, "r"));
+      if (fd === undefined) return undefined;
       try {
-        const info = await handle.stat();
+        const info = fstatSync(fd);
         if (!info.isFile()) throw Object.assign(new Error("not a file"), { code: "EISDIR" });
         const length = Math.min(info.size, Math.max(0, Math.floor(maxBytes)));
         const bytes = new Uint8Array(length);
         for (let got = 0; got < length; ) {
-          const { bytesRead } = await handle.read(bytes, got, length - got, info.size - length + got);
+          const bytesRead = readSync(fd, bytes, got, length - got, info.size - length + got);
+          // The file shrank since fstat: return what was there.
           if (bytesRead === 0) return { bytes: bytes.subarray(0, got), size: info.size - length + got };
           got += bytesRead;
         }
         return { bytes, size: info.size };
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     });
   }
 
   list(dir: string): Promise<string[]> {
-    return this.#run("list", dir, async (folder) => {
-      const names = await missingAsUndefined(() => readdir(folder));
+    return this.#run("list", dir, (folder) => {
+      const names = missingAsUndefined(() => readdirSync(folder));
       return (names ?? []).filter((name) => !name.startsWith(TEMP_PREFIX)).sort();
     }, true);
   }
 
-  replace(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#run("replace", path, (file) =>
-      this.#serial(file, async () => {
-        // Same folder, so the rename is atomic; the prefix never parses as an id or a segment.
-        const temp = join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
-        const handle = await this.#withParents(path, () => open(temp, "wx", 0o600));
-        try {
-          await this.#fill(handle, bytes);
-          await rename(temp, file);
-        } catch (error) {
-          await unlink(temp).catch(() => undefined);
-          throw error;
-        }
-        await this.#syncFolder(dirname(file));
-      }),
-    );
+  /**
+   * `options.durable === false` skips the fsyncs (of the temp file and of the folder): the
+   * rename still makes the change atomic for every other process.
+   */
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    const durable = this.#fsync && options?.durable !== false;
+    return this.#run("replace", path, (file) => {
+      const temp = tempBeside(file);
+      const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
+      try {
+        fill(fd, bytes, durable);
+        renameSync(temp, file);
+      } catch (error) {
+        bestEffort(() => unlinkSync(temp));
+        throw error;
+      }
+      if (durable) this.#syncFolder(dirname(file));
+    });
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#run("append", path, (file) =>
-      this.#serial(file, async () => {
-        const handle = await this.#withParents(path, () => open(file, "a", 0o600));
-        let before: number | undefined;
-        try {
-          const info = await handle.stat();
-          before = info.size;
-          if ((info.mode & 0o777) !== 0o600) await handle.chmod(0o600);
-          await writeAll(handle, bytes, null);
-          if (this.#fsync) await handle.sync();
-          // A file this append may have created needs its folder entry to be durable too.
-          if (before === 0) await this.#syncFolder(dirname(file));
-        } catch (error) {
-          // A failed append leaves nothing: cut back to where it started.
-          if (before !== undefined) await handle.truncate(before).then(() => handle.sync()).catch(() => undefined);
-          throw error;
-        } finally {
-          await handle.close();
+    return this.#run("append", path, (file) => {
+      const fd = this.#withParents(path, () => openSync(file, "a", 0o600));
+      let before: number | undefined;
+      try {
+        const info = fstatSync(fd);
+        before = info.size;
+        if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
+        writeAll(fd, bytes, null);
+        if (this.#fsync) fsyncSync(fd);
+        // A file this append may have created needs its folder entry to be durable too.
+        if (before === 0) this.#syncFolder(dirname(file));
+      } catch (error) {
+        // A failed append leaves nothing: cut back to where it started.
+        const size = before;
+        if (size !== undefined) {
+          bestEffort(() => {
+            ftruncateSync(fd, size);
+            fsyncSync(fd);
+          });
         }
-      }),
-    );
+        throw error;
+      } finally {
+        closeSync(fd);
+      }
+    });
   }
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
     const durable = this.#fsync && options?.durable !== false;
-    return this.#run("createExclusive", path, (file) =>
-      this.#serial(file, async () => {
-        // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
-        // it fails with EEXIST when anything is there, but the file appears whole, so a crash
-        // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
-        const temp = join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
-        await this.#fill(await this.#withParents(path, () => open(temp, "wx", 0o600)), bytes, durable).catch(async (error: unknown) => {
-          await unlink(temp).catch(() => undefined);
-          throw error;
-        });
+    return this.#run("createExclusive", path, (file) => {
+      // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
+      // it fails with EEXIST when anything is there, but the file appears whole, so a crash
+      // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
+      const temp = tempBeside(file);
+      try {
+        fill(this.#withParents(path, () => openSync(temp, "wx", 0o600)), bytes, durable);
         try {
-          await link(temp, file);
+          linkSync(temp, file);
         } catch (error) {
           if (errno(error) === "EEXIST") return false; // a file or a folder is there
-          if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"].includes(errno(error) ?? "")) throw error;
-          return await this.#createInPlace(file, bytes, durable); // a file system without hard links
-        } finally {
-          await unlink(temp).catch(() => undefined);
+          if (!NO_HARD_LINKS.includes(errno(error) ?? "")) throw error;
+          return this.#createInPlace(file, bytes, durable);
         }
-        if (durable) await this.#syncFolder(dirname(file));
-        return true;
-      }),
-    );
+      } finally {
+        bestEffort(() => unlinkSync(temp));
+      }
+      if (durable) this.#syncFolder(dirname(file));
+      return true;
+    });
   }
 
   /** createExclusive with open(…, "wx") and a write: for file systems that cannot link (a crash may leave it empty). */
-  async #createInPlace(file: string, bytes: Uint8Array, durable: boolean): Promise<boolean> {
-    const handle = await open(file, "wx", 0o600).catch((error: unknown) => {
-      if (errno(error) === "EEXIST") return undefined;
-      throw error;
-    });
-    if (!handle) return false;
+  #createInPlace(file: string, bytes: Uint8Array, durable: boolean): boolean {
+    let fd: number;
     try {
-      await this.#fill(handle, bytes, durable);
+      fd = openSync(file, "wx", 0o600);
     } catch (error) {
-      await unlink(file).catch(() => undefined); // never leave half a lock
+      if (errno(error) === "EEXIST") return false;
       throw error;
     }
-    if (durable) await this.#syncFolder(dirname(file));
+    try {
+      fill(fd, bytes, durable);
+    } catch (error) {
+      bestEffort(() => unlinkSync(file)); // never leave half a lock
+      throw error;
+    }
+    if (durable) this.#syncFolder(dirname(file));
     return true;
   }
 
   truncate(path: string, length: number): Promise<void> {
-    return this.#run("truncate", path, (file) =>
-      this.#serial(file, async () => {
-        if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
-        const handle = await missingAsUndefined(() => open(file, "r+"));
-        if (!handle) return;
-        try {
-          if (length < (await handle.stat()).size) {
-            await handle.truncate(Math.max(0, Math.floor(length)));
-            if (this.#fsync) await handle.sync();
-          }
-        } finally {
-          await handle.close();
+    return this.#run("truncate", path, (file) => {
+      if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
+      const fd = missingAsUndefined(() => openSync(file, "r+"));
+      if (fd === undefined) return;
+      try {
+        if (length < fstatSync(fd).size) {
+          ftruncateSync(fd, Math.max(0, Math.floor(length)));
+          if (this.#fsync) fsyncSync(fd);
         }
-      }),
-    );
+      } finally {
+        closeSync(fd);
+      }
+    });
   }
 
   remove(path: string, options?: WriteOptions): Promise<void> {
-    return this.#run("remove", path, async (file) => {
+    return this.#run("remove", path, (file) => {
       try {
-        await rm(file, { recursive: true, force: true });
+        rmSync(file, { recursive: true, force: true });
       } catch (error) {
         if (errno(error) === "ENOTDIR") return; // a parent is a file: nothing is at `path`
         throw error;
       }
-      if (options?.durable !== false) await this.#syncFolder(dirname(file));
+      if (options?.durable !== false) this.#syncFolder(dirname(file));
     });
   }
 
   move(from: string, to: string): Promise<boolean> {
-    return this.#run("move", from, async (source) => {
+    return this.#run("move", from, (source) => {
       const target = this.#file(to);
       if (from === to || to.startsWith(`${from}/`)) return false;
-      if (!(await missingAsUndefined(() => lstat(source)))) return false;
-      if (await missingAsUndefined(() => lstat(target))) return false;
-      await this.#ensureFolder(parentPath(to));
+      if (!missingAsUndefined(() => lstatSync(source))) return false;
+      if (missingAsUndefined(() => lstatSync(target))) return false;
+      this.#ensureFolder(parentPath(to));
       try {
-        await rename(source, target);
+        renameSync(source, target);
       } catch (error) {
         // The source vanished or the target appeared since the checks: nothing moved.
         if (["ENOENT", "EEXIST", "ENOTEMPTY"].includes(errno(error) ?? "")) return false;
         throw error;
       }
-      await this.#syncFolder(dirname(source));
-      if (dirname(target) !== dirname(source)) await this.#syncFolder(dirname(target));
+      this.#syncFolder(dirname(source));
+      if (dirname(target) !== dirname(source)) this.#syncFolder(dirname(target));
       return true;
     });
   }
 
-  /** Validates `path`, resolves it under the root and maps every failure to a typed error. */
-  async #run<T>(operation: string, path: string, body: (file: string) => Promise<T>, allowRoot = false): Promise<T> {
+  /**
+   * Validates `path`, resolves it under the root, runs `body` and settles with its result;
+   * every failure becomes a rejected promise of a typed error, never a synchronous throw.
+   * `body` runs to completion before the call returns, so calls cannot interleave and writes
+   * to one file land in the order they were issued without any per-file queue.
+   */
+  #run<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): Promise<T> {
     let file = this.root;
     try {
       file = this.#file(path, allowRoot);
-      return await body(file);
+      return Promise.resolve(body(file));
     } catch (error) {
-      throw storageErrorFromFs(error, operation, path, file);
+      return Promise.reject(storageErrorFromFs(error, operation, path, file));
     }
   }
 
@@ -253,81 +285,82 @@ export class NodeFileStorage implements StoragePort {
     return file;
   }
 
-  /** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync, close. */
-  async #fill(handle: FileHandle, bytes: Uint8Array, sync = this.#fsync): Promise<void> {
-    try {
-      await handle.chmod(0o600);
-      await writeAll(handle, bytes, 0);
-      if (sync) await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  }
-
   /** Runs `create`; when a parent folder is missing, creates the parents and runs it again. */
-  async #withParents<T>(path: string, create: () => Promise<T>): Promise<T> {
+  #withParents<T>(path: string, create: () => T): T {
     try {
-      return await create();
+      return create();
     } catch (error) {
       if (errno(error) !== "ENOENT") throw error;
-      await this.#ensureFolder(parentPath(path));
-      return await create();
+      this.#ensureFolder(parentPath(path));
+      return create();
     }
   }
 
   /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably. */
-  async #ensureFolder(dir: string): Promise<void> {
+  #ensureFolder(dir: string): void {
     const target = this.#file(dir, true);
-    const first = await mkdir(target, { recursive: true, mode: 0o700 });
+    const first = mkdirSync(target, { recursive: true, mode: 0o700 });
     if (first === undefined) return;
     const created = [first];
     for (const segment of relative(first, target).split(sep).filter(Boolean)) created.push(join(created.at(-1)!, segment));
-    for (const folder of created) await chmod(folder, 0o700);
-    for (const folder of [dirname(first), ...created.slice(0, -1)]) await this.#syncFolder(folder);
+    for (const folder of created) chmodSync(folder, 0o700);
+    for (const folder of [dirname(first), ...created.slice(0, -1)]) this.#syncFolder(folder);
   }
 
   /** fsyncs a folder so a rename, a new or a removed entry in it survives a crash. */
-  async #syncFolder(folder: string): Promise<void> {
+  #syncFolder(folder: string): void {
     if (!this.#fsync) return;
-    const handle = await missingAsUndefined(() => open(folder, "r"));
-    if (!handle) return;
+    const fd = missingAsUndefined(() => openSync(folder, "r"));
+    if (fd === undefined) return;
     try {
-      await handle.sync().catch((error: unknown) => {
-        if (errno(error) !== "EINVAL") throw error; // some filesystems cannot fsync a folder
-      });
+      fsyncSync(fd);
+    } catch (error) {
+      if (errno(error) !== "EINVAL") throw error; // some filesystems cannot fsync a folder
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
+}
 
-  /** Chains `body` after the previous write to the same file, so issue order is kept. */
-  #serial<T>(file: string, body: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(file) ?? Promise.resolve();
-    const result = previous.then(body, body);
-    const settled = result.then(() => undefined, () => undefined);
-    this.#queues.set(file, settled);
-    void settled.then(() => {
-      if (this.#queues.get(file) === settled) this.#queues.delete(file);
-    });
-    return result;
+/** A temp file beside `file`: same folder, so the rename is atomic; the prefix never parses as an id or a segment. */
+function tempBeside(file: string): string {
+  return join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+}
+
+/** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync when `sync`, close. */
+function fill(fd: number, bytes: Uint8Array, sync: boolean): void {
+  try {
+    fchmodSync(fd, 0o600);
+    writeAll(fd, bytes, 0);
+    if (sync) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
 /** Writes every byte of `bytes` (a write may be short), at `position` or at the end for `null`. */
-async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number | null): Promise<void> {
+function writeAll(fd: number, bytes: Uint8Array, position: number | null): void {
   for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position === null ? null : position + done);
-    done += bytesWritten;
+    done += writeSync(fd, bytes, done, bytes.length - done, position === null ? null : position + done);
   }
 }
 
 /** Runs `action`, turning "nothing there" (ENOENT, or a parent that is a file) into `undefined`. */
-async function missingAsUndefined<T>(action: () => Promise<T>): Promise<T | undefined> {
+function missingAsUndefined<T>(action: () => T): T | undefined {
   try {
-    return await action();
+    return action();
   } catch (error) {
     if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
     throw error;
+  }
+}
+
+/** Runs a cleanup whose own failure must not hide the error being handled. */
+function bestEffort(cleanup: () => void): void {
+  try {
+    cleanup();
+  } catch {
+    // the original error is what the caller needs to see
   }
 }
 

@@ -7,11 +7,11 @@
 import { parentPort, workerData } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { registerErrorTransfer, withTransfer, type StoragePort } from "../core/storage/mod.ts";
+import { registerErrorTransfer, runCommitPlan, withTransfer, type StoragePort } from "../core/storage/mod.ts";
 import { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 
 /** What the host calls through Comlink: the port's methods, results transferred where that saves a copy. */
-export type StorageWorkerApi = Omit<StoragePort, "capabilities" | "close">;
+export type StorageWorkerApi = Required<Omit<StoragePort, "capabilities" | "close" | "acquireLock" | "releaseLock">>;
 
 if (!parentPort) throw new Error("storage-worker.ts runs only as a worker_threads worker");
 registerErrorTransfer(Comlink);
@@ -27,12 +27,13 @@ const api: StorageWorkerApi = {
     return tail && withTransfer(Comlink, { bytes: tail.bytes, size: tail.size }, tail.bytes);
   },
   list: (dir) => storage.list(dir),
-  replace: (path, bytes) => storage.replace(path, bytes),
+  replace: (path, bytes, options) => storage.replace(path, bytes, options),
   append: (path, bytes) => storage.append(path, bytes),
   createExclusive: (path, bytes, options) => storage.createExclusive(path, bytes, options),
   truncate: (path, length) => storage.truncate(path, length),
   remove: (path, options) => storage.remove(path, options),
   move: (from, to) => storage.move(from, to),
+  runCommitPlan: (plan) => runCommitPlan(storage, plan),
 };
 
 Comlink.expose(api, nodeEndpoint(parentPort));

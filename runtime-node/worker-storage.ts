@@ -2,7 +2,7 @@ import { isAbsolute, resolve as resolvePath } from "node:path";
 import { Worker } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { InvalidInputError, StorageError, ownsBuffer, registerErrorTransfer, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import { InvalidInputError, StorageError, ownsBuffer, registerErrorTransfer, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions, type CommitPlan, type CommitPlanResult } from "../core/mod.ts";
 import type { NodeFileStorageOptions } from "./fs-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
 
@@ -77,8 +77,8 @@ export class WorkerStorage implements StoragePort {
     return this.#call(() => this.#remote.list(dir));
   }
 
-  replace(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#call(() => this.#remote.replace(path, outgoing(bytes)));
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    return this.#call(() => this.#remote.replace(path, outgoing(bytes), options));
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {
@@ -99,6 +99,12 @@ export class WorkerStorage implements StoragePort {
 
   move(from: string, to: string): Promise<boolean> {
     return this.#call(() => this.#remote.move(from, to));
+  }
+
+  /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
+  runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+    // Comlink's Remote type distributes over the union; the value is the worker's result as is.
+    return this.#call(() => this.#remote.runCommitPlan(plan) as Promise<CommitPlanResult>);
   }
 
   /** Ends the worker. Pending calls reject with a `StorageError`; later calls too. Idempotent. */

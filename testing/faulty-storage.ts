@@ -285,8 +285,8 @@ export class FaultyStorage implements StoragePort {
   }
 
   /** @inheritdoc */
-  replace(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#mutate({ name: "replace", path, bytes: bytes.length }, undefined, () => this.inner.replace(path, bytes));
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    return this.#mutate({ name: "replace", path, bytes: bytes.length }, undefined, () => this.inner.replace(path, bytes, options));
   }
 
   /** @inheritdoc */

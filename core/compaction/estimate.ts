@@ -74,11 +74,41 @@ export function estimateModelInputTokens(input: ModelInput, tools: readonly Tool
 
 function estimatePartTokens(part: MessagePart, sequence: number): number {
   const where = `message ${sequence} part ${part.sequence}`;
-  if (part.type !== "file" || typeof part.data !== "string") return bytesToTokens(utf8Length(jsonOf(part, where)));
+  if (part.type !== "file" || typeof part.data !== "string") return bytesToTokens(textPartJsonLength(part) ?? utf8Length(jsonOf(part, where)));
   const { data, ...rest } = part;
   const metadata = bytesToTokens(utf8Length(jsonOf(rest, where)));
   const content = part.media_type.toLowerCase().startsWith("text/") ? bytesToTokens(base64DecodedLength(data)) : FILE_DATA_TOKENS;
   return metadata + content;
+}
+
+/**
+ * UTF-8 bytes of `JSON.stringify(part)` for a plain text part (`sequence`, `type`, `text` and
+ * nothing else) without building the JSON: the estimate of a long Active is mostly text, and
+ * serializing it all again would cost more than the compaction's own writes. `undefined` for
+ * any other part, which is measured on its JSON.
+ */
+function textPartJsonLength(part: MessagePart): number | undefined {
+  if (part.type !== "text" && part.type !== "reasoning" && part.type !== "reasoning-summary") return undefined;
+  const { text, sequence } = part as { text?: unknown; sequence?: unknown };
+  if (typeof text !== "string" || !Number.isSafeInteger(sequence) || Object.keys(part).length !== 3) return undefined;
+  // {"sequence":N,"type":"T","text":"…"}: 33 bytes of framing besides the number, the type and the text.
+  return 33 + String(sequence).length + part.type.length + jsonStringLength(text);
+}
+
+/** UTF-8 bytes of `text` inside a JSON string, as `JSON.stringify` escapes it (quotes not counted). */
+function jsonStringLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x20 && code < 0x80) bytes += code === 0x22 || code === 0x5c ? 2 : 1;
+    else if (code < 0x20) bytes += code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d ? 2 : 6;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length && text.charCodeAt(i + 1) >= 0xdc00 && text.charCodeAt(i + 1) <= 0xdfff) {
+      bytes += 4;
+      i++;
+    } else bytes += code >= 0xd800 && code <= 0xdfff ? 6 : 3; // a lone surrogate becomes \uXXXX
+  }
+  return bytes;
 }
 
 function jsonOf(value: unknown, where: string): string {

@@ -18,12 +18,16 @@ export interface JsonlDecodeOptions {
    * written whole (segments), where any invalid line is corruption.
    */
   readonly tornTailRecoverable?: boolean;
+  /** Keep each record's line bytes in {@linkcode DecodedRecord.bytes} (a view, without its `\n`). */
+  readonly keepLineBytes?: boolean;
 }
 
 /** A record with the 1-based line it was read from. */
 export interface DecodedRecord<T = unknown> {
   readonly record: T;
   readonly line: number;
+  /** The line's bytes without its `\n`, with {@linkcode JsonlDecodeOptions.keepLineBytes}. */
+  readonly bytes?: Uint8Array;
 }
 
 /** Everything {@linkcode decodeJsonl} learned about a file. */
@@ -188,7 +192,7 @@ export class JsonlDecoder<T = unknown> {
     if (!result.success) {
       return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
     }
-    return { ok: true, record: { record: result.data as T, line } };
+    return { ok: true, record: this.#options.keepLineBytes ? { record: result.data as T, line, bytes } : { record: result.data as T, line } };
   }
 
   #report(line: number, code: Diagnostic["code"], fatal: boolean, message: string): void {

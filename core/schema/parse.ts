@@ -98,6 +98,34 @@ export function parseLockJson(bytes: Uint8Array | string, file = "writer.lock"):
   return validated(WriterLockRecord, parseJsonDocument(bytes, file), file, "writer lock");
 }
 
+/**
+ * `true` for a document of nothing but whitespace and NUL bytes: what a machine crash can
+ * leave of an unflushed write on some file systems. Such a `meta.json` counts as missing.
+ *
+ * @example
+ * ```ts
+ * isBlankDocument(new Uint8Array(8)); // true
+ * ```
+ */
+export function isBlankDocument(bytes: Uint8Array): boolean {
+  return bytes.every((byte) => byte === 0 || byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09);
+}
+
+/**
+ * The `revision` of a `meta.json`, `undefined` when it is missing or blank: the value the
+ * optimistic revision check compares.
+ *
+ * @example
+ * ```ts
+ * metaRevisionOf(await storage.read(paths.meta)); // 42
+ * ```
+ * @throws {CorruptSessionError} when the document is not a valid `meta.json`.
+ * @throws {UnsupportedSchemaError} when its `schema_version` is unknown.
+ */
+export function metaRevisionOf(bytes: Uint8Array | undefined): number | undefined {
+  return bytes && !isBlankDocument(bytes) ? parseMetaJson(bytes).revision : undefined;
+}
+
 /** JSON of a document file (`meta.json`, the draft, the lock), newline-terminated. */
 export function encodeJsonDocument(value: unknown): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);

@@ -4,11 +4,12 @@ import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { readLastRecord } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
-import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
+import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layout/segments.ts";
 import {
   MessageRecord,
   SummaryRecord,
   decodeUtf8,
+  isBlankDocument,
   describeIssues,
   nowTimestamp,
   parseDraftJson,
@@ -17,6 +18,8 @@ import {
 } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { incompleteFinalBatch } from "./batch.ts";
+import { rememberLine } from "./lines.ts";
+import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { lastSequence, type LiveDraft, type PendingRepairs, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
@@ -50,6 +53,10 @@ export async function loadSessionState(
   const metaBytes = await storage.read(paths.meta);
   if (!metaBytes) {
     report("meta.json", null, "missing_meta", false, "meta.json is missing; rebuilt from the messages");
+  } else if (isBlankDocument(metaBytes)) {
+    // A commit's meta.json is not flushed (it is rebuilt from the messages), so a machine crash
+    // may leave it empty or zero-filled on some file systems: that is "missing", not corruption.
+    report("meta.json", null, "missing_meta", false, "meta.json is empty; rebuilt from the messages");
   } else {
     try {
       meta = parseMetaJson(metaBytes, "meta.json");
@@ -62,43 +69,11 @@ export async function loadSessionState(
     }
   }
 
-  // segments/: names only, then the newest segment's footer from its tail
-  const segments: SegmentRange[] = [];
-  for (const name of await storage.list(paths.segmentsDir)) {
-    const range = parseSegmentName(name);
-    if (range) segments.push(range);
-    else report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
-  }
-  segments.sort((a, b) => a.start - b.start);
-  segments.forEach((range, i) => {
-    const expected = i === 0 ? 1 : segments[i - 1]!.end + 1;
-    if (range.start !== expected) {
-      report(rel(paths.segment(range)), null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expected}`);
-    }
-  });
-  let footer: SummaryRecord | undefined;
-  const newest = segments.at(-1);
-  if (newest) {
-    const file = rel(paths.segment(newest));
-    const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(newest), {
-      file,
-      schemas: SEGMENT_SCHEMAS,
-      tornTailRecoverable: false,
-    });
-    diagnostics.push(...(last?.diagnostics ?? []));
-    const record = last?.record;
-    if (record?.record_type === "summary" && record.through_sequence === newest.end) {
-      footer = record;
-    } else if (last && !last.diagnostics.some((d) => d.fatal)) {
-      report(file, null, "invalid_segment", true, `the last line is not a summary footer through sequence ${newest.end}`);
-    }
-  }
-  const segmentEnd = newest?.end ?? 0;
-
   // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
   const activeFile = rel(paths.active);
   const activeBytes = (await storage.read(paths.active)) ?? new Uint8Array(0);
-  const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS });
+  const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
+  for (const { record, bytes } of decoded.records) rememberLine(record, bytes!);
   diagnostics.push(...decoded.diagnostics);
   let records = decoded.records;
   let keptBytes = decoded.validBytes;
@@ -113,6 +88,24 @@ export async function loadSessionState(
   } else if (decoded.missingNewline) {
     repairs.addNewline = true;
   }
+  // The newest segment: meta.json's hint when the files confirm it, else a listing of segments/.
+  const hint = meta ? newestSegmentHint(meta) : undefined;
+  const first = records[0]?.record.sequence;
+  let segments: SegmentRange[] | undefined;
+  let newest: SegmentRange | undefined;
+  let tail = hint && (await readFooter(storage, paths, hint));
+  if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
+    newest = hint;
+  } else {
+    segments = await listSegments(storage, paths, report);
+    newest = segments.at(-1);
+    if (newest && !(tail && hint && sameRange(hint, newest))) tail = await readFooter(storage, paths, newest);
+  }
+  diagnostics.push(...(tail?.diagnostics ?? []));
+  const footer = tail?.footer;
+  const segmentEnd = newest?.end ?? 0;
+  const staleHint = hint && !(newest && sameRange(hint, newest)) ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm` : undefined;
+
   const overlap = records.filter((r) => r.record.sequence <= segmentEnd);
   if (overlap.length > 0) {
     report(activeFile, overlap[0]!.line, "overlap_removed", false, `${overlap.length} messages through sequence ${segmentEnd} are already in the newest segment; dropped from Active`);
@@ -137,9 +130,10 @@ export async function loadSessionState(
 
   // meta.json missing or behind: recovery rule 5
   const state: SessionState = {
-    meta: meta ?? placeholderMeta(ref, clock),
+    meta: withNewestSegment(meta ?? placeholderMeta(ref, clock), newest),
     diskRevision: meta?.revision,
     segments,
+    newest,
     footer,
     active,
     activeBytes: keptBytes,
@@ -162,16 +156,21 @@ export async function loadSessionState(
         ? "meta.json predates the newest segment"
         : repairs.addNewline
           ? "the final line of active.jsonl lacks its newline"
-          : undefined;
+          : staleHint;
   if (!meta || behind !== undefined) {
+    // Rebuilding reads every segment's size, so it lists them too.
+    segments ??= state.segments = await listSegments(storage, paths, report);
     const segmentBytes = await Promise.all(segments.map(async (range) => (await storage.readTail(paths.segment(range), 0))?.size ?? 0));
     const historyBytes = segmentBytes.reduce((a, b) => a + b, 0) + keptBytes;
+    // Every commit adds at least one message and one revision, so the messages meta.json
+    // missed bound the commits it missed: the rebuilt revision never goes backwards.
     const floor = last + segments.length;
+    const counted = meta ? meta.revision + Math.max(1, last - meta.message_count) : 0;
     state.meta = {
       ...state.meta,
       message_count: last,
       history_bytes: historyBytes,
-      revision: Math.max(meta ? meta.revision + 1 : 0, floor),
+      revision: Math.max(counted, floor),
       created_at: meta?.created_at ?? active[0]?.created_at ?? footer?.created_at ?? state.meta.created_at,
     };
     if (meta) report("meta.json", null, "meta_rebuilt", false, `${behind}; rebuilt (revision ${state.meta.revision})`);
@@ -181,6 +180,53 @@ export async function loadSessionState(
 }
 
 type Report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => void;
+
+/**
+ * The names in `segments/` as ranges, oldest first, reporting names that are not segments
+ * and gaps between ranges (a gap is corruption: it blocks writes).
+ */
+export async function listSegments(storage: StoragePort, paths: SessionPaths, report: Report): Promise<SegmentRange[]> {
+  const segments: SegmentRange[] = [];
+  for (const name of await storage.list(paths.segmentsDir)) {
+    const range = parseSegmentName(name);
+    if (range) segments.push(range);
+    else report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
+  }
+  segments.sort((a, b) => a.start - b.start);
+  segments.forEach((range, i) => {
+    const expected = i === 0 ? 1 : segments[i - 1]!.end + 1;
+    if (range.start !== expected) {
+      report(relativeToSession(paths, paths.segment(range)), null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expected}`);
+    }
+  });
+  return segments;
+}
+
+/** The footer of a segment from its tail, or `undefined` when the file is not there. */
+async function readFooter(
+  storage: StoragePort,
+  paths: SessionPaths,
+  range: SegmentRange,
+): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {
+  const file = relativeToSession(paths, paths.segment(range));
+  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), {
+    file,
+    schemas: SEGMENT_SCHEMAS,
+    tornTailRecoverable: false,
+  });
+  if (!last) return undefined;
+  const record = last.record;
+  if (record?.record_type === "summary" && record.through_sequence === range.end) return { footer: record, diagnostics: last.diagnostics };
+  const diagnostics = [...last.diagnostics];
+  if (!diagnostics.some((d) => d.fatal)) {
+    diagnostics.push({ file, line: null, code: "invalid_segment", fatal: true, message: `${file}: the last line is not a summary footer through sequence ${range.end}` });
+  }
+  return { footer: undefined, diagnostics };
+}
+
+function sameRange(a: SegmentRange, b: SegmentRange): boolean {
+  return a.start === b.start && a.end === b.end;
+}
 
 async function loadDraft(
   storage: StoragePort,

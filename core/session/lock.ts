@@ -1,16 +1,10 @@
 import { WriterLockedError, type LockOwner } from "../errors.ts";
 import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
 import { nowTimestamp } from "../schema/common.ts";
+import { releaseLockFile, takeLockFile } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import type { WriterIdentity } from "./owner.ts";
-
-/**
- * The lock guards one operation of a live process: a machine crash ends that process
- * anyway, so its file needs no flush (a process crash still sees it whole: FORMAT.md's
- * "nobody steals a lock" holds). This saves a commit about half its fsyncs.
- */
-const NOT_DURABLE = { durable: false } as const;
 
 /** A held `writer.lock`; `lock_id` tells this holder's lock from anyone else's. */
 export interface HeldLock {
@@ -32,39 +26,32 @@ export async function acquireWriterLock(
   operation: string,
   clock: () => number,
 ): Promise<HeldLock> {
-  const owner = { ...identity, operation, created_at: nowTimestamp(clock), lock_id: newId("lock") };
-  if (storage.acquireLock && storage.releaseLock) {
-    // The platform frees a dead holder's lock, so a record found while we hold it is stale.
-    if (await storage.acquireLock(path)) {
-      try {
-        await storage.replace(path, encodeJsonDocument(owner));
-      } catch (error) {
-        await storage.releaseLock(path);
-        throw error;
-      }
-      return { path, owner, platformLock: true };
-    }
-  } else if (await storage.createExclusive(path, encodeJsonDocument(owner), NOT_DURABLE)) {
-    return { path, owner, platformLock: false };
-  }
+  const owner = newLockOwner(identity, operation, clock);
+  const taken = await takeLockFile(storage, path, encodeJsonDocument(owner));
+  if (taken) return { path, owner, platformLock: taken.platformLock };
+  throw await writerLockedError(storage, path);
+}
+
+/** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
+export function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): HeldLock["owner"] {
+  return { ...identity, operation, created_at: nowTimestamp(clock), lock_id: newId("lock") };
+}
+
+/** The error for a lock someone else holds, naming that holder from the lock's content. */
+export async function writerLockedError(storage: StoragePort, path: string): Promise<WriterLockedError> {
   const existing = await readLockOwner(storage, path);
   const who = existing
     ? `pid ${existing.pid} on ${existing.hostname} (${existing.runtime}) for "${existing.operation}" since ${existing.created_at}`
     : "an unreadable lock";
-  throw new WriterLockedError(`${path}: session is locked by ${who}; nothing was written`, {
+  return new WriterLockedError(`${path}: session is locked by ${who}; nothing was written`, {
     path,
     ...(existing ? { owner: existing } : {}),
   });
 }
 
 /** Removes the lock only if it is still this holder's: nobody deletes another owner's lock. */
-export async function releaseWriterLock(storage: StoragePort, lock: HeldLock): Promise<void> {
-  try {
-    const current = await readLockOwner(storage, lock.path);
-    if (current && current["lock_id"] === lock.owner.lock_id) await storage.remove(lock.path, NOT_DURABLE);
-  } finally {
-    if (lock.platformLock) await storage.releaseLock?.(lock.path);
-  }
+export function releaseWriterLock(storage: StoragePort, lock: HeldLock): Promise<void> {
+  return releaseLockFile(storage, lock.path, lock.owner.lock_id, lock);
 }
 
 /** The content of a `writer.lock`, or `undefined` when there is none or it cannot be parsed. */

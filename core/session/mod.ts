@@ -19,6 +19,7 @@ export { newId } from "./ids.ts";
 export { DraftWriter, type DraftFlushOptions } from "./draft-writer.ts";
 export { BATCH_FIELD, withoutBatchMark } from "./batch.ts";
 export { PENDING_FIELD } from "./load.ts";
+export { NEWEST_SEGMENT_FIELD } from "./segment-hint.ts";
 export { readLockOwner } from "./lock.ts";
 export {
   Session,

@@ -190,8 +190,9 @@ export class Sessions {
       await from.reload();
       const fromPaths = from.paths;
       let historyBytes = 0;
-      const total = from.segments.length + 1;
-      for (const [i, range] of from.segments.entries()) {
+      const segments = await from.segments();
+      const total = segments.length + 1;
+      for (const [i, range] of segments.entries()) {
         const bytes = (await this.storage.read(fromPaths.segment(range))) ?? new Uint8Array(0);
         const file = `messages/segments/${fromPaths.segment(range).split("/").at(-1)}`;
         const result = decodeJsonl(bytes, { file, schemas: { message: MessageRecord, summary: SummaryRecord }, tornTailRecoverable: false });
@@ -215,8 +216,8 @@ export class Sessions {
         created_at: now,
         updated_at: now,
         history_bytes: historyBytes,
-        message_count: lastSequence({ segments: [...from.segments], active: [...from.active] }),
-        forked_from: { session_id: from.ref.sessionId, through_sequence: lastSequence({ segments: [...from.segments], active: [...from.active] }) },
+        message_count: lastSequence({ newest: from.newestSegment, active: [...from.active] }),
+        forked_from: { session_id: from.ref.sessionId, through_sequence: lastSequence({ newest: from.newestSegment, active: [...from.active] }) },
       };
       await this.#installStaged(staging, target, meta);
       onProgress?.(total, total);

@@ -10,7 +10,6 @@ import {
 } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { encodeJsonlLine } from "../jsonl/encode.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
@@ -21,25 +20,29 @@ import {
   cumulativeSummary,
   encodeJsonDocument,
   nowTimestamp,
-  parseMetaJson,
+  metaRevisionOf,
   type DraftRecord,
   type MessagePart,
   type ProviderIdentity,
   type SessionMeta,
   type Usage,
 } from "../schema/mod.ts";
+import { runCommitPlan, type CommitPlan, type CommitPlanResult } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { markBatch, withoutBatchMark } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
+import { joinLines, lineOf } from "./lines.ts";
 import { encodeWithUnknown, unknownLines, type UnknownLine } from "./unknown-lines.ts";
 import { newId } from "./ids.ts";
 import { PENDING_FIELD, loadSessionState } from "./load.ts";
-import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
+import { acquireWriterLock, newLockOwner, releaseWriterLock, writerLockedError } from "./lock.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
+import { listSegments } from "./load.ts";
+import { withNewestSegment } from "./segment-hint.ts";
 import type { WriterIdentity } from "./owner.ts";
 import type { Summarizer } from "./provider.ts";
 import type { PortableSession } from "./portable.ts";
-import { isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
+import { hasRepairs, isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
 
@@ -85,6 +88,13 @@ export interface SessionWriter {
   /** Compacts Active with one summary call (its own commit). `undefined` when Active has < 2 messages. */
   compact(summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined>;
 }
+
+/**
+ * A commit's `meta.json` skips the flushes: the appended lines are the durable record, and a
+ * `meta.json` that a machine crash left behind them is rebuilt on open (FORMAT.md rule 5),
+ * its revision counted up from the messages it missed so it never goes backwards.
+ */
+const COMMIT_META = { durable: false } as const;
 
 const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
 
@@ -149,9 +159,42 @@ export class Session {
     return this.#state.footer;
   }
 
-  /** The sequence ranges of the closed segments, oldest first. */
-  get segments(): readonly SegmentRange[] {
-    return this.#state.segments;
+  /** The sequence range of the newest closed segment, `undefined` before the first compaction. */
+  get newestSegment(): SegmentRange | undefined {
+    return this.#state.newest;
+  }
+
+  /**
+   * Every segment's range once {@linkcode Session.segments} listed them (kept current by this
+   * handle's own compactions), else `undefined`: for synchronous code such as a UI render.
+   */
+  get listedSegments(): readonly SegmentRange[] | undefined {
+    return this.#state.segments && [...this.#state.segments];
+  }
+
+  /**
+   * The sequence ranges of every closed segment, oldest first. An open reads only the newest
+   * segment (its cost must not grow with the history), so the first call lists `segments/`;
+   * a gap between segments found then is reported in {@linkcode Session.diagnostics} and
+   * blocks writes, as on open.
+   *
+   * @example
+   * ```ts
+   * for (const range of await session.segments()) console.log(range.start, range.end);
+   * ```
+   * @throws {StorageError} when `segments/` cannot be listed.
+   */
+  async segments(): Promise<readonly SegmentRange[]> {
+    const state = this.#state;
+    if (!state.segments) {
+      const report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => {
+        if (!state.diagnostics.some((d) => d.file === file && d.code === code)) state.diagnostics.push({ file, line, code, fatal, message: `${file}: ${message}` });
+      };
+      const listed = await listSegments(this.#ctx.storage, this.#paths, report);
+      // A compaction of this handle may have closed a segment while the listing ran.
+      state.segments ??= listed;
+    }
+    return [...state.segments];
   }
 
   /** The Active window (committed messages after the latest compaction). */
@@ -204,7 +247,8 @@ export class Session {
     if (!Number.isSafeInteger(before) || before < 1) {
       throw new InvalidInputError(`beforeSequence ${String(before)} is not a positive integer`, { beforeSequence: before });
     }
-    const range = this.#state.segments.findLast((s) => s.end < before);
+    const newest = this.#state.newest;
+    const range = newest && newest.end < before ? newest : (await this.segments()).findLast((s) => s.end < before);
     if (!range) return [];
     return (await this.readSegment(range)).messages;
   }
@@ -258,14 +302,13 @@ export class Session {
     if (fatal) throw new CorruptSessionError(`${formatSessionRef(this.ref)} cannot be exported: ${fatal.message}`, { file: fatal.file, line: fatal.line });
     const revision = this.#state.meta.revision;
     const messages: MessageRecord[] = [];
-    const segments = [...this.#state.segments];
+    const segments = await this.segments();
     for (const [i, range] of segments.entries()) {
       for (const message of (await this.readSegment(range)).messages) messages.push(message);
       onProgress?.(i + 1, segments.length + 1);
     }
     for (const message of this.active) messages.push(message);
-    const metaBytes = await this.#ctx.storage.read(this.#paths.meta);
-    const found = metaBytes ? parseMetaJson(metaBytes).revision : undefined;
+    const found = metaRevisionOf(await this.#ctx.storage.read(this.#paths.meta));
     if (found !== this.#state.diskRevision) {
       throw new RevisionConflictError(`${formatSessionRef(this.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
     }
@@ -324,13 +367,17 @@ export class Session {
     const list = (Array.isArray(messages) ? messages : [messages]) as readonly NewMessage[];
     if (list.length === 0) throw new InvalidInputError("append needs at least one message");
     const records = list.map((m, i) => toMessageRecord(m, this.#ctx.clock, `messages[${i}]`));
-    return this.mutate("append", async (writer) => {
-      const draft = this.#state.draft;
-      const recovered = draft ? stoppedDraftMessages(draft, false) : [];
-      const result = await writer.commit([...recovered, ...records]);
-      // A draft without output and pending messages commits nothing but goes all the same.
-      if (draft) await writer.removeDraft();
-      return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
+    return this.#exclusive("append", () => {
+      // The common case is one plan run by the storage: one round trip through a worker.
+      if (!this.#state.draft && !hasRepairs(this.#state)) return this.#commitPlanned("append", records);
+      return this.#locked("append", async (writer) => {
+        const draft = this.#state.draft;
+        const recovered = draft ? stoppedDraftMessages(draft, false) : [];
+        const result = await writer.commit([...recovered, ...records]);
+        // A draft without output and pending messages commits nothing but goes all the same.
+        if (draft) await writer.removeDraft();
+        return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
+      });
     });
   }
 
@@ -430,20 +477,12 @@ export class Session {
       };
       const unknown = await this.#unknownActiveLines();
       const segmentBytes = encodeWithUnknown(state.active.map(withoutBatchMark), unknown, true, [footer]);
-      // The segment, meta.json, then Active: the order of compaction, for the same reason.
-      await this.#ctx.storage.replace(this.#paths.segment(range), segmentBytes);
-      const oldActiveBytes = state.activeBytes;
-      state.segments.push(range);
-      state.footer = footer;
-      state.active = [];
-      state.activeBytes = 0;
       const compaction = state.meta.compaction ? { ...state.meta.compaction, [LAST_COMPACTED_FIELD]: range.end } : undefined;
-      await this.#writeMeta({
-        history_bytes: state.meta.history_bytes - oldActiveBytes + segmentBytes.length,
+      await this.#closeSegment(range, footer, segmentBytes, [], new Uint8Array(0), {
+        history_bytes: state.meta.history_bytes - state.activeBytes + segmentBytes.length,
         revision: state.meta.revision + 1,
         ...(compaction ? { compaction } : {}),
       });
-      await this.#ctx.storage.replace(this.#paths.active, new Uint8Array(0));
       return { revision: state.meta.revision };
     });
   }
@@ -482,7 +521,87 @@ export class Session {
    * after the optimistic revision check (`RevisionConflictError`) and the repairs that
    * recovery postponed. Used by `run()` and by hosts that build their own operations.
    */
-  async mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+  mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+    return this.#exclusive(operation, () => this.#locked(operation, fn));
+  }
+
+  /** The body of {@linkcode Session.mutate}: lock, revision check, repairs, `fn`, release. */
+  async #locked<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+    const lock = await acquireWriterLock(this.#ctx.storage, this.#paths.lock, this.#ctx.identity, operation, this.#ctx.clock);
+    try {
+      await this.#checkRevision();
+      await this.#applyRepairs();
+      return await fn(this.#writer());
+    } catch (error) {
+      throw await this.#failed(operation, error);
+    } finally {
+      await releaseWriterLock(this.#ctx.storage, lock).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Appends `records` as one {@linkcode CommitPlan}: lock, revision check, append and
+   * `meta.json` in one storage call when the backend runs plans itself. Only for a session
+   * without repairs to do or a draft to finish (those take {@linkcode Session.mutate}).
+   */
+  async #commitPlanned(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
+    const { storage, clock } = this.#ctx;
+    const state = this.#state;
+    const owner = newLockOwner(this.#ctx.identity, operation, clock);
+    const { sequenced, bytes, meta } = this.#prepareCommit(records);
+    const plan: CommitPlan = {
+      lock: { path: this.#paths.lock, bytes: encodeJsonDocument(owner), lockId: owner.lock_id },
+      expect: { path: this.#paths.meta, revision: state.diskRevision ?? null },
+      writes: [
+        { op: "append", path: this.#paths.active, bytes },
+        { op: "replace", path: this.#paths.meta, bytes: encodeJsonDocument(meta), durable: false },
+      ],
+    };
+    let result: CommitPlanResult;
+    try {
+      result = await (storage.runCommitPlan ? storage.runCommitPlan(plan) : runCommitPlan(storage, plan));
+    } catch (error) {
+      throw await this.#failed(operation, error);
+    }
+    if (result.outcome === "locked") throw await writerLockedError(storage, this.#paths.lock);
+    if (result.outcome === "conflict") throw this.#revisionConflict(result.revision ?? undefined);
+    this.#committed(sequenced, bytes.length, meta);
+    return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
+  }
+
+  /** Sequences, line bytes and the next `meta.json` of a commit of `records` (nothing is written). */
+  #prepareCommit(records: readonly MessageRecord[]): { sequenced: MessageRecord[]; bytes: Uint8Array; meta: SessionMeta } {
+    if (records.length === 0) throw new InvalidInputError("a commit needs at least one message");
+    const state = this.#state;
+    let sequence = lastSequence(state);
+    const sequenced = records.map((m) => ({ ...m, sequence: ++sequence }));
+    const bytes = joinLines(markBatch(sequenced).map(lineOf));
+    const meta: SessionMeta = {
+      ...withNewestSegment(state.meta, state.newest),
+      message_count: sequence,
+      history_bytes: state.meta.history_bytes + bytes.length,
+      revision: state.meta.revision + 1,
+      updated_at: nowTimestamp(this.#ctx.clock),
+    };
+    return { sequenced, bytes, meta };
+  }
+
+  /** Takes a commit written to disk into memory. */
+  #committed(sequenced: readonly MessageRecord[], byteLength: number, meta: SessionMeta): void {
+    this.#state.active.push(...sequenced);
+    this.#state.activeBytes += byteLength;
+    this.#state.meta = meta;
+    this.#state.diskRevision = meta.revision;
+  }
+
+  /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */
+  async #failed(operation: string, error: unknown): Promise<Error> {
+    if (!(error instanceof RevisionConflictError)) await this.reload().catch(() => (this.#needsReload = true));
+    return asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
+  }
+
+  /** One mutating operation at a time per session in this process, on a live, writable handle. */
+  async #exclusive<T>(operation: string, body: () => Promise<T>): Promise<T> {
     const busy = busyMap(this.#ctx.storage);
     const holder = busy.get(this.#paths.dir);
     if (holder) {
@@ -496,17 +615,7 @@ export class Session {
       if (this.#conflict) throw this.#conflict;
       if (this.#needsReload) await this.reload();
       this.#assertWritable();
-      const lock = await acquireWriterLock(this.#ctx.storage, this.#paths.lock, this.#ctx.identity, operation, this.#ctx.clock);
-      try {
-        await this.#checkRevision();
-        await this.#applyRepairs();
-        return await fn(this.#writer());
-      } catch (error) {
-        if (!(error instanceof RevisionConflictError)) await this.reload().catch(() => (this.#needsReload = true));
-        throw asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
-      } finally {
-        await releaseWriterLock(this.#ctx.storage, lock).catch(() => undefined);
-      }
+      return await body();
     } finally {
       busy.delete(this.#paths.dir);
     }
@@ -524,14 +633,17 @@ export class Session {
 
   async #checkRevision(): Promise<void> {
     const bytes = await this.#ctx.storage.read(this.#paths.meta);
-    const found = bytes ? parseMetaJson(bytes).revision : undefined;
+    const found = metaRevisionOf(bytes);
+    if (found !== this.#state.diskRevision) throw this.#revisionConflict(found);
+  }
+
+  /** Marks the handle stale: every write is refused until `reload()`. */
+  #revisionConflict(found: number | undefined): RevisionConflictError {
     const expected = this.#state.diskRevision;
-    if (found !== expected) {
-      throw (this.#conflict = new RevisionConflictError(
-        `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${expected ?? "none"}; another writer committed (reopen or reload)`,
-        { expected: expected ?? null, found: found ?? null },
-      ));
-    }
+    return (this.#conflict = new RevisionConflictError(
+      `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${expected ?? "none"}; another writer committed (reopen or reload)`,
+      { expected: expected ?? null, found: found ?? null },
+    ));
   }
 
   async #applyRepairs(): Promise<void> {
@@ -569,8 +681,37 @@ export class Session {
     return unknownLines((await this.#ctx.storage.read(this.#paths.active)) ?? new Uint8Array(0));
   }
 
-  async #writeMeta(patch: Partial<SessionMeta>): Promise<void> {
-    const meta: SessionMeta = { ...this.#state.meta, ...patch, updated_at: nowTimestamp(this.#ctx.clock) };
+  /**
+   * Closes the oldest messages of Active into the segment `range` (compaction, reset). The
+   * order is what recovery relies on: `meta.json` first, naming the new segment; then the
+   * segment; then Active. A crash before the segment lands leaves a hint that the files do
+   * not confirm, so the next open lists `segments/` and rebuilds `meta.json`; a crash before
+   * Active is replaced leaves the overlap of rule 3. Either way the hint never hides a
+   * segment that exists (load.ts).
+   */
+  async #closeSegment(range: SegmentRange, footer: SummaryRecord, segmentBytes: Uint8Array, kept: MessageRecord[], activeBytes: Uint8Array, patch: Partial<SessionMeta>): Promise<void> {
+    const { storage } = this.#ctx;
+    const state = this.#state;
+    const before = await storage.read(this.#paths.meta);
+    await this.#writeMeta(patch, range);
+    try {
+      await storage.replace(this.#paths.segment(range), segmentBytes);
+    } catch (error) {
+      // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway).
+      if (before) await storage.replace(this.#paths.meta, before).catch(() => undefined);
+      throw error;
+    }
+    state.segments?.push(range);
+    state.newest = range;
+    state.footer = footer;
+    state.active = kept;
+    state.activeBytes = activeBytes.length;
+    await storage.replace(this.#paths.active, activeBytes);
+  }
+
+  /** Writes `meta.json` with `patch` and the newest-segment hint (`newest`, else the current one). */
+  async #writeMeta(patch: Partial<SessionMeta>, newest = this.#state.newest): Promise<void> {
+    const meta: SessionMeta = withNewestSegment({ ...this.#state.meta, ...patch, updated_at: nowTimestamp(this.#ctx.clock) }, newest);
     await this.#ctx.storage.replace(this.#paths.meta, encodeJsonDocument(meta));
     this.#state.meta = meta;
     this.#state.diskRevision = meta.revision;
@@ -587,19 +728,12 @@ export class Session {
       options: this.#options,
       clock,
       commit: async (messages) => {
-        if (messages.length === 0) throw new InvalidInputError("a commit needs at least one message");
-        let sequence = lastSequence(state);
-        const records = messages.map((m) => ({ ...m, sequence: ++sequence }));
-        const bytes = new TextEncoder().encode(markBatch(records).map(encodeJsonlLine).join(""));
+        const { sequenced, bytes, meta } = this.#prepareCommit(messages);
         await storage.append(paths.active, bytes);
-        state.active.push(...records);
-        state.activeBytes += bytes.length;
-        await this.#writeMeta({
-          message_count: sequence,
-          history_bytes: state.meta.history_bytes + bytes.length,
-          revision: state.meta.revision + 1,
-        });
-        return { sequences: records.map((r) => r.sequence), revision: state.meta.revision };
+        // The messages are durable now; meta.json need not be: recovery rule 5 rebuilds it.
+        await storage.replace(paths.meta, encodeJsonDocument(meta), COMMIT_META);
+        this.#committed(sequenced, bytes.length, meta);
+        return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
       },
       draftWriter: (current) =>
         new DraftWriter(
@@ -656,16 +790,6 @@ export class Session {
     const unknown = await this.#unknownActiveLines();
     const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
     const activeBytes = encodeWithUnknown(kept, unknown, true);
-    // Order matters for recovery: the segment first, then meta.json, then Active. Until Active
-    // is replaced, the overlap shows that the compaction was interrupted and recovery rebuilds
-    // meta.json (load.ts); replacing Active before meta.json would let a crash leave a
-    // meta.json that misses the new segment without looking stale.
-    await this.#ctx.storage.replace(this.#paths.segment(plan.range), segmentBytes);
-    const oldActiveBytes = state.activeBytes;
-    state.segments.push(plan.range);
-    state.footer = footer;
-    state.active = kept;
-    state.activeBytes = activeBytes.length;
     const afterTokens = estimateTextTokens(text) + keptTokens;
     const accounting = accumulateCompaction(state.meta.compaction, {
       removedMessages: selected.length,
@@ -674,12 +798,11 @@ export class Session {
       beforeTokens,
       afterTokens,
     });
-    await this.#writeMeta({
-      history_bytes: state.meta.history_bytes - oldActiveBytes + activeBytes.length + segmentBytes.length,
+    await this.#closeSegment(plan.range, footer, segmentBytes, kept, activeBytes, {
+      history_bytes: state.meta.history_bytes - state.activeBytes + activeBytes.length + segmentBytes.length,
       revision: state.meta.revision + 1,
       compaction: { ...accounting, [LAST_COMPACTED_FIELD]: lastSequence(state) },
     });
-    await this.#ctx.storage.replace(this.#paths.active, activeBytes);
     return {
       revision: state.meta.revision,
       removedMessages: selected.length,

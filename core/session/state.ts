@@ -28,8 +28,10 @@ export interface SessionState {
   meta: SessionMeta;
   /** The revision `meta.json` held when read (`undefined` when it was missing): the optimistic check. */
   diskRevision: number | undefined;
-  /** Segments by sequence, oldest first. */
-  segments: SegmentRange[];
+  /** Every segment by sequence, oldest first, once `segments/` was listed (`undefined` before: an open may skip it). */
+  segments: SegmentRange[] | undefined;
+  /** The newest segment, if any. */
+  newest: SegmentRange | undefined;
   /** The newest segment's cumulative summary. */
   footer: SummaryRecord | undefined;
   /** The Active window: committed messages since the last compaction. */
@@ -44,13 +46,18 @@ export interface SessionState {
 }
 
 /** The highest sequence committed in the session (0 when empty). */
-export function lastSequence(state: Pick<SessionState, "segments" | "active">): number {
+export function lastSequence(state: Pick<SessionState, "newest" | "active">): number {
   const lastActive = state.active.at(-1)?.sequence;
   if (lastActive !== undefined) return lastActive;
-  return state.segments.at(-1)?.end ?? 0;
+  return state.newest?.end ?? 0;
 }
 
 /** `true` when a fatal diagnostic blocks writes. */
 export function isBlocked(state: Pick<SessionState, "diagnostics">): boolean {
   return state.diagnostics.some((d) => d.fatal);
+}
+
+/** `true` when recovery left repairs for the next write. */
+export function hasRepairs(state: Pick<SessionState, "repairs">): boolean {
+  return Object.values(state.repairs).some(Boolean);
 }

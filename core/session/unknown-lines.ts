@@ -1,4 +1,4 @@
-import { encodeJsonlLine } from "../jsonl/encode.ts";
+import { joinLines, lineOf } from "./lines.ts";
 import type { MessageRecord } from "../schema/mod.ts";
 
 /**
@@ -48,12 +48,13 @@ export function encodeWithUnknown(messages: readonly MessageRecord[], unknown: r
     if (line.beforeSequence === null) continue;
     before.set(line.beforeSequence, [...(before.get(line.beforeSequence) ?? []), line.text]);
   }
-  let text = "";
+  const encoder = new TextEncoder();
+  const lines: Uint8Array[] = [];
   for (const message of messages) {
-    for (const line of before.get(message.sequence) ?? []) text += `${line}\n`;
-    text += encodeJsonlLine(message);
+    for (const line of before.get(message.sequence) ?? []) lines.push(encoder.encode(line));
+    lines.push(lineOf(message));
   }
-  if (withTrailing) for (const line of unknown) if (line.beforeSequence === null) text += `${line.text}\n`;
-  for (const record of tail) text += encodeJsonlLine(record);
-  return new TextEncoder().encode(text);
+  if (withTrailing) for (const line of unknown) if (line.beforeSequence === null) lines.push(encoder.encode(line.text));
+  for (const record of tail) lines.push(lineOf(record as object));
+  return joinLines(lines);
 }

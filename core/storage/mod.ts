@@ -10,6 +10,7 @@
  * @module
  */
 export type { FileTail, StorageCapabilities, StoragePort, WriteOptions } from "./port.ts";
+export { runCommitPlan, type CommitPlan, type CommitPlanResult, type PlannedWrite } from "./commit-plan.ts";
 export { MemoryStorage } from "./memory.ts";
 export { assertStoragePath, parentPath } from "./path.ts";
 export { ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, withTransfer, type ComlinkLike, type TransferHandlerLike } from "./worker-transfer.ts";

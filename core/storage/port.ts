@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CommitPlan, CommitPlanResult, runCommitPlan } from "./commit-plan.ts";
 
 /** What a backend can promise, so the core never branches on a backend's name. */
 export interface StorageCapabilities {
@@ -24,8 +25,9 @@ export interface FileTail {
 
 /**
  * Per-call write options. `durable: false` says the caller does not need this write to
- * survive a machine crash (the writer lock only matters while its process lives), so a
- * backend may skip its flushes; a process crash still sees the write whole or not at all.
+ * survive a machine crash (the writer lock only matters while its process lives; `meta.json`
+ * is rebuilt from the messages when it is behind), so a backend may skip its flushes; a
+ * process crash still sees the write whole or not at all.
  */
 export interface WriteOptions {
   readonly durable?: boolean;
@@ -46,7 +48,7 @@ export interface StoragePort {
   /** Names of the direct children (files and folders) of a folder, sorted by code unit; `[]` when missing. */
   list(dir: string): Promise<string[]>;
   /** Replaces a file atomically and durably: a reader sees the old or the new content, never a mix. Creates parents. */
-  replace(path: string, bytes: Uint8Array): Promise<void>;
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void>;
   /** Appends durably; a crash may leave at most a torn final line. Creates the file and parents. */
   append(path: string, bytes: Uint8Array): Promise<void>;
   /** Creates a file only if nothing is at `path`; resolves `false` when something already is. */
@@ -66,6 +68,11 @@ export interface StoragePort {
   acquireLock?(name: string): Promise<boolean>;
   /** Releases a lock taken with {@linkcode StoragePort.acquireLock}. */
   releaseLock?(name: string): Promise<void>;
+  /**
+   * Optional: runs {@linkcode runCommitPlan} against the backend itself, in one call. A
+   * backend behind a hop (a worker) offers it so a commit costs one round trip.
+   */
+  runCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }

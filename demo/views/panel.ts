@@ -68,7 +68,7 @@ export function gaugeFacts(
     usage: options.liveUsage ?? committed,
     live: options.liveUsage !== undefined,
     estimate,
-    compacted: (meta.compaction?.completed ?? 0) > 0 || session.segments.length > 0,
+    compacted: (meta.compaction?.completed ?? 0) > 0 || session.newestSegment !== undefined,
     compacting: options.compacting,
     policy: policy?.kind ?? "manual",
   };
@@ -212,7 +212,7 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
   nodes.push(context);
 
   // Closed segments, newest first; each loads its messages and footer when opened.
-  const segments = [...session.segments].reverse();
+  const segments = [...(session.listedSegments ?? [])].reverse();
   const list = h("div", { class: "history-block" }, h("h3", {}, `Segments (${segments.length})`));
   if (segments.length === 0) list.append(h("p", { class: "muted small" }, "None yet. When real usage reaches the trigger, the oldest half of the Active window becomes the first segment."));
   segments.forEach((range, index) => {

@@ -318,7 +318,7 @@ describe("Sessions on IndexedDbStorage", () => {
     const reopened = await new Sessions({ storage: again(storage), identity }).open("a1/w1/s1");
     expect(reopened.revision).toBe(session.revision);
     expect(reopened.meta).toEqual(session.meta);
-    expect(reopened.segments).toEqual([{ start: 1, end: 3 }]);
+    expect(await reopened.segments()).toEqual([{ start: 1, end: 3 }]);
     expect(reopened.summary?.text).toBe(session.summary?.text);
     expect(reopened.active.map((m: MessageRecord) => m.sequence)).toEqual([4, 5, 6, 7]);
     expect(reopened.system).toBe("Be brief.");

@@ -176,6 +176,21 @@ describe("estimateTokens", () => {
   });
 });
 
+describe("estimateTokens of text parts", () => {
+  test("property: a text part counts exactly the UTF-8 bytes of its JSON, whatever it holds", () => {
+    const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }));
+    fc.assert(
+      fc.property(fc.constantFrom("text", "reasoning", "reasoning-summary"), text, fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (type, body, sequence) => {
+        const part = { sequence, type, text: body } as MessageRecord["parts"][number];
+        const m: MessageRecord = { ...message(1), parts: [part] };
+        expect(estimateTokens([m])).toBe(4 + Math.ceil(utf8Bytes(JSON.stringify(part)) / 4));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
 describe("foldModelInput", () => {
   const input = (messages: MessageRecord[], summary: string | null = "old summary"): ModelInput => ({ system: "sys", summary, messages });
 

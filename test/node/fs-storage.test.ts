@@ -5,31 +5,30 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../../core/mod.ts";
 import { NodeFileStorage, storageErrorFromFs } from "../../runtime-node/mod.ts";
 
-/** Faults the mocked `node:fs/promises` injects into file handles opened by NodeFileStorage. */
+/** Faults the mocked `node:fs` injects into the system calls NodeFileStorage makes. */
 const faults = vi.hoisted(() => ({ open: "", write: "", sync: "" }));
 
-vi.mock("node:fs/promises", async (importOriginal) => {
-  const real = await importOriginal<typeof import("node:fs/promises")>();
+vi.mock("node:fs", async (importOriginal) => {
+  const real = await importOriginal<typeof import("node:fs")>();
   const fail = (code: string) => Object.assign(new Error(`${code}: injected`), { code });
-  const open: typeof real.open = async (...args) => {
-    if (faults.open) throw fail(faults.open);
-    const handle = await real.open(...args);
-    return new Proxy(handle, {
-      get(target, key) {
-        if (key === "write" && faults.write) {
-          // A short write that lands half the bytes, then the disk is full.
-          return async (bytes: Uint8Array, offset: number, length: number, position: number | null) => {
-            await target.write(bytes, offset, Math.ceil(length / 2), position);
-            throw fail(faults.write);
-          };
-        }
-        if (key === "sync" && faults.sync) return async () => Promise.reject(fail(faults.sync));
-        const value = Reflect.get(target, key, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+  return {
+    ...real,
+    openSync: ((...args: Parameters<typeof real.openSync>) => {
+      if (faults.open) throw fail(faults.open);
+      return real.openSync(...args);
+    }) as typeof real.openSync,
+    // NodeFileStorage always calls writeSync(fd, bytes, offset, length, position).
+    writeSync: ((fd: number, bytes: Uint8Array, offset: number, length: number, position: number | null) => {
+      if (!faults.write) return real.writeSync(fd, bytes, offset, length, position);
+      // A short write that lands half the bytes, then the disk is full.
+      real.writeSync(fd, bytes, offset, Math.ceil(length / 2), position);
+      throw fail(faults.write);
+    }) as unknown as typeof real.writeSync,
+    fsyncSync: ((fd: number) => {
+      if (faults.sync) throw fail(faults.sync);
+      real.fsyncSync(fd);
+    }) as typeof real.fsyncSync,
   };
-  return { ...real, open };
 });
 
 const utf8 = (text: string) => new TextEncoder().encode(text);

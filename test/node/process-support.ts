@@ -137,7 +137,7 @@ export function startChild(launcher: ChildLauncher, args: readonly string[], std
 /** Every committed message of the session, oldest first: every segment (read whole) then Active. */
 export async function fullHistory(session: Session): Promise<MessageRecord[]> {
   const all: MessageRecord[] = [];
-  for (const range of session.segments) {
+  for (const range of await session.segments()) {
     const { messages, footer } = await session.readSegment(range);
     if (footer?.through_sequence !== range.end) throw new Error(`segment ${range.start}-${range.end} has no footer through ${range.end}`);
     all.push(...messages);
@@ -149,7 +149,7 @@ export async function fullHistory(session: Session): Promise<MessageRecord[]> {
 /** The same history paged the way a host pages it: Active, then `messages({ beforeSequence })` back to the start. */
 export async function pagedHistory(session: Session): Promise<MessageRecord[]> {
   const pages: MessageRecord[][] = [[...session.active]];
-  let oldest = session.active[0]?.sequence ?? (session.segments.at(-1)?.end ?? 0) + 1;
+  let oldest = session.active[0]?.sequence ?? (session.newestSegment?.end ?? 0) + 1;
   for (;;) {
     const page = await session.messages({ beforeSequence: oldest });
     if (page.length === 0) break;

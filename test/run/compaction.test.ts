@@ -77,11 +77,11 @@ describe("default policy: real usage ≥ 95% of the context window", () => {
       expect(shape(events)).toEqual(["compaction-started", "compaction-completed", "step-started", "text-delta*", "usage", "committed"]);
       expect((events[0] as { reason: string }).reason).toBe(`usage 950 tokens reached 95% of the 1000-token context window`);
       expect(outcome!.revision).toBe(3);
-      expect(session.segments).toEqual([{ start: 1, end: 2 }]);
+      expect(await session.segments()).toEqual([{ start: 1, end: 2 }]);
     } else {
       expect(compactionEvents(events)).toEqual([]);
       expect(outcome!.revision).toBe(2);
-      expect(session.segments).toEqual([]);
+      expect(await session.segments()).toEqual([]);
     }
   });
 
@@ -175,7 +175,7 @@ describe("what a compaction in a run does", () => {
     expect(summarizer.calls[1]!.previousSummary).toBe(first);
     // Active was 4..11 (8 messages): the oldest 4 are selected.
     expect(summarizer.calls[1]!.messages.map((m) => m.sequence)).toEqual([4, 5, 6, 7]);
-    expect(session.segments).toEqual([
+    expect(await session.segments()).toEqual([
       { start: 1, end: 3 },
       { start: 4, end: 7 },
     ]);
@@ -249,7 +249,7 @@ describe("context-length refusals fold the input in memory", () => {
     expect(folded.summary).toBe(foldNote(4));
     expect(events[1]).toEqual({ type: "context-folded", depth: 1, droppedMessages: 4 });
     expect(outcome!.revision).toBe(2);
-    expect(session.segments).toEqual([]);
+    expect(await session.segments()).toEqual([]);
     expect((await activeOnDisk(storage)).map((r) => r["sequence"])).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 
@@ -407,7 +407,7 @@ describe("repeated compaction stays bounded under the default policy", () => {
     expect(maxSummary).toBeLessThanOrEqual(maxChars);
     expect(summarizer.calls).toHaveLength(compactions);
     expect(session.meta.compaction!.completed).toBe(compactions);
-    expect(session.segments).toHaveLength(compactions);
+    expect(await session.segments()).toHaveLength(compactions);
     expect(session.meta.message_count).toBe(turns * 2);
     // Every message exists exactly once across the segments and Active.
     const reopened = await sessions.open(REF);

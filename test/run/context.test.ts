@@ -4,7 +4,7 @@
  * however long the history is.
  */
 import { describe, expect, it } from "vitest";
-import { INTERRUPTED_TOOL_CALL_ERROR, MemoryStorage, type ProviderIdentity } from "../../core/mod.ts";
+import { INTERRUPTED_TOOL_CALL_ERROR, MemoryStorage, NEWEST_SEGMENT_FIELD, type ProviderIdentity } from "../../core/mod.ts";
 import { ScriptedProvider } from "../../testing/mod.ts";
 import {
   P,
@@ -13,6 +13,7 @@ import {
   footer,
   lines,
   metaFields,
+  metaOnDisk,
   metaText,
   millisecondClock,
   msg,
@@ -149,7 +150,12 @@ describe("an interrupted tool part in history", () => {
 });
 
 describe("bounded reads for a normal step", () => {
-  it("a session with 1,000 segments: open + one turn reads meta, the newest segment's tail, Active, draft, instruction, meta again", async () => {
+  // Written by hand per FORMAT.md, meta.json has no hint and an open lists segments/ (names only);
+  // written by sessionfold, it names the newest segment and nothing lists segments/ at all.
+  it.each([
+    { writer: "a hand-written session (FORMAT.md only)", hint: false },
+    { writer: "a session whose meta.json names its newest segment", hint: true },
+  ])("$writer with 1,000 segments: open + one turn reads meta, Active, the newest segment's tail, draft, instruction, meta again", async ({ hint }) => {
     const storage = new MemoryStorage();
     const SEGMENTS = 1000;
     let historyBytes = 0;
@@ -167,12 +173,11 @@ describe("bounded reads for a normal step", () => {
     await storage.replace(P.active, utf8(activeText));
     historyBytes += utf8(activeText).length;
     await storage.replace(P.instruction, utf8("You are the long-history agent."));
-    await storage.replace(P.meta, utf8(metaText(metaFields({ message_count: last + 2, history_bytes: historyBytes, revision: 1234 }, REF, null))));
+    await storage.replace(P.meta, utf8(metaText(metaFields({ message_count: last + 2, history_bytes: historyBytes, revision: 1234, ...(hint ? { [NEWEST_SEGMENT_FIELD]: { start: last - 2, end: last } } : {}) }, REF, null))));
 
     const recording = new RecordingStorage(storage);
     const session = await registry(recording, undefined, millisecondClock()).open(REF);
     expect(session.diagnostics).toEqual([]);
-    expect(session.segments).toHaveLength(SEGMENTS);
     const provider = ScriptedProvider.replies("short answer");
     const outcome = await session.run("new question", { provider }).result;
     expect(outcome.revision).toBe(1235);
@@ -185,9 +190,9 @@ describe("bounded reads for a normal step", () => {
     expect(reads).toEqual([
       `readTail ${P.meta}`,
       `read ${P.meta}`,
-      `list ${P.segmentsDir}`,
-      `readTail ${newest}`,
       `read ${P.active}`,
+      ...(hint ? [] : [`list ${P.segmentsDir}`]),
+      `readTail ${newest}`,
       `read ${P.draft}`,
       `read ${P.instruction}`,
       `read ${P.meta}`,
@@ -206,5 +211,8 @@ describe("bounded reads for a normal step", () => {
     // The appended batch continues the sequence after every segment.
     const appended = new TextDecoder().decode(recording.calls.find((c) => c.op === "append")!.bytes);
     expect(appended.split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { sequence: number }).sequence)).toEqual([last + 3, last + 4]);
+    // The full list is there when asked for, and meta.json now names the newest segment.
+    expect(await session.segments()).toHaveLength(SEGMENTS);
+    expect((await metaOnDisk(storage))[NEWEST_SEGMENT_FIELD]).toEqual({ start: last - 2, end: last });
   });
 });

@@ -397,7 +397,7 @@ describe("row 2: cooperative cancellation commits recoverable work, then rejects
     expect(shape(events)).toEqual(["compaction-started", "committed"]);
     expect(hanging.calls).toHaveLength(1);
     expect(provider.calls).toBe(0);
-    expect(session.segments).toEqual([]);
+    expect(await session.segments()).toEqual([]);
     expect(await storage.list(P.segmentsDir)).toEqual([]);
     expect(session.active.map((m) => m.sequence)).toEqual([1, 2, 3]);
     expect((await metaOnDisk(storage))["compaction"]).toBeUndefined();
@@ -575,7 +575,7 @@ describe("row 5: a fatal provider error commits nothing of the run", () => {
     expect(shape(events)).toEqual(["compaction-started", "compaction-completed"]);
     expect(provider.calls).toBe(0);
     expect(session.revision).toBe(2);
-    expect(session.segments).toEqual([{ start: 1, end: 1 }]);
+    expect(await session.segments()).toEqual([{ start: 1, end: 1 }]);
     expect(session.active.map((m) => m.sequence)).toEqual([2]);
     expect(await readText(storage, P.draft)).toBeUndefined();
   });

@@ -33,7 +33,7 @@ test("open + append of a 1,000-segment session reads only meta, the newest segme
   const storage = new RecordingStorage(inner);
   const session = await registry(storage).open(REF);
   expect(session.diagnostics).toEqual([]);
-  expect(session.segments).toHaveLength(SEGMENTS);
+  expect(await session.segments()).toHaveLength(SEGMENTS);
   const newest = `${P.segmentsDir}/${segmentName(2998, 3000)}`;
   expect(session.summary?.through_sequence).toBe(3000);
   await session.append(user("one more"));

@@ -66,7 +66,7 @@ describe("compact()", () => {
     expect(await readText(storage, `${P.segmentsDir}/${names[0]}`)).toBe(lines(before.slice(0, 5)) + line(footer));
     expect(await readText(storage, P.active)).toBe(lines(before.slice(5)));
     expect(session.active).toEqual(before.slice(5));
-    expect(session.segments).toEqual([{ start: 1, end: 5 }]);
+    expect(await session.segments()).toEqual([{ start: 1, end: 5 }]);
 
     const meta = await metaOnDisk(storage);
     expect(meta["compaction"]).toEqual({
@@ -114,9 +114,10 @@ describe("compact()", () => {
     const mutations = storage.mutations(P.dir);
     expect(mutations[0]).toBe("createExclusive writer.lock");
     expect(mutations.at(-1)).toBe("remove writer.lock");
-    // The segment first, then meta.json, then Active: until Active is replaced, a crash leaves an
-    // overlap, which recovery removes and which makes it count meta.json afresh.
-    expect(mutations.slice(1, -1)).toEqual([`replace messages/segments/${segmentName(1, 2)}`, "replace meta.json", "replace messages/active.jsonl"]);
+    // meta.json first (naming the new segment), then the segment, then Active: a crash before the
+    // segment leaves a hint the files do not confirm (the open lists segments/ and rebuilds
+    // meta.json); a crash before Active leaves an overlap, which recovery removes.
+    expect(mutations.slice(1, -1)).toEqual(["replace meta.json", `replace messages/segments/${segmentName(1, 2)}`, "replace messages/active.jsonl"]);
     expect(session.revision).toBe(2);
   });
 
@@ -138,7 +139,7 @@ describe("compact()", () => {
     expect(error.details["cancelled"] ?? false).toBe(cancelled);
     expect(await snapshot(storage)).toEqual(before);
     expect(session.revision).toBe(2);
-    expect(session.segments).toEqual([]);
+    expect(await session.segments()).toEqual([]);
     expect(session.active).toHaveLength(6);
     expect(summarize.calls.length).toBeLessThanOrEqual(1);
     // A later compaction works.
@@ -211,10 +212,10 @@ describe("compact()", () => {
     expect(maxActive).toBeLessThanOrEqual(7);
     expect(session.active.length).toBeLessThanOrEqual(4);
     expect(maxActiveBytes).toBeLessThan(4 * 400);
-    expect(session.segments).toHaveLength(100);
+    expect(await session.segments()).toHaveLength(100);
     expect(session.meta.compaction?.completed).toBe(100);
     expect(session.meta.message_count).toBe(300);
-    expect(session.segments.at(-1)!.end + session.active.length).toBe(300);
+    expect(session.newestSegment!.end + session.active.length).toBe(300);
     const reopened = await registry(storage).open(REF);
     expect(reopened.diagnostics).toEqual([]);
     expect(reopened.summary!.text.length).toBeLessThanOrEqual(BOUND);

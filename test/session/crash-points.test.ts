@@ -150,7 +150,7 @@ async function describeBase(storage: StoragePort): Promise<Before> {
   return {
     ids: (await fullHistory(session)).map((m) => m.message_id),
     revision: session.revision,
-    segments: session.segments.length,
+    segments: (await session.segments()).length,
     draftIds: draftIdsOf(session),
     instruction: await readText(storage, P.instruction),
   };
@@ -235,10 +235,10 @@ async function checkRecovered(
   if (opIds.length > 0 && committed) expect(session.draft, `${label}: a committed draft is gone`).toBeUndefined();
   if (!committed && before.draftIds.length > 0) expect(draftIdsOf(session), `${label}: the uncommitted draft is retained`).toEqual(before.draftIds);
   if (scenario.kind === "compact" || scenario.kind === "reset") {
-    expect([before.segments, before.segments + 1], `${label}: zero or one new segment`).toContain(session.segments.length);
-    if (options.expectDone) expect(session.segments.length, label).toBe(before.segments + 1);
+    expect([before.segments, before.segments + 1], `${label}: zero or one new segment`).toContain((await session.segments()).length);
+    if (options.expectDone) expect((await session.segments()).length, label).toBe(before.segments + 1);
   } else {
-    expect(session.segments.length, `${label}: segments untouched`).toBe(before.segments);
+    expect((await session.segments()).length, `${label}: segments untouched`).toBe(before.segments);
   }
 
   // The hidden staging folder of a fork may remain; list() never shows it.

@@ -93,7 +93,7 @@ describe("revisions", () => {
     await rejection(a.append(user("5")), RevisionConflictError, "revision-conflict");
     expect(await snapshot(storage)).toEqual(before);
     await a.reload();
-    expect(a.segments).toEqual([{ start: 1, end: 2 }]);
+    expect(await a.segments()).toEqual([{ start: 1, end: 2 }]);
     await a.append(user("5"));
     expect(a.revision).toBe(3);
   });

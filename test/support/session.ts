@@ -18,6 +18,7 @@ import {
   type SessionRef,
   type StorageCapabilities,
   type StoragePort,
+  type WriteOptions,
   type WriterIdentity,
 } from "../../core/mod.ts";
 
@@ -161,7 +162,7 @@ export async function metaOnDisk(storage: StoragePort, paths: SessionPaths = P):
 export async function fullHistory(session: Session): Promise<MessageRecord[]> {
   const pages: MessageRecord[][] = [];
   let page = await session.messages();
-  let before = page[0]?.sequence ?? (session.segments.at(-1)?.end ?? 0) + 1;
+  let before = page[0]?.sequence ?? (session.newestSegment?.end ?? 0) + 1;
   pages.unshift(page);
   for (;;) {
     page = await session.messages({ beforeSequence: before });
@@ -255,8 +256,8 @@ export class RecordingStorage implements StoragePort {
   list(dir: string): Promise<string[]> {
     return this.#record({ op: "list", path: dir }, () => this.inner.list(dir));
   }
-  replace(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#record({ op: "replace", path, bytes: bytes.slice() }, () => this.inner.replace(path, bytes));
+  replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    return this.#record({ op: "replace", path, bytes: bytes.slice() }, () => this.inner.replace(path, bytes, options));
   }
   append(path: string, bytes: Uint8Array): Promise<void> {
     return this.#record({ op: "append", path, bytes: bytes.slice() }, () => this.inner.append(path, bytes));

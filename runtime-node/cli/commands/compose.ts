@@ -50,7 +50,7 @@ export const compose: Command = {
     const opened = await store.holding(ref);
     const agent = await loadAgent(opened, ref.agentId);
     const session = await openForReading(opened.sessions, ref, agent.options);
-    const newest = session.segments.at(-1);
+    const newest = session.newestSegment;
     assertReadable(session, ["instruction.md", "messages/active.jsonl", ...(newest ? [relativeToSession(session.paths, session.paths.segment(newest))] : [])]);
     const identity = continuingIdentity(session);
     const composed = composeInput({ instruction: session.system, footer: session.summary, active: session.active, identity });

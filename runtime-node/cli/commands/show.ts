@@ -89,9 +89,9 @@ export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ 
   const session = await sessions.open(ref, { archived: place === "archived" });
   const diagnostics: CliDiagnostic[] = [...session.diagnostics];
   const segments: ShowReport["segments"] = [];
-  const newest = session.segments.at(-1);
-  for (const range of session.segments) {
-    if (range === newest) {
+  const newest = session.newestSegment;
+  for (const range of await session.segments()) {
+    if (range.end === newest?.end) {
       // Open read this footer already (and reported it when it is wrong).
       segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
       continue;

@@ -48,7 +48,7 @@ export async function bytesCase(ctx: CaseContext): Promise<void> {
     await session.compact({ summarizer: instantSummarizer });
     const reopened = await store.sessions.open(session.ref);
     records = [];
-    for (const range of reopened.segments) records.push(...(await reopened.readSegment(range)).messages);
+    for (const range of await reopened.segments()) records.push(...(await reopened.readSegment(range)).messages);
     records.push(...reopened.active);
     stored = await treeBytes(join(store.root, ...session.paths.dir.split("/")));
   } finally {

@@ -1,0 +1,27 @@
+import type { SegmentRange } from "../layout/segments.ts";
+import type { SessionMeta } from "../schema/mod.ts";
+
+/**
+ * The `meta.json` extension field naming the newest segment, `{"start": 451, "end": 900}`.
+ * An open reads that segment's footer directly instead of listing `segments/`, whose size
+ * grows with the history: the hint keeps the cost of an open flat. It is a hint only: an
+ * open trusts it when the files confirm it (the segment is there and Active starts right
+ * after it, or overlaps it after an interrupted compaction) and otherwise lists
+ * `segments/` as FORMAT.md says and rewrites `meta.json` (docs/decisions.md).
+ */
+export const NEWEST_SEGMENT_FIELD = "newest_segment";
+
+/** The hint of `meta`, or `undefined` when absent or not a valid range. */
+export function newestSegmentHint(meta: SessionMeta): SegmentRange | undefined {
+  const value = (meta as Record<string, unknown>)[NEWEST_SEGMENT_FIELD] as { start?: unknown; end?: unknown } | undefined;
+  if (typeof value !== "object" || value === null) return undefined;
+  const { start, end } = value;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || (start as number) < 1 || (end as number) < (start as number)) return undefined;
+  return { start: start as number, end: end as number };
+}
+
+/** `meta` with the hint set to `newest`, or without it when there is no segment. */
+export function withNewestSegment(meta: SessionMeta, newest: SegmentRange | undefined): SessionMeta {
+  const { [NEWEST_SEGMENT_FIELD]: _old, ...rest } = meta as SessionMeta & { [NEWEST_SEGMENT_FIELD]?: unknown };
+  return (newest ? { ...rest, [NEWEST_SEGMENT_FIELD]: { start: newest.start, end: newest.end } } : rest) as SessionMeta;
+}

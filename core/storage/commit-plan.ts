@@ -1,0 +1,129 @@
+/**
+ * A commit written down as data: take `writer.lock`, check `meta.json`'s revision, do the
+ * writes, release the lock. The core runs it with {@linkcode runCommitPlan}; a backend that
+ * sits behind a hop (a worker) offers `StoragePort.runCommitPlan` and runs the same function
+ * on its side, so a commit costs one round trip instead of one per storage call.
+ *
+ * @module
+ */
+import { metaRevisionOf, parseLockJson } from "../schema/parse.ts";
+import type { StoragePort, WriteOptions } from "./port.ts";
+
+/**
+ * The lock guards one operation of a live process: a machine crash ends that process
+ * anyway, so its file needs no flush (a process crash still sees it whole: FORMAT.md's
+ * "nobody steals a lock" holds).
+ */
+const NOT_DURABLE: WriteOptions = { durable: false };
+
+/** One write of a {@linkcode CommitPlan}, done in order. */
+export interface PlannedWrite {
+  readonly op: "append" | "replace";
+  readonly path: string;
+  readonly bytes: Uint8Array;
+  /** Passed to `replace` as {@linkcode WriteOptions.durable}. */
+  readonly durable?: boolean;
+}
+
+/** A whole mutating operation whose writes are known before it starts. */
+export interface CommitPlan {
+  /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
+  readonly lock: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
+  /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
+  readonly expect: { readonly path: string; readonly revision: number | null };
+  readonly writes: readonly PlannedWrite[];
+}
+
+/** How a {@linkcode CommitPlan} ended when it did not throw. */
+export type CommitPlanResult =
+  | { readonly outcome: "committed" }
+  /** Someone else holds the lock; nothing was written. */
+  | { readonly outcome: "locked" }
+  /** `meta.json` holds another revision (`null`: it is missing); nothing was written. */
+  | { readonly outcome: "conflict"; readonly revision: number | null };
+
+/** A lock taken by {@linkcode takeLockFile}. */
+export interface TakenLock {
+  /** Ownership comes from the backend's held lock (`acquireLock`), not from the file alone. */
+  readonly platformLock: boolean;
+}
+
+/**
+ * Runs a plan: lock, revision check, writes in order, then the lock is released whatever
+ * happened. A failed write rejects after the release, with the writes before it done.
+ *
+ * @example
+ * ```ts
+ * const result = await runCommitPlan(storage, plan);
+ * if (result.outcome === "conflict") console.log("meta.json is at", result.revision);
+ * ```
+ * @throws {StorageError} (or a subclass) when a storage call fails.
+ */
+export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
+  const taken = await takeLockFile(storage, plan.lock.path, plan.lock.bytes);
+  if (!taken) return { outcome: "locked" };
+  try {
+    const revision = metaRevisionOf(await storage.read(plan.expect.path)) ?? null;
+    if (revision !== plan.expect.revision) return { outcome: "conflict", revision };
+    for (const write of plan.writes) {
+      if (write.op === "append") await storage.append(write.path, write.bytes);
+      else await storage.replace(write.path, write.bytes, write.durable === false ? NOT_DURABLE : undefined);
+    }
+    return { outcome: "committed" };
+  } finally {
+    await releaseLockFile(storage, plan.lock.path, plan.lock.lockId, taken).catch(() => undefined);
+  }
+}
+
+/**
+ * Creates `writer.lock` with create-new semantics (or, when the backend offers
+ * `acquireLock`, takes the platform lock and records the owner in the file).
+ * Resolves `undefined` when another holder has it.
+ *
+ * @example
+ * ```ts
+ * const taken = await takeLockFile(storage, "s/writer.lock", ownerBytes);
+ * ```
+ * @throws {StorageError} when the storage call fails.
+ */
+export async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
+  if (storage.acquireLock && storage.releaseLock) {
+    // The platform frees a dead holder's lock, so a record found while we hold it is stale.
+    if (!(await storage.acquireLock(path))) return undefined;
+    try {
+      await storage.replace(path, bytes, NOT_DURABLE);
+    } catch (error) {
+      await storage.releaseLock(path);
+      throw error;
+    }
+    return { platformLock: true };
+  }
+  return (await storage.createExclusive(path, bytes, NOT_DURABLE)) ? { platformLock: false } : undefined;
+}
+
+/**
+ * Removes `writer.lock` only if it still carries `lockId`: nobody deletes another owner's
+ * lock (after `unlock --force` someone else may hold it). Then frees the platform lock.
+ *
+ * @example
+ * ```ts
+ * await releaseLockFile(storage, "s/writer.lock", "lock_123", taken);
+ * ```
+ * @throws {StorageError} when the storage call fails.
+ */
+export async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
+  try {
+    const bytes = await storage.read(path);
+    if (bytes && lockIdOf(bytes) === lockId) await storage.remove(path, NOT_DURABLE);
+  } finally {
+    if (taken.platformLock) await storage.releaseLock?.(path);
+  }
+}
+
+function lockIdOf(bytes: Uint8Array): unknown {
+  try {
+    return (parseLockJson(bytes) as { lock_id?: unknown }).lock_id;
+  } catch {
+    return undefined;
+  }
+}
