@@ -29,9 +29,10 @@ export const PENDING_FIELD = "pending_messages";
 
 /**
  * Opens a session's files and applies the recovery rules of FORMAT.md in order.
- * Reads `meta.json`, lists `segments/`, reads the newest segment's tail for its
- * footer, reads `active.jsonl`, the draft and `instruction.md`: nothing else, and
- * writes nothing (repairs wait for the next write).
+ * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (at once), then the
+ * newest segment's tail for its footer: the one `meta.json` names when the files confirm
+ * it, else the newest in a listing of `segments/`. Nothing else, and it writes nothing
+ * (repairs wait for the next write).
  *
  * @throws {UnsupportedSchemaError} when `meta.json` has an unknown `schema_version`.
  * @throws {NotFoundError} is not thrown here: callers check existence first.
@@ -50,7 +51,13 @@ export async function loadSessionState(
 
   // meta.json (an unknown schema refuses the session: it is thrown, not reported)
   let meta: SessionMeta | undefined;
-  const metaBytes = await storage.read(paths.meta);
+  // The four small files do not depend on each other: one round trip through a worker, not four.
+  const [metaBytes, activeRead, draftBytes, instructionBytes] = await Promise.all([
+    storage.read(paths.meta),
+    storage.read(paths.active),
+    storage.read(paths.draft),
+    storage.read(paths.instruction),
+  ]);
   if (!metaBytes) {
     report("meta.json", null, "missing_meta", false, "meta.json is missing; rebuilt from the messages");
   } else if (isBlankDocument(metaBytes)) {
@@ -71,7 +78,7 @@ export async function loadSessionState(
 
   // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
   const activeFile = rel(paths.active);
-  const activeBytes = (await storage.read(paths.active)) ?? new Uint8Array(0);
+  const activeBytes = activeRead ?? new Uint8Array(0);
   const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
   for (const { record, bytes } of decoded.records) rememberLine(record, bytes!);
   diagnostics.push(...decoded.diagnostics);
@@ -123,9 +130,8 @@ export async function loadSessionState(
   const active = records.map((r) => r.record);
 
   // assistant_message.json: recovery rule 4
-  const draft = await loadDraft(storage, paths, active, report, repairs);
+  const draft = loadDraft(draftBytes, paths, active, report, repairs);
 
-  const instructionBytes = await storage.read(paths.instruction);
   const instruction = instructionBytes ? safeUtf8(instructionBytes, "instruction.md", report) : undefined;
 
   // meta.json missing or behind: recovery rule 5
@@ -228,15 +234,14 @@ function sameRange(a: SegmentRange, b: SegmentRange): boolean {
   return a.start === b.start && a.end === b.end;
 }
 
-async function loadDraft(
-  storage: StoragePort,
+function loadDraft(
+  bytes: Uint8Array | undefined,
   paths: SessionPaths,
   active: readonly MessageRecord[],
   report: Report,
   repairs: PendingRepairs,
-): Promise<LiveDraft | undefined> {
+): LiveDraft | undefined {
   const file = relativeToSession(paths, paths.draft);
-  const bytes = await storage.read(paths.draft);
   if (!bytes) return undefined;
   let draft: LiveDraft;
   try {

@@ -112,8 +112,8 @@ export class Sessions {
 
   /**
    * Opens a session, applying FORMAT.md's recovery rules (see `session.diagnostics`).
-   * Reads `meta.json`, the segment names, the newest segment's tail, `active.jsonl`, the draft
-   * and `instruction.md`; nothing else, whatever the history length. Writes nothing.
+   * Reads `meta.json`, `active.jsonl`, the draft, `instruction.md` and the newest segment's
+   * tail; nothing else, whatever the history length. Writes nothing.
    *
    * @throws {InvalidIdError} when an id is not valid.
    * @throws {NotFoundError} when there is no such session.
@@ -124,12 +124,16 @@ export class Sessions {
     const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
     const place: SessionPlace = options?.archived ? "archived" : "live";
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
-    if (!(await this.#exists(valid, place))) {
+    const paths = sessionPaths(valid, place);
+    // The existence check and the reads go out together (one round trip through a worker);
+    // a load that fails on a session that does not exist is reported as not found.
+    const [exists, state] = await Promise.allSettled([this.#exists(valid, place), loadSessionState(this.storage, paths, valid, this.#ctx.clock)]);
+    if (exists.status === "rejected") throw exists.reason;
+    if (!exists.value) {
       throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
     }
-    const paths = sessionPaths(valid, place);
-    const state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock);
-    return new Session(this.#ctx, valid, place, paths, state, resolved);
+    if (state.status === "rejected") throw state.reason;
+    return new Session(this.#ctx, valid, place, paths, state.value, resolved);
   }
 
   /**

@@ -155,7 +155,7 @@ describe("bounded reads for a normal step", () => {
   it.each([
     { writer: "a hand-written session (FORMAT.md only)", hint: false },
     { writer: "a session whose meta.json names its newest segment", hint: true },
-  ])("$writer with 1,000 segments: open + one turn reads meta, Active, the newest segment's tail, draft, instruction, meta again", async ({ hint }) => {
+  ])("$writer with 1,000 segments: open + one turn reads meta, Active, draft, instruction, the newest segment's tail, meta again", async ({ hint }) => {
     const storage = new MemoryStorage();
     const SEGMENTS = 1000;
     let historyBytes = 0;
@@ -191,10 +191,10 @@ describe("bounded reads for a normal step", () => {
       `readTail ${P.meta}`,
       `read ${P.meta}`,
       `read ${P.active}`,
-      ...(hint ? [] : [`list ${P.segmentsDir}`]),
-      `readTail ${newest}`,
       `read ${P.draft}`,
       `read ${P.instruction}`,
+      ...(hint ? [] : [`list ${P.segmentsDir}`]),
+      `readTail ${newest}`,
       `read ${P.meta}`,
       `read ${P.lock}`,
     ]);
