@@ -21,7 +21,7 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import type { StoragePort } from "../core/mod.ts";
+import { runCommitPlan, type CommitPlan, type StoragePort } from "../core/mod.ts";
 
 /**
  * What a setup function hands to {@linkcode runStorageTests}: a fresh, empty store.
@@ -469,6 +469,48 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         await storage.remove("s/writer.lock", quick);
         expect(await storage.read("s/writer.lock")).toBeUndefined();
         expect(await storage.createExclusive("s/writer.lock", utf8('{"pid":3}'), { durable: true })).toBe(true);
+      });
+      test("durable: false changes no semantics: replace still replaces whole", async (storage) => {
+        await storage.replace("s/meta.json", utf8("old content"), { durable: false });
+        await storage.replace("s/meta.json", utf8("new"), { durable: false });
+        expect(await readText(storage, "s/meta.json")).toBe("new");
+      });
+    });
+
+    // The backend's own runCommitPlan when it has one (a worker), else the core's over its calls.
+    describe("commit plans", () => {
+      const owner = (id: string) => utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
+      const meta = (revision: number) =>
+        utf8(JSON.stringify({ schema_version: 1, session_id: "s", agent_id: "a", workspace_id: "w", created_at: "2026-12-02T13:00:00.000Z", updated_at: "2026-12-02T13:00:00.000Z", message_count: revision, history_bytes: 0, revision }));
+      const plan = (revision: number | null): CommitPlan => ({
+        lock: { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" },
+        expect: { path: "s/meta.json", revision },
+        writes: [
+          { op: "append", path: "s/active.jsonl", bytes: utf8("line\n") },
+          { op: "replace", path: "s/meta.json", bytes: meta((revision ?? 0) + 1), durable: false },
+        ],
+      });
+      const run = (storage: StoragePort, p: CommitPlan) => (storage.runCommitPlan ? storage.runCommitPlan(p) : runCommitPlan(storage, p));
+
+      test("commits: the writes land in order and the lock is gone afterwards", async (storage) => {
+        await storage.replace("s/meta.json", meta(4));
+        expect(await run(storage, plan(4))).toEqual({ outcome: "committed" });
+        expect(await readText(storage, "s/active.jsonl")).toBe("line\n");
+        expect(JSON.parse((await readText(storage, "s/meta.json")) ?? "")).toMatchObject({ revision: 5 });
+        expect(await storage.read("s/writer.lock")).toBeUndefined();
+        expect(await run(storage, plan(null))).toEqual({ outcome: "conflict", revision: 5 });
+      });
+      test("another revision, a missing meta.json or a held lock write nothing", async (storage) => {
+        expect(await run(storage, plan(3))).toEqual({ outcome: "conflict", revision: null });
+        await storage.replace("s/meta.json", meta(7));
+        expect(await run(storage, plan(6))).toEqual({ outcome: "conflict", revision: 7 });
+        // Another holder: the platform lock where the backend has one, else the file alone.
+        if (storage.acquireLock) expect(await storage.acquireLock("s/writer.lock")).toBe(true);
+        expect(await storage.createExclusive("s/writer.lock", owner("lock_theirs"))).toBe(true);
+        expect(await run(storage, plan(7))).toEqual({ outcome: "locked" });
+        expect(await storage.read("s/active.jsonl")).toBeUndefined();
+        expect(JSON.parse((await readText(storage, "s/writer.lock")) ?? "")).toMatchObject({ lock_id: "lock_theirs" });
+        await storage.releaseLock?.("s/writer.lock");
       });
     });
 
