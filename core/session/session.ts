@@ -692,13 +692,14 @@ export class Session {
   async #closeSegment(range: SegmentRange, footer: SummaryRecord, segmentBytes: Uint8Array, kept: MessageRecord[], activeBytes: Uint8Array, patch: Partial<SessionMeta>): Promise<void> {
     const { storage } = this.#ctx;
     const state = this.#state;
-    const before = await storage.read(this.#paths.meta);
+    // What meta.json holds now: the mutation applied recovery's repairs before this runs.
+    const before = encodeJsonDocument(state.meta);
     await this.#writeMeta(patch, range);
     try {
       await storage.replace(this.#paths.segment(range), segmentBytes);
     } catch (error) {
       // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway).
-      if (before) await storage.replace(this.#paths.meta, before).catch(() => undefined);
+      await storage.replace(this.#paths.meta, before).catch(() => undefined);
       throw error;
     }
     state.segments?.push(range);

@@ -8,6 +8,7 @@ import {
   CompactionFailedError,
   InvalidInputError,
   MemoryStorage,
+  StorageFullError,
   estimateTextTokens,
   estimateTokens,
   type MessageRecord,
@@ -102,6 +103,28 @@ describe("compact()", () => {
     expect(compaction["last_after_tokens"]).toBe(estimateTextTokens("+1,2,3,4+5,6,7") + estimateTokens(active.slice(3)));
     expectContiguous(await fullHistory(session));
     await expectMetaConsistent(storage, session);
+  });
+
+  test("a segment write that fails puts meta.json back, changes nothing else and rejects with the storage's typed error", async () => {
+    const inner = new MemoryStorage();
+    const { session } = await sessionWith(6, inner);
+    const before = await snapshot(inner);
+    const failing = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== "replace") return typeof value === "function" ? value.bind(target) : value;
+        return async (path: string, bytes: Uint8Array) => {
+          if (path.includes("/segments/")) throw new StorageFullError(`${path}: simulated full disk`, { path });
+          return target.replace(path, bytes);
+        };
+      },
+    });
+    const again = await registry(failing).open(REF);
+    await expect(again.compact({ summarizer: summarizer() })).rejects.toBeInstanceOf(StorageFullError);
+    expect(await snapshot(inner)).toEqual(before);
+    const reopened = await registry(inner).open(REF);
+    expect(reopened.diagnostics).toEqual([]);
+    expect(reopened.revision).toBe(session.revision);
   });
 
   test("is one segment replace, one Active replace and one meta replace under the lock", async () => {
