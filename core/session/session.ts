@@ -27,7 +27,7 @@ import {
   type SessionMeta,
   type Usage,
 } from "../schema/mod.ts";
-import { runCommitPlan, type CommitPlan, type CommitPlanResult } from "../storage/commit-plan.ts";
+import { runCommitPlan, type CommitPlan, type CommitPlanResult, type PlannedWrite } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { markBatch, withoutBatchMark } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
@@ -88,13 +88,6 @@ export interface SessionWriter {
   /** Compacts Active with one summary call (its own commit). `undefined` when Active has < 2 messages. */
   compact(summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined>;
 }
-
-/**
- * A commit's `meta.json` skips the flushes: the appended lines are the durable record, and a
- * `meta.json` that a machine crash left behind them is rebuilt on open (FORMAT.md rule 5),
- * its revision counted up from the messages it missed so it never goes backwards.
- */
-const COMMIT_META = { durable: false } as const;
 
 const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
 
@@ -552,14 +545,11 @@ export class Session {
     const plan: CommitPlan = {
       lock: { path: this.#paths.lock, bytes: encodeJsonDocument(owner), lockId: owner.lock_id },
       expect: { path: this.#paths.meta, revision: state.diskRevision ?? null },
-      writes: [
-        { op: "append", path: this.#paths.active, bytes },
-        { op: "replace", path: this.#paths.meta, bytes: encodeJsonDocument(meta), durable: false },
-      ],
+      writes: this.#commitWrites(bytes, meta),
     };
     let result: CommitPlanResult;
     try {
-      result = await (storage.runCommitPlan ? storage.runCommitPlan(plan) : runCommitPlan(storage, plan));
+      result = await this.#runPlan(plan);
     } catch (error) {
       throw await this.#failed(operation, error);
     }
@@ -567,6 +557,12 @@ export class Session {
     if (result.outcome === "conflict") throw this.#revisionConflict(result.revision ?? undefined);
     this.#committed(sequenced, bytes.length, meta);
     return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
+  }
+
+  /** Runs a plan in one storage call when the backend offers it (one round trip through a worker). */
+  #runPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+    const storage = this.#ctx.storage;
+    return storage.runCommitPlan ? storage.runCommitPlan(plan) : runCommitPlan(storage, plan);
   }
 
   /** Sequences, line bytes and the next `meta.json` of a commit of `records` (nothing is written). */
@@ -584,6 +580,17 @@ export class Session {
       updated_at: nowTimestamp(this.#ctx.clock),
     };
     return { sequenced, bytes, meta };
+  }
+
+  /**
+   * A commit's writes: the lines, then `meta.json`. The lines are durable when the append
+   * resolves; `meta.json` need not be (recovery rule 5 rebuilds one left behind).
+   */
+  #commitWrites(bytes: Uint8Array, meta: SessionMeta): PlannedWrite[] {
+    return [
+      { op: "append", path: this.#paths.active, bytes },
+      { op: "replace", path: this.#paths.meta, bytes: encodeJsonDocument(meta), durable: false },
+    ];
   }
 
   /** Takes a commit written to disk into memory. */
@@ -694,25 +701,36 @@ export class Session {
     const state = this.#state;
     // What meta.json holds now: the mutation applied recovery's repairs before this runs.
     const before = encodeJsonDocument(state.meta);
-    await this.#writeMeta(patch, range);
+    const meta = this.#nextMeta(patch, range);
+    const writes: PlannedWrite[] = [
+      { op: "replace", path: this.#paths.meta, bytes: encodeJsonDocument(meta) },
+      { op: "replace", path: this.#paths.segment(range), bytes: segmentBytes },
+      { op: "replace", path: this.#paths.active, bytes: activeBytes },
+    ];
     try {
-      await storage.replace(this.#paths.segment(range), segmentBytes);
+      await this.#runPlan({ writes });
     } catch (error) {
       // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway).
-      await storage.replace(this.#paths.meta, before).catch(() => undefined);
+      if (!(await storage.readTail(this.#paths.segment(range), 0).catch(() => undefined))) await storage.replace(this.#paths.meta, before).catch(() => undefined);
       throw error;
     }
+    state.meta = meta;
+    state.diskRevision = meta.revision;
     state.segments?.push(range);
     state.newest = range;
     state.footer = footer;
     state.active = kept;
     state.activeBytes = activeBytes.length;
-    await storage.replace(this.#paths.active, activeBytes);
   }
 
-  /** Writes `meta.json` with `patch` and the newest-segment hint (`newest`, else the current one). */
-  async #writeMeta(patch: Partial<SessionMeta>, newest = this.#state.newest): Promise<void> {
-    const meta: SessionMeta = withNewestSegment({ ...this.#state.meta, ...patch, updated_at: nowTimestamp(this.#ctx.clock) }, newest);
+  /** `meta.json` with `patch`, a new `updated_at` and the newest-segment hint (`newest`, else the current one). */
+  #nextMeta(patch: Partial<SessionMeta>, newest = this.#state.newest): SessionMeta {
+    return withNewestSegment({ ...this.#state.meta, ...patch, updated_at: nowTimestamp(this.#ctx.clock) }, newest);
+  }
+
+  /** Writes `meta.json` with `patch` (see {@linkcode Session.#nextMeta}). */
+  async #writeMeta(patch: Partial<SessionMeta>): Promise<void> {
+    const meta = this.#nextMeta(patch);
     await this.#ctx.storage.replace(this.#paths.meta, encodeJsonDocument(meta));
     this.#state.meta = meta;
     this.#state.diskRevision = meta.revision;
@@ -730,9 +748,7 @@ export class Session {
       clock,
       commit: async (messages) => {
         const { sequenced, bytes, meta } = this.#prepareCommit(messages);
-        await storage.append(paths.active, bytes);
-        // The messages are durable now; meta.json need not be: recovery rule 5 rebuilds it.
-        await storage.replace(paths.meta, encodeJsonDocument(meta), COMMIT_META);
+        await this.#runPlan({ writes: this.#commitWrites(bytes, meta) });
         this.#committed(sequenced, bytes.length, meta);
         return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
       },

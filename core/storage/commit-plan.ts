@@ -25,12 +25,15 @@ export interface PlannedWrite {
   readonly durable?: boolean;
 }
 
-/** A whole mutating operation whose writes are known before it starts. */
+/**
+ * A whole mutating operation whose writes are known before it starts, or (without `lock`
+ * and `expect`) the writes of an operation that already holds the lock.
+ */
 export interface CommitPlan {
   /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
-  readonly lock: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
+  readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
   /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
-  readonly expect: { readonly path: string; readonly revision: number | null };
+  readonly expect?: { readonly path: string; readonly revision: number | null };
   readonly writes: readonly PlannedWrite[];
 }
 
@@ -60,18 +63,21 @@ export interface TakenLock {
  * @throws {StorageError} (or a subclass) when a storage call fails.
  */
 export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
-  const taken = await takeLockFile(storage, plan.lock.path, plan.lock.bytes);
-  if (!taken) return { outcome: "locked" };
+  const { lock, expect } = plan;
+  const taken = lock && (await takeLockFile(storage, lock.path, lock.bytes));
+  if (lock && !taken) return { outcome: "locked" };
   try {
-    const revision = metaRevisionOf(await storage.read(plan.expect.path)) ?? null;
-    if (revision !== plan.expect.revision) return { outcome: "conflict", revision };
+    if (expect) {
+      const revision = metaRevisionOf(await storage.read(expect.path)) ?? null;
+      if (revision !== expect.revision) return { outcome: "conflict", revision };
+    }
     for (const write of plan.writes) {
       if (write.op === "append") await storage.append(write.path, write.bytes);
       else await storage.replace(write.path, write.bytes, write.durable === false ? NOT_DURABLE : undefined);
     }
     return { outcome: "committed" };
   } finally {
-    await releaseLockFile(storage, plan.lock.path, plan.lock.lockId, taken).catch(() => undefined);
+    if (lock && taken) await releaseLockFile(storage, lock.path, lock.lockId, taken).catch(() => undefined);
   }
 }
 

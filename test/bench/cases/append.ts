@@ -16,6 +16,7 @@
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import { encodeJsonlLine, Sessions, toMessageRecord, type NewMessage, type Session, type StoragePort } from "../../../core/mod.ts";
 import { NodeFileStorage, openNodeSessions, type NodeSessions } from "../../../runtime-node/mod.ts";
 import type { CaseContext } from "../lib/result.ts";
@@ -209,4 +210,35 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     runs,
     note: `${((workerFast - hostFast) * 1000).toFixed(0)} µs of hop per commit`,
   });
+  const echoMs = await echoRoundTrip(ctx.quick ? 500 : 2000);
+  ctx.emit({
+    case: 5,
+    name: "worker-hop.echo",
+    value: echoMs * 1000,
+    unit: "µs/round trip",
+    baseline: host * 1000,
+    baselineName: "one durable commit on the host thread (µs)",
+    ratio: (host + echoMs) / host,
+    ratioMeaning: "(commit + one bare round trip) / commit: the best any worker design reaches here",
+    runs: ctx.quick ? 500 : 2000,
+    note: "not sessionfold: a bare worker_threads postMessage echo (no Comlink, no work); a commit through the worker is one such round trip plus the commit",
+  });
+}
+
+/** Median milliseconds of a bare `postMessage` round trip to a worker thread that echoes. */
+async function echoRoundTrip(count: number): Promise<number> {
+  const worker = new Worker(`require("node:worker_threads").parentPort.on("message", (m) => require("node:worker_threads").parentPort.postMessage(m));`, { eval: true });
+  const once = () => new Promise<void>((resolve) => (worker.once("message", () => resolve()), worker.postMessage({ id: 1, path: "meta.json" })));
+  try {
+    for (let k = 0; k < 100; k++) await once();
+    const times: number[] = [];
+    for (let k = 0; k < count; k++) {
+      const t0 = performance.now();
+      await once();
+      times.push(performance.now() - t0);
+    }
+    return median(times);
+  } finally {
+    await worker.terminate();
+  }
 }
