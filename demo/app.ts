@@ -15,7 +15,6 @@ import {
   formatLocation,
   generateSystem,
   newId,
-  readLockOwner,
   type AgentConfig,
   type CompactionOutcome,
   type Diagnostic,
