@@ -512,6 +512,29 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         expect(JSON.parse((await readText(storage, "s/writer.lock")) ?? "")).toMatchObject({ lock_id: "lock_theirs" });
         await storage.releaseLock?.("s/writer.lock");
       });
+      test("hold keeps the lock after a commit; a later plan's release gives it back", async (storage) => {
+        await storage.replace("s/meta.json", meta(2));
+        const lock = { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" };
+        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 2 }, writes: [] })).toEqual({ outcome: "committed" });
+        expect(JSON.parse((await readText(storage, "s/writer.lock")) ?? "")).toMatchObject({ lock_id: "lock_mine" });
+        expect(await run(storage, plan(2))).toEqual({ outcome: "locked" }); // held: nobody else commits
+        expect(await run(storage, { writes: [{ op: "append", path: "s/active.jsonl", bytes: utf8("held\n") }] })).toEqual({ outcome: "committed" });
+        expect(await run(storage, { writes: [], release: { path: lock.path, lockId: lock.lockId } })).toEqual({ outcome: "committed" });
+        expect(await storage.read("s/writer.lock")).toBeUndefined();
+        expect(await run(storage, plan(2))).toEqual({ outcome: "committed" });
+        expect(await readText(storage, "s/active.jsonl")).toBe("held\nline\n");
+      });
+      test("hold releases a lock whose plan did not commit; release leaves another owner's lock", async (storage) => {
+        await storage.replace("s/meta.json", meta(2));
+        const lock = { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" };
+        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 1 }, writes: [] })).toEqual({ outcome: "conflict", revision: 2 });
+        expect(await storage.read("s/writer.lock")).toBeUndefined();
+        // Taken and held, then replaced under us (`unlock --force` and another writer): the release removes nothing.
+        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 2 }, writes: [] })).toEqual({ outcome: "committed" });
+        await storage.replace("s/writer.lock", owner("lock_theirs"));
+        await run(storage, { writes: [], release: { path: lock.path, lockId: lock.lockId } });
+        expect(JSON.parse((await readText(storage, "s/writer.lock")) ?? "")).toMatchObject({ lock_id: "lock_theirs" });
+      });
     });
 
     describe("remove", () => {

@@ -95,18 +95,32 @@ function textPartJsonLength(part: MessagePart): number | undefined {
   return 33 + String(sequence).length + part.type.length + jsonStringLength(text);
 }
 
+/**
+ * Runs of characters that `JSON.stringify` does not copy as one byte each: anything but
+ * printable ASCII, `"` and `\`. Text is mostly plain ASCII, so the regular expression
+ * (native code) skips it and only the runs are walked character by character.
+ */
+const JSON_SPECIAL_RUNS = /[^\x20\x21\x23-\x5b\x5d-\x7e]+/g;
+/** Runs of characters that UTF-8 stores in more than one byte. */
+const NON_ASCII_RUNS = /[^\x00-\x7f]+/g;
+
 /** UTF-8 bytes of `text` inside a JSON string, as `JSON.stringify` escapes it (quotes not counted). */
 function jsonStringLength(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0x20 && code < 0x80) bytes += code === 0x22 || code === 0x5c ? 2 : 1;
-    else if (code < 0x20) bytes += code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d ? 2 : 6;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length && text.charCodeAt(i + 1) >= 0xdc00 && text.charCodeAt(i + 1) <= 0xdfff) {
-      bytes += 4;
-      i++;
-    } else bytes += code >= 0xd800 && code <= 0xdfff ? 6 : 3; // a lone surrogate becomes \uXXXX
+  let bytes = text.length;
+  JSON_SPECIAL_RUNS.lastIndex = 0;
+  for (let run = JSON_SPECIAL_RUNS.exec(text); run !== null; run = JSON_SPECIAL_RUNS.exec(text)) {
+    const end = run.index + run[0].length;
+    for (let i = run.index; i < end; i++) {
+      const code = text.charCodeAt(i);
+      if (code === 0x22 || code === 0x5c) bytes += 1; // \" and \\
+      else if (code < 0x20) bytes += code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d ? 1 : 5; // \n or \u00XX
+      else if (code < 0x80) continue; // DEL is copied as is
+      else if (code < 0x800) bytes += 1;
+      else if (isPairAt(text, i)) {
+        bytes += 2; // two code units, four bytes
+        i++;
+      } else bytes += code >= 0xd800 && code <= 0xdfff ? 5 : 2; // a lone surrogate becomes \uXXXX
+    }
   }
   return bytes;
 }
@@ -125,20 +139,27 @@ function bytesToTokens(bytes: number): number {
 
 /** UTF-8 length without allocating an encoded copy. A lone surrogate counts as U+FFFD (3 bytes), like TextEncoder. */
 function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
+  let bytes = text.length;
+  NON_ASCII_RUNS.lastIndex = 0;
+  for (let run = NON_ASCII_RUNS.exec(text); run !== null; run = NON_ASCII_RUNS.exec(text)) {
+    const end = run.index + run[0].length;
+    for (let i = run.index; i < end; i++) {
+      if (text.charCodeAt(i) < 0x800) bytes += 1;
+      else if (isPairAt(text, i)) {
+        bytes += 2;
         i++;
-      } else bytes += 3;
-    } else bytes += 3;
+      } else bytes += 2;
+    }
   }
   return bytes;
+}
+
+/** True when a high surrogate at `i` is followed by a low one (one code point, four UTF-8 bytes). */
+function isPairAt(text: string, i: number): boolean {
+  const code = text.charCodeAt(i);
+  if (code < 0xd800 || code > 0xdbff) return false;
+  const next = text.charCodeAt(i + 1);
+  return next >= 0xdc00 && next <= 0xdfff;
 }
 
 function base64DecodedLength(data: string): number {

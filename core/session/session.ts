@@ -35,7 +35,7 @@ import { joinLines, lineOf } from "./lines.ts";
 import { encodeWithUnknown, unknownLines, type UnknownLine } from "./unknown-lines.ts";
 import { newId } from "./ids.ts";
 import { PENDING_FIELD, loadSessionState } from "./load.ts";
-import { acquireWriterLock, newLockOwner, releaseWriterLock, writerLockedError } from "./lock.ts";
+import { newLockOwner, writerLockedError } from "./lock.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import { listSegments } from "./load.ts";
 import { withNewestSegment } from "./segment-hint.ts";
@@ -518,17 +518,19 @@ export class Session {
     return this.#exclusive(operation, () => this.#locked(operation, fn));
   }
 
-  /** The body of {@linkcode Session.mutate}: lock, revision check, repairs, `fn`, release. */
+  /**
+   * The body of {@linkcode Session.mutate}: lock and revision check (one plan, so one round
+   * trip through a worker), repairs, `fn`, release (one more).
+   */
   async #locked<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
-    const lock = await acquireWriterLock(this.#ctx.storage, this.#paths.lock, this.#ctx.identity, operation, this.#ctx.clock);
+    const held = await this.#runLockedPlan(operation, [], true);
     try {
-      await this.#checkRevision();
       await this.#applyRepairs();
       return await fn(this.#writer());
     } catch (error) {
       throw await this.#failed(operation, error);
     } finally {
-      await releaseWriterLock(this.#ctx.storage, lock).catch(() => undefined);
+      await this.#runPlan({ writes: [], release: held }).catch(() => undefined);
     }
   }
 
@@ -538,25 +540,32 @@ export class Session {
    * without repairs to do or a draft to finish (those take {@linkcode Session.mutate}).
    */
   async #commitPlanned(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
-    const { storage, clock } = this.#ctx;
-    const state = this.#state;
-    const owner = newLockOwner(this.#ctx.identity, operation, clock);
     const { sequenced, bytes, meta } = this.#prepareCommit(records);
-    const plan: CommitPlan = {
-      lock: { path: this.#paths.lock, bytes: encodeJsonDocument(owner), lockId: owner.lock_id },
-      expect: { path: this.#paths.meta, revision: state.diskRevision ?? null },
-      writes: this.#commitWrites(bytes, meta),
-    };
+    await this.#runLockedPlan(operation, this.#commitWrites(bytes, meta), false);
+    this.#committed(sequenced, bytes.length, meta);
+    return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
+  }
+
+  /**
+   * Runs `writes` as a plan that first takes a new `writer.lock` for `operation` and checks
+   * that `meta.json` is still what this handle read; with `hold` the lock stays taken.
+   * Returns what gives the lock back (a later plan's `release`).
+   *
+   * @throws {WriterLockedError} when another writer holds the lock; nothing was written.
+   * @throws {RevisionConflictError} when another writer committed; nothing was written.
+   */
+  async #runLockedPlan(operation: string, writes: PlannedWrite[], hold: boolean): Promise<NonNullable<CommitPlan["release"]>> {
+    const owner = newLockOwner(this.#ctx.identity, operation, this.#ctx.clock);
+    const lock = { path: this.#paths.lock, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
     let result: CommitPlanResult;
     try {
-      result = await this.#runPlan(plan);
+      result = await this.#runPlan({ lock, hold, expect: { path: this.#paths.meta, revision: this.#state.diskRevision ?? null }, writes });
     } catch (error) {
       throw await this.#failed(operation, error);
     }
-    if (result.outcome === "locked") throw await writerLockedError(storage, this.#paths.lock);
+    if (result.outcome === "locked") throw await writerLockedError(this.#ctx.storage, lock.path);
     if (result.outcome === "conflict") throw this.#revisionConflict(result.revision ?? undefined);
-    this.#committed(sequenced, bytes.length, meta);
-    return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
+    return { path: lock.path, lockId: lock.lockId };
   }
 
   /** Runs a plan in one storage call when the backend offers it (one round trip through a worker). */
@@ -636,12 +645,6 @@ export class Session {
       line: first.line,
       diagnostic: first.code,
     });
-  }
-
-  async #checkRevision(): Promise<void> {
-    const bytes = await this.#ctx.storage.read(this.#paths.meta);
-    const found = metaRevisionOf(bytes);
-    if (found !== this.#state.diskRevision) throw this.#revisionConflict(found);
   }
 
   /** Marks the handle stale: every write is refused until `reload()`. */

@@ -27,14 +27,26 @@ export interface PlannedWrite {
 
 /**
  * A whole mutating operation whose writes are known before it starts, or (without `lock`
- * and `expect`) the writes of an operation that already holds the lock.
+ * and `expect`) the writes of an operation that already holds the lock. An operation that
+ * holds the lock across other work (a run, a compaction) starts with a plan that takes it
+ * with `hold` and ends with one that gives it back with `release`.
  */
 export interface CommitPlan {
   /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
   readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
+  /**
+   * With `lock`: keep the lock once the plan has committed, for an operation that goes on;
+   * a later plan's `release` gives it back. A plan that does not commit releases it anyway.
+   */
+  readonly hold?: boolean;
   /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
   readonly expect?: { readonly path: string; readonly revision: number | null };
   readonly writes: readonly PlannedWrite[];
+  /**
+   * After the writes, whether they succeeded or not: give back a lock an earlier plan took
+   * with `hold`. `writer.lock` is removed only if it still carries `lockId`.
+   */
+  readonly release?: { readonly path: string; readonly lockId: string };
 }
 
 /** How a {@linkcode CommitPlan} ended when it did not throw. */
@@ -53,7 +65,8 @@ export interface TakenLock {
 
 /**
  * Runs a plan: lock, revision check, writes in order, then the lock is released whatever
- * happened. A failed write rejects after the release, with the writes before it done.
+ * happened (unless `hold` kept it after a commit), then `release`. A failed write rejects
+ * after the release, with the writes before it done.
  *
  * @example
  * ```ts
@@ -63,10 +76,12 @@ export interface TakenLock {
  * @throws {StorageError} (or a subclass) when a storage call fails.
  */
 export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
-  const { lock, expect } = plan;
-  const taken = lock && (await takeLockFile(storage, lock.path, lock.bytes));
-  if (lock && !taken) return { outcome: "locked" };
+  const { lock, expect, release } = plan;
+  let taken: TakenLock | undefined;
+  let committed = false;
   try {
+    taken = lock && (await takeLockFile(storage, lock.path, lock.bytes));
+    if (lock && !taken) return { outcome: "locked" };
     if (expect) {
       const revision = metaRevisionOf(await storage.read(expect.path)) ?? null;
       if (revision !== expect.revision) return { outcome: "conflict", revision };
@@ -75,10 +90,17 @@ export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Pro
       if (write.op === "append") await storage.append(write.path, write.bytes);
       else await storage.replace(write.path, write.bytes, write.durable === false ? NOT_DURABLE : undefined);
     }
+    committed = true;
     return { outcome: "committed" };
   } finally {
-    if (lock && taken) await releaseLockFile(storage, lock.path, lock.lockId, taken).catch(() => undefined);
+    if (lock && taken && !(plan.hold && committed)) await releaseLockFile(storage, lock.path, lock.lockId, taken).catch(() => undefined);
+    if (release) await releaseLockFile(storage, release.path, release.lockId, { platformLock: hasPlatformLock(storage) }).catch(() => undefined);
   }
+}
+
+/** Whether {@linkcode takeLockFile} takes the backend's own lock on `storage` (then the file only records the owner). */
+function hasPlatformLock(storage: StoragePort): storage is StoragePort & Required<Pick<StoragePort, "acquireLock" | "releaseLock">> {
+  return Boolean(storage.acquireLock && storage.releaseLock);
 }
 
 /**
@@ -93,7 +115,7 @@ export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Pro
  * @throws {StorageError} when the storage call fails.
  */
 export async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
-  if (storage.acquireLock && storage.releaseLock) {
+  if (hasPlatformLock(storage)) {
     // The platform frees a dead holder's lock, so a record found while we hold it is stale.
     if (!(await storage.acquireLock(path))) return undefined;
     try {

@@ -189,6 +189,17 @@ describe("estimateTokens of text parts", () => {
       { numRuns: 2000 },
     );
   });
+  test("property: plain text counts exactly its UTF-8 bytes (lone surrogates as U+FFFD)", () => {
+    const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }));
+    fc.assert(
+      fc.property(text, (body) => {
+        // ASCII padding 0–3 pins the byte count exactly, not just its quarter rounded up.
+        for (let pad = 0; pad < 4; pad++) expect(estimateTextTokens(body + "a".repeat(pad))).toBe(Math.ceil((utf8Bytes(body) + pad) / 4));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe("foldModelInput", () => {

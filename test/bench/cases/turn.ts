@@ -8,9 +8,11 @@
  * (worker thread); plain JSONL: read the whole file, parse every line, take the last
  * summary and what follows; pi-coding-agent: `SessionManager.open` +
  * `buildSessionContext()`; LangGraph: `SqliteSaver.getTuple` of the thread and the
- * messages after the summarized ones. Implementations are interleaved run by run; the
- * figure is the median. Files are in the page cache for every format alike (each was
- * just written).
+ * messages after the summarized ones. The peers are measured size by size, implementations
+ * interleaved; sessionfold's sizes are measured round-robin after all are built, so drift
+ * in the machine's load falls on every size of its flatness ratio alike. Each figure is the
+ * median. Files are in the page cache for every format alike (each was written shortly
+ * before, on a machine with memory to spare).
  *
  * @module
  */
@@ -64,7 +66,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const sizes = ctx.quick ? [100, 10_000, 100_000] : [100, 10_000, 1_000_000];
   // LangGraph needs minutes per open at 10⁵ and up; quick mode stops it at 10⁴.
   const sizesOf = (impl: ProbeImpl) => (ctx.quick && impl === "langgraph" ? sizes.filter((n) => n <= 10_000) : sizes);
-  const sfReps = ctx.quick ? 4 : 9;
+  const sfReps = ctx.quick ? 4 : 15;
   const peerReps = ctx.quick ? 1 : 5;
   /** A peer stops repeating once it has used this much time on one size (it always runs once). */
   const peerBudgetMs = ctx.quick ? 8_000 : 150_000;
@@ -73,55 +75,71 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const warm = new Map<string, number>();
   const breakdowns = new Map<number, string>();
   const key = (impl: ProbeImpl, n: number) => `${impl}@${n}`;
+  /** Warm processes per size for sessionfold (each the median of up to 30 opens); the figure is their median. */
+  const warmReps = ctx.quick ? 2 : 3;
+  const ms = (impl: ProbeImpl, n: number) => {
+    const cell = cells.get(key(impl, n));
+    return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
+  };
+  const msText = (impl: ProbeImpl, n: number) => ms(impl, n)?.toFixed(1) ?? "-";
 
+  /** One cold probe of `impl` at size `n` into its cell; a failure is kept and ends the cell. */
+  const probeCold = async (impl: ProbeImpl, file: string, n: number) => {
+    const cell = cells.get(key(impl, n)) ?? { runs: [], spentMs: 0 };
+    cells.set(key(impl, n), cell);
+    if (cell.failure) return;
+    const t0 = performance.now();
+    try {
+      cell.runs.push(await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n }, timeoutMs));
+    } catch (error) {
+      cell.failure = error instanceof ProbeTimeout ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : String(error instanceof Error ? error.message : error).slice(0, 300);
+      ctx.log(`case 1: ${impl} at ${n}: ${cell.failure}`);
+    }
+    cell.spentMs += performance.now() - t0;
+  };
+  const warmRuns = new Map<string, number[]>();
+  const probeWarm = async (impl: ProbeImpl, file: string, n: number) => {
+    const result = await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000 }, timeoutMs);
+    warmRuns.set(key(impl, n), [...(warmRuns.get(key(impl, n)) ?? []), result.ms]);
+  };
+
+  // The peers and the plain JSONL baseline, size by size: each size's files are removed
+  // once measured (10⁶ messages take gigabytes in some formats). sessionfold's trees stay.
   for (const n of [0, ...sizes]) {
     const dir = join(ctx.tmp, `n${n}`);
     // Quick mode keeps the empty-session memory baseline for sessionfold only (case 6's target).
     const impls = IMPLS.filter((i) => (n === 0 ? !ctx.quick || i.impl === "sessionfold" : sizesOf(i.impl).includes(n)));
     ctx.log(`case 1: building ${impls.map((i) => i.format).join(", ")} histories of ${n} messages`);
     await runProbe({ kind: "build", items: impls.map(({ format, file }) => ({ format, path: join(dir, file) })), n }, timeoutMs);
-    const reps = n === 0 ? (ctx.quick ? 2 : 3) : sfReps;
+    const peers = impls.filter((i) => i.impl !== "sessionfold");
+    const reps = n === 0 ? (ctx.quick ? 2 : 3) : peerReps;
     for (let rep = 0; rep < reps; rep++) {
-      for (const { impl, file } of impls) {
-        const cell = cells.get(key(impl, n)) ?? { runs: [], spentMs: 0 };
-        cells.set(key(impl, n), cell);
-        const limit = impl === "sessionfold" ? reps : Math.min(reps, peerReps);
-        if (cell.failure || cell.runs.length >= limit || (cell.runs.length > 0 && impl !== "sessionfold" && cell.spentMs > peerBudgetMs)) continue;
-        const t0 = performance.now();
-        try {
-          cell.runs.push(await runProbe({ kind: "open", impl, path: join(dir, file), n }, timeoutMs));
-        } catch (error) {
-          cell.failure = error instanceof ProbeTimeout ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : String(error instanceof Error ? error.message : error).slice(0, 300);
-          ctx.log(`case 1: ${impl} at ${n}: ${cell.failure}`);
-        }
-        cell.spentMs += performance.now() - t0;
+      for (const { impl, file } of peers) {
+        const cell = cells.get(key(impl, n));
+        if (cell && (cell.failure || (cell.runs.length > 0 && cell.spentMs > peerBudgetMs))) continue;
+        await probeCold(impl, file, n);
       }
     }
-    // A long-lived host: open + compose again and again in one warm process.
-    if (n > 0) {
-      for (const { impl, file } of impls.filter((i) => i.impl === "sessionfold" || i.impl === "jsonl")) {
-        const result = await runProbe({ kind: "open", impl, path: join(dir, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000 }, timeoutMs);
-        warm.set(key(impl, n), result.ms);
-      }
-      if (n === sizes[0] || n === sizes.at(-1)) breakdowns.set(n, await openBreakdown(join(dir, "sessionfold")));
-    }
-    // Every format must hand the model the same input.
-    const shapes = new Set(impls.map(({ impl }) => cells.get(key(impl, n))!.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
-    if (shapes.size > 1) throw new Error(`case 1 at ${n}: the formats disagree on the model input (messages/summary chars): ${[...shapes].join(", ")}`);
-    const summary = impls
-      .map(({ impl }) => {
-        const c = cells.get(key(impl, n))!;
-        return `${impl} ${c.runs.length ? median(c.runs.map((r) => r.ms)).toFixed(1) : "-"} ms`;
-      })
-      .join(", ");
-    ctx.log(`case 1: n=${n}: ${summary}`);
-    await rm(dir, { recursive: true, force: true });
+    if (n > 0 && impls.some((i) => i.impl === "jsonl")) await probeWarm("jsonl", "history.jsonl", n);
+    if (n > 0 && (n === sizes[0] || n === sizes.at(-1))) breakdowns.set(n, await openBreakdown(join(dir, "sessionfold")));
+    for (const { file } of peers) await rm(join(dir, file), { recursive: true, force: true });
+    ctx.log(`case 1: n=${n}: ${peers.map(({ impl }) => `${impl} ${msText(impl, n)} ms`).join(", ")}`);
   }
 
-  const ms = (impl: ProbeImpl, n: number) => {
-    const cell = cells.get(key(impl, n));
-    return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
-  };
+  // sessionfold's flatness compares sizes, so its sizes are measured round-robin (cold, then
+  // warm): load on this shared machine drifts over the minutes the peers take, and must fall
+  // on every size alike.
+  ctx.log(`case 1: sessionfold at ${[0, ...sizes].join(", ")} messages, sizes interleaved`);
+  for (let rep = 0; rep < sfReps; rep++) for (const n of [0, ...sizes]) if (n > 0 || rep < (ctx.quick ? 2 : 3)) await probeCold("sessionfold", "sessionfold", n);
+  for (let rep = 0; rep < warmReps; rep++) for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
+  for (const n of [0, ...sizes]) {
+    // Every format must hand the model the same input.
+    const shapes = new Set(IMPLS.map(({ impl }) => cells.get(key(impl, n))?.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
+    if (shapes.size > 1) throw new Error(`case 1 at ${n}: the formats disagree on the model input (messages/summary chars): ${[...shapes].join(", ")}`);
+    ctx.log(`case 1: n=${n}: sessionfold cold ${msText("sessionfold", n)} ms${n > 0 ? `, warm ${median(warmRuns.get(key("sessionfold", n)) ?? [Number.NaN]).toFixed(2)} ms` : ""}`);
+  }
+  for (const [k, runs] of warmRuns) warm.set(k, median(runs));
+
   const runs = (impl: ProbeImpl, n: number) => cells.get(key(impl, n))?.runs.length ?? 0;
   const failure = (impl: ProbeImpl, n: number) => cells.get(key(impl, n))?.failure;
 
@@ -182,7 +200,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       ratio: value !== null && base ? value / base : null,
       ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, warm process`,
       note:
-        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host); ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
+        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host)${impl === "sessionfold" ? `, ${warmReps} processes per size, sizes interleaved` : ""}; ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
         (impl === "sessionfold" ? `; without the worker, n=${sizeLabel(hi)}: ${breakdowns.get(hi)}; n=${sizeLabel(lo)}: ${breakdowns.get(lo)}` : ""),
       ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
     });

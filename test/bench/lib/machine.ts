@@ -11,6 +11,8 @@ export interface MachineInfo {
   readonly cores: number;
   readonly memoryGiB: number;
   readonly disk: string;
+  /** How idle CPUs wait (cpuidle driver and halt polling); absent in runs saved before it was recorded. */
+  readonly cpuIdle?: string;
   readonly node: string;
   readonly npm: string;
   readonly chromium: string;
@@ -49,6 +51,19 @@ function diskOf(dir: string): string {
   return `${mount.device || "?"} (${mount.type || "?"}, ${kind}) mounted at ${mount.point || "?"}: ${total.toFixed(0)} GiB, ${free.toFixed(0)} GiB free`;
 }
 
+/**
+ * How an idle CPU waits. Under a hypervisor a halted vCPU is woken through a VM exit, so
+ * every hand-off between two threads that find each other asleep costs that exit.
+ */
+export function cpuIdleOf(): string {
+  const read = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim() : undefined);
+  const driver = read("/sys/devices/system/cpu/cpuidle/current_driver");
+  if (!driver) return "cpuidle driver unknown";
+  const pollNs = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+  const poll = pollNs === undefined ? "" : `, guest_halt_poll_ns=${pollNs}${pollNs === "0" ? " (an idle vCPU halts at once; waking it is a VM exit)" : ""}`;
+  return `cpuidle driver ${driver}, governor ${read("/sys/devices/system/cpu/cpuidle/current_governor_ro") ?? read("/sys/devices/system/cpu/cpuidle/current_governor") ?? "unknown"}${poll}`;
+}
+
 export function machineInfo(): MachineInfo {
   const cpuList = cpus();
   const names = [
@@ -70,6 +85,7 @@ export function machineInfo(): MachineInfo {
     cores: cpuList.length,
     memoryGiB: totalmem() / 2 ** 30,
     disk: diskOf(tmpdir()),
+    cpuIdle: cpuIdleOf(),
     node: process.version,
     npm: run("npm", ["--version"]),
     chromium: run(process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium", ["--version"]),

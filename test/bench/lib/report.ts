@@ -39,7 +39,7 @@ export function renderReport(input: ReportInput): string {
   out.push("");
   out.push("## Machine");
   out.push("");
-  out.push(`- CPU: ${machine.cpu}, ${machine.cores} cores; memory ${machine.memoryGiB.toFixed(1)} GiB`);
+  out.push(`- CPU: ${machine.cpu}, ${machine.cores} cores; memory ${machine.memoryGiB.toFixed(1)} GiB${machine.cpuIdle ? `; ${machine.cpuIdle}` : ""}`);
   out.push(`- Disk (os.tmpdir(), where every case writes): ${machine.disk}`);
   out.push(`- Node ${machine.node}, npm ${machine.npm}; ${machine.chromium}`);
   out.push(`- Packages: ${Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(", ")}`);
