@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { Sessions, type StoragePort } from "../../../core/mod.ts";
+import { Sessions } from "../../../core/mod.ts";
 import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
 import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
+import { timedStorage } from "../lib/timed-storage.ts";
 import { BENCH_PROVIDER, BENCH_REF, contextFromPlainJsonl, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */
@@ -73,30 +74,14 @@ const bench = {
   async openBreakdown(dbName: string): Promise<string> {
     const browser = await openBrowserSessions({ dbName, channel: false });
     try {
-      const spent = new Map<string, number>();
-      const inner = browser.storage;
-      const timed = new Proxy(inner, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop, target) as unknown;
-          if (typeof value !== "function") return value;
-          return (...args: unknown[]) => {
-            const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
-            const t0 = performance.now();
-            const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-            return result instanceof Promise ? result.finally(() => spent.set(label, (spent.get(label) ?? 0) + performance.now() - t0)) : result;
-          };
-        },
-      }) as StoragePort;
-      const sessions = new Sessions({ storage: timed });
+      const timed = timedStorage(browser.storage);
+      const sessions = new Sessions({ storage: timed.storage });
       for (let i = 0; i < 3; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
-      spent.clear();
+      timed.clear();
       const runs = 10;
       const t0 = performance.now();
       for (let i = 0; i < runs; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
-      const total = (performance.now() - t0) / runs;
-      const parts = [...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`);
-      const io = [...spent.values()].reduce((a, b) => a + b, 0) / runs;
-      return `warm open + compose ${total.toFixed(2)} ms = ${parts.join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+      return `warm open + compose ${timed.describe((performance.now() - t0) / runs, runs)}`;
     } finally {
       await browser.close();
     }

@@ -17,10 +17,11 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { encodeJsonlLine, Sessions, toMessageRecord, type NewMessage, type Session, type StoragePort } from "../../../core/mod.ts";
+import { encodeJsonlLine, Sessions, toMessageRecord, type NewMessage, type Session } from "../../../core/mod.ts";
 import { NodeFileStorage, openNodeSessions, type NodeSessions } from "../../../runtime-node/mod.ts";
 import { cpuIdleOf } from "../lib/machine.ts";
 import type { CaseContext } from "../lib/result.ts";
+import { timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import { syntheticText } from "../lib/synth.ts";
 
@@ -66,37 +67,16 @@ function formatCommit(dir: string, line: Uint8Array, meta: Uint8Array, owner: Ui
   unlinkSync(lock);
 }
 
-/** Wraps a storage so that the time of every call is summed per method and file name. */
-export function timedStorage(inner: StoragePort): { storage: StoragePort; spent: Map<string, number> } {
-  const spent = new Map<string, number>();
-  const storage = new Proxy(inner, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target) as unknown;
-      if (typeof value !== "function") return value;
-      return (...args: unknown[]) => {
-        const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
-        const t0 = performance.now();
-        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        return result instanceof Promise ? result.finally(() => spent.set(label, (spent.get(label) ?? 0) + performance.now() - t0)) : result;
-      };
-    },
-  });
-  return { storage, spent };
-}
-
 /** Where the time of one durable commit goes, storage call by storage call (host thread, fsync on). */
 async function commitBreakdown(root: string, commits: number): Promise<string> {
-  const { storage, spent } = timedStorage(new NodeFileStorage({ root }));
-  const sessions = new Sessions({ storage });
+  const timed = timedStorage(new NodeFileStorage({ root }));
+  const sessions = new Sessions({ storage: timed.storage });
   const session = await sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "breakdown" });
   for (let i = 0; i < 10; i++) await session.append(appendMessage(i));
-  spent.clear();
+  timed.clear();
   const t0 = performance.now();
   for (let i = 0; i < commits; i++) await session.append(appendMessage(i));
-  const total = (performance.now() - t0) / commits;
-  const parts = [...spent].map(([label, ms]) => [label, ms / commits] as const);
-  const io = parts.reduce((sum, [, ms]) => sum + ms, 0);
-  return `per commit ${total.toFixed(2)} ms = ${parts.map(([label, ms]) => `${label} ${ms.toFixed(2)}`).join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+  return `per commit ${timed.describe((performance.now() - t0) / commits, commits)}`;
 }
 
 export async function appendCase(ctx: CaseContext): Promise<void> {

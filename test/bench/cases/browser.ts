@@ -6,7 +6,8 @@
  * Debian's chromium is driven by playwright-core with a persistent profile in a temp
  * folder (so IndexedDB lives on disk, as for a user), against `browser/index.html` served
  * by a Vite dev server. Each timing is a freshly loaded page (new JS realm, new storage
- * worker); the store is opened before the clock starts, as on Node.
+ * worker); the store is opened before the clock starts, as on Node. All sizes are seeded
+ * first and then measured round-robin.
  *
  * @module
  */
@@ -77,24 +78,31 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
     };
     // A first page load makes Vite transform and pre-bundle everything before any timing.
     await inPage("ready", "warmup", 0);
+    // Every size is seeded first, then measured round-robin: IndexedDB's own background work
+    // after a large write, and drift in the load of this shared machine, fall on every size alike.
+    const dbOf = (n: number) => `bench-${n}`;
     for (const n of sizes) {
-      const db = `bench-${n}`;
-      const seeded = await inPage<Awaited<ReturnType<BenchApi["seed"]>>>("seed", db, n);
+      const seeded = await inPage<Awaited<ReturnType<BenchApi["seed"]>>>("seed", dbOf(n), n);
       ctx.log(`case 1 (chromium): seeded ${n} messages (${(seeded.historyBytes / 1e6).toFixed(1)} MB) in ${(seeded.ms / 1000).toFixed(1)} s`);
-      const sf: OpenTiming[] = [];
-      const plain: OpenTiming[] = [];
-      for (let rep = 0; rep < reps; rep++) {
-        sf.push(await inPage<OpenTiming>("open", db, n));
-        if (rep < plainReps) plain.push(await inPage<OpenTiming>("openPlain", db, n));
-      }
-      const breakdown = n === sizes[0] || n === sizes.at(-1) ? await inPage<string>("openBreakdown", db, n) : "";
-      const shapes = new Set([...sf, ...plain].map((t) => `${t.contextMessages}/${t.summaryChars}`));
-      if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
-      results.set(String(n), { sf: median(sf.map((t) => t.ms)), plain: median(plain.map((t) => t.ms)), runs: sf.length, plainRuns: plain.length, breakdown });
-      ctx.log(`case 1 (chromium): n=${n}: sessionfold ${results.get(String(n))!.sf.toFixed(1)} ms, plain JSONL ${results.get(String(n))!.plain.toFixed(1)} ms`);
-      // Free the profile's disk before the next size.
-      await inPage("deleteDb", db, n);
     }
+    const sf = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
+    const plain = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
+    for (let rep = 0; rep < reps; rep++) {
+      for (const n of sizes) {
+        sf.get(n)!.push(await inPage<OpenTiming>("open", dbOf(n), n));
+        if (rep < plainReps) plain.get(n)!.push(await inPage<OpenTiming>("openPlain", dbOf(n), n));
+      }
+    }
+    for (const n of sizes) {
+      const breakdown = n === sizes[0] || n === sizes.at(-1) ? await inPage<string>("openBreakdown", dbOf(n), n) : "";
+      const timings = [...sf.get(n)!, ...plain.get(n)!];
+      const shapes = new Set(timings.map((t) => `${t.contextMessages}/${t.summaryChars}`));
+      if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
+      const r = { sf: median(sf.get(n)!.map((t) => t.ms)), plain: median(plain.get(n)!.map((t) => t.ms)), runs: sf.get(n)!.length, plainRuns: plain.get(n)!.length, breakdown };
+      results.set(String(n), r);
+      ctx.log(`case 1 (chromium): n=${n}: sessionfold ${r.sf.toFixed(1)} ms, plain JSONL ${r.plain.toFixed(1)} ms`);
+    }
+    for (const n of sizes) await inPage("deleteDb", dbOf(n), n);
   } finally {
     await context?.close();
     await server.close();

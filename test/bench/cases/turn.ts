@@ -23,22 +23,20 @@ import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import { ProbeTimeout, runProbe } from "../lib/child.ts";
 import type { BenchRow, CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
+import { timedStorage } from "../lib/timed-storage.ts";
 import { BENCH_PROVIDER, BENCH_REF, sizeLabel } from "../lib/synth.ts";
 import type { OpenResult, ProbeFormat, ProbeImpl } from "../probe.ts";
-import { timedStorage } from "./append.ts";
 
 /** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
 async function openBreakdown(root: string): Promise<string> {
-  const { storage, spent } = timedStorage(new NodeFileStorage({ root }));
-  const sessions = new Sessions({ storage });
+  const timed = timedStorage(new NodeFileStorage({ root }));
+  const sessions = new Sessions({ storage: timed.storage });
   for (let i = 0; i < 5; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
-  spent.clear();
+  timed.clear();
   const runs = 20;
   const t0 = performance.now();
   for (let i = 0; i < runs; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
-  const total = (performance.now() - t0) / runs;
-  const io = [...spent.values()].reduce((a, b) => a + b, 0) / runs;
-  return `${total.toFixed(2)} ms = ${[...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`).join(" + ")} + ${(total - io).toFixed(2)} ms outside storage`;
+  return timed.describe((performance.now() - t0) / runs, runs);
 }
 
 interface Impl {

@@ -1,0 +1,60 @@
+/**
+ * A storage wrapper that times every call, for the breakdowns in the notes of the table:
+ * where one commit or one open spends its time. Portable (the chromium page uses it too).
+ *
+ * @module
+ */
+import type { StoragePort } from "../../../core/mod.ts";
+
+/** A timed view of a storage and what it measured since the last {@linkcode TimedStorage.clear}. */
+export interface TimedStorage {
+  readonly storage: StoragePort;
+  /** Forgets what was measured (after warm-up). */
+  clear(): void;
+  /**
+   * `"<total> ms = <waiting> ms waiting on storage (…each call…) + <rest> ms outside storage"`,
+   * every figure per run. Calls may overlap (an open reads its files at once), so each call
+   * is timed from call to answer, and "waiting" is the time during which any call was pending.
+   */
+  describe(totalMs: number, runs: number): string;
+}
+
+/** Wraps `inner` so that the time of every call is summed per method and file name. */
+export function timedStorage(inner: StoragePort): TimedStorage {
+  const spent = new Map<string, number>();
+  let pending = 0;
+  let since = 0;
+  let waiting = 0;
+  const storage = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
+        const t0 = performance.now();
+        if (pending++ === 0) since = t0;
+        const done = () => {
+          const t1 = performance.now();
+          spent.set(label, (spent.get(label) ?? 0) + t1 - t0);
+          if (--pending === 0) waiting += t1 - since;
+        };
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (result instanceof Promise) return result.finally(done);
+        done();
+        return result;
+      };
+    },
+  });
+  return {
+    storage,
+    clear() {
+      spent.clear();
+      waiting = 0;
+    },
+    describe(totalMs, runs) {
+      const calls = [...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`).join(", ");
+      const wait = waiting / runs;
+      return `${totalMs.toFixed(2)} ms = ${wait.toFixed(2)} ms waiting on storage (${calls}) + ${(totalMs - wait).toFixed(2)} ms outside storage`;
+    },
+  };
+}
