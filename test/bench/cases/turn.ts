@@ -75,6 +75,8 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const key = (impl: ProbeImpl, n: number) => `${impl}@${n}`;
   /** Warm processes per size for sessionfold (each the median of up to 30 opens); the figure is their median. */
   const warmReps = ctx.quick ? 2 : 3;
+  /** Cold runs at n = 0 (case 6's empty-session baseline), for every implementation. */
+  const emptyReps = ctx.quick ? 2 : 3;
   const ms = (impl: ProbeImpl, n: number) => {
     const cell = cells.get(key(impl, n));
     return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
@@ -110,7 +112,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     ctx.log(`case 1: building ${impls.map((i) => i.format).join(", ")} histories of ${n} messages`);
     await runProbe({ kind: "build", items: impls.map(({ format, file }) => ({ format, path: join(dir, file) })), n }, timeoutMs);
     const peers = impls.filter((i) => i.impl !== "sessionfold");
-    const reps = n === 0 ? (ctx.quick ? 2 : 3) : peerReps;
+    const reps = n === 0 ? emptyReps : peerReps;
     for (let rep = 0; rep < reps; rep++) {
       for (const { impl, file } of peers) {
         const cell = cells.get(key(impl, n));
@@ -128,7 +130,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   // warm): load on this shared machine drifts over the minutes the peers take, and must fall
   // on every size alike.
   ctx.log(`case 1: sessionfold at ${[0, ...sizes].join(", ")} messages, sizes interleaved`);
-  for (let rep = 0; rep < sfReps; rep++) for (const n of [0, ...sizes]) if (n > 0 || rep < (ctx.quick ? 2 : 3)) await probeCold("sessionfold", "sessionfold", n);
+  for (let rep = 0; rep < sfReps; rep++) for (const n of [0, ...sizes]) if (n > 0 || rep < emptyReps) await probeCold("sessionfold", "sessionfold", n);
   for (let rep = 0; rep < warmReps; rep++) for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
   for (const n of [0, ...sizes]) {
     // Every format must hand the model the same input.
