@@ -36,3 +36,8 @@ export { readRhoSnapshot, writeRhoSnapshot, UNKNOWN_PROVIDER, type RhoSnapshotRe
 export { readRhoJsonl, RHO_JSONL_VERSIONS, type RhoJsonlReadResult } from "./rho/jsonl.ts";
 export { RHO_SNAPSHOT_VERSION, RHO_SNAPSHOT_VERSIONS } from "./rho/snapshot-object.ts";
 export { RHO_EXTENSION_FIELD, type RhoMessageExtension, type RhoPartialToolCall, type RhoUsage } from "./rho/types.ts";
+export { readJsonlStream, type JsonlSource } from "./jsonl-lines.ts";
+export { readPi, type PiReadResult } from "./pi/read.ts";
+export { writePi, PI_WRITE_VERSION, type PiWriteOptions } from "./pi/write.ts";
+export { PI_SESSION_VERSIONS } from "./pi/entries.ts";
+export { PI_EXTENSION_FIELD, type PiMessageExtension } from "./pi/types.ts";
