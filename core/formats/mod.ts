@@ -41,3 +41,6 @@ export { readPi, type PiReadResult } from "./pi/read.ts";
 export { writePi, PI_WRITE_VERSION, type PiWriteOptions } from "./pi/write.ts";
 export { PI_SESSION_VERSIONS } from "./pi/entries.ts";
 export { PI_EXTENSION_FIELD, type PiMessageExtension } from "./pi/types.ts";
+export { readCodex, CODEX_EXTENSION_FIELD, type CodexReadResult } from "./codex/read.ts";
+export { readClaudeCode, CLAUDE_CODE_EXTENSION_FIELD, type ClaudeCodeReadResult } from "./claude-code/read.ts";
+export { detectSessionFormat, type DetectedFormat, type FormatDetection } from "./detect.ts";
