@@ -61,6 +61,9 @@ export async function readClaudeCode(source: JsonlSource, file: string): Promise
   let first: { sessionId: string; cwd?: string; timestamp: string } | undefined;
   let lastTimestamp: string | undefined;
   const titles: { leaf: string; summary: string }[] = [];
+  // tool_use ids seen anywhere: a result naming none is refused at its own line (the
+  // chain-exact join comes once the main chain is known).
+  const callIds = new Set<string>();
   const { diagnostics, lines } = await readJsonlStream(source, "claude-code", file, (record, line) => {
     record.object("a transcript record object");
     const type = record.field("type");
@@ -73,9 +76,11 @@ export async function readClaudeCode(source: JsonlSource, file: string): Promise
     const parsed = parseChainRecord(record, type.raw, line);
     if (byUuid.has(parsed.uuid)) record.field("uuid").fail("a uuid no earlier record has", `${JSON.stringify(parsed.uuid)}, the uuid of the record on line ${byUuid.get(parsed.uuid)!.line}`);
     if (parsed.parent !== null && !byUuid.has(parsed.parent)) (record.field("parentUuid").absent ? record.field("logicalParentUuid") : record.field("parentUuid")).fail("the uuid of an earlier record, or null");
+    if (parsed.kind === "user") for (const r of parsed.results) if (!callIds.has(r.id)) r.at.fail("the id of an earlier tool_use", `${JSON.stringify(r.id)}, but no earlier tool_use has that id`);
     const sessionId = record.field("sessionId").string({ nonEmpty: true });
     const cwd = record.field("cwd").optional()?.string();
     byUuid.set(parsed.uuid, parsed);
+    if (parsed.kind === "assistant") for (const part of parsed.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string);
     first ??= { sessionId, ...(cwd !== undefined ? { cwd } : {}), timestamp: parsed.timestamp };
     lastTimestamp = parsed.timestamp;
     if (!parsed.sidechain) leaf = parsed;

@@ -43,6 +43,9 @@ export async function readPi(source: JsonlSource, file: string): Promise<PiReadR
   const byId = new Map<string, PiEntry>();
   let last: PiEntry | undefined;
   let title: string | undefined;
+  // Tool calls seen anywhere in the tree: a result naming none is refused at its own line
+  // (the branch-exact join comes once the branch is known).
+  const callIds = new Set<string>();
   const { diagnostics, lines } = await readJsonlStream(source, "pi", file, (record, line) => {
     if (header === undefined) {
       header = parsePiHeader(record);
@@ -51,6 +54,8 @@ export async function readPi(source: JsonlSource, file: string): Promise<PiReadR
     const entry = parsePiEntry(record, line, header.version, `l${line}`, last?.id ?? null);
     if (byId.has(entry.id)) record.field("id").fail("an id no earlier entry has", `${JSON.stringify(entry.id)}, the id of the entry on line ${byId.get(entry.id)!.line}`);
     if (entry.parentId !== null && !byId.has(entry.parentId)) record.field("parentId").fail("the id of an earlier entry, or null");
+    if (entry.kind === "tool-result" && !callIds.has(entry.callId)) entry.at.fail("the id of an earlier toolCall", `${JSON.stringify(entry.callId)}, but no earlier toolCall has that id`);
+    if (entry.kind === "assistant") for (const part of entry.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string);
     byId.set(entry.id, entry);
     last = entry;
     if (entry.kind === "name") title = entry.name;
