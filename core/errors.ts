@@ -55,7 +55,7 @@ export class SessionfoldError extends Error {
   }
 }
 
-/** An id (agent, workspace, session) that FORMAT.md does not allow. Thrown before any path is built. */
+/** An id (agent, workspace, session) that docs/FORMAT.md does not allow. Thrown before any path is built. */
 export class InvalidIdError extends SessionfoldError {
   constructor(message: string, details: ErrorDetails = {}) {
     super("invalid-id", message, details);
@@ -69,7 +69,7 @@ export class NotFoundError extends SessionfoldError {
   }
 }
 
-/** The content of a `writer.lock` file (FORMAT.md). */
+/** The content of a `writer.lock` file (docs/FORMAT.md). */
 export interface LockOwner {
   pid: number;
   hostname: string;

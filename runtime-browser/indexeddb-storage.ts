@@ -5,7 +5,7 @@
  *
  * ## Record layout (one object store, out-of-line string keys)
  *
- * - **File header**, key = the FORMAT.md path itself (`agents/a1/…/meta.json`),
+ * - **File header**, key = the docs/FORMAT.md path itself (`agents/a1/…/meta.json`),
  *   value `{ size, chunks }`: the file's length in bytes and how many chunk records
  *   hold it. A header exists for every file, an empty one included.
  * - **Chunk record**, key = `"\0" + path + "\0" + <12-digit zero-padded index>`, value

@@ -1,5 +1,5 @@
 /**
- * The browser runtime of sessionfold: sessions stored in IndexedDB (FORMAT.md's paths as
+ * The browser runtime of sessionfold: sessions stored in IndexedDB (docs/FORMAT.md's paths as
  * keys), served by a module Web Worker reached through Comlink, with cross-tab writer
  * ownership.
  *

@@ -24,7 +24,7 @@ import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities,
 
 /** Options of {@linkcode NodeFileStorage}. */
 export interface NodeFileStorageOptions {
-  /** Absolute folder holding the store (FORMAT.md's `<root>`); created `0700` on the first write if missing. */
+  /** Absolute folder holding the store (docs/FORMAT.md's `<root>`); created `0700` on the first write if missing. */
   readonly root: string;
   /**
    * Whether writes are fsynced (files, then their folders) before they resolve. Default `true`.

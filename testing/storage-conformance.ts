@@ -5,7 +5,7 @@
  * `runStorageAdapterTests`. A test file calls {@linkcode runStorageTests} once per
  * backend with a setup function; each test gets a fresh, empty store from it.
  *
- * The suite checks only what `core/storage/port.ts` and DESIGN.md promise, and only
+ * The suite checks only what `core/storage/port.ts` and docs/FORMAT.md promise, and only
  * what every backend can observe the same way. In particular it never depends on
  * whether an empty folder exists (a filesystem keeps one after its last file is
  * removed or moved away; a key-value store has none), and it never asserts which of

@@ -70,7 +70,7 @@ export interface ExportOptions {
 /**
  * Where in a session a redaction was made (for the report; never the secret itself).
  * `message_extension` / `part_extension` / `session_extension` are fields outside
- * FORMAT.md's records (e.g. Rho's `rho.portable_fallback`).
+ * docs/FORMAT.md's records (e.g. Rho's `rho.portable_fallback`).
  *
  * @example
  * ```ts
@@ -151,7 +151,7 @@ export interface ExportReport {
  */
 export const OMITTED = "[omitted]";
 
-/** The fields FORMAT.md defines; anything else is an extension field. */
+/** The fields docs/FORMAT.md defines; anything else is an extension field. */
 const MESSAGE_FIELDS = new Set(["record_type", "sequence", "message_id", "role", "created_at", "status", "parts", "usage", "provider"]);
 const PART_FIELDS: Record<string, ReadonlySet<string>> = {
   text: new Set(["sequence", "type", "text"]),
@@ -422,7 +422,7 @@ function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
         data: run.json("provider_context", part.data),
       };
     default: {
-      // Not a part type of FORMAT.md (an invalid record): every field but the structure is content.
+      // Not a part type of docs/FORMAT.md (an invalid record): every field but the structure is content.
       const { sequence, type, ...rest } = raw;
       return { ...run.json("part_extension", rest), sequence, type } as MessagePart;
     }

@@ -54,7 +54,7 @@ const NEWLINE = 0x0a;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Decodes a JSONL byte stream chunk by chunk, applying the recovery rules of FORMAT.md.
+ * Decodes a JSONL byte stream chunk by chunk, applying the recovery rules of docs/FORMAT.md.
  * Memory stays bounded by the longest line, whatever the file size.
  *
  * @example
@@ -202,7 +202,7 @@ export class JsonlDecoder<T = unknown> {
 }
 
 /**
- * Decodes a whole JSONL file with the recovery rules of FORMAT.md:
+ * Decodes a whole JSONL file with the recovery rules of docs/FORMAT.md:
  * a torn final line is `truncated_tail` (not fatal); any other invalid line is
  * `invalid_json` / `invalid_record` at its 1-based line (fatal); an unknown
  * `record_type` is skipped and reported as `unknown_record`.

@@ -4,7 +4,7 @@
  * @module
  */
 
-/** Codes of the diagnostics (CLI.md). */
+/** Codes of the diagnostics (docs/CLI.md). */
 export type DiagnosticCode =
   | "truncated_tail"
   | "invalid_json"

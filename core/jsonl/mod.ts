@@ -1,5 +1,5 @@
 /**
- * JSONL encoding and decoding with the recovery rules of FORMAT.md: torn tails,
+ * JSONL encoding and decoding with the recovery rules of docs/FORMAT.md: torn tails,
  * corrupt lines by file and line, unknown record types skipped and reported.
  *
  * @example

@@ -6,7 +6,7 @@ export type IdKind = "agent_id" | "workspace_id" | "session_id";
 const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
 
 /**
- * Checks an id against FORMAT.md: 1 to 128 characters of `[A-Za-z0-9_.-]`, not starting with `.`.
+ * Checks an id against docs/FORMAT.md: 1 to 128 characters of `[A-Za-z0-9_.-]`, not starting with `.`.
  *
  * @example
  * ```ts

@@ -1,5 +1,5 @@
 /**
- * Ids, paths and segment names of the on-disk layout (FORMAT.md). Every id is
+ * Ids, paths and segment names of the on-disk layout (docs/FORMAT.md). Every id is
  * validated before any path is built, so a hostile id never reaches storage.
  *
  * @example

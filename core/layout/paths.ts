@@ -1,7 +1,7 @@
 import { assertId, type SessionRef } from "./ids.ts";
 import { formatSegmentName, type SegmentRange } from "./segments.ts";
 
-/** Every path of one session folder (FORMAT.md), relative to the store root. */
+/** Every path of one session folder (docs/FORMAT.md), relative to the store root. */
 export interface SessionPaths {
   /** The session folder. */
   readonly dir: string;

@@ -10,7 +10,7 @@ export const Sequence = z.int().min(1);
 export const Count = z.int().min(0);
 
 /**
- * The current time as FORMAT.md writes it: ISO-8601 UTC with milliseconds.
+ * The current time as docs/FORMAT.md writes it: ISO-8601 UTC with milliseconds.
  *
  * @example
  * ```ts

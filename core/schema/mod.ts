@@ -1,5 +1,5 @@
 /**
- * zod schemas of every record in FORMAT.md, with their inferred types. Objects are
+ * zod schemas of every record in docs/FORMAT.md, with their inferred types. Objects are
  * loose: unknown fields survive a read-modify-write.
  *
  * @example

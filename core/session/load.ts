@@ -28,7 +28,7 @@ const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as co
 export const PENDING_FIELD = "pending_messages";
 
 /**
- * Opens a session's files and applies the recovery rules of FORMAT.md in order.
+ * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
  * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (at once), then the
  * newest segment's tail for its footer: the one `meta.json` names when the files confirm
  * it, else the newest in a listing of `segments/`. Nothing else, and it writes nothing

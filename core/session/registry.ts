@@ -111,7 +111,7 @@ export class Sessions {
   }
 
   /**
-   * Opens a session, applying FORMAT.md's recovery rules (see `session.diagnostics`).
+   * Opens a session, applying docs/FORMAT.md's recovery rules (see `session.diagnostics`).
    * Reads `meta.json`, `active.jsonl`, the draft, `instruction.md` and the newest segment's
    * tail; nothing else, whatever the history length. Writes nothing.
    *

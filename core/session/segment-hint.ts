@@ -7,7 +7,7 @@ import type { SessionMeta } from "../schema/mod.ts";
  * grows with the history: the hint keeps the cost of an open flat. It is a hint only: an
  * open trusts it when the files confirm it (the segment is there and Active starts right
  * after it, or overlaps it after an interrupted compaction) and otherwise lists
- * `segments/` as FORMAT.md says and rewrites `meta.json` (docs/decisions.md).
+ * `segments/` as docs/FORMAT.md says and rewrites `meta.json` (docs/decisions.md).
  */
 export const NEWEST_SEGMENT_FIELD = "newest_segment";
 

@@ -137,7 +137,7 @@ export class Session {
     return structuredClone(this.#state.meta);
   }
 
-  /** What recovery found on open (FORMAT.md diagnostics). */
+  /** What recovery found on open (docs/FORMAT.md diagnostics). */
   get diagnostics(): readonly Diagnostic[] {
     return this.#state.diagnostics;
   }

@@ -23,7 +23,7 @@ export interface PendingRepairs {
   writeMeta?: boolean;
 }
 
-/** Everything a session handle knows, as read by open (FORMAT.md recovery applied). */
+/** Everything a session handle knows, as read by open (docs/FORMAT.md recovery applied). */
 export interface SessionState {
   meta: SessionMeta;
   /** The revision `meta.json` held when read (`undefined` when it was missing): the optimistic check. */

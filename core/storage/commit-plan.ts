@@ -11,7 +11,7 @@ import type { StoragePort, WriteOptions } from "./port.ts";
 
 /**
  * The lock guards one operation of a live process: a machine crash ends that process
- * anyway, so its file needs no flush (a process crash still sees it whole: FORMAT.md's
+ * anyway, so its file needs no flush (a process crash still sees it whole: docs/FORMAT.md's
  * "nobody steals a lock" holds).
  */
 const NOT_DURABLE: WriteOptions = { durable: false };

@@ -1,6 +1,6 @@
 /**
  * The storage port: the only thing a runtime gives the core. Paths are relative,
- * `/`-separated keys under the store's root, exactly as FORMAT.md lays them out.
+ * `/`-separated keys under the store's root, exactly as docs/FORMAT.md lays them out.
  * Every rule (recovery, locks, revisions) lives in the core on top of this port.
  *
  * @module
@@ -34,7 +34,7 @@ export interface WriteOptions {
 }
 
 /**
- * File-like storage over the paths of FORMAT.md. A missing path is a value, never an
+ * File-like storage over the paths of docs/FORMAT.md. A missing path is a value, never an
  * error. Folders exist implicitly: whether an empty folder is still listed is
  * unspecified, so the core never depends on it.
  */

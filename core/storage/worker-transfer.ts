@@ -9,7 +9,7 @@ export interface TransferHandlerLike {
 
 /**
  * The slice of Comlink that the worker helpers need. A runtime passes the `comlink`
- * module itself: the core never imports Comlink (DESIGN.md), yet the logic lives once.
+ * module itself: the core never imports Comlink (docs/decisions.md), yet the logic lives once.
  */
 export interface ComlinkLike {
   readonly transferHandlers: Map<string, TransferHandlerLike>;

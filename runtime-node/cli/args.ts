@@ -24,7 +24,7 @@ export interface ArgsSpec {
   readonly options: Readonly<Record<string, OptionSpec>>;
 }
 
-/** The global options of CLI.md. */
+/** The global options of docs/CLI.md. */
 export interface GlobalOptions {
   root: string | undefined;
   json: boolean;

@@ -1,11 +1,11 @@
 /**
- * Errors to exit statuses and to the one-line / JSON shapes of CLI.md.
+ * Errors to exit statuses and to the one-line / JSON shapes of docs/CLI.md.
  *
  * @module
  */
 import { SessionfoldError, asSessionfoldError, type ErrorCode } from "../../core/mod.ts";
 
-/** Exit statuses of CLI.md. */
+/** Exit statuses of docs/CLI.md. */
 export const EXIT = {
   ok: 0,
   /** A read-only check found fatal diagnostics. */
@@ -24,7 +24,7 @@ export class UsageError extends SessionfoldError {
   }
 }
 
-/** The exit status an error code maps to (CLI.md "Exit status"). */
+/** The exit status an error code maps to (docs/CLI.md "Exit status"). */
 export function exitStatusOf(code: ErrorCode): number {
   switch (code) {
     case "usage":

@@ -5,7 +5,7 @@
  */
 import type { LockOwner, MessagePart, MessageRecord } from "../../core/mod.ts";
 
-/** A diagnostic as the CLI prints it (FORMAT.md codes plus the CLI's own, e.g. `unsupported_schema`). */
+/** A diagnostic as the CLI prints it (docs/FORMAT.md codes plus the CLI's own, e.g. `unsupported_schema`). */
 export interface CliDiagnostic {
   readonly file: string;
   readonly line: number | null;

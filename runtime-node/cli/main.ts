@@ -1,5 +1,5 @@
 /**
- * The `sessionfold` command line (CLI.md): `main(argv, io)` parses, runs one command and
+ * The `sessionfold` command line (docs/CLI.md): `main(argv, io)` parses, runs one command and
  * returns its exit status. Everything it touches comes through `io`, so tests run it
  * in-process; `bin.mjs` runs it for `npx sessionfold`.
  *
@@ -24,7 +24,7 @@ export type { CliIo } from "./io.ts";
  *
  * @param argv the arguments after the program name.
  * @param io where output goes and what the environment is; default the process's.
- * @returns the exit status (CLI.md): 0 ok, 1 fatal diagnostics, 2 usage, 3 locked, 4 bad input, 5 other.
+ * @returns the exit status (docs/CLI.md): 0 ok, 1 fatal diagnostics, 2 usage, 3 locked, 4 bad input, 5 other.
  */
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   // Until the line is parsed, `--json` anywhere before `--` decides how a usage error is printed.

@@ -54,7 +54,7 @@ export interface AgentSetup {
 }
 
 /**
- * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (FORMAT.md), absolute.
+ * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
 export function resolveRoot(option: string | undefined, io: CliIo): string {

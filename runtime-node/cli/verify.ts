@@ -1,6 +1,6 @@
 /**
  * `verifySession`: reads every file of one session in full and reports what is wrong,
- * changing nothing. A normal open reads only what the model context needs (FORMAT.md
+ * changing nothing. A normal open reads only what the model context needs (docs/FORMAT.md
  * recovery rule 2); verify is where corruption in older segments is found.
  *
  * Checked: `meta.json` (schema version, ids, counts, history bytes), `instruction.md`,

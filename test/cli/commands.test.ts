@@ -1,6 +1,6 @@
 /**
  * Every command end to end, in-process through main(), against a temporary root:
- * the JSON shapes of CLI.md and the readable text.
+ * the JSON shapes of docs/CLI.md and the readable text.
  */
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 /**
- * Every exit status of CLI.md and the error line / JSON error shapes: usage, hostile
+ * Every exit status of docs/CLI.md and the error line / JSON error shapes: usage, hostile
  * REFs, locks, corruption found by verify / compose / messages, unknown schemas, bad
  * agent files and failures of the store itself.
  */

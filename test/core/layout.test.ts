@@ -167,7 +167,7 @@ describe("parseSessionRef / sessionRef / formatSessionRef", () => {
 describe("sessionPaths", () => {
   const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 
-  it("gives FORMAT.md's paths for a live session", () => {
+  it("gives docs/FORMAT.md's paths for a live session", () => {
     const p = sessionPaths(ref);
     const dir = "agents/a1/workspaces/w1/sessions/s1";
     expect({ ...p, segment: undefined }).toEqual({

@@ -329,7 +329,7 @@ describe("parseDraftJson / DraftRecord", () => {
 });
 
 describe("parseLockJson / WriterLockRecord", () => {
-  it("parses the lock content of FORMAT.md", () => {
+  it("parses the lock content of docs/FORMAT.md", () => {
     expect(parseLockJson(JSON.stringify(lock))).toEqual(lock);
     expect(parseLockJson(utf8(JSON.stringify({ ...lock, runtime: "browser" })))).toMatchObject({ runtime: "browser" });
   });
@@ -346,7 +346,7 @@ describe("parseLockJson / WriterLockRecord", () => {
 });
 
 describe("SummaryRecord", () => {
-  it("parses the footer of FORMAT.md", () => {
+  it("parses the footer of docs/FORMAT.md", () => {
     expect(SummaryRecord.parse(summary(450))).toEqual(summary(450));
   });
 

@@ -34,7 +34,7 @@ const CONCURRENCY = Number(process.env["CRASH_CONCURRENCY"] ?? 3);
 const TSX_RUNS = Number(process.env["CRASH_TSX_RUNS"] ?? 2);
 const KEEP = process.env["CRASH_KEEP"] === "1";
 
-/** Non-fatal diagnostics a crash may leave (FORMAT.md recovery rules 1, 3, 4, 5). */
+/** Non-fatal diagnostics a crash may leave (docs/FORMAT.md recovery rules 1, 3, 4, 5). */
 const ALLOWED: ReadonlySet<DiagnosticCode> = new Set(["truncated_tail", "overlap_removed", "stale_draft", "meta_rebuilt"]);
 
 const stats = {

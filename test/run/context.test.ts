@@ -150,10 +150,10 @@ describe("an interrupted tool part in history", () => {
 });
 
 describe("bounded reads for a normal step", () => {
-  // Written by hand per FORMAT.md, meta.json has no hint and an open lists segments/ (names only);
+  // Written by hand per docs/FORMAT.md, meta.json has no hint and an open lists segments/ (names only);
   // written by sessionfold, it names the newest segment and nothing lists segments/ at all.
   it.each([
-    { writer: "a hand-written session (FORMAT.md only)", hint: false },
+    { writer: "a hand-written session (docs/FORMAT.md only)", hint: false },
     { writer: "a session whose meta.json names its newest segment", hint: true },
   ])("$writer with 1,000 segments: open + one turn reads meta, Active, draft, instruction, the newest segment's tail, meta again", async ({ hint }) => {
     const storage = new MemoryStorage();

@@ -1,6 +1,6 @@
 /**
  * run() and assistant_message.json: the draft exists while a reply streams, is valid per
- * FORMAT.md, is written far less often than deltas arrive, never paces the stream, is
+ * docs/FORMAT.md, is written far less often than deltas arrive, never paces the stream, is
  * gone after a commit, and is what a crashed run leaves for recovery.
  */
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /**
  * writer.lock: taken with create-new semantics for one mutating operation, content as
- * FORMAT.md says, never removed by a writer that finds someone else's.
+ * docs/FORMAT.md says, never removed by a writer that finds someone else's.
  */
 import { describe, expect, test } from "vitest";
 import { MemoryStorage, WriterLockedError, type SessionRef } from "../../core/mod.ts";
@@ -107,7 +107,7 @@ describe("the lock of a successful operation", () => {
     expect(await lockPaths()).toEqual([]);
   });
 
-  test("is created with create-new semantics and holds FORMAT.md's content at the moment of the append", async () => {
+  test("is created with create-new semantics and holds docs/FORMAT.md's content at the moment of the append", async () => {
     const inner = new MemoryStorage();
     await writeSession(inner, { active: msgs(1, 2) });
     const storage = new RecordingStorage(inner);
@@ -128,7 +128,7 @@ describe("the lock of a successful operation", () => {
     const lock = JSON.parse(seen!) as Record<string, unknown>;
     expect(lock).toMatchObject({ pid: IDENTITY.pid, hostname: IDENTITY.hostname, runtime: IDENTITY.runtime, operation: "append" });
     expect(lock["created_at"]).toMatch(ISO_MS);
-    // FORMAT.md's five fields, plus the holder's own lock id (how it recognises its lock on release).
+    // docs/FORMAT.md's five fields, plus the holder's own lock id (how it recognises its lock on release).
     expect(Object.keys(lock).sort()).toEqual(["created_at", "hostname", "lock_id", "operation", "pid", "runtime"]);
     expect(seen).toBe(new TextDecoder().decode(storage.calls.find((c) => c.op === "createExclusive")!.bytes));
   });

@@ -1,6 +1,6 @@
 /**
  * Helpers of the session engine tests only: hand-written on-disk states in the exact
- * bytes of FORMAT.md, meta consistency checks, deterministic summarizers and new
+ * bytes of docs/FORMAT.md, meta consistency checks, deterministic summarizers and new
  * messages. The helpers shared with the run() tests (registry, clocks, recording
  * storage, snapshots, hand-written records) are in ../support/session.ts.
  * Not a test file itself.
@@ -23,7 +23,7 @@ import { REF, TS, footer, fullHistory, line, lines, metaFields, metaOnDisk, meta
 export const REF_STRING = "a1/w1/s1";
 export const ACTIVE = "messages/active.jsonl";
 export const DRAFT = "messages/assistant_message.json";
-/** The ISO-8601 UTC-with-milliseconds shape FORMAT.md requires. */
+/** The ISO-8601 UTC-with-milliseconds shape docs/FORMAT.md requires. */
 export const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 export const byteLength = (text: string): number => utf8(text).length;

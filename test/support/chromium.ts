@@ -1,6 +1,6 @@
 /**
- * Debian's chromium and the launch flags that keep it off this machine's closed network
- * (../shared/TOOLCHAIN.md), shared by vitest's browser project, the page tests, the demo's
+ * Debian's chromium and the launch flags that keep it off this machine's closed network,
+ * shared by vitest's browser project, the page tests, the demo's
  * end-to-end tests and the browser benchmarks. Not a test file itself.
  */
 

@@ -1,7 +1,7 @@
 /**
  * Helpers shared by the session engine tests (test/session) and the run() tests
  * (test/run): the test session and writer identity, stepping clocks, a registry,
- * hand-written records in the exact bytes of FORMAT.md, storage snapshots, a
+ * hand-written records in the exact bytes of docs/FORMAT.md, storage snapshots, a
  * full-history reader, a recording storage wrapper and promise helpers. Each suite's
  * own `support.ts` holds what only it needs. Not a test file itself.
  */

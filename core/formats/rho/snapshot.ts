@@ -17,7 +17,7 @@ export interface RhoSnapshotReadOptions {
   readonly timestamp?: string;
 }
 
-/** The identity written as `provider` when no assistant message has one (FORMAT.md). */
+/** The identity written as `provider` when no assistant message has one (docs/FORMAT.md). */
 export const UNKNOWN_PROVIDER = { provider: "unknown", api: "unknown", model: "unknown" } as const;
 
 const encoder = new TextEncoder();

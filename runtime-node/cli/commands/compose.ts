@@ -9,11 +9,11 @@
  * newest assistant message in Active that has one. That keeps exactly the provider
  * context a host continuing with the same model would send, and leaves out what another
  * model produced, as the real request would. With no such message it composes for the
- * neutral identity `unknown/unknown/unknown` (the identity FORMAT.md's export rule uses
+ * neutral identity `unknown/unknown/unknown` (the identity docs/FORMAT.md's export rule uses
  * when none is known): every provider-context part is then left out, since no known model
  * would receive it. Text output names the identity used and every change the composer
  * made (context left out, interrupted tool calls closed, empty messages dropped); the
- * `--json` document keeps CLI.md's shape `{"system","summary","messages"}`.
+ * `--json` document keeps docs/CLI.md's shape `{"system","summary","messages"}`.
  *
  * What is composed is what is committed: `instruction.md` (else the agent's instruction
  * and plugins from `agent.jsonc`), the newest footer's text, and Active. A live draft is

@@ -15,7 +15,7 @@ export const ls: Command = {
   help: [
     "Lists sessions from their meta.json, newest update first. Folders whose meta.json",
     "cannot be read are named on stderr as warnings. Read-only.",
-    "--json: an array of meta objects (FORMAT.md).",
+    "--json: an array of meta objects (docs/FORMAT.md).",
   ].join("\n"),
   spec: {
     positionals: [],

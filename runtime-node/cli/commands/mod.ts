@@ -1,5 +1,5 @@
 /**
- * Every command of the CLI, in the order `--help` lists them (CLI.md's table).
+ * Every command of the CLI, in the order `--help` lists them (docs/CLI.md's table).
  *
  * @module
  */

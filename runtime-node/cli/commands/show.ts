@@ -1,6 +1,6 @@
 /**
  * `show REF`: what is stored and what recovery found, read-only. Exits 0 whenever
- * `meta.json` can be read, whatever the diagnostics say (CLI.md); a `meta.json` that is
+ * `meta.json` can be read, whatever the diagnostics say (docs/CLI.md); a `meta.json` that is
  * not JSON is `corrupt` (exit 4). An unknown schema version is shown as found, with an
  * `unsupported_schema` diagnostic, and nothing else is interpreted.
  *
@@ -27,7 +27,7 @@ import { diagnosticLines, type CliDiagnostic } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
 import { lockDiagnostics, unsupportedSchema } from "../verify.ts";
 
-/** The `--json` result of `show` (CLI.md). */
+/** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {
   readonly meta: SessionMeta | Record<string, unknown>;
   readonly segments: { start: number; end: number; summary_chars: number | null }[];

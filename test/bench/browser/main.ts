@@ -1,6 +1,6 @@
 /**
  * The bench page of case 1 in Chromium: seeds IndexedDB with a synthetic history (the
- * FORMAT.md files written directly, no commits) and times "open the session and compose
+ * docs/FORMAT.md files written directly, no commits) and times "open the session and compose
  * the next model input" through `openBrowserSessions` (IndexedDB in its module Web
  * Worker), against reading the same history as one plain JSONL file through the same
  * storage. `test/bench/cases/browser.ts` drives it through `window.bench`; each timing

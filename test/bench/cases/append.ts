@@ -46,7 +46,7 @@ async function variant(root: string, name: string, worker: boolean, fsync: boole
 }
 
 /**
- * One commit as FORMAT.md lays it out, done with raw system calls and no sessionfold code:
+ * One commit as docs/FORMAT.md lays it out, done with raw system calls and no sessionfold code:
  * create `writer.lock` (`open(…, "wx")`), read `meta.json` (the revision check), append the
  * line and fsync it, replace `meta.json` (temp file + rename, not flushed), read and remove
  * the lock. What any implementation of the contract pays on this disk.
@@ -128,7 +128,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const [worker, host] = durable.map((v) => median(v.batches)) as [number, number];
   const [workerFast, hostFast] = volatile.map((v) => median(v.batches)) as [number, number];
   const formatMs = median(formatBatches);
-  const floorNote = `floor: ${floorMs.toFixed(3)} ms per ${line.length}-byte write + fsync; FORMAT.md's own file operations of a commit, with raw system calls and no sessionfold code: ${formatMs.toFixed(3)} ms = ${(floorMs / formatMs).toFixed(2)} of the floor`;
+  const floorNote = `floor: ${floorMs.toFixed(3)} ms per ${line.length}-byte write + fsync; docs/FORMAT.md's own file operations of a commit, with raw system calls and no sessionfold code: ${formatMs.toFixed(3)} ms = ${(floorMs / formatMs).toFixed(2)} of the floor`;
   ctx.emit({
     case: 2,
     name: "append.durable.worker",
@@ -165,7 +165,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratio: floorMs / formatMs,
     ratioMeaning: "value / baseline (fraction of the floor)",
     runs,
-    note: "not sessionfold: FORMAT.md's file operations of one commit (lock create, meta read, append + fsync, meta temp + rename, lock read + remove) with raw system calls, what any implementation of the contract pays here",
+    note: "not sessionfold: docs/FORMAT.md's file operations of one commit (lock create, meta read, append + fsync, meta temp + rename, lock read + remove) with raw system calls, what any implementation of the contract pays here",
   });
   ctx.emit({
     case: 5,

@@ -57,7 +57,7 @@ async function writeActiveSession(root: string, sessionId: string, count: number
 }
 
 /**
- * A compaction's writes as FORMAT.md orders them, with raw system calls and no sessionfold
+ * A compaction's writes as docs/FORMAT.md orders them, with raw system calls and no sessionfold
  * code: `meta.json`, the new segment and the new Active, each a temp file fsynced, renamed
  * over its name and its folder fsynced (what "atomic and durable" costs on a filesystem).
  */
@@ -159,6 +159,6 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
     ratio: base / contract,
     ratioMeaning: "value / baseline (fraction of raw write speed)",
     runs: reps,
-    note: `not sessionfold: the same three files written as FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync) with raw system calls: ${contract.toFixed(2)} ms, what any implementation of the contract pays here`,
+    note: `not sessionfold: the same three files written as docs/FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync) with raw system calls: ${contract.toFixed(2)} ms, what any implementation of the contract pays here`,
   });
 }

@@ -1,6 +1,6 @@
 /**
  * Synthetic histories for the benchmarks, built without committing: deterministic
- * message records, and a writer that lays out a whole session tree per FORMAT.md
+ * message records, and a writer that lays out a whole session tree per docs/FORMAT.md
  * (closed segments of `SEGMENT_SIZE` messages, each ending in its cumulative summary
  * footer, a bounded Active window and `meta.json`) through any `(path, bytes)` sink.
  *
@@ -120,7 +120,7 @@ export function activeBytes(plan: HistoryPlan): Uint8Array {
   return encoder.encode(lines(records));
 }
 
-/** Where a synthetic session's files go: a storage key (FORMAT.md path) and its bytes. */
+/** Where a synthetic session's files go: a storage key (docs/FORMAT.md path) and its bytes. */
 export type FileSink = (path: string, bytes: Uint8Array) => Promise<void>;
 
 /**
