@@ -251,12 +251,12 @@ function parseUsage(value: Value): Usage | undefined {
   const cost = usage.field("cost").optional()?.object("the cost object");
   const costTotal = cost?.field("total").optional();
   if (costTotal !== undefined && (typeof costTotal.raw !== "number" || !Number.isFinite(costTotal.raw) || costTotal.raw < 0)) costTotal.fail("a non-negative number of dollars");
-  return {
-    input_tokens: count("input"),
-    output_tokens: count("output"),
-    ...(total !== undefined ? { total_tokens: total } : {}),
-    ...(costTotal !== undefined ? { cost_usd_micros: Math.round((costTotal.raw as number) * 1e6) } : {}),
-  };
+  const input = count("input");
+  const output = count("output");
+  const micros = costTotal !== undefined ? Math.round((costTotal.raw as number) * 1e6) : 0;
+  // pi requires a usage on every assistant message, so all zeros is how "unknown" is written.
+  if (input === 0 && output === 0 && (total ?? 0) === 0 && micros === 0) return undefined;
+  return { input_tokens: input, output_tokens: output, ...(total !== undefined ? { total_tokens: total } : {}), ...(micros > 0 ? { cost_usd_micros: micros } : {}) };
 }
 
 function parseToolResult(message: Value): MessageShape {
