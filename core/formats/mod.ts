@@ -8,7 +8,12 @@
  *   {@linkcode readDeepCode}, {@linkcode writeDeepCodeV1});
  * - Rho `SessionSnapshot` JSON, schema 2 read and written, schema 1 read and migrated
  *   ({@linkcode readRhoSnapshot}, {@linkcode writeRhoSnapshot});
- * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl}).
+ * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl});
+ * - pi-coding-agent sessions, read (the active branch) and written ({@linkcode readPi},
+ *   {@linkcode writePi}); OpenAI Codex CLI rollouts ({@linkcode readCodex}) and Claude Code
+ *   transcripts (the main chain, {@linkcode readClaudeCode}), read. These three stream: a
+ *   file is read in chunks, never held whole. {@linkcode detectSessionFormat} tells every
+ *   format here apart from a file's first line.
  *
  * Readers never change the source bytes. A torn final JSONL line (no newline, not a valid
  * record) is ignored and reported; any other invalid input is a {@linkcode FormatError}
