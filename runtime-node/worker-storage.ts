@@ -10,22 +10,30 @@ import type { StorageWorkerApi } from "./storage-worker.ts";
 export type WorkerStorageOptions = NodeFileStorageOptions;
 
 /**
- * Starts the storage worker. From TypeScript sources (tests, `tsx`) Node 20 cannot load a
- * `.ts` worker, so a tiny eval bootstrap registers tsx in the worker and imports it; a
- * compiled build starts `storage-worker.js` directly.
+ * Starts the storage worker. A compiled build (the npm package) starts `storage-worker.js`.
+ * From TypeScript sources, a runtime that runs TypeScript itself (Deno, Bun, Node with type
+ * stripping) starts `storage-worker.ts` directly; Node 20 cannot load a `.ts` worker, so a
+ * tiny eval bootstrap registers tsx in the worker and imports it (tests, `tsx`).
  */
 function startWorker(options: WorkerStorageOptions): Worker {
   const workerData = { options };
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./storage-worker.js", import.meta.url), { workerData });
+  const workerUrl = new URL("./storage-worker.ts", import.meta.url);
+  if (runsTypeScript()) return new Worker(workerUrl, { workerData });
   let tsxApi: string;
   try {
     tsxApi = import.meta.resolve("tsx/esm/api");
   } catch (error) {
-    throw new StorageError("running the Node storage worker from TypeScript sources needs the tsx package", {}, { cause: error });
+    throw new StorageError("running the Node storage worker from TypeScript sources under Node 20 needs the tsx package", {}, { cause: error });
   }
-  const workerUrl = new URL("./storage-worker.ts", import.meta.url).href;
-  const code = `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl)}); });`;
+  const code = `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); });`;
   return new Worker(code, { eval: true, workerData });
+}
+
+/** Whether this runtime loads `.ts` modules by itself: Deno, Bun, or Node with type stripping on. */
+function runsTypeScript(): boolean {
+  const features = process.features as { typescript?: string | false };
+  return "Deno" in globalThis || process.versions["bun"] !== undefined || Boolean(features.typescript);
 }
 
 /**

@@ -1,18 +1,18 @@
 /**
- * Test helpers for sessionfold and for anyone writing a storage backend: the storage
- * port's conformance suite, and a fault-injecting storage for crash-point tests.
- * These modules import `vitest` and are meant for test code only.
+ * Test doubles for hosts and storage backends: a fault-injecting storage for crash-point
+ * tests, a scripted provider and a scripted summarizer. They import no test runner and
+ * work under any of them (or none). The storage port's conformance suite, which
+ * registers vitest tests, is the separate entry point `sessionfold/testing/conformance`.
  *
  * @example
  * ```ts
  * import { MemoryStorage } from "sessionfold";
- * import { runStorageTests } from "sessionfold/testing";
+ * import { FaultyStorage } from "sessionfold/testing";
  *
- * runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
+ * const storage = new FaultyStorage(new MemoryStorage(), { crashAt: 3, tornBytes: 5 });
  * ```
  * @module
  */
-export { runStorageTests, type StorageTestTarget } from "./storage-conformance.ts";
 export {
   enumerateCrashPoints,
   FaultyStorage,

@@ -13,8 +13,8 @@
  *
  * @example
  * ```ts
- * import { MemoryStorage } from "../../core/mod.ts";
- * import { runStorageTests } from "../../testing/mod.ts";
+ * import { MemoryStorage } from "sessionfold";
+ * import { runStorageTests } from "sessionfold/testing/conformance";
  *
  * runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
  * ```
@@ -132,8 +132,8 @@ const MB = 1024 * 1024;
  *
  * @example
  * ```ts
- * import { MemoryStorage } from "../../core/mod.ts";
- * import { runStorageTests } from "../../testing/mod.ts";
+ * import { MemoryStorage } from "sessionfold";
+ * import { runStorageTests } from "sessionfold/testing/conformance";
  *
  * runStorageTests("MemoryStorage", () => ({ storage: new MemoryStorage() }));
  * ```

@@ -199,7 +199,11 @@ class Run {
     promptCacheKey: false,
   };
 
-  constructor(readonly options: Required<ExportOptions>) {}
+  readonly options: Required<ExportOptions>;
+
+  constructor(options: Required<ExportOptions>) {
+    this.options = options;
+  }
 
   record(field: ExportField, findings: readonly RedactionFinding[]): void {
     if (findings.length === 0) return;

@@ -1,7 +1,7 @@
 /**
  * The `sessionfold` command line (docs/CLI.md): `main(argv, io)` parses, runs one command and
  * returns its exit status. Everything it touches comes through `io`, so tests run it
- * in-process; `bin.mjs` runs it for `npx sessionfold`.
+ * in-process; `bin/sessionfold.mjs` runs it for `npx sessionfold`.
  *
  * @example
  * ```ts

@@ -1,6 +1,6 @@
 /**
- * The real thing: `node runtime-node/cli/bin.mjs …` in a child process (tsx registered by
- * bin.mjs, storage in its worker thread, fsync on), checking stdout JSON, the stderr line
+ * The real thing: `node bin/sessionfold.mjs …` in a child process (tsx registered by
+ * bin/sessionfold.mjs, storage in its worker thread, fsync on), checking stdout JSON, the stderr line
  * and the exit status; and `npx sessionfold` from the repository root.
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -11,7 +11,7 @@ import { bin, json, lockContent, missingRoot, put, sessionDir, snapshot } from "
 const SLOW = 120_000;
 const REF = "a1/w1/s1";
 
-describe("bin.mjs in a child process", () => {
+describe("bin/sessionfold.mjs in a child process", () => {
   it(
     "--help exits 0; bad usage exits 2 with one error line",
     async () => {

@@ -1,6 +1,6 @@
 /**
  * Helpers of the CLI tests: run `main()` in-process with captured io, run the real
- * `bin.mjs` in a child process, temporary roots, hand-made session files and a byte-exact
+ * `bin/sessionfold.mjs` in a child process, temporary roots, hand-made session files and a byte-exact
  * snapshot of a whole tree. Not a test file itself.
  */
 import { execFile } from "node:child_process";
@@ -13,7 +13,7 @@ import { afterEach } from "vitest";
 import { main, type CliIo } from "../../runtime-node/cli/main.ts";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const BIN = join(REPO, "runtime-node/cli/bin.mjs");
+export const BIN = join(REPO, "bin/sessionfold.mjs");
 
 /** What one CLI run produced. */
 export interface RunResult {
@@ -50,7 +50,7 @@ export async function cliRaw(argv: readonly string[], io: Partial<CliIo> = {}): 
   return { status, stdout, stderr };
 }
 
-/** Runs `node runtime-node/cli/bin.mjs …` as a child process: the real path (worker storage, fsync). */
+/** Runs `node bin/sessionfold.mjs …` as a child process: the real path (worker storage, fsync). */
 export function bin(args: readonly string[], env: Record<string, string> = {}, command: readonly string[] = [process.execPath, BIN]): Promise<RunResult> {
   return new Promise((resolvePromise) => {
     execFile(

@@ -40,7 +40,7 @@ let nextDb = 0;
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  // Build the demo once, exactly as `npm run build` does (vite.config.ts: root demo/, out dist/demo).
+  // Build the demo once, exactly as `npm run build:demo` does (vite.config.ts: root demo/, out dist/demo).
   const nodeEnv = process.env.NODE_ENV;
   process.env.NODE_ENV = "production";
   try {

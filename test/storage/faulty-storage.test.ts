@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, SessionfoldError } from "../../core/mod.ts";
-import { enumerateCrashPoints, FaultyStorage, runStorageTests, SimulatedCrashError } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
+import { enumerateCrashPoints, FaultyStorage, SimulatedCrashError } from "../../testing/mod.ts";
 import type { StoragePort } from "../../core/mod.ts";
 
 runStorageTests("FaultyStorage without faults", () => {

@@ -1,4 +1,4 @@
-import { runStorageTests } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
 import { WorkerStorage } from "../../runtime-browser/worker-storage.ts";
 
 let next = 0;

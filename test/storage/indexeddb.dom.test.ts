@@ -1,4 +1,4 @@
-import { runStorageTests } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
 
 let next = 0;

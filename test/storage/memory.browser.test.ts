@@ -1,5 +1,5 @@
 import { MemoryStorage } from "../../core/mod.ts";
-import { runStorageTests } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
 
 runStorageTests("MemoryStorage", () => {
   // One MemoryStorage is one store; a second handle onto it is the same object.

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runStorageTests } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 
 runStorageTests("NodeFileStorage", async () => {

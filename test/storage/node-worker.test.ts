@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
 import type { StoragePort } from "../../core/mod.ts";
-import { runStorageTests } from "../../testing/mod.ts";
+import { runStorageTests } from "../../testing/storage-conformance.ts";
 import { WorkerStorage } from "../../runtime-node/mod.ts";
 
 // Starting a worker costs ~0.3 s, so the file shares two (a store and its second handle) and

@@ -1,6 +1,6 @@
 /**
  * Case 8: gzipped size of the demo's main-thread and worker bundles, built with Vite's
- * JS API from `demo/` with the project's `vite.config.ts` (what `npm run build` does) into a
+ * JS API from `demo/` with the project's `vite.config.ts` (what `npm run build:demo` does) into a
  * temp folder.
  *
  * @module
@@ -50,7 +50,7 @@ export async function bundleCase(ctx: CaseContext): Promise<void> {
   if (!existsSync(join(DEMO, "index.html"))) return missing("demo/ has no index.html yet (the demo is being built by another helper)");
   const { build } = await import("vite");
   const outDir = join(ctx.tmp, "demo-dist");
-  // The project's own vite.config.ts builds the demo (`npm run build`); only the output folder differs.
+  // The project's own vite.config.ts builds the demo (`npm run build:demo`); only the output folder differs.
   const config = [join(DEMO, "vite.config.ts"), join(ROOT, "vite.config.ts")].find((file) => existsSync(file));
   try {
     await build({

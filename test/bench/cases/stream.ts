@@ -31,7 +31,9 @@ const DRAFT_SUFFIX = "/messages/assistant_message.json";
 export class DraftlessStorage implements StoragePort {
   readonly capabilities: StorageCapabilities;
   draftWrites = 0;
-  constructor(readonly inner: StoragePort) {
+  readonly inner: StoragePort;
+  constructor(inner: StoragePort) {
+    this.inner = inner;
     this.capabilities = inner.capabilities;
   }
   read(path: string): Promise<Uint8Array | undefined> {

@@ -47,7 +47,9 @@ export function runProbe<T = OpenResult>(task: ProbeTask, timeoutMs = 600_000): 
 
 /** A probe that ran longer than its time limit (it was killed). */
 export class ProbeTimeout extends Error {
-  constructor(readonly limitMs: number) {
+  readonly limitMs: number;
+  constructor(limitMs: number) {
     super(`probe exceeded ${Math.round(limitMs / 1000)} s and was killed`);
+    this.limitMs = limitMs;
   }
 }

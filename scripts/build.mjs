@@ -1,0 +1,52 @@
+// `npm run build` (and `prepack`): compiles the package into dist/ with tsconfig.build.json
+// (JavaScript, declarations, source maps), then finishes what tsc
+// leaves for a consumer:
+// - declarations keep the sources' `.ts` import paths (tsc rewrites them only in JavaScript);
+//   a consumer's TypeScript without allowImportingTsExtensions refuses those (TS5097), so
+//   relative `.ts` specifiers in `.d.ts` files become `.js`;
+// - the browser runtime names its worker as `new URL("./storage-worker.ts", import.meta.url)`
+//   so that Vite bundles it from sources; the compiled file must name `storage-worker.js`.
+// dist/demo (the playground, built by `npm run build:demo`) is left alone.
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dist = join(root, "dist");
+
+for (const entry of safeList(dist)) if (entry !== "demo") rmSync(join(dist, entry), { recursive: true, force: true });
+execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });
+
+const relativeTs = /(["'])(\.\.?\/[^"'\n]*?)\.ts\1/g;
+let declarations = 0;
+for (const file of walk(dist)) {
+  if (file.endsWith(".d.ts")) {
+    const text = readFileSync(file, "utf8");
+    const fixed = text.replace(relativeTs, "$1$2.js$1");
+    if (fixed !== text) writeFileSync(file, fixed), declarations++;
+  }
+}
+const browserWorker = join(dist, "runtime-browser/worker-storage.js");
+const workerSource = readFileSync(browserWorker, "utf8");
+const workerFixed = workerSource.replaceAll('new URL("./storage-worker.ts", import.meta.url)', 'new URL("./storage-worker.js", import.meta.url)');
+if (workerFixed === workerSource) throw new Error(`${browserWorker}: expected new URL("./storage-worker.ts", import.meta.url) to rewrite`);
+writeFileSync(browserWorker, workerFixed);
+console.log(`dist/: ${declarations} declaration files with .js import paths; browser worker URL set to storage-worker.js`);
+
+function safeList(dir) {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function* walk(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (path !== join(dist, "demo")) yield* walk(path);
+    } else yield path;
+  }
+}
