@@ -1,4 +1,4 @@
-import { isValidId, type FileTail, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import { isValidId, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/mod.ts";
 
 /** What a tab announces after committing: the session and its new revision. */
 export interface CommitEvent {
@@ -65,7 +65,7 @@ export class PageStorage implements StoragePort {
     }
   }
 
-  get capabilities() {
+  get capabilities(): StorageCapabilities {
     return this.inner.capabilities;
   }
 

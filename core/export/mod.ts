@@ -16,7 +16,10 @@
  *
  * @example
  * ```ts
- * import { prepareExport } from "sessionfold/core/export/mod.ts";
+ * import { MemoryStorage, Sessions, prepareExport, writeRhoSnapshot } from "sessionfold";
+ *
+ * const sessions = new Sessions({ storage: new MemoryStorage() });
+ * const session = await sessions.create({ agentId: "a1", workspaceId: "w1" });
  * const { session: safe, report } = prepareExport(await session.exportPortable(), {
  *   redact: true,
  *   dropProviderContext: true,

@@ -242,7 +242,15 @@ export class Sessions {
    *
    * @example
    * ```ts
-   * const session = await sessions.importPortable("a1/w1/imported", readDeepCodeV1(bytes, "s.v1.jsonl"));
+   * import { MemoryStorage, Sessions, readDeepCode } from "sessionfold";
+   *
+   * const sessions = new Sessions({ storage: new MemoryStorage() });
+   * const bytes = new TextEncoder().encode(
+   *   '{"type":"session_meta","schema_version":1,"id":"s","cwd":"/repo","created_at":"2026-12-02T13:00:00.000Z","updated_at":"2026-12-02T13:00:00.000Z"}\n' +
+   *     '{"type":"message","role":"user","content":[{"type":"text","text":"hi"}],"created_at":"2026-12-02T13:00:00.000Z"}\n',
+   * );
+   * const { session: portable } = readDeepCode({ file: "s.v1.jsonl", bytes });
+   * const session = await sessions.importPortable("a1/w1/imported", portable);
    * ```
    * @throws {InvalidIdError} when the target id is not valid.
    * @throws {InvalidInputError} when a session with that id exists or a message is not a valid record.

@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * import { main } from "sessionfold/runtime-node/cli/main.ts";
+ * import { main } from "./main.ts";
  * const status = await main(["--root", "/tmp/store", "--json", "ls"]);
  * ```
  * @module

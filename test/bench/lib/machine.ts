@@ -29,8 +29,9 @@ function run(command: string, args: string[]): string {
 }
 
 function packageVersion(name: string): string {
-  const file = `${ROOT}/node_modules/${name}/package.json`;
-  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version : "not installed";
+  // The compared systems live in test/bench/node_modules (test/bench/package.json), the rest at the root.
+  const file = [`${ROOT}/test/bench/node_modules/${name}/package.json`, `${ROOT}/node_modules/${name}/package.json`].find((f) => existsSync(f)) ?? "";
+  return file ? (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version : "not installed";
 }
 
 /** The filesystem and block device holding os.tmpdir() (where every benchmark writes). */
