@@ -23,6 +23,7 @@ import { browserCase } from "./cases/browser.ts";
 import { bundleCase } from "./cases/bundle.ts";
 import { bytesCase } from "./cases/bytes.ts";
 import { compactCase } from "./cases/compact.ts";
+import { packageCase } from "./cases/package.ts";
 import { streamCase } from "./cases/stream.ts";
 import { turnCase } from "./cases/turn.ts";
 import { machineInfo } from "./lib/machine.ts";
@@ -48,6 +49,7 @@ const STEPS: readonly Step[] = [
   { cases: [1, 6], title: "turn cost against history length (Node) and peak memory", run: turnCase },
   { cases: [1], title: "turn cost against history length (chromium)", run: browserCase },
   { cases: [8], title: "demo bundle size", run: bundleCase },
+  { cases: [9], title: "the installed package: tarball and CLI start", run: packageCase },
 ];
 
 function parseArgs(argv: readonly string[]) {

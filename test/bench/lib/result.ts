@@ -13,7 +13,7 @@ export interface Target {
 
 /** One measured figure next to its baseline. */
 export interface BenchRow {
-  /** Case number of the issue (1–8). */
+  /** Case number (1–8: the benchmark issue; 9: the installed package). */
   readonly case: number;
   /** Stable name; sizes are part of it (`n=1e6`). */
   readonly name: string;
