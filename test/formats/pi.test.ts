@@ -138,6 +138,25 @@ describe("readPi on files pi's SessionManager wrote", () => {
     await expect(readPi(bytes, "g.jsonl")).rejects.toThrow(/^g\.jsonl:4: \$\.message\.toolCallId: found "ghost"/);
   });
 
+  it("reads version 1 (no ids: one linear chain) and version 2 (hookMessage) files", async () => {
+    const v1 = [
+      { type: "session", id: "old", timestamp: "2025-06-01T00:00:00.000Z", cwd: "/p" },
+      { type: "message", timestamp: "2025-06-01T00:00:01.000Z", message: { role: "user", content: "hi", timestamp: 0 } },
+      { type: "message", timestamp: "2025-06-01T00:00:02.000Z", message: assistant([{ type: "text", text: "hello" }]) },
+    ];
+    const one = await readPi(utf8(v1.map((l) => JSON.stringify(l)).join("\n")), "v1.jsonl");
+    expect(one.session.format).toBe("pi-v1");
+    expect(one.session.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    const v2 = [
+      { type: "session", version: 2, id: "mid", timestamp: "2025-08-01T00:00:00.000Z", cwd: "/p" },
+      { type: "message", id: "a", parentId: null, timestamp: "2025-08-01T00:00:01.000Z", message: { role: "hookMessage", customType: "h", content: "from a hook", display: true, timestamp: 0 } },
+    ];
+    const two = await readPi(utf8(v2.map((l) => JSON.stringify(l)).join("\n")), "v2.jsonl");
+    expect(two.session.messages[0]).toMatchObject({ role: "user", parts: [{ type: "text", text: "from a hook" }], pi: { entry: "custom", message: { role: "custom" } } });
+    const v3 = [{ ...v2[0], version: 3 }, v2[1]];
+    await expect(readPi(utf8(v3.map((l) => JSON.stringify(l)).join("\n") + "\n"), "v3.jsonl")).rejects.toThrow(/^v3\.jsonl:2: \$\.message\.role: found "hookMessage"/);
+  });
+
   it("streams: the same result from chunks of any size", async () => {
     const { file } = piSession();
     const bytes = new Uint8Array(readFileSync(file));
