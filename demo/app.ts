@@ -600,7 +600,7 @@ class App {
   async importFile(file: File): Promise<void> {
     const bytes = new Uint8Array(await file.arrayBuffer());
     const imported = await this.guard("import the file", async () => {
-      const read = readImportFile(file.name, bytes);
+      const read = await readImportFile(file.name, bytes);
       const id = newId("s");
       const portable = read.session.title ? read.session : { ...read.session, title: file.name };
       await this.sessions.importPortable(this.ref(id), portable);

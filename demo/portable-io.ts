@@ -1,9 +1,10 @@
 /**
- * Import and export files: DeepCode v1 streams and Rho snapshots, through the core's
- * readers and writers (`core/formats`) and its export policy (`core/export`).
+ * Import and export files: DeepCode v1 streams and Rho snapshots (both ways), pi, Codex
+ * and Claude Code sessions (import), through the core's readers and writers
+ * (`core/formats`) and its export policy (`core/export`).
  */
 import { prepareExport, type ExportReport } from "../core/export/mod.ts";
-import { readDeepCode, readRhoJsonl, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../core/formats/mod.ts";
+import { detectSessionFormat, readClaudeCode, readCodex, readDeepCode, readPi, readRhoJsonl, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../core/formats/mod.ts";
 import type { Diagnostic, PortableSession } from "../core/mod.ts";
 
 /** The formats the playground exports. */
@@ -17,14 +18,19 @@ export interface ReadImport {
 }
 
 /**
- * Reads a file picked for import, by its content: one JSON document (a Rho snapshot),
- * a JSONL stream whose first record is a Rho `session` header (a Rho application
- * session), or else a DeepCode stream (v1, or a legacy layout).
+ * Reads a file picked for import, by its content: a pi session, a Codex rollout or a
+ * Claude Code transcript (told apart by `detectSessionFormat`), one JSON document (a Rho
+ * snapshot), a JSONL stream whose first record is a Rho `session` header (a Rho
+ * application session), or else a DeepCode stream (v1, or a legacy layout).
  *
  * @throws {FormatError} naming the file, line and path of what is wrong; nothing is imported.
  * @throws {UnsupportedSchemaError} for a version the reader does not know.
  */
-export function readImportFile(name: string, bytes: Uint8Array): ReadImport {
+export async function readImportFile(name: string, bytes: Uint8Array): Promise<ReadImport> {
+  const agent = detectSessionFormat(bytes.subarray(0, 64 * 1024))?.format;
+  if (agent === "pi") return { ...(await readPi(bytes, name)), format: "pi" };
+  if (agent === "codex") return { ...(await readCodex(bytes, name)), format: "Codex" };
+  if (agent === "claude-code") return { ...(await readClaudeCode(bytes, name)), format: "Claude Code" };
   const kind = sniff(bytes);
   if (kind === "rho-snapshot") return { session: readRhoSnapshot(bytes, name), format: "Rho snapshot", diagnostics: [] };
   if (kind === "rho-jsonl") {

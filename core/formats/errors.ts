@@ -1,7 +1,7 @@
 import { type ErrorDetails, SessionfoldError, UnsupportedSchemaError } from "../errors.ts";
 
 /** The foreign formats this module reads, as errors and diagnostics name them. */
-export type FormatName = "deepcode" | "rho-snapshot" | "rho-jsonl";
+export type FormatName = "deepcode" | "rho-snapshot" | "rho-jsonl" | "pi" | "codex" | "claude-code";
 
 /** Where in a foreign file something was found: the file, its 1-based line and a JSON path. */
 export interface FormatLocation {

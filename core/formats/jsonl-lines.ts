@@ -29,6 +29,12 @@ function isBlank(bytes: Uint8Array): boolean {
 }
 
 /**
+ * Where a JSONL file's bytes come from: the whole file, or its chunks in order (a file
+ * read piece by piece, so a large transcript is never held whole).
+ */
+export type JsonlSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
+
+/**
  * Reads a JSONL byte stream line by line with the reading rules DeepCode and Rho share:
  * - every line is one JSON value, handed to `handle` with its 1-based line number;
  * - lines of only whitespace are skipped (they hold no record);
@@ -48,21 +54,86 @@ function isBlank(bytes: Uint8Array): boolean {
  * @throws {UnsupportedSchemaError} when `handle` finds a version it does not know.
  */
 export function readJsonlRecords(bytes: Uint8Array, format: FormatName, file: string, handle: JsonlRecordHandler): JsonlReadResult {
-  const diagnostics: Diagnostic[] = [];
-  let start = 0;
-  let line = 0;
-  while (start < bytes.length) {
-    const end = bytes.indexOf(NEWLINE, start);
-    const terminated = end !== -1;
-    const piece = bytes.subarray(start, terminated ? end : bytes.length);
-    start = terminated ? end + 1 : bytes.length;
-    line += 1;
-    if (isBlank(piece)) continue;
+  const reader = new JsonlLineReader(format, file, handle);
+  reader.push(bytes);
+  return reader.end();
+}
+
+/**
+ * {@linkcode readJsonlRecords} over a stream of chunks: only the line being read is held,
+ * whatever the file's size. The same rules, the same errors.
+ *
+ * @example
+ * ```ts
+ * const { diagnostics } = await readJsonlStream(chunks, "pi", "s.jsonl", (record, line) => { … });
+ * ```
+ * @throws {FormatError} for an invalid line that is not an interrupted final append.
+ */
+export async function readJsonlStream(source: JsonlSource, format: FormatName, file: string, handle: JsonlRecordHandler): Promise<JsonlReadResult> {
+  const reader = new JsonlLineReader(format, file, handle);
+  if (source instanceof Uint8Array) reader.push(source);
+  else for await (const chunk of source) reader.push(chunk);
+  return reader.end();
+}
+
+/** Splits pushed chunks into lines and applies the reading rules to each. */
+class JsonlLineReader {
+  readonly #format: FormatName;
+  readonly #file: string;
+  readonly #handle: JsonlRecordHandler;
+  readonly #diagnostics: Diagnostic[] = [];
+  /** The start of a line whose newline has not come yet. */
+  #pending: Uint8Array[] = [];
+  #line = 0;
+
+  constructor(format: FormatName, file: string, handle: JsonlRecordHandler) {
+    this.#format = format;
+    this.#file = file;
+    this.#handle = handle;
+  }
+
+  push(chunk: Uint8Array): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end === -1) {
+        // Copied: a caller may reuse its buffer for the next chunk.
+        this.#pending.push(chunk.slice(start));
+        return;
+      }
+      this.#apply(this.#takePending(chunk.subarray(start, end)), true);
+      start = end + 1;
+    }
+  }
+
+  end(): JsonlReadResult {
+    if (this.#pending.length > 0) this.#apply(this.#takePending(new Uint8Array(0)), false);
+    return { diagnostics: this.#diagnostics, lines: this.#line };
+  }
+
+  #takePending(tail: Uint8Array): Uint8Array {
+    if (this.#pending.length === 0) return tail;
+    const pieces = [...this.#pending, tail];
+    this.#pending = [];
+    const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
+    let at = 0;
+    for (const piece of pieces) {
+      out.set(piece, at);
+      at += piece.length;
+    }
+    return out;
+  }
+
+  #apply(piece: Uint8Array, terminated: boolean): void {
+    this.#line += 1;
+    const line = this.#line;
+    if (isBlank(piece)) return;
+    const file = this.#file;
     try {
-      handle(new Value(lineSite(format, file, line), [], parseLine(piece, format, file, line)), line, terminated);
+      this.#handle(new Value(lineSite(this.#format, file, line), [], parseLine(piece, this.#format, file, line)), line, terminated);
     } catch (error) {
       if (terminated || !(error instanceof FormatError)) throw error;
-      diagnostics.push({
+      this.#diagnostics.push({
         file,
         line,
         code: "truncated_tail",
@@ -71,7 +142,6 @@ export function readJsonlRecords(bytes: Uint8Array, format: FormatName, file: st
       });
     }
   }
-  return { diagnostics, lines: line };
 }
 
 function parseLine(piece: Uint8Array, format: FormatName, file: string, line: number): unknown {

@@ -8,7 +8,12 @@
  *   {@linkcode readDeepCode}, {@linkcode writeDeepCodeV1});
  * - Rho `SessionSnapshot` JSON, schema 2 read and written, schema 1 read and migrated
  *   ({@linkcode readRhoSnapshot}, {@linkcode writeRhoSnapshot});
- * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl}).
+ * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl});
+ * - pi-coding-agent sessions, read (the active branch) and written ({@linkcode readPi},
+ *   {@linkcode writePi}); OpenAI Codex CLI rollouts ({@linkcode readCodex}) and Claude Code
+ *   transcripts (the main chain, {@linkcode readClaudeCode}), read. These three stream: a
+ *   file is read in chunks, never held whole. {@linkcode detectSessionFormat} tells every
+ *   format here apart from a file's first line.
  *
  * Readers never change the source bytes. A torn final JSONL line (no newline, not a valid
  * record) is ignored and reported; any other invalid input is a {@linkcode FormatError}
@@ -36,3 +41,11 @@ export { readRhoSnapshot, writeRhoSnapshot, UNKNOWN_PROVIDER, type RhoSnapshotRe
 export { readRhoJsonl, RHO_JSONL_VERSIONS, type RhoJsonlReadResult } from "./rho/jsonl.ts";
 export { RHO_SNAPSHOT_VERSION, RHO_SNAPSHOT_VERSIONS } from "./rho/snapshot-object.ts";
 export { RHO_EXTENSION_FIELD, type RhoMessageExtension, type RhoPartialToolCall, type RhoUsage } from "./rho/types.ts";
+export { readJsonlStream, type JsonlSource } from "./jsonl-lines.ts";
+export { readPi, type PiReadResult } from "./pi/read.ts";
+export { writePi, PI_WRITE_VERSION, type PiWriteOptions } from "./pi/write.ts";
+export { PI_SESSION_VERSIONS } from "./pi/entries.ts";
+export { PI_EXTENSION_FIELD, type PiMessageExtension } from "./pi/types.ts";
+export { readCodex, CODEX_EXTENSION_FIELD, type CodexReadResult } from "./codex/read.ts";
+export { readClaudeCode, CLAUDE_CODE_EXTENSION_FIELD, type ClaudeCodeReadResult } from "./claude-code/read.ts";
+export { detectSessionFormat, type DetectedFormat, type FormatDetection } from "./detect.ts";

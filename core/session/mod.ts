@@ -34,4 +34,4 @@ export {
 export { Sessions, type CreateSessionInput, type ListProblem, type ListSessionsFilter, type SessionsOptions } from "./registry.ts";
 export { runLoop, type RunInput, type RunOptions } from "./run.ts";
 export { RunHandle, type RunEvent, type RunOutcome } from "./run-events.ts";
-export type { ImportedFrom, PortableSession } from "./portable.ts";
+export type { ImportedFrom, PortableSegment, PortableSession } from "./portable.ts";

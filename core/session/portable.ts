@@ -20,6 +20,13 @@ export interface PortableSession {
   readonly messages: readonly MessageRecord[];
   /** The latest cumulative summary, when the source has compacted history. */
   readonly summary?: string;
+  /**
+   * Compaction boundaries of the source, oldest first: the messages up to each `through`
+   * are installed as a closed segment whose footer holds `summary`, so the model context
+   * of the imported session is the source's (summary + what came after). Absent: every
+   * message goes to Active.
+   */
+  readonly segments?: readonly PortableSegment[];
   /** The provider identity of the newest assistant message (Rho snapshot `provider`). */
   readonly provider?: ProviderIdentity;
   /** Compaction accounting (seed 004). */
@@ -32,6 +39,16 @@ export interface PortableSession {
   readonly cwd?: string;
   /** Which format and layout it came from, e.g. `deepcode-v1`, `rho-snapshot-v2`. */
   readonly format?: string;
+}
+
+/** One compaction boundary of an imported history (see {@linkcode PortableSession.segments}). */
+export interface PortableSegment {
+  /** 1-based index into `messages` of the last message before the boundary. */
+  readonly through: number;
+  /** The cumulative summary that stands for everything up to `through`. */
+  readonly summary: string;
+  /** When the source compacted (ISO-8601); default the import time. */
+  readonly createdAt?: string;
 }
 
 /** Where `meta.json` keeps what an import brought along (extension fields, docs/decisions.md). */

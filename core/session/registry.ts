@@ -3,10 +3,10 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
 import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
-import { encodeJsonl } from "../jsonl/encode.ts";
 import type { ImportedFrom, PortableSession } from "./portable.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
+import { importedHistoryFiles } from "./import-history.ts";
 import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
@@ -270,10 +270,11 @@ export class Sessions {
     if (!Number.isSafeInteger(revision) || revision < 0) throw new InvalidInputError(`imported revision ${String(revision)} is not a non-negative integer`);
     const staging = this.#stagingDir(ref, "import");
     try {
-      const active = encodeJsonl(messages);
-      if (messages.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, active);
-      if (portable.system) await this.storage.replace(`${staging}/instruction.md`, new TextEncoder().encode(portable.system));
       const now = nowTimestamp(this.#ctx.clock);
+      const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now);
+      for (const segment of history.segments) await this.storage.replace(`${staging}/messages/segments/${segment.name}`, segment.bytes);
+      if (history.active.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, history.active);
+      if (portable.system) await this.storage.replace(`${staging}/instruction.md`, new TextEncoder().encode(portable.system));
       const importedFrom: ImportedFrom = {
         format: portable.format ?? "portable",
         ...(portable.sourceId !== undefined ? { session_id: portable.sourceId } : {}),
@@ -290,7 +291,7 @@ export class Sessions {
         created_at: portable.createdAt ?? now,
         updated_at: now,
         message_count: messages.length,
-        history_bytes: messages.length > 0 ? active.length : 0,
+        history_bytes: history.historyBytes,
         revision,
         ...(portable.compaction ? { compaction: portable.compaction } : {}),
         ...(portable.metadata ? { metadata: { ...portable.metadata } } : {}),

@@ -41,7 +41,7 @@ import { listSegments } from "./load.ts";
 import { withNewestSegment } from "./segment-hint.ts";
 import type { WriterIdentity } from "./owner.ts";
 import type { Summarizer } from "./provider.ts";
-import type { PortableSession } from "./portable.ts";
+import type { PortableSegment, PortableSession } from "./portable.ts";
 import { hasRepairs, isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
@@ -295,9 +295,13 @@ export class Session {
     if (fatal) throw new CorruptSessionError(`${formatSessionRef(this.ref)} cannot be exported: ${fatal.message}`, { file: fatal.file, line: fatal.line });
     const revision = this.#state.meta.revision;
     const messages: MessageRecord[] = [];
+    const boundaries: PortableSegment[] = [];
     const segments = await this.segments();
     for (const [i, range] of segments.entries()) {
-      for (const message of (await this.readSegment(range)).messages) messages.push(message);
+      const { messages: closed, footer } = await this.readSegment(range);
+      for (const message of closed) messages.push(message);
+      const text = cumulativeSummary(footer);
+      if (footer && text !== null) boundaries.push({ through: messages.length, summary: text, createdAt: footer.created_at });
       onProgress?.(i + 1, segments.length + 1);
     }
     for (const message of this.active) messages.push(message);
@@ -320,6 +324,7 @@ export class Session {
       system: this.#system,
       messages,
       ...(summary !== null ? { summary } : {}),
+      ...(boundaries.length > 0 ? { segments: boundaries } : {}),
       ...(provider ? { provider } : {}),
       ...(meta.compaction ? { compaction: meta.compaction } : {}),
       ...(meta.metadata && typeof meta.metadata === "object" ? { metadata: meta.metadata } : {}),

@@ -413,6 +413,19 @@ describe("playground", () => {
     await expectInert(page);
   }, 60_000);
 
+  it("imports Codex rollouts and Claude Code transcripts, detected by content", async () => {
+    const ctx = await newContext();
+    const page = await openPage(ctx, `db=${dbName()}&delay=1`, "import-agents");
+    await importFixture(page, "../../formats/fixtures/codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl");
+    // The rollout's compaction is a closed segment: Active (shown) is what came after it.
+    await page.waitForFunction(() => document.getElementById("messages")!.textContent!.includes("Now add a test."));
+    expect(await page.locator("#messages").textContent()).toContain("Added.");
+    await importFixture(page, "../../formats/fixtures/claude-code/6a1f0c2e-session.jsonl");
+    await page.waitForFunction(() => document.getElementById("session-title")!.textContent === "Fix the flaky date test");
+    expect(await page.locator("#messages").textContent()).toContain("CI runs in UTC; fixed with Date.UTC.");
+    expect(await page.locator("#session-list li").count()).toBe(2);
+  }, 60_000);
+
   it("exports redacted and not, and never stores or exports the endpoint key", async () => {
     const seen: { authorization: string | undefined; body: string }[] = [];
     const endpoint = await mockChatCompletions(seen);

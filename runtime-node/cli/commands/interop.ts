@@ -1,7 +1,8 @@
 /**
  * The commands that move history between sessionfold and other systems: `import` reads a
- * DeepCode or Rho file into a new session, `export` writes a session's full history as a
- * DeepCode v1 stream or a Rho snapshot, optionally redacted (core/export).
+ * DeepCode, Rho, pi, Codex or Claude Code file into a new session (detecting the format
+ * when `--from` is not given), `export` writes a session's full history as a DeepCode v1
+ * stream, a Rho snapshot or a pi session, optionally redacted (core/export).
  *
  * @module
  */
@@ -17,68 +18,80 @@ import {
   readRhoJsonl,
   readRhoSnapshot,
   writeDeepCodeV1,
+  writePi,
   writeRhoSnapshot,
   type Diagnostic,
+  type FormatDetection,
   type ExportOptions,
   type PortableSession,
 } from "../../../core/mod.ts";
+import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat } from "../agent-formats.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
 import { openForReading } from "../store.ts";
 
-const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl"] as const;
-const EXPORT_FORMATS = ["deepcode", "rho-snapshot"] as const;
+const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl", ...STREAMED_FORMATS] as const;
+const EXPORT_FORMATS = ["deepcode", "rho-snapshot", "pi"] as const;
 
 /** `sessionfold import`: import another system's session. Its `help` says what it prints. */
 export const importCommand: Command = {
   name: "import",
-  synopsis: "import FILE --from deepcode|rho-snapshot|rho-jsonl --into REF",
+  synopsis: "import FILE [--from deepcode|rho-snapshot|rho-jsonl|pi|codex|claude-code] --into REF",
   summary: "import another system's session",
   help: [
     "Reads FILE (never changing it) and creates the session REF from it. deepcode reads",
     "<id>.v1.jsonl, or a legacy <id>.jsonl (core-v0 with <id>.meta.json beside it, or",
     "desktop-v0); a v1 stream beside a legacy one is preferred. rho-snapshot reads a",
-    "SessionSnapshot (schema 2, or 1 migrated); rho-jsonl an app session stream. An",
-    "interrupted final line is ignored and reported; any other invalid line refuses the",
-    "import with FILE:LINE, and nothing is created.",
-    "--json: the new meta.",
+    "SessionSnapshot (schema 2, or 1 migrated); rho-jsonl an app session stream; pi a",
+    "pi-coding-agent session (its active branch); codex a Codex CLI rollout; claude-code a",
+    "Claude Code transcript (its main chain). Without --from the format is detected from",
+    "the first line and named on stderr. An interrupted final line is ignored and reported;",
+    "any other invalid line refuses the import with FILE:LINE, and nothing is created.",
+    '--json: the new meta (with "detected": {format, reason} when --from was not given).',
   ].join("\n"),
   spec: {
     positionals: ["FILE"],
     options: {
-      from: { type: "string", value: IMPORT_FORMATS.join("|"), description: "the file's format" },
+      from: { type: "string", value: IMPORT_FORMATS.join("|"), description: "the file's format (default: detected)" },
       into: { type: "string", value: "REF", description: "the session to create" },
     },
   },
   async run({ store, out, io, args }) {
-    const format = stringOption(args, "from");
+    const given = stringOption(args, "from");
     const into = stringOption(args, "into");
-    if (format === undefined) throw new UsageError(`import: missing --from ${IMPORT_FORMATS.join("|")}`, { option: "--from" });
-    if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`import: --from must be one of ${IMPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--from" });
+    if (given !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(given)) throw new UsageError(`import: --from must be one of ${IMPORT_FORMATS.join(", ")}, got ${JSON.stringify(given)}`, { option: "--from" });
     if (into === undefined) throw new UsageError("import: missing --into REF", { option: "--into" });
     const ref = refArg({ ...args, positionals: [into] });
     const file = resolve(io.cwd ?? process.cwd(), args.positionals[0]!);
-    const { session, diagnostics } = await readForeign(format as (typeof IMPORT_FORMATS)[number], file);
+    let detected: FormatDetection | undefined;
+    if (given === undefined) {
+      detected = await detectFileFormat(file);
+      if (detected === undefined) throw new UsageError(`import: cannot tell the format of ${basename(file)} from its first line; pass --from ${IMPORT_FORMATS.join("|")}`, { option: "--from" });
+      out.note(`note: detected ${detected.format} (${detected.reason})`);
+    }
+    const format = (given ?? detected!.format) as (typeof IMPORT_FORMATS)[number];
+    const { session, diagnostics } = (STREAMED_FORMATS as readonly string[]).includes(format) ? await readStreamed(format as StreamedFormat, file) : await readForeign(format as Exclude<typeof format, StreamedFormat>, file);
     for (const diagnostic of diagnostics) out.note(`note: ${diagnostic.message}`);
     const opened = await store.forWriting();
     const imported = await opened.sessions.importPortable(ref, session);
     const meta = imported.meta;
-    return out.result(meta, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
+    return out.result(detected ? { ...meta, detected } : meta, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
   },
 };
 
 /** `sessionfold export`: export the full history. Its `help` says what it prints. */
 export const exportCommand: Command = {
   name: "export",
-  synopsis: "export REF --to deepcode|rho-snapshot [--redact] [--out FILE]",
+  synopsis: "export REF --to deepcode|rho-snapshot|pi [--redact] [--out FILE]",
   summary: "export the full history",
   help: [
-    "Writes the session's full history (every segment, then Active) as a DeepCode v1 stream",
-    "or a Rho SessionSnapshot (schema 2; raw reasoning is never written). Without --out the",
+    "Writes the session's full history (every segment, then Active) as a DeepCode v1 stream,",
+    "a Rho SessionSnapshot (schema 2; raw reasoning is never written) or a pi session (each",
+    "compaction a compaction entry, so pi's context is the session's). Without --out the",
     "document goes to stdout. Read-only: nothing under --root changes.",
     "--redact replaces secrets (API keys, tokens, private keys, passwords…) in every text;",
-    "the --drop-* flags leave whole kinds of data out. A DeepCode stream needs a cwd: the",
+    "the --drop-* flags leave whole kinds of data out. A DeepCode stream or a pi session needs a cwd: the",
     "imported one, else --cwd, else the current folder.",
     '--json with --out: {"out","records"}',
   ].join("\n"),
@@ -88,7 +101,7 @@ export const exportCommand: Command = {
       to: { type: "string", value: EXPORT_FORMATS.join("|"), description: "the format to write" },
       out: { type: "string", value: "FILE", description: "write here instead of stdout" },
       redact: { type: "boolean", description: "replace secrets inside every text" },
-      cwd: { type: "string", value: "DIR", description: "the cwd a DeepCode stream records" },
+      cwd: { type: "string", value: "DIR", description: "the cwd a DeepCode stream or pi session records" },
       "drop-system-prompt": { type: "boolean", description: "leave the system prompt out" },
       "drop-tool-outputs": { type: "boolean", description: "leave tool outputs and errors out" },
       "drop-file-data": { type: "boolean", description: "leave inline file data out" },
@@ -124,12 +137,11 @@ export const exportCommand: Command = {
     const prepared = prepareExport(portable, options).session;
     const omitted: string[] = [];
     const onOmitted = (omission: { type?: string }) => omitted.push(omission.type ?? "part");
+    const cwd = prepared.cwd ?? stringOption(args, "cwd") ?? io.cwd ?? process.cwd();
     const bytes =
-      format === "deepcode"
-        ? writeDeepCodeV1(prepared, { cwd: prepared.cwd ?? stringOption(args, "cwd") ?? io.cwd ?? process.cwd(), onOmitted })
-        : writeRhoSnapshot(prepared, { onOmitted });
+      format === "deepcode" ? writeDeepCodeV1(prepared, { cwd, onOmitted }) : format === "pi" ? writePi(prepared, { cwd, onOmitted }) : writeRhoSnapshot(prepared, { onOmitted });
     if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
-    const records = format === "deepcode" ? countLines(bytes) : historyLength(bytes);
+    const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
     const target = stringOption(args, "out");
     if (target === undefined) {
       io.stdout(new TextDecoder().decode(bytes));
@@ -142,7 +154,7 @@ export const exportCommand: Command = {
 };
 
 /** Reads another system's file; DeepCode files bring their siblings (`<id>.meta.json`, `<id>.v1.jsonl`). */
-async function readForeign(format: (typeof IMPORT_FORMATS)[number], file: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[] }> {
+async function readForeign(format: "deepcode" | "rho-snapshot" | "rho-jsonl", file: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[] }> {
   const bytes = await readInput(file);
   if (format === "rho-snapshot") return { session: readRhoSnapshot(bytes, basename(file)), diagnostics: [] };
   if (format === "rho-jsonl") return readRhoJsonl(bytes, basename(file));
