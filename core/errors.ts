@@ -31,6 +31,10 @@ export type ErrorDetails = Record<string, unknown>;
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * declare const sessions: Sessions;
+ *
  * try { await sessions.open(ref); } catch (e) {
  *   if (e instanceof SessionfoldError) console.error(`error[${e.code}]: ${e.message}`);
  * }
@@ -248,6 +252,7 @@ export function deserializeError(data: SerializedError): SessionfoldError {
  *
  * @example
  * ```ts
+ * declare function hostCallback(): Promise<void>;
  * try { await hostCallback(); } catch (e) { throw asSessionfoldError(e, "summarizer failed"); }
  * ```
  */

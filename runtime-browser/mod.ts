@@ -102,6 +102,8 @@ function isCommitEvent(data: unknown): data is CommitEvent {
  *
  * @example
  * ```ts
+ * import { ExtractiveSummarizer } from "sessionfold";
+ * const summarizer = new ExtractiveSummarizer();
  * const { sessions, onCommit, close } = await openBrowserSessions({ defaults: { contextWindow: 128_000, summarizer } });
  * const session = await sessions.open("coder/web/s1");
  * const stop = onCommit(({ ref }) => ref === "coder/web/s1" && session.reload());

@@ -63,6 +63,10 @@ import {
  *
  * @example
  * ```ts
+ * import { FaultyStorage } from "sessionfold/testing";
+ * import { MemoryStorage } from "sessionfold";
+ * const faulty = new FaultyStorage(new MemoryStorage());
+ *
  * const appends = faulty.log.filter((op) => op.name === ("append" satisfies MutatingOperationName));
  * ```
  */
@@ -73,6 +77,8 @@ export type MutatingOperationName = "replace" | "append" | "createExclusive" | "
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
  * const faulty = new FaultyStorage(new MemoryStorage());
  * await faulty.move("a", "b");
  * faulty.log[0]; // { k: 1, name: "move", path: "a", to: "b" }
@@ -98,6 +104,10 @@ export interface MutatingOperation {
  *
  * @example
  * ```ts
+ * import { FaultyStorage } from "sessionfold/testing";
+ * import { MemoryStorage } from "sessionfold";
+ * const faulty = new FaultyStorage(new MemoryStorage());
+ *
  * const { operation, tornBytes } = faulty.crash!;
  * console.log(`crashed at ${operation.k}: ${operation.name} ${operation.path}, ${tornBytes} bytes torn`);
  * ```
@@ -135,6 +145,12 @@ export interface FaultyStorageOptions {
  *
  * @example
  * ```ts
+ * import { FaultyStorage } from "sessionfold/testing";
+ * import { MemoryStorage } from "sessionfold";
+ * const faulty = new FaultyStorage(new MemoryStorage());
+ *
+ * declare function scenario(storage: FaultyStorage): Promise<void>;
+ *
  * try {
  *   await scenario(faulty);
  * } catch (error) {
@@ -158,6 +174,9 @@ type Death = { readonly crash: CrashInfo } | { readonly crash: undefined };
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ *
  * const inner = new MemoryStorage();
  * const faulty = new FaultyStorage(inner, { crashAt: 1 });
  * await faulty.replace("meta.json", bytes).catch(() => {}); // crashes: nothing written
@@ -185,6 +204,8 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { MemoryStorage } from "sessionfold";
+   *
    * const faulty = new FaultyStorage(new MemoryStorage(), { crashAt: 4 });
    * ```
    */
@@ -205,6 +226,10 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { FaultyStorage } from "sessionfold/testing";
+   * import { MemoryStorage } from "sessionfold";
+   * const faulty = new FaultyStorage(new MemoryStorage());
+   *
    * faulty.log.map((op) => `${op.k} ${op.name} ${op.path}`);
    * ```
    */
@@ -218,6 +243,11 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { FaultyStorage } from "sessionfold/testing";
+   * import { MemoryStorage } from "sessionfold";
+   * declare const bytes: Uint8Array;
+   * const faulty = new FaultyStorage(new MemoryStorage());
+   *
    * await faulty.append("a", bytes);
    * faulty.operationCount; // 1
    * ```
@@ -232,6 +262,10 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { FaultyStorage } from "sessionfold/testing";
+   * import { MemoryStorage } from "sessionfold";
+   * const faulty = new FaultyStorage(new MemoryStorage());
+   *
    * if (faulty.crash) console.log(`crashed at operation ${faulty.crash.operation.k}`);
    * ```
    */
@@ -244,6 +278,11 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { FaultyStorage } from "sessionfold/testing";
+   * import { MemoryStorage } from "sessionfold";
+   * const faulty = new FaultyStorage(new MemoryStorage());
+   *
+   * declare function scenario(storage: FaultyStorage): Promise<void>;
    * await scenario(faulty).catch(() => {});
    * faulty.alive; // false when the crash point was reached
    * ```
@@ -258,6 +297,13 @@ export class FaultyStorage implements StoragePort {
    *
    * @example
    * ```ts
+   * import { FaultyStorage } from "sessionfold/testing";
+   * import { MemoryStorage } from "sessionfold";
+   * const faulty = new FaultyStorage(new MemoryStorage());
+   *
+   * import type { Session, StoragePort } from "sessionfold";
+   * declare function run(storage: FaultyStorage): Promise<void>;
+   * declare function openSession(storage: StoragePort): Promise<Session>;
    * await run(faulty).catch(() => {});
    * const next = await faulty.revive();
    * const session = await openSession(next); // recovery runs on what survived
@@ -410,6 +456,7 @@ function describe(operation: MutatingOperation): string {
  *
  * @example
  * ```ts
+ * declare const points: CrashPoint[];
  * const point: CrashPoint = points[0]!;
  * console.log(point.k, point.operation.name, point.operation.path);
  * ```
@@ -443,6 +490,13 @@ export interface CrashPoint {
  *
  * @example
  * ```ts
+ * import type { StoragePort } from "sessionfold";
+ * declare function appendMessage(storage: StoragePort, message: MessageRecord): Promise<void>;
+ * declare function expectRecoverable(storage: StoragePort): Promise<void>;
+ * declare function expect(value: unknown, message?: string): { toBeInstanceOf(type: unknown): void };
+ * import { MemoryStorage, MessageRecord } from "sessionfold";
+ * declare const message: MessageRecord;
+ *
  * const points = await enumerateCrashPoints(
  *   async (storage) => { await appendMessage(storage, message); },
  *   () => new MemoryStorage(),

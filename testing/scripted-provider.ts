@@ -187,6 +187,9 @@ export interface ScriptedProviderOptions {
  *
  * @example
  * ```ts
+ * import { ScriptedProvider } from "sessionfold/testing";
+ * declare const provider: ScriptedProvider;
+ *
  * const recorded: RecordedModelRequest = provider.requests[0]!;
  * recorded.messages.at(-1)?.role; // "user"
  * ```
@@ -263,6 +266,9 @@ export class ScriptedProvider implements Provider {
    *
    * @example
    * ```ts
+   * import { ScriptedProvider } from "sessionfold/testing";
+   * declare const provider: ScriptedProvider;
+   *
    * provider.calls; // 0 before the first step
    * ```
    */
@@ -289,6 +295,12 @@ export class ScriptedProvider implements Provider {
    *
    * @example
    * ```ts
+   * import { ScriptedProvider } from "sessionfold/testing";
+   * declare const provider: ScriptedProvider;
+   *
+   * import type { ModelRequest } from "sessionfold";
+   * declare const request: ModelRequest;
+   * let out = "";
    * for await (const event of provider.stream(request)) if (event.type === "text-delta") out += event.text;
    * ```
    */

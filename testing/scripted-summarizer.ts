@@ -9,6 +9,9 @@
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
  * import { ScriptedSummarizer } from "sessionfold/testing";
  *
  * const summarizer = new ScriptedSummarizer({ costUsdMicros: 250 });
@@ -69,6 +72,9 @@ export interface ScriptedSummarizerOptions {
  *
  * @example
  * ```ts
+ * import { ScriptedSummarizer } from "sessionfold/testing";
+ * declare const summarizer: ScriptedSummarizer;
+ *
  * const request: RecordedSummaryRequest = summarizer.calls[0]!;
  * request.previousSummary; // null on the first compaction
  * ```
@@ -93,6 +99,8 @@ const SNIPPET_WORDS = 6;
  * @example
  * ```ts
  * const summarizer = new ScriptedSummarizer();
+ * import type { MessageRecord } from "sessionfold";
+ * declare const messages: MessageRecord[];
  * const result = await summarizer.summarize({ previousSummary: null, messages, signal: new AbortController().signal });
  * result.text; // 'Summary through #4: 4 messages; #1 user: "Plan a trip to Lisbon"; …'
  * ```
@@ -134,6 +142,9 @@ export class ScriptedSummarizer implements Summarizer {
    *
    * @example
    * ```ts
+   * import { CompactionFailedError, Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * await expect(session.compact({ summarizer: ScriptedSummarizer.failing() })).rejects.toThrow(CompactionFailedError);
    * ```
    */
@@ -159,6 +170,9 @@ export class ScriptedSummarizer implements Summarizer {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * const controller = new AbortController();
    * const pending = session.compact({ summarizer: ScriptedSummarizer.hanging(), signal: controller.signal });
    * controller.abort();
@@ -174,6 +188,12 @@ export class ScriptedSummarizer implements Summarizer {
    *
    * @example
    * ```ts
+   * import { ScriptedSummarizer } from "sessionfold/testing";
+   * declare const summarizer: ScriptedSummarizer;
+   *
+   * import type { MessageRecord } from "sessionfold";
+   * declare const messages: MessageRecord[];
+   * const signal = new AbortController().signal;
    * const { text, usage } = await summarizer.summarize({ previousSummary: "Earlier: …", messages, signal });
    * ```
    */
@@ -222,6 +242,8 @@ export class ScriptedSummarizer implements Summarizer {
  *
  * @example
  * ```ts
+ * import type { MessageRecord } from "sessionfold";
+ * declare function userMessage(sequence: number, text: string): MessageRecord;
  * scriptedSummaryText(null, [userMessage(1, "Plan a trip to Lisbon in May please")]);
  * // 'Summary through #1: 1 message; #1 user: "Plan a trip to Lisbon in…"'
  * ```

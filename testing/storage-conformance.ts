@@ -28,6 +28,11 @@ import { runCommitPlan, type CommitPlan, type StoragePort } from "../core/mod.ts
  *
  * @example
  * ```ts
+ * import { rm } from "node:fs/promises";
+ * import { NodeFileStorage } from "sessionfold/node";
+ * const openFsStorage = async (root: string) => new NodeFileStorage({ root });
+ * declare const dir: string;
+ *
  * const target: StorageTestTarget = {
  *   storage: await openFsStorage(dir),
  *   teardown: () => rm(dir, { recursive: true, force: true }),

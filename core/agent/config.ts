@@ -153,6 +153,8 @@ export type AgentConfig = z.infer<typeof AgentConfig>;
  *
  * @example
  * ```ts
+ * import { formatAgentConfig } from "sessionfold";
+ *
  * const text = formatAgentConfig(DEFAULT_AGENT_CONFIG);
  * const mine: AgentConfig = { ...structuredClone(DEFAULT_AGENT_CONFIG), model_label: "gpt-5" };
  * ```

@@ -26,6 +26,9 @@ export interface AgentConfigErrorDetails extends ErrorDetails {
  *
  * @example
  * ```ts
+ * import { parseAgentConfig } from "sessionfold";
+ * declare const text: string;
+ *
  * try { parseAgentConfig(text, "agents/a1/agent.jsonc"); } catch (e) {
  *   if (e instanceof AgentConfigError) console.error(e.message);
  *   // agents/a1/agent.jsonc:4:21: context_window: expected a positive integer

@@ -36,6 +36,9 @@ const FIELD_COMMENTS: ReadonlyArray<readonly [string, readonly string[]]> = [
  *
  * @example
  * ```ts
+ * import { DEFAULT_AGENT_CONFIG, MemoryStorage, agentConfigPath } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
  * await storage.replace(agentConfigPath("a1"), new TextEncoder().encode(formatAgentConfig(DEFAULT_AGENT_CONFIG)));
  * ```
  * @throws {InvalidInputError} when `config` is not a valid {@linkcode AgentConfig}, so an

@@ -5,6 +5,10 @@
  *
  * @example
  * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ * const storage = new MemoryStorage();
+ *
  * import { agentModelLabel, agentSessionOptions, readAgentConfig, DEFAULT_AGENT_CONFIG } from "sessionfold";
  * const config = (await readAgentConfig(storage, "a1")) ?? DEFAULT_AGENT_CONFIG;
  * const session = await sessions.create({ agentId: "a1", workspaceId: "w1", modelLabel: agentModelLabel(config) });

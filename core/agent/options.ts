@@ -11,6 +11,8 @@ import { AgentConfig, type AgentCompactionConfig } from "./config.ts";
  *
  * @example
  * ```ts
+ * import { ExtractiveSummarizer } from "sessionfold";
+ * const myModelSummarizer = new ExtractiveSummarizer();
  * const host: AgentHost = { summarizer: myModelSummarizer };
  * ```
  * @throws nothing: it is a type; {@linkcode agentSessionOptions} throws when a required field is absent.
@@ -40,7 +42,14 @@ export interface AgentHost {
  *
  * @example
  * ```ts
+ * import { Sessions, parseAgentConfig } from "sessionfold";
+ * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * declare const sessions: Sessions;
+ * declare const text: string;
+ *
  * const config = parseAgentConfig(text, "agents/a1/agent.jsonc");
+ * import { ExtractiveSummarizer } from "sessionfold";
+ * const mine = new ExtractiveSummarizer();
  * const session = await sessions.open(ref, agentSessionOptions(config, { summarizer: mine }));
  * ```
  * @throws {InvalidInputError} when `config` is not a valid {@linkcode AgentConfig} (a
@@ -73,6 +82,11 @@ export function agentSessionOptions(config: AgentConfig, host: AgentHost = {}): 
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
+ * import { DEFAULT_AGENT_CONFIG } from "sessionfold";
+ * const config = DEFAULT_AGENT_CONFIG;
  * await sessions.create({ agentId: "a1", workspaceId: "w1", modelLabel: agentModelLabel(config) });
  * ```
  * @throws nothing: a missing or empty label is `undefined`.

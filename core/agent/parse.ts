@@ -47,6 +47,9 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
  *
  * @example
  * ```ts
+ * import { DEFAULT_AGENT_CONFIG, MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
  * const config = (await readAgentConfig(storage, "a1")) ?? DEFAULT_AGENT_CONFIG;
  * ```
  * @returns the config, or `undefined` when the agent has no file.

@@ -23,6 +23,9 @@ export interface FoldedInput {
  *
  * @example
  * ```ts
+ * import type { MessageRecord, ModelInput } from "sessionfold";
+ * declare const input: ModelInput;
+ * declare const one: MessageRecord;
  * const folded = foldModelInput(input, 1); // input has 10 messages
  * folded?.droppedMessages; // 5 (or more, to start at a user message)
  * foldModelInput({ system: null, summary: null, messages: [one] }, 1); // undefined
@@ -54,9 +57,16 @@ export function foldModelInput(input: ModelInput, depth: number): FoldedInput | 
  *
  * @example
  * ```ts
+ * import { ContextLengthExceededError } from "sessionfold";
+ *
+ * import type { ModelInput } from "sessionfold";
+ * declare const composed: ModelInput;
+ * declare function send(input: ModelInput): Promise<string>;
+ * async function sendFolding(): Promise<string> {
  * for (let attempt = 0; ; attempt++) {
  *   const request = attempt === 0 ? composed : nextFold(composed, attempt).input;
  *   try { return await send(request); } catch (e) { if (!(e instanceof ContextLengthExceededError)) throw e; }
+ * }
  * }
  * ```
  * @throws {ContextOverflowError} when `attempt > MAX_FOLD_DEPTH` or nothing more can be folded.

@@ -7,6 +7,10 @@
  * @example
  * ```ts
  * import { compactionTrigger, planCompaction, realUsage } from "sessionfold";
+ * import type { MessageRecord, Usage } from "sessionfold";
+ * declare const active: MessageRecord[];
+ * declare const lastUsage: Usage | undefined;
+ * const contextWindow = 128_000;
  * if (compactionTrigger(realUsage(), { lastUsage, contextWindow, activeCount: active.length }).compact) {
  *   const plan = planCompaction(active); // plan.selected → one summary call
  * }

@@ -19,6 +19,8 @@ export interface CompactionPlan {
  *
  * @example
  * ```ts
+ * import type { MessageRecord } from "sessionfold";
+ * declare const active: MessageRecord[];
  * const plan = planCompaction(active); // active holds sequences 1..7
  * plan?.range; // { start: 1, end: 3 }
  * plan?.kept.length; // 4

@@ -40,6 +40,8 @@ export interface CompactionDecision {
  *
  * @example
  * ```ts
+ * import { realUsage } from "sessionfold";
+ *
  * compactionTrigger(realUsage(), {
  *   lastUsage: { input_tokens: 950, output_tokens: 0 },
  *   contextWindow: 1000,

@@ -25,6 +25,9 @@ export const INTERRUPTED_TOOL_CALL_ERROR = "The tool call was interrupted before
  *
  * @example
  * ```ts
+ * import { MessageRecord } from "sessionfold";
+ * declare const messages: MessageRecord[];
+ *
  * const { input, omittedContext } = compose({
  *   instruction: "You are helpful.",
  *   footer: undefined,

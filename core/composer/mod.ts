@@ -8,6 +8,9 @@
  * @example
  * ```ts
  * import { compose } from "sessionfold";
+ * import type { ComposerState } from "sessionfold";
+ * declare const state: ComposerState;
+ * const { instruction, footer, active, identity } = state;
  * const { input, omittedContext, closedToolCalls } = compose({ instruction, footer, active, identity });
  * ```
  * @module

@@ -74,6 +74,7 @@ export interface ExportOptions {
  *
  * @example
  * ```ts
+ * declare const report: ExportReport;
  * const toolFindings = report.byField["tool_output" satisfies ExportField] ?? 0;
  * ```
  */
@@ -104,6 +105,9 @@ export type ExportField =
  *
  * @example
  * ```ts
+ * import { type PortableSession } from "sessionfold";
+ * declare const portable: PortableSession;
+ *
  * const { report } = prepareExport(portable, { redact: true });
  * console.log(`${report.redactions} redactions`, report.byDetector, report.byField);
  * if (report.binaryFilesKept > 0) console.warn("binary files were exported as they are");
@@ -145,6 +149,9 @@ export interface ExportReport {
  *
  * @example
  * ```ts
+ * import { type PortableSession } from "sessionfold";
+ * declare const portable: PortableSession;
+ *
  * const { session } = prepareExport(portable, { dropToolOutputs: true });
  * // every tool part with a result now has output (or error) === OMITTED, i.e. "[omitted]"
  * ```
@@ -479,6 +486,9 @@ function normalize(options: ExportOptions): Required<ExportOptions> {
  *
  * @example
  * ```ts
+ * import { Session, writeDeepCodeV1 } from "sessionfold";
+ * declare const session: Session;
+ *
  * const portable = await session.exportPortable();
  * const { session: safe, report } = prepareExport(portable, { redact: true, dropToolOutputs: true });
  * const jsonl = writeDeepCodeV1(safe);

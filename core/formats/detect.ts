@@ -26,6 +26,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T/;
  *
  * @example
  * ```ts
+ * const firstBytes = new TextEncoder().encode('{"timestamp":"2025-09-10T12:00:00.000Z","type":"session_meta","payload":{"id":"5f2c"}}\n');
  * detectSessionFormat(firstBytes); // { format: "codex", reason: "…" }
  * ```
  */

@@ -31,6 +31,9 @@ export interface FormatErrorDetails extends ErrorDetails {
  *
  * @example
  * ```ts
+ * import { readDeepCode } from "sessionfold";
+ *
+ * declare const bytes: Uint8Array;
  * try { readDeepCode({ file: "s1.v1.jsonl", bytes }); } catch (e) {
  *   if (e instanceof FormatError) console.error(e.message, e.details.line); // "s1.v1.jsonl:3: …", 3
  * }

@@ -73,6 +73,8 @@ export interface JsonDocument {
  *
  * @example
  * ```ts
+ * declare const bytes: Uint8Array;
+ *
  * const { value, site } = parseJsonDocument(bytes, "s1.json", "rho-snapshot");
  * site.lineOf(["history", 0]); // the line where history[0] starts
  * ```

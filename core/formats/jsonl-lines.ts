@@ -46,6 +46,8 @@ export type JsonlSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint
  *
  * @example
  * ```ts
+ * declare const bytes: Uint8Array;
+ *
  * const { diagnostics } = readJsonlRecords(bytes, "deepcode", "s1.v1.jsonl", (record, line) => {
  *   const type = record.object().field("type").string();
  * });
@@ -65,7 +67,12 @@ export function readJsonlRecords(bytes: Uint8Array, format: FormatName, file: st
  *
  * @example
  * ```ts
- * const { diagnostics } = await readJsonlStream(chunks, "pi", "s.jsonl", (record, line) => { … });
+ * import { readJsonlStream } from "sessionfold";
+ *
+ * const chunks = [new TextEncoder().encode('{"type":"session"}\n')];
+ * const { diagnostics } = await readJsonlStream(chunks, "pi", "s.jsonl", (record, line) => {
+ *   console.log(line, record);
+ * });
  * ```
  * @throws {FormatError} for an invalid line that is not an interrupted final append.
  */

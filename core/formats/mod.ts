@@ -22,7 +22,11 @@
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
  * import { readDeepCode, writeRhoSnapshot } from "sessionfold";
+ * declare const bytes: Uint8Array;
  * const { session: portable } = readDeepCode({ file: "abc.v1.jsonl", bytes });
  * const imported = await sessions.importPortable("a1/w1/abc", portable);
  * const snapshot = writeRhoSnapshot(await imported.exportPortable());

@@ -47,6 +47,9 @@ export function pathText(path: readonly PathKey[]): string {
  *
  * @example
  * ```ts
+ * declare const text: string;
+ *
+ * const site: Site = { file: "file", format: "deepcode", lineOf: () => 3 };
  * const record = new Value(site, [], JSON.parse(text)).object();
  * const role = record.field("role").string(); // throws "file:3: $.role: found 3; expected a string"
  * ```

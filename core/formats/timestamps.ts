@@ -38,6 +38,7 @@ export function isIsoTimestamp(text: string): boolean {
  *
  * @example
  * ```ts
+ * declare const record: { field(name: string): Parameters<typeof isoTimestamp>[0] };
  * isoTimestamp(record.field("created_at"));
  * ```
  * @throws {FormatError} when the value is not an ISO-8601 date-time with an offset.
@@ -53,6 +54,7 @@ export function isoTimestamp(value: Value): string {
  *
  * @example
  * ```ts
+ * declare const record: { field(name: string): Parameters<typeof unixSecondsTimestamp>[0] };
  * unixSecondsTimestamp(record.field("created_at")); // "2025-12-02T13:00:00.000Z"
  * ```
  * @throws {FormatError} when the value is not a number of seconds a date can hold.
@@ -69,6 +71,7 @@ export function unixSecondsTimestamp(value: Value): string {
  *
  * @example
  * ```ts
+ * declare const record: { field(name: string): Parameters<typeof flexibleTimestamp>[0] };
  * flexibleTimestamp(record.field("timestamp")); // "300" → "1970-01-01T00:05:00.000Z"
  * ```
  * @throws {FormatError} when it is neither.

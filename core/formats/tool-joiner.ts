@@ -15,6 +15,10 @@ export interface ToolResultRef {
  *
  * @example
  * ```ts
+ * import { ToolPart } from "sessionfold";
+ *
+ * declare const part: ToolPart;
+ * declare const at: Parameters<ToolCallJoiner<ToolPart>["take"]>[0][number]["at"];
  * const joiner = new ToolCallJoiner<ToolPart>("tool_use");
  * joiner.call("c1", part);
  * const [slot] = joiner.take([{ id: "c1", at }]); // slot === part

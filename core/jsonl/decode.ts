@@ -59,6 +59,10 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  *
  * @example
  * ```ts
+ * import { MessageRecord } from "sessionfold";
+ *
+ * declare const chunks: Uint8Array[];
+ * declare function use(record: unknown): void;
  * const decoder = new JsonlDecoder({ file: "messages/active.jsonl", schemas: { message: MessageRecord } });
  * for (const chunk of chunks) for (const { record } of decoder.push(chunk)) use(record);
  * const { diagnostics, missingNewline } = decoder.finish();

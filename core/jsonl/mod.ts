@@ -5,6 +5,7 @@
  * @example
  * ```ts
  * import { decodeJsonl, encodeJsonl, MessageRecord } from "sessionfold";
+ * declare const records: MessageRecord[];
  * const result = decodeJsonl(encodeJsonl(records), { file: "messages/active.jsonl", schemas: { message: MessageRecord } });
  * ```
  * @module

@@ -23,6 +23,10 @@ const NEWLINE = 0x0a;
  *
  * @example
  * ```ts
+ * import { MemoryStorage, SummaryRecord } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
+ * const path = "agents/a1/workspaces/w1/sessions/s1/messages/segments/000000000001-000000000004.jsonl";
  * const last = await readLastRecord(storage, path, { file: "messages/segments/…", schemas: { summary: SummaryRecord } });
  * last?.record; // the footer
  * ```

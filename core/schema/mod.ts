@@ -5,6 +5,7 @@
  * @example
  * ```ts
  * import { MessageRecord } from "sessionfold";
+ * declare const line: string;
  * const message = MessageRecord.parse(JSON.parse(line));
  * ```
  * @module

@@ -8,6 +8,8 @@ import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
  *
  * @example
  * ```ts
+ * import { MessageRecord } from "sessionfold";
+ *
  * const r = MessageRecord.safeParse({});
  * if (!r.success) describeIssues(r.error); // "record_type: Invalid input: expected \"message\"; …"
  * ```
@@ -58,6 +60,8 @@ function validated<S extends z.ZodType>(schema: S, value: unknown, file: string,
  *
  * @example
  * ```ts
+ * declare const bytes: Uint8Array;
+ *
  * const meta = parseMetaJson(bytes, "meta.json");
  * ```
  * @throws {UnsupportedSchemaError} when `schema_version` is not 1, or missing from the object.
@@ -117,6 +121,11 @@ export function isBlankDocument(bytes: Uint8Array): boolean {
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
+ * import { sessionPaths } from "sessionfold";
+ * const paths = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
  * metaRevisionOf(await storage.read(paths.meta)); // 42
  * ```
  * @throws {CorruptSessionError} when the document is not a valid `meta.json`.

@@ -22,6 +22,10 @@ export interface ImportedHistoryFiles {
  *
  * @example
  * ```ts
+ * import { MessageRecord } from "sessionfold";
+ * declare const messages: MessageRecord[];
+ *
+ * const now = new Date().toISOString();
  * const files = importedHistoryFiles("s1", messages, [{ through: 4, summary: "Fixed the parser." }], now);
  * files.segments[0]!.name; // "000000000001-000000000004.jsonl"
  * ```

@@ -59,6 +59,8 @@ export interface ListProblem {
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
  * const sessions = new Sessions({ storage: new MemoryStorage() });
  * const s = await sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "s1", title: "Fix the build" });
  * const again = await sessions.open(s.ref);

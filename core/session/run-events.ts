@@ -43,6 +43,13 @@ export interface RunOutcome {
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
+ * import type { Provider, Tool } from "sessionfold";
+ * declare const provider: Provider;
+ * declare const tools: Tool[];
+ * declare function write(text: string): void;
  * const run = session.run("What changed?", { provider, tools });
  * for await (const event of run) if (event.type === "text-delta") write(event.text);
  * const { revision } = await run.result;

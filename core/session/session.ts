@@ -99,6 +99,10 @@ const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * declare const sessions: Sessions;
+ *
  * const session = await sessions.open(ref);
  * await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
  * session.revision; // 1
@@ -173,6 +177,9 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * for (const range of await session.segments()) console.log(range.start, range.end);
    * ```
    * @throws {StorageError} when `segments/` cannot be listed.
@@ -216,6 +223,9 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * const { input } = session.compose({ provider: "openai", api: "responses", model: "gpt-5" });
    * ```
    */
@@ -229,8 +239,11 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * let page = await session.messages();
-   * while (page.length > 0) page = await session.messages({ beforeSequence: page[0].sequence });
+   * while (page.length > 0) page = await session.messages({ beforeSequence: page[0]!.sequence });
    * ```
    * @throws {CorruptSessionError} naming file and line when that segment has an invalid line.
    */
@@ -283,6 +296,9 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session, writeDeepCodeV1 } from "sessionfold";
+   * declare const session: Session;
+   *
    * const portable = await session.exportPortable();
    * const jsonl = writeDeepCodeV1(portable);
    * ```
@@ -352,6 +368,9 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * const { sequences, revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
    * ```
    * @throws {InvalidInputError} when a message is not valid.
@@ -386,6 +405,14 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
+   * import type { Provider, Tool } from "sessionfold";
+   * declare const provider: Provider;
+   * declare const tools: Tool[];
+   * const signal = new AbortController().signal;
+   * declare function write(text: string): void;
    * const run = session.run("Summarize the diff", { provider, tools, signal });
    * for await (const e of run) if (e.type === "text-delta") write(e.text);
    * const { revision } = await run.result;
@@ -424,6 +451,9 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * const outcome = await session.compact();
    * outcome.revision; outcome.removedMessages;
    * ```
@@ -451,7 +481,12 @@ export class Session {
    *
    * @example
    * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
    * await session.reset();
+   * import type { ProviderIdentity } from "sessionfold";
+   * const identity: ProviderIdentity = { provider: "openai", api: "responses", model: "gpt-5" };
    * session.compose(identity).input.messages.length; // 0
    * ```
    * @throws {SessionBusyError} when a streaming draft exists.

@@ -70,6 +70,11 @@ export interface TakenLock {
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
+ * import type { CommitPlan } from "sessionfold";
+ * declare const plan: CommitPlan;
  * const result = await runCommitPlan(storage, plan);
  * if (result.outcome === "conflict") console.log("meta.json is at", result.revision);
  * ```
@@ -110,6 +115,10 @@ function hasPlatformLock(storage: StoragePort): storage is StoragePort & Require
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
+ * const ownerBytes = new TextEncoder().encode('{"pid":123,"lock_id":"lock_123"}');
  * const taken = await takeLockFile(storage, "s/writer.lock", ownerBytes);
  * ```
  * @throws {StorageError} when the storage call fails.
@@ -135,6 +144,10 @@ export async function takeLockFile(storage: StoragePort, path: string, bytes: Ui
  *
  * @example
  * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ *
+ * declare const taken: TakenLock;
  * await releaseLockFile(storage, "s/writer.lock", "lock_123", taken);
  * ```
  * @throws {StorageError} when the storage call fails.

@@ -61,7 +61,10 @@ export function registerErrorTransfer(comlink: ComlinkLike): void {
  *
  * @example
  * ```ts
- * return withTransfer(Comlink, { bytes, size }, bytes);
+ * import * as Comlink from "comlink";
+ * declare const bytes: Uint8Array;
+ *
+ * const message = withTransfer(Comlink, { bytes, size: bytes.length }, bytes);
  * ```
  */
 export function withTransfer<T>(comlink: ComlinkLike, value: T, bytes: Uint8Array): T {

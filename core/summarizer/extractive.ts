@@ -53,6 +53,9 @@ interface Line {
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
  * const summarizer = new ExtractiveSummarizer({ maxChars: 2000 });
  * await session.compact({ summarizer });
  * // or: new Sessions({ storage, defaults: { summarizer, contextWindow: 128_000 } })
@@ -84,6 +87,9 @@ export class ExtractiveSummarizer implements Summarizer {
    *
    * @example
    * ```ts
+   * import type { MessageRecord } from "sessionfold";
+   * declare const messages: MessageRecord[];
+   * const signal = new AbortController().signal;
    * const { text } = await new ExtractiveSummarizer().summarize({ previousSummary: null, messages, signal });
    * // "#1 user: Fix the build.\n#2 assistant: Done.\n#2 tool bash({\"cmd\":\"npm test\"}) → ok"
    * ```

@@ -60,6 +60,9 @@ const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as co
  *
  * @example
  * ```ts
+ * import { Sessions, parseSessionRef } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
  * const report = await verifySession(sessions, parseSessionRef("a1/w1/s1"));
  * if (!report.ok) for (const d of report.diagnostics) console.log(d.message);
  * ```

@@ -16,7 +16,11 @@ export interface ClaudeToolResult {
  *
  * @example
  * ```ts
- * const { parts, results } = userBlocks(message.field("content"));
+ * import { MessageRecord } from "sessionfold";
+ * declare const message: MessageRecord;
+ *
+ * declare const content: Parameters<typeof userBlocks>[0];
+ * const { parts, results } = userBlocks(content);
  * ```
  * @throws {FormatError} at the first block of another type.
  */
@@ -63,7 +67,12 @@ function imagePart(block: Value): LooseClaudePart {
  *
  * @example
  * ```ts
- * assistantBlocks(message.field("content"), { provider: "anthropic", api: "messages", model });
+ * import { MessageRecord } from "sessionfold";
+ * declare const message: MessageRecord;
+ *
+ * declare const content: Parameters<typeof assistantBlocks>[0];
+ * const model = "claude-sonnet-4-5";
+ * assistantBlocks(content, { provider: "anthropic", api: "messages", model });
  * ```
  * @throws {FormatError} at the first block of another type.
  */

@@ -49,6 +49,10 @@ type ChainRecord = { readonly uuid: string; readonly parent: string | null; read
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ * declare const sessions: Sessions;
+ *
  * const { session } = await readClaudeCode(bytes, "4f9a….jsonl");
  * await sessions.importPortable("a1/w1/from-claude", session);
  * ```

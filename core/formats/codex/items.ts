@@ -11,6 +11,7 @@ export type LooseCodexPart = { type: MessagePart["type"] } & Record<string, unkn
  *
  * @example
  * ```ts
+ * declare const item: { field(name: string): Parameters<typeof contentParts>[0] };
  * contentParts(item.field("content")); // [{ type: "text", text: "hi" }]
  * ```
  * @throws {FormatError} at the first item that is none of these.
@@ -45,6 +46,7 @@ function imagePart(url: Value): LooseCodexPart {
  *
  * @example
  * ```ts
+ * declare const item: { field(name: string): Parameters<typeof parseFunctionOutput>[0] };
  * parseFunctionOutput(item.field("output")); // { ok: true, value: "exit 0" }
  * ```
  * @throws {FormatError} when it is none of these.

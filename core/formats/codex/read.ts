@@ -41,6 +41,10 @@ const ITEM_TYPES =
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ * declare const sessions: Sessions;
+ *
  * const { session } = await readCodex(bytes, "rollout-2025-09-10T12-00-00-5f2c.jsonl");
  * await sessions.importPortable("a1/w1/from-codex", session);
  * ```

@@ -16,6 +16,7 @@ const BLOCK_TYPES = '"text", "thinking", "tool_use" or "tool_result"';
  *
  * @example
  * ```ts
+ * declare const record: { field(name: string): Parameters<typeof parseDeepCodeContent>[0] };
  * const blocks = parseDeepCodeContent(record.field("content"));
  * ```
  * @throws {FormatError} naming the block's path when a block is not one of these.

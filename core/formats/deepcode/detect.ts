@@ -22,6 +22,10 @@ function baseName(name: string): string {
  * @param id which session, when the files hold more than one.
  * @example
  * ```ts
+ * import { readDeepCode } from "sessionfold";
+ *
+ * declare const bytes: Uint8Array;
+ * declare const meta: Uint8Array;
  * const found = detectDeepCodeLayout([{ name: "abc.jsonl", bytes }, { name: "abc.meta.json", bytes: meta }]);
  * found.layout; // "core-v0"
  * const { session } = readDeepCode(found);

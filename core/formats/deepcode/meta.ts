@@ -21,6 +21,7 @@ export const DEEPCODE_SCHEMA_VERSION = 1;
  *
  * @example
  * ```ts
+ * declare const record: Parameters<typeof checkSchemaVersion>[0];
  * checkSchemaVersion(record); // record.schema_version === 1
  * ```
  * @throws {UnsupportedSchemaError} for another integer.
@@ -61,6 +62,7 @@ function checkMetaType(record: Value, expected: string): void {
  *
  * @example
  * ```ts
+ * declare const firstRecord: Parameters<typeof parseV1Header>[0];
  * const meta = parseV1Header(firstRecord);
  * ```
  * @throws {FormatError} when a field is missing or of the wrong type.
@@ -79,6 +81,7 @@ export function parseV1Header(record: Value): DeepCodeMeta {
  *
  * @example
  * ```ts
+ * declare const firstRecord: Parameters<typeof parseDesktopHeader>[0];
  * parseDesktopHeader(firstRecord).createdAt; // 1764680400 → "2025-12-02T13:00:00.000Z"
  * ```
  * @throws {FormatError} when a field is missing or of the wrong type, or `schema_version` is present.
@@ -97,6 +100,7 @@ export function parseDesktopHeader(record: Value): DeepCodeMeta {
  *
  * @example
  * ```ts
+ * const metaBytes = new TextEncoder().encode('{"title":"Fix the build"}');
  * const meta = parseCoreMeta(metaBytes, "abc.meta.json");
  * ```
  * @throws {FormatError} naming the meta file and line when it is not such a document

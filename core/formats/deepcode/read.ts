@@ -26,6 +26,10 @@ type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] };
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
+ * declare const bytes: Uint8Array;
  * const { session, diagnostics } = readDeepCode({ file: "abc.v1.jsonl", bytes });
  * await sessions.importPortable("a1/w1/abc", session);
  * ```
@@ -78,6 +82,8 @@ export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
  *
  * @example
  * ```ts
+ * declare const bytes: Uint8Array;
+ *
  * classifyDeepCodeStream(bytes, false); // "v1" | "desktop-v0" | "core-v0" | undefined
  * ```
  */

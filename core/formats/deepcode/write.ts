@@ -27,6 +27,9 @@ const encoder = new TextEncoder();
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
  * const bytes = writeDeepCodeV1(await session.exportPortable(), { cwd: "/repo" });
  * ```
  * @throws {InvalidInputError} when the session has no id (`sourceId`), no `cwd` (given or

@@ -41,6 +41,7 @@ const ENTRY_TYPES = '"message", "thinking_level_change", "model_change", "compac
  *
  * @example
  * ```ts
+ * declare const record: Parameters<typeof parsePiHeader>[0];
  * const header = parsePiHeader(record); // { version: 3, id, timestamp, cwd }
  * ```
  * @throws {FormatError} when it is not a header; {@linkcode UnsupportedSchemaError} for a version above 3.
@@ -68,6 +69,8 @@ export function parsePiHeader(record: Value): PiHeader {
  *
  * @example
  * ```ts
+ * declare const record: Parameters<typeof parsePiEntry>[0];
+ * declare const header: PiHeader;
  * const entry = parsePiEntry(record, 4, header.version, "l4", "l3");
  * ```
  * @throws {FormatError} naming the path of the first value that is not what pi writes.

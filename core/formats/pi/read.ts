@@ -31,6 +31,10 @@ export interface PiReadResult {
  *
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ * declare const sessions: Sessions;
+ *
  * const { session } = await readPi(bytes, "2026-01-01T00-00-00_ab12.jsonl");
  * await sessions.importPortable("a1/w1/from-pi", session);
  * ```

@@ -30,6 +30,9 @@ const UNKNOWN = "unknown";
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
  * const bytes = writePi(await session.exportPortable(), { cwd: "/repo" });
  * ```
  * @throws {InvalidInputError} when there is no cwd (given or kept) or no time to stamp the header.

@@ -16,6 +16,7 @@ import {
  *
  * @example
  * ```ts
+ * declare const snapshot: { field(name: string): Parameters<typeof parseRhoIdentity>[0] };
  * parseRhoIdentity(snapshot.field("provider")); // { provider: "openai", api: "responses", model: "gpt-5" }
  * ```
  * @throws {FormatError} naming the path of the first invalid field.
@@ -36,6 +37,7 @@ export function parseRhoIdentity(value: Value): RhoIdentity {
  *
  * @example
  * ```ts
+ * declare const history: Parameters<typeof parseRhoEntry>[0][];
  * const entry = parseRhoEntry(history[0]!); // { kind: "User", content: [{ kind: "Text", text: "hi" }] }
  * ```
  * @throws {FormatError} naming the path of the first invalid value.

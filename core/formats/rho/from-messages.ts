@@ -21,6 +21,9 @@ export const DEFAULT_CONTEXT_KIND = "opaque";
  *
  * @example
  * ```ts
+ * import { type PortableSession } from "sessionfold";
+ * declare const portable: PortableSession;
+ *
  * const history = messagesToRhoHistory(portable, {});
  * ```
  */

@@ -53,6 +53,10 @@ interface State {
  * @param file the name errors give the file.
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ * declare const sessions: Sessions;
+ *
  * const { session, diagnostics } = readRhoJsonl(bytes, "session.jsonl");
  * await sessions.importPortable("a1/w1/imported", session);
  * ```

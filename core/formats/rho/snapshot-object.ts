@@ -29,6 +29,7 @@ export interface RhoSnapshot {
  *
  * @example
  * ```ts
+ * declare const snapshot: { field(name: string): Parameters<typeof rhoSnapshotVersion>[0] };
  * rhoSnapshotVersion(snapshot.field("schema_version")); // 2
  * ```
  * @throws {UnsupportedSchemaError} for any other integer (never guessed).
@@ -51,7 +52,10 @@ export function rhoSnapshotVersion(value: Value): 1 | 2 {
  *
  * @example
  * ```ts
- * const snapshot = parseRhoSnapshotObject(new Value(site, [], JSON.parse(text)));
+ * declare const text: string;
+ *
+ * declare const value: Parameters<typeof parseRhoSnapshotObject>[0]; // the parsed document
+ * const snapshot = parseRhoSnapshotObject(value);
  * ```
  * @throws {UnsupportedSchemaError} when `schema_version` is another integer.
  * @throws {FormatError} naming the path (and line) of the first invalid value.
@@ -89,6 +93,7 @@ export function parseRhoSnapshotObject(value: Value): RhoSnapshot {
  *
  * @example
  * ```ts
+ * declare const value: Parameters<typeof parseRhoCompaction>[0];
  * parseRhoCompaction(value); // { completed: 2, removed_messages: 7, removed_tokens_estimate: 0, last_revision: 4 }
  * ```
  * @throws {FormatError} when a counter is missing or not a non-negative integer.

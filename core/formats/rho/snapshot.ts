@@ -32,6 +32,10 @@ const encoder = new TextEncoder();
  * @param file the name errors give the document
  * @example
  * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const bytes: Uint8Array;
+ * declare const sessions: Sessions;
+ *
  * const portable = readRhoSnapshot(bytes, "session.json");
  * await sessions.importPortable("a1/w1/imported", portable);
  * ```
@@ -70,6 +74,9 @@ export function readRhoSnapshot(bytes: Uint8Array, file: string, options: RhoSna
  *
  * @example
  * ```ts
+ * import { Session } from "sessionfold";
+ * declare const session: Session;
+ *
  * const bytes = writeRhoSnapshot(await session.exportPortable());
  * ```
  * @throws {InvalidInputError} when the session has no id (`sourceId`) or its revision is not a non-negative integer.

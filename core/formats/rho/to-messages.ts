@@ -17,7 +17,9 @@ export interface RhoHistoryMessages {
  *
  * @example
  * ```ts
- * checkRhoToolResults(entries, new ToolCallJoiner("ToolCall"));
+ * declare const entries: Parameters<typeof checkRhoToolResults>[0];
+ * declare const joiner: Parameters<typeof checkRhoToolResults>[1];
+ * checkRhoToolResults(entries, joiner);
  * ```
  * @throws {FormatError} at the first result's `id` whose call is missing or already answered.
  */
@@ -41,6 +43,7 @@ export function checkRhoToolResults(entries: readonly RhoEntry[], joiner: ToolCa
  * @param stamp the `created_at` of the message made from `entries[i]`.
  * @example
  * ```ts
+ * declare const entries: Parameters<typeof rhoEntriesToMessages>[0];
  * const { system, messages } = rhoEntriesToMessages(entries, () => "2026-12-02T13:00:00.000Z");
  * ```
  * @throws {FormatError} when a `ToolResult` has no earlier `ToolCall` waiting for it.
