@@ -6,14 +6,14 @@ const SUMMARIZER_KINDS = ["extractive", "host"] as const;
 const oneOf = (values: readonly string[]): string => values.map((v) => JSON.stringify(v)).join(", ");
 
 /** A zod error message that says "required" when the value is absent, else `expected`. */
-function expecting(expected: string, requiredBy?: string) {
+function expecting(expected: string, requiredBy?: string): (issue: { input?: unknown }) => string {
   return (issue: { input?: unknown }): string =>
     issue.input === undefined ? `required${requiredBy ? ` by ${requiredBy}` : ""}: ${expected}` : expected;
 }
 
-const positiveInt = (requiredBy?: string) =>
+const positiveInt = (requiredBy?: string): z.ZodInt =>
   z.int({ error: expecting("expected a positive integer", requiredBy) }).min(1, { error: "expected a positive integer" });
-const text = () => z.string({ error: expecting("expected a string") });
+const text = (): z.ZodString => z.string({ error: expecting("expected a string") });
 
 /**
  * One plugin: a named section appended to the agent's instruction.
@@ -24,7 +24,7 @@ const text = () => z.string({ error: expecting("expected a string") });
  * ```
  * @throws {z.ZodError} from `.parse()` only; {@linkcode parseAgentConfig} throws typed errors instead.
  */
-export const AgentPluginConfig = z.looseObject(
+export const AgentPluginConfig: z.ZodObject<{ name: z.ZodString; instruction: z.ZodString }, z.core.$loose> = z.looseObject(
   {
     name: text().min(1, { error: "expected a non-empty string" }),
     instruction: text(),
@@ -42,7 +42,15 @@ export const AgentPluginConfig = z.looseObject(
  * ```
  * @throws {z.ZodError} from `.parse()` only; {@linkcode parseAgentConfig} throws typed errors instead.
  */
-export const AgentCompactionConfig = z.discriminatedUnion(
+export const AgentCompactionConfig: z.ZodDiscriminatedUnion<
+  [
+    z.ZodObject<{ policy: z.ZodLiteral<"real-usage">; ratio: z.ZodOptional<z.ZodNumber> }, z.core.$loose>,
+    z.ZodObject<{ policy: z.ZodLiteral<"after-messages">; messages: z.ZodInt }, z.core.$loose>,
+    z.ZodObject<{ policy: z.ZodLiteral<"at-context-tokens">; tokens: z.ZodInt }, z.core.$loose>,
+    z.ZodObject<{ policy: z.ZodLiteral<"manual"> }, z.core.$loose>,
+  ],
+  "policy"
+> = z.discriminatedUnion(
   "policy",
   [
     z.looseObject({
@@ -78,7 +86,13 @@ export const AgentCompactionConfig = z.discriminatedUnion(
  * ```
  * @throws {z.ZodError} from `.parse()` only; {@linkcode parseAgentConfig} throws typed errors instead.
  */
-export const AgentSummarizerConfig = z.discriminatedUnion(
+export const AgentSummarizerConfig: z.ZodDiscriminatedUnion<
+  [
+    z.ZodObject<{ kind: z.ZodLiteral<"extractive">; max_chars: z.ZodOptional<z.ZodInt> }, z.core.$loose>,
+    z.ZodObject<{ kind: z.ZodLiteral<"host"> }, z.core.$loose>,
+  ],
+  "kind"
+> = z.discriminatedUnion(
   "kind",
   [
     z.looseObject({ kind: z.literal("extractive"), max_chars: positiveInt().optional() }),
@@ -115,7 +129,17 @@ export const AgentSummarizerConfig = z.discriminatedUnion(
  * @throws {z.ZodError} from `.parse()` only; {@linkcode parseAgentConfig} throws
  * {@linkcode AgentConfigError} with the file, line and column instead.
  */
-export const AgentConfig = z
+export const AgentConfig: z.ZodObject<
+  {
+    instruction: z.ZodOptional<z.ZodString>;
+    plugins: z.ZodOptional<z.ZodArray<typeof AgentPluginConfig>>;
+    model_label: z.ZodOptional<z.ZodString>;
+    context_window: z.ZodOptional<z.ZodInt>;
+    compaction: z.ZodOptional<typeof AgentCompactionConfig>;
+    summarizer: z.ZodOptional<typeof AgentSummarizerConfig>;
+  },
+  z.core.$loose
+> = z
   .looseObject(
     {
       instruction: text().optional(),

@@ -2,10 +2,20 @@ import { z } from "zod";
 import { Count, Timestamp } from "./common.ts";
 
 /** The only `meta.json` schema version this reader knows. */
-export const META_SCHEMA_VERSION = 1;
+export const META_SCHEMA_VERSION: 1 = 1;
 
 /** Compaction accounting (seed 004), accumulated over the session's life. */
-export const CompactionAccounting = z.looseObject({
+export const CompactionAccounting: z.ZodObject<
+  {
+    completed: z.ZodInt;
+    removed_messages: z.ZodInt;
+    removed_tokens_estimate: z.ZodInt;
+    cost_usd_micros: z.ZodOptional<z.ZodInt>;
+    last_before_tokens: z.ZodOptional<z.ZodInt>;
+    last_after_tokens: z.ZodOptional<z.ZodInt>;
+  },
+  z.core.$loose
+> = z.looseObject({
   completed: Count,
   removed_messages: Count,
   removed_tokens_estimate: Count,
@@ -15,10 +25,28 @@ export const CompactionAccounting = z.looseObject({
 });
 
 /** Where a forked session came from. */
-export const ForkOrigin = z.looseObject({ session_id: z.string().min(1), through_sequence: Count });
+export const ForkOrigin: z.ZodObject<{ session_id: z.ZodString; through_sequence: z.ZodInt }, z.core.$loose> = z.looseObject({ session_id: z.string().min(1), through_sequence: Count });
 
 /** `meta.json`, schema version 1. */
-export const SessionMeta = z.looseObject({
+export const SessionMeta: z.ZodObject<
+  {
+    schema_version: z.ZodLiteral<1>;
+    session_id: z.ZodString;
+    agent_id: z.ZodString;
+    workspace_id: z.ZodString;
+    title: z.ZodOptional<z.ZodString>;
+    model_label: z.ZodOptional<z.ZodString>;
+    created_at: z.ZodISODateTime;
+    updated_at: z.ZodISODateTime;
+    message_count: z.ZodInt;
+    history_bytes: z.ZodInt;
+    timezone: z.ZodOptional<z.ZodString>;
+    revision: z.ZodInt;
+    forked_from: z.ZodOptional<typeof ForkOrigin>;
+    compaction: z.ZodOptional<typeof CompactionAccounting>;
+  },
+  z.core.$loose
+> = z.looseObject({
   schema_version: z.literal(META_SCHEMA_VERSION),
   session_id: z.string().min(1),
   agent_id: z.string().min(1),
@@ -36,7 +64,10 @@ export const SessionMeta = z.looseObject({
 });
 
 /** The `writer.lock` content: who holds the session for which operation. */
-export const WriterLockRecord = z.looseObject({
+export const WriterLockRecord: z.ZodObject<
+  { pid: z.ZodInt; hostname: z.ZodString; runtime: z.ZodString; operation: z.ZodString; created_at: z.ZodISODateTime },
+  z.core.$loose
+> = z.looseObject({
   pid: z.int(),
   hostname: z.string(),
   runtime: z.string().min(1),
