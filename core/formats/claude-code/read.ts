@@ -1,15 +1,14 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
-import type { MessagePart, MessageRecord, ToolPart, Usage } from "../../schema/message.ts";
+import type { MessagePart, MessageRecord, Usage } from "../../schema/message.ts";
 import type { PortableSegment, PortableSession } from "../../session/portable.ts";
 import { formatError } from "../errors.ts";
 import { type JsonlSource, readJsonlStream } from "../jsonl-lines.ts";
 import type { Value } from "../shape.ts";
 import { isoTimestamp } from "../timestamps.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
+import type { MutableMessage, MutableToolPart } from "../mutable.ts";
 import { assistantBlocks, type ClaudeToolResult, type LooseClaudePart, userBlocks } from "./blocks.ts";
 
-type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] };
-type MutableMessage = { -readonly [K in keyof MessageRecord]: MessageRecord[K] } & { parts: MessagePart[] };
 
 /** The extension field for Claude Code facts with no sessionfold place (`isMeta` user messages). */
 export const CLAUDE_CODE_EXTENSION_FIELD = "claude_code";

@@ -1,15 +1,14 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
-import type { MessagePart, MessageRecord, ProviderIdentity, ToolPart } from "../../schema/message.ts";
+import type { MessagePart, ProviderIdentity } from "../../schema/message.ts";
 import type { PortableSegment, PortableSession } from "../../session/portable.ts";
 import { formatError } from "../errors.ts";
 import { type JsonlSource, readJsonlStream } from "../jsonl-lines.ts";
 import type { Value } from "../shape.ts";
 import { isoTimestamp } from "../timestamps.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
+import type { MutableMessage, MutableToolPart } from "../mutable.ts";
 import { contentParts, type LooseCodexPart, parseFunctionOutput } from "./items.ts";
 
-type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] };
-type MutableMessage = { -readonly [K in keyof MessageRecord]: MessageRecord[K] } & { parts: MessagePart[] };
 
 /** The extension field on messages whose Codex role has no sessionfold equivalent (`developer`, `system`). */
 export const CODEX_EXTENSION_FIELD = "codex";

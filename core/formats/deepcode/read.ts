@@ -1,4 +1,4 @@
-import type { MessagePart, MessageRecord, ToolPart } from "../../schema/message.ts";
+import type { MessagePart, MessageRecord } from "../../schema/message.ts";
 import type { PortableSession } from "../../session/portable.ts";
 import { decodeUtf8Strict } from "../json-text.ts";
 import { readJsonlRecords } from "../jsonl-lines.ts";
@@ -6,12 +6,12 @@ import { formatError } from "../errors.ts";
 import type { Value } from "../shape.ts";
 import { flexibleTimestamp, isoTimestamp } from "../timestamps.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
+import type { MutableToolPart } from "../mutable.ts";
 import { type DeepCodeBlock, parseDeepCodeContent } from "./blocks.ts";
 import { checkSchemaVersion, type DeepCodeMeta, parseCoreMeta, parseDesktopHeader, parseV1Header } from "./meta.ts";
 import type { DeepCodeInput, DeepCodeLayout, DeepCodeReadResult } from "./types.ts";
 
 type Role = "user" | "assistant" | "tool";
-type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] };
 
 /**
  * Reads a DeepCode session — the canonical v1 stream or a legacy `core-v0` / `desktop-v0`

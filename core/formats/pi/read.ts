@@ -1,13 +1,14 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
-import type { MessagePart, MessageRecord, ToolPart } from "../../schema/message.ts";
+import type { MessagePart, MessageRecord } from "../../schema/message.ts";
 import type { PortableSegment, PortableSession } from "../../session/portable.ts";
 import { formatError } from "../errors.ts";
 import { type JsonlSource, readJsonlStream } from "../jsonl-lines.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
+import type { MutableToolPart } from "../mutable.ts";
 import { type LoosePart, type PiEntry, type PiHeader, parsePiEntry, parsePiHeader } from "./entries.ts";
 import { PI_EXTENSION_FIELD } from "./types.ts";
 
-type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] } & Record<string, unknown>;
+type PiToolPart = MutableToolPart & Record<string, unknown>;
 
 /** What {@linkcode readPi} returns. */
 export interface PiReadResult {
@@ -100,7 +101,7 @@ interface Assembled {
 function assemble(branch: readonly PiEntry[]): Assembled {
   const messages: MessageRecord[] = [];
   const segments: PortableSegment[] = [];
-  const joiner = new ToolCallJoiner<MutableToolPart>("toolCall");
+  const joiner = new ToolCallJoiner<PiToolPart>("toolCall");
   const messageIndexOf = new Map<string, number>();
   let summary: string | undefined;
   let compactions = 0;
@@ -111,7 +112,7 @@ function assemble(branch: readonly PiEntry[]): Assembled {
       case "assistant": {
         messageIndexOf.set(entry.id, messages.length);
         const parts = entry.parts.map((part, i) => withSequence(part, i + 1));
-        for (const part of parts) if (part.type === "tool") joiner.call(part.tool_call_id, part as MutableToolPart);
+        for (const part of parts) if (part.type === "tool") joiner.call(part.tool_call_id, part as PiToolPart);
         messages.push({
           record_type: "message",
           sequence: messages.length + 1,

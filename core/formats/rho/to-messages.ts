@@ -1,8 +1,8 @@
-import type { MessagePart, MessageRecord, ToolPart, Usage } from "../../schema/message.ts";
+import type { MessagePart, MessageRecord, Usage } from "../../schema/message.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
+import type { MutableToolPart } from "../mutable.ts";
 import { RHO_EXTENSION_FIELD, type RhoAssistantExtras, type RhoBlock, type RhoEntry, type RhoMessageExtension, type RhoUsage } from "./types.ts";
 
-type MutableToolPart = { -readonly [K in keyof ToolPart]: ToolPart[K] };
 
 /** What a Rho history becomes: the system prompt and sessionfold messages. */
 export interface RhoHistoryMessages {
