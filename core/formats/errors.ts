@@ -1,4 +1,5 @@
 import { type ErrorDetails, SessionfoldError, UnsupportedSchemaError } from "../errors.ts";
+import { escapedExcerpt } from "../schema/excerpt.ts";
 
 /** The foreign formats this module reads, as errors and diagnostics name them. */
 export type FormatName = "deepcode" | "rho-snapshot" | "rho-jsonl" | "pi" | "codex" | "claude-code";
@@ -126,10 +127,8 @@ export function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   switch (typeof value) {
-    case "string": {
-      const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
-      return JSON.stringify(shown);
-    }
+    case "string":
+      return escapedExcerpt(value, 40);
     case "number":
     case "boolean":
       return String(value);

@@ -1,10 +1,10 @@
-import { type Node, parse as parseLenient, parseTree, printParseErrorCode, type ParseError } from "jsonc-parser";
+import { type Node, parseTree } from "jsonc-parser";
+import { jsonSyntaxErrorAt, STRICT_JSON } from "../schema/excerpt.ts";
 import { type FormatName, formatError } from "./errors.ts";
 import type { PathKey, Site } from "./shape.ts";
 
 const NEWLINE = 0x0a;
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
-const STRICT = { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false } as const;
 
 /** Either the decoded text or a failure (the bytes are not UTF-8). */
 export type Utf8Result = { ok: true; text: string } | { ok: false };
@@ -89,9 +89,9 @@ export function parseJsonDocument(bytes: Uint8Array, file: string, format: Forma
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (error) {
+  } catch {
     const starts = lineStartsOf(text);
-    const { offset, reason } = syntaxErrorAt(text, error);
+    const { offset, reason } = jsonSyntaxErrorAt(text);
     throw formatError({ format, file, line: lineAt(starts, offset) }, reason, "a JSON document");
   }
   let starts: number[] | undefined;
@@ -101,7 +101,7 @@ export function parseJsonDocument(bytes: Uint8Array, file: string, format: Forma
     file,
     lineOf(path) {
       starts ??= lineStartsOf(text);
-      tree ??= parseTree(text, [], STRICT);
+      tree ??= parseTree(text, [], STRICT_JSON);
       let node = tree;
       if (node === undefined) return 1;
       for (const key of path) {
@@ -113,22 +113,6 @@ export function parseJsonDocument(bytes: Uint8Array, file: string, format: Forma
     },
   };
   return { value, site };
-}
-
-/** Where `JSON.parse` failed: the first error jsonc-parser's strict mode reports. */
-function syntaxErrorAt(text: string, error: unknown): { offset: number; reason: string } {
-  if (text.trim().length === 0) return { offset: text.length, reason: "an empty file" };
-  const errors: ParseError[] = [];
-  parseLenient(text, errors, STRICT);
-  const first = errors.reduce<ParseError | undefined>((min, e) => (min === undefined || e.offset < min.offset ? e : min), undefined);
-  if (first) {
-    const code = printParseErrorCode(first.error).replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
-    return { offset: first.offset, reason: `invalid JSON (${code})` };
-  }
-  // The two parsers disagree (should not happen): report what JSON.parse said, at its position if given.
-  const message = error instanceof Error ? error.message : String(error);
-  const position = /position (\d+)/.exec(message);
-  return { offset: position ? Number(position[1]) : text.length, reason: `invalid JSON (${message})` };
 }
 
 /** 1-based line holding the first byte sequence that is not UTF-8. */

@@ -1,5 +1,6 @@
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { FormatError, type FormatName, formatError } from "./errors.ts";
+import { describeJsonError } from "../schema/excerpt.ts";
 import { decodeUtf8Strict } from "./json-text.ts";
 import { lineSite, Value } from "./shape.ts";
 
@@ -156,8 +157,7 @@ function parseLine(piece: Uint8Array, format: FormatName, file: string, line: nu
   if (!decoded.ok) throw formatError({ format, file, line }, "bytes that are not UTF-8", "one UTF-8 JSON object per line");
   try {
     return JSON.parse(decoded.text);
-  } catch (error) {
-    const reason = error instanceof SyntaxError ? error.message : String(error);
-    throw formatError({ format, file, line }, `invalid JSON (${reason})`, "one JSON object per line");
+  } catch {
+    throw formatError({ format, file, line }, describeJsonError(decoded.text), "one JSON object per line");
   }
 }

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { InternalError } from "../errors.ts";
+import { describeJsonError, escapedExcerpt } from "../schema/excerpt.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
@@ -173,12 +174,17 @@ export class JsonlDecoder<T = unknown> {
     bytes: Uint8Array,
     line: number,
   ): { ok: true; record: DecodedRecord<T> | undefined } | { ok: false; code: "invalid_json" | "invalid_record"; reason: string } {
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return { ok: false, code: "invalid_json", reason: "not valid UTF-8" };
+    }
     let value: unknown;
     try {
-      value = JSON.parse(utf8.decode(bytes));
-    } catch (error) {
-      const reason = error instanceof SyntaxError ? error.message : "not valid UTF-8";
-      return { ok: false, code: "invalid_json", reason: `invalid JSON: ${reason}` };
+      value = JSON.parse(text);
+    } catch {
+      return { ok: false, code: "invalid_json", reason: describeJsonError(text) };
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
@@ -189,7 +195,7 @@ export class JsonlDecoder<T = unknown> {
     }
     const schema = Object.hasOwn(this.#options.schemas, type) ? this.#options.schemas[type] : undefined;
     if (!schema) {
-      this.#report(line, "unknown_record", false, `record_type ${JSON.stringify(type)} is not known here; skipped`);
+      this.#report(line, "unknown_record", false, `record_type ${escapedExcerpt(type)} is not known here; skipped`);
       return { ok: true, record: undefined };
     }
     const result = schema.safeParse(value);

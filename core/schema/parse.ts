@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
+import { describeJsonError, escapedExcerpt } from "./excerpt.ts";
 import { DraftRecord } from "./message.ts";
 import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
 
@@ -38,9 +39,15 @@ function parseJsonDocument(bytes: Uint8Array | string, file: string): unknown {
   const text = typeof bytes === "string" ? bytes : decodeUtf8(bytes, file);
   try {
     return JSON.parse(text);
-  } catch (error) {
-    throw new CorruptSessionError(`${file}: invalid JSON (${(error as Error).message})`, { file, line: null, code: "invalid_json" });
+  } catch {
+    throw new CorruptSessionError(`${file}: ${describeJsonError(text)}`, { file, line: null, code: "invalid_json" });
   }
+}
+
+/** A non-string JSON value in a message, bounded: a number as is, anything else by its kind. */
+function describeScalar(value: unknown): string {
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
+  return Array.isArray(value) ? "an array" : "an object";
 }
 
 function validated<S extends z.ZodType>(schema: S, value: unknown, file: string, what: string): z.infer<S> {
@@ -74,7 +81,7 @@ export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): S
     const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;
     if (version !== META_SCHEMA_VERSION) {
       // A missing version is refused too: a reader never guesses that an unversioned document is version 1.
-      const found = version === undefined ? "is missing" : `${JSON.stringify(version)} is not supported`;
+      const found = version === undefined ? "is missing" : `${typeof version === "string" ? escapedExcerpt(version) : describeScalar(version)} is not supported`;
       throw new UnsupportedSchemaError(`${file}: schema_version ${found} (this reader knows ${META_SCHEMA_VERSION})`, {
         file,
         schema_version: version ?? null,
