@@ -113,6 +113,42 @@ export class CorruptSessionError extends SessionfoldError {
   }
 }
 
+/** What {@linkcode StoreEntryError} says about the entry it refused. */
+export interface StoreEntryDetails extends ErrorDetails {
+  /** The storage key, relative to the store's root. */
+  path: string;
+  /** Where the backend keeps it (the absolute file on Node), when that differs from the key. */
+  file?: string;
+  /** What is there: `"a symbolic link"`, `"a FIFO"`, `"a folder"`, `"a file with 2 hard links"`, `"a file of 300 MiB"`… */
+  found: string;
+  /** What belongs there: `"a regular file"`, `"a folder"`, `"a file of at most 256 MiB"`… */
+  expected: string;
+}
+
+/**
+ * An entry of the store that sessionfold refuses to follow, read or write: a symbolic link
+ * anywhere under the root, a FIFO, socket or device, a folder where a file belongs (or the
+ * reverse, for a write), a file with other hard links (for a write), or a file over the size
+ * limit. Code `corrupt` (CLI exit 4). Nothing was read from it or written to it, and its
+ * message quotes nothing of its content.
+ *
+ * @example
+ * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
+ * try { await sessions.open("a1/w1/s1"); } catch (e) {
+ *   if (e instanceof StoreEntryError) console.error(e.details.path, e.details.found); // ".../meta.json", "a symbolic link"
+ * }
+ * ```
+ */
+export class StoreEntryError extends CorruptSessionError {
+  declare readonly details: StoreEntryDetails;
+  constructor(message: string, details: StoreEntryDetails) {
+    super(message, details);
+  }
+}
+
 /** A `schema_version` (or other format version) this reader does not know. It never guesses. */
 export class UnsupportedSchemaError extends SessionfoldError {
   constructor(message: string, details: ErrorDetails = {}) {
@@ -176,75 +212,6 @@ export class ProviderError extends SessionfoldError {
   constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
     super("internal", message, details, options);
   }
-}
-
-const errorClasses: Record<string, new (message: string, details: ErrorDetails) => SessionfoldError> = {
-  InvalidIdError,
-  NotFoundError,
-  WriterLockedError,
-  RevisionConflictError,
-  SessionBusyError,
-  CorruptSessionError,
-  UnsupportedSchemaError,
-  InvalidInputError,
-  StorageFullError,
-  StorageError,
-  CompactionFailedError,
-  ContextOverflowError,
-  CancelledError,
-  InternalError,
-  ProviderError,
-};
-
-/** The plain-data form of an error, as it crosses a worker boundary. */
-export interface SerializedError {
-  name: string;
-  code: ErrorCode;
-  message: string;
-  details: ErrorDetails;
-  stack?: string;
-}
-
-/**
- * Turns any thrown value into plain data that survives `postMessage`.
- * Non-sessionfold errors become `internal`.
- *
- * @example
- * ```ts
- * const data = serializeError(new NotFoundError("no session s1"));
- * deserializeError(data) instanceof NotFoundError; // true
- * ```
- */
-export function serializeError(error: unknown): SerializedError {
-  if (error instanceof SessionfoldError) {
-    return { name: error.name, code: error.code, message: error.message, details: error.details, stack: error.stack };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return {
-    name: "InternalError",
-    code: "internal",
-    message,
-    details: error instanceof Error ? { original_name: error.name } : {},
-    stack: error instanceof Error ? error.stack : undefined,
-  };
-}
-
-/**
- * Rebuilds a typed error from {@linkcode serializeError}'s output, keeping its class.
- *
- * @example
- * ```ts
- * const e = deserializeError({ name: "WriterLockedError", code: "writer-locked", message: "locked", details: {} });
- * e instanceof WriterLockedError; // true
- * ```
- */
-export function deserializeError(data: SerializedError): SessionfoldError {
-  const Known = Object.hasOwn(errorClasses, data.name) ? errorClasses[data.name] : undefined;
-  const error = Known
-    ? new Known(data.message, data.details)
-    : new SessionfoldError(data.code, data.message, data.details);
-  if (data.stack) error.stack = data.stack;
-  return error;
 }
 
 /**

@@ -13,6 +13,7 @@
  * @module
  */
 export * from "./errors.ts";
+export * from "./error-wire.ts";
 export * from "./schema/mod.ts";
 export * from "./jsonl/mod.ts";
 export * from "./layout/mod.ts";

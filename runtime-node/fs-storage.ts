@@ -1,26 +1,18 @@
 import { randomBytes } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  fchmodSync,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
-import { assertStoragePath, parentPath, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/storage/mod.ts";
+import {
+  assertStoragePath,
+  formatBytes,
+  MAX_FILE_BYTES,
+  parentPath,
+  type FileTail,
+  type StorageCapabilities,
+  type StoragePort,
+  type WriteOptions,
+} from "../core/storage/mod.ts";
+import { APPEND_FLAGS, entryError, errno, FOLDER_FLAGS, kindOf, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */
 export interface NodeFileStorageOptions {
@@ -32,6 +24,11 @@ export interface NodeFileStorageOptions {
    * then says `false`.
    */
   readonly fsync?: boolean;
+  /**
+   * The largest file `read` loads, in bytes; a larger one is refused as corrupt
+   * (`StoreEntryError`) without being read. Default {@linkcode MAX_FILE_BYTES} (256 MiB).
+   */
+  readonly maxFileBytes?: number;
 }
 
 /** Names starting with this are this backend's temporary files: never listed, never a valid key. */
@@ -54,8 +51,11 @@ const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
  *
  * No key can name a path outside `root`: keys are checked (`assertStoragePath`, and the
  * `.tmp-` prefix is reserved) before any path is built, and the resolved path is checked to
- * stay under `root`. Symlinks that someone placed inside the root are followed, like a
- * symlinked root itself: the store never creates one.
+ * stay under `root`. Nothing under the root is followed (docs/FORMAT.md "The store's
+ * boundary", `fs-boundary.ts`): a symbolic link, a FIFO, a socket or a device where a file
+ * or folder belongs, a file with other hard links that a write would change, and a file
+ * over `maxFileBytes` are each a `StoreEntryError` (`corrupt`). The root itself may be a
+ * symbolic link (the host chose it).
  *
  * @example
  * ```ts
@@ -69,31 +69,74 @@ export class NodeFileStorage implements StoragePort {
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
+  readonly #maxFileBytes: number;
+  readonly #boundary: StoreBoundary;
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
       throw new InvalidInputError(`NodeFileStorage root must be an absolute folder, got ${JSON.stringify(options?.root)}`, { root: options?.root });
     }
+    const max = options.maxFileBytes ?? MAX_FILE_BYTES;
+    if (!Number.isSafeInteger(max) || max < 0) throw new InvalidInputError(`NodeFileStorage maxFileBytes must be a non-negative integer, got ${String(max)}`);
     this.root = resolve(options.root);
     this.#fsync = options.fsync ?? true;
+    this.#maxFileBytes = max;
+    this.#boundary = new StoreBoundary(this.root);
     this.capabilities = { durable: this.#fsync, backend: "node-fs" };
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
     return this.#run("read", path, (file) => {
-      const bytes = missingAsUndefined(() => readFileSync(file));
-      return bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
+      if (!opened) return undefined;
+      try {
+        return this.#readWhole(path, file, opened.fd, opened.info.size);
+      } finally {
+        closeSync(opened.fd);
+      }
     });
+  }
+
+  /** Every byte of an opened file, which may still grow while it is read (an append): never more than the limit. */
+  #readWhole(path: string, file: string, fd: number, size: number): Uint8Array {
+    const max = this.#maxFileBytes;
+    const tooLarge = (bytes: number) => entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
+    if (size > max) throw tooLarge(size);
+    const bytes = new Uint8Array(size);
+    let got = 0;
+    while (got < size) {
+      const read = readSync(fd, bytes, got, size - got, got);
+      if (read === 0) return bytes.subarray(0, got); // it shrank since fstat
+      got += read;
+    }
+    // Bytes appended since fstat are read too, as a whole-file read would, in steps up to the limit.
+    const extra: Uint8Array[] = [];
+    for (;;) {
+      const chunk = new Uint8Array(64 * 1024);
+      const read = readSync(fd, chunk, 0, chunk.length, got);
+      if (read === 0) break;
+      got += read;
+      if (got > max) throw tooLarge(got);
+      extra.push(chunk.subarray(0, read));
+    }
+    if (extra.length === 0) return bytes;
+    const whole = new Uint8Array(got);
+    whole.set(bytes);
+    let at = size;
+    for (const piece of extra) {
+      whole.set(piece, at);
+      at += piece.length;
+    }
+    return whole;
   }
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     return this.#run("readTail", path, (file) => {
       if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
-      const fd = missingAsUndefined(() => openSync(file, "r"));
-      if (fd === undefined) return undefined;
+      const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
+      if (!opened) return undefined;
+      const { fd, info } = opened;
       try {
-        const info = fstatSync(fd);
-        if (!info.isFile()) throw Object.assign(new Error("not a file"), { code: "EISDIR" });
         const length = Math.min(info.size, Math.max(0, Math.floor(maxBytes)));
         const bytes = new Uint8Array(length);
         for (let got = 0; got < length; ) {
@@ -111,6 +154,11 @@ export class NodeFileStorage implements StoragePort {
 
   list(dir: string): Promise<string[]> {
     return this.#run("list", dir, (folder) => {
+      if (this.#boundary.parents(dir, "read") === "missing") return [];
+      const info = missingAsUndefined(() => lstatSync(folder));
+      if (!info) return [];
+      // The listed folder itself must be a real one: a file or a link there is not "empty".
+      if (!info.isDirectory()) throw entryError(dir, folder, kindOfEntry(folder), "a folder");
       const names = missingAsUndefined(() => readdirSync(folder));
       return (names ?? []).filter((name) => !name.startsWith(TEMP_PREFIX)).sort();
     }, true);
@@ -126,6 +174,13 @@ export class NodeFileStorage implements StoragePort {
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
       try {
+        this.#boundary.replaceable(path, file);
+      } catch (error) {
+        closeSync(fd);
+        bestEffort(() => unlinkSync(temp));
+        throw error;
+      }
+      try {
         fill(fd, bytes, durable);
         renameSync(temp, file);
       } catch (error) {
@@ -138,10 +193,9 @@ export class NodeFileStorage implements StoragePort {
 
   append(path: string, bytes: Uint8Array): Promise<void> {
     return this.#run("append", path, (file) => {
-      const fd = this.#withParents(path, () => openSync(file, "a", 0o600));
+      const { fd, info } = this.#withParents(path, () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600) ?? missingParent(file));
       let before: number | undefined;
       try {
-        const info = fstatSync(fd);
         before = info.size;
         if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
         writeAll(fd, bytes, null);
@@ -210,10 +264,11 @@ export class NodeFileStorage implements StoragePort {
   truncate(path: string, length: number): Promise<void> {
     return this.#run("truncate", path, (file) => {
       if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
-      const fd = missingAsUndefined(() => openSync(file, "r+"));
-      if (fd === undefined) return;
+      const opened = this.#boundary.open(path, file, TRUNCATE_FLAGS, "write");
+      if (!opened) return;
+      const { fd, info } = opened;
       try {
-        if (length < fstatSync(fd).size) {
+        if (length < info.size) {
           ftruncateSync(fd, Math.max(0, Math.floor(length)));
           if (this.#fsync) fsyncSync(fd);
         }
@@ -225,6 +280,8 @@ export class NodeFileStorage implements StoragePort {
 
   remove(path: string, options?: WriteOptions): Promise<void> {
     return this.#run("remove", path, (file) => {
+      // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
+      if (this.#boundary.parents(path, "read") === "missing") return;
       try {
         rmSync(file, { recursive: true, force: true });
       } catch (error) {
@@ -239,6 +296,7 @@ export class NodeFileStorage implements StoragePort {
     return this.#run("move", from, (source) => {
       const target = this.#file(to);
       if (from === to || to.startsWith(`${from}/`)) return false;
+      if (this.#boundary.parents(from, "read") === "missing") return false;
       if (!missingAsUndefined(() => lstatSync(source))) return false;
       if (missingAsUndefined(() => lstatSync(target))) return false;
       this.#ensureFolder(parentPath(to));
@@ -285,9 +343,13 @@ export class NodeFileStorage implements StoragePort {
     return file;
   }
 
-  /** Runs `create`; when a parent folder is missing, creates the parents and runs it again. */
+  /**
+   * Runs `create` once its folders are checked; when a parent folder is missing, creates the
+   * parents and runs it again.
+   */
   #withParents<T>(path: string, create: () => T): T {
     try {
+      if (this.#boundary.parents(path, "write") === "missing") throw missingParent(path);
       return create();
     } catch (error) {
       if (errno(error) !== "ENOENT") throw error;
@@ -298,19 +360,16 @@ export class NodeFileStorage implements StoragePort {
 
   /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably. */
   #ensureFolder(dir: string): void {
-    const target = this.#file(dir, true);
-    const first = mkdirSync(target, { recursive: true, mode: 0o700 });
-    if (first === undefined) return;
-    const created = [first];
-    for (const segment of relative(first, target).split(sep).filter(Boolean)) created.push(join(created.at(-1)!, segment));
-    for (const folder of created) chmodSync(folder, 0o700);
-    for (const folder of [dirname(first), ...created.slice(0, -1)]) this.#syncFolder(folder);
+    this.#file(dir, true);
+    const created = this.#boundary.ensureFolder(dir);
+    if (created.length === 0) return;
+    for (const folder of [dirname(created[0]!), ...created.slice(0, -1)]) this.#syncFolder(folder);
   }
 
   /** fsyncs a folder so a rename, a new or a removed entry in it survives a crash. */
   #syncFolder(folder: string): void {
     if (!this.#fsync) return;
-    const fd = missingAsUndefined(() => openSync(folder, "r"));
+    const fd = missingAsUndefined(() => openSync(folder, FOLDER_FLAGS));
     if (fd === undefined) return;
     try {
       fsyncSync(fd);
@@ -364,9 +423,18 @@ function bestEffort(cleanup: () => void): void {
   }
 }
 
-function errno(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+/** The error `#withParents` retries on: a folder on the way is missing. */
+function missingParent(file: string): never {
+  throw Object.assign(new Error(`a folder on the way to ${file} is missing`), { code: "ENOENT" });
+}
+
+/** What stands at `file`, for a message (its entry is not followed). */
+function kindOfEntry(file: string): string {
+  try {
+    return kindOf(lstatSync(file));
+  } catch {
+    return "an entry that vanished";
+  }
 }
 
 /**
@@ -389,6 +457,7 @@ export function storageErrorFromFs(error: unknown, operation: string, path: stri
   return new StorageError(`${where}: ${reason} (${code})`, details, { cause: error });
 }
 
+/** Reasons of errors that the boundary checks leave to the system: permissions, and the root's own path (outside the store). */
 const FS_REASONS: Record<string, string> = {
   EACCES: "permission denied",
   EPERM: "permission denied",

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { InternalError } from "../errors.ts";
+import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import { describeJsonError, escapedExcerpt } from "../schema/excerpt.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
@@ -21,6 +22,12 @@ export interface JsonlDecodeOptions {
   readonly tornTailRecoverable?: boolean;
   /** Keep each record's line bytes in {@linkcode DecodedRecord.bytes} (a view, without its `\n`). */
   readonly keepLineBytes?: boolean;
+  /**
+   * The longest line accepted, in bytes without its `\n`; default {@linkcode MAX_LINE_BYTES}.
+   * A longer line is a fatal `oversized_line` and is never decoded; the decoder stops
+   * holding its bytes as soon as it is over the limit.
+   */
+  readonly maxLineBytes?: number;
 }
 
 /** A record with the 1-based line it was read from. */
@@ -74,6 +81,8 @@ export class JsonlDecoder<T = unknown> {
   readonly #diagnostics: Diagnostic[] = [];
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
+  /** Bytes of the pending line dropped because it is already over the limit (`#pendingBytes` counts them too). */
+  #oversized = false;
   #line = 0;
   #consumed = 0;
   #validBytes = 0;
@@ -92,18 +101,24 @@ export class JsonlDecoder<T = unknown> {
     let start = 0;
     for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
       const piece = chunk.subarray(start, i);
-      const lineBytes = this.#pendingBytes === 0 ? piece : this.#takePending(piece);
       this.#line += 1;
-      const lineLength = lineBytes.length + 1;
-      const decoded = this.#decodeLine(lineBytes, this.#line);
-      this.#consumed += lineLength;
+      const length = this.#pendingBytes + piece.length;
+      if (this.#oversized || length > this.#maxLine) {
+        this.#dropPending();
+        this.#reportOversized(this.#line, length, true);
+      } else {
+        const lineBytes = this.#pendingBytes === 0 ? piece : this.#takePending(piece);
+        const decoded = this.#decodeLine(lineBytes, this.#line);
+        if (decoded !== "invalid" && decoded) out.push(decoded);
+      }
+      this.#consumed += length + 1;
       this.#validBytes = this.#consumed;
-      if (decoded !== "invalid" && decoded) out.push(decoded);
       start = i + 1;
     }
     if (start < chunk.length) {
-      this.#pending.push(chunk.slice(start));
       this.#pendingBytes += chunk.length - start;
+      if (this.#pendingBytes > this.#maxLine) this.#dropPending(true);
+      else this.#pending.push(chunk.slice(start));
     }
     if (this.#all) for (const record of out) this.#all.push(record);
     return out;
@@ -114,7 +129,13 @@ export class JsonlDecoder<T = unknown> {
     if (this.#finished) return this.#finished;
     let missingNewline = false;
     const tail: DecodedRecord<T>[] = [];
-    if (this.#pendingBytes > 0) {
+    if (this.#oversized) {
+      // An unterminated line over the limit was never a record that could be valid: corruption, torn or not.
+      const length = this.#pendingBytes;
+      this.#dropPending();
+      this.#reportOversized(++this.#line, length, false);
+      this.#consumed += length;
+    } else if (this.#pendingBytes > 0) {
       const lineBytes = this.#takePending(new Uint8Array(0));
       const line = ++this.#line;
       const parsed = this.#parseLine(lineBytes, line);
@@ -147,6 +168,26 @@ export class JsonlDecoder<T = unknown> {
   collectAll(): this {
     this.#all = [];
     return this;
+  }
+
+  get #maxLine(): number {
+    return this.#options.maxLineBytes ?? MAX_LINE_BYTES;
+  }
+
+  /** Forgets the pending line's bytes; with `oversized`, keeps counting it as one line over the limit. */
+  #dropPending(oversized = false): void {
+    this.#pending = [];
+    if (oversized) {
+      this.#oversized = true;
+      return;
+    }
+    this.#pendingBytes = 0;
+    this.#oversized = false;
+  }
+
+  #reportOversized(line: number, length: number, terminated: boolean): void {
+    const limit = formatBytes(this.#maxLine);
+    this.#report(line, "oversized_line", true, `a line of ${length} bytes${terminated ? "" : " without a newline"} is over the limit of ${limit}; not read`);
   }
 
   #takePending(last: Uint8Array): Uint8Array {

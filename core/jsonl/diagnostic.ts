@@ -9,6 +9,7 @@ export type DiagnosticCode =
   | "truncated_tail"
   | "invalid_json"
   | "invalid_record"
+  | "oversized_line"
   | "unknown_record"
   | "overlap_removed"
   | "stale_draft"

@@ -1,3 +1,4 @@
+import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { JsonlDecoder, type JsonlDecodeOptions } from "./decode.ts";
 import type { Diagnostic } from "./diagnostic.ts";
@@ -18,7 +19,9 @@ const NEWLINE = 0x0a;
 
 /**
  * Reads just the last record of a JSONL file from its tail, growing the window until
- * it holds a whole final line. Cost: O(length of the last line), whatever the file size.
+ * it holds a whole final line. Cost: O(length of the last line), whatever the file size; a
+ * final line over `maxLineBytes` (default {@linkcode MAX_LINE_BYTES}) is reported as a fatal
+ * `oversized_line` after reading at most that many bytes.
  * Returns `undefined` when the file does not exist.
  *
  * @example
@@ -37,6 +40,7 @@ export async function readLastRecord<T = unknown>(
   options: JsonlDecodeOptions & { readonly initialBytes?: number },
 ): Promise<LastRecord<T> | undefined> {
   let window = Math.max(16, options.initialBytes ?? 4096);
+  const limit = options.maxLineBytes ?? MAX_LINE_BYTES;
   let bytesRead = 0;
   for (;;) {
     const tail = await storage.readTail(path, window);
@@ -48,13 +52,18 @@ export async function readLastRecord<T = unknown>(
     const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
     const wholeFileSeen = bytes.length >= size;
     if (start > 0 || wholeFileSeen) {
-      const decoder = new JsonlDecoder<T>({ file: options.file, schemas: options.schemas, tornTailRecoverable: options.tornTailRecoverable });
+      const decoder = new JsonlDecoder<T>({ file: options.file, schemas: options.schemas, tornTailRecoverable: options.tornTailRecoverable, maxLineBytes: limit });
       const decoded = decoder.push(bytes.subarray(start));
       const result = decoder.finish();
       const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
       const diagnostics = result.diagnostics.map((d) => ({ ...d, line: null, message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `) }));
       return { record, diagnostics, size, bytesRead };
     }
-    window *= 4;
+    if (end > limit) {
+      // The final line is longer than any line a reader accepts: it is never read whole.
+      const message = `${options.file} (last line): a line of more than ${formatBytes(limit)} is over the limit; not read`;
+      return { record: undefined, diagnostics: [{ file: options.file, line: null, code: "oversized_line", fatal: true, message }], size, bytesRead };
+    }
+    window = Math.min(window * 4, limit + 2);
   }
 }

@@ -1,4 +1,5 @@
-import { InternalError, deserializeError, serializeError, type SerializedError } from "../errors.ts";
+import { deserializeError, serializeError, type SerializedError } from "../error-wire.ts";
+import { InternalError } from "../errors.ts";
 
 /** One Comlink transfer handler, as far as these helpers use it. */
 export interface TransferHandlerLike {

@@ -84,7 +84,7 @@ describe("NodeFileStorage", () => {
   it("leaves no temp file behind and never lists one", async () => {
     await Promise.all(Array.from({ length: 20 }, (_, i) => storage.replace("d/meta.json", utf8(`{"n":${i}}`))));
     await storage.replace("d/sub/x", utf8("x"));
-    await expect(storage.replace("d/sub", utf8("onto a folder"))).rejects.toBeInstanceOf(StorageError);
+    await expect(storage.replace("d/sub", utf8("onto a folder"))).rejects.toMatchObject({ name: "StoreEntryError", details: { found: "a folder" } });
     expect(await tree(root)).toEqual(["d", "d/meta.json", "d/sub", "d/sub/x"]);
     await writeFile(join(root, "d", ".tmp-0123abcd"), "left by a crash");
     expect(await storage.list("d")).toEqual(["meta.json", "sub"]);
@@ -118,11 +118,6 @@ describe("NodeFileStorage", () => {
     expect(await storage.createExclusive("writer.lock", utf8("{}"))).toBe(true);
   });
 
-  it("maps a real ENOSPC (a file that is /dev/full) to StorageFullError", async () => {
-    await storage.replace("keep", utf8("k"));
-    await symlink("/dev/full", join(root, "full.jsonl"));
-    await expect(storage.append("full.jsonl", utf8("x\n"))).rejects.toMatchObject({ code: "storage-full", details: { errno: "ENOSPC" } });
-  });
 
   it("maps every other failure to a typed StorageError carrying path and errno", async () => {
     faults.open = "EACCES";
@@ -132,12 +127,17 @@ describe("NodeFileStorage", () => {
     faults.open = "";
     await storage.replace("folder/x", utf8("x"));
     await storage.replace("file", utf8("f"));
-    await expect(storage.read("folder")).rejects.toThrow(/folder is where a file was expected/);
-    await expect(storage.readTail("folder", 4)).rejects.toMatchObject({ details: { errno: "EISDIR" } });
-    await expect(storage.append("folder", utf8("x"))).rejects.toBeInstanceOf(StorageError);
-    await expect(storage.replace("file/x", utf8("x"))).rejects.toThrow(/file is where a folder was expected/);
+    // A folder where a file belongs, or a file where a folder belongs for a write: corrupt, not internal.
+    const folderForFile = { name: "StoreEntryError", code: "corrupt", details: { path: "folder", found: "a folder", expected: "a regular file" } };
+    await expect(storage.read("folder")).rejects.toMatchObject(folderForFile);
+    await expect(storage.readTail("folder", 4)).rejects.toMatchObject(folderForFile);
+    await expect(storage.append("folder", utf8("x"))).rejects.toMatchObject(folderForFile);
+    await expect(storage.truncate("folder", 0)).rejects.toMatchObject(folderForFile);
+    await expect(storage.replace("file/x", utf8("x"))).rejects.toMatchObject({ code: "corrupt", details: { path: "file/x", found: "a regular file", expected: "a folder" } });
+    await expect(storage.append("file/x", utf8("x"))).rejects.toMatchObject({ code: "corrupt", details: { found: "a regular file", expected: "a folder" } });
+    // Reading under a file finds nothing there; listing a file as a folder is corrupt.
     expect(await storage.read("file/x")).toBeUndefined();
-    expect(await storage.list("file")).toEqual([]);
+    await expect(storage.list("file")).rejects.toMatchObject({ code: "corrupt", details: { found: "a regular file", expected: "a folder" } });
   });
 
   it("storageErrorFromFs types every errno and passes sessionfold errors through", () => {

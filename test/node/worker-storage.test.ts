@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../../core/mod.ts";
+import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreEntryError } from "../../core/mod.ts";
 import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerStorage } from "../../runtime-node/mod.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -30,9 +30,10 @@ describe("WorkerStorage", () => {
     const storage = workerStorage();
     await storage.replace("keep", utf8("k"));
     await symlink("/dev/full", join(base, "store", "full.jsonl"));
-    const full = await storage.append("full.jsonl", utf8("x\n")).catch((e: unknown) => e);
-    expect(full).toBeInstanceOf(StorageFullError);
-    expect(full).toMatchObject({ name: "StorageFullError", code: "storage-full", details: { path: "full.jsonl", errno: "ENOSPC", operation: "append" } });
+    const linked = await storage.append("full.jsonl", utf8("x\n")).catch((e: unknown) => e);
+    expect(linked).toBeInstanceOf(StoreEntryError);
+    expect(linked).toBeInstanceOf(CorruptSessionError);
+    expect(linked).toMatchObject({ name: "StoreEntryError", code: "corrupt", details: { path: "full.jsonl", found: "a symbolic link", expected: "a regular file" } });
 
     const hostile = await storage.read("../etc/passwd").catch((e: unknown) => e);
     expect(hostile).toBeInstanceOf(InvalidInputError);
@@ -42,9 +43,15 @@ describe("WorkerStorage", () => {
     expect(folder).toBeInstanceOf(InvalidInputError);
     await storage.replace("dir/x", utf8("x"));
     const notFile = await storage.read("dir").catch((e: unknown) => e);
-    expect(notFile).toBeInstanceOf(StorageError);
-    expect(notFile).toMatchObject({ code: "internal", details: { errno: "EISDIR", path: "dir" } });
-    expect((notFile as Error).stack).toContain("fs-storage");
+    expect(notFile).toBeInstanceOf(StoreEntryError);
+    expect(notFile).toMatchObject({ code: "corrupt", details: { found: "a folder", path: "dir" } });
+    expect((notFile as Error).stack).toContain("fs-boundary");
+
+    // A name the file system refuses: a plain StorageError, with its errno, across the hop.
+    const long = "x".repeat(300);
+    const refused = await storage.append(long, utf8("x")).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StorageError);
+    expect(refused).toMatchObject({ name: "StorageError", code: "internal", details: { errno: "ENAMETOOLONG", path: long } });
   });
 
   it("transfers large buffers and still leaves the caller's array intact", async () => {

@@ -1,0 +1,229 @@
+/**
+ * The boundary of a Node file store (docs/FORMAT.md "The store's boundary"): nothing under
+ * the root is followed if it is a symbolic link, every folder between the root and a file
+ * must be a real folder, only regular files are read or written, no write reaches a file
+ * with other hard links, and no read blocks (a FIFO or a device is refused after an
+ * `O_NONBLOCK` open, before any byte is read). What breaks a rule is a
+ * {@linkcode StoreEntryError} (`corrupt`) naming the key, the file and what was found.
+ *
+ * The checks are system calls on the calling thread: an `lstat` per folder under the root
+ * and an `fstat` of every opened file, a few microseconds each.
+ *
+ * @module
+ */
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { StoreEntryError } from "../core/errors.ts";
+
+/** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+/** Opening a FIFO without a writer, or a device, must not wait: the `fstat` then refuses it. */
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+
+/** Flags of a read: no link followed, no wait. */
+export const READ_FLAGS: number = constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+/** Flags of an append: created `0600` when missing, no link followed, no wait. */
+export const APPEND_FLAGS: number = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | O_NOFOLLOW | O_NONBLOCK;
+/** Flags of a truncate: an existing file only. */
+export const TRUNCATE_FLAGS: number = constants.O_RDWR | O_NOFOLLOW | O_NONBLOCK;
+/** Flags of opening a folder to fsync it. */
+export const FOLDER_FLAGS: number = constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK;
+
+/**
+ * What an entry is, as messages name it: `"a symbolic link"`, `"a folder"`, `"a FIFO"`…
+ *
+ * @example
+ * ```ts
+ * import { lstatSync } from "node:fs";
+ * kindOf(lstatSync("/dev/null")); // "a character device"
+ * ```
+ */
+export function kindOf(info: Stats): string {
+  if (info.isSymbolicLink()) return "a symbolic link";
+  if (info.isDirectory()) return "a folder";
+  if (info.isFile()) return "a regular file";
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isSocket()) return "a socket";
+  if (info.isCharacterDevice()) return "a character device";
+  if (info.isBlockDevice()) return "a block device";
+  return "an entry of unknown type";
+}
+
+/**
+ * The error for an entry that breaks a rule of the boundary.
+ *
+ * @example
+ * ```ts
+ * throw entryError("agents/a1/x", "/store/agents/a1/x", "a symbolic link", "a regular file");
+ * ```
+ */
+export function entryError(path: string, file: string, found: string, expected: string, why = found === "a symbolic link" ? "the store follows no links" : ""): StoreEntryError {
+  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, { path, file, found, expected });
+}
+
+/** An opened regular file with what `fstat` said about it. */
+export interface OpenedFile {
+  readonly fd: number;
+  readonly info: Stats;
+}
+
+/** What a file is opened for: a write must also find it without other hard links. */
+export type Access = "read" | "write";
+
+/**
+ * Walks and opens paths under one root by the rules of the module doc. Keys reach it
+ * already validated (`assertStoragePath`), as absolute files under `root`.
+ */
+export class StoreBoundary {
+  readonly #root: string;
+
+  constructor(root: string) {
+    this.#root = root;
+  }
+
+  /**
+   * Checks the folders between the root and the entry `path` (not the entry itself).
+   * Resolves `"missing"` when one of them does not exist, and, for a read, when a regular
+   * file stands where a folder would be (then nothing is at `path`, as the port says).
+   *
+   * @throws {StoreEntryError} for a link or a special file in the way, or for a write, a regular file.
+   */
+  parents(path: string, access: Access): "present" | "missing" {
+    const segments = path.split("/");
+    return this.#walk(path, segments.slice(0, -1), access);
+  }
+
+  /** {@linkcode StoreBoundary.parents} for a folder, the folder itself included. */
+  folder(path: string, access: Access): "present" | "missing" {
+    return path === "" ? "present" : this.#walk(path, path.split("/"), access);
+  }
+
+  /**
+   * Opens the regular file `file` (the key `path`) with `flags`, after checking its folders.
+   * `undefined` when it (or a folder) is missing.
+   *
+   * @throws {StoreEntryError} when it is a link, a folder, a FIFO, a socket or a device, or for
+   * a write when it has other hard links; nothing was read or written.
+   */
+  open(path: string, file: string, flags: number, access: Access, mode?: number): OpenedFile | undefined {
+    if (this.parents(path, access) === "missing") return undefined;
+    let fd: number;
+    try {
+      fd = mode === undefined ? openSync(file, flags) : openSync(file, flags, mode);
+    } catch (error) {
+      const code = errno(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return undefined; // ENOTDIR: the root itself lies under a file
+      // ELOOP (EMLINK on the BSDs): the entry is a link; ENXIO: a socket, or a FIFO nobody reads; EISDIR: a folder.
+      if (code === "ELOOP" || code === "EMLINK" || code === "ENXIO" || code === "EISDIR" || code === "EOPNOTSUPP") this.#refuseEntry(path, file, error);
+      throw error;
+    }
+    try {
+      const info = fstatSync(fd);
+      if (!info.isFile()) throw entryError(path, file, kindOf(info), "a regular file");
+      if (access === "write" && info.nlink > 1) throw hardLinked(path, file, info);
+      return { fd, info };
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
+  /**
+   * Checks what a write that replaces the entry itself (a rename onto it) would replace:
+   * nothing, or a regular file without other hard links.
+   *
+   * @throws {StoreEntryError} otherwise.
+   */
+  replaceable(path: string, file: string): void {
+    const info = lstatOrUndefined(file);
+    if (!info) return;
+    if (!info.isFile()) throw entryError(path, file, kindOf(info), "a regular file");
+    if (info.nlink > 1) throw hardLinked(path, file, info);
+  }
+
+  /**
+   * Creates the folder `path` and its missing parents `0700` (whatever the umask), checking
+   * every folder on the way; returns the folders it created, outermost first.
+   *
+   * @throws {StoreEntryError} when something other than a real folder is in the way.
+   */
+  ensureFolder(path: string): string[] {
+    const created = this.#ensureRoot();
+    let folder = this.#root;
+    for (const segment of path === "" ? [] : path.split("/")) {
+      folder = join(folder, segment);
+      const info = lstatOrUndefined(folder);
+      if (info?.isDirectory()) continue;
+      if (info) throw entryError(path, folder, kindOf(info), "a folder");
+      try {
+        mkdirSync(folder, { mode: 0o700 });
+      } catch (error) {
+        if (errno(error) !== "EEXIST") throw error;
+        // Created by someone else meanwhile: it must still be a real folder.
+        const now = lstatSync(folder);
+        if (!now.isDirectory()) throw entryError(path, folder, kindOf(now), "a folder");
+        continue;
+      }
+      chmodSync(folder, 0o700);
+      created.push(folder);
+    }
+    return created;
+  }
+
+  /** The root and its missing parents (outside the store: followed like any path the host gives), created `0700`. */
+  #ensureRoot(): string[] {
+    const first = mkdirSync(this.#root, { recursive: true, mode: 0o700 });
+    if (first === undefined) return [];
+    const created = [first];
+    for (const segment of relative(first, this.#root).split(sep).filter(Boolean)) created.push(join(created.at(-1)!, segment));
+    for (const folder of created) chmodSync(folder, 0o700);
+    return created;
+  }
+
+  #walk(path: string, folders: readonly string[], access: Access): "present" | "missing" {
+    let folder = this.#root;
+    for (const segment of folders) {
+      folder = join(folder, segment);
+      const info = lstatOrUndefined(folder);
+      if (!info) return "missing";
+      if (info.isDirectory()) continue;
+      if (access === "read" && info.isFile()) return "missing";
+      throw entryError(path, folder, kindOf(info), "a folder");
+    }
+    return "present";
+  }
+
+  /** Names what an open refused to open. @throws {StoreEntryError} always, when the entry is still there. */
+  #refuseEntry(path: string, file: string, cause: unknown): void {
+    const info = lstatOrUndefined(file);
+    if (!info) throw cause;
+    throw entryError(path, file, kindOf(info), "a regular file");
+  }
+}
+
+function hardLinked(path: string, file: string, info: Stats): StoreEntryError {
+  return entryError(path, file, `a file with ${info.nlink} hard links`, "a file of its own", "a write would change the other copies too");
+}
+
+function lstatOrUndefined(file: string): Stats | undefined {
+  try {
+    return lstatSync(file);
+  } catch (error) {
+    if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The `code` of a Node system error (`"ENOENT"`), `undefined` for anything else.
+ *
+ * @example
+ * ```ts
+ * errno(Object.assign(new Error("x"), { code: "EEXIST" })); // "EEXIST"
+ * ```
+ */
+export function errno(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
