@@ -119,6 +119,8 @@ export class WorkerStorage implements StoragePort {
   async close(): Promise<void> {
     if (this.#dead) return;
     this.#fail(new StorageError("storage worker was closed", {}));
+    // An unreferenced worker would let the process exit before terminate() settles.
+    this.worker.ref();
     await this.worker.terminate();
   }
 
@@ -129,8 +131,8 @@ export class WorkerStorage implements StoragePort {
       if (this.#pending.size === 0) this.worker.ref(); // keep the process alive for the answer
       this.#pending.add(reject);
       const done = () => {
-        this.#pending.delete(reject);
-        if (this.#pending.size === 0) this.worker.unref();
+        // An answer that comes after close() (which rejected it already) must not unreference the worker being terminated.
+        if (this.#pending.delete(reject) && this.#pending.size === 0 && !this.#dead) this.worker.unref();
       };
       let sent: Promise<T>;
       try {

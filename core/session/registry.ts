@@ -154,16 +154,15 @@ export class Sessions {
         const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
         for (const sessionId of (await this.storage.list(dir)).filter(isValidId)) {
           const ref = `${agentId}/${workspaceId}/${sessionId}`;
-          const bytes = await this.storage.read(`${dir}/${sessionId}/meta.json`);
-          if (!bytes) {
-            // An empty folder (a create interrupted before meta.json) is no session at all.
-            if ((await this.storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
+          // One session that cannot be read (a bad meta.json, a link or a FIFO where a file belongs) is a problem, not the end of the listing.
+          try {
+            const bytes = await this.storage.read(`${dir}/${sessionId}/meta.json`);
+            if (bytes) {
+              metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
+            } else if ((await this.storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
+              // An empty folder (a create interrupted before meta.json) is no session at all.
               onProblem?.({ ref, message: "meta.json is missing (open the session to rebuild it)" });
             }
-            continue;
-          }
-          try {
-            metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
           } catch (error) {
             onProblem?.({ ref, message: asSessionfoldError(error, ref).message });
           }

@@ -13,6 +13,7 @@
  */
 import {
   MessageRecord,
+  StoreEntryError,
   SummaryRecord,
   UnsupportedSchemaError,
   decodeJsonl,
@@ -69,17 +70,22 @@ const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as co
  * @throws {NotFoundError} when there is no such session.
  */
 export async function verifySession(sessions: Sessions, ref: SessionRef, place: SessionPlace = "live"): Promise<VerifyReport> {
-  const storage = sessions.storage;
   const paths = sessionPaths(ref, place);
   const diagnostics: CliDiagnostic[] = [];
-  let session: Session;
   try {
-    session = await sessions.open(ref, { archived: place === "archived" });
+    await verifyFiles(sessions, ref, place, paths, diagnostics);
   } catch (error) {
-    if (!(error instanceof UnsupportedSchemaError)) throw error;
-    diagnostics.push(unsupportedSchema(error));
-    return report(ref, place, diagnostics);
+    // Nothing more of the session is read after either: a newer format is never guessed, a refused entry never followed.
+    if (error instanceof UnsupportedSchemaError) diagnostics.push(unsupportedSchema(error));
+    else if (error instanceof StoreEntryError) diagnostics.push(unsafeEntry(error, paths));
+    else throw error;
   }
+  return report(ref, place, diagnostics);
+}
+
+async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPlace, paths: SessionPaths, diagnostics: CliDiagnostic[]): Promise<void> {
+  const storage = sessions.storage;
+  const session = await sessions.open(ref, { archived: place === "archived" });
   // Open judged only the newest segment's tail; every segment is judged whole below.
   diagnostics.push(...session.diagnostics.filter((d) => !d.file.startsWith(SEGMENTS)));
   const segments = await verifySegments(storage, paths);
@@ -98,7 +104,6 @@ export async function verifySession(sessions: Sessions, ref: SessionRef, place: 
     }
   }
   diagnostics.push(...(await lockDiagnostics(storage, paths)));
-  return report(ref, place, diagnostics);
 }
 
 /**
@@ -125,6 +130,15 @@ export async function listStoredSessions(storage: StoragePort): Promise<StoredSe
 /** The diagnostic of a `meta.json` whose schema version this reader does not know. */
 export function unsupportedSchema(error: UnsupportedSchemaError): CliDiagnostic {
   return { file: "meta.json", line: null, code: "unsupported_schema", message: error.message, fatal: true };
+}
+
+/**
+ * The diagnostic of an entry the store refuses (a link, a FIFO, a folder for a file…):
+ * fatal, and nothing more of the session is read.
+ */
+export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): CliDiagnostic {
+  const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
+  return { file, line: null, code: "unsafe_entry", message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`, fatal: true };
 }
 
 async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: CliDiagnostic[]; bytes: number }> {

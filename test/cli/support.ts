@@ -65,6 +65,25 @@ export function bin(args: readonly string[], env: Record<string, string> = {}, c
   });
 }
 
+/**
+ * Runs several command lines in ONE child process (the real path: storage worker, fsync),
+ * one after the other, within `timeoutMs`: for commands that must not hang, at the cost of
+ * one process start.
+ */
+export function binMany(argvs: readonly (readonly string[])[], timeoutMs = 60_000): Promise<RunResult[]> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      process.execPath,
+      [join(REPO, "test/cli/fixtures/run-commands.mjs"), JSON.stringify(argvs)],
+      { cwd: REPO, env: { ...process.env, SESSIONFOLD_DEBUG: "" }, maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`the commands did not finish within ${timeoutMs} ms (${error.message}): ${stderr}`));
+        else resolvePromise(JSON.parse(stdout) as RunResult[]);
+      },
+    );
+  });
+}
+
 const roots: string[] = [];
 
 /** A new temporary folder, removed after the test. The store root inside it does not exist yet. */

@@ -1,0 +1,144 @@
+/**
+ * NodeFileStorage's boundary, method by method: a link anywhere under the root (to a file,
+ * to a folder, to a device), a FIFO, a socket, a hard link, a folder where a file belongs and
+ * a file over the limit are each refused with a `StoreEntryError` naming the key and what was
+ * found, before a byte is read or written; a folder beside the root, hashed before and after,
+ * never changes; nothing blocks.
+ */
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { link, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CorruptSessionError, StoreEntryError, type StoragePort } from "../../core/mod.ts";
+import { NodeFileStorage } from "../../runtime-node/mod.ts";
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
+let base: string;
+let root: string;
+let outside: string;
+let storage: NodeFileStorage;
+let server: Server | undefined;
+
+beforeEach(async () => {
+  base = await mkdtemp(join(tmpdir(), "sessionfold-boundary-"));
+  root = join(base, "store");
+  outside = join(base, "outside");
+  await mkdir(join(outside, "folder"), { recursive: true });
+  await writeFile(join(outside, "victim.jsonl"), '{"record_type":"message"}\n');
+  await writeFile(join(outside, "folder", "kept"), "kept\n");
+  storage = new NodeFileStorage({ root, fsync: false, maxFileBytes: 1024 });
+  await storage.replace("s/meta.json", utf8("{}"));
+});
+
+afterEach(async () => {
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  server = undefined;
+  await rm(base, { recursive: true, force: true });
+});
+
+/** Every file under `dir` with its mode and the SHA-256 of its bytes. */
+async function hashTree(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of (await readdir(dir, { recursive: true })) as string[]) {
+    const info = await stat(join(dir, name));
+    out[name] = info.isDirectory() ? `dir ${(info.mode & 0o777).toString(8)}` : `${(info.mode & 0o777).toString(8)} ${createHash("sha256").update(await readFile(join(dir, name))).digest("hex")}`;
+  }
+  return out;
+}
+
+/** Every port method on `key`, each settled. */
+function everyMethod(store: StoragePort, key: string): Record<string, Promise<unknown>> {
+  const bytes = utf8('{"x":1}\n');
+  return {
+    read: store.read(key),
+    readTail: store.readTail(key, 16),
+    replace: store.replace(key, bytes),
+    append: store.append(key, bytes),
+    createExclusive: store.createExclusive(key, bytes),
+    truncate: store.truncate(key, 0),
+  };
+}
+
+async function refusals(key: string): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [name, call] of Object.entries(everyMethod(storage, key))) {
+    out[name] = await call.then(
+      (value) => ({ resolved: value instanceof Uint8Array ? "bytes" : value }),
+      (error: unknown) => (error instanceof StoreEntryError ? { found: error.details.found, expected: error.details.expected } : { other: String(error) }),
+    );
+  }
+  return out;
+}
+
+describe("NodeFileStorage follows no link and touches only regular files under its root", () => {
+  it("a link to a file outside: refused by every method; the outside file is unchanged", async () => {
+    const before = await hashTree(outside);
+    await symlink(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));
+    const link = { found: "a symbolic link", expected: "a regular file" };
+    expect(await refusals("s/active.jsonl")).toEqual({ read: link, readTail: link, replace: link, append: link, createExclusive: { resolved: false }, truncate: link });
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
+  it("a link to a folder outside, anywhere on the way: refused for every method and for list", async () => {
+    const before = await hashTree(outside);
+    await symlink(join(outside, "folder"), join(root, "s", "segments"));
+    const folder = { found: "a symbolic link", expected: "a folder" };
+    for (const key of ["s/segments/kept", "s/segments/new.jsonl", "s/segments/deeper/new.jsonl"]) {
+      expect(await refusals(key), key).toEqual({ read: folder, readTail: folder, replace: folder, append: folder, createExclusive: folder, truncate: folder });
+    }
+    await expect(storage.list("s/segments")).rejects.toMatchObject({ details: folder });
+    await expect(storage.move("s/meta.json", "s/segments/meta.json")).rejects.toBeInstanceOf(StoreEntryError);
+    await expect(storage.remove("s/segments/kept")).rejects.toBeInstanceOf(StoreEntryError);
+    // Removing the link itself follows nothing: only the link goes.
+    await storage.remove("s/segments");
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
+  it("a hard link: read as the file the store names, never written", async () => {
+    const before = await hashTree(outside);
+    await link(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));
+    const linked = { found: "a file with 2 hard links", expected: "a file of its own" };
+    expect(await refusals("s/active.jsonl")).toEqual({ read: { resolved: "bytes" }, readTail: { resolved: { bytes: expect.any(Uint8Array), size: 26 } }, replace: linked, append: linked, createExclusive: { resolved: false }, truncate: linked });
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
+  it("a FIFO, a socket and a link to a device: refused at once, nothing read (no call blocks)", async () => {
+    execFileSync("mkfifo", [join(root, "s", "fifo")]);
+    server = createServer();
+    await new Promise<void>((resolve) => server!.listen(join(root, "s", "socket"), resolve));
+    await symlink("/dev/zero", join(root, "s", "zero"));
+    for (const [key, found] of [["s/fifo", "a FIFO"], ["s/socket", "a socket"], ["s/zero", "a symbolic link"]] as const) {
+      const refused = { found, expected: "a regular file" };
+      expect(await refusals(key), key).toEqual({ read: refused, readTail: refused, replace: refused, append: refused, createExclusive: { resolved: false }, truncate: refused });
+    }
+  });
+
+  it("a folder where a file belongs, and a file where a folder belongs (for a write)", async () => {
+    await mkdir(join(root, "s", "active.jsonl"));
+    const folder = { found: "a folder", expected: "a regular file" };
+    expect(await refusals("s/active.jsonl")).toEqual({ read: folder, readTail: folder, replace: folder, append: folder, createExclusive: { resolved: false }, truncate: folder });
+    const file = { found: "a regular file", expected: "a folder" };
+    expect(await refusals("s/meta.json/x")).toEqual({ read: { resolved: undefined }, readTail: { resolved: undefined }, replace: file, append: file, createExclusive: file, truncate: file });
+  });
+
+  it("a file over maxFileBytes is refused unread; a tail of it can still be read", async () => {
+    await writeFile(join(root, "s", "big"), "x".repeat(1025));
+    const error = await storage.read("s/big").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptSessionError);
+    expect(error).toMatchObject({ code: "corrupt", details: { path: "s/big", found: "a file of 1 KiB", expected: "a file of at most 1 KiB" } });
+    expect((error as Error).message).not.toContain("xxxx");
+    expect((await storage.readTail("s/big", 4))?.size).toBe(1025);
+  });
+
+  it("the root itself may be a link (the host chose it)", async () => {
+    await symlink(root, join(base, "alias"));
+    const aliased = new NodeFileStorage({ root: join(base, "alias"), fsync: false });
+    expect(await aliased.read("s/meta.json")).toEqual(utf8("{}"));
+    await aliased.append("s/messages/active.jsonl", utf8("{}\n"));
+    expect(await readFile(join(root, "s", "messages", "active.jsonl"), "utf8")).toBe("{}\n");
+  });
+});
