@@ -43,7 +43,10 @@ import {
   SessionfoldError,
   StorageError,
   StorageFullError,
+  StoreEntryError,
   assertStoragePath,
+  formatBytes,
+  MAX_FILE_BYTES,
   type FileTail,
   type StorageCapabilities,
   type StoragePort,
@@ -63,6 +66,12 @@ export interface IndexedDbStorageOptions {
    * another `dbName` rather than another `storeName` on an existing database.
    */
   readonly storeName?: string;
+  /**
+   * The largest file `read` loads, in bytes: a larger one is refused as corrupt
+   * (`StoreEntryError`) from its header, before a chunk is loaded. Default
+   * {@linkcode MAX_FILE_BYTES} (256 MiB), as on Node.
+   */
+  readonly maxFileBytes?: number;
 }
 
 /** Largest chunk record; bigger writes are split, so a tail read never loads a whole large file. */
@@ -222,6 +231,7 @@ export class IndexedDbStorage implements StoragePort {
   /** Releases a Web Lock taken with `acquireLock`. Defined only with `acquireLock`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
   #useStore: UseStore;
+  readonly #maxFileBytes: number;
   #db: Promise<IDBDatabase> | undefined;
   #closed = false;
   readonly #held = new Map<string, { release: () => void; done: Promise<unknown> }>();
@@ -229,6 +239,7 @@ export class IndexedDbStorage implements StoragePort {
   constructor(options: IndexedDbStorageOptions = {}) {
     this.dbName = options.dbName ?? "sessionfold";
     this.storeName = options.storeName ?? "files";
+    this.#maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#useStore = createStore(this.dbName, this.storeName);
     const locks = (globalThis as { navigator?: { locks?: LockManager | null } }).navigator?.locks;
     if (locks && typeof locks.request === "function") {
@@ -240,11 +251,15 @@ export class IndexedDbStorage implements StoragePort {
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     return this.#transaction("readonly", "read", path, async (store) => {
-      const [header, chunks] = await Promise.all([
-        promisifyRequest(store.get(path) as IDBRequest<FileHeader | undefined>),
-        promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>),
-      ]);
+      // The header first: a file over the limit is refused before any of its chunks is loaded.
+      const header = await promisifyRequest(store.get(path) as IDBRequest<FileHeader | undefined>);
       if (!header) return undefined;
+      if (!(header.size <= this.#maxFileBytes)) {
+        const max = formatBytes(this.#maxFileBytes);
+        const found = `a file of ${Number.isFinite(header.size) ? formatBytes(header.size) : String(header.size)}`;
+        throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
+      }
+      const chunks = await promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>);
       return checked(concat(chunks, header.size), header, path);
     });
   }

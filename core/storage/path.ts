@@ -1,8 +1,16 @@
 import { InvalidInputError } from "../errors.ts";
+import { escapedExcerpt } from "../schema/excerpt.ts";
+
+/** The longest segment of a key, in UTF-8 bytes: the usual file-name limit (ids are at most 128 characters). */
+const MAX_SEGMENT_BYTES = 255;
+const utf8 = new TextEncoder();
 
 /**
- * Checks a storage key: relative, `/`-separated, no empty, `.` or `..` segment.
- * Every backend calls it so that no key can leave the store's root.
+ * Checks a storage key: relative, `/`-separated, no empty, `.` or `..` segment, no control
+ * character (`\0`, a newline, DEL…) or backslash, no segment over 255 UTF-8 bytes. Every
+ * backend calls it so that no key can leave the store's root, and so that a key means the
+ * same name on every backend: on Node it is a path under the root, in IndexedDB (and in a
+ * database table) it is only a name, and neither may read more into it.
  *
  * @example
  * ```ts
@@ -13,12 +21,15 @@ import { InvalidInputError } from "../errors.ts";
  */
 export function assertStoragePath(path: string, allowRoot = false): void {
   if (allowRoot && path === "") return;
-  if (typeof path !== "string" || path.length === 0 || path.includes("\0") || path.includes("\\")) {
-    throw new InvalidInputError(`storage path ${JSON.stringify(path)} is not a relative '/'-separated path`, { path });
+  if (typeof path !== "string" || path.length === 0 || /[\u0000-\u001f\u007f\\]/.test(path)) {
+    throw new InvalidInputError(`storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`, { path });
   }
   for (const segment of path.split("/")) {
     if (segment === "" || segment === "." || segment === "..") {
-      throw new InvalidInputError(`storage path ${JSON.stringify(path)} has an empty, '.' or '..' segment`, { path });
+      throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has an empty, '.' or '..' segment`, { path });
+    }
+    if (segment.length * 3 > MAX_SEGMENT_BYTES && utf8.encode(segment).length > MAX_SEGMENT_BYTES) {
+      throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has a segment of more than ${MAX_SEGMENT_BYTES} bytes`, { path });
     }
   }
 }

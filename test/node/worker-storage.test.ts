@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -47,9 +47,11 @@ describe("WorkerStorage", () => {
     expect(notFile).toMatchObject({ code: "corrupt", details: { found: "a folder", path: "dir" } });
     expect((notFile as Error).stack).toContain("fs-boundary");
 
-    // A name the file system refuses: a plain StorageError, with its errno, across the hop.
-    const long = "x".repeat(300);
-    const refused = await storage.append(long, utf8("x")).catch((e: unknown) => e);
+    // Folders that exist, then a path past the system's limit: a plain StorageError, with its errno, across the hop.
+    const deep = Array.from({ length: 16 }, (_, i) => String(i).padEnd(250, "d"));
+    await mkdir(join(base, "store", ...deep), { recursive: true });
+    const long = [...deep, "e".repeat(250), "f".repeat(250)].join("/");
+    const refused = await storage.read(long).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(StorageError);
     expect(refused).toMatchObject({ name: "StorageError", code: "internal", details: { errno: "ENAMETOOLONG", path: long } });
   });
