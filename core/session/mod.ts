@@ -21,6 +21,8 @@ export { BATCH_FIELD, withoutBatchMark } from "./batch.ts";
 export { PENDING_FIELD } from "./load.ts";
 export { NEWEST_SEGMENT_FIELD } from "./segment-hint.ts";
 export { readLockOwner } from "./lock.ts";
+export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
+export { applyRepair } from "./repair.ts";
 export {
   Session,
   LAST_COMPACTED_FIELD,

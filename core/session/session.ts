@@ -45,6 +45,8 @@ import type { PortableSegment, PortableSession } from "./portable.ts";
 import { hasRepairs, isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
+import { applyRepair } from "./repair.ts";
+import { planRepair, type RepairReport } from "./repair-plan.ts";
 
 /** What a session handle shares with its registry. */
 export interface SessionContext {
@@ -521,6 +523,61 @@ export class Session {
   }
 
   /**
+   * Repairs what recovery found (docs/FORMAT.md "Repair"). Without `apply` it only plans and
+   * reports, reading every file and writing nothing. With `apply: true`, under the session's
+   * `writer.lock`, every line recovery reports or would cut (an unreadable line anywhere, a
+   * torn tail, a line over the limit, messages already in the newest segment, an exact
+   * duplicate, an interrupted final commit) moves into a quarantine file beside the session,
+   * `quarantine/<file>.<time>.jsonl`, and an unreadable `meta.json`, draft or
+   * `instruction.md` moves there whole; nothing is deleted. Every valid record stays with its
+   * exact bytes and sequence, and `meta.json` is rebuilt (revision + 1). The handle is
+   * reloaded afterwards, so writes work again.
+   *
+   * @example
+   * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
+   * const plan = await session.repair();
+   * if (plan.refused.length === 0 && !plan.clean) {
+   *   const done = await session.repair({ apply: true });
+   *   for (const move of done.moves) console.log(`${move.from} → ${move.to}`, move.lines?.map((l) => l.line));
+   * }
+   * ```
+   * @throws {CorruptSessionError} with `apply`, when the plan is refused (a gap in the sequences
+   * that no line closes, a segment without a readable footer, a newer `meta.json`): nothing changed.
+   * @throws {WriterLockedError} with `apply`, when another writer holds the session.
+   * @throws {SessionBusyError} / {InvalidInputError} as for `append` (busy, archived).
+   */
+  async repair(options: { readonly apply?: boolean } = {}): Promise<RepairReport> {
+    const { storage, clock } = this.#ctx;
+    if (options.apply !== true) return (await planRepair(storage, this.#paths, this.ref, clock)).report;
+    return this.#exclusive(
+      "repair",
+      async () => {
+        // No revision check: meta.json may be unreadable. The plan is made from the files as they are once the lock is held.
+        const held = await this.#runLockedPlan("repair", [], true, false);
+        try {
+          const plan = await planRepair(storage, this.#paths, this.ref, clock);
+          const { refused } = plan.report;
+          if (refused.length > 0) {
+            throw new CorruptSessionError(`${formatSessionRef(this.ref)} cannot be repaired: ${refused.map((r) => r.reason).join("; ")}`, {
+              file: refused[0]!.file,
+              line: refused[0]!.line,
+              refused: refused.map((r) => ({ ...r })),
+            });
+          }
+          return plan.report.clean ? plan.report : await applyRepair(storage, plan, this.#paths.dir);
+        } finally {
+          await this.#runPlan({ writes: [], release: held }).catch(() => undefined);
+          await this.reload().catch(() => (this.#needsReload = true));
+        }
+      },
+      true,
+    );
+  }
+
+  /**
    * Writes the session's system text to `instruction.md` (creates or overwrites it).
    *
    * @throws {InvalidInputError} when there is no system text to write.
@@ -594,12 +651,13 @@ export class Session {
    * @throws {WriterLockedError} when another writer holds the lock; nothing was written.
    * @throws {RevisionConflictError} when another writer committed; nothing was written.
    */
-  async #runLockedPlan(operation: string, writes: PlannedWrite[], hold: boolean): Promise<NonNullable<CommitPlan["release"]>> {
+  async #runLockedPlan(operation: string, writes: PlannedWrite[], hold: boolean, checkRevision = true): Promise<NonNullable<CommitPlan["release"]>> {
     const owner = newLockOwner(this.#ctx.identity, operation, this.#ctx.clock);
     const lock = { path: this.#paths.lock, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
+    const expect = checkRevision ? { expect: { path: this.#paths.meta, revision: this.#state.diskRevision ?? null } } : {};
     let result: CommitPlanResult;
     try {
-      result = await this.#runPlan({ lock, hold, expect: { path: this.#paths.meta, revision: this.#state.diskRevision ?? null }, writes });
+      result = await this.#runPlan({ lock, hold, ...expect, writes });
     } catch (error) {
       throw await this.#failed(operation, error);
     }
@@ -656,8 +714,11 @@ export class Session {
     return asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
   }
 
-  /** One mutating operation at a time per session in this process, on a live, writable handle. */
-  async #exclusive<T>(operation: string, body: () => Promise<T>): Promise<T> {
+  /**
+   * One mutating operation at a time per session in this process, on a live, writable handle.
+   * `repairing`: the handle may be blocked by corruption or stale (repair reads the files afresh under the lock).
+   */
+  async #exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
     const busy = busyMap(this.#ctx.storage);
     const holder = busy.get(this.#paths.dir);
     if (holder) {
@@ -668,9 +729,11 @@ export class Session {
     }
     busy.set(this.#paths.dir, operation);
     try {
-      if (this.#conflict) throw this.#conflict;
-      if (this.#needsReload) await this.reload();
-      this.#assertWritable();
+      if (!repairing) {
+        if (this.#conflict) throw this.#conflict;
+        if (this.#needsReload) await this.reload();
+        this.#assertWritable();
+      }
       return await body();
     } finally {
       busy.delete(this.#paths.dir);
