@@ -15,3 +15,4 @@ export * from "./message.ts";
 export * from "./summary.ts";
 export * from "./meta.ts";
 export * from "./parse.ts";
+export { describeJsonError, EXCERPT_CHARS, escapedExcerpt, jsonSyntaxErrorAt, STRICT_JSON } from "./excerpt.ts";

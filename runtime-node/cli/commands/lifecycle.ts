@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { NotFoundError, WriterLockedError, assertId, formatSessionRef, sessionPaths, type LockOwner, type SessionPlace } from "../../../core/mod.ts";
+import { NotFoundError, WriterLockedError, assertId, escapedExcerpt, formatSessionRef, sessionPaths, type LockOwner, type SessionPlace } from "../../../core/mod.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { describeOwner } from "../format.ts";
@@ -85,7 +85,7 @@ export const unlock: Command = {
     if (bytes === undefined) throw new NotFoundError(`${path}: ${formatSessionRef(ref)} has no writer.lock; nothing to remove`, { ref: formatSessionRef(ref), path });
     const text = new TextDecoder().decode(bytes);
     const content = parseLock(text);
-    if (!out.json) out.note(`writer.lock of ${formatSessionRef(ref)}: ${typeof content === "object" && content !== null ? describeOwner(content as Partial<LockOwner>) : `unreadable content ${JSON.stringify(text)}`}`);
+    if (!out.json) out.note(`writer.lock of ${formatSessionRef(ref)}: ${typeof content === "object" && content !== null ? describeOwner(content as Partial<LockOwner>) : `unreadable content ${escapedExcerpt(text)}`}`);
     // The lock must still be the one shown: never remove a lock its owner just replaced.
     const again = await storage.read(path);
     if (again === undefined || new TextDecoder().decode(again) !== text) {

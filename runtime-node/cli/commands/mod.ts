@@ -12,9 +12,10 @@ import { show } from "./show.ts";
 import { verify } from "./verify.ts";
 import { append, compact, create } from "./write.ts";
 import { exportCommand, importCommand } from "./interop.ts";
+import { repair } from "./repair.ts";
 
 /** Every command, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, create, append, compact, fork, archive, unlock, importCommand, exportCommand];
+export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, repair, create, append, compact, fork, archive, unlock, importCommand, exportCommand];
 
 /** The command named `name`, if there is one. */
 export function findCommand(name: string): Command | undefined {

@@ -1,0 +1,58 @@
+/**
+ * `repair REF [--apply]`: what `Session.repair()` plans for a damaged session, and with
+ * `--apply` the plan carried out (docs/CLI.md, docs/FORMAT.md "Repair").
+ *
+ * @module
+ */
+import { CorruptSessionError, formatSessionRef, type RepairReport } from "../../../core/mod.ts";
+import { refArg, type Command } from "../command.ts";
+import { openForReading, openForWriting } from "../store.ts";
+
+/** `sessionfold repair`: quarantine bad lines and rebuild meta.json. Its `help` says what it prints. */
+export const repair: Command = {
+  name: "repair",
+  synopsis: "repair REF [--apply]",
+  summary: "move bad lines into quarantine and rebuild meta.json (a plan unless --apply)",
+  help: [
+    "Reads every file of the session and shows what it would do; changes nothing.",
+    "With --apply, under the session's lock: every line recovery reports or would cut (an",
+    "unreadable line, a torn tail, a duplicate, messages already in a segment) moves into",
+    "quarantine/<file>.<time>.jsonl beside the session, an unreadable meta.json, draft or",
+    "instruction.md moves there whole, every valid record keeps its bytes and sequence, and",
+    "meta.json is rebuilt. Nothing is deleted. A gap in the sequences that no line closes",
+    "is refused with the reason (exit 4): repair never renumbers messages.",
+    '--json: {"ref","applied","clean","moves":[{"from","to","lines":[{"line","code","reason","bytes"}],"bytes","reason"}],"rewritten","kept","meta"}',
+  ].join("\n"),
+  spec: { positionals: ["REF"], options: { apply: { type: "boolean", description: "carry the plan out (default: only show it)" } } },
+  async run({ store, out, args }) {
+    const ref = refArg(args);
+    const apply = args.options["apply"] === true;
+    const opened = await store.holding(ref);
+    const session = apply ? await openForWriting(opened.sessions, ref) : await openForReading(opened.sessions, ref);
+    const report = await session.repair({ apply });
+    if (report.refused.length > 0) {
+      // The plan alone is refused the same way --apply would be: nothing can be done.
+      const reasons = report.refused.map((r) => r.reason);
+      throw new CorruptSessionError(`${formatSessionRef(ref)} cannot be repaired: ${reasons.join("; ")}`, { file: report.refused[0]!.file, line: report.refused[0]!.line, refused: report.refused.map((r) => ({ ...r })) });
+    }
+    return out.result(report, () => repairText(report));
+  },
+};
+
+function repairText(report: RepairReport): string {
+  if (report.clean) return `${report.ref}: nothing to repair (revision ${report.meta.revision})`;
+  const out = [report.applied ? `repaired ${report.ref}:` : `${report.ref}: repair plan (nothing changed yet; run again with --apply)`];
+  const verb = report.applied ? "moved" : "move";
+  for (const move of report.moves) {
+    if (move.lines) {
+      for (const line of move.lines) out.push(`  ${verb} ${move.from}:${line.line} (${line.code}, ${line.bytes} bytes: ${line.reason}) -> ${move.to}`);
+    } else {
+      out.push(`  ${verb} ${move.from} (the whole file, ${move.bytes} bytes: ${move.reason}) -> ${move.to}`);
+    }
+  }
+  for (const file of report.rewritten) out.push(`  ${report.applied ? "rewrote" : "rewrite"} ${file} without the moved lines`);
+  const { meta, kept } = report;
+  if (meta.action !== "unchanged") out.push(`  meta.json ${meta.action} (revision ${meta.previousRevision ?? "none"} -> ${meta.revision})${meta.salvaged ? `; kept from the old one: ${meta.salvaged.join(", ") || "nothing"}` : ""}`);
+  out.push(`kept: ${kept.messages} messages (sequences untouched, last ${kept.lastSequence}) in ${kept.segments} segment${kept.segments === 1 ? "" : "s"} and Active`);
+  return out.join("\n");
+}
