@@ -21,7 +21,8 @@
  * | `jwt` | `eyJ<header>.<payload>.<signature>` (three or more base64url segments, the first starting `eyJ`) | — |
  * | `bearer-token` | `Bearer <token>` (any case) where the token is ≥ 8 chars and not an ordinary word | `Bearer ` |
  * | `auth-header` | `Authorization: [Basic\|Token\|…] <credential>` (not an ordinary lowercase word), `Cookie:` / `Set-Cookie:` values (to the end of the line) | the header name and scheme |
- * | `secret-assignment` | `key=value`, `key: value`, `"key": "value"`, `key => 'value'`, `--key=value` where the key ends with `password`, `passwd`, `passphrase`, `secret`, `token`, `api_key`/`apikey`/`api-key`, `access_key`, `secret_key`, `private_key`, `signing_key`, `encryption_key`, `master_key` or `credential(s)` (any case, camelCase too: `apiKey`, `clientSecret`, `GITHUB_TOKEN`) | the key, separator and quotes |
+ * | `secret-assignment` | `key=value`, `key: value`, `"key": "value"`, `key => 'value'`, `--key=value` where the key ends with `password`, `passwd`, `passphrase`, `secret`, `token`, `api_key`/`apikey`/`api-key`, `access_key`, `secret_key`, `private_key`, `signing_key`, `encryption_key`, `master_key` or `credential(s)` (any case, camelCase too: `apiKey`, `clientSecret`, `GITHUB_TOKEN`), or with `pass`, `pwd` or `pw` as its own last word (`DB_PASS`, `MYSQL_PWD`, `smtp.pw`; not `compass`, `bypass`) | the key, separator and quotes |
+ * | `keyed-hex-token` | a run of ≥ 16 hex digits (any case) after one of those key words or `key`/`auth`, directly or after `:`/`=` or up to two filler words (`token 3f2a…`, `the API key is 9C1E…`, `GITHUB_TOKEN 0f…`) | the words before it |
  * | `high-entropy` | any other run of ≥ 20 chars of `[A-Za-z0-9+/=_-]` (percent-escapes such as `%2F` included and decoded) that looks random (rules below) | a leading `name=` |
  *
  * A detector never matches inside an earlier placeholder, so `Bearer eyJ…` is reported once,
@@ -64,14 +65,16 @@
  *   sample tokens and generated ids. Random base62 tokens are caught about 88% of the time
  *   at 20 chars, 94% at 24, 97% at 32, 99% at 40 and 99.9% from 48; the named detectors
  *   catch the formats they know regardless of length.
- *   A hex-only secret (e.g. a 64-hex API key) is caught only behind a secret-looking key.
+ *   A hex-only secret (e.g. a 64-hex API key) is caught only behind a secret-looking key
+ *   (`secret-assignment`, `keyed-hex-token`): `commit 9fceb02…` and `sha256 e3b0…` stay.
  * - **`bearer-token` / `auth-header`**: `Bearer token`, `the bearer instrument` and
  *   `Authorization: required` are prose and kept (a single lowercase word, or a capitalized one).
  * - **`openai-api-key`** needs a letter and a digit after `sk-`, so `sk-learn-style-names`
  *   are kept.
  * - Not detected: secrets in an unknown format that are short (< 20 chars) or look like
  *   words and sit outside a `key=value` context (`hunter2` alone), a CLI flag with a space
- *   (`--password hunter2`), secrets split across JSON strings, and encoded text
+ *   (`--password hunter2`), secrets split across JSON strings (an export joins the adjacent
+ *   text parts of a message before it looks: `policy.ts`), and encoded text
  *   (percent-encoded `api_key%3D…`, HTML entities, base64 inside a message other than as a
  *   whole high-entropy run). Use the export's drop flags
  *   when the content itself must not leave.
@@ -102,6 +105,7 @@ export type RedactionDetector =
   | "bearer-token"
   | "auth-header"
   | "secret-assignment"
+  | "keyed-hex-token"
   | "high-entropy";
 
 /**
@@ -181,7 +185,9 @@ export function redactionPlaceholder(detector: RedactionDetector): string {
 const PLACEHOLDER_PREFIX = "[REDACTED:";
 const NOT_PLACEHOLDER = String.raw`(?!\[REDACTED:)`;
 /** Keywords a secret's name ends with (see the module doc). */
-const KEYWORDS = String.raw`(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|apikey|(?:access|secret|private|signing|encryption|master)[_-]?key|credentials?)`;
+const KEYWORDS = String.raw`(?:pass(?:word|wd|phrase)|(?<![A-Za-z0-9])(?:pass|pwd|pw)|secret|token|api[_-]?key|apikey|(?:access|secret|private|signing|encryption|master)[_-]?key|credentials?)`;
+/** Words after which a hex token is a secret (`token 3f2a…`, `api key is 9c1e…`). */
+const HEX_KEYWORDS = String.raw`(?:${KEYWORDS}|key|auth(?:orization)?)s?`;
 const SECRET_KEY_NAME = new RegExp(String.raw`${KEYWORDS}$`, "i");
 const EXTRA_SECRET_KEY_NAMES = /^(?:proxy-)?authorization$|^(?:set-)?cookie$/i;
 
@@ -299,6 +305,14 @@ const DETECTORS: readonly Detector[] = [
     },
   },
   {
+    name: "keyed-hex-token",
+    description: "hex tokens (≥ 16 hex digits) within two words after token, key, secret, password, auth… (token 3f2a…, api key is 9c1e…)",
+    pattern: new RegExp(
+      String.raw`(?<keep>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?${HEX_KEYWORDS}(?![A-Za-z0-9_.-])\\?["']?(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:(?:is|was|of|for|value|id|=|:)[ \t]+){0,2})\\?["']?)${NOT_PLACEHOLDER}(?<secret>[0-9a-fA-F]{16,})(?![0-9A-Za-z_])`,
+      "gi",
+    ),
+  },
+  {
     name: "high-entropy",
     description: "other random-looking tokens (≥ 20 chars, mixed case and digits, ≥ 3.5 bits/char)",
     // A run may contain percent-escapes (`sig=abc%2Bdef%3D` in a signed URL); they are decoded to judge it.
@@ -366,40 +380,145 @@ function highEntropyKeep(run: string): number {
   return parts.length > 1 && words * 2 < parts.length && /^[A-Za-z0-9+\/=_-]+$/.test(value) && looksRandom(value) ? keep : -1;
 }
 
-function runPass(text: string, findings: RedactionFinding[]): string {
-  let current = text;
-  for (const detector of DETECTORS) {
-    current = current.replace(detector.pattern, (...args: unknown[]) => {
-      const match = args[0] as string;
-      const groups = args.at(-1) as Groups;
-      const offset = args.at(-3) as number;
-      const whole = args.at(-2) as string;
-      if (detector.name === "high-entropy") {
-        const keep = highEntropyKeep(match);
-        if (keep < 0) return match;
-        findings.push({ detector: detector.name });
-        return match.slice(0, keep) + redactionPlaceholder(detector.name);
-      }
-      const after = whole.slice(offset + match.length, offset + match.length + 1);
-      const secret = groups.secret ?? groups.credential ?? groups.cookie ?? groups.dq ?? groups.eq ?? groups.sq ?? groups.bare ?? match;
-      if (detector.accept && !detector.accept(secret, groups, after)) return match;
-      findings.push({ detector: detector.name });
-      const placeholder = redactionPlaceholder(detector.name);
-      if (detector.name === "secret-assignment") {
-        const open = groups.open ?? groups.eopen ?? groups.sopen ?? groups.bopen ?? "";
-        const close = groups.close ?? groups.eclose ?? groups.sclose ?? "";
-        return `${groups.keep ?? ""}${open}${placeholder}${close}`;
-      }
-      const keep = groups.keep ?? groups.ckeep ?? "";
-      if (detector.name === "slack-token" && secret.startsWith("hooks.")) return `hooks.slack.com/services/${placeholder}`;
-      return keep + placeholder + match.slice(keep.length + secret.length);
-    });
+/** Where one detector's match is replaced: `[start, end)` of the text the pass ran on. */
+interface Replacement {
+  readonly start: number;
+  readonly end: number;
+  readonly detector: RedactionDetector;
+}
+
+/** The matches of one detector in `text`, in order, as the regions their secrets cover. */
+function replacementsOf(detector: Detector, text: string): Replacement[] {
+  const out: Replacement[] = [];
+  text.replace(detector.pattern, (...args: unknown[]) => {
+    const match = args[0] as string;
+    const groups = args.at(-1) as Groups;
+    const offset = args.at(-3) as number;
+    const region = secretRegion(detector, match, groups, text.slice(offset + match.length, offset + match.length + 1));
+    if (region) out.push({ start: offset + region[0], end: offset + region[1], detector: detector.name });
+    return match;
+  });
+  return out;
+}
+
+/** The part of a match that is the secret, `[start, end)` within the match, or `undefined` to keep the match. */
+function secretRegion(detector: Detector, match: string, groups: Groups, after: string): [number, number] | undefined {
+  if (detector.name === "high-entropy") {
+    const keep = highEntropyKeep(match);
+    return keep < 0 ? undefined : [keep, match.length];
   }
-  return current;
+  const secret = groups.secret ?? groups.credential ?? groups.cookie ?? groups.dq ?? groups.eq ?? groups.sq ?? groups.bare ?? match;
+  if (detector.accept && !detector.accept(secret, groups, after)) return undefined;
+  if (detector.name === "secret-assignment") {
+    const open = groups.open ?? groups.eopen ?? groups.sopen ?? groups.bopen ?? "";
+    const close = groups.close ?? groups.eclose ?? groups.sclose ?? "";
+    return [(groups.keep ?? "").length + open.length, match.length - close.length];
+  }
+  if (detector.name === "slack-token" && secret.startsWith("hooks.")) return [SLACK_HOOK_PREFIX.length, match.length];
+  const keep = (groups.keep ?? groups.ckeep ?? "").length;
+  return [keep, keep + secret.length];
+}
+
+const SLACK_HOOK_PREFIX = "hooks.slack.com/services/";
+
+/**
+ * One replaced secret: where it was in the ORIGINAL text, which detector found it, and the
+ * placeholder that stands for it in the output.
+ *
+ * @example
+ * ```ts
+ * const span: RedactionSpan = { start: 9, end: 16, detector: "secret-assignment", placeholder: "[REDACTED:secret-assignment]" };
+ * ```
+ */
+export interface RedactionSpan {
+  readonly start: number;
+  readonly end: number;
+  readonly detector: RedactionDetector;
+  readonly placeholder: string;
+}
+
+/** The placeholder for a secret: `(detector, secret) => "[REDACTED:…]"`; the secret is the original text it replaces. */
+export type PlaceholderNamer = (detector: RedactionDetector, secret: string) => string;
+
+/** A placeholder in the text being redacted, with the original region it stands for. */
+interface Mark extends RedactionSpan {
+  /** Where it is in the current text, and its length there. */
+  readonly at: number;
+}
+
+/**
+ * Runs every detector once over `current` (which already holds the placeholders of `marks`)
+ * and returns the new text and marks. Regions are mapped back to `original` through the
+ * marks, so a secret is always named by its original text; a match that touches a
+ * placeholder swallows it whole.
+ */
+function runPass(original: string, current: string, marks: Mark[], name: PlaceholderNamer): { text: string; marks: Mark[] } {
+  for (const detector of DETECTORS) {
+    const found = replacementsOf(detector, current);
+    if (found.length === 0) continue;
+    let text = "";
+    const next: Mark[] = [];
+    let cursor = 0;
+    let j = 0;
+    let shift = 0; // original offset minus current offset, before `cursor`
+    for (const replacement of found) {
+      let { start, end } = replacement;
+      if (start < cursor) continue; // overlaps the previous replacement (cannot happen with these patterns)
+      const moved = (mark: Mark) => next.push({ ...mark, at: text.length + (mark.at - cursor) });
+      while (j < marks.length && marks[j]!.at + marks[j]!.placeholder.length <= start) {
+        const mark = marks[j++]!;
+        moved(mark);
+        shift += mark.end - mark.start - mark.placeholder.length;
+      }
+      const inside = j < marks.length && marks[j]!.at < start ? marks[j] : undefined;
+      if (inside) start = inside.at;
+      const originalStart = inside ? inside.start : start + shift;
+      let last: Mark | undefined;
+      while (j < marks.length && marks[j]!.at < end) {
+        last = marks[j++]!;
+        shift += last.end - last.start - last.placeholder.length;
+      }
+      if (last && last.at + last.placeholder.length > end) end = last.at + last.placeholder.length;
+      const originalEnd = last && last.at + last.placeholder.length === end ? last.end : end + shift;
+      text += current.slice(cursor, start);
+      const placeholder = name(replacement.detector, original.slice(originalStart, originalEnd));
+      next.push({ start: originalStart, end: originalEnd, detector: replacement.detector, placeholder, at: text.length });
+      text += placeholder;
+      cursor = end;
+    }
+    for (; j < marks.length; j++) next.push({ ...marks[j]!, at: text.length + (marks[j]!.at - cursor) });
+    text += current.slice(cursor);
+    current = text;
+    marks = next;
+  }
+  return { text: current, marks };
 }
 
 /** Passes after which a text that still changes is given up on (never reached in practice). */
 const MAX_PASSES = 8;
+
+/**
+ * Every secret of `text` with where it was, and the redacted text: {@linkcode redactText}
+ * with the positions, and with placeholders chosen by `name` (default
+ * `[REDACTED:<detector>]`). Spans are in `text`'s own offsets, in order, never overlapping.
+ *
+ * @example
+ * ```ts
+ * const { text, spans } = findSecrets("password=hunter2 ok");
+ * text;  // "password=[REDACTED:secret-assignment] ok"
+ * spans; // [{ start: 9, end: 16, detector: "secret-assignment", placeholder: "[REDACTED:secret-assignment]" }]
+ * ```
+ */
+export function findSecrets(text: string, name: PlaceholderNamer = redactionPlaceholder): { text: string; spans: RedactionSpan[] } {
+  let current = text;
+  let marks: Mark[] = [];
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    const before = marks;
+    ({ text: current, marks } = runPass(text, current, marks, name));
+    if (marks === before) break;
+  }
+  return { text: current, spans: marks.map(({ start, end, detector, placeholder }) => ({ start, end, detector, placeholder })) };
+}
 
 /**
  * Replaces every secret the detectors find in `text` with `[REDACTED:<detector>]` and keeps
@@ -414,15 +533,9 @@ const MAX_PASSES = 8;
  * findings; // [{ detector: "openai-api-key" }]
  * ```
  */
-export function redactText(text: string): RedactTextResult {
-  const findings: RedactionFinding[] = [];
-  let current = text;
-  for (let pass = 0; pass < MAX_PASSES; pass++) {
-    const before = findings.length;
-    current = runPass(current, findings);
-    if (findings.length === before) break;
-  }
-  return { text: current, findings };
+export function redactText(text: string, name?: PlaceholderNamer): RedactTextResult {
+  const { text: redacted, spans } = findSecrets(text, name);
+  return { text: redacted, findings: spans.map((span) => ({ detector: span.detector })) };
 }
 
 /**

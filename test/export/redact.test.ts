@@ -107,6 +107,13 @@ const positives: Positive[] = [
   { detector: "secret-assignment", input: "SIGNING_KEY=s3cr3t-value", secret: "s3cr3t-value" },
   { detector: "secret-assignment", input: "password=$up3rS3cret", secret: "$up3rS3cret", expected: "password=[REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "password=%40dm1n", secret: "%40dm1n", expected: "password=[REDACTED:secret-assignment]" },
+  { detector: "secret-assignment", input: "DB_PASS=hunter2x psql", secret: "hunter2x", expected: "DB_PASS=[REDACTED:secret-assignment] psql" },
+  { detector: "secret-assignment", input: "export MYSQL_PWD='s3cret value'", secret: "s3cret value", expected: "export MYSQL_PWD='[REDACTED:secret-assignment]'" },
+  { detector: "secret-assignment", input: "smtp.pw: hunter2", secret: "hunter2", expected: "smtp.pw: [REDACTED:secret-assignment]" },
+  { detector: "secret-assignment", input: "JWT_SECRET=x9y8z7w6", secret: "x9y8z7w6", expected: "JWT_SECRET=[REDACTED:secret-assignment]" },
+  { detector: "keyed-hex-token", input: "token 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a end", secret: "3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a", expected: "token [REDACTED:keyed-hex-token] end" },
+  { detector: "keyed-hex-token", input: "the API key is 0123456789ABCDEF0123456789ABCDEF.", secret: "0123456789ABCDEF0123456789ABCDEF", expected: "the API key is [REDACTED:keyed-hex-token]." },
+  { detector: "keyed-hex-token", input: "api key: 9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c", secret: "9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c" },
   {
     detector: "url-credentials",
     input: "DATABASE_URL=postgres://admin:hunter2@db.internal:5432/app",
@@ -195,6 +202,9 @@ const negatives: [string, string][] = [
   ["url-encoded prose", "https://www.google.com/search?q=how%20to%20rotate%20an%20API%20key%20in%202026&hl=en"],
   ["short base64", "aGVsbG8= dGVzdA=="],
   ["placeholder", "[REDACTED:openai-api-key] and password=[REDACTED:secret-assignment]"],
+  ["words ending in pass", "compass=north bypass=yes surpass: 3 overpass=closed passport=x"],
+  ["hex after other words", "commit 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a sha1 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a checksum 0123456789abcdef0123 tokenizer 0123456789abcdef0123"],
+  ["short hex after a key word", "key 0123456789abcde token deadbeef"],
 ];
 
 describe("redactText: what it keeps (negative examples)", () => {
