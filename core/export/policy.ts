@@ -10,7 +10,7 @@
 import type { PortableSession } from "../session/portable.ts";
 import type { MessagePart, MessageRecord } from "../schema/mod.ts";
 import { RHO_EXTENSION_FIELD } from "../formats/rho/types.ts";
-import { redactJson, redactText, type RedactionDetector, type RedactionFinding } from "./redact.ts";
+import { redactAcross, redactJson, redactText, type PlaceholderNamer, type RedactionDetector, type RedactionFinding } from "./redact.ts";
 
 /**
  * What to withhold from an export. Every flag defaults to `false`: without options the
@@ -24,14 +24,19 @@ import { redactJson, redactText, type RedactionDetector, type RedactionFinding }
 export interface ExportOptions {
   /**
    * Replace secrets (API keys, tokens, private keys, passwords…; see `redact.ts`) with
-   * `[REDACTED:<detector>]` in every string that can reach an export: message text, raw
+   * `[REDACTED:<detector>#<n>]` in every string that can reach an export: message text, raw
    * reasoning and reasoning summaries, tool inputs and outputs (every string and object key,
-   * at any depth), tool errors, file names and URLs, the text inside text files' base64 data,
-   * provider-context data, unknown extension fields, the system prompt, title, model label,
-   * summary, metadata (keys and values), prompt-cache key and working directory.
-   * Identifiers and structure are kept as they are so the export stays a valid session:
-   * session, message and tool-call ids, tool names, part types and states, media types,
-   * timestamps, provider / API / model identities, usage and compaction numbers.
+   * at any depth), tool errors, file names, URLs and media types, the text inside text
+   * files' base64 data, provider-context data, unknown extension fields, the system prompt,
+   * title, model label, summary and segment summaries, metadata (keys and values),
+   * prompt-cache key, working directory, times, usage and compaction fields, and the ids and
+   * names: session, message and tool-call ids, tool names, provider / API / model identities.
+   * `n` numbers the distinct secrets of one export: the same secret gets the same
+   * placeholder wherever it is, so a tool call still pairs with its result when its id held
+   * a secret (and a reader can see that two redacted values were equal). The adjacent text
+   * parts of a message are redacted as one text, so a secret split between two streamed
+   * parts is found. Only the structure is kept as it is: part types and states, roles,
+   * statuses, sequences and numbers.
    */
   redact?: boolean;
   /**
@@ -98,7 +103,18 @@ export type ExportField =
   | "file_url"
   | "file_data"
   | "provider_context"
-  | "part_extension";
+  | "part_extension"
+  | "source_id"
+  | "message_id"
+  | "tool_call_id"
+  | "tool_name"
+  | "provider_identity"
+  | "media_type"
+  | "segment_summary"
+  | "timestamp"
+  | "usage"
+  | "compaction"
+  | "format";
 
 /**
  * What {@linkcode prepareExport} did: counts only, no secret values.
@@ -178,6 +194,7 @@ const SESSION_FIELDS = new Set([
   "system",
   "messages",
   "summary",
+  "segments",
   "provider",
   "compaction",
   "metadata",
@@ -207,10 +224,21 @@ class Run {
   };
 
   readonly options: Required<ExportOptions>;
+  readonly #placeholders = new Map<string, string>();
 
   constructor(options: Required<ExportOptions>) {
     this.options = options;
   }
+
+  /** The placeholder of a secret in this export: numbered by first appearance, the same for the same secret. */
+  readonly name: PlaceholderNamer = (detector, secret) => {
+    let placeholder = this.#placeholders.get(secret);
+    if (placeholder === undefined) {
+      placeholder = `[REDACTED:${detector}#${this.#placeholders.size + 1}]`;
+      this.#placeholders.set(secret, placeholder);
+    }
+    return placeholder;
+  };
 
   record(field: ExportField, findings: readonly RedactionFinding[]): void {
     if (findings.length === 0) return;
@@ -221,16 +249,29 @@ class Run {
 
   text(field: ExportField, value: string): string {
     if (!this.options.redact) return value;
-    const result = redactText(value);
+    const result = redactText(value, this.name);
     this.record(field, result.findings);
     return result.text;
   }
 
+  /** Texts read as one (adjacent text parts): a secret split between them is found. */
+  across(field: ExportField, values: readonly string[]): string[] {
+    if (!this.options.redact) return [...values];
+    const result = redactAcross(values, this.name);
+    this.record(field, result.findings);
+    return result.texts;
+  }
+
   json<T>(field: ExportField, value: T): T {
     if (!this.options.redact) return copyJson(value);
-    const result = redactJson(value);
+    const result = redactJson(value, this.name);
     this.record(field, result.findings);
     return result.value;
+  }
+
+  /** A provider / API / model identity, each name redacted. */
+  identity<T extends { provider: string; api: string; model: string }>(value: T): T {
+    return { ...this.json("provider_identity", value) };
   }
 }
 
@@ -336,18 +377,41 @@ function extensions(run: Run, record: Record<string, unknown>, known: ReadonlySe
   return run.json(field, extra);
 }
 
-function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
+/** The text parts of a message and the field each reports to. */
+const TEXT_FIELDS: Readonly<Record<string, ExportField>> = { text: "text", reasoning: "reasoning", "reasoning-summary": "reasoning_summary" };
+
+/**
+ * The redacted text of every text-like part of a message, by index: each run of adjacent
+ * parts of one type is redacted as one text (a streamed reply splits anywhere, a secret too).
+ */
+function textsOf(run: Run, parts: readonly MessagePart[]): Map<number, string> {
+  const out = new Map<number, string>();
+  for (let i = 0; i < parts.length; ) {
+    const type = parts[i]!.type;
+    const field = TEXT_FIELDS[type];
+    let j = i + 1;
+    while (j < parts.length && parts[j]!.type === type) j += 1;
+    if (field && !(run.options.dropReasoning && type !== "text")) {
+      const texts = run.across(field, parts.slice(i, j).map((p) => (p as { text: string }).text));
+      texts.forEach((text, k) => out.set(i + k, text));
+    }
+    i = j;
+  }
+  return out;
+}
+
+function preparePart(run: Run, part: MessagePart, text: string | undefined): MessagePart | undefined {
   const { options } = run;
   const raw = part as Record<string, unknown>;
   switch (part.type) {
     case "text":
-      return { ...extensions(run, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: run.text("text", part.text) };
+      return { ...extensions(run, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: text ?? run.text("text", part.text) };
     case "reasoning":
       if (options.dropReasoning) {
         run.dropped.reasoningParts += 1;
         return undefined;
       }
-      return { ...extensions(run, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: run.text("reasoning", part.text) };
+      return { ...extensions(run, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: text ?? run.text("reasoning", part.text) };
     case "reasoning-summary":
       if (options.dropReasoning) {
         run.dropped.reasoningSummaryParts += 1;
@@ -357,15 +421,15 @@ function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
         ...extensions(run, raw, PART_FIELDS["reasoning-summary"]!, "part_extension"),
         sequence: part.sequence,
         type: "reasoning-summary",
-        text: run.text("reasoning_summary", part.text),
+        text: text ?? run.text("reasoning_summary", part.text),
       };
     case "tool": {
       const out: Mutable<Extract<MessagePart, { type: "tool" }>> = {
         ...extensions(run, raw, PART_FIELDS.tool!, "part_extension"),
         sequence: part.sequence,
         type: "tool",
-        tool_call_id: part.tool_call_id,
-        tool_name: part.tool_name,
+        tool_call_id: run.text("tool_call_id", part.tool_call_id),
+        tool_name: run.text("tool_name", part.tool_name),
         state: part.state,
         input: run.json("tool_input", part.input),
       };
@@ -392,7 +456,7 @@ function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
         ...extensions(run, raw, PART_FIELDS.file!, "part_extension"),
         sequence: part.sequence,
         type: "file",
-        media_type: part.media_type,
+        media_type: run.text("media_type", part.media_type),
       };
       if (part.name !== undefined) out.name = run.text("file_name", part.name);
       const dataUrl = part.url !== undefined && /^data:/i.test(part.url);
@@ -414,7 +478,7 @@ function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
       if (out.data === undefined && out.url === undefined) {
         // Only inline data, dropped: a readable note instead of an empty file.
         const name = out.name !== undefined ? `${out.name} ` : "";
-        return { sequence: part.sequence, type: "text", text: `[file omitted: ${name}(${part.media_type})]` };
+        return { sequence: part.sequence, type: "text", text: `[file omitted: ${name}(${out.media_type})]` };
       }
       return out;
     }
@@ -427,9 +491,7 @@ function preparePart(run: Run, part: MessagePart): MessagePart | undefined {
         ...extensions(run, raw, PART_FIELDS["provider-context"]!, "part_extension"),
         sequence: part.sequence,
         type: "provider-context",
-        provider: part.provider,
-        api: part.api,
-        model: part.model,
+        ...run.identity({ provider: part.provider, api: part.api, model: part.model }),
         data: run.json("provider_context", part.data),
       };
     default: {
@@ -448,22 +510,23 @@ function isSystemMessage(message: MessageRecord): boolean {
 
 function prepareMessage(run: Run, message: MessageRecord): MessageRecord {
   const parts: MessagePart[] = [];
-  for (const part of message.parts) {
-    const prepared = preparePart(run, part);
+  const texts = textsOf(run, message.parts);
+  message.parts.forEach((part, i) => {
+    const prepared = preparePart(run, part, texts.get(i));
     if (prepared) parts.push(prepared);
-  }
+  });
   const out: Mutable<MessageRecord> = {
     ...extensions(run, message as Record<string, unknown>, MESSAGE_FIELDS, "message_extension"),
     record_type: message.record_type,
     sequence: message.sequence,
-    message_id: message.message_id,
+    message_id: run.text("message_id", message.message_id),
     role: message.role,
-    created_at: message.created_at,
+    created_at: run.text("timestamp", message.created_at),
     parts,
   };
   if (message.status !== undefined) out.status = message.status;
-  if (message.usage !== undefined) out.usage = copyJson(message.usage);
-  if (message.provider !== undefined) out.provider = copyJson(message.provider);
+  if (message.usage !== undefined) out.usage = run.json("usage", message.usage);
+  if (message.provider !== undefined) out.provider = run.identity(message.provider);
   return out;
 }
 
@@ -503,10 +566,10 @@ export function prepareExport(session: PortableSession, options: ExportOptions =
     ...extensions(run, session as unknown as Record<string, unknown>, SESSION_FIELDS, "session_extension"),
     messages: [],
   };
-  if (session.sourceId !== undefined) out.sourceId = session.sourceId;
+  if (session.sourceId !== undefined) out.sourceId = run.text("source_id", session.sourceId);
   if (session.title !== undefined) out.title = run.text("title", session.title);
-  if (session.createdAt !== undefined) out.createdAt = session.createdAt;
-  if (session.updatedAt !== undefined) out.updatedAt = session.updatedAt;
+  if (session.createdAt !== undefined) out.createdAt = run.text("timestamp", session.createdAt);
+  if (session.updatedAt !== undefined) out.updatedAt = run.text("timestamp", session.updatedAt);
   if (session.modelLabel !== undefined) out.modelLabel = run.text("model_label", session.modelLabel);
   if (session.revision !== undefined) out.revision = session.revision;
   if (session.system !== undefined) {
@@ -518,17 +581,27 @@ export function prepareExport(session: PortableSession, options: ExportOptions =
     }
   }
   const messages: MessageRecord[] = [];
+  /** How many messages are kept up to each 1-based index: a segment boundary moves with the messages removed before it. */
+  const keptThrough: number[] = [0];
   for (const message of session.messages) {
     if (o.dropSystemPrompt && isSystemMessage(message)) {
       run.dropped.systemMessages += 1;
-      continue;
+    } else {
+      messages.push(prepareMessage(run, message));
     }
-    messages.push(prepareMessage(run, message));
+    keptThrough.push(messages.length);
   }
   out.messages = messages;
   if (session.summary !== undefined) out.summary = run.text("summary", session.summary);
-  if (session.provider !== undefined) out.provider = copyJson(session.provider);
-  if (session.compaction !== undefined) out.compaction = copyJson(session.compaction);
+  if (session.segments !== undefined) {
+    out.segments = session.segments.map((segment) => ({
+      through: keptThrough[segment.through] ?? segment.through,
+      summary: run.text("segment_summary", segment.summary),
+      ...(segment.createdAt !== undefined ? { createdAt: run.text("timestamp", segment.createdAt) } : {}),
+    }));
+  }
+  if (session.provider !== undefined) out.provider = run.identity(session.provider);
+  if (session.compaction !== undefined) out.compaction = run.json("compaction", session.compaction);
   if (session.metadata !== undefined) {
     if (o.dropMetadata) run.dropped.metadataKeys = Object.keys(session.metadata).length;
     else out.metadata = run.json("metadata", session.metadata);
@@ -538,7 +611,7 @@ export function prepareExport(session: PortableSession, options: ExportOptions =
     else out.promptCacheKey = run.text("prompt_cache_key", session.promptCacheKey);
   }
   if (session.cwd !== undefined) out.cwd = run.text("cwd", session.cwd);
-  if (session.format !== undefined) out.format = session.format;
+  if (session.format !== undefined) out.format = run.text("format", session.format);
   const report: ExportReport = {
     options: o,
     redactions: run.redactions,

@@ -554,35 +554,35 @@ export function isSecretKeyName(key: string): boolean {
 }
 
 function isWholePlaceholder(text: string): boolean {
-  return /^\[REDACTED:[a-z-]+\]$/.test(text);
+  return /^\[REDACTED:[a-z-]+(?:#\d+)?\]$/.test(text);
 }
 
-function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecretKey: boolean, depth: number): unknown {
+function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecretKey: boolean, depth: number, name: PlaceholderNamer): unknown {
   if (typeof value === "string") {
     if (underSecretKey && value !== "" && !isWholePlaceholder(value) && !isNonSecretValue(value, "=", "")) {
       findings.push({ detector: "secret-assignment" });
-      return redactionPlaceholder("secret-assignment");
+      return name("secret-assignment", value);
     }
-    const result = redactText(value);
+    const result = redactText(value, name);
     for (const finding of result.findings) findings.push(finding);
     return result.text;
   }
   if (typeof value === "number" && underSecretKey && Number.isFinite(value)) {
     findings.push({ detector: "secret-assignment" });
-    return redactionPlaceholder("secret-assignment");
+    return name("secret-assignment", String(value));
   }
   if (value === null || typeof value !== "object") return value;
   if (depth > MAX_DEPTH) throw new RangeError(`a JSON value nested deeper than ${MAX_DEPTH} levels cannot be redacted`);
-  if (Array.isArray(value)) return value.map((item) => redactJsonInto(item, findings, underSecretKey, depth + 1));
+  if (Array.isArray(value)) return value.map((item) => redactJsonInto(item, findings, underSecretKey, depth + 1, name));
   const entries: [string, unknown][] = [];
   const used = new Set<string>();
   for (const [key, item] of Object.entries(value)) {
-    const keyResult = redactText(key);
+    const keyResult = redactText(key, name);
     for (const finding of keyResult.findings) findings.push(finding);
-    let name = keyResult.text;
-    for (let n = 2; used.has(name); n++) name = `${keyResult.text} (${n})`;
-    used.add(name);
-    entries.push([name, redactJsonInto(item, findings, underSecretKey || isSecretKeyName(key), depth + 1)]);
+    let unique = keyResult.text;
+    for (let n = 2; used.has(unique); n++) unique = `${keyResult.text} (${n})`;
+    used.add(unique);
+    entries.push([unique, redactJsonInto(item, findings, underSecretKey || isSecretKeyName(key), depth + 1, name)]);
   }
   return Object.fromEntries(entries);
 }
@@ -594,7 +594,8 @@ const MAX_DEPTH = 2000;
  * Redacts every string inside a JSON value, object keys included, and returns a new value
  * (the input is not touched). A value under a secret-named key (see
  * {@linkcode isSecretKeyName}) is replaced whole, strings and numbers alike, so
- * `{"password": "hunter2"}` becomes `{"password": "[REDACTED:secret-assignment]"}`;
+ * `{"password": "hunter2"}` becomes `{"password": "[REDACTED:secret-assignment]"}` (or what
+ * `name` calls it);
  * booleans and `null` stay. Two keys that redact to the same text are kept apart with a
  * ` (2)` suffix.
  *
@@ -605,8 +606,43 @@ const MAX_DEPTH = 2000;
  * ```
  * @throws {RangeError} when the value is nested more than 2000 levels deep.
  */
-export function redactJson<T>(value: T): RedactJsonResult<T> {
+export function redactJson<T>(value: T, name: PlaceholderNamer = redactionPlaceholder): RedactJsonResult<T> {
   const findings: RedactionFinding[] = [];
-  const redacted = redactJsonInto(value, findings, false, 0) as T;
+  const redacted = redactJsonInto(value, findings, false, 0, name) as T;
   return { value: redacted, findings };
+}
+
+/**
+ * Redacts texts that are read as one (the adjacent text parts of a message, which a
+ * streaming reply splits anywhere): the secrets are found in the joined text, and each text
+ * loses what of a secret it holds. The text where a secret starts gets its placeholder; the
+ * texts it runs on into lose their piece of it.
+ *
+ * @example
+ * ```ts
+ * redactAcross(["key: sk-proj-4f9TqXb2", "LmN8vR1sK7wZ3yH6 done"]).texts;
+ * // ["key: [REDACTED:openai-api-key]", " done"]
+ * ```
+ */
+export function redactAcross(texts: readonly string[], name: PlaceholderNamer = redactionPlaceholder): { texts: string[]; findings: RedactionFinding[] } {
+  const joined = texts.join("");
+  const { spans } = findSecrets(joined, name);
+  const out: string[] = [];
+  let start = 0;
+  let first = 0; // the first span that may still reach into this text
+  for (const text of texts) {
+    const end = start + text.length;
+    while (first < spans.length && spans[first]!.end <= start) first += 1;
+    let piece = "";
+    let cursor = start;
+    for (let i = first; i < spans.length && spans[i]!.start < end; i++) {
+      const span = spans[i]!;
+      piece += joined.slice(cursor, Math.max(cursor, span.start));
+      if (span.start >= start) piece += span.placeholder;
+      cursor = Math.min(span.end, end);
+    }
+    out.push(piece + joined.slice(cursor, end));
+    start = end;
+  }
+  return { texts: out, findings: spans.map((span) => ({ detector: span.detector })) };
 }

@@ -184,7 +184,7 @@ describe("redaction through prepareExport", () => {
     const key = `sk-proj-${f.pick(ALNUM, 40)}`;
     const { session, report } = prepareExport(sessionWith({ fileText: `config\nOPENAI_API_KEY=${key}\nünïcödé ✓\n` }), { redact: true });
     const [textFile, image] = partsOf(session).filter((p) => p.type === "file" && typeof p.data === "string");
-    expect(textOfBase64(textFile!.data as string)).toBe("config\nOPENAI_API_KEY=[REDACTED:openai-api-key]\nünïcödé ✓\n");
+    expect(textOfBase64(textFile!.data as string)).toBe("config\nOPENAI_API_KEY=[REDACTED:openai-api-key#1]\nünïcödé ✓\n");
     expect(image!.data).toBe(PNG_1X1);
     expect(report.binaryFilesKept).toBe(2);
     expect(report.byField.file_data).toBe(1);
@@ -218,10 +218,11 @@ describe("redaction through prepareExport", () => {
     };
     const { session } = prepareExport(input, { redact: true });
     const parts = partsOf(session);
-    expect(atob(parts[0]!.data as string)).toBe("caf\xe9 token [REDACTED:github-token]");
-    expect(parts[1]!.url).toBe(`data:text/plain;base64,${base64Of("key [REDACTED:github-token]")}`);
-    expect(parts[2]!.data).toBe("not base64! [REDACTED:github-token]");
-    expect(textOfBase64(parts[3]!.data as string)).toBe("utf-8 text in a binary type [REDACTED:github-token]");
+    // One key, one placeholder, wherever it is in the export.
+    expect(atob(parts[0]!.data as string)).toBe("caf\xe9 token [REDACTED:github-token#1]");
+    expect(parts[1]!.url).toBe(`data:text/plain;base64,${base64Of("key [REDACTED:github-token#1]")}`);
+    expect(parts[2]!.data).toBe("not base64! [REDACTED:github-token#1]");
+    expect(textOfBase64(parts[3]!.data as string)).toBe("utf-8 text in a binary type [REDACTED:github-token#1]");
   });
 
   it("redacts metadata by key name and value, and unknown extension fields", () => {
@@ -241,9 +242,11 @@ describe("redaction through prepareExport", () => {
       metadata: { api_key: "hunter2", note: "plain" },
     };
     const { session } = prepareExport(input, { redact: true });
-    expect(session.metadata).toEqual({ api_key: "[REDACTED:secret-assignment]", note: "plain" });
+    // "hunter2" is one secret (#1) in three places; "hunter3" another (#2).
+    expect(session.metadata).toEqual({ api_key: "[REDACTED:secret-assignment#1]", note: "plain" });
     expect(JSON.stringify(session)).not.toContain("hunter2");
-    expect(session.messages[0]).toMatchObject({ host: { apiKey: "[REDACTED:secret-assignment]" }, session_token: "[REDACTED:secret-assignment]" });
+    expect(session.messages[0]).toMatchObject({ host: { apiKey: "[REDACTED:secret-assignment#1]" }, session_token: "[REDACTED:secret-assignment#2]" });
+    expect(session.messages[0]!.parts[0]).toMatchObject({ ui: { hint: "password=[REDACTED:secret-assignment#1]" } });
     expect(JSON.stringify(session)).not.toContain("hunter3");
   });
 

@@ -70,6 +70,8 @@ export function plantAll(seed: number): Planted[] {
   const cookie = f.pick(ALNUM, 32);
   const basicAuth = btoa(`user:${f.pick(ALNUM, 20)}`);
   const yamlPassword = f.pick(ALNUM, 16);
+  const hexToken = f.pick("0123456789abcdef", 40);
+  const dbPass = f.pick(ALNUM + "!*_~", 18);
   return [
     { kind: "openai-project", text: `OPENAI_KEY ${openai}`, secrets: [openai] },
     { kind: "openai-legacy", text: `key is ${openaiLegacy}.`, secrets: [openaiLegacy] },
@@ -98,6 +100,8 @@ export function plantAll(seed: number): Planted[] {
     { kind: "cookie", text: `Cookie: sessionid=${cookie}; theme=dark`, secrets: [cookie] },
     { kind: "basic-auth", text: `Authorization: Basic ${basicAuth}`, secrets: [basicAuth] },
     { kind: "yaml-password", text: `db:\n  passwd: ${yamlPassword}\n`, secrets: [yamlPassword] },
+    { kind: "keyed-hex", text: `the deploy token is ${hexToken} (rotate it)`, secrets: [hexToken] },
+    { kind: "db-pass", text: `DB_PASS=${dbPass} ./migrate`, secrets: [dbPass] },
   ];
 }
 
@@ -115,19 +119,26 @@ export const LEAK_WINDOW = 12;
 
 /**
  * Every `LEAK_WINDOW`-char substring of the secrets found in `haystacks`, as
- * `{secret, window}` (empty when nothing leaked). Linear in the haystacks' length.
+ * `{label, window}` (empty when nothing leaked): the first window of each secret that leaked,
+ * counting only windows that belong to one secret. Linear in the haystacks' length.
  */
 export function findLeaks(haystacks: readonly string[], secrets: readonly { label: string; value: string }[]): { label: string; window: string }[] {
-  const windows = new Map<string, string>();
+  // A window that two secrets share (a fixed prefix such as "sk-ant-api03", JSON structure
+  // inside a base64 JWT) says nothing about which secret leaked, and is not secret: ignored.
+  const windows = new Map<string, string | null>();
   for (const { label, value } of secrets) {
-    for (let i = 0; i + LEAK_WINDOW <= value.length; i++) windows.set(value.slice(i, i + LEAK_WINDOW), label);
+    for (let i = 0; i + LEAK_WINDOW <= value.length; i++) {
+      const window = value.slice(i, i + LEAK_WINDOW);
+      const seen = windows.get(window);
+      windows.set(window, seen === undefined || seen === label ? label : null);
+    }
   }
   const leaks = new Map<string, string>();
   for (const hay of haystacks) {
     for (let i = 0; i + LEAK_WINDOW <= hay.length; i++) {
       const window = hay.slice(i, i + LEAK_WINDOW);
       const label = windows.get(window);
-      if (label !== undefined && !leaks.has(label)) leaks.set(label, window);
+      if (label !== undefined && label !== null && !leaks.has(label)) leaks.set(label, window);
     }
   }
   return [...leaks].map(([label, window]) => ({ label, window }));
