@@ -16,6 +16,7 @@
  * | `github-token` | `ghp_ gho_ ghu_ ghs_ ghr_` + ≥ 20 alphanumerics, `github_pat_…` | — |
  * | `slack-token` | `xoxb- xoxa- xoxp- xoxr- xoxs- xoxo-` and `xapp-` tokens, `hooks.slack.com/services/…` webhook paths | `https://` of a webhook |
  * | `stripe-key` | `sk_live_ rk_live_ sk_test_ rk_test_` + ≥ 10 alphanumerics | — |
+ * | `service-token` | npm `npm_` + 36, GitLab `glpat-` + ≥ 20, Shopify `shpat_`/`shpca_`/`shppa_`/`shpss_` + 32 hex, Linear `lin_api_` + 40, SendGrid `SG.<22>.<43>`, Hugging Face `hf_` + ≥ 34 | — |
  * | `aws-access-key-id` | `AKIA…` / `ASIA…` + exactly 16 of `[A-Z0-9]` | — |
  * | `aws-secret-access-key` | a 40-char `[A-Za-z0-9/+=]` value after `aws_secret_access_key`, `AWS_SECRET_ACCESS_KEY`, `SecretAccessKey`, … and `=`/`:` | the key and separator |
  * | `jwt` | `eyJ<header>.<payload>.<signature>` (three or more base64url segments, the first starting `eyJ`) | — |
@@ -99,6 +100,7 @@ export type RedactionDetector =
   | "github-token"
   | "slack-token"
   | "stripe-key"
+  | "service-token"
   | "aws-access-key-id"
   | "aws-secret-access-key"
   | "jwt"
@@ -197,11 +199,23 @@ function isNonSecretValue(value: string, separator: string, after: string): bool
   if (/^(?:null|nil|none|true|false|undefined)$/i.test(value)) return true;
   if (/^(?:[*•…]+|x{3,}|\.{3,})$/i.test(value)) return true;
   if (/^(?:\$\{|\$\(|\{\{|\{%)|^(?:\$[A-Z_][A-Z0-9_]*|%(?:\(\w+\))?[sdr]|\{[\w. ]+\})$/.test(value)) return true;
-  if (value === "%" && after === "(") return true; // %(name)s: the bare value stops at "("
+  if (value === "%" && after.startsWith("(")) return true; // %(name)s: the bare value stops at "("
   const identifierChain = /^(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*\[?$/.test(value);
   if (identifierChain && (after.startsWith("(") || value.endsWith("["))) return true;
   if (/^(?:process\.env|import\.meta\.env|os\.environ|os\.getenv|Deno\.env|self|this)\b[.\[]?/.test(value) && identifierChain) return true;
-  if (separator.includes(":") && !separator.includes("=") && TYPE_NAMES.test(value.replace(/[\[<].*$/, "").replace(/[)\]>]+$/, ""))) return true;
+  const annotation = separator.includes(":") && !separator.includes("=");
+  // Code closes what it opened: `(token: TokenIdentity) =>`, `{apiKey: GEMINI_API_KEY}`.
+  const bare = value.replace(/[)\]}>:,;]+$/, "");
+  if (annotation && TYPE_NAMES.test(bare.replace(/[\[<].*$/, ""))) return true;
+  // A type in code (`credentials: AwsCredentialIdentity | undefined`, `type A = ApiKeyCredential | OAuth`): a PascalCase name of letters where a type goes.
+  const typeFollows = bare !== value || /^\s*[|&,;)>=<[\]}]/.test(after);
+  if (/^[A-Z][A-Za-z]*[a-z][A-Za-z]*$/.test(bare) && /[A-Z].*[A-Z]/.test(bare) && typeFollows && (annotation || /^\s*[|&]/.test(after))) return true;
+  // An object or array literal opened after the key (`token: { … }`), a keyword of code (`token = await …`), a secret's property (`apiKey: result.apiKey`).
+  if (value === "{" || value === "[" || /^(?:await|new|async|function|require|import|typeof|yield|class)$/.test(bare)) return true;
+  if (/^[a-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/.test(bare) && isSecretKeyName(bare.slice(bare.lastIndexOf(".") + 1))) return true;
+  // A constant's name (`apiKey: GEMINI_API_KEY`, "STRING_VALUE", `PASSWORD: "PASSWORD"`), a path to a key file, and fill-in examples (`your-api-key`, `sk-ant-...`).
+  if (/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/.test(bare) || (/^[A-Z_]+$/.test(bare) && SECRET_KEY_NAME.test(bare))) return true;
+  if (/^(?:\/|~\/|\.\.?\/)[\w.\/-]+$/.test(bare) || /^[<\[]?(?:your|my)[-_ ]\w/i.test(value) || /(?:\.\.\.|…)$/.test(bare)) return true;
   return false;
 }
 
@@ -257,6 +271,11 @@ const DETECTORS: readonly Detector[] = [
     name: "stripe-key",
     description: "Stripe secret and restricted keys (sk_live_, rk_live_, sk_test_, rk_test_)",
     pattern: /(?<![A-Za-z0-9_])(?<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{10,})/g,
+  },
+  {
+    name: "service-token",
+    description: "other services' prefixed tokens: npm (npm_), GitLab (glpat-), Shopify (shpat_, shpca_, shppa_, shpss_), Linear (lin_api_), SendGrid (SG.…), Hugging Face (hf_)",
+    pattern: /(?<![A-Za-z0-9_-])(?<secret>npm_[A-Za-z0-9]{36}|glpat-[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|lin_api_[A-Za-z0-9]{40}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|hf_[A-Za-z0-9]{34,})(?![A-Za-z0-9_-])/g,
   },
   {
     name: "aws-access-key-id",
@@ -394,7 +413,7 @@ function replacementsOf(detector: Detector, text: string): Replacement[] {
     const match = args[0] as string;
     const groups = args.at(-1) as Groups;
     const offset = args.at(-3) as number;
-    const region = secretRegion(detector, match, groups, text.slice(offset + match.length, offset + match.length + 1));
+    const region = secretRegion(detector, match, groups, text.slice(offset + match.length, offset + match.length + 4));
     if (region) out.push({ start: offset + region[0], end: offset + region[1], detector: detector.name });
     return match;
   });

@@ -111,6 +111,11 @@ const positives: Positive[] = [
   { detector: "secret-assignment", input: "export MYSQL_PWD='s3cret value'", secret: "s3cret value", expected: "export MYSQL_PWD='[REDACTED:secret-assignment]'" },
   { detector: "secret-assignment", input: "smtp.pw: hunter2", secret: "hunter2", expected: "smtp.pw: [REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "JWT_SECRET=x9y8z7w6", secret: "x9y8z7w6", expected: "JWT_SECRET=[REDACTED:secret-assignment]" },
+  { detector: "secret-assignment", input: "password=abc.DEF_ghi9 please", secret: "abc.DEF_ghi9", expected: "password=[REDACTED:secret-assignment] please" },
+  { detector: "secret-assignment", input: "token: Hunter2Secret\n", secret: "Hunter2Secret" },
+  { detector: "service-token", input: `//registry.npmjs.org/:_authToken=npm_${f.pick(ALNUM, 36)}`, secret: "npm_" },
+  { detector: "service-token", input: `GITLAB glpat-${f.pick(ALNUM, 20)} ok`, secret: "glpat-" },
+  { detector: "service-token", input: `SG.${f.pick(ALNUM, 22)}.${f.pick(ALNUM, 43)}`, secret: "SG." },
   { detector: "keyed-hex-token", input: "token 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a end", secret: "3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a", expected: "token [REDACTED:keyed-hex-token] end" },
   { detector: "keyed-hex-token", input: "the API key is 0123456789ABCDEF0123456789ABCDEF.", secret: "0123456789ABCDEF0123456789ABCDEF", expected: "the API key is [REDACTED:keyed-hex-token]." },
   { detector: "keyed-hex-token", input: "api key: 9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c", secret: "9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c" },
@@ -205,6 +210,8 @@ const negatives: [string, string][] = [
   ["words ending in pass", "compass=north bypass=yes surpass: 3 overpass=closed passport=x"],
   ["hex after other words", "commit 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a sha1 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a checksum 0123456789abcdef0123 tokenizer 0123456789abcdef0123"],
   ["short hex after a key word", "key 0123456789abcde token deadbeef"],
+  ["types and code after a secret's name", "setCredentials(credentials: AwsCredentialIdentity | undefined): void\ntype AuthCredential = ApiKeyCredential | OAuthCredential\nvalidate: (token: TokenIdentity) => boolean\nconst token = await provider();\nnew Client({ apiKey: result.apiKey });\nconst cfg = { token: { value: 1 } }"],
+  ["constants, paths and fill-in examples", 'apiKey: GEMINI_API_KEY, nextToken: "STRING_VALUE", PASSWORD: "PASSWORD"\nGOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json\nexport ANTHROPIC_API_KEY=sk-ant-...\napi_key: your-api-key token=<your_token_here>'],
 ];
 
 describe("redactText: what it keeps (negative examples)", () => {

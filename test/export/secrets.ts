@@ -71,6 +71,8 @@ export function plantAll(seed: number): Planted[] {
   const basicAuth = btoa(`user:${f.pick(ALNUM, 20)}`);
   const yamlPassword = f.pick(ALNUM, 16);
   const hexToken = f.pick("0123456789abcdef", 40);
+  const npm = `npm_${f.pick(ALNUM, 36)}`;
+  const shopify = `shpat_${f.pick("0123456789abcdef", 32)}`;
   const dbPass = f.pick(ALNUM + "!*_~", 18);
   return [
     { kind: "openai-project", text: `OPENAI_KEY ${openai}`, secrets: [openai] },
@@ -102,6 +104,8 @@ export function plantAll(seed: number): Planted[] {
     { kind: "yaml-password", text: `db:\n  passwd: ${yamlPassword}\n`, secrets: [yamlPassword] },
     { kind: "keyed-hex", text: `the deploy token is ${hexToken} (rotate it)`, secrets: [hexToken] },
     { kind: "db-pass", text: `DB_PASS=${dbPass} ./migrate`, secrets: [dbPass] },
+    { kind: "npm-token", text: `//registry.example/:_authToken ${npm}`, secrets: [npm] },
+    { kind: "shopify-token", text: `shopify admin ${shopify}`, secrets: [shopify] },
   ];
 }
 
