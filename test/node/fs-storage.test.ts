@@ -53,19 +53,16 @@ afterEach(async () => {
 
 describe("NodeFileStorage", () => {
   it("creates folders 0700 and files 0600, even under a umask that strips owner bits", async () => {
-    let previous: number | undefined;
-    try {
-      previous = process.umask(0o222);
-    } catch {
-      // worker-thread pools cannot change the umask; the default umask is still checked
-    }
+    // No fallback: a pool that cannot set the umask (worker threads) fails here instead of checking nothing.
+    const previous = process.umask(0o222);
+    expect(process.umask(0o222)).toBe(0o222);
     try {
       await storage.replace("a/b/meta.json", utf8("{}"));
       await storage.append("a/b/messages/active.jsonl", utf8("x\n"));
       expect(await storage.createExclusive("c/writer.lock", utf8("{}"))).toBe(true);
       expect(await storage.move("a/b", "d/e/b")).toBe(true);
     } finally {
-      if (previous !== undefined) process.umask(previous);
+      process.umask(previous);
     }
     for (const dir of [root, "a", "c", "d", "d/e", "d/e/b", "d/e/b/messages"]) {
       expect(await mode(dir === root ? root : join(root, dir)), dir).toBe(0o700);
