@@ -1,5 +1,5 @@
 import { type Node, parseTree } from "jsonc-parser";
-import { jsonSyntaxErrorAt, STRICT_JSON } from "../schema/excerpt.ts";
+import { jsonSyntaxErrorAt, STRICT_JSON } from "../schema/json-error.ts";
 import { type FormatName, formatError } from "./errors.ts";
 import type { PathKey, Site } from "./shape.ts";
 

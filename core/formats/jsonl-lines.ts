@@ -1,6 +1,6 @@
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { FormatError, type FormatName, formatError } from "./errors.ts";
-import { describeJsonError } from "../schema/excerpt.ts";
+import { describeJsonError } from "../schema/json-error.ts";
 import { decodeUtf8Strict } from "./json-text.ts";
 import { lineSite, Value } from "./shape.ts";
 

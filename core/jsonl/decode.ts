@@ -1,7 +1,8 @@
 import type { z } from "zod";
 import { InternalError } from "../errors.ts";
 import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
-import { describeJsonError, escapedExcerpt } from "../schema/excerpt.ts";
+import { escapedExcerpt } from "../schema/excerpt.ts";
+import { describeJsonError } from "../schema/json-error.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 

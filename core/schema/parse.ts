@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
-import { describeJsonError, escapedExcerpt } from "./excerpt.ts";
+import { escapedExcerpt } from "./excerpt.ts";
+import { describeJsonError } from "./json-error.ts";
 import { DraftRecord } from "./message.ts";
 import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
 

@@ -216,24 +216,51 @@ async function shot(page: Page, name: string): Promise<string> {
 
 // ————————————————————————————————————————— tests
 
-describe("playground", () => {
-  let mainContext: BrowserContext | undefined;
-  let main: Page | undefined;
-  let mainUrl = "";
+/** Sends messages until the first compaction shows a segment in the history view; returns the turns it took. */
+async function compactInTurns(page: Page): Promise<number> {
+  await page.getByRole("heading", { name: "Sessions that never lose a message" }).waitFor();
+  const topics = ["What is this playground?", "How are messages stored?", "What happens on a crash?", "Tell me about drafts.", "And about forks?", "How do tabs share a session?", "What is a segment?", "Explain revisions.", "One more question.", "And another one."];
+  let turns = 0;
+  for (const topic of topics) {
+    await sendTurn(page, topic);
+    turns += 1;
+    if ((await page.locator("[data-testid=segment]").count()) > 0) break;
+  }
+  return turns;
+}
 
+/**
+ * Waits until the streaming reply shows more than `chars` characters, and then holds the
+ * stream where it is (its next chunk waits an hour). A MutationObserver in the page does it
+ * at the very DOM change that crossed the mark, before the next chunk can come: the reply
+ * cannot end first, however loaded the machine is.
+ */
+async function stallStreamAfter(page: Page, chars: number): Promise<void> {
+  await page.evaluate(
+    (mark: number) =>
+      new Promise<void>((resolve) => {
+        const app = (window as unknown as { playground: { chunkDelayMs: number } }).playground;
+        const crossed = (): boolean => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > mark;
+        const hold = (): void => {
+          app.chunkDelayMs = 3_600_000;
+          resolve();
+        };
+        if (crossed()) return hold();
+        const observer = new MutationObserver(() => {
+          if (!crossed()) return;
+          observer.disconnect();
+          hold();
+        });
+        observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+      }),
+    chars,
+  );
+}
+
+describe("playground", () => {
   it("compacts within a few turns and shows the new segment in the history view", async () => {
-    // Kept open for the next test (a reload of the same page); it closes the context.
-    mainContext = await newContext();
-    contexts.splice(contexts.indexOf(mainContext), 1);
-    main = await openPage(mainContext, `db=${dbName()}&delay=1`, "main");
-    await main.getByRole("heading", { name: "Sessions that never lose a message" }).waitFor();
-    const topics = ["What is this playground?", "How are messages stored?", "What happens on a crash?", "Tell me about drafts.", "And about forks?", "How do tabs share a session?", "What is a segment?", "Explain revisions.", "One more question.", "And another one."];
-    let turns = 0;
-    for (const topic of topics) {
-      await sendTurn(main, topic);
-      turns += 1;
-      if ((await main.locator("[data-testid=segment]").count()) > 0) break;
-    }
+    const main = await openPage(await newContext(), `db=${dbName()}&delay=1`, "main");
+    const turns = await compactInTurns(main);
     expect(turns, "turns until the first compaction").toBeLessThanOrEqual(7);
     const segment = main.locator("[data-testid=segment]").last();
     expect(await segment.getAttribute("data-start")).toBe("1");
@@ -250,8 +277,7 @@ describe("playground", () => {
     await main.locator("#messages article[data-sequence='1']").waitFor();
     expect(await main.locator("#messages article[data-sequence='1']").textContent()).toContain("What is this playground?");
     await main.getByRole("meter").waitFor();
-    mainUrl = main.url();
-    expect(mainUrl).toMatch(/#\/s_/);
+    expect(main.url()).toMatch(/#\/s_/);
 
     // The picture for the README: the boundary between the compacted segment and the Active window.
     await main.evaluate(() => {
@@ -269,8 +295,11 @@ describe("playground", () => {
   }, 90_000);
 
   it("keeps everything across a reload", async () => {
-    contexts.push(mainContext!);
-    const page = main!;
+    // Its own session, compacted like the one above: no test depends on another's page.
+    const page = await openPage(await newContext(), `db=${dbName()}&delay=1`, "reload");
+    await compactInTurns(page);
+    await page.getByRole("button", { name: "Load earlier messages", exact: true }).click();
+    await page.locator("#messages article[data-sequence='1']").waitFor();
     const before = await page.evaluate(() => ({
       title: document.getElementById("session-title")!.textContent,
       meta: document.getElementById("session-meta")!.textContent,
@@ -309,20 +338,27 @@ describe("playground", () => {
     await page.reload();
     await ready(page);
     expect(await page.locator("[data-testid=diagnostics-banner]").count()).toBe(0);
-  }, 30_000);
+  }, 90_000);
 
   it("recovers the draft after a reload in the middle of a stream", async () => {
     const ctx = await newContext();
     const db = dbName();
     const page = await openPage(ctx, `db=${db}&delay=1`, "draft");
     await sendTurn(page, "First, a short warm-up.");
-    // Slow the stream down, start a turn, and reload while it streams.
-    await page.getByRole("tab", { name: "Model" }).click();
-    await page.locator("#model-speed").selectOption("60");
+    // Start a long turn, stop its stream in the middle, and reload once the draft is stored.
     await page.getByRole("textbox", { name: "Message" }).fill("Tell me a long story about drafts.");
     await page.getByRole("button", { name: "Send", exact: true }).click();
-    await page.waitForFunction(() => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > 60, null, { timeout: 10_000 });
-    await page.waitForTimeout(400); // the coalesced draft writer stores at least one snapshot (every 100 ms)
+    await stallStreamAfter(page, 60);
+    // The coalesced draft writer stores a snapshot: wait for it in IndexedDB, not for a time.
+    await until("the draft to be stored with its text", () =>
+      page.evaluate(async () => {
+        const app = (window as unknown as { playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } } }).playground;
+        const bytes = await app.browser.storage.read(app.session.paths.draft);
+        if (!bytes) return false;
+        const draft = JSON.parse(new TextDecoder().decode(bytes)) as { parts: { type: string; text?: string }[] };
+        return draft.parts.filter((p) => p.type === "text").reduce((n, p) => n + (p.text?.length ?? 0), 0) > 40;
+      }),
+    );
     await page.reload();
     await ready(page);
     const banner = page.locator("[data-testid=draft-banner]");
@@ -339,10 +375,10 @@ describe("playground", () => {
     expect(await stopped.textContent()).toContain("stopped");
     expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("Tell me a long story about drafts.");
 
-    // Stop: cooperative cancellation commits the partial reply as stopped.
+    // Stop: cooperative cancellation commits the partial reply as stopped (the stream is held so it cannot end first).
     await page.getByRole("textbox", { name: "Message" }).fill("Another long one, which I will stop.");
     await page.getByRole("button", { name: "Send", exact: true }).click();
-    await page.waitForFunction(() => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > 40, null, { timeout: 10_000 });
+    await stallStreamAfter(page, 40);
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await page.waitForFunction(() => document.querySelectorAll("#messages article.message-committed.message-stopped").length === 2, null, { timeout: 10_000 });
     expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("which I will stop");
