@@ -67,6 +67,8 @@ export interface SerializedError {
  *
  * @example
  * ```ts
+ * import { NotFoundError } from "sessionfold";
+ *
  * const data = serializeError(new NotFoundError("no session s1"));
  * deserializeError(data) instanceof NotFoundError; // true
  * ```
@@ -90,6 +92,8 @@ export function serializeError(error: unknown): SerializedError {
  *
  * @example
  * ```ts
+ * import { WriterLockedError } from "sessionfold";
+ *
  * const e = deserializeError({ name: "WriterLockedError", code: "writer-locked", message: "locked", details: {} });
  * e instanceof WriterLockedError; // true
  * ```

@@ -17,7 +17,7 @@ import type { RepairMove, RepairPlan, RepairReport } from "./repair-plan.ts";
  *
  * @example
  * ```ts
- * import { MemoryStorage, sessionPaths } from "sessionfold";
+ * import { MemoryStorage, planRepair, sessionPaths } from "sessionfold";
  * const storage = new MemoryStorage();
  * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
  *
