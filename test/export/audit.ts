@@ -64,6 +64,11 @@ function plant(field: Field): Plant {
   const seed = 1000 + FIELDS.indexOf(field) * 17;
   const f = new SecretFactory(seed + 1);
   const raw = [f.pick(ALNUM + "!*_", 24), f.pick(BASE64, 40), `ghp_${f.pick(ALNUM, 36)}`];
+  if (field === "splitText") {
+    // Short and plain: found only with the context the part before it holds (`password=`).
+    const password = f.pick("abcdefghijklmnopqrstuvwxyz0123456789", 14);
+    return { text: password, raw, secrets: [password] };
+  }
   if (TOKEN_FIELDS.has(field)) {
     const token = `sk-proj-${f.pick(BASE64URL, 48)}`;
     return { text: token, raw, secrets: [token] };
@@ -89,9 +94,8 @@ function nested(field: Field): Record<string, unknown> {
 
 const provider = { provider: "anthropic", api: "messages", model: `claude-${token("model")}` };
 
-/** The split secret: one long key cut in two, each half in its own adjacent text part. */
+/** The split secret: a password whose name ends one streamed text part and whose value starts the next. */
 const SPLIT = PLANTS.splitText.secrets[0]!;
-const SPLIT_AT = Math.floor(SPLIT.length / 2);
 
 /** The audit session: every field planted with its own secrets. */
 export function auditSession(): PortableSession {
@@ -118,8 +122,8 @@ export function auditSession(): PortableSession {
     status: "completed",
     provider,
     parts: [
-      { sequence: 1, type: "text", text: `the key you asked for: ${SPLIT.slice(0, SPLIT_AT)}` },
-      { sequence: 2, type: "text", text: `${SPLIT.slice(SPLIT_AT)} (keep it safe)` },
+      { sequence: 1, type: "text", text: "connect with the database password=" },
+      { sequence: 2, type: "text", text: `${SPLIT} and nothing else` },
     ],
   };
   const step = {
