@@ -302,7 +302,7 @@ function planSegment(bytes: Uint8Array, file: string, range: SegmentRange): File
     const problem = problems.get(line.line);
     const record = records.get(line.line);
     if (problem) {
-      moved.push({ line: line.line, code: problem.code, reason: problem.message.replace(`${file}:${line.line}: `, ""), bytes: line.bytes.length, lineBytes: line.bytes });
+      moved.push(reported(line, problem, file));
     } else if (record?.record_type === "summary") {
       if (footer && sameBytes(footer.bytes, line.bytes)) moved.push(duplicate(line, "a second copy of the footer"));
       else if (footer || record.through_sequence !== range.end) refused.push({ file, line: line.line, reason: `${file}:${line.line}: a summary through sequence ${record.through_sequence} where only one footer through ${range.end} belongs, last` });
@@ -335,6 +335,11 @@ function planSegment(bytes: Uint8Array, file: string, range: SegmentRange): File
   return { kept, moved, refused, rewrite: false };
 }
 
+/** A line recovery reported (unreadable, torn, over the limit), as it moves. */
+function reported(line: Line, problem: { code: string; message: string }, file: string): Moving {
+  return { line: line.line, code: problem.code, reason: problem.message.replace(`${file}:${line.line}: `, ""), bytes: line.bytes.length, lineBytes: line.bytes };
+}
+
 function duplicate(line: Line, what: string): Moving {
   return { line: line.line, code: "duplicate", reason: `${what}, identical to a line kept above`, bytes: line.bytes.length, lineBytes: line.bytes };
 }
@@ -355,7 +360,7 @@ function planActive(bytes: Uint8Array, file: string, segmentEnd: number): { plan
     const problem = problems.get(line.line);
     const record = records.get(line.line);
     if (problem) {
-      moved.push({ line: line.line, code: problem.code, reason: problem.message.replace(`${file}:${line.line}: `, ""), bytes: line.bytes.length, lineBytes: line.bytes });
+      moved.push(reported(line, problem, file));
     } else if (record?.record_type === "message") {
       const earlier = keptBySequence.get(record.sequence);
       if (record.sequence <= segmentEnd) {
