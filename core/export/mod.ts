@@ -7,7 +7,7 @@
  *   or reasoning. It returns a new session for any writer of `core/formats` and an
  *   {@linkcode ExportReport} of counts (never secret values).
  * - {@linkcode redactText} / {@linkcode redactJson} are the redaction itself, usable alone;
- *   {@linkcode REDACTION_DETECTORS} lists the detectors and `redact.ts` documents what each
+ *   {@linkcode REDACTION_DETECTORS} lists the detectors and `detectors.ts` documents what each
  *   finds and which look-alikes (words, paths, git SHAs, UUIDs…) it deliberately keeps.
  *
  * A JSON snapshot is a data export, not a sanitized transcript: without options nothing is

@@ -23,7 +23,7 @@ import { redactAcross, redactJson, redactText, type PlaceholderNamer, type Redac
  */
 export interface ExportOptions {
   /**
-   * Replace secrets (API keys, tokens, private keys, passwords…; see `redact.ts`) with
+   * Replace secrets (API keys, tokens, private keys, passwords…; see `detectors.ts`) with
    * `[REDACTED:<detector>#<n>]` in every string that can reach an export: message text, raw
    * reasoning and reasoning summaries, tool inputs and outputs (every string and object key,
    * at any depth), tool errors, file names, URLs and media types, the text inside text

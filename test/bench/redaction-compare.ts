@@ -1,5 +1,5 @@
 /**
- * Compares sessionfold's redaction detectors (core/export/redact.ts) with secretlint's
+ * Compares sessionfold's redaction detectors (core/export/detectors.ts) with secretlint's
  * recommended rule preset on one corpus, and prints the tables docs/decisions.md quotes.
  *
  * - Planted: every kind of test/export/secrets.ts, 50 different secrets each (seeds 1–50),
