@@ -296,6 +296,8 @@ describe("crash points of run() commits", () => {
         expect(crash?.operation.path).toBe(op.path);
         if (error !== undefined) expect(error, `crash point ${op.k}`).toBeInstanceOf(SimulatedCrashError);
         const outcome = await verify(scenario, disk, `${scenario.name} @${op.k} ${names[op.k - 1]}`);
+        // A run that resolved was acknowledged to its caller: its commit must be on disk.
+        if (error === undefined) expect(outcome, `crash point ${op.k}: an acknowledged run is committed`).toBe("committed");
         outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
         points += 1;
         if (op.name !== "append") continue;

@@ -198,12 +198,23 @@ async function runCrashPoints(base: Base, scenarioName: string): Promise<number>
       else expect(error, label).toBeInstanceOf(SimulatedCrashError);
       expect(faulty.crash?.operation.name, label).toBe(call.op);
       const disk = await faulty.revive();
-      await checkRecovered(disk, scenario, before, opIds, label, {});
+      // A resolved operation was acknowledged to its caller: it must be committed, whatever the crash left.
+      await checkRecovered(disk, scenario, before, opIds, label, { acknowledged: error === undefined });
       points += 1;
     }
   }
   totalCrashPoints += points;
   return points;
+}
+
+/**
+ * What a check demands beyond recovery: `expectDone` for the uncrashed run (committed and no
+ * lock left), `acknowledged` for a crashed run whose operation still resolved (committed; only
+ * the final lock release was lost).
+ */
+interface RecoveryExpectation {
+  readonly expectDone?: boolean;
+  readonly acknowledged?: boolean;
 }
 
 /** What the next process must find after the crash (or after the uncrashed run). */
@@ -213,14 +224,15 @@ async function checkRecovered(
   before: Before,
   opIds: readonly string[],
   label: string,
-  options: { expectDone?: boolean },
+  options: RecoveryExpectation,
 ): Promise<void> {
   const sessions = registry(disk);
+  const done = options.expectDone === true || options.acknowledged === true;
   const liveExists = (await disk.list(P.dir)).length > 0;
   const archivedExists = (await disk.list(ARCHIVED.dir)).length > 0;
   expect([liveExists, archivedExists].filter(Boolean), `${label}: the session is in exactly one place`).toHaveLength(1);
   if (scenario.kind !== "archive") expect(archivedExists, `${label}: only archive moves the session`).toBe(false);
-  if (options.expectDone && scenario.kind === "archive") expect(archivedExists, label).toBe(true);
+  if (done && scenario.kind === "archive") expect(archivedExists, `${label}: an acknowledged archive moved the session`).toBe(true);
 
   const session = await sessions.open(REF, { archived: archivedExists });
   expect(session.diagnostics.filter((d) => d.fatal), `${label}: fatal diagnostics`).toEqual([]);
@@ -231,12 +243,12 @@ async function checkRecovered(
   expect(new Set(ids).size, `${label}: no message twice`).toBe(ids.length);
   const committed = ids.length > before.ids.length;
   expect(ids, `${label}: all or none of the operation's messages`).toEqual(committed ? [...before.ids, ...opIds] : before.ids);
-  if (options.expectDone) expect(committed, `${label}: the uncrashed run commits`).toBe(opIds.length > 0);
+  if (done) expect(committed, `${label}: an acknowledged operation is committed`).toBe(opIds.length > 0);
   if (opIds.length > 0 && committed) expect(session.draft, `${label}: a committed draft is gone`).toBeUndefined();
   if (!committed && before.draftIds.length > 0) expect(draftIdsOf(session), `${label}: the uncommitted draft is retained`).toEqual(before.draftIds);
   if (scenario.kind === "compact" || scenario.kind === "reset") {
     expect([before.segments, before.segments + 1], `${label}: zero or one new segment`).toContain((await session.segments()).length);
-    if (options.expectDone) expect((await session.segments()).length, label).toBe(before.segments + 1);
+    if (done) expect((await session.segments()).length, `${label}: an acknowledged compaction closed its segment`).toBe(before.segments + 1);
   } else {
     expect((await session.segments()).length, `${label}: segments untouched`).toBe(before.segments);
   }
@@ -267,10 +279,10 @@ async function checkRecovered(
   await appendAfter(disk, sessions, session, ids, scenario.kind === "fork" ? "fork" : scenario.kind, label, options);
 }
 
-async function checkForkTarget(disk: StoragePort, before: Before, sourceHistory: MessageRecord[], label: string, options: { expectDone?: boolean }): Promise<void> {
+async function checkForkTarget(disk: StoragePort, before: Before, sourceHistory: MessageRecord[], label: string, options: RecoveryExpectation): Promise<void> {
   const sessions = registry(disk);
   const exists = (await disk.list(P2.dir)).length > 0;
-  if (options.expectDone) expect(exists, label).toBe(true);
+  if (options.expectDone || options.acknowledged) expect(exists, `${label}: an acknowledged fork exists`).toBe(true);
   if (!exists) {
     await expect(sessions.open(S2), label).rejects.toBeInstanceOf(NotFoundError);
     return;
@@ -289,7 +301,7 @@ async function checkForkTarget(disk: StoragePort, before: Before, sourceHistory:
 }
 
 /** A further append after the crash: through an explicit unlock when the crash left the lock. */
-async function appendAfter(disk: StoragePort, sessions: Sessions, session: Session, ids: string[], operation: string, label: string, options: { expectDone?: boolean }): Promise<void> {
+async function appendAfter(disk: StoragePort, sessions: Sessions, session: Session, ids: string[], operation: string, label: string, options: RecoveryExpectation): Promise<void> {
   const lock = await readText(disk, P.lock);
   if (lock !== undefined) {
     expect(options.expectDone, `${label}: an uncrashed run leaves no lock`).not.toBe(true);
