@@ -26,10 +26,11 @@
  * ```
  * @module
  */
-import { Sessions, readLockOwner, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { Sessions, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { IndexedDbStorage, webLockName } from "./indexeddb-storage.ts";
 import { PageStorage, type CommitEvent } from "./page-storage.ts";
 import { WorkerStorage } from "./worker-storage.ts";
+import { readLockOwner } from "../core/internal.ts";
 
 export { IndexedDbStorage, MAX_CHUNK_BYTES, webLockName, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";

@@ -9,8 +9,9 @@
  * @module
  */
 import * as Comlink from "comlink";
-import { InvalidInputError, StorageError, registerErrorTransfer, withTransfer, type FileTail, type WriteOptions } from "../core/mod.ts";
+import { InvalidInputError, StorageError, type FileTail, type WriteOptions } from "../core/mod.ts";
 import { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
+import { registerErrorTransfer, withTransfer } from "../core/internal.ts";
 
 /** What the page calls through Comlink. */
 export interface StorageWorkerApi {

@@ -1,7 +1,8 @@
 import * as Comlink from "comlink";
-import { StorageError, registerErrorTransfer, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import { StorageError, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions } from "../core/mod.ts";
 import type { IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
+import { registerErrorTransfer } from "../core/internal.ts";
 
 /** Options of {@linkcode WorkerStorage}: those of the {@linkcode IndexedDbStorage} it runs, and how to start the worker. */
 export interface WorkerStorageOptions extends IndexedDbStorageOptions {

@@ -1,17 +1,20 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
 import {
   assertStoragePath,
   formatBytes,
+  InvalidInputError,
   MAX_FILE_BYTES,
-  parentPath,
+  SessionfoldError,
+  StorageError,
+  StorageFullError,
   type FileTail,
   type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
-} from "../core/storage/mod.ts";
+} from "../core/mod.ts";
+import { parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, entryError, errno, FOLDER_FLAGS, kindOf, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */

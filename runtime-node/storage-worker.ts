@@ -7,8 +7,9 @@
 import { parentPort, workerData } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { registerErrorTransfer, runCommitPlan, withTransfer, type StoragePort } from "../core/storage/mod.ts";
+import { runCommitPlan, type StoragePort } from "../core/mod.ts";
 import { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
+import { registerErrorTransfer, withTransfer } from "../core/internal.ts";
 
 /** What the host calls through Comlink: the port's methods, results transferred where that saves a copy. */
 export type StorageWorkerApi = Required<Omit<StoragePort, "capabilities" | "close" | "acquireLock" | "releaseLock">>;

@@ -2,9 +2,10 @@ import { isAbsolute, resolve as resolvePath } from "node:path";
 import { Worker } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { InvalidInputError, StorageError, ownsBuffer, registerErrorTransfer, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions, type CommitPlan, type CommitPlanResult } from "../core/mod.ts";
+import { InvalidInputError, StorageError, type FileTail, type StorageCapabilities, type StoragePort, type WriteOptions, type CommitPlan, type CommitPlanResult } from "../core/mod.ts";
 import type { NodeFileStorageOptions } from "./fs-storage.ts";
 import type { StorageWorkerApi } from "./storage-worker.ts";
+import { ownsBuffer, registerErrorTransfer } from "../core/internal.ts";
 
 /** Options of {@linkcode WorkerStorage}: those of the {@linkcode NodeFileStorage} it runs. */
 export type WorkerStorageOptions = NodeFileStorageOptions;

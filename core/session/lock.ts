@@ -40,13 +40,16 @@ export function newLockOwner(identity: WriterIdentity, operation: string, clock:
 /** The error for a lock someone else holds, naming that holder from the lock's content. */
 export async function writerLockedError(storage: StoragePort, path: string): Promise<WriterLockedError> {
   const existing = await readLockOwner(storage, path);
-  const who = existing
-    ? `pid ${existing.pid} on ${existing.hostname} (${existing.runtime}) for "${existing.operation}" since ${existing.created_at}`
-    : "an unreadable lock";
+  const who = existing ? describeLockOwner(existing) : "an unreadable lock";
   return new WriterLockedError(`${path}: session is locked by ${who}; nothing was written`, {
     path,
     ...(existing ? { owner: existing } : {}),
   });
+}
+
+/** `pid 123 on host (node) for "append" since …`, with `?` for what the record lacks. */
+export function describeLockOwner(owner: Partial<LockOwner>): string {
+  return `pid ${String(owner.pid ?? "?")} on ${owner.hostname ?? "?"} (${owner.runtime ?? "?"}) for "${owner.operation ?? "?"}" since ${owner.created_at ?? "?"}`;
 }
 
 /** Removes the lock only if it is still this holder's: nobody deletes another owner's lock. */

@@ -3,7 +3,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
 import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
-import type { ImportedFrom, PortableSession } from "./portable.ts";
+import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { importedHistoryFiles } from "./import-history.ts";

@@ -27,7 +27,8 @@ import {
   type SessionMeta,
   type Usage,
 } from "../schema/mod.ts";
-import { runCommitPlan, type CommitPlan, type CommitPlanResult, type PlannedWrite } from "../storage/commit-plan.ts";
+import { runCommitPlan } from "../storage/commit-plan.ts";
+import type { CommitPlan, CommitPlanResult, PlannedWrite } from "../storage/port.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { markBatch, withoutBatchMark } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
@@ -40,9 +41,11 @@ import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import { listSegments } from "./load.ts";
 import { withNewestSegment } from "./segment-hint.ts";
 import type { WriterIdentity } from "./owner.ts";
-import type { Summarizer } from "./provider.ts";
-import type { PortableSegment, PortableSession } from "./portable.ts";
-import { hasRepairs, isBlocked, lastSequence, type LiveDraft, type SessionState } from "./state.ts";
+import type { Summarizer } from "../model/mod.ts";
+import type { PortableSegment, PortableSession } from "../model/mod.ts";
+import { LAST_COMPACTED_FIELD, hasRepairs, isBlocked, lastSequence, stoppedDraftMessages, type LiveDraft, type SessionState } from "./state.ts";
+import { toMessageRecord, type NewMessage } from "./message-input.ts";
+import type { CommitResult, SessionWriter } from "./writer.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
 import { applyRepair } from "./repair.ts";
@@ -53,42 +56,6 @@ export interface SessionContext {
   readonly storage: StoragePort;
   readonly identity: WriterIdentity;
   readonly clock: () => number;
-}
-
-/** A message to commit: sequence, id, time and part sequences are filled in when absent. */
-export interface NewMessage {
-  readonly role: "user" | "assistant";
-  readonly parts: readonly (Omit<MessagePart, "sequence"> & { sequence?: number })[];
-  readonly status?: "completed" | "stopped" | "failed";
-  readonly usage?: Usage;
-  readonly provider?: ProviderIdentity;
-  readonly message_id?: string;
-  readonly created_at?: string;
-  readonly [extra: string]: unknown;
-}
-
-/** What a commit returns. */
-export interface CommitResult {
-  /** Sequences assigned, in order. */
-  readonly sequences: number[];
-  /** The session revision after the commit. */
-  readonly revision: number;
-}
-
-/** Operations available to the code running inside one locked mutating operation. */
-export interface SessionWriter {
-  readonly session: Session;
-  readonly state: Readonly<SessionState>;
-  readonly options: ResolvedSessionOptions;
-  readonly clock: () => number;
-  /** Appends messages as one atomic batch plus one `meta.json` update (revision + 1). */
-  commit(messages: readonly MessageRecord[]): Promise<CommitResult>;
-  /** A coalescing writer of the streaming draft; `pending` are the run's uncommitted messages. */
-  draftWriter(current: () => { draft: DraftRecord; pending: readonly MessageRecord[] }): DraftWriter;
-  /** Removes the draft file. */
-  removeDraft(): Promise<void>;
-  /** Compacts Active with one summary call (its own commit). `undefined` when Active has < 2 messages. */
-  compact(summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined>;
 }
 
 const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
@@ -848,7 +815,10 @@ export class Session {
     const paths = this.#paths;
     const session = this;
     return {
-      session,
+      ref: this.ref,
+      get system() {
+        return session.system;
+      },
       state,
       options: this.#options,
       clock,
@@ -947,48 +917,9 @@ export interface NoCompaction {
   readonly segment: null;
 }
 
-/**
- * Extension field of `meta.json`'s `compaction`: the highest sequence when the last
- * compaction committed. Usage reported by messages up to it predates the compaction
- * and neither triggers nor validates one (docs/decisions.md).
- */
-export const LAST_COMPACTED_FIELD = "last_compacted_sequence";
-
 function busyMap(storage: StoragePort): Map<string, string> {
   let map = busyByStorage.get(storage);
   if (!map) busyByStorage.set(storage, (map = new Map()));
   return map;
 }
 
-/** The run messages a live draft would commit with, the draft itself finished as `stopped`. */
-export function stoppedDraftMessages(draft: LiveDraft, clearReasoning: boolean): MessageRecord[] {
-  const { record } = draft;
-  const parts = clearReasoning ? record.parts.filter((p) => p.type !== "reasoning") : record.parts;
-  const stopped: MessageRecord = { ...record, status: "stopped", parts };
-  const hasOutput = stopped.parts.length > 0 || stopped.usage !== undefined;
-  return [...draft.pending, ...(hasOutput ? [stopped] : [])];
-}
-
-/**
- * Validates a {@linkcode NewMessage} and fills in what is missing.
- *
- * @throws {InvalidInputError} naming the field that is not valid.
- */
-export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
-  const parts = (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 }));
-  const candidate = {
-    ...message,
-    record_type: "message",
-    sequence: 1,
-    message_id: message.message_id ?? newId("m"),
-    created_at: message.created_at ?? nowTimestamp(clock),
-    ...(message.role === "assistant" && message.status === undefined ? { status: "completed" } : {}),
-    parts,
-  };
-  const parsed = MessageRecord.safeParse(candidate);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InvalidInputError(`${where}.${issue.path.join(".")}: ${issue.message}`, { path: issue.path.map(String) });
-  }
-  return parsed.data;
-}

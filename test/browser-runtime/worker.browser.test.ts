@@ -4,20 +4,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import * as Comlink from "comlink";
-import {
-  InternalError,
-  InvalidInputError,
-  SessionfoldError,
-  Sessions,
-  StorageFullError,
-  WriterLockedError,
-  readLockOwner,
-  type WriterIdentity,
-} from "../../core/mod.ts";
-import { registerErrorTransfer } from "../../core/mod.ts";
+import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, WriterLockedError, type WriterIdentity } from "../../core/mod.ts";
+
 import { WorkerStorage } from "../../runtime-browser/worker-storage.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
 import type { ErrorsWorkerApi } from "./errors-worker.ts";
+import { readLockOwner, registerErrorTransfer } from "../../core/internal.ts";
 
 const startWorker = () => new Worker(new URL("../../runtime-browser/storage-worker.ts", import.meta.url), { type: "module" });
 const utf8 = (text: string) => new TextEncoder().encode(text);
