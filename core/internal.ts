@@ -111,3 +111,6 @@ export {
   type TransferHandlerLike,
   withTransfer,
 } from "./worker/transfer.ts";
+// The storage hop both runtimes use: the worker's API and the host's client.
+export { storageWorkerApi, type StorageWorkerApi } from "./worker/storage-api.ts";
+export { type ComlinkClientLike, type WorkerLink, WorkerStorageClient } from "./worker/client.ts";

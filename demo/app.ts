@@ -230,8 +230,8 @@ class App {
   async refreshList(): Promise<void> {
     const problems: string[] = [];
     const onProblem = (p: { ref: string; message: string }) => problems.push(`${p.ref}: ${p.message}`);
-    this.metas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID }, onProblem);
-    this.archivedMetas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, archived: true }, onProblem);
+    this.metas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, onProblem });
+    this.archivedMetas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, archived: true, onProblem });
     if (problems.length > 0) this.notify({ id: "list", kind: "warn", title: "Some sessions could not be listed.", items: problems });
     this.renderList();
   }

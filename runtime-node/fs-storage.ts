@@ -10,7 +10,6 @@ import {
   StorageError,
   StorageFullError,
   type FileTail,
-  type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
 } from "../core/mod.ts";
@@ -23,8 +22,7 @@ export interface NodeFileStorageOptions {
   readonly root: string;
   /**
    * Whether writes are fsynced (files, then their folders) before they resolve. Default `true`.
-   * `false` only for tests and benchmarks that measure without durability; `capabilities.durable`
-   * then says `false`.
+   * `false` only for tests and benchmarks that measure without durability.
    */
   readonly fsync?: boolean;
   /**
@@ -49,7 +47,7 @@ const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
  * It does its file I/O with synchronous system calls on the calling thread: a few
  * microseconds each, where every `fs.promises` call costs a thread-pool round trip, but an
  * fsync blocks that thread until the disk confirms. That is why hosts normally reach it
- * through {@linkcode WorkerStorage} (a worker thread); running it on the host thread
+ * through {@linkcode WorkerFileStorage} (a worker thread); running it on the host thread
  * (`openNodeSessions({ worker: false })`, the CLI) blocks that thread for each call.
  *
  * No key can name a path outside `root`: keys are checked (`assertStoragePath`, and the
@@ -68,7 +66,6 @@ const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
  * @throws {InvalidInputError} from the constructor when `root` is not absolute.
  */
 export class NodeFileStorage implements StoragePort {
-  readonly capabilities: StorageCapabilities;
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
@@ -85,7 +82,6 @@ export class NodeFileStorage implements StoragePort {
     this.#fsync = options.fsync ?? true;
     this.#maxFileBytes = max;
     this.#boundary = new StoreBoundary(this.root);
-    this.capabilities = { durable: this.#fsync, backend: "node-fs" };
   }
 
   read(path: string): Promise<Uint8Array | undefined> {

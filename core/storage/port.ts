@@ -5,14 +5,6 @@
  *
  * @module
  */
-/** What a backend can promise, so the core never branches on a backend's name. */
-export interface StorageCapabilities {
-  /** Writes survive a process or machine crash once their promise resolves. */
-  readonly durable: boolean;
-  /** Name of the backend, for diagnostics and lock owners (`memory`, `node-fs`, `indexeddb`). */
-  readonly backend: string;
-}
-
 /** The last bytes of a file together with the file's full size. */
 export interface FileTail {
   /** At most the requested number of bytes, ending at the file's end. */
@@ -37,8 +29,6 @@ export interface WriteOptions {
  * unspecified, so the core never depends on it.
  */
 export interface StoragePort {
-  /** Backend promises the core may rely on. */
-  readonly capabilities: StorageCapabilities;
   /** Whole content of a file, or `undefined` when it does not exist. */
   read(path: string): Promise<Uint8Array | undefined>;
   /** The last `maxBytes` bytes of a file and its size, or `undefined` when it does not exist. */

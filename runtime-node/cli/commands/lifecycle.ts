@@ -32,7 +32,7 @@ export const fork: Command = {
     const progress = new Progress(io, "fork");
     let forked;
     try {
-      forked = await opened.sessions.fork(ref, target, (done, total) => progress.update(done, total));
+      forked = await opened.sessions.fork(ref, target, { onProgress: (done, total) => progress.update(done, total) });
     } catch (error) {
       throw await explainOpenError(opened.storage, ref, error, true);
     } finally {
