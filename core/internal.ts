@@ -70,6 +70,8 @@ export {
   type DraftFlushOptions,
   DraftWriter,
   describeLockOwner,
+  isDeadOwner,
+  reclaimDeadLock,
   generateSystem,
   hasRepairs,
   isBlocked,

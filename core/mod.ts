@@ -236,6 +236,8 @@ export {
   type ForkOptions,
   type ExportPortableOptions,
   type CommitNotice,
+  type OwnerProbe,
+  type StaleLockReclaimed,
   type LiveDraft,
   type NewMessage,
   type NoCompaction,

@@ -17,7 +17,8 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { Sessions, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { linuxBootId, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./worker-storage.ts";
 
@@ -29,11 +30,20 @@ export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-stora
  *
  * @example
  * ```ts
- * nodeWriterIdentity(); // { pid: 4242, hostname: "laptop", runtime: "node" }
+ * nodeWriterIdentity(); // { pid: 4242, hostname: "laptop", runtime: "node", bootId: "…", processStartedAt: "…" }
  * ```
  */
 export function nodeWriterIdentity(): WriterIdentity {
-  return { pid: process.pid, hostname: hostname(), runtime: "node" };
+  const bootId = linuxBootId();
+  // The start time as the probe reads it for any pid, so this process compares equal to itself.
+  const started = bootId !== undefined ? linuxProcessStartTime(process.pid) : undefined;
+  return {
+    pid: process.pid,
+    hostname: hostname(),
+    runtime: "node",
+    ...(bootId !== undefined ? { bootId } : {}),
+    ...(typeof started === "number" ? { processStartedAt: new Date(started).toISOString() } : {}),
+  };
 }
 
 /**
@@ -60,6 +70,8 @@ export interface OpenNodeSessionsOptions {
   readonly fsync?: boolean;
   /** Options for every session the registry opens, unless a call gives its own. */
   readonly defaults?: SessionOptions;
+  /** Called when a dead writer's lock was taken over (`stale_lock_reclaimed`), with its old content. */
+  readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
 }
 
 /** An open store: its sessions, the storage under them, and how to release it. */
@@ -95,7 +107,14 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const fsync = options.fsync ?? true;
   const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
-  const sessions = new Sessions({ storage, identity: nodeWriterIdentity(), ...(options.defaults ? { defaults: options.defaults } : {}) });
+  const probe = nodeOwnerProbe();
+  const sessions = new Sessions({
+    storage,
+    identity: nodeWriterIdentity(),
+    ...(probe ? { probe } : {}),
+    ...(options.defaults ? { defaults: options.defaults } : {}),
+    ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
+  });
   return { sessions, storage, root, close: async () => await storage.close?.() };
 }
 

@@ -4,7 +4,10 @@ import { nowTimestamp } from "../schema/common.ts";
 import { runCommitPlan } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
-import type { WriterIdentity } from "./owner.ts";
+import { isDeadOwner, type OwnerProbe, type WriterIdentity } from "./owner.ts";
+
+/** Lock and guard files guard a live process only: they need no flush (docs/FORMAT.md `writer.lock`). */
+const NOT_DURABLE = { durable: false } as const;
 
 /** What gives a held `writer.lock` back: its path and this holder's `lock_id` (a plan's `release`). */
 export type WriterLease = NonNullable<CommitPlan["release"]>;
@@ -18,6 +21,8 @@ export function runPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitP
 export interface LockedWrites {
   /** Who takes the lock and what for, stamped into `writer.lock`. */
   readonly identity: WriterIdentity;
+  /** What the platform knows of other processes: with it, a dead writer's lock is taken over. */
+  readonly probe?: OwnerProbe;
   readonly operation: string;
   readonly clock: () => number;
   /** Keep the lock once the writes committed (give it back with {@linkcode releaseWriterLock}). */
@@ -27,22 +32,79 @@ export interface LockedWrites {
   readonly writes?: readonly PlannedWrite[];
 }
 
+/** How {@linkcode takeWriterLock} ended: the lease (and the dead writer's lock it replaced, if any), or why not. */
+export type TakenWriterLock =
+  | { readonly outcome: "committed"; readonly lease: WriterLease; readonly reclaimed?: LockOwner }
+  | Exclude<CommitPlanResult, { outcome: "committed" }>;
+
 /**
  * The one way the core takes a session's `writer.lock`: a commit plan that creates the lock
  * (or takes the backend's platform lock), optionally checks the revision, does `writes`, and
- * with `hold` keeps the lock. Returns the lease that gives it back, or how it was refused.
+ * with `hold` keeps the lock. When the lock found belongs to a dead writer of this host and
+ * boot ({@linkcode isDeadOwner}), it is removed ({@linkcode reclaimDeadLock}) and the plan
+ * runs once more; the old content is returned as `reclaimed`.
  *
  * @throws {StorageError} when a storage call fails.
  */
-export async function takeWriterLock(
-  storage: StoragePort,
-  path: string,
-  locked: LockedWrites,
-): Promise<{ readonly outcome: "committed"; readonly lease: WriterLease } | Exclude<CommitPlanResult, { outcome: "committed" }>> {
+export async function takeWriterLock(storage: StoragePort, path: string, locked: LockedWrites): Promise<TakenWriterLock> {
   const owner = newLockOwner(locked.identity, locked.operation, locked.clock);
   const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
-  const result = await runPlan(storage, { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] });
-  return result.outcome === "committed" ? { outcome: "committed", lease: { path, lockId: lock.lockId } } : result;
+  const plan: CommitPlan = { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] };
+  let result = await runPlan(storage, plan);
+  let reclaimed: LockOwner | undefined;
+  if (result.outcome === "locked" && locked.probe) {
+    const found = await readLockOwner(storage, path);
+    if (found && isDeadOwner(found, locked.identity, locked.probe) && (await reclaimDeadLock(storage, path, found, lock.bytes, locked))) {
+      reclaimed = found;
+      result = await runPlan(storage, plan);
+    }
+  }
+  if (result.outcome !== "committed") return result;
+  return { outcome: "committed", lease: { path, lockId: lock.lockId }, ...(reclaimed ? { reclaimed } : {}) };
+}
+
+/** The most dead reclaimers in a row one reclaim steps over (each left its guard behind). */
+const MAX_GUARD_DEPTH = 8;
+
+/**
+ * Removes `writer.lock` when it still is `stale` (a dead writer's), so that exactly one
+ * live writer can remove it however many try at once. The remover must hold a guard file
+ * created with create-new semantics, `writer.lock.reclaim-<stale lock_id>`, and checks the
+ * lock again while holding it: only a guard holder removes a lock, and only the stale one,
+ * so a lock a live writer has just taken is never removed. A guard whose own owner is dead
+ * (a reclaimer killed half-way) is stepped over by a guard named after it, so no crash can
+ * leave the session locked for good (the next guard is `writer.lock.reclaim-<stale lock_id>.<dead
+ * holder's lock_id>`). Guards are removed once the stale lock is gone.
+ * Resolves whether the stale lock is gone.
+ */
+export async function reclaimDeadLock(storage: StoragePort, path: string, stale: LockOwner, guardBytes: Uint8Array, me: Pick<LockedWrites, "identity" | "probe">): Promise<boolean> {
+  const staleId = stale["lock_id"];
+  if (typeof staleId !== "string" || !/^[A-Za-z0-9_-]+$/.test(staleId)) return false;
+  const chain: string[] = [];
+  let guard = `${path}.reclaim-${staleId}`;
+  for (let depth = 0; depth < MAX_GUARD_DEPTH; depth++) {
+    chain.push(guard);
+    if (await storage.createExclusive(guard, guardBytes, NOT_DURABLE)) {
+      try {
+        const current = await readLockOwner(storage, path);
+        if (current?.["lock_id"] === staleId) {
+          await storage.remove(path, NOT_DURABLE);
+          return true;
+        }
+        // Someone removed it already (another reclaimer, `unlock --force`): gone all the same.
+        return !(await storage.read(path));
+      } finally {
+        for (const name of chain.reverse()) await storage.remove(name, NOT_DURABLE).catch(() => undefined);
+      }
+    }
+    const holder = await readLockOwner(storage, guard);
+    const holderId = holder?.["lock_id"];
+    // A live reclaimer is at work: it removes the stale lock; this writer sees the session as locked meanwhile.
+    if (!holder || typeof holderId !== "string" || !/^[A-Za-z0-9_-]+$/.test(holderId) || !isDeadOwner(holder, me.identity, me.probe)) return false;
+    // Named after the stale lock and the dead guard holder: those who saw the same dead holder contend for one name.
+    guard = `${path}.reclaim-${staleId}.${holderId}`;
+  }
+  return false;
 }
 
 /**
@@ -51,9 +113,14 @@ export async function takeWriterLock(
  *
  * @throws {WriterLockedError} at once when another writer holds it, with that writer's lock content.
  */
-export async function acquireWriterLock(storage: StoragePort, path: string, identity: WriterIdentity, operation: string, clock: () => number): Promise<WriterLease> {
-  const taken = await takeWriterLock(storage, path, { identity, operation, clock, hold: true });
-  if (taken.outcome === "committed") return taken.lease;
+export async function acquireWriterLock(
+  storage: StoragePort,
+  path: string,
+  who: Pick<LockedWrites, "identity" | "probe" | "clock">,
+  operation: string,
+): Promise<{ readonly lease: WriterLease; readonly reclaimed?: LockOwner }> {
+  const taken = await takeWriterLock(storage, path, { ...who, operation, hold: true });
+  if (taken.outcome === "committed") return taken;
   throw await writerLockedError(storage, path);
 }
 
@@ -64,7 +131,17 @@ export async function releaseWriterLock(storage: StoragePort, lease: WriterLease
 
 /** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
 export function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
-  return { ...identity, operation, created_at: nowTimestamp(clock), lock_id: newId("lock") };
+  const { pid, hostname, runtime, bootId, processStartedAt } = identity;
+  return {
+    pid,
+    hostname,
+    ...(bootId !== undefined ? { boot_id: bootId } : {}),
+    ...(processStartedAt !== undefined ? { process_started_at: processStartedAt } : {}),
+    runtime,
+    operation,
+    lock_id: newId("lock"),
+    created_at: nowTimestamp(clock),
+  };
 }
 
 /** The error for a lock someone else holds, naming that holder from the lock's content. */

@@ -8,11 +8,11 @@ import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { importedHistoryFiles } from "./import-history.ts";
 import { loadSessionState } from "./load.ts";
-import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
+import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
-import { ANONYMOUS_WRITER, type WriterIdentity } from "./owner.ts";
+import { ANONYMOUS_WRITER, type OwnerProbe, type WriterIdentity } from "./owner.ts";
 import { Session } from "./session.ts";
-import type { CommitNotice, SessionContext } from "./transaction.ts";
+import { reportReclaimed, type CommitNotice, type SessionContext, type StaleLockReclaimed } from "./transaction.ts";
 import { lastSequence } from "./state.ts";
 
 /** Options of {@linkcode Sessions}. */
@@ -31,6 +31,14 @@ export interface SessionsOptions {
    * runtime announces these to other tabs. A listener's error is ignored.
    */
   readonly onCommit?: (event: CommitNotice) => void;
+  /**
+   * What the platform knows of other processes of this host (the Node runtime passes one).
+   * With it, a `writer.lock` left by a dead writer of this host and boot is taken over
+   * (docs/FORMAT.md `writer.lock`); without it, every lock found is honoured.
+   */
+  readonly probe?: OwnerProbe;
+  /** Called when a dead writer's lock was taken over, with its old content (`stale_lock_reclaimed`). */
+  readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
 }
 
 /** What {@linkcode Sessions.create} needs. */
@@ -95,6 +103,8 @@ export class Sessions {
       identity: options.identity ?? ANONYMOUS_WRITER,
       clock: options.clock ?? Date.now,
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
+      ...(options.probe ? { probe: options.probe } : {}),
+      ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
     };
     this.#defaults = options.defaults ?? {};
   }
@@ -213,7 +223,7 @@ export class Sessions {
     if ((await this.#exists(target, "live")) || (await this.#exists(target, "archived"))) throw this.#alreadyExists(target);
     const fatal = from.diagnostics.find((d) => d.fatal);
     if (fatal) throw new CorruptSessionError(`cannot fork ${formatSessionRef(from.ref)}: ${fatal.message}`, { file: fatal.file, line: fatal.line });
-    const lock = await acquireWriterLock(this.storage, from.paths.lock, this.#ctx.identity, "fork", this.#ctx.clock);
+    const lock = await this.#acquire(from.ref, from.paths.lock, "fork");
     const staging = this.#stagingDir(target, "fork");
     try {
       await from.reload();
@@ -368,12 +378,19 @@ export class Sessions {
     if (!(await this.#exists(valid, place))) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
     const paths = sessionPaths(valid, place);
     // Taken so a running writer is never deleted under; the removal takes the lock file with it.
-    const lock = await acquireWriterLock(this.storage, paths.lock, this.#ctx.identity, "delete", this.#ctx.clock);
+    const lock = await this.#acquire(valid, paths.lock, "delete");
     try {
       await this.storage.remove(paths.dir);
     } finally {
       await releaseWriterLock(this.storage, lock);
     }
+  }
+
+  /** Takes a session's lock for an operation of the registry's own, reporting a dead writer's lock it took over. */
+  async #acquire(ref: SessionRef, path: string, operation: string): Promise<WriterLease> {
+    const { lease, reclaimed } = await acquireWriterLock(this.storage, path, this.#ctx, operation);
+    if (reclaimed) reportReclaimed(this.#ctx, ref, path, reclaimed);
+    return lease;
   }
 
   /** A hidden folder beside the sessions (never a valid id), where a new session is built. */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { CorruptSessionError, InvalidInputError, RevisionConflictError, SessionBusyError, asSessionfoldError } from "../errors.ts";
+import { CorruptSessionError, InvalidInputError, RevisionConflictError, SessionBusyError, asSessionfoldError, type LockOwner } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
@@ -17,7 +17,7 @@ import { joinLines, lineOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
-import type { WriterIdentity } from "./owner.ts";
+import type { OwnerProbe, WriterIdentity } from "./owner.ts";
 import { applyRepairs } from "./recovery.ts";
 import { withNewestSegment } from "./segment-hint.ts";
 import { isBlocked, lastSequence, type SessionState } from "./state.ts";
@@ -30,6 +30,29 @@ export interface SessionContext {
   readonly clock: () => number;
   /** Called after each write that gives a session a new revision (`SessionsOptions.onCommit`). */
   readonly onCommit?: (event: CommitNotice) => void;
+  /** What the platform knows of other processes; enables dead-owner reclaim (`SessionsOptions.probe`). */
+  readonly probe?: OwnerProbe;
+  /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
+  readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+}
+
+/** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
+export interface StaleLockReclaimed {
+  /** `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly ref: string;
+  /** The lock's storage path. */
+  readonly path: string;
+  /** The dead writer's lock content. */
+  readonly owner: LockOwner;
+}
+
+/** Tells `onStaleLockReclaimed` about a lock taken over. Best effort: the listener's failure is its own. */
+export function reportReclaimed(ctx: SessionContext, ref: SessionRef, path: string, owner: LockOwner): void {
+  try {
+    ctx.onStaleLockReclaimed?.({ ref: formatSessionRef(ref), path, owner });
+  } catch {
+    // The operation went through; a listener's bug must not make it look failed.
+  }
 }
 
 /** What {@linkcode SessionContext.onCommit} is told: which session, at which revision now. */
@@ -145,17 +168,18 @@ export class SessionTransaction {
    * @throws {RevisionConflictError} when another writer committed; nothing was written.
    */
   async lock(operation: string, writes: PlannedWrite[], hold: boolean, checkRevision = true): Promise<WriterLease> {
-    const { storage, identity, clock } = this.ctx;
+    const { storage, identity, clock, probe } = this.ctx;
     const path = this.paths.lock;
     const expect = checkRevision ? { path: this.paths.meta, revision: this.state.diskRevision ?? null } : undefined;
     let taken: Awaited<ReturnType<typeof takeWriterLock>>;
     try {
-      taken = await takeWriterLock(storage, path, { identity, operation, clock, hold, ...(expect ? { expect } : {}), writes });
+      taken = await takeWriterLock(storage, path, { identity, operation, clock, hold, ...(probe ? { probe } : {}), ...(expect ? { expect } : {}), writes });
     } catch (error) {
       throw await this.failed(operation, error);
     }
     if (taken.outcome === "locked") throw await writerLockedError(storage, path);
     if (taken.outcome === "conflict") throw this.#revisionConflict(taken.revision ?? undefined);
+    if (taken.reclaimed) reportReclaimed(this.ctx, this.ref, path, taken.reclaimed);
     return taken.lease;
   }
 

@@ -54,8 +54,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       io.stdout(commandHelp(selected));
       return EXIT.ok;
     }
-    store = new Store(resolveRoot(globals.root, io), io);
-    return await selected.run({ io, out: new Output(io, json), store, args });
+    const out = new Output(io, json);
+    store = new Store(resolveRoot(globals.root, io), io, (event) => out.staleLockReclaimed(event));
+    return await selected.run({ io, out, store, args });
   } catch (thrown) {
     const error = toCliError(thrown);
     io.stderr(`${errorLine(error)}\n`);

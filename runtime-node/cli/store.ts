@@ -25,6 +25,7 @@ import {
   type SessionOptions,
   type SessionRef,
   type Sessions,
+  type StaleLockReclaimed,
   type StoragePort,
   type Summarizer,
 } from "../../core/mod.ts";
@@ -70,11 +71,14 @@ export function resolveRoot(option: string | undefined, io: CliIo): string {
 export class Store {
   readonly root: string;
   readonly #io: CliIo;
+  readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   #opened: Promise<OpenStore> | undefined;
 
-  constructor(root: string, io: CliIo) {
+  /** `onStaleLockReclaimed`: told each dead writer's lock the commands take over. */
+  constructor(root: string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void) {
     this.root = root;
     this.#io = io;
+    this.#onStaleLockReclaimed = onStaleLockReclaimed;
   }
 
   /**
@@ -114,6 +118,7 @@ export class Store {
       root: this.root,
       worker: this.#io.worker ?? true,
       fsync: this.#io.fsync ?? true,
+      ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
     });
     return this.#opened;
   }
