@@ -234,6 +234,7 @@ export {
   type ListProblem,
   type ListSessionsOptions,
   type ForkOptions,
+  type HoldOption,
   type ExportPortableOptions,
   type CommitNotice,
   type OwnerProbe,

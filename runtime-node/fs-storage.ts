@@ -71,6 +71,8 @@ export class NodeFileStorage implements StoragePort {
   readonly #fsync: boolean;
   readonly #maxFileBytes: number;
   readonly #boundary: StoreBoundary;
+  /** Files kept open by {@linkcode NodeFileStorage.pinFile}: the handle (once opened) and the size this store wrote it to. */
+  readonly #pinned = new Map<string, { fd: number | undefined; size: number }>();
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -170,6 +172,7 @@ export class NodeFileStorage implements StoragePort {
   replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
     const durable = this.#fsync && options?.durable !== false;
     return this.#run("replace", path, (file) => {
+      this.#unpinBelow(path);
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
       try {
@@ -192,29 +195,70 @@ export class NodeFileStorage implements StoragePort {
 
   append(path: string, bytes: Uint8Array): Promise<void> {
     return this.#run("append", path, (file) => {
+      const pinned = this.#pinned.get(path);
+      if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
       const { fd, info } = this.#withParents(path, () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600) ?? missingParent(file));
-      let before: number | undefined;
       try {
-        before = info.size;
         if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
-        writeAll(fd, bytes, null);
-        if (this.#fsync) fsyncSync(fd);
+        this.#appendTo(fd, info.size, bytes, file, pinned);
         // A file this append may have created needs its folder entry to be durable too.
-        if (before === 0) this.#syncFolder(dirname(file));
-      } catch (error) {
-        // A failed append leaves nothing: cut back to where it started.
-        const size = before;
-        if (size !== undefined) {
-          bestEffort(() => {
-            ftruncateSync(fd, size);
-            fsyncSync(fd);
-          });
-        }
-        throw error;
+        if (info.size === 0) this.#syncFolder(dirname(file));
       } finally {
-        closeSync(fd);
+        if (pinned) pinned.fd = fd;
+        else closeSync(fd);
       }
     });
+  }
+
+  /**
+   * Keeps `path` open for appends until {@linkcode NodeFileStorage.unpinFile}: a session held
+   * by a lease appends to its `active.jsonl` with one write and one fsync, no open, checks
+   * or close. Any other change to the file (or a folder above it) through this store closes
+   * the handle first; the next append opens the file again, with every check.
+   */
+  pinFile(path: string): Promise<void> {
+    return this.#run("pinFile", path, () => {
+      if (!this.#pinned.has(path)) this.#pinned.set(path, { fd: undefined, size: 0 });
+    });
+  }
+
+  /** Closes what {@linkcode NodeFileStorage.pinFile} kept open. */
+  unpinFile(path: string): Promise<void> {
+    return this.#run("unpinFile", path, () => {
+      this.#closePinned((pinned) => pinned === path, true);
+    });
+  }
+
+  /** Writes `bytes` at the end of the open file `fd` of `size` bytes; on failure cuts back to `size`. */
+  #appendTo(fd: number, size: number, bytes: Uint8Array, file: string, pinned: { fd: number | undefined; size: number } | undefined): void {
+    try {
+      writeAll(fd, bytes, null);
+      if (this.#fsync) fsyncSync(fd);
+      if (pinned) pinned.size = size + bytes.length;
+    } catch (error) {
+      // A failed append leaves nothing: cut back to where it started.
+      bestEffort(() => {
+        ftruncateSync(fd, size);
+        fsyncSync(fd);
+      });
+      if (pinned) this.#closePinned((p) => this.#file(p) === file, false);
+      throw error;
+    }
+  }
+
+  /** Closes pinned handles whose path `matches` (forgetting the pins too when `forget`). */
+  #closePinned(matches: (path: string) => boolean, forget: boolean): void {
+    for (const [path, pinned] of this.#pinned) {
+      if (!matches(path)) continue;
+      if (pinned.fd !== undefined) bestEffort(() => closeSync(pinned.fd!));
+      pinned.fd = undefined;
+      if (forget) this.#pinned.delete(path);
+    }
+  }
+
+  /** Before a change to `path` other than an append: a pinned handle on it or below it is closed. */
+  #unpinBelow(path: string): void {
+    if (this.#pinned.size > 0) this.#closePinned((pinned) => pinned === path || pinned.startsWith(`${path}/`) || path === "", false);
   }
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
@@ -262,6 +306,7 @@ export class NodeFileStorage implements StoragePort {
 
   truncate(path: string, length: number): Promise<void> {
     return this.#run("truncate", path, (file) => {
+      this.#unpinBelow(path);
       if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
       const opened = this.#boundary.open(path, file, TRUNCATE_FLAGS, "write");
       if (!opened) return;
@@ -279,6 +324,7 @@ export class NodeFileStorage implements StoragePort {
 
   remove(path: string, options?: WriteOptions): Promise<void> {
     return this.#run("remove", path, (file) => {
+      this.#unpinBelow(path);
       // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
       if (this.#boundary.parents(path, "read") === "missing") return;
       try {
@@ -293,6 +339,8 @@ export class NodeFileStorage implements StoragePort {
 
   move(from: string, to: string): Promise<boolean> {
     return this.#run("move", from, (source) => {
+      this.#unpinBelow(from);
+      this.#unpinBelow(to);
       const target = this.#file(to);
       if (from === to || to.startsWith(`${from}/`)) return false;
       if (this.#boundary.parents(from, "read") === "missing") return false;

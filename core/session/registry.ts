@@ -41,6 +41,16 @@ export interface SessionsOptions {
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
 }
 
+/** Opening a session to hold it: `{ hold: true }` on {@linkcode Sessions.open} and {@linkcode Sessions.create}. */
+export interface HoldOption {
+  /**
+   * Keep the session's `writer.lock` until `session.close()` (a lease): commits then need no
+   * lock file operations and no revision read, and any other writer is refused at once with
+   * `WriterLockedError` naming this one. Default `false`: a lock per operation.
+   */
+  readonly hold?: boolean;
+}
+
 /** What {@linkcode Sessions.create} needs. */
 export interface CreateSessionInput {
   readonly agentId: string;
@@ -115,7 +125,7 @@ export class Sessions {
    * @throws {InvalidIdError} before anything is written when an id is not valid.
    * @throws {InvalidInputError} when a session with that id exists (live or archived).
    */
-  async create(input: CreateSessionInput, options?: SessionOptions): Promise<Session> {
+  async create(input: CreateSessionInput, options?: SessionOptions & HoldOption): Promise<Session> {
     const ref = sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const paths = sessionPaths(ref);
@@ -141,7 +151,7 @@ export class Sessions {
       throw this.#alreadyExists(ref);
     }
     if (input.instruction !== undefined) await this.storage.replace(paths.instruction, new TextEncoder().encode(input.instruction));
-    return this.open(ref, resolved);
+    return this.open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
   }
 
   /**
@@ -154,7 +164,7 @@ export class Sessions {
    * @throws {UnsupportedSchemaError} when `meta.json` has an unknown schema version.
    * @throws {InvalidInputError} when the options are inconsistent.
    */
-  async open(ref: SessionRef | string, options?: SessionOptions & { archived?: boolean }): Promise<Session> {
+  async open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
     const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
     const place: SessionPlace = options?.archived ? "archived" : "live";
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
@@ -167,7 +177,9 @@ export class Sessions {
       throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
     }
     if (state.status === "rejected") throw state.reason;
-    return new Session(this.#ctx, valid, place, paths, state.value, resolved);
+    const session = new Session(this.#ctx, valid, place, paths, state.value, resolved);
+    if (options?.hold) await session.hold();
+    return session;
   }
 
   /**

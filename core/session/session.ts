@@ -21,7 +21,6 @@ import { withoutBatchMark } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
 import { exportSession, type ExportPortableOptions } from "./export-portable.ts";
 import { PENDING_FIELD } from "./load.ts";
-import { releaseWriterLock } from "./lock.ts";
 import { toMessageRecord, type NewMessage } from "./message-input.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import { messagesBefore, readSegment, segmentRanges, type ReadSource } from "./read-view.ts";
@@ -403,7 +402,7 @@ export class Session {
           }
           return plan.report.clean ? plan.report : await applyRepair(storage, plan, tx.paths.dir);
         } finally {
-          await releaseWriterLock(storage, lease).catch(() => undefined);
+          await tx.unlock(lease).catch(() => undefined);
           await tx.reload().then(() => tx.notifyCommit(), () => tx.reloadLater());
         }
       },
@@ -439,6 +438,44 @@ export class Session {
         state.instruction = this.#system ?? undefined;
       }
     });
+  }
+
+  /**
+   * Whether this handle holds the session (a lease, from `open(ref, { hold: true })` or
+   * {@linkcode Session.hold}) until {@linkcode Session.close}.
+   */
+  get held(): boolean {
+    return this.#tx.held;
+  }
+
+  /**
+   * Takes the session for this handle until {@linkcode Session.close}: its `writer.lock` is
+   * kept, so commits need no lock file operations and no revision read (on Node,
+   * `active.jsonl` also stays open). Any other writer gets `WriterLockedError` naming this
+   * one at once. Per-operation locking is the default; a long-lived host holds.
+   *
+   * @example
+   * ```ts
+   * import { Session } from "sessionfold";
+   * declare const session: Session;
+   *
+   * await session.hold();
+   * await session.append({ role: "user", parts: [{ type: "text", text: "fast" }] });
+   * await session.close();
+   * ```
+   * @throws {WriterLockedError} at once when another writer holds the session.
+   * @throws {RevisionConflictError} when another writer committed since this handle read.
+   */
+  hold(): Promise<void> {
+    return this.#tx.hold();
+  }
+
+  /**
+   * Ends this handle's hold on the session (the lock is removed); later operations lock per
+   * operation again. Nothing to do for a handle that does not hold. Idempotent.
+   */
+  close(): Promise<void> {
+    return this.#tx.release();
   }
 
   /**

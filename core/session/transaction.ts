@@ -75,6 +75,8 @@ export class SessionTransaction {
   state: SessionState;
   readonly #onReload: (state: SessionState) => void;
   #needsReload = false;
+  /** The writer lock this handle holds for its lifetime (a lease), if it was opened to hold. */
+  #lease: WriterLease | undefined;
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
 
@@ -94,6 +96,37 @@ export class SessionTransaction {
     this.#onReload(this.state);
     this.#needsReload = false;
     this.#conflict = undefined;
+  }
+
+  /** Whether this handle holds the session (a lease) until `release()`. */
+  get held(): boolean {
+    return this.#lease !== undefined;
+  }
+
+  /**
+   * Takes the session for this handle until {@linkcode SessionTransaction.release}: the lock
+   * (after the revision check) is kept, so later operations need neither a new lock nor a
+   * revision read, and the backend may keep `active.jsonl` open. Nothing when already held.
+   *
+   * @throws {WriterLockedError} at once when another writer holds the session.
+   * @throws {RevisionConflictError} when another writer committed since this handle read.
+   */
+  async hold(): Promise<void> {
+    if (this.#lease) return;
+    await this.exclusive("lease", async () => {
+      const lease = await this.lock("lease", [], true);
+      this.#lease = lease;
+      await this.ctx.storage.pinFile?.(this.paths.active).catch(() => undefined);
+    });
+  }
+
+  /** Gives a held session back (lock removed, pinned file closed). Nothing when not held. */
+  async release(): Promise<void> {
+    const lease = this.#lease;
+    if (!lease) return;
+    this.#lease = undefined;
+    await this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
+    await releaseWriterLock(this.ctx.storage, lease);
   }
 
   /**
@@ -137,7 +170,7 @@ export class SessionTransaction {
     } catch (error) {
       throw await this.failed(operation, error);
     } finally {
-      await releaseWriterLock(this.ctx.storage, lease).catch(() => undefined);
+      await this.unlock(lease).catch(() => undefined);
     }
   }
 
@@ -147,6 +180,8 @@ export class SessionTransaction {
    * to do or a draft to finish (those take {@linkcode SessionTransaction.locked}).
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
+    // Held: the lease stands for the lock and the revision check; only the writes go out.
+    if (this.#lease) return this.commit(records);
     const { sequenced, bytes, meta } = this.#prepareCommit(records);
     await this.lock(operation, this.#commitWrites(bytes, meta), false);
     return this.#committed(sequenced, bytes.length, meta);
@@ -168,6 +203,11 @@ export class SessionTransaction {
    * @throws {RevisionConflictError} when another writer committed; nothing was written.
    */
   async lock(operation: string, writes: PlannedWrite[], hold: boolean, checkRevision = true): Promise<WriterLease> {
+    if (this.#lease) {
+      // The held lease stands for every lock this handle would take.
+      if (writes.length > 0) await this.runPlan({ writes });
+      return this.#lease;
+    }
     const { storage, identity, clock, probe } = this.ctx;
     const path = this.paths.lock;
     const expect = checkRevision ? { path: this.paths.meta, revision: this.state.diskRevision ?? null } : undefined;
@@ -181,6 +221,11 @@ export class SessionTransaction {
     if (taken.outcome === "conflict") throw this.#revisionConflict(taken.revision ?? undefined);
     if (taken.reclaimed) reportReclaimed(this.ctx, this.ref, path, taken.reclaimed);
     return taken.lease;
+  }
+
+  /** Gives back a lock {@linkcode SessionTransaction.lock} returned, unless it is the held lease. */
+  async unlock(lease: WriterLease): Promise<void> {
+    if (lease !== this.#lease) await releaseWriterLock(this.ctx.storage, lease);
   }
 
   /** Runs a plan in one storage call when the backend offers it. */

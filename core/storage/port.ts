@@ -62,6 +62,15 @@ export interface StoragePort {
    * backend behind a hop (a worker) offers it so a commit costs one round trip.
    */
   runCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
+  /**
+   * Optional: keeps `path` ready for appends (an open file) until `unpinFile`, for a writer
+   * that holds a session (a lease) and appends to one file again and again. A backend that
+   * has nothing to keep open leaves both out. Changes to the file other than appends still
+   * go through the port as usual.
+   */
+  pinFile?(path: string): Promise<void>;
+  /** Ends what {@linkcode StoragePort.pinFile} started. */
+  unpinFile?(path: string): Promise<void>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }

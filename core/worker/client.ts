@@ -118,6 +118,16 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     return this.#call(() => this.#remote.move(from, to));
   }
 
+  /** Keeps `path` open for appends in the worker's store (when it can). */
+  pinFile(path: string): Promise<void> {
+    return this.#call(() => this.#remote.pinFile(path));
+  }
+
+  /** Ends {@linkcode WorkerStorageClient.pinFile}. */
+  unpinFile(path: string): Promise<void> {
+    return this.#call(() => this.#remote.unpinFile(path));
+  }
+
   /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
   runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     return this.#call(() => this.#remote.runCommitPlan(plan));

@@ -63,6 +63,12 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
     runCommitPlan: (plan) => runCommitPlan(opened(), plan),
+    pinFile: async (path) => {
+      await opened().pinFile?.(path);
+    },
+    unpinFile: async (path) => {
+      await opened().unpinFile?.(path);
+    },
     acquireLock: async (name) => {
       const store = opened();
       if (!store.acquireLock) throw new StorageError("this storage has no platform locks", { lock: name });

@@ -102,6 +102,8 @@ function fixBytes(storage: StoragePort, extra: number) {
 type Kind = "append" | "compact" | "reset" | "finish-draft" | "fork" | "archive";
 
 interface Scenario {
+  /** The `operation` its `writer.lock` names (default: `kind`). */
+  readonly lockOperation?: string;
   readonly kind: Kind;
   /** Ids of the messages the operation itself brings (all or none must survive). */
   readonly ids: readonly string[];
@@ -121,6 +123,27 @@ const SCENARIOS: Record<string, Scenario> = {
     run: async (s) => (await s.open(REF)).compact({ summarizer: summarizer((r) => ({ text: `${r.previousSummary ?? ""} +${r.messages.length}` })) }),
   },
   reset: { kind: "reset", ids: [], run: async (s) => (await s.open(REF)).reset() },
+  // A lease: the lock taken once at open, the commit without lock or revision read, the lock given back at close.
+  "held append batch": {
+    kind: "append",
+    lockOperation: "lease",
+    ids: ["m_h1", "m_h2"],
+    run: async (s) => {
+      const held = await s.open(REF, { hold: true });
+      await held.append([user("held first", "m_h1"), assistant("held second", "m_h2")]);
+      await held.close();
+    },
+  },
+  "held compact": {
+    kind: "compact",
+    lockOperation: "lease",
+    ids: [],
+    run: async (s) => {
+      const held = await s.open(REF, { hold: true });
+      await held.compact({ summarizer: summarizer((r) => ({ text: `${r.previousSummary ?? ""} +${r.messages.length}` })) });
+      await held.close();
+    },
+  },
   "finish draft": { kind: "finish-draft", ids: [], run: async (s) => (await s.open(REF)).finishDraft() },
   fork: { kind: "fork", ids: [], run: (s) => s.fork(REF, "s2") },
   archive: { kind: "archive", ids: [], run: (s) => s.archive(REF) },
@@ -276,7 +299,7 @@ async function checkRecovered(
     return;
   }
 
-  await appendAfter(disk, sessions, session, ids, scenario.kind === "fork" ? "fork" : scenario.kind, label, options);
+  await appendAfter(disk, sessions, session, ids, scenario.lockOperation ?? scenario.kind, label, options);
 }
 
 async function checkForkTarget(disk: StoragePort, before: Before, sourceHistory: MessageRecord[], label: string, options: RecoveryExpectation): Promise<void> {
@@ -335,8 +358,8 @@ async function appendAfter(disk: StoragePort, sessions: Sessions, session: Sessi
 
 const plan: [Base, string][] = [];
 for (const base of BASES) {
-  for (const name of ["append one", "append batch", "compact", "reset", "fork", "archive"]) {
-    if ((name === "compact" || name === "reset") && base.liveDraft) continue; // refused (SessionBusyError), tested in drafts.test.ts
+  for (const name of ["append one", "append batch", "held append batch", "compact", "held compact", "reset", "fork", "archive"]) {
+    if ((name === "compact" || name === "held compact" || name === "reset") && base.liveDraft) continue; // refused (SessionBusyError), tested in drafts.test.ts
     plan.push([base, name]);
   }
   if (base.liveDraft) plan.push([base, "finish draft"]);
