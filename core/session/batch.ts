@@ -16,7 +16,35 @@ export function markBatch(messages: MessageRecord[]): MessageRecord[] {
   return [{ ...first!, [BATCH_FIELD]: messages.length }, ...rest];
 }
 
-/** Removes the batch mark, e.g. when a message is shown or exported. */
+/**
+ * The field every line a commit appends carries last: the revision that commit created
+ * (docs/FORMAT.md `revision`). Opens take the greater of `meta.json`'s and the last line's,
+ * so `meta.json` may lag behind the lines.
+ */
+export const LINE_REVISION_FIELD = "revision";
+
+/** `messages` as the lines of the commit that creates `revision`: the field set last, so it ends each line. */
+export function stampRevision(messages: readonly MessageRecord[], revision: number): MessageRecord[] {
+  return messages.map((message) => {
+    const { [LINE_REVISION_FIELD]: _old, ...rest } = message as MessageRecord & { [LINE_REVISION_FIELD]?: unknown };
+    return { ...rest, [LINE_REVISION_FIELD]: revision } as MessageRecord;
+  });
+}
+
+/** The revision a line carries, or 0 for a line written before lines carried one. */
+export function lineRevision(message: MessageRecord): number {
+  const value = (message as Record<string, unknown>)[LINE_REVISION_FIELD];
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : 0;
+}
+
+/** A message as a host sees it: without the fields only its line needs (batch mark, line revision). */
+export function publicRecord(message: MessageRecord): MessageRecord {
+  if (!(BATCH_FIELD in message) && !(LINE_REVISION_FIELD in message)) return message;
+  const { [BATCH_FIELD]: _mark, [LINE_REVISION_FIELD]: _revision, ...rest } = message as MessageRecord & { [BATCH_FIELD]?: unknown; [LINE_REVISION_FIELD]?: unknown };
+  return rest as MessageRecord;
+}
+
+/** Removes the batch mark (a record moved into a segment keeps its line revision and its bytes). */
 export function withoutBatchMark(message: MessageRecord): MessageRecord {
   if (!(BATCH_FIELD in message)) return message;
   const { [BATCH_FIELD]: _mark, ...rest } = message as MessageRecord & { [BATCH_FIELD]?: unknown };

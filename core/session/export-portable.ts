@@ -10,7 +10,7 @@ import { CorruptSessionError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { PortableSegment, PortableSession } from "../model/mod.ts";
 import { cumulativeSummary, metaRevisionOf, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
-import { withoutBatchMark } from "./batch.ts";
+import { publicRecord } from "./batch.ts";
 import { readSegment, segmentRanges } from "./read-view.ts";
 import type { SessionTransaction } from "./transaction.ts";
 
@@ -45,7 +45,7 @@ export async function exportSession(tx: SessionTransaction, system: () => string
     if (footer && text !== null) boundaries.push({ through: messages.length, summary: text, createdAt: footer.created_at });
     onProgress?.(i + 1, segments.length + 1);
   }
-  for (const message of tx.state.active) messages.push(withoutBatchMark(message));
+  for (const message of tx.state.active) messages.push(publicRecord(message));
   const found = metaRevisionOf(await tx.ctx.storage.read(tx.paths.meta));
   if (found !== tx.state.diskRevision) {
     throw new RevisionConflictError(`${formatSessionRef(tx.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });

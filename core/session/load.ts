@@ -17,7 +17,7 @@ import {
   type SessionMeta,
 } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { incompleteFinalBatch } from "./batch.ts";
+import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { lastSequence, type LiveDraft, type PendingRepairs, type SessionState } from "./state.ts";
@@ -149,6 +149,25 @@ export async function loadSessionState(
     repairs,
   };
   const last = lastSequence(state);
+  const lineRevisions = active.map(lineRevision);
+  const newestLineRevision = Math.max(0, ...lineRevisions);
+  // A lease holder leaves meta.json behind its lines (at most 64 commits or a second, unless
+  // it died): every message meta.json does not count carries a revision above meta.json's.
+  // That is the format working, not damage: take the lines' figures, report nothing.
+  if (meta && last > meta.message_count && overlap.length === 0 && !repairs.addNewline && staleHint === undefined) {
+    const unaccounted = records.filter((r) => r.record.sequence > meta.message_count);
+    if (unaccounted.length === last - meta.message_count && unaccounted.every((r) => lineRevision(r.record) > meta.revision)) {
+      const lastRecord = unaccounted.at(-1)!.record;
+      state.meta = {
+        ...state.meta,
+        message_count: last,
+        history_bytes: meta.history_bytes + unaccounted.reduce((sum, r) => sum + r.bytes!.length + 1, 0),
+        revision: newestLineRevision,
+        updated_at: lastRecord.created_at > meta.updated_at ? lastRecord.created_at : meta.updated_at,
+      };
+      return state;
+    }
+  }
   // meta.json is behind when it counts fewer messages than the files hold, and also when
   // the files show a write that meta.json cannot have accounted for: an overlap (a
   // compaction or reset interrupted before Active was replaced) or a final line without
@@ -176,7 +195,7 @@ export async function loadSessionState(
       ...state.meta,
       message_count: last,
       history_bytes: historyBytes,
-      revision: Math.max(counted, floor),
+      revision: Math.max(counted, floor, newestLineRevision),
       created_at: meta?.created_at ?? active[0]?.created_at ?? footer?.created_at ?? state.meta.created_at,
     };
     if (meta) report("meta.json", null, "meta_rebuilt", false, `${behind}; rebuilt (revision ${state.meta.revision})`);

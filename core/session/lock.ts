@@ -29,6 +29,12 @@ export interface LockedWrites {
   readonly hold: boolean;
   /** `meta.json` must still hold this revision (`null`: be missing), or nothing is written. */
   readonly expect?: { readonly path: string; readonly revision: number | null };
+  /**
+   * With `expect`: the lines file and the revision the caller has read. Checked after taking
+   * over a dead writer's lock, before any write: a dead lease holder may have committed lines
+   * without `meta.json`, so `meta.json`'s revision alone proves nothing then.
+   */
+  readonly lines?: { readonly path: string; readonly revision: number };
   readonly writes?: readonly PlannedWrite[];
 }
 
@@ -50,17 +56,45 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   const owner = newLockOwner(locked.identity, locked.operation, locked.clock);
   const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
   const plan: CommitPlan = { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] };
-  let result = await runPlan(storage, plan);
-  let reclaimed: LockOwner | undefined;
-  if (result.outcome === "locked" && locked.probe) {
-    const found = await readLockOwner(storage, path);
-    if (found && isDeadOwner(found, locked.identity, locked.probe) && (await reclaimDeadLock(storage, path, found, lock.bytes, locked))) {
-      reclaimed = found;
-      result = await runPlan(storage, plan);
+  const lease = { path, lockId: lock.lockId };
+  const result = await runPlan(storage, plan);
+  if (result.outcome !== "locked" || !locked.probe) return result.outcome === "committed" ? { outcome: "committed", lease } : result;
+  const found = await readLockOwner(storage, path);
+  if (!found || !isDeadOwner(found, locked.identity, locked.probe) || !(await reclaimDeadLock(storage, path, found, lock.bytes, locked))) return result;
+  // Taken over: hold the lock alone first, check the lines, then write under it.
+  const taken = await runPlan(storage, { lock, hold: true, writes: [] });
+  if (taken.outcome !== "committed") return taken;
+  if (locked.lines) {
+    const lines = await lastLineRevision(storage, locked.lines.path);
+    if (lines === undefined || lines > locked.lines.revision) {
+      await releaseWriterLock(storage, lease);
+      return { outcome: "conflict", revision: lines ?? null };
     }
   }
-  if (result.outcome !== "committed") return result;
-  return { outcome: "committed", lease: { path, lockId: lock.lockId }, ...(reclaimed ? { reclaimed } : {}) };
+  const rest = await runPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
+  if (rest.outcome !== "committed") {
+    if (locked.hold) await releaseWriterLock(storage, lease);
+    return rest;
+  }
+  return { outcome: "committed", lease, reclaimed: found };
+}
+
+/** How many bytes of `active.jsonl`'s end are read to find the last line's revision. */
+const TAIL_BYTES = 64;
+const LINE_REVISION = /"revision":(\d+)\}\n$/;
+
+/**
+ * The revision the last line of `active.jsonl` ends with (0 for a line without one, or no
+ * file), read from the file's last bytes alone: committed lines end with it. `undefined`
+ * when the file does not end with a complete line (an interrupted append: recovery decides).
+ */
+export async function lastLineRevision(storage: StoragePort, path: string): Promise<number | undefined> {
+  const tail = await storage.readTail(path, TAIL_BYTES);
+  if (!tail || tail.size === 0) return 0;
+  const text = new TextDecoder().decode(tail.bytes);
+  if (!text.endsWith("\n")) return undefined;
+  const match = LINE_REVISION.exec(text);
+  return match ? Number(match[1]) : 0;
 }
 
 /** The most dead reclaimers in a row one reclaim steps over (each left its guard behind). */

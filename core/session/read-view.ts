@@ -13,7 +13,7 @@ import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { withoutBatchMark } from "./batch.ts";
+import { publicRecord } from "./batch.ts";
 import { listSegments } from "./load.ts";
 import type { SessionState } from "./state.ts";
 
@@ -41,7 +41,7 @@ export async function segmentRanges(source: ReadSource): Promise<readonly Segmen
 /** Active's messages, or the whole newest segment whose end is below `beforeSequence` (`[]` when none). */
 export async function messagesBefore(source: ReadSource, beforeSequence: number | undefined): Promise<MessageRecord[]> {
   const { state } = source;
-  if (beforeSequence === undefined) return state.active.map(withoutBatchMark);
+  if (beforeSequence === undefined) return state.active.map(publicRecord);
   if (!Number.isSafeInteger(beforeSequence) || beforeSequence < 1) {
     throw new InvalidInputError(`beforeSequence ${String(beforeSequence)} is not a positive integer`, { beforeSequence });
   }
@@ -75,7 +75,7 @@ export async function readSegment(source: ReadSource, range: SegmentRange): Prom
   const messages: MessageRecord[] = [];
   let footer: SummaryRecord | undefined;
   for (const { record } of result.records) {
-    if (record.record_type === "message") messages.push(withoutBatchMark(record));
+    if (record.record_type === "message") messages.push(publicRecord(record));
     else footer = record;
   }
   return { messages, footer };

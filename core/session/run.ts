@@ -2,7 +2,7 @@ import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction, t
 import { compose } from "../composer/mod.ts";
 import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
 import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
-import { withoutBatchMark } from "./batch.ts";
+import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "../model/mod.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
@@ -208,7 +208,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     const committed = await commitCandidate();
     await writer.removeDraft();
     emit({ type: "committed", revision: committed.revision, sequences: committed.sequences });
-    const messages = state.active.slice(-candidate.length).map(withoutBatchMark);
+    const messages = state.active.slice(-candidate.length).map(publicRecord);
     return { revision: committed.revision, messages, steps, usage: stepUsage, stopReason };
   }
 }

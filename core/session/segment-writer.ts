@@ -12,7 +12,7 @@ import type { SegmentRange } from "../layout/segments.ts";
 import type { Summarizer } from "../model/mod.ts";
 import { RESET_FIELD, cumulativeSummary, encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/mod.ts";
 import type { PlannedWrite } from "../storage/port.ts";
-import { withoutBatchMark } from "./batch.ts";
+import { publicRecord, withoutBatchMark } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence } from "./state.ts";
@@ -35,7 +35,7 @@ export async function compactActive(tx: SessionTransaction, summarizer: Summariz
   let cost: number | undefined;
   try {
     signal.throwIfAborted();
-    const result = await summarizer.summarize({ previousSummary: previous, messages: plan.selected.map(withoutBatchMark), signal });
+    const result = await summarizer.summarize({ previousSummary: previous, messages: plan.selected.map(publicRecord), signal });
     signal.throwIfAborted();
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;

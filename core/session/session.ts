@@ -17,7 +17,7 @@ import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import type { PortableSession, Summarizer } from "../model/mod.ts";
 import type { MessageRecord, ProviderIdentity, SessionMeta, SummaryRecord } from "../schema/mod.ts";
-import { withoutBatchMark } from "./batch.ts";
+import { publicRecord } from "./batch.ts";
 import { DraftWriter } from "./draft-writer.ts";
 import { exportSession, type ExportPortableOptions } from "./export-portable.ts";
 import { PENDING_FIELD } from "./load.ts";
@@ -126,7 +126,7 @@ export class Session {
 
   /** The Active window (committed messages after the latest compaction). */
   get active(): readonly MessageRecord[] {
-    return this.#tx.state.active.map(withoutBatchMark);
+    return this.#tx.state.active.map(publicRecord);
   }
 
   /** A live streaming draft left by an interrupted run, with the run's uncommitted messages. */

@@ -12,9 +12,10 @@ import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
 import type { CommitPlan, PlannedWrite, StoragePort } from "../storage/port.ts";
-import { markBatch } from "./batch.ts";
+import { markBatch, stampRevision } from "./batch.ts";
 import { joinLines, lineOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
+import { MAX_LAG_MS, MetaLag } from "./meta-lag.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
@@ -64,6 +65,7 @@ export interface CommitNotice {
 
 const busyByStorage = new WeakMap<StoragePort, Map<string, string>>();
 
+
 /** The transaction of one session handle (see the module doc). */
 export class SessionTransaction {
   readonly ctx: SessionContext;
@@ -77,6 +79,9 @@ export class SessionTransaction {
   #needsReload = false;
   /** The writer lock this handle holds for its lifetime (a lease), if it was opened to hold. */
   #lease: WriterLease | undefined;
+  /** Held commits `meta.json` does not hold yet (it lags behind the lines under a lease). */
+  readonly #lag = new MetaLag();
+  #lagTimer: ReturnType<typeof setTimeout> | undefined;
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
 
@@ -124,9 +129,14 @@ export class SessionTransaction {
   async release(): Promise<void> {
     const lease = this.#lease;
     if (!lease) return;
-    this.#lease = undefined;
-    await this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
-    await releaseWriterLock(this.ctx.storage, lease);
+    try {
+      // Before the lock goes: the next writer's revision check reads meta.json.
+      await this.#catchUpMeta();
+    } finally {
+      this.#lease = undefined;
+      await this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
+      await releaseWriterLock(this.ctx.storage, lease);
+    }
   }
 
   /**
@@ -187,11 +197,47 @@ export class SessionTransaction {
     return this.#committed(sequenced, bytes.length, meta);
   }
 
-  /** Commits `records` inside a held lock: one append and one `meta.json` update (revision + 1). */
+  /**
+   * Commits `records` inside a held lock: one append (each line carries the new revision)
+   * and, unless a lease lets it lag (at most 64 commits or one second), a `meta.json` update.
+   */
   async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
     const { sequenced, bytes, meta } = this.#prepareCommit(records);
-    await this.runPlan({ writes: this.#commitWrites(bytes, meta) });
-    return this.#committed(sequenced, bytes.length, meta);
+    const now = this.ctx.clock();
+    const lazy = this.#lease !== undefined && !this.#lag.due(now);
+    await this.runPlan({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes }] : this.#commitWrites(bytes, meta) });
+    if (!lazy) return this.#committed(sequenced, bytes.length, meta);
+    this.state.active.push(...sequenced);
+    this.state.activeBytes += bytes.length;
+    this.state.meta = meta;
+    this.#lag.add(now);
+    this.#scheduleCatchUp();
+    this.notifyCommit(meta.revision);
+    return { sequences: sequenced.map((r) => r.sequence), revision: meta.revision };
+  }
+
+  /** Writes `meta.json` from memory when held commits left it behind. */
+  async #catchUpMeta(): Promise<void> {
+    clearTimeout(this.#lagTimer);
+    this.#lagTimer = undefined;
+    if (!this.#lag.behind) return;
+    const meta = this.state.meta;
+    await this.ctx.storage.replace(this.paths.meta, encodeJsonDocument(meta), { durable: false });
+    this.#lag.clear();
+    this.state.diskRevision = meta.revision;
+  }
+
+  /** One second after the first lagging commit, `meta.json` is written, unless an operation runs then (it retries). */
+  #scheduleCatchUp(): void {
+    if (this.#lagTimer !== undefined) return;
+    const timer = setTimeout(() => {
+      this.#lagTimer = undefined;
+      if (!this.#lease || !this.#lag.behind) return;
+      this.exclusive("meta", () => this.#catchUpMeta(), true).catch(() => this.#scheduleCatchUp());
+    }, MAX_LAG_MS);
+    // A pending catch-up never keeps a Node process alive (close() writes meta.json anyway).
+    (timer as { unref?: () => void }).unref?.();
+    this.#lagTimer = timer;
   }
 
   /**
@@ -213,7 +259,15 @@ export class SessionTransaction {
     const expect = checkRevision ? { path: this.paths.meta, revision: this.state.diskRevision ?? null } : undefined;
     let taken: Awaited<ReturnType<typeof takeWriterLock>>;
     try {
-      taken = await takeWriterLock(storage, path, { identity, operation, clock, hold, ...(probe ? { probe } : {}), ...(expect ? { expect } : {}), writes });
+      taken = await takeWriterLock(storage, path, {
+        identity,
+        operation,
+        clock,
+        hold,
+        writes,
+        ...(probe ? { probe } : {}),
+        ...(expect ? { expect, lines: { path: this.paths.active, revision: this.state.meta.revision } } : {}),
+      });
     } catch (error) {
       throw await this.failed(operation, error);
     }
@@ -258,16 +312,17 @@ export class SessionTransaction {
 
   /** Takes a `meta.json` now on disk into memory and tells the registry's `onCommit`. */
   metaWritten(meta: SessionMeta): void {
-    const known = this.state.diskRevision;
+    const known = this.state.meta.revision;
+    const wasBehind = this.#lag.behind;
     this.state.meta = meta;
     this.state.diskRevision = meta.revision;
-    if (meta.revision !== known) this.notifyCommit();
+    this.#lag.clear();
+    if (meta.revision !== known || wasBehind) this.notifyCommit(meta.revision);
   }
 
-  /** Tells the registry's `onCommit` the revision now on disk. Best effort: a committed write never looks failed because of it. */
-  notifyCommit(): void {
-    const revision = this.state.diskRevision;
-    if (!this.ctx.onCommit || revision === undefined) return;
+  /** Tells the registry's `onCommit` the session's revision now. Best effort: a committed write never looks failed because of it. */
+  notifyCommit(revision = this.state.meta.revision): void {
+    if (!this.ctx.onCommit) return;
     try {
       this.ctx.onCommit({ ref: formatSessionRef(this.ref), revision });
     } catch {
@@ -280,13 +335,16 @@ export class SessionTransaction {
     if (records.length === 0) throw new InvalidInputError("a commit needs at least one message");
     const state = this.state;
     let sequence = lastSequence(state);
-    const sequenced = records.map((m) => ({ ...m, sequence: ++sequence }));
-    const bytes = joinLines(markBatch(sequenced).map(lineOf));
+    const revision = state.meta.revision + 1;
+    const numbered = records.map((m) => ({ ...m, sequence: ++sequence }));
+    // The line revision goes last, after a batch mark: it ends every line (docs/FORMAT.md `revision`).
+    const sequenced = stampRevision(numbered, revision);
+    const bytes = joinLines(stampRevision(markBatch(numbered), revision).map(lineOf));
     const meta: SessionMeta = {
       ...withNewestSegment(state.meta, state.newest),
       message_count: sequence,
       history_bytes: state.meta.history_bytes + bytes.length,
-      revision: state.meta.revision + 1,
+      revision,
       updated_at: nowTimestamp(this.ctx.clock),
     };
     return { sequenced, bytes, meta };

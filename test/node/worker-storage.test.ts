@@ -141,6 +141,12 @@ describe("openNodeSessions", () => {
       if (saved === undefined) delete process.env["SESSIONFOLD_HOME"];
       else process.env["SESSIONFOLD_HOME"] = saved;
     }
-    expect(nodeWriterIdentity()).toEqual({ pid: process.pid, hostname: expect.any(String), runtime: "node" });
+    const identity = nodeWriterIdentity();
+    expect(identity).toMatchObject({ pid: process.pid, hostname: expect.any(String), runtime: "node" });
+    if (process.platform === "linux") {
+      // What dead-owner reclaim compares: this boot, and this process's start (within 2 s of now minus its uptime).
+      expect(identity.bootId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(Math.abs(Date.parse(identity.processStartedAt!) - (Date.now() - process.uptime() * 1000))).toBeLessThan(2_000);
+    }
   });
 });

@@ -36,7 +36,8 @@ describe("leases", () => {
     calls.length = 0;
     await held.append(text("one"));
     await held.append([text("two"), text("three")]);
-    expect(calls).toEqual(["append messages/active.jsonl", "replace s1/meta.json", "append messages/active.jsonl", "replace s1/meta.json"]);
+    // meta.json may lag behind the lines under a lease (up to 64 commits or a second).
+    expect(calls).toEqual(["append messages/active.jsonl", "append messages/active.jsonl"]);
     expect(held.revision).toBe(2);
     await held.close();
     expect(held.held).toBe(false);

@@ -84,6 +84,24 @@ export const line = (record: unknown): string => `${JSON.stringify(record)}\n`;
 /** Several JSONL lines. */
 export const lines = (records: readonly unknown[]): string => records.map(line).join("");
 
+/**
+ * JSONL text with the `revision` each committed message line carries (docs/FORMAT.md) left
+ * out, to compare a file with the records a handle shows.
+ */
+export function withoutLineRevisions(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  return text
+    .split("\n")
+    .map((l) => {
+      if (l === "") return l;
+      const record = JSON.parse(l) as Record<string, unknown>;
+      if (record["record_type"] !== "message" || !("revision" in record)) return l;
+      const { revision: _revision, ...rest } = record;
+      return JSON.stringify(rest);
+    })
+    .join("\n");
+}
+
 /** `000000000001-000000000450.jsonl` */
 export function segmentName(start: number, end: number): string {
   return `${String(start).padStart(12, "0")}-${String(end).padStart(12, "0")}.jsonl`;
