@@ -328,15 +328,20 @@ export class Session {
       throw new RevisionConflictError(`${formatSessionRef(this.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
     }
     onProgress?.(segments.length + 1, segments.length + 1);
-    const meta = this.#state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string } };
-    const provider = messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+    const meta = this.#state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string; updated_at?: string } };
+    // docs/FORMAT.md: meta.json's provider, else the newest assistant message's.
+    const provider = meta.provider ?? messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+    const newest = messages.at(-1)?.created_at;
+    const sourceUpdatedAt = meta.imported_from?.updated_at;
+    // An imported session unchanged since (no message newer than the source's own time) keeps the source's time.
+    const updatedAt = typeof sourceUpdatedAt === "string" && (newest === undefined || Date.parse(newest) <= Date.parse(sourceUpdatedAt)) ? sourceUpdatedAt : meta.updated_at;
     const summary = cumulativeSummary(this.#state.footer);
     return {
       // An imported session goes back out under its source's id (a round trip keeps it).
       sourceId: typeof meta.imported_from?.session_id === "string" ? meta.imported_from.session_id : this.ref.sessionId,
       ...(meta.title !== undefined ? { title: meta.title } : {}),
       createdAt: meta.created_at,
-      updatedAt: meta.updated_at,
+      updatedAt,
       ...(meta.model_label !== undefined ? { modelLabel: meta.model_label } : {}),
       revision,
       system: this.#system,
@@ -679,8 +684,11 @@ export class Session {
     let sequence = lastSequence(state);
     const sequenced = records.map((m) => ({ ...m, sequence: ++sequence }));
     const bytes = joinLines(markBatch(sequenced).map(lineOf));
+    // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
+    const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
       ...withNewestSegment(state.meta, state.newest),
+      ...(produced ? { provider: { provider: produced.provider, api: produced.api, model: produced.model } } : {}),
       message_count: sequence,
       history_bytes: state.meta.history_bytes + bytes.length,
       revision: state.meta.revision + 1,
