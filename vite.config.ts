@@ -26,7 +26,17 @@ export default defineConfig(({ command }) => ({
           name: "node",
           environment: "node",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/**/*.dom.test.ts", "test/**/*.browser.test.ts"],
+          exclude: ["test/**/*.dom.test.ts", "test/**/*.browser.test.ts", "test/postgres/**"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // On a real PostgreSQL server: the globalSetup starts one (or takes SESSIONFOLD_TEST_POSTGRES_URL).
+          name: "postgres",
+          environment: "node",
+          include: ["test/postgres/**/*.test.ts"],
+          globalSetup: ["test/postgres/global-setup.ts"],
         },
       },
       {

@@ -3,33 +3,7 @@
  * older segments paged into the chat, who owns the session), performs every action
  * through the core's public API, and re-renders the views.
  */
-import {
-  CancelledError,
-  ContextOverflowError,
-  CorruptSessionError,
-  ProviderError,
-  RevisionConflictError,
-  SessionBusyError,
-  SessionfoldError,
-  WriterLockedError,
-  formatLocation,
-  generateSystem,
-  newId,
-  type AgentConfig,
-  type CompactionOutcome,
-  type Diagnostic,
-  type LockOwner,
-  type MessagePart,
-  type MessageRecord,
-  type Provider,
-  type RunEvent,
-  type SegmentRange,
-  type Session,
-  type SessionMeta,
-  type SessionOptions,
-  type SummaryRecord,
-  type Usage,
-} from "../core/mod.ts";
+import { CancelledError, ContextOverflowError, CorruptSessionError, ProviderError, RevisionConflictError, SessionBusyError, SessionfoldError, WriterLockedError, formatLocation, type AgentConfig, type CompactionOutcome, type Diagnostic, type LockOwner, type MessagePart, type MessageRecord, type Provider, type RunEvent, type SegmentRange, type Session, type SessionMeta, type SessionOptions, type SummaryRecord, type Usage } from "../core/mod.ts";
 import { openBrowserSessions, type BrowserSessions } from "../runtime-browser/mod.ts";
 import { AGENT_ID, DEFAULT_AGENT_TEXT, WORKSPACE_ID, checkSettings, loadSettingsText, saveSettingsText, type CheckedSettings } from "./agent-settings.ts";
 import { byId, formatBytes, formatNumber, h, relativeTime, replaceChildren } from "./dom.ts";
@@ -44,7 +18,7 @@ import { bindModelPanel } from "./views/model-panel.ts";
 import { bindSettingsDialog } from "./views/settings-dialog.ts";
 import { bindTheme } from "./views/theme.ts";
 import { toast } from "./views/toast.ts";
-
+import { generateSystem, newId } from "../core/internal.ts";
 
 /** A message of this tab's run that is not committed yet. */
 interface LiveMessage {
@@ -256,8 +230,8 @@ class App {
   async refreshList(): Promise<void> {
     const problems: string[] = [];
     const onProblem = (p: { ref: string; message: string }) => problems.push(`${p.ref}: ${p.message}`);
-    this.metas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID }, onProblem);
-    this.archivedMetas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, archived: true }, onProblem);
+    this.metas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, onProblem });
+    this.archivedMetas = await this.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, archived: true, onProblem });
     if (problems.length > 0) this.notify({ id: "list", kind: "warn", title: "Some sessions could not be listed.", items: problems });
     this.renderList();
   }

@@ -3,9 +3,21 @@
  * and Claude Code sessions (import), through the core's readers and writers
  * (`core/formats`) and its export policy (`core/export`).
  */
-import { prepareExport, type ExportReport } from "../core/export/mod.ts";
-import { detectSessionFormat, readClaudeCode, readCodex, readDeepCode, readPi, readRhoJsonl, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../core/formats/mod.ts";
-import type { Diagnostic, PortableSession } from "../core/mod.ts";
+import {
+  detectSessionFormat,
+  prepareExport,
+  readClaudeCode,
+  readCodex,
+  readDeepCode,
+  readPi,
+  readRhoJsonl,
+  readRhoSnapshot,
+  writeDeepCodeV1,
+  writeRhoSnapshot,
+  type Diagnostic,
+  type ExportReport,
+  type PortableSession,
+} from "../core/mod.ts";
 
 /** The formats the playground exports. */
 export type ExportFormat = "deepcode" | "rho";

@@ -48,7 +48,6 @@ import {
   formatBytes,
   MAX_FILE_BYTES,
   type FileTail,
-  type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
 } from "../core/mod.ts";
@@ -194,7 +193,7 @@ async function moveRange(store: IDBObjectStore, range: IDBKeyRange | string, ren
 /**
  * A {@linkcode StoragePort} over IndexedDB (see the module doc for the record layout).
  * Works on a page and in a Web Worker; the browser runtime runs it in a worker
- * ({@linkcode WorkerStorage}).
+ * ({@linkcode WorkerIndexedDbStorage}).
  *
  * **Held lock.** Where the Web Locks API exists (`navigator.locks`, pages and workers of
  * every current browser), the constructor defines `acquireLock` / `releaseLock` as own
@@ -218,7 +217,6 @@ async function moveRange(store: IDBObjectStore, range: IDBKeyRange | string, ren
  * ```
  */
 export class IndexedDbStorage implements StoragePort {
-  readonly capabilities: StorageCapabilities = { durable: true, backend: "indexeddb" };
   /** The database name. */
   readonly dbName: string;
   /** The object store name. */

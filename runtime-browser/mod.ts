@@ -5,7 +5,7 @@
  *
  * - {@linkcode openBrowserSessions}: the one call a web app needs.
  * - {@linkcode IndexedDbStorage}: the storage port over IndexedDB (page or worker).
- * - {@linkcode WorkerStorage}: the page's port onto an `IndexedDbStorage` in a worker.
+ * - {@linkcode WorkerIndexedDbStorage}: the page's port onto an `IndexedDbStorage` in a worker.
  *
  * Two tabs on one session: writer ownership is a Web Lock held by the tab's storage
  * worker, so a second tab fails at once with `WriterLockedError` (code `writer-locked`)
@@ -26,14 +26,15 @@
  * ```
  * @module
  */
-import { Sessions, readLockOwner, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { Sessions, type CommitNotice, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { IndexedDbStorage, webLockName } from "./indexeddb-storage.ts";
-import { PageStorage, type CommitEvent } from "./page-storage.ts";
-import { WorkerStorage } from "./worker-storage.ts";
+import { PageStorage } from "./page-storage.ts";
+import { WorkerIndexedDbStorage } from "./worker-storage.ts";
+import { readLockOwner } from "../core/internal.ts";
 
 export { IndexedDbStorage, MAX_CHUNK_BYTES, webLockName, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
-export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
-export { PageStorage, commitOf, type CommitEvent, type PageStorageOptions } from "./page-storage.ts";
+export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./worker-storage.ts";
+export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {
@@ -64,7 +65,7 @@ export interface BrowserSessions {
    * page) makes on this database; a host then calls `session.reload()`. Returns the
    * unsubscribe function.
    */
-  onCommit(listener: (event: CommitEvent) => void): () => void;
+  onCommit(listener: (event: CommitNotice) => void): () => void;
   /**
    * Who holds `session`'s writer ownership right now (another tab, or this one while it
    * writes), or `undefined` when nobody does: the Web Lock where the browser has Web
@@ -92,8 +93,8 @@ function requestPersistence(): void {
   }
 }
 
-function isCommitEvent(data: unknown): data is CommitEvent {
-  const event = data as CommitEvent | null;
+function isCommitNotice(data: unknown): data is CommitNotice {
+  const event = data as CommitNotice | null;
   return !!event && typeof event.ref === "string" && typeof event.revision === "number";
 }
 
@@ -112,13 +113,13 @@ function isCommitEvent(data: unknown): data is CommitEvent {
  */
 export async function openBrowserSessions(options: BrowserSessionsOptions = {}): Promise<BrowserSessions> {
   const dbName = options.dbName ?? "sessionfold";
-  const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerStorage({ dbName });
+  const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerIndexedDbStorage({ dbName });
   const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;
-  const listeners = new Set<(event: CommitEvent) => void>();
+  const listeners = new Set<(event: CommitNotice) => void>();
   if (channel) {
     channel.onmessage = (message: MessageEvent) => {
-      if (!isCommitEvent(message.data)) return;
-      const event: CommitEvent = { ref: message.data.ref, revision: message.data.revision };
+      if (!isCommitNotice(message.data)) return;
+      const event: CommitNotice = { ref: message.data.ref, revision: message.data.revision };
       for (const listener of [...listeners]) {
         try {
           listener(event);
@@ -130,10 +131,7 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       }
     };
   }
-  const storage = new PageStorage(inner, {
-    onFirstWrite: requestPersistence,
-    ...(channel ? { onCommit: (event: CommitEvent) => channel.postMessage(event) } : {}),
-  });
+  const storage = new PageStorage(inner, { onFirstWrite: requestPersistence });
   try {
     await storage.list(""); // opens the database now, so a failure surfaces here
   } catch (error) {
@@ -142,7 +140,12 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
     throw error;
   }
   const identity: WriterIdentity = { pid: 0, hostname: tabLabel(), runtime: "browser" };
-  const sessions = new Sessions({ storage, identity, ...(options.defaults ? { defaults: options.defaults } : {}) });
+  const sessions = new Sessions({
+    storage,
+    identity,
+    ...(options.defaults ? { defaults: options.defaults } : {}),
+    ...(channel ? { onCommit: (event: CommitNotice) => channel.postMessage(event) } : {}),
+  });
   let closed = false;
   return {
     sessions,

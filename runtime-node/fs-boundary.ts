@@ -13,7 +13,7 @@
  */
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
-import { StoreEntryError } from "../core/errors.ts";
+import { StoreEntryError } from "../core/mod.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;

@@ -1,17 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { InvalidInputError, SessionfoldError, StorageError, StorageFullError } from "../core/errors.ts";
 import {
   assertStoragePath,
   formatBytes,
+  InvalidInputError,
   MAX_FILE_BYTES,
-  parentPath,
+  SessionfoldError,
+  StorageError,
+  StorageFullError,
   type FileTail,
-  type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
-} from "../core/storage/mod.ts";
+} from "../core/mod.ts";
+import { parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, entryError, errno, FOLDER_FLAGS, kindOf, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */
@@ -20,8 +22,7 @@ export interface NodeFileStorageOptions {
   readonly root: string;
   /**
    * Whether writes are fsynced (files, then their folders) before they resolve. Default `true`.
-   * `false` only for tests and benchmarks that measure without durability; `capabilities.durable`
-   * then says `false`.
+   * `false` only for tests and benchmarks that measure without durability.
    */
   readonly fsync?: boolean;
   /**
@@ -46,7 +47,7 @@ const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
  * It does its file I/O with synchronous system calls on the calling thread: a few
  * microseconds each, where every `fs.promises` call costs a thread-pool round trip, but an
  * fsync blocks that thread until the disk confirms. That is why hosts normally reach it
- * through {@linkcode WorkerStorage} (a worker thread); running it on the host thread
+ * through {@linkcode WorkerFileStorage} (a worker thread); running it on the host thread
  * (`openNodeSessions({ worker: false })`, the CLI) blocks that thread for each call.
  *
  * No key can name a path outside `root`: keys are checked (`assertStoragePath`, and the
@@ -65,7 +66,6 @@ const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
  * @throws {InvalidInputError} from the constructor when `root` is not absolute.
  */
 export class NodeFileStorage implements StoragePort {
-  readonly capabilities: StorageCapabilities;
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
@@ -82,7 +82,6 @@ export class NodeFileStorage implements StoragePort {
     this.#fsync = options.fsync ?? true;
     this.#maxFileBytes = max;
     this.#boundary = new StoreBoundary(this.root);
-    this.capabilities = { durable: this.#fsync, backend: "node-fs" };
   }
 
   read(path: string): Promise<Uint8Array | undefined> {

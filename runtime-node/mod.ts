@@ -1,7 +1,7 @@
 /**
  * The Node runtime of sessionfold: durable files under `~/.sessionfold` (or
  * `$SESSIONFOLD_HOME`), written by a {@linkcode NodeFileStorage} in one worker thread that
- * the host reaches through {@linkcode WorkerStorage}. It adds storage only: every session
+ * the host reaches through {@linkcode WorkerFileStorage}. It adds storage only: every session
  * rule lives in the core. Most hosts need just {@linkcode openNodeSessions}.
  *
  * @example
@@ -19,10 +19,10 @@ import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Sessions, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
-import { WorkerStorage } from "./worker-storage.ts";
+import { WorkerFileStorage } from "./worker-storage.ts";
 
 export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
-export { WorkerStorage, type WorkerStorageOptions } from "./worker-storage.ts";
+export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-storage.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
@@ -66,7 +66,7 @@ export interface OpenNodeSessionsOptions {
 export interface NodeSessions {
   /** Create, open, list, fork, archive and delete sessions of this store. */
   readonly sessions: Sessions;
-  /** The storage port the sessions use (a {@linkcode WorkerStorage} unless `worker: false`). */
+  /** The storage port the sessions use (a {@linkcode WorkerFileStorage} unless `worker: false`). */
   readonly storage: StoragePort;
   /** The absolute root folder. */
   readonly root: string;
@@ -94,7 +94,7 @@ export interface NodeSessions {
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const fsync = options.fsync ?? true;
-  const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerStorage({ root, fsync });
+  const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
   const sessions = new Sessions({ storage, identity: nodeWriterIdentity(), ...(options.defaults ? { defaults: options.defaults } : {}) });
   return { sessions, storage, root, close: async () => await storage.close?.() };
 }

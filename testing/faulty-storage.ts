@@ -25,8 +25,8 @@
  * resolve), so a crash never loses an operation that completed, and never partially
  * applies one except for the torn append prefix. There is no `volatile` mode: the
  * port has no barrier operation, so "writes not yet made durable" has no boundary to
- * model. A non-durable backend (`capabilities.durable === false`, e.g.
- * MemoryStorage) promises nothing across a crash; test it by starting the next
+ * model. A non-durable backend (e.g. MemoryStorage, or NodeFileStorage with `fsync:
+ * false`) promises nothing across a machine crash; test it by starting the next
  * process on a fresh, empty store.
  *
  * Not modelled: a `remove` of a tree that a crash interrupts half-way (the model
@@ -53,7 +53,6 @@ import {
   InvalidInputError,
   SessionfoldError,
   type FileTail,
-  type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
 } from "../core/mod.ts";
@@ -188,8 +187,6 @@ type Death = { readonly crash: CrashInfo } | { readonly crash: undefined };
 export class FaultyStorage implements StoragePort {
   /** The wrapped store: the "disk" that survives the crash. */
   readonly inner: StoragePort;
-  /** The inner store's capabilities, unchanged. */
-  readonly capabilities: StorageCapabilities;
   readonly #crashAt: number | undefined;
   readonly #tornBytes: FaultyStorageOptions["tornBytes"];
   readonly #log: MutatingOperation[] = [];
@@ -216,7 +213,6 @@ export class FaultyStorage implements StoragePort {
       });
     }
     this.inner = inner;
-    this.capabilities = inner.capabilities;
     this.#crashAt = options.crashAt;
     this.#tornBytes = options.tornBytes;
   }

@@ -164,14 +164,6 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
   }
 
   describe(`storage conformance: ${name}`, () => {
-    describe("capabilities", () => {
-      test("declares a boolean `durable` and a non-empty string `backend`", async (storage) => {
-        expect(typeof storage.capabilities.durable).toBe("boolean");
-        expect(typeof storage.capabilities.backend).toBe("string");
-        expect(storage.capabilities.backend.length).toBeGreaterThan(0);
-      });
-    });
-
     describe("missing paths are values, not errors", () => {
       test("read of a missing file resolves undefined", async (storage) => {
         expect(await storage.read("nope.json")).toBeUndefined();

@@ -2,7 +2,7 @@ import { afterMessages, atContextTokens, manualOnly, realUsage, type CompactionP
 import { InvalidInputError } from "../errors.ts";
 import { describeIssues } from "../schema/parse.ts";
 import { resolveSessionOptions, type AgentDefinition, type SessionOptions } from "../session/options.ts";
-import type { Summarizer } from "../session/provider.ts";
+import type { Summarizer } from "../model/mod.ts";
 import { ExtractiveSummarizer } from "../summarizer/extractive.ts";
 import { AgentConfig, type AgentCompactionConfig } from "./config.ts";
 

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../errors.ts";
 import type { MessagePart, MessageRecord } from "../schema/mod.ts";
-import type { ModelInput, ToolDefinition } from "../session/provider.ts";
+import type { ModelInput, ToolDefinition } from "../model/mod.ts";
 
 /** Framing tokens counted once per message (role, separators). */
 export const MESSAGE_OVERHEAD_TOKENS = 4;

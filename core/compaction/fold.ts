@@ -1,6 +1,6 @@
 import { ContextOverflowError, InvalidInputError } from "../errors.ts";
 import type { MessageRecord } from "../schema/mod.ts";
-import type { ModelInput } from "../session/provider.ts";
+import type { ModelInput } from "../model/mod.ts";
 
 /** How many in-memory folds one provider step may try after context-length errors. */
 export const MAX_FOLD_DEPTH = 3;

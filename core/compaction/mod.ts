@@ -6,7 +6,8 @@
  *
  * @example
  * ```ts
- * import { compactionTrigger, planCompaction, realUsage } from "sessionfold";
+ * import { realUsage } from "sessionfold";
+ * import { compactionTrigger, planCompaction } from "sessionfold/internal";
  * import type { MessageRecord, Usage } from "sessionfold";
  * declare const active: MessageRecord[];
  * declare const lastUsage: Usage | undefined;

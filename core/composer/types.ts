@@ -1,5 +1,5 @@
 import type { MessageRecord, ProviderIdentity, SummaryRecord } from "../schema/mod.ts";
-import type { ModelInput } from "../session/provider.ts";
+import type { ModelInput } from "../model/mod.ts";
 
 /** A snapshot of everything one model request reads (docs/FORMAT.md "Model context"). */
 export interface ComposerState {

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { PortableSession } from "../session/portable.ts";
+import type { PortableSession } from "../model/mod.ts";
 import type { MessagePart, MessageRecord } from "../schema/mod.ts";
 import { RHO_EXTENSION_FIELD } from "../formats/rho/types.ts";
 import { redactAcross, redactJson, redactText, type PlaceholderNamer, type RedactionDetector, type RedactionFinding } from "./redact.ts";

@@ -33,7 +33,7 @@
  * ```
  * @module
  */
-import type { PortableSession } from "../session/portable.ts";
+import type { PortableSession } from "../model/mod.ts";
 
 export { FormatError, type FormatErrorDetails, type FormatLocation, type FormatName } from "./errors.ts";
 export type { FormatWriteOptions, PartOmission } from "./omission.ts";

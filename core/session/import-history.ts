@@ -3,7 +3,7 @@ import { encodeJsonl } from "../jsonl/encode.ts";
 import { formatSegmentName } from "../layout/segments.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
-import type { PortableSegment } from "./portable.ts";
+import type { PortableSegment } from "../model/mod.ts";
 
 /** The files an import writes under `messages/`: closed segments, then Active. */
 export interface ImportedHistoryFiles {

@@ -11,7 +11,6 @@
  * ```
  * @module
  */
-export * from "./provider.ts";
 export * from "./options.ts";
 export * from "./owner.ts";
 export * from "./state.ts";
@@ -20,20 +19,15 @@ export { DraftWriter, type DraftFlushOptions } from "./draft-writer.ts";
 export { BATCH_FIELD, withoutBatchMark } from "./batch.ts";
 export { PENDING_FIELD } from "./load.ts";
 export { NEWEST_SEGMENT_FIELD } from "./segment-hint.ts";
-export { readLockOwner } from "./lock.ts";
+export { describeLockOwner, readLockOwner } from "./lock.ts";
 export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
 export { applyRepair } from "./repair.ts";
-export {
-  Session,
-  LAST_COMPACTED_FIELD,
-  toMessageRecord,
-  type CommitResult,
-  type NewMessage,
-  type NoCompaction,
-  type SessionContext,
-  type SessionWriter,
-} from "./session.ts";
-export { Sessions, type CreateSessionInput, type ListProblem, type ListSessionsFilter, type SessionsOptions } from "./registry.ts";
+export { Session, type NoCompaction } from "./session.ts";
+export type { CommitNotice, SessionContext } from "./transaction.ts";
+export type { ExportPortableOptions } from "./export-portable.ts";
+export { LAST_COMPACTED_FIELD } from "./state.ts";
+export { toMessageRecord, type NewMessage } from "./message-input.ts";
+export type { CommitResult, SessionWriter } from "./writer.ts";
+export { Sessions, type CreateSessionInput, type ListProblem, type ForkOptions, type ListSessionsOptions, type SessionsOptions } from "./registry.ts";
 export { runLoop, type RunInput, type RunOptions } from "./run.ts";
 export { RunHandle, type RunEvent, type RunOutcome } from "./run-events.ts";
-export type { ImportedFrom, PortableSegment, PortableSession } from "./portable.ts";

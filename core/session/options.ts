@@ -2,7 +2,7 @@ import { realUsage, manualOnly, assertCompactionPolicy, type CompactionPolicy } 
 import { assertContextWindow } from "../compaction/trigger.ts";
 import { InvalidInputError } from "../errors.ts";
 import type { DraftFlushOptions } from "./draft-writer.ts";
-import type { Summarizer } from "./provider.ts";
+import type { Summarizer } from "../model/mod.ts";
 
 /** A plugin adds a section to the agent's system instruction. */
 export interface AgentPlugin {

@@ -3,7 +3,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
 import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
-import type { ImportedFrom, PortableSession } from "./portable.ts";
+import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { importedHistoryFiles } from "./import-history.ts";
@@ -11,7 +11,8 @@ import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "./owner.ts";
-import { Session, type SessionContext } from "./session.ts";
+import { Session } from "./session.ts";
+import type { CommitNotice, SessionContext } from "./transaction.ts";
 import { lastSequence } from "./state.ts";
 
 /** Options of {@linkcode Sessions}. */
@@ -24,6 +25,12 @@ export interface SessionsOptions {
   readonly clock?: () => number;
   /** Options for every session this registry opens, unless a call gives its own. */
   readonly defaults?: SessionOptions;
+  /**
+   * Called after each write of a session opened here that gives it a new revision (a commit,
+   * a compaction, a reset, a repair), with the session and its revision now: the browser
+   * runtime announces these to other tabs. A listener's error is ignored.
+   */
+  readonly onCommit?: (event: CommitNotice) => void;
 }
 
 /** What {@linkcode Sessions.create} needs. */
@@ -40,12 +47,22 @@ export interface CreateSessionInput {
   readonly timezone?: string;
 }
 
-/** Filters of {@linkcode Sessions.list}. */
-export interface ListSessionsFilter {
+/** Options of {@linkcode Sessions.list}: which sessions, and where to report the unreadable. */
+export interface ListSessionsOptions {
+  /** Only this agent's sessions. */
   readonly agentId?: string;
+  /** Only this workspace's sessions (of every agent listed). */
   readonly workspaceId?: string;
   /** List `archived-sessions/` instead of `sessions/`. */
   readonly archived?: boolean;
+  /** Called for each session folder whose `meta.json` cannot be read; it is left out of the list. */
+  readonly onProblem?: (problem: ListProblem) => void;
+}
+
+/** Options of {@linkcode Sessions.fork}. */
+export interface ForkOptions {
+  /** Called after each segment copied and once at the end with `(done, total)` files. */
+  readonly onProgress?: (done: number, total: number) => void;
 }
 
 /** A session folder whose `meta.json` could not be listed, and why. */
@@ -73,7 +90,12 @@ export class Sessions {
 
   constructor(options: SessionsOptions) {
     this.storage = options.storage;
-    this.#ctx = { storage: options.storage, identity: options.identity ?? ANONYMOUS_WRITER, clock: options.clock ?? Date.now };
+    this.#ctx = {
+      storage: options.storage,
+      identity: options.identity ?? ANONYMOUS_WRITER,
+      clock: options.clock ?? Date.now,
+      ...(options.onCommit ? { onCommit: options.onCommit } : {}),
+    };
     this.#defaults = options.defaults ?? {};
   }
 
@@ -140,11 +162,12 @@ export class Sessions {
 
   /**
    * Lists sessions from their `meta.json`, newest update first. Folders whose meta cannot
-   * be read are left out and passed to `onProblem`; nothing is changed.
+   * be read are left out and passed to `options.onProblem`; nothing is changed.
    *
    * @throws {InvalidIdError} when a filter id is not valid.
    */
-  async list(filter: ListSessionsFilter = {}, onProblem?: (problem: ListProblem) => void): Promise<SessionMeta[]> {
+  async list(options: ListSessionsOptions = {}): Promise<SessionMeta[]> {
+    const { onProblem, ...filter } = options;
     const agents = filter.agentId !== undefined ? [filter.agentId] : (await this.storage.list("agents")).filter(isValidId);
     const metas: SessionMeta[] = [];
     for (const agentId of agents) {
@@ -183,7 +206,8 @@ export class Sessions {
    * @throws {WriterLockedError} when another writer holds the source.
    * @throws {CorruptSessionError} when a source file has an invalid line (named by file and line).
    */
-  async fork(source: SessionRef | string, newSessionId: string, onProgress?: (done: number, total: number) => void): Promise<Session> {
+  async fork(source: SessionRef | string, newSessionId: string, options: ForkOptions = {}): Promise<Session> {
+    const { onProgress } = options;
     const from = await this.open(source);
     const target = sessionRef(from.ref.agentId, from.ref.workspaceId, newSessionId);
     if ((await this.#exists(target, "live")) || (await this.#exists(target, "archived"))) throw this.#alreadyExists(target);

@@ -17,7 +17,8 @@ import type { RepairMove, RepairPlan, RepairReport } from "./repair-plan.ts";
  *
  * @example
  * ```ts
- * import { MemoryStorage, planRepair, sessionPaths } from "sessionfold";
+ * import { MemoryStorage, sessionPaths } from "sessionfold";
+ * import { planRepair } from "sessionfold/internal";
  * const storage = new MemoryStorage();
  * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
  *

@@ -4,9 +4,11 @@ import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asS
 import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
 import { withoutBatchMark } from "./batch.ts";
 import { newId } from "./ids.ts";
-import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "./provider.ts";
+import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "../model/mod.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
-import { LAST_COMPACTED_FIELD, stoppedDraftMessages, toMessageRecord, type NewMessage, type SessionWriter } from "./session.ts";
+import { LAST_COMPACTED_FIELD, stoppedDraftMessages } from "./state.ts";
+import { toMessageRecord, type NewMessage } from "./message-input.ts";
+import type { SessionWriter } from "./writer.ts";
 import { lastSequence } from "./state.ts";
 
 /** What the user says to start a run: text, or parts (text, files). Omit it to let the model continue. */
@@ -36,7 +38,7 @@ const MAX_COMPACTIONS_PER_STEP = 4;
  * compaction is its own commit and stays.
  */
 export async function runLoop(writer: SessionWriter, input: RunInput, options: RunOptions, emit: (event: RunEvent) => void): Promise<RunOutcome> {
-  const { state, clock, session } = writer;
+  const { state, clock } = writer;
   const config = writer.options;
   const signal = options.signal ?? new AbortController().signal;
   const provider = options.provider;
@@ -91,7 +93,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       emit({ type: "committed", revision, sequences: committed.sequences });
     }
     await writer.removeDraft();
-    throw new CancelledError(`run on ${session.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
+    throw new CancelledError(`run on ${writer.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
   };
 
   // Set when the run's own commit failed: its draft then keeps the pending messages.
@@ -148,7 +150,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
 
       steps += 1;
       emit({ type: "step-started", step: steps });
-      const composed = compose({ instruction: session.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
+      const composed = compose({ instruction: writer.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
       if (composed.omittedContext.length > 0) emit({ type: "context-omitted", omitted: composed.omittedContext });
 
       current = newDraft(state, candidate, clock, provider);

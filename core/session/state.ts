@@ -61,3 +61,19 @@ export function isBlocked(state: Pick<SessionState, "diagnostics">): boolean {
 export function hasRepairs(state: Pick<SessionState, "repairs">): boolean {
   return Object.values(state.repairs).some(Boolean);
 }
+
+/**
+ * Extension field of `meta.json`'s `compaction`: the highest sequence when the last
+ * compaction committed. Usage reported by messages up to it predates the compaction
+ * and neither triggers nor validates one (docs/decisions.md).
+ */
+export const LAST_COMPACTED_FIELD = "last_compacted_sequence";
+
+/** The run messages a live draft would commit with, the draft itself finished as `stopped`. */
+export function stoppedDraftMessages(draft: LiveDraft, clearReasoning: boolean): MessageRecord[] {
+  const { record } = draft;
+  const parts = clearReasoning ? record.parts.filter((p) => p.type !== "reasoning") : record.parts;
+  const stopped: MessageRecord = { ...record, status: "stopped", parts };
+  const hasOutput = stopped.parts.length > 0 || stopped.usage !== undefined;
+  return [...draft.pending, ...(hasOutput ? [stopped] : [])];
+}

@@ -7,7 +7,7 @@
  * @module
  */
 import { metaRevisionOf, parseLockJson } from "../schema/parse.ts";
-import type { StoragePort, WriteOptions } from "./port.ts";
+import type { CommitPlan, CommitPlanResult, StoragePort, WriteOptions } from "./port.ts";
 
 /**
  * The lock guards one operation of a live process: a machine crash ends that process
@@ -15,47 +15,6 @@ import type { StoragePort, WriteOptions } from "./port.ts";
  * "nobody steals a lock" holds).
  */
 const NOT_DURABLE: WriteOptions = { durable: false };
-
-/** One write of a {@linkcode CommitPlan}, done in order. */
-export interface PlannedWrite {
-  readonly op: "append" | "replace";
-  readonly path: string;
-  readonly bytes: Uint8Array;
-  /** Passed to `replace` as {@linkcode WriteOptions.durable}. */
-  readonly durable?: boolean;
-}
-
-/**
- * A whole mutating operation whose writes are known before it starts, or (without `lock`
- * and `expect`) the writes of an operation that already holds the lock. An operation that
- * holds the lock across other work (a run, a compaction) starts with a plan that takes it
- * with `hold` and ends with one that gives it back with `release`.
- */
-export interface CommitPlan {
-  /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
-  readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
-  /**
-   * With `lock`: keep the lock once the plan has committed, for an operation that goes on;
-   * a later plan's `release` gives it back. A plan that does not commit releases it anyway.
-   */
-  readonly hold?: boolean;
-  /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
-  readonly expect?: { readonly path: string; readonly revision: number | null };
-  readonly writes: readonly PlannedWrite[];
-  /**
-   * After the writes, whether they succeeded or not: give back a lock an earlier plan took
-   * with `hold`. `writer.lock` is removed only if it still carries `lockId`.
-   */
-  readonly release?: { readonly path: string; readonly lockId: string };
-}
-
-/** How a {@linkcode CommitPlan} ended when it did not throw. */
-export type CommitPlanResult =
-  | { readonly outcome: "committed" }
-  /** Someone else holds the lock; nothing was written. */
-  | { readonly outcome: "locked" }
-  /** `meta.json` holds another revision (`null`: it is missing); nothing was written. */
-  | { readonly outcome: "conflict"; readonly revision: number | null };
 
 /** A lock taken by {@linkcode takeLockFile}. */
 export interface TakenLock {

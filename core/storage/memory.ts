@@ -1,4 +1,4 @@
-import type { FileTail, StorageCapabilities, StoragePort } from "./port.ts";
+import type { FileTail, StoragePort } from "./port.ts";
 import { assertStoragePath } from "./path.ts";
 
 /** One file held as the chunks it was appended in, so an append costs O(new bytes). */
@@ -19,7 +19,6 @@ interface MemoryFile {
  * ```
  */
 export class MemoryStorage implements StoragePort {
-  readonly capabilities: StorageCapabilities = { durable: false, backend: "memory" };
   readonly #files = new Map<string, MemoryFile>();
 
   async read(path: string): Promise<Uint8Array | undefined> {

@@ -9,9 +9,8 @@
  * ```
  * @module
  */
-export type { FileTail, StorageCapabilities, StoragePort, WriteOptions } from "./port.ts";
-export { runCommitPlan, type CommitPlan, type CommitPlanResult, type PlannedWrite } from "./commit-plan.ts";
+export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, StoragePort, WriteOptions } from "./port.ts";
+export { runCommitPlan } from "./commit-plan.ts";
 export { MemoryStorage } from "./memory.ts";
 export { assertStoragePath, parentPath } from "./path.ts";
 export { formatBytes, MAX_FILE_BYTES, MAX_LINE_BYTES } from "./limits.ts";
-export { ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, withTransfer, type ComlinkLike, type TransferHandlerLike } from "./worker-transfer.ts";

@@ -5,16 +5,6 @@
  *
  * @module
  */
-import type { CommitPlan, CommitPlanResult, runCommitPlan } from "./commit-plan.ts";
-
-/** What a backend can promise, so the core never branches on a backend's name. */
-export interface StorageCapabilities {
-  /** Writes survive a process or machine crash once their promise resolves. */
-  readonly durable: boolean;
-  /** Name of the backend, for diagnostics and lock owners (`memory`, `node-fs`, `indexeddb`). */
-  readonly backend: string;
-}
-
 /** The last bytes of a file together with the file's full size. */
 export interface FileTail {
   /** At most the requested number of bytes, ending at the file's end. */
@@ -39,8 +29,6 @@ export interface WriteOptions {
  * unspecified, so the core never depends on it.
  */
 export interface StoragePort {
-  /** Backend promises the core may rely on. */
-  readonly capabilities: StorageCapabilities;
   /** Whole content of a file, or `undefined` when it does not exist. */
   read(path: string): Promise<Uint8Array | undefined>;
   /** The last `maxBytes` bytes of a file and its size, or `undefined` when it does not exist. */
@@ -69,10 +57,52 @@ export interface StoragePort {
   /** Releases a lock taken with {@linkcode StoragePort.acquireLock}. */
   releaseLock?(name: string): Promise<void>;
   /**
-   * Optional: runs {@linkcode runCommitPlan} against the backend itself, in one call. A
+   * Optional: runs a {@linkcode CommitPlan} against the backend itself, in one call (what the
+   * core's `runCommitPlan` does over the other methods). A
    * backend behind a hop (a worker) offers it so a commit costs one round trip.
    */
   runCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }
+
+/** One write of a {@linkcode CommitPlan}, done in order. */
+export interface PlannedWrite {
+  readonly op: "append" | "replace";
+  readonly path: string;
+  readonly bytes: Uint8Array;
+  /** Passed to `replace` as {@linkcode WriteOptions.durable}. */
+  readonly durable?: boolean;
+}
+
+/**
+ * A whole mutating operation whose writes are known before it starts, or (without `lock`
+ * and `expect`) the writes of an operation that already holds the lock. An operation that
+ * holds the lock across other work (a run, a compaction) starts with a plan that takes it
+ * with `hold` and ends with one that gives it back with `release`.
+ */
+export interface CommitPlan {
+  /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
+  readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
+  /**
+   * With `lock`: keep the lock once the plan has committed, for an operation that goes on;
+   * a later plan's `release` gives it back. A plan that does not commit releases it anyway.
+   */
+  readonly hold?: boolean;
+  /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
+  readonly expect?: { readonly path: string; readonly revision: number | null };
+  readonly writes: readonly PlannedWrite[];
+  /**
+   * After the writes, whether they succeeded or not: give back a lock an earlier plan took
+   * with `hold`. `writer.lock` is removed only if it still carries `lockId`.
+   */
+  readonly release?: { readonly path: string; readonly lockId: string };
+}
+
+/** How a {@linkcode CommitPlan} ended when it did not throw. */
+export type CommitPlanResult =
+  | { readonly outcome: "committed" }
+  /** Someone else holds the lock; nothing was written. */
+  | { readonly outcome: "locked" }
+  /** `meta.json` holds another revision (`null`: it is missing); nothing was written. */
+  | { readonly outcome: "conflict"; readonly revision: number | null };

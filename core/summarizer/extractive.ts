@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../errors.ts";
 import type { MessagePart, MessageRecord } from "../schema/mod.ts";
-import type { Summarizer, SummaryRequest, SummaryResult } from "../session/provider.ts";
+import type { Summarizer, SummaryRequest, SummaryResult } from "../model/mod.ts";
 
 /**
  * Default upper bound on the length (`.length`, UTF-16 code units) of an extractive summary.

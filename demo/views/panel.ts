@@ -4,23 +4,10 @@
  * (what the model reads now, the live draft, every closed segment with its summary,
  * loaded one segment at a time, and the session's figures).
  */
-import {
-  COMPACTION_TARGET_RATIO,
-  LAST_COMPACTED_FIELD,
-  estimateModelInputTokens,
-  formatLocation,
-  formatSessionRef,
-  usageTokens,
-  type Diagnostic,
-  type MessageRecord,
-  type ProviderIdentity,
-  type SummaryRecord,
-  type Session,
-  type ToolDefinition,
-  type Usage,
-} from "../../core/mod.ts";
+import { COMPACTION_TARGET_RATIO, estimateModelInputTokens, formatLocation, formatSessionRef, usageTokens, type Diagnostic, type MessageRecord, type ProviderIdentity, type SummaryRecord, type Session, type ToolDefinition, type Usage } from "../../core/mod.ts";
 import { formatBytes, formatNumber, h, replaceChildren } from "../dom.ts";
 import { messageDigest } from "./messages.ts";
+import { LAST_COMPACTED_FIELD } from "../../core/internal.ts";
 
 /** What the gauge shows. */
 export interface GaugeFacts {

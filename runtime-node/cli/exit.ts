@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { SessionfoldError, asSessionfoldError, type ErrorCode } from "../../core/mod.ts";
+import { SessionfoldError, type ErrorCode } from "../../core/mod.ts";
+import { asSessionfoldError } from "../../core/internal.ts";
 
 /** Exit statuses of docs/CLI.md. */
 export const EXIT = {

@@ -3,16 +3,10 @@
  *
  * @module
  */
-import type { LockOwner, MessagePart, MessageRecord } from "../../core/mod.ts";
+import type { MessagePart, MessageRecord, VerifyDiagnostic } from "../../core/mod.ts";
 
 /** A diagnostic as the CLI prints it (docs/FORMAT.md codes plus the CLI's own, e.g. `unsupported_schema`). */
-export interface CliDiagnostic {
-  readonly file: string;
-  readonly line: number | null;
-  readonly code: string;
-  readonly message: string;
-  readonly fatal: boolean;
-}
+export type CliDiagnostic = VerifyDiagnostic;
 
 /** Left-aligned columns separated by two spaces; the header row first. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -67,7 +61,3 @@ export function withLocation(d: CliDiagnostic): string {
   return d.message.startsWith(d.file) ? d.message : `${where}: ${d.message}`;
 }
 
-/** `pid 123 on host (node) for "append" since …`. */
-export function describeOwner(owner: Partial<LockOwner>): string {
-  return `pid ${String(owner.pid ?? "?")} on ${owner.hostname ?? "?"} (${owner.runtime ?? "?"}) for "${owner.operation ?? "?"}" since ${owner.created_at ?? "?"}`;
-}

@@ -1,7 +1,7 @@
 /** A module Web Worker for the error-hop test: throws typed errors through Comlink. */
 import * as Comlink from "comlink";
 import { StorageFullError, WriterLockedError } from "../../core/mod.ts";
-import { registerErrorTransfer } from "../../core/mod.ts";
+import { registerErrorTransfer } from "../../core/internal.ts";
 
 registerErrorTransfer(Comlink);
 

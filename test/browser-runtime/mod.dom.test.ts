@@ -5,9 +5,9 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
-import { PageStorage, commitOf, openBrowserSessions, type BrowserSessions, type CommitEvent } from "../../runtime-browser/mod.ts";
+import { PageStorage, openBrowserSessions, type BrowserSessions } from "../../runtime-browser/mod.ts";
+import type { CommitNotice as CommitEvent } from "../../core/mod.ts";
 
-const utf8 = (text: string) => new TextEncoder().encode(text);
 const opened: BrowserSessions[] = [];
 let next = 0;
 
@@ -26,7 +26,6 @@ describe("openBrowserSessions (worker: false)", () => {
   it("stamps a per-tab browser identity into writer.lock records", async () => {
     const browser = await open(`mod-${next++}`);
     expect(browser.identity).toEqual({ pid: 0, hostname: expect.stringMatching(/^tab-[0-9a-f]{4}$/), runtime: "browser" });
-    expect(browser.storage.capabilities).toEqual({ durable: true, backend: "indexeddb" });
     const session = await browser.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     let seen: unknown;
     await session.mutate("probe", async () => {
@@ -89,31 +88,18 @@ describe("openBrowserSessions (worker: false)", () => {
   });
 });
 
-describe("commit announcements", () => {
-  it("commitOf reads the ref and revision of a live session's meta.json only", () => {
-    const meta = utf8('{"schema_version":1,"revision":42}');
-    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", meta)).toEqual({ ref: "a/w/s", revision: 42 });
-    expect(commitOf("agents/a/workspaces/w/archived-sessions/s/meta.json", meta)).toBeUndefined();
-    expect(commitOf("agents/a/workspaces/w/sessions/.fork-s2-t_1/meta.json", meta)).toBeUndefined();
-    expect(commitOf("agents/a/workspaces/w/sessions/s/messages/active.jsonl", meta)).toBeUndefined();
-    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", utf8("{not json"))).toBeUndefined();
-    expect(commitOf("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":"1"}'))).toBeUndefined();
-  });
-
-  it("PageStorage announces only after the write succeeded, and a throwing listener does not fail it", async () => {
+describe("PageStorage", () => {
+  it("forwards commit plans and locks exactly when the inner storage has them", async () => {
     const inner = new MemoryStorage();
-    const events: CommitEvent[] = [];
-    const storage = new PageStorage(inner, { onCommit: (e) => events.push(e) });
-    await expect(storage.replace("agents/a/workspaces/w/sessions/s/meta.json/../x", utf8('{"revision":1}'))).rejects.toMatchObject({ code: "invalid-input" });
-    expect(events).toEqual([]);
-    await storage.replace("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":1}'));
-    expect(events).toEqual([{ ref: "a/w/s", revision: 1 }]);
-    const throwing = new PageStorage(inner, {
-      onCommit: () => {
-        throw new Error("listener bug");
-      },
-    });
-    await expect(throwing.replace("agents/a/workspaces/w/sessions/s/meta.json", utf8('{"revision":2}'))).resolves.toBeUndefined();
+    const storage = new PageStorage(inner);
     expect("acquireLock" in storage).toBe(false); // MemoryStorage has no held lock, so neither does its wrapper
+    expect("runCommitPlan" in storage).toBe(false);
+    const planned: unknown[] = [];
+    const withPlans = Object.assign(new MemoryStorage(), {
+      runCommitPlan: async (plan: unknown) => (planned.push(plan), { outcome: "committed" as const }),
+    });
+    const wrapped = new PageStorage(withPlans);
+    await expect(wrapped.runCommitPlan!({ writes: [] })).resolves.toEqual({ outcome: "committed" });
+    expect(planned).toEqual([{ writes: [] }]);
   });
 });

@@ -4,30 +4,22 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import * as Comlink from "comlink";
-import {
-  InternalError,
-  InvalidInputError,
-  SessionfoldError,
-  Sessions,
-  StorageFullError,
-  WriterLockedError,
-  readLockOwner,
-  type WriterIdentity,
-} from "../../core/mod.ts";
-import { registerErrorTransfer } from "../../core/mod.ts";
-import { WorkerStorage } from "../../runtime-browser/worker-storage.ts";
+import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, WriterLockedError, type WriterIdentity } from "../../core/mod.ts";
+
+import { WorkerIndexedDbStorage } from "../../runtime-browser/worker-storage.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
 import type { ErrorsWorkerApi } from "./errors-worker.ts";
+import { readLockOwner, registerErrorTransfer } from "../../core/internal.ts";
 
 const startWorker = () => new Worker(new URL("../../runtime-browser/storage-worker.ts", import.meta.url), { type: "module" });
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
 let next = 0;
-const open: WorkerStorage[] = [];
+const open: WorkerIndexedDbStorage[] = [];
 const dbNames: string[] = [];
 
-function tab(dbName: string): WorkerStorage {
-  const storage = new WorkerStorage({ dbName, worker: startWorker });
+function tab(dbName: string): WorkerIndexedDbStorage {
+  const storage = new WorkerIndexedDbStorage({ dbName, worker: startWorker });
   open.push(storage);
   return storage;
 }

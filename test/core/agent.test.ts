@@ -14,7 +14,7 @@ import { InvalidIdError, InvalidInputError, SessionfoldError } from "../../core/
 import { agentConfigPath } from "../../core/layout/paths.ts";
 import { MemoryStorage } from "../../core/storage/memory.ts";
 import { generateSystem, resolveSessionOptions } from "../../core/session/options.ts";
-import type { Summarizer } from "../../core/session/provider.ts";
+import type { Summarizer } from "../../core/model/mod.ts";
 import { ExtractiveSummarizer } from "../../core/summarizer/mod.ts";
 
 const FILE = "agents/a1/agent.jsonc";

@@ -23,7 +23,7 @@ import {
 } from "../../core/compaction/mod.ts";
 import { ContextOverflowError, InvalidInputError } from "../../core/errors.ts";
 import type { CompactionAccounting, MessageRecord } from "../../core/schema/mod.ts";
-import type { ModelInput } from "../../core/session/provider.ts";
+import type { ModelInput } from "../../core/model/mod.ts";
 
 const AT = "2026-12-02T13:00:00.000Z";
 function message(sequence: number, role: "user" | "assistant" = sequence % 2 ? "user" : "assistant", body = `message ${sequence}`): MessageRecord {

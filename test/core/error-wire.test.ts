@@ -8,6 +8,7 @@ import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { afterAll, describe, expect, it } from "vitest";
 import * as core from "../../core/mod.ts";
+import { registerErrorTransfer } from "../../core/internal.ts";
 
 type ErrorClass = new (message: string, details: never) => core.SessionfoldError;
 
@@ -15,7 +16,7 @@ const CLASSES = (Object.entries(core) as [string, unknown][])
   .filter((entry): entry is [string, ErrorClass] => typeof entry[1] === "function" && (entry[1] as { prototype?: unknown }).prototype instanceof core.SessionfoldError)
   .sort(([a], [b]) => a.localeCompare(b));
 
-core.registerErrorTransfer(Comlink);
+registerErrorTransfer(Comlink);
 const channel = new MessageChannel();
 const thrower = {
   throwIt(name: string, details: Record<string, unknown>): void {

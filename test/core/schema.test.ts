@@ -1,28 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  CorruptSessionError,
-  describeIssues,
-  DraftRecord,
-  encodeJsonDocument,
-  FilePart,
-  MessagePart,
-  MessageRecord,
-  nowTimestamp,
-  parseDraftJson,
-  parseLockJson,
-  parseMetaJson,
-  ProviderContextPart,
-  SessionfoldError,
-  SessionMeta,
-  SummaryRecord,
-  Timestamp,
-  ToolPart,
-  UnsupportedSchemaError,
-  Usage,
-  WriterLockRecord,
-} from "../../core/mod.ts";
+import { CorruptSessionError, DraftRecord, encodeJsonDocument, FilePart, MessagePart, MessageRecord, parseDraftJson, parseLockJson, parseMetaJson, ProviderContextPart, SessionfoldError, SessionMeta, SummaryRecord, Timestamp, ToolPart, UnsupportedSchemaError, Usage, WriterLockRecord } from "../../core/mod.ts";
 import { TS, extras, message, messages, summary, utf8, viaJson } from "./support.ts";
+import { describeIssues, nowTimestamp } from "../../core/internal.ts";
 
 const roundTrip = <T>(schema: { parse(v: unknown): T }, value: unknown): unknown => schema.parse(JSON.parse(JSON.stringify(schema.parse(value))));
 

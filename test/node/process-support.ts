@@ -30,7 +30,7 @@ export function tsxLauncher(fixture: string): ChildLauncher {
 
 /**
  * Bundles a fixture and the storage worker with esbuild (tsx's own dependency) into one temp
- * folder, so a child starts in well under a second: the bundle's `WorkerStorage` then starts
+ * folder, so a child starts in well under a second: the bundle's `WorkerFileStorage` then starts
  * `storage-worker.js` next to it, exactly as a compiled build does. Falls back to tsx when
  * esbuild cannot be loaded. `dispose()` removes the folder.
  */

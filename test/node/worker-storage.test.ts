@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreEntryError } from "../../core/mod.ts";
-import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerStorage } from "../../runtime-node/mod.ts";
+import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerFileStorage } from "../../runtime-node/mod.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
@@ -19,13 +19,13 @@ afterEach(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function workerStorage(root = join(base, "store")): WorkerStorage {
-  const storage = new WorkerStorage({ root });
+function workerStorage(root = join(base, "store")): WorkerFileStorage {
+  const storage = new WorkerFileStorage({ root });
   toClose.push(storage);
   return storage;
 }
 
-describe("WorkerStorage", () => {
+describe("WorkerFileStorage", () => {
   it("typed errors cross the worker hop with class, code and details", async () => {
     const storage = workerStorage();
     await storage.replace("keep", utf8("k"));
@@ -85,12 +85,12 @@ describe("WorkerStorage", () => {
   });
 
   it("close ends the worker: later calls reject, a second close is a no-op", async () => {
-    const storage = new WorkerStorage({ root: join(base, "store") });
+    const storage = new WorkerFileStorage({ root: join(base, "store") });
     await storage.append("log", utf8("1\n"));
     await storage.close();
     await storage.close();
     await expect(storage.read("log")).rejects.toMatchObject({ code: "internal", message: "storage worker was closed" });
-    expect(() => new WorkerStorage({ root: "relative" })).toThrow(InvalidInputError);
+    expect(() => new WorkerFileStorage({ root: "relative" })).toThrow(InvalidInputError);
   });
 });
 
@@ -100,7 +100,7 @@ describe("openNodeSessions", () => {
     const first = await openNodeSessions({ root });
     toClose.push(first);
     expect(first.root).toBe(root);
-    expect(first.storage).toBeInstanceOf(WorkerStorage);
+    expect(first.storage).toBeInstanceOf(WorkerFileStorage);
     await expect(stat(root)).rejects.toMatchObject({ code: "ENOENT" }); // nothing before the first write
     const session = await first.sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "s1", title: "t" });
     await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });

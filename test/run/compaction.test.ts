@@ -5,29 +5,11 @@
  * policies, and repeated compaction staying bounded.
  */
 import { describe, expect, it } from "vitest";
-import {
-  ContextOverflowError,
-  InvalidInputError,
-  MemoryStorage,
-  ProviderError,
-  ContextLengthExceededError,
-  afterMessages,
-  atContextTokens,
-  estimateModelInputTokens,
-  estimateTokens,
-  foldNote,
-  realUsage,
-  toMessageRecord,
-  type CompactionOutcome,
-  type NewMessage,
-  type RunEvent,
-  type SessionOptions,
-  type Tool,
-  type Usage,
-} from "../../core/mod.ts";
+import { ContextOverflowError, InvalidInputError, MemoryStorage, ProviderError, ContextLengthExceededError, afterMessages, atContextTokens, estimateModelInputTokens, estimateTokens, realUsage, type CompactionOutcome, type NewMessage, type RunEvent, type SessionOptions, type Tool, type Usage } from "../../core/mod.ts";
 import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
 import { P, metaOnDisk, millisecondClock, readText, registry, rejection, snapshot, REF, fullHistory, expectContiguous } from "../support/session.ts";
 import { activeOnDisk, createSession, drain, shape, textOf } from "./support.ts";
+import { foldNote, toMessageRecord } from "../../core/internal.ts";
 
 const WINDOW = 1000;
 

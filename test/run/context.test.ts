@@ -4,7 +4,7 @@
  * however long the history is.
  */
 import { describe, expect, it } from "vitest";
-import { INTERRUPTED_TOOL_CALL_ERROR, MemoryStorage, NEWEST_SEGMENT_FIELD, type ProviderIdentity } from "../../core/mod.ts";
+import { INTERRUPTED_TOOL_CALL_ERROR, MemoryStorage, type ProviderIdentity } from "../../core/mod.ts";
 import { ScriptedProvider } from "../../testing/mod.ts";
 import {
   P,
@@ -27,6 +27,7 @@ import {
   drain,
   shape,
 } from "./support.ts";
+import { NEWEST_SEGMENT_FIELD } from "../../core/internal.ts";
 
 const SCRIPTED: ProviderIdentity = { provider: "scripted", api: "test", model: "scripted-1" };
 const OPENAI: ProviderIdentity = { provider: "openai", api: "responses", model: "gpt-5" };

@@ -86,7 +86,7 @@ describe("fork", () => {
     await writeSession(storage, { segments: [[1, 2], [3, 5]], active: msgs(6, 8), instruction: "You are terse.", revision: 17, meta: { title: "original" } });
     const sessions = registry(storage);
     const progress: [number, number][] = [];
-    const fork = await sessions.fork(REF, "s2", (done, total) => progress.push([done, total]));
+    const fork = await sessions.fork(REF, "s2", { onProgress: (done, total) => progress.push([done, total]) });
     expect(progress.at(-1)).toEqual([3, 3]);
     expect(fork.ref).toEqual(S2);
     for (const [start, end] of [[1, 2], [3, 5]] as const) {
@@ -193,7 +193,7 @@ describe("list and delete", () => {
     const problems: string[] = [];
     await storage.replace("agents/a1/workspaces/w1/sessions/broken/meta.json", utf8("not json"));
 
-    expect((await sessions.list({}, (p) => problems.push(p.ref))).map((m) => m.session_id)).toEqual(["s1", "s4", "s3", "s2"]);
+    expect((await sessions.list({ onProblem: (p) => problems.push(p.ref) })).map((m) => m.session_id)).toEqual(["s1", "s4", "s3", "s2"]);
     expect(problems).toEqual(["a1/w1/broken"]);
     expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id)).toEqual(["s1", "s4", "s2"]);
     expect((await sessions.list({ agentId: "a1", workspaceId: "w1" })).map((m) => m.session_id)).toEqual(["s1", "s4"]);

@@ -3,7 +3,7 @@
  * writes nothing: repairs wait for the next write.
  */
 import { describe, expect, test } from "vitest";
-import { CorruptSessionError, MemoryStorage, NEWEST_SEGMENT_FIELD, UnsupportedSchemaError, sessionPaths, type Diagnostic } from "../../core/mod.ts";
+import { CorruptSessionError, MemoryStorage, UnsupportedSchemaError, sessionPaths, type Diagnostic } from "../../core/mod.ts";
 import {
   P,
   REF,
@@ -32,6 +32,7 @@ import {
   user,
   writeSession,
 } from "./support.ts";
+import { NEWEST_SEGMENT_FIELD } from "../../core/internal.ts";
 
 function only(diagnostics: readonly Diagnostic[], code: Diagnostic["code"]): Diagnostic {
   const found = diagnostics.filter((d) => d.code === code);

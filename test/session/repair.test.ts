@@ -6,9 +6,10 @@
  * moved; a gap it cannot close is refused with the reason and nothing changes.
  */
 import { describe, expect, test } from "vitest";
-import { CorruptSessionError, MemoryStorage, planRepair, sessionPaths, type RepairReport } from "../../core/mod.ts";
+import { CorruptSessionError, MemoryStorage, sessionPaths, type RepairReport } from "../../core/mod.ts";
 import { P, REF, TS, fullHistory, line, lines, metaOnDisk, msg, readText, registry, rejection, segmentName, snapshot, utf8 } from "../support/session.ts";
 import { DRAFT, draftText, expectMetaConsistent, msgs, segmentText, user, writeSession } from "./support.ts";
+import { planRepair } from "../../core/internal.ts";
 
 const STAMP = "2026-12-02T13-00-00-000Z";
 const ACTIVE_QUARANTINE = `quarantine/messages_active.jsonl.${STAMP}.jsonl`;

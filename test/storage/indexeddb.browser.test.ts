@@ -1,5 +1,5 @@
 import { runStorageTests } from "../../testing/storage-conformance.ts";
-import { WorkerStorage } from "../../runtime-browser/worker-storage.ts";
+import { WorkerIndexedDbStorage } from "../../runtime-browser/worker-storage.ts";
 
 let next = 0;
 
@@ -13,12 +13,12 @@ function deleteDatabase(name: string): Promise<void> {
   });
 }
 
-runStorageTests("IndexedDbStorage via WorkerStorage (Chromium, module Web Worker)", () => {
+runStorageTests("IndexedDbStorage via WorkerIndexedDbStorage (Chromium, module Web Worker)", () => {
   const dbName = `conformance-${Date.now()}-${next++}`;
-  const storage = new WorkerStorage({ dbName, worker: startWorker });
+  const storage = new WorkerIndexedDbStorage({ dbName, worker: startWorker });
   return {
     storage,
-    reopen: async () => new WorkerStorage({ dbName, worker: startWorker }),
+    reopen: async () => new WorkerIndexedDbStorage({ dbName, worker: startWorker }),
     teardown: async () => {
       await storage.close();
       await deleteDatabase(dbName);

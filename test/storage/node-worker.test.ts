@@ -4,14 +4,14 @@ import { join } from "node:path";
 import { afterAll } from "vitest";
 import type { StoragePort } from "../../core/mod.ts";
 import { runStorageTests } from "../../testing/storage-conformance.ts";
-import { WorkerStorage } from "../../runtime-node/mod.ts";
+import { WorkerFileStorage } from "../../runtime-node/mod.ts";
 
 // Starting a worker costs ~0.3 s, so the file shares two (a store and its second handle) and
 // gives each test its own folder. Keys are prefixed as they are, never checked here: a
 // hostile key stays hostile ("t1/../x", "t1/") and the worker itself must reject it.
 const root = await mkdtemp(join(tmpdir(), "sessionfold-worker-"));
-const first = new WorkerStorage({ root });
-let second: WorkerStorage | undefined;
+const first = new WorkerFileStorage({ root });
+let second: WorkerFileStorage | undefined;
 let count = 0;
 afterAll(async () => {
   await Promise.all([first.close(), second?.close()]);
@@ -21,8 +21,7 @@ afterAll(async () => {
 function under(prefix: string, inner: StoragePort): StoragePort {
   const at = (path: string) => `${prefix}/${path}`;
   return {
-    capabilities: inner.capabilities,
-    read: (path) => inner.read(at(path)),
+        read: (path) => inner.read(at(path)),
     readTail: (path, maxBytes) => inner.readTail(at(path), maxBytes),
     list: (dir) => inner.list(dir === "" ? prefix : at(dir)),
     replace: (path, bytes) => inner.replace(at(path), bytes),
@@ -35,11 +34,11 @@ function under(prefix: string, inner: StoragePort): StoragePort {
   };
 }
 
-runStorageTests("NodeFileStorage via WorkerStorage", () => {
+runStorageTests("NodeFileStorage via WorkerFileStorage", () => {
   const prefix = `t${++count}`;
   return {
     storage: under(prefix, first),
-    reopen: async () => under(prefix, (second ??= new WorkerStorage({ root }))),
+    reopen: async () => under(prefix, (second ??= new WorkerFileStorage({ root }))),
     teardown: () => first.remove(prefix),
   };
 });

@@ -16,7 +16,6 @@ import {
   type SessionOptions,
   type SessionPaths,
   type SessionRef,
-  type StorageCapabilities,
   type StoragePort,
   type WriteOptions,
   type WriterIdentity,
@@ -204,7 +203,6 @@ export const MUTATING: ReadonlySet<CallName> = new Set(["replace", "append", "cr
  */
 export class RecordingStorage implements StoragePort {
   readonly inner: StoragePort;
-  readonly capabilities: StorageCapabilities;
   calls: StorageCall[] = [];
   /** Runs before each call reaches the inner store. */
   before: ((call: StorageCall, inner: StoragePort) => Promise<void> | void) | undefined;
@@ -215,7 +213,6 @@ export class RecordingStorage implements StoragePort {
 
   constructor(inner: StoragePort) {
     this.inner = inner;
-    this.capabilities = inner.capabilities;
   }
 
   reset(): void {

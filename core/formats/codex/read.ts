@@ -1,6 +1,6 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
 import type { MessagePart, ProviderIdentity } from "../../schema/message.ts";
-import type { PortableSegment, PortableSession } from "../../session/portable.ts";
+import type { PortableSegment, PortableSession } from "../../model/mod.ts";
 import { formatError } from "../errors.ts";
 import { type JsonlSource, readJsonlStream } from "../jsonl-lines.ts";
 import type { Value } from "../shape.ts";

@@ -1,6 +1,6 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
 import type { MessagePart } from "../../schema/message.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import { decodeUtf8Strict } from "../json-text.ts";
 import { readJsonlRecords } from "../jsonl-lines.ts";
 import { formatError } from "../errors.ts";

@@ -1,5 +1,5 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 
 /**
  * The DeepCode session layouts: the canonical `<id>.v1.jsonl` stream, and the two legacy

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../../errors.ts";
 import type { MessageRecord } from "../../schema/message.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import type { FormatWriteOptions } from "../omission.ts";
 import { DEEPCODE_SCHEMA_VERSION } from "./meta.ts";
 import { DEEPCODE_TOOL_EXTENSION } from "./read.ts";

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../../errors.ts";
 import type { MessagePart, MessageRecord, ToolPart } from "../../schema/message.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import type { FormatWriteOptions } from "../omission.ts";
 import { PI_EXTENSION_FIELD, type PiMessageExtension } from "./types.ts";
 

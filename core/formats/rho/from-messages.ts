@@ -1,5 +1,5 @@
 import type { MessageRecord, ToolPart } from "../../schema/message.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import type { FormatWriteOptions } from "../omission.ts";
 import { RHO_EXTENSION_FIELD, RHO_USAGE_KEYS, type RhoMessageExtension, type RhoPartialToolCall } from "./types.ts";
 

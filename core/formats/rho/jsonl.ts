@@ -1,6 +1,6 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
 import type { CompactionAccounting } from "../../schema/meta.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import { formatError, unsupportedVersion } from "../errors.ts";
 import { readJsonlRecords } from "../jsonl-lines.ts";
 import { pathText, type Value } from "../shape.ts";

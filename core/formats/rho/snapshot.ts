@@ -1,5 +1,5 @@
 import { InvalidInputError } from "../../errors.ts";
-import type { PortableSession } from "../../session/portable.ts";
+import type { PortableSession } from "../../model/mod.ts";
 import { parseJsonDocument } from "../json-text.ts";
 import type { FormatWriteOptions } from "../omission.ts";
 import { Value } from "../shape.ts";

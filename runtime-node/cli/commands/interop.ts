@@ -120,7 +120,7 @@ export const exportCommand: Command = {
     const progress = new Progress(io, "export");
     let portable: PortableSession;
     try {
-      portable = await session.exportPortable((done, total) => progress.update(done, total));
+      portable = await session.exportPortable({ onProgress: (done, total) => progress.update(done, total) });
     } finally {
       progress.end();
     }

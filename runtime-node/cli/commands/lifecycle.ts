@@ -3,12 +3,13 @@
  *
  * @module
  */
-import { NotFoundError, WriterLockedError, assertId, escapedExcerpt, formatSessionRef, sessionPaths, type LockOwner, type SessionPlace } from "../../../core/mod.ts";
+import { NotFoundError, WriterLockedError, assertId, formatSessionRef, sessionPaths, type LockOwner, type SessionPlace } from "../../../core/mod.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
-import { describeOwner } from "../format.ts";
+import { describeLockOwner } from "../../../core/internal.ts";
 import { Progress } from "../io.ts";
 import { exists, explainOpenError } from "../store.ts";
+import { escapedExcerpt } from "../../../core/internal.ts";
 
 /** `sessionfold fork`: copy the full history into a new session. Its `help` says what it prints. */
 export const fork: Command = {
@@ -31,7 +32,7 @@ export const fork: Command = {
     const progress = new Progress(io, "fork");
     let forked;
     try {
-      forked = await opened.sessions.fork(ref, target, (done, total) => progress.update(done, total));
+      forked = await opened.sessions.fork(ref, target, { onProgress: (done, total) => progress.update(done, total) });
     } catch (error) {
       throw await explainOpenError(opened.storage, ref, error, true);
     } finally {
@@ -85,7 +86,7 @@ export const unlock: Command = {
     if (bytes === undefined) throw new NotFoundError(`${path}: ${formatSessionRef(ref)} has no writer.lock; nothing to remove`, { ref: formatSessionRef(ref), path });
     const text = new TextDecoder().decode(bytes);
     const content = parseLock(text);
-    if (!out.json) out.note(`writer.lock of ${formatSessionRef(ref)}: ${typeof content === "object" && content !== null ? describeOwner(content as Partial<LockOwner>) : `unreadable content ${escapedExcerpt(text)}`}`);
+    if (!out.json) out.note(`writer.lock of ${formatSessionRef(ref)}: ${typeof content === "object" && content !== null ? describeLockOwner(content as Partial<LockOwner>) : `unreadable content ${escapedExcerpt(text)}`}`);
     // The lock must still be the one shown: never remove a lock its owner just replaced.
     const again = await storage.read(path);
     if (again === undefined || new TextDecoder().decode(again) !== text) {

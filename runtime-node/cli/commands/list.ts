@@ -34,10 +34,12 @@ export const ls: Command = {
     const opened = await store.forReading();
     const problems: ListProblem[] = [];
     const metas = opened
-      ? await opened.sessions.list(
-          { ...(agentId !== undefined ? { agentId } : {}), ...(workspaceId !== undefined ? { workspaceId } : {}), archived },
-          (problem) => problems.push(problem),
-        )
+      ? await opened.sessions.list({
+          ...(agentId !== undefined ? { agentId } : {}),
+          ...(workspaceId !== undefined ? { workspaceId } : {}),
+          archived,
+          onProblem: (problem) => problems.push(problem),
+        })
       : [];
     for (const problem of problems) out.note(`warning: ${problem.ref}: ${problem.message}`);
     return out.result(metas, () => listText(metas, archived));

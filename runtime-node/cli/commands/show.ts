@@ -25,7 +25,7 @@ import {
 import { refArg, type Command } from "../command.ts";
 import { diagnosticLines, type CliDiagnostic } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
-import { lockDiagnostics, unsupportedSchema } from "../verify.ts";
+import { lockDiagnostics, unsupportedSchema } from "../../../core/internal.ts";
 
 /** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {

@@ -10,7 +10,7 @@ import { EXIT } from "../exit.ts";
 import { diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
-import { listStoredSessions, verifySession, type StoredSession, type VerifyReport } from "../verify.ts";
+import { listStoredSessions, verifySession, type StoredSession, type VerifyReport } from "../../../core/mod.ts";
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {

@@ -17,13 +17,14 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { encodeJsonlLine, Sessions, toMessageRecord, type NewMessage, type Session } from "../../../core/mod.ts";
+import { encodeJsonlLine, Sessions, type NewMessage, type Session } from "../../../core/mod.ts";
 import { NodeFileStorage, openNodeSessions, type NodeSessions } from "../../../runtime-node/mod.ts";
 import { cpuIdleOf } from "../lib/machine.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import { syntheticText } from "../lib/synth.ts";
+import { toMessageRecord } from "../../../core/internal.ts";
 
 /** A ~500-byte message (as committed: about 500 bytes of JSONL). */
 export function appendMessage(i: number): NewMessage {

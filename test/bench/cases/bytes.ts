@@ -15,12 +15,13 @@
  */
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { withoutBatchMark, type MessageRecord } from "../../../core/mod.ts";
+import { type MessageRecord } from "../../../core/mod.ts";
 import { openNodeSessions } from "../../../runtime-node/mod.ts";
 import { LANGGRAPH_THREAD, langchainMessages } from "../lib/fixtures.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { appendMessage } from "./append.ts";
 import { instantSummarizer } from "./compact.ts";
+import { withoutBatchMark } from "../../../core/internal.ts";
 
 /** Total size of every file below `dir`. */
 export async function treeBytes(dir: string): Promise<number> {

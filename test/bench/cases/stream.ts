@@ -17,7 +17,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { FileTail, StorageCapabilities, StoragePort } from "../../../core/mod.ts";
+import type { FileTail, StoragePort } from "../../../core/mod.ts";
 import { Sessions } from "../../../core/mod.ts";
 import { openNodeSessions } from "../../../runtime-node/mod.ts";
 import { ScriptedProvider } from "../../../testing/scripted-provider.ts";
@@ -29,12 +29,10 @@ const DRAFT_SUFFIX = "/messages/assistant_message.json";
 
 /** A storage that forgets the streaming draft: every other call goes to `inner` unchanged. */
 export class DraftlessStorage implements StoragePort {
-  readonly capabilities: StorageCapabilities;
   draftWrites = 0;
   readonly inner: StoragePort;
   constructor(inner: StoragePort) {
     this.inner = inner;
-    this.capabilities = inner.capabilities;
   }
   read(path: string): Promise<Uint8Array | undefined> {
     return path.endsWith(DRAFT_SUFFIX) ? Promise.resolve(undefined) : this.inner.read(path);

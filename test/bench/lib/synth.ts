@@ -9,7 +9,8 @@
  * @module
  */
 import { prng } from "../../support/prng.ts";
-import { NEWEST_SEGMENT_FIELD, sessionPaths, type MessageRecord, type SessionMeta, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
+import { sessionPaths, type MessageRecord, type SessionMeta, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
+import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
 
 /** Messages per closed segment. */
 export const SEGMENT_SIZE = 500;
@@ -28,7 +29,6 @@ const WORDS = (
   "segment footer history context window error fixed reads writes durable index async await type " +
   "function returns value path folder lock revision message user assistant tool output input cache"
 ).split(" ");
-
 
 /** Deterministic text of about `chars` characters (words from a small vocabulary). */
 export function syntheticText(seed: number, chars: number): string {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { AgentConfigError } from "./agent/error.ts";
+import { AgentConfigError } from "../agent/error.ts";
 import {
   CancelledError,
   CompactionFailedError,
@@ -27,8 +27,8 @@ import {
   WriterLockedError,
   type ErrorCode,
   type ErrorDetails,
-} from "./errors.ts";
-import { FormatError } from "./formats/errors.ts";
+} from "../errors.ts";
+import { FormatError } from "../formats/errors.ts";
 
 // The details a class needs arrive with the data it was serialized from.
 const errorClasses: Record<string, new (message: string, details: never) => SessionfoldError> = {

@@ -11,28 +11,26 @@
  *
  * @module
  */
-import {
-  MessageRecord,
-  StoreEntryError,
-  SummaryRecord,
-  UnsupportedSchemaError,
-  decodeJsonl,
-  formatSessionRef,
-  isValidId,
-  parseSegmentName,
-  readLockOwner,
-  sessionPaths,
-  sessionsDir,
-  workspacesDir,
-  type SegmentRange,
-  type Session,
-  type SessionPaths,
-  type SessionPlace,
-  type SessionRef,
-  type Sessions,
-  type StoragePort,
-} from "../../core/mod.ts";
-import { describeOwner, type CliDiagnostic } from "./format.ts";
+import { StoreEntryError, UnsupportedSchemaError } from "../errors.ts";
+import { decodeJsonl } from "../jsonl/mod.ts";
+import { formatSessionRef, isValidId, parseSegmentName, sessionPaths, sessionsDir, workspacesDir, type SegmentRange, type SessionPaths, type SessionPlace, type SessionRef } from "../layout/mod.ts";
+import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
+import { describeLockOwner, readLockOwner } from "../session/lock.ts";
+import type { Session, Sessions } from "../session/mod.ts";
+import type { StoragePort } from "../storage/port.ts";
+
+/** One finding of {@linkcode verifySession}: where, what, and whether it makes the session unreadable. */
+export interface VerifyDiagnostic {
+  /** The file, relative to the session's folder. */
+  readonly file: string;
+  /** 1-based line, or `null` for the file as a whole. */
+  readonly line: number | null;
+  /** A stable code (the recovery diagnostics' codes, plus verify's own). */
+  readonly code: string;
+  readonly message: string;
+  /** `true` when the session cannot be opened or would lose data as it is. */
+  readonly fatal: boolean;
+}
 
 /** What {@linkcode verifySession} found about one session. */
 export interface VerifyReport {
@@ -40,7 +38,7 @@ export interface VerifyReport {
   readonly ref: string;
   /** `true` when no diagnostic is fatal. */
   readonly ok: boolean;
-  readonly diagnostics: CliDiagnostic[];
+  readonly diagnostics: VerifyDiagnostic[];
   /** Where the session lies. */
   readonly place: SessionPlace;
 }
@@ -71,7 +69,7 @@ const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as co
  */
 export async function verifySession(sessions: Sessions, ref: SessionRef, place: SessionPlace = "live"): Promise<VerifyReport> {
   const paths = sessionPaths(ref, place);
-  const diagnostics: CliDiagnostic[] = [];
+  const diagnostics: VerifyDiagnostic[] = [];
   try {
     await verifyFiles(sessions, ref, place, paths, diagnostics);
   } catch (error) {
@@ -83,7 +81,7 @@ export async function verifySession(sessions: Sessions, ref: SessionRef, place: 
   return report(ref, place, diagnostics);
 }
 
-async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPlace, paths: SessionPaths, diagnostics: CliDiagnostic[]): Promise<void> {
+async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPlace, paths: SessionPaths, diagnostics: VerifyDiagnostic[]): Promise<void> {
   const storage = sessions.storage;
   const session = await sessions.open(ref, { archived: place === "archived" });
   // Open judged only the newest segment's tail; every segment is judged whole below.
@@ -128,7 +126,7 @@ export async function listStoredSessions(storage: StoragePort): Promise<StoredSe
 }
 
 /** The diagnostic of a `meta.json` whose schema version this reader does not know. */
-export function unsupportedSchema(error: UnsupportedSchemaError): CliDiagnostic {
+export function unsupportedSchema(error: UnsupportedSchemaError): VerifyDiagnostic {
   return { file: "meta.json", line: null, code: "unsupported_schema", message: error.message, fatal: true };
 }
 
@@ -136,13 +134,13 @@ export function unsupportedSchema(error: UnsupportedSchemaError): CliDiagnostic 
  * The diagnostic of an entry the store refuses (a link, a FIFO, a folder for a file…):
  * fatal, and nothing more of the session is read.
  */
-export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): CliDiagnostic {
+function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
   const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
   return { file, line: null, code: "unsafe_entry", message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`, fatal: true };
 }
 
-async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: CliDiagnostic[]; bytes: number }> {
-  const diagnostics: CliDiagnostic[] = [];
+async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: VerifyDiagnostic[]; bytes: number }> {
+  const diagnostics: VerifyDiagnostic[] = [];
   const ranges: SegmentRange[] = [];
   for (const name of await storage.list(paths.segmentsDir)) {
     const range = parseSegmentName(name);
@@ -166,9 +164,9 @@ async function verifySegments(storage: StoragePort, paths: SessionPaths): Promis
 }
 
 /** Judges one whole segment: every line valid, messages `start..end` in order, the footer last. */
-function checkSegment(content: Uint8Array, file: string, range: SegmentRange): CliDiagnostic[] {
+function checkSegment(content: Uint8Array, file: string, range: SegmentRange): VerifyDiagnostic[] {
   const result = decodeJsonl<MessageRecord | SummaryRecord>(content, { file, schemas: SEGMENT_SCHEMAS, tornTailRecoverable: false });
-  const diagnostics: CliDiagnostic[] = [...result.diagnostics];
+  const diagnostics: VerifyDiagnostic[] = [...result.diagnostics];
   const lines = countLines(content);
   let expected = range.start;
   // After an unreadable line the sequence order cannot be judged; that line is reported already.
@@ -203,11 +201,11 @@ function checkSegment(content: Uint8Array, file: string, range: SegmentRange): C
 }
 
 /** A non-fatal `writer_locked` diagnostic naming the owner when `writer.lock` is present. */
-export async function lockDiagnostics(storage: StoragePort, paths: SessionPaths): Promise<CliDiagnostic[]> {
+export async function lockDiagnostics(storage: StoragePort, paths: SessionPaths): Promise<VerifyDiagnostic[]> {
   const bytes = await storage.read(paths.lock);
   if (bytes === undefined) return [];
   const owner = await readLockOwner(storage, paths.lock);
-  const who = owner ? `held by ${describeOwner(owner)}` : "present but unreadable";
+  const who = owner ? `held by ${describeLockOwner(owner)}` : "present but unreadable";
   return [
     finding("writer.lock", null, "writer_locked", false, `${who}; a writer is running, or one stopped without removing it (sessionfold unlock REF --force)`),
   ];
@@ -220,13 +218,13 @@ function countLines(bytes: Uint8Array): number {
   return bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a ? lines + 1 : lines;
 }
 
-function finding(file: string, line: number | null, code: string, fatal: boolean, message: string): CliDiagnostic {
+function finding(file: string, line: number | null, code: string, fatal: boolean, message: string): VerifyDiagnostic {
   return { file, line, code, message: `${line === null ? file : `${file}:${line}`}: ${message}`, fatal };
 }
 
 const FILE_ORDER = ["meta.json", "instruction.md", SEGMENTS, "messages/active.jsonl", "messages/assistant_message.json", "writer.lock"];
 
-function report(ref: SessionRef, place: SessionPlace, diagnostics: CliDiagnostic[]): VerifyReport {
+function report(ref: SessionRef, place: SessionPlace, diagnostics: VerifyDiagnostic[]): VerifyReport {
   const rank = (file: string) => {
     const i = FILE_ORDER.findIndex((prefix) => file.startsWith(prefix));
     return i < 0 ? FILE_ORDER.length : i;

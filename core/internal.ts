@@ -1,0 +1,116 @@
+/**
+ * What the runtimes, the CLI and the tests need from the core beyond its public surface:
+ * the session's internal state and writer, the extension fields the core writes for
+ * itself, repair planning, the run loop and the worker boundary's error transfer. It is
+ * not in the package's `exports`: nothing here is a promise to users, and changing it
+ * never changes the API report.
+ *
+ * @example
+ * ```ts
+ * import { BATCH_FIELD } from "sessionfold/internal";
+ * console.log(BATCH_FIELD);
+ * ```
+ * @module
+ */
+// Compaction policies, their trigger and token estimates.
+export {
+  accumulateCompaction,
+  assertContextWindow,
+  BYTES_PER_TOKEN,
+  type CompactionDecision,
+  type CompactionFacts,
+  type CompactionPlan,
+  type CompactionStep,
+  compactionTrigger,
+  FILE_DATA_TOKENS,
+  type FoldedInput,
+  foldModelInput,
+  foldNote,
+  MAX_FOLD_DEPTH,
+  MESSAGE_OVERHEAD_TOKENS,
+  nextFold,
+  planCompaction,
+  TOOL_OVERHEAD_TOKENS,
+  validateAfterCompaction,
+} from "./compaction/mod.ts";
+// Composing the model input: instruction + cumulative summary + Active.
+export {
+  type ClosedToolCall,
+  sameIdentity,
+} from "./composer/mod.ts";
+// The typed errors every operation throws, each with a stable `code`.
+export {
+  asSessionfoldError,
+} from "./errors.ts";
+// The JSONL codec and its recovery diagnostics.
+export {
+  type DecodedRecord,
+  type LastRecord,
+} from "./jsonl/mod.ts";
+// Records and documents of docs/FORMAT.md, as zod schemas with their types.
+export {
+  cumulativeSummary,
+  decodeUtf8,
+  describeIssues,
+  describeJsonError,
+  escapedExcerpt,
+  EXCERPT_CHARS,
+  isBlankDocument,
+  jsonSyntaxErrorAt,
+  metaRevisionOf,
+  nowTimestamp,
+  RESET_FIELD,
+  STRICT_JSON,
+} from "./schema/mod.ts";
+// Sessions: the registry, the session handle, runs.
+export {
+  ANONYMOUS_WRITER,
+  applyRepair,
+  BATCH_FIELD,
+  type DraftFlushOptions,
+  DraftWriter,
+  describeLockOwner,
+  generateSystem,
+  hasRepairs,
+  isBlocked,
+  LAST_COMPACTED_FIELD,
+  lastSequence,
+  type MovedLine,
+  NEWEST_SEGMENT_FIELD,
+  newId,
+  PENDING_FIELD,
+  type PendingRepairs,
+  planRepair,
+  readLockOwner,
+  type RepairMove,
+  type RepairPlan,
+  type RepairRefusal,
+  type RepairWrites,
+  resolveSessionOptions,
+  runLoop,
+  stoppedDraftMessages,
+  type SessionContext,
+  type SessionState,
+  type SessionWriter,
+  toMessageRecord,
+  withoutBatchMark,
+} from "./session/mod.ts";
+// The storage port every backend implements, and the in-memory backend.
+export {
+  parentPath,
+} from "./storage/mod.ts";
+export {
+  lockDiagnostics,
+  unsupportedSchema,
+} from "./verify/mod.ts";
+export {
+  type ComlinkLike,
+  ERROR_TRANSFER_HANDLER,
+  ownsBuffer,
+  registerErrorTransfer,
+  type TransferHandlerLike,
+  withTransfer,
+} from "./worker/transfer.ts";
+// The storage hop both runtimes use: the worker's API and the host's client.
+export { storageWorkerApi, type StorageWorkerApi } from "./worker/storage-api.ts";
+export { type ComlinkClientLike, type WorkerLink, WorkerStorageClient } from "./worker/client.ts";

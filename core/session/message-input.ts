@@ -1,0 +1,45 @@
+/**
+ * What a host hands to `append()` and what the run loop builds: a message whose sequence,
+ * id, time and part sequences are filled in on commit, and its validation into a record.
+ *
+ * @module
+ */
+import { InvalidInputError } from "../errors.ts";
+import { MessageRecord, nowTimestamp, type MessagePart, type ProviderIdentity, type Usage } from "../schema/mod.ts";
+import { newId } from "./ids.ts";
+
+/** A message to commit: sequence, id, time and part sequences are filled in when absent. */
+export interface NewMessage {
+  readonly role: "user" | "assistant";
+  readonly parts: readonly (Omit<MessagePart, "sequence"> & { sequence?: number })[];
+  readonly status?: "completed" | "stopped" | "failed";
+  readonly usage?: Usage;
+  readonly provider?: ProviderIdentity;
+  readonly message_id?: string;
+  readonly created_at?: string;
+  readonly [extra: string]: unknown;
+}
+
+/**
+ * Validates a {@linkcode NewMessage} and fills in what is missing.
+ *
+ * @throws {InvalidInputError} naming the field that is not valid.
+ */
+export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
+  const parts = (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 }));
+  const candidate = {
+    ...message,
+    record_type: "message",
+    sequence: 1,
+    message_id: message.message_id ?? newId("m"),
+    created_at: message.created_at ?? nowTimestamp(clock),
+    ...(message.role === "assistant" && message.status === undefined ? { status: "completed" } : {}),
+    parts,
+  };
+  const parsed = MessageRecord.safeParse(candidate);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InvalidInputError(`${where}.${issue.path.join(".")}: ${issue.message}`, { path: issue.path.map(String) });
+  }
+  return parsed.data;
+}

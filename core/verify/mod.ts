@@ -1,0 +1,17 @@
+/**
+ * Verification: every file of a session read in full and checked against docs/FORMAT.md,
+ * changing nothing. A normal open reads only what the model context needs; this is where
+ * corruption in older segments, overlaps and leftover locks are found.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions, verifySession } from "sessionfold";
+ * const sessions = new Sessions({ storage: new MemoryStorage() });
+ * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * await sessions.create({ ...ref, title: "Demo" });
+ * const report = await verifySession(sessions, ref);
+ * console.log(report.ok, report.diagnostics.length);
+ * ```
+ * @module
+ */
+export { listStoredSessions, lockDiagnostics, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";

@@ -1,0 +1,78 @@
+/**
+ * The worker side of a storage hop: any {@linkcode StoragePort} offered to a host as the
+ * methods Comlink exposes. The host's {@linkcode WorkerStorageClient} opens it with the
+ * backend's options first, then every call goes to that store; a commit plan runs here,
+ * next to the store, so it costs the host one round trip.
+ *
+ * @module
+ */
+import { InvalidInputError, StorageError } from "../errors.ts";
+import { runCommitPlan } from "../storage/commit-plan.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { withTransfer, type ComlinkLike } from "./transfer.ts";
+
+/**
+ * What the host calls through the hop: open once, then the port's methods, every optional
+ * one included (the worker answers for what its store lacks), derived from the port so the
+ * two never drift apart.
+ */
+export type StorageWorkerApi<Options> = Required<StoragePort> & {
+  /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
+  open(options: Options): Promise<boolean>;
+};
+
+/**
+ * The API a storage worker exposes: `open(options)` builds the store with `create`, and
+ * the other methods forward to it, read results transferred where that saves a copy.
+ *
+ * @example
+ * ```ts
+ * import * as Comlink from "comlink";
+ * import { MemoryStorage } from "sessionfold";
+ * import { registerErrorTransfer, storageWorkerApi } from "sessionfold/internal";
+ *
+ * registerErrorTransfer(Comlink);
+ * Comlink.expose(storageWorkerApi(Comlink, () => new MemoryStorage()));
+ * ```
+ */
+export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options: Options) => StoragePort): StorageWorkerApi<Options> {
+  let storage: StoragePort | undefined;
+  const opened = (): StoragePort => {
+    if (!storage) throw new StorageError("the storage worker was not opened (call open() first)");
+    return storage;
+  };
+  return {
+    open: async (options) => {
+      if (storage) throw new InvalidInputError("this storage worker already serves a store", {});
+      storage = create(options);
+      return typeof storage.acquireLock === "function" && typeof storage.releaseLock === "function";
+    },
+    read: async (path) => {
+      const bytes = await opened().read(path);
+      return bytes && withTransfer(comlink, bytes, bytes);
+    },
+    readTail: async (path, maxBytes) => {
+      const tail = await opened().readTail(path, maxBytes);
+      return tail && withTransfer(comlink, { bytes: tail.bytes, size: tail.size }, tail.bytes);
+    },
+    list: (dir) => opened().list(dir),
+    replace: (path, bytes, options) => opened().replace(path, bytes, options),
+    append: (path, bytes) => opened().append(path, bytes),
+    createExclusive: (path, bytes, options) => opened().createExclusive(path, bytes, options),
+    truncate: (path, length) => opened().truncate(path, length),
+    remove: (path, options) => opened().remove(path, options),
+    move: (from, to) => opened().move(from, to),
+    runCommitPlan: (plan) => runCommitPlan(opened(), plan),
+    acquireLock: async (name) => {
+      const store = opened();
+      if (!store.acquireLock) throw new StorageError("this storage has no platform locks", { lock: name });
+      return store.acquireLock(name);
+    },
+    releaseLock: async (name) => {
+      await opened().releaseLock?.(name);
+    },
+    close: async () => {
+      await storage?.close?.();
+    },
+  };
+}

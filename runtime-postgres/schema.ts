@@ -1,0 +1,267 @@
+/**
+ * The tables and functions of a sessionfold store in one PostgreSQL schema, as numbered
+ * migrations. {@linkcode migrate} brings a schema to {@linkcode SCHEMA_VERSION}, serialised
+ * across hosts by a transaction-level advisory lock, so any number of hosts may start at once.
+ * docs/POSTGRES.md describes the layout.
+ *
+ * @module
+ */
+import type { PoolClient } from "pg";
+
+/** The schema version this code writes and reads. */
+export const SCHEMA_VERSION = 1;
+
+/** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * Migration `n` (1-based) as SQL over the schema `s` (already quoted). Version 1:
+ * - `entries`: one row per file or folder, keyed by the path in byte order (`COLLATE "C"`),
+ *   with its parent folder and name (`list` reads one parent's rows on an index);
+ * - `chunks`: a file's bytes as the chunks it was appended in, keyed by the offset where each
+ *   chunk ends, so an append is one new row and `readTail` reads only the newest rows;
+ * - functions that do each write as one statement (and `run_plan`, a whole commit).
+ */
+function migrationSql(n: number, s: string): string {
+  if (n !== 1) throw new Error(`no migration ${n}`);
+  return `
+CREATE TABLE ${s}.entries (
+  path text COLLATE "C" PRIMARY KEY,
+  parent text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  file_id bigint UNIQUE,
+  size bigint NOT NULL DEFAULT 0
+);
+COMMENT ON COLUMN ${s}.entries.file_id IS 'NULL for a folder';
+CREATE INDEX entries_by_parent ON ${s}.entries (parent, name);
+CREATE SEQUENCE ${s}.file_ids;
+CREATE TABLE ${s}.chunks (
+  file_id bigint NOT NULL,
+  end_offset bigint NOT NULL,
+  bytes bytea NOT NULL,
+  PRIMARY KEY (file_id, end_offset)
+);
+
+CREATE FUNCTION ${s}.parent_of(p text) RETURNS text LANGUAGE sql IMMUTABLE AS
+$$ SELECT CASE WHEN strpos(p, '/') = 0 THEN '' ELSE regexp_replace(p, '/[^/]*$', '') END $$;
+CREATE FUNCTION ${s}.name_of(p text) RETURNS text LANGUAGE sql IMMUTABLE AS
+$$ SELECT regexp_replace(p, '^.*/', '') $$;
+
+-- Creates the folders above p; a file where a folder must be is an error (SF001).
+CREATE FUNCTION ${s}.ensure_parents(p text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  parts text[] := string_to_array(p, '/');
+  d text := '';
+  par text;
+BEGIN
+  IF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = ${s}.parent_of(p) AND file_id IS NULL) THEN RETURN; END IF;
+  FOR i IN 1 .. coalesce(array_length(parts, 1), 0) - 1 LOOP
+    par := d;
+    d := CASE WHEN d = '' THEN parts[i] ELSE d || '/' || parts[i] END;
+    INSERT INTO ${s}.entries (path, parent, name) VALUES (d, par, parts[i]) ON CONFLICT (path) DO NOTHING;
+    IF NOT FOUND AND EXISTS (SELECT 1 FROM ${s}.entries WHERE path = d AND file_id IS NOT NULL) THEN
+      RAISE EXCEPTION USING ERRCODE = 'SF001', MESSAGE = format('%s is a file, not a folder', d);
+    END IF;
+  END LOOP;
+END $$;
+
+-- The file at p, locked for this transaction, created empty when missing; a folder is an error (SF002).
+CREATE FUNCTION ${s}.open_file(p text) RETURNS ${s}.entries LANGUAGE plpgsql AS $$
+DECLARE e ${s}.entries;
+BEGIN
+  FOR attempt IN 1 .. 2 LOOP
+    SELECT * INTO e FROM ${s}.entries WHERE path = p FOR UPDATE;
+    IF FOUND THEN
+      IF e.file_id IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF002', MESSAGE = format('%s is a folder, not a file', p);
+      END IF;
+      RETURN e;
+    END IF;
+    PERFORM ${s}.ensure_parents(p);
+    INSERT INTO ${s}.entries (path, parent, name, file_id)
+      VALUES (p, ${s}.parent_of(p), ${s}.name_of(p), nextval('${s}.file_ids'))
+      ON CONFLICT (path) DO NOTHING RETURNING * INTO e;
+    IF FOUND THEN RETURN e; END IF;
+  END LOOP;
+  RAISE EXCEPTION USING ERRCODE = 'SF003', MESSAGE = format('%s changed while it was opened', p);
+END $$;
+
+CREATE FUNCTION ${s}.append(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE e ${s}.entries := ${s}.open_file(p);
+BEGIN
+  IF length(b) = 0 THEN RETURN; END IF;
+  INSERT INTO ${s}.chunks VALUES (e.file_id, e.size + length(b), b);
+  UPDATE ${s}.entries SET size = e.size + length(b) WHERE path = p;
+END $$;
+
+CREATE FUNCTION ${s}.replace(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE e ${s}.entries := ${s}.open_file(p);
+BEGIN
+  DELETE FROM ${s}.chunks WHERE file_id = e.file_id;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (e.file_id, length(b), b); END IF;
+  UPDATE ${s}.entries SET size = length(b) WHERE path = p;
+END $$;
+
+CREATE FUNCTION ${s}.create_exclusive(p text, b bytea) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE fid bigint;
+BEGIN
+  IF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = p) THEN RETURN false; END IF;
+  PERFORM ${s}.ensure_parents(p);
+  INSERT INTO ${s}.entries (path, parent, name, file_id, size)
+    VALUES (p, ${s}.parent_of(p), ${s}.name_of(p), nextval('${s}.file_ids'), length(b))
+    ON CONFLICT (path) DO NOTHING RETURNING file_id INTO fid;
+  IF NOT FOUND THEN RETURN false; END IF;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (fid, length(b), b); END IF;
+  RETURN true;
+END $$;
+
+CREATE FUNCTION ${s}.truncate(p text, len bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  e ${s}.entries;
+  c ${s}.chunks;
+  start bigint;
+BEGIN
+  SELECT * INTO e FROM ${s}.entries WHERE path = p AND file_id IS NOT NULL FOR UPDATE;
+  len := greatest(len, 0);
+  IF NOT FOUND OR len >= e.size THEN RETURN; END IF;
+  SELECT * INTO c FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len ORDER BY end_offset LIMIT 1;
+  DELETE FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len;
+  start := c.end_offset - length(c.bytes);
+  IF len > start THEN INSERT INTO ${s}.chunks VALUES (e.file_id, len, substring(c.bytes FROM 1 FOR (len - start)::int)); END IF;
+  UPDATE ${s}.entries SET size = len WHERE path = p;
+END $$;
+
+-- A file or a folder with everything below it ('/' + 1 is '0': the range of p's descendants).
+CREATE FUNCTION ${s}.remove(p text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM ${s}.chunks WHERE file_id IN (
+    SELECT file_id FROM ${s}.entries
+    WHERE (path = p OR (path >= p || '/' AND path < p || '0')) AND file_id IS NOT NULL);
+  DELETE FROM ${s}.entries WHERE path = p OR (path >= p || '/' AND path < p || '0');
+END $$;
+
+CREATE FUNCTION ${s}.move(f text, t text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF t = f OR starts_with(t, f || '/') THEN RETURN false; END IF;
+  PERFORM 1 FROM ${s}.entries WHERE path = f OR (path >= f || '/' AND path < f || '0') FOR UPDATE;
+  IF NOT FOUND THEN RETURN false; END IF;
+  IF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = t) THEN RETURN false; END IF;
+  PERFORM ${s}.ensure_parents(t);
+  UPDATE ${s}.entries SET
+    path = t || substr(path, length(f) + 1),
+    parent = CASE WHEN path = f THEN ${s}.parent_of(t) ELSE t || substr(parent, length(f) + 1) END,
+    name = CASE WHEN path = f THEN ${s}.name_of(t) ELSE name END
+  WHERE path = f OR (path >= f || '/' AND path < f || '0');
+  RETURN true;
+END $$;
+
+-- The revision in the document at p: NULL when missing or blank, -1 when this function
+-- cannot tell (then the caller checks it with the core's own parser).
+CREATE FUNCTION ${s}.revision_of(p text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  doc bytea;
+  j jsonb;
+BEGIN
+  SELECT coalesce(string_agg(c.bytes, ''::bytea ORDER BY c.end_offset), ''::bytea) INTO doc
+    FROM ${s}.entries e LEFT JOIN ${s}.chunks c ON c.file_id = e.file_id
+    WHERE e.path = p AND e.file_id IS NOT NULL GROUP BY e.path;
+  IF NOT FOUND OR rtrim(doc, '\\x00200a0d09'::bytea) = ''::bytea THEN RETURN NULL; END IF;
+  j := convert_from(doc, 'UTF8')::jsonb;
+  IF jsonb_typeof(j) <> 'object' OR jsonb_typeof(j -> 'revision') IS DISTINCT FROM 'number' THEN RETURN -1; END IF;
+  RETURN (j ->> 'revision')::bigint;
+EXCEPTION WHEN others THEN
+  RETURN -1;
+END $$;
+
+-- Removes the writer.lock at p only if it carries lock_id.
+CREATE FUNCTION ${s}.remove_lock_record(p text, lock_id text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE doc bytea;
+BEGIN
+  SELECT coalesce(string_agg(c.bytes, ''::bytea ORDER BY c.end_offset), ''::bytea) INTO doc
+    FROM ${s}.entries e LEFT JOIN ${s}.chunks c ON c.file_id = e.file_id
+    WHERE e.path = p AND e.file_id IS NOT NULL GROUP BY e.path;
+  IF FOUND AND (convert_from(doc, 'UTF8')::jsonb ->> 'lock_id') IS NOT DISTINCT FROM lock_id THEN
+    PERFORM ${s}.remove(p);
+  END IF;
+EXCEPTION WHEN others THEN
+  RETURN;
+END $$;
+
+-- A whole commit plan in one statement (one transaction). The writer lock is the advisory
+-- lock lock_key: a transaction-level one for a plan that does not hold it (freed by the
+-- commit itself, so nobody takes it before the writes are visible), a session-level one
+-- with hold (freed by release_key's plan, or by the server when the connection dies).
+-- Returns 'committed', 'locked', 'conflict:<revision|null>' or 'check' (the revision is
+-- not one this function can read: nothing was written, the caller runs the plan itself).
+CREATE FUNCTION ${s}.run_plan(
+  lock_key bigint, hold boolean, lock_path text, lock_bytes bytea,
+  expect_path text, expect_revision bigint,
+  ops text[], paths text[], datas bytea[],
+  release_key bigint, release_path text, release_lock_id text
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  found_revision bigint;
+BEGIN
+  IF lock_key IS NOT NULL THEN
+    IF hold THEN
+      IF NOT pg_try_advisory_lock(lock_key) THEN RETURN 'locked'; END IF;
+    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
+      RETURN 'locked';
+    END IF;
+  END IF;
+  IF expect_path IS NOT NULL THEN
+    found_revision := ${s}.revision_of(expect_path);
+    IF found_revision = -1 OR found_revision IS DISTINCT FROM expect_revision THEN
+      IF lock_key IS NOT NULL AND hold THEN PERFORM pg_advisory_unlock(lock_key); END IF;
+      RETURN CASE WHEN found_revision = -1 THEN 'check' ELSE 'conflict:' || coalesce(found_revision::text, 'null') END;
+    END IF;
+  END IF;
+  IF lock_key IS NOT NULL THEN
+    -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
+    IF hold THEN PERFORM ${s}.replace(lock_path, lock_bytes); ELSE PERFORM ${s}.remove(lock_path); END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
+    IF ops[i] = 'append' THEN PERFORM ${s}.append(paths[i], datas[i]);
+    ELSE PERFORM ${s}.replace(paths[i], datas[i]);
+    END IF;
+  END LOOP;
+  IF release_key IS NOT NULL THEN
+    PERFORM ${s}.remove_lock_record(release_path, release_lock_id);
+    -- Hand the session lock over to a transaction lock, so it is free only once this commits.
+    PERFORM pg_advisory_xact_lock(release_key);
+    PERFORM pg_advisory_unlock(release_key);
+  END IF;
+  RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Creates the schema `schema` or brings it to {@linkcode SCHEMA_VERSION}, in one
+ * transaction under an advisory lock (hosts that start together wait for one another).
+ *
+ * @throws {Error} when the store was written by a newer version of this code.
+ */
+export async function migrate(client: PoolClient, schema: string, lockKey: string): Promise<void> {
+  const s = quoteIdent(schema);
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [lockKey]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
+    const found = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
+    const current = found.rows[0]?.version ?? 0;
+    if (current > SCHEMA_VERSION) {
+      throw new Error(`schema ${schema} is at version ${current}; this code knows versions up to ${SCHEMA_VERSION}`);
+    }
+    for (let n = current + 1; n <= SCHEMA_VERSION; n++) await client.query(migrationSql(n, s));
+    if (current === 0) await client.query(`INSERT INTO ${s}.schema_version VALUES ($1)`, [SCHEMA_VERSION]);
+    else if (current < SCHEMA_VERSION) await client.query(`UPDATE ${s}.schema_version SET version = $1`, [SCHEMA_VERSION]);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
