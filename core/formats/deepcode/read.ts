@@ -86,9 +86,6 @@ export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
     const how = createdAt === undefined ? "no message has a time either, so the import time stands in" : "taken from the first / last message";
     notes.push({ file, line: 1, code: "time_from_messages", fatal: false, message: `${file}:1: the header has no ${missing}; ${how}` });
   }
-  if (filled.untimed > 0) {
-    notes.push({ file, line: null, code: "time_from_messages", fatal: false, message: `${file}: ${filled.untimed} messages without a timestamp took the time of the message before them (or after, or the header's)` });
-  }
   const session: PortableSession = {
     sourceId: found.id,
     ...(found.title !== undefined ? { title: found.title } : {}),
@@ -151,6 +148,8 @@ class MessageAssembler {
   readonly messages: MutableMessage[] = [];
   /** Each message's own `timestamp`, `undefined` when it had none (filled by {@linkcode finish}). */
   readonly #times: (string | undefined)[] = [];
+  /** For each message, the newest `timestamp` of any record before it (absorbed results included). */
+  readonly #before: (string | undefined)[] = [];
   /** The first and last `timestamp` of any record, absorbed tool results included. */
   #first: string | undefined;
   #last: string | undefined;
@@ -180,6 +179,7 @@ class MessageAssembler {
     const slots = this.#joiner.take(results.map((r) => ({ id: r.toolUseId, at: r.at.field("tool_use_id") })));
     // Nothing below can fail: the record is valid and every result has its call.
     results.forEach((result, i) => settle(slots[i]!, result, timestamp));
+    const before = this.#last;
     if (timestamp !== undefined) {
       this.#first ??= timestamp;
       this.#last = timestamp;
@@ -197,23 +197,21 @@ class MessageAssembler {
       parts,
     });
     this.#times.push(timestamp);
+    this.#before.push(before);
   }
 
   /**
    * Gives every message without a `timestamp` the time of the message before it (at first
-   * `headerTime`, else the first later one, else now) and says what the records held.
+   * `headerTime`, else the first later one, else now) and gives the first and last
+   * `timestamp` the records held.
    */
-  finish(headerTime: string | undefined): { first?: string; last?: string; untimed: number } {
-    let previous = headerTime;
-    let untimed = 0;
+  finish(headerTime: string | undefined): { first?: string; last?: string } {
     this.#times.forEach((time, i) => {
-      if (time !== undefined) previous = time;
-      else {
-        untimed += 1;
-        this.messages[i]!.created_at = previous ?? this.#times.slice(i + 1).find((t) => t !== undefined) ?? new Date().toISOString();
+      if (time === undefined) {
+        this.messages[i]!.created_at = this.#before[i] ?? headerTime ?? this.#times.slice(i + 1).find((t) => t !== undefined) ?? new Date().toISOString();
       }
     });
-    return { ...(this.#first !== undefined ? { first: this.#first } : {}), ...(this.#last !== undefined ? { last: this.#last } : {}), untimed };
+    return { ...(this.#first !== undefined ? { first: this.#first } : {}), ...(this.#last !== undefined ? { last: this.#last } : {}) };
   }
 
   #part(block: Exclude<DeepCodeBlock, { type: "tool_result" }>, sequence: number): MessagePart {
