@@ -15,16 +15,16 @@ export const LOCAL_MODEL_SPEEDS = { relaxed: 60, normal: 28, fast: 8, instant: 1
 
 /** The provider in use, and how the composer names it. */
 export class ProviderChoice {
-  readonly local: LocalModel;
+  readonly #local: LocalModel;
   #endpoint: EndpointProvider | undefined;
 
   constructor(local: LocalModel) {
-    this.local = local;
+    this.#local = local;
   }
 
   /** The provider the next turn streams from. */
   get current(): Provider {
-    return this.#endpoint ?? this.local;
+    return this.#endpoint ?? this.#local;
   }
 
   /** What the composer shows under the box. */

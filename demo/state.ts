@@ -4,7 +4,7 @@
  * paged into the chat, the notices and the session lists. The `App` (app.ts) owns one of
  * these and alone changes it; the views only read it.
  */
-import type { AgentConfig, LockOwner, MessageRecord, SegmentRange, Session, SessionMeta, SessionOptions, SummaryRecord } from "../core/mod.ts";
+import type { AgentConfig, LockOwner, MessageRecord, SegmentRange, Session, SessionMeta, SessionOptions } from "../core/mod.ts";
 import type { LiveRun } from "./live-run.ts";
 
 /** The regions of the page; each renders from the state on its own when its part changes. */
@@ -17,7 +17,6 @@ export const ALL_REGIONS: readonly Region[] = ["list", "header", "banners", "mes
 export interface LoadedSegment {
   readonly range: SegmentRange;
   readonly messages: MessageRecord[];
-  readonly footer?: SummaryRecord;
 }
 
 /** A dismissable notice above the conversation; a new one replaces the one with its `id`. */

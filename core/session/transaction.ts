@@ -213,8 +213,11 @@ export class SessionTransaction {
     let sequence = lastSequence(state);
     const sequenced = records.map((m) => ({ ...m, sequence: ++sequence }));
     const bytes = joinLines(markBatch(sequenced).map(lineOf));
+    // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
+    const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
       ...withNewestSegment(state.meta, state.newest),
+      ...(produced ? { provider: { provider: produced.provider, api: produced.api, model: produced.model } } : {}),
       message_count: sequence,
       history_bytes: state.meta.history_bytes + bytes.length,
       revision: state.meta.revision + 1,

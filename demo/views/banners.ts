@@ -25,7 +25,7 @@ export function renderBanners(app: App): void {
     banners.push(
       banner("warn", "An interrupted reply was recovered.", {
         body: `${formatNumber(chars)} characters had streamed${draft.pending.length > 0 ? `, with ${draft.pending.length} message${draft.pending.length === 1 ? "" : "s"} of the same turn` : ""} when the tab went away (started ${new Date(draft.record.created_at).toLocaleTimeString()}). Finish it as “stopped” to commit it, or just send a new message.`,
-        action: h("button", { type: "button", class: "button button-primary", onclick: () => void app.finishDraft() }, "Finish as stopped"),
+        action: h("button", { type: "button", class: "button button-primary", onclick: () => void app.actions.finishDraft() }, "Finish as stopped"),
         testId: "draft-banner",
       }),
     );

@@ -26,16 +26,16 @@ export function bindComposer(app: App): Composer {
   };
   byId("composer").addEventListener("submit", (event) => {
     event.preventDefault();
-    void app.send(input.value);
+    void app.turns.send(input.value);
   });
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      void app.send(input.value);
+      void app.turns.send(input.value);
     }
   });
   input.addEventListener("input", autosize);
-  byId("stop").addEventListener("click", () => app.stopTurn());
+  byId("stop").addEventListener("click", () => app.turns.stop());
   return {
     render() {
       const { run, busy, archived } = app.state;

@@ -17,9 +17,9 @@ export function renderConversation(app: App): void {
   const { session, run, archived, remoteOwner } = app.state;
   const nodes: HTMLElement[] = [];
   if (!session || (session.meta.message_count === 0 && !session.draft && !run)) {
-    if (!run) nodes.push(welcome((text) => void app.send(text), !archived));
+    if (!run) nodes.push(welcome((text) => void app.turns.send(text), !archived));
   } else {
-    const unpaged = app.unpagedSegments;
+    const unpaged = app.navigation.unpagedSegments;
     if (unpaged.length > 0) {
       const first = unpaged[0]!.start;
       const last = unpaged.at(-1)!.end;
@@ -32,7 +32,7 @@ export function renderConversation(app: App): void {
         ),
       );
     }
-    for (const segment of app.pagedSegments) {
+    for (const segment of app.navigation.pagedSegments) {
       nodes.push(h("div", { class: "history-divider" }, h("span", {}, `Segment #${segment.range.start}–#${segment.range.end} · compacted`)));
       for (const message of segment.messages) nodes.push(renderMessage(message, { state: "committed" }));
     }
@@ -92,7 +92,7 @@ export function scrollConversationToEnd(): void {
 async function loadEarlier(app: App): Promise<void> {
   const root = byId("messages");
   const height = root.scrollHeight;
-  if (await app.loadEarlier()) root.scrollTop += root.scrollHeight - height;
+  if (await app.navigation.loadEarlier()) root.scrollTop += root.scrollHeight - height;
 }
 
 /** Close enough to the end that new content should keep the view there. */

@@ -26,7 +26,7 @@ export function bindExportDialog(app: App): void {
     const dropSystemPrompt = byId<HTMLInputElement>("export-drop-system").checked;
     void (async () => {
       try {
-        const exported = await app.exportSession({ format, redact, dropSystemPrompt });
+        const exported = await app.actions.exportSession({ format, redact, dropSystemPrompt });
         if (!exported) return;
         const { file, messageCount } = exported;
         download(file);

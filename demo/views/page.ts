@@ -4,7 +4,8 @@
  * app's state. The streaming turn changes at every event, so its region is drawn at most
  * once per animation frame.
  */
-import type { App, AppView } from "../app.ts";
+import type { App } from "../app.ts";
+import type { AppView } from "../store.ts";
 import { byId } from "../dom.ts";
 import { LOCAL_MODEL_SPEEDS } from "../provider-choice.ts";
 import type { Region } from "../state.ts";

@@ -10,11 +10,11 @@ import { openExportDialog } from "./export-dialog.ts";
 
 /** Wires the action buttons (and the hidden file input behind Import) to the app's actions. */
 export function bindSessionActions(app: App): void {
-  byId("new-session").addEventListener("click", () => app.newSession());
-  byId("compact-now").addEventListener("click", () => void app.compactNow());
-  byId("fork").addEventListener("click", () => void app.forkSession());
-  byId("archive").addEventListener("click", () => void app.archiveSession());
-  byId("delete").addEventListener("click", () => void app.deleteSession());
+  byId("new-session").addEventListener("click", () => app.navigation.newSession());
+  byId("compact-now").addEventListener("click", () => void app.actions.compactNow());
+  byId("fork").addEventListener("click", () => void app.actions.forkSession());
+  byId("archive").addEventListener("click", () => void app.actions.archiveSession());
+  byId("delete").addEventListener("click", () => void app.actions.deleteSession());
   byId("export").addEventListener("click", () => {
     if (app.state.session) openExportDialog();
   });
@@ -23,7 +23,7 @@ export function bindSessionActions(app: App): void {
   file.addEventListener("change", () => {
     const picked = file.files?.[0];
     file.value = "";
-    if (picked) void app.importFile(picked);
+    if (picked) void app.actions.importFile(picked);
   });
 }
 

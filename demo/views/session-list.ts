@@ -22,7 +22,7 @@ export function renderSessionList(app: App): void {
         class: "session-item",
         "aria-current": current ? "page" : null,
         disabled: run !== undefined || busy !== undefined,
-        onclick: () => void app.openSession(meta.session_id, isArchived),
+        onclick: () => void app.navigation.openSession(meta.session_id, isArchived),
       },
       h("span", { class: "session-item-title" }, meta.title || meta.session_id),
       h("span", { class: "session-item-meta" }, `${meta.message_count} message${meta.message_count === 1 ? "" : "s"} · ${relativeTime(meta.updated_at)}`, ...tags),
