@@ -2,12 +2,40 @@
  * The sessionfold playground: a client-side agent whose sessions live in this
  * browser's IndexedDB (the browser runtime's storage worker), with a built-in offline
  * model, compaction you can watch, recovery you can provoke, and import / export.
+ *
+ * The page's query may name the database (`?db=`, so tests get their own) and the local
+ * model's first streaming speed in milliseconds per chunk (`?delay=`).
  */
 import "./jitless.ts";
-import { startApp } from "./app.ts";
+import { openBrowserSessions } from "../runtime-browser/mod.ts";
+import { loadSettingsText } from "./agent-settings.ts";
+import { App } from "./app.ts";
+import { LOCAL_MODEL_SPEEDS } from "./provider-choice.ts";
+import { mountPage } from "./views/page.ts";
+
+const query = new URLSearchParams(location.search);
+const delay = Number(query.get("delay"));
 
 try {
-  await startApp();
+  const browser = await openBrowserSessions({ dbName: query.get("db") ?? "sessionfold-playground" });
+  const app = new App(browser, await loadSettingsText(browser.storage), {
+    chunkDelayMs: Number.isFinite(delay) && query.has("delay") ? Math.max(0, delay) : LOCAL_MODEL_SPEEDS.normal,
+  });
+  await app.start(mountPage(app));
+  document.getElementById("app")!.setAttribute("aria-busy", "false");
+  // What the end-to-end tests reach into: the storage, the open session, and the local model's speed.
+  (window as unknown as { playground: object }).playground = {
+    browser: app.browser,
+    get session() {
+      return app.state.session;
+    },
+    get chunkDelayMs() {
+      return app.chunkDelayMs;
+    },
+    set chunkDelayMs(ms: number) {
+      app.chunkDelayMs = ms;
+    },
+  };
 } catch (error) {
   // Without IndexedDB or module workers (a locked-down profile, an old browser) nothing can run: say so.
   const app = document.getElementById("app");

@@ -85,6 +85,19 @@ export class PostgresStorage implements StoragePort {
     return this.#schema;
   }
 
+  /**
+   * Whether this store's schema has been created, without creating it (every other method
+   * creates or migrates it first): lets a read-only tool leave a database untouched.
+   */
+  async exists(): Promise<boolean> {
+    try {
+      const result = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [`${this.#s}.schema_version`]);
+      return result.rows[0]!.found === true;
+    } catch (error) {
+      throw storageError(error, `looking for schema ${this.#schema}`);
+    }
+  }
+
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     const rows = await this.#query(

@@ -16,7 +16,9 @@ export type DiagnosticCode =
   | "missing_meta"
   | "meta_rebuilt"
   | "invalid_segment"
-  | "unexpected_file";
+  | "unexpected_file"
+  /** An import took a time its source left out from the source's messages (or the import time). */
+  | "time_from_messages";
 
 /** One finding, located by file (relative to the session folder) and 1-based line. */
 export interface Diagnostic {

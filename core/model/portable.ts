@@ -56,5 +56,7 @@ export interface ImportedFrom {
   format: string;
   session_id?: string;
   cwd?: string;
+  /** The source's own `updatedAt`: an export of the unchanged session gives it back. */
+  updated_at?: string;
   imported_at: string;
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Count, Timestamp } from "./common.ts";
+import { ProviderIdentity } from "./message.ts";
 
 /** The only `meta.json` schema version this reader knows. */
 export const META_SCHEMA_VERSION: 1 = 1;
@@ -44,6 +45,7 @@ export const SessionMeta: z.ZodObject<
     revision: z.ZodInt;
     forked_from: z.ZodOptional<typeof ForkOrigin>;
     compaction: z.ZodOptional<typeof CompactionAccounting>;
+    provider: z.ZodOptional<typeof ProviderIdentity>;
   },
   z.core.$loose
 > = z.looseObject({
@@ -61,6 +63,8 @@ export const SessionMeta: z.ZodObject<
   revision: Count,
   forked_from: ForkOrigin.optional(),
   compaction: CompactionAccounting.optional(),
+  /** The identity that produced the newest assistant message, or until then an import's source provider. */
+  provider: ProviderIdentity.optional(),
 });
 
 /** The `writer.lock` content: who holds the session for which operation. */

@@ -51,15 +51,20 @@ export async function exportSession(tx: SessionTransaction, system: () => string
     throw new RevisionConflictError(`${formatSessionRef(tx.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
   }
   onProgress?.(segments.length + 1, segments.length + 1);
-  const meta = tx.state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string } };
-  const provider = messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+  const meta = tx.state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string; updated_at?: string } };
+  // docs/FORMAT.md: meta.json's provider, else the newest assistant message's.
+  const provider = meta.provider ?? messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+  const newest = messages.at(-1)?.created_at;
+  const sourceUpdatedAt = meta.imported_from?.updated_at;
+  // An imported session with no message newer than its source's own updatedAt gives that time back.
+  const updatedAt = typeof sourceUpdatedAt === "string" && (newest === undefined || Date.parse(newest) <= Date.parse(sourceUpdatedAt)) ? sourceUpdatedAt : meta.updated_at;
   const summary = cumulativeSummary(tx.state.footer);
   return {
     // An imported session goes back out under its source's id (a round trip keeps it).
     sourceId: typeof meta.imported_from?.session_id === "string" ? meta.imported_from.session_id : tx.ref.sessionId,
     ...(meta.title !== undefined ? { title: meta.title } : {}),
     createdAt: meta.created_at,
-    updatedAt: meta.updated_at,
+    updatedAt,
     ...(meta.model_label !== undefined ? { modelLabel: meta.model_label } : {}),
     revision,
     system: system(),

@@ -326,6 +326,7 @@ export class Sessions {
         format: portable.format ?? "portable",
         ...(portable.sourceId !== undefined ? { session_id: portable.sourceId } : {}),
         ...(portable.cwd !== undefined ? { cwd: portable.cwd } : {}),
+        ...(portable.updatedAt !== undefined ? { updated_at: portable.updatedAt } : {}),
         imported_at: now,
       };
       const meta: SessionMeta = {

@@ -340,8 +340,11 @@ export class SessionTransaction {
     // The line revision goes last, after a batch mark: it ends every line (docs/FORMAT.md `revision`).
     const sequenced = stampRevision(numbered, revision);
     const bytes = joinLines(stampRevision(markBatch(numbered), revision).map(lineOf));
+    // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
+    const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
       ...withNewestSegment(state.meta, state.newest),
+      ...(produced ? { provider: { provider: produced.provider, api: produced.api, model: produced.model } } : {}),
       message_count: sequence,
       history_bytes: state.meta.history_bytes + bytes.length,
       revision,

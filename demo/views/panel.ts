@@ -5,9 +5,29 @@
  * loaded one segment at a time, and the session's figures).
  */
 import { COMPACTION_TARGET_RATIO, estimateModelInputTokens, formatLocation, formatSessionRef, usageTokens, type Diagnostic, type MessageRecord, type ProviderIdentity, type SummaryRecord, type Session, type ToolDefinition, type Usage } from "../../core/mod.ts";
-import { formatBytes, formatNumber, h, replaceChildren } from "../dom.ts";
+import { LAST_COMPACTED_FIELD, generateSystem } from "../../core/internal.ts";
+import type { App } from "../app.ts";
+import { ownerName } from "../describe.ts";
+import { byId, formatBytes, formatNumber, h, replaceChildren } from "../dom.ts";
+import { demoTools } from "../tools.ts";
 import { messageDigest } from "./messages.ts";
-import { LAST_COMPACTED_FIELD } from "../../core/internal.ts";
+
+/** Renders the gauge and the history view from `app.state`. */
+export function renderSidePanel(app: App): void {
+  const { session, run, remoteOwner, config, options } = app.state;
+  renderGauge(
+    byId("gauge"),
+    gaugeFacts(session, {
+      window: config.context_window ?? 2000,
+      identity: app.providers.current.identity,
+      tools: demoTools,
+      system: generateSystem(options.agent),
+      ...(run?.usage ? { liveUsage: run.usage } : {}),
+      ...(run?.compacting ? { compacting: run.compacting } : {}),
+    }),
+  );
+  renderHistory(byId("history"), session, { diagnostics: session?.diagnostics ?? [], ...(remoteOwner ? { draftOwner: ownerName(remoteOwner) } : {}) });
+}
 
 /** What the gauge shows. */
 export interface GaugeFacts {

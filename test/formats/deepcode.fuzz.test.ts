@@ -139,6 +139,8 @@ function expectedMessages(records: readonly Rec[], firstLine: number): MessageRe
     for (const b of blocks) {
       if (b.type !== "tool_result") continue;
       const part = open.get(b.tool_use_id)!.pop()!;
+      // The time of the record holding the result is kept on the part (so an export gives it back).
+      if (r.stamp !== null) part.deepcode = { result_timestamp: iso(r.stamp) };
       if (b.is_error) Object.assign(part, { state: "output-error", error: typeof b.content === "string" ? b.content : JSON.stringify(b.content) });
       else Object.assign(part, { state: "output-available", output: b.content });
     }

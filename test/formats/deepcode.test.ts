@@ -36,8 +36,8 @@ describe("DeepCode v1 (hand-written fixture)", () => {
     expect(assistant!.parts).toEqual([
       { sequence: 1, type: "reasoning", text: "Check the tokenizer first." },
       { sequence: 2, type: "text", text: "Let me look at the code." },
-      { sequence: 3, type: "tool", tool_call_id: "call_1", tool_name: "read_file", state: "output-available", input: { path: "src/parse.ts" }, output: "export function parse(s) { return s[0]; }" },
-      { sequence: 4, type: "tool", tool_call_id: "call_2", tool_name: "run", state: "output-error", input: { cmd: "npm test" }, error: "1 failing" },
+      { sequence: 3, type: "tool", tool_call_id: "call_1", tool_name: "read_file", state: "output-available", input: { path: "src/parse.ts" }, output: "export function parse(s) { return s[0]; }", deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" } },
+      { sequence: 4, type: "tool", tool_call_id: "call_2", tool_name: "run", state: "output-error", input: { cmd: "npm test" }, error: "1 failing", deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" } },
     ]);
     // A message without a timestamp takes the newest time seen before it.
     expect(session.messages[3]!.created_at).toBe("2026-03-01T09:00:12.000Z");
@@ -94,7 +94,7 @@ describe("DeepCode v1 (hand-written fixture)", () => {
 });
 
 describe("DeepCode legacy layouts (hand-written fixtures)", () => {
-  it("core-v0: bare {role, content} lines with a camelCase meta.json; tool-role results absorbed", () => {
+  it("core-v0: bare {role, content} lines with a camelCase meta.json; results in user messages absorbed", () => {
     const bytes = fixture(CORE);
     const metaBytes = fixture(CORE_META);
     const { session, layout, diagnostics } = readDeepCode({ file: "c0de.jsonl", bytes, metaBytes });
@@ -102,7 +102,7 @@ describe("DeepCode legacy layouts (hand-written fixtures)", () => {
     expect(diagnostics).toEqual([]);
     expect(session).toMatchObject({ sourceId: "c0de", cwd: "/home/dev/project", title: "Files", modelLabel: "deepseek-coder", createdAt: "2025-11-20T10:00:00.000Z", format: "deepcode-core-v0" });
     expect(session.messages.map((m) => m.role)).toEqual(["user", "assistant", "assistant"]);
-    expect(session.messages[1]!.parts[0]).toMatchObject({ type: "tool", tool_call_id: "t1", state: "output-available", output: ["a.ts", "b.ts"] });
+    expect(session.messages[1]!.parts[0]).toMatchObject({ type: "tool", tool_call_id: "t1", state: "output-available", output: "a.ts\nb.ts" });
     expect(session.messages[2]!.parts).toEqual([{ sequence: 1, type: "text", text: "There are two files: a.ts and b.ts." }]);
   });
 
@@ -183,7 +183,6 @@ describe("DeepCode refusals: typed errors naming file and line, nothing created"
       [msg("tool", [{ type: "text", text: "t" }]), "$.content[0]"],
       [msg("user", [{ type: "text" }]), "$.content[0].text"],
       [msg("user", [{ type: "tool_use", id: "", name: "n", input: {} }]), "$.content[0]"],
-      [line({ type: "session_meta", schema_version: 1 }), "$.type"],
       [line({ type: "message", role: "user", content: [] }), "$.schema_version"],
       [line({ type: "message", schema_version: 1, role: "user", content: [], timestamp: "yesterday" }), "$.timestamp"],
       [line([1, 2]), "$"],

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { MessageRecord, NewMessage, Session } from "../../core/mod.ts";
 import { readDeepCode, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot, type PartOmission } from "../../core/formats/mod.ts";
 import { comparable, memorySessions, text } from "./support.ts";
+import { expectDeepCodeReads } from "./deepcode-reader.ts";
 
 const OPENAI = { provider: "openai", api: "responses", model: "gpt-5" };
 const ANTHROPIC = { provider: "anthropic", api: "messages", model: "claude-sonnet-4-5" };
@@ -63,6 +64,10 @@ async function sessionWith(messages: NewMessage[], input: { instruction?: string
   return { session, sessions };
 }
 
+function withJsonTextOutputs(message: MessageRecord): MessageRecord {
+  return { ...message, parts: message.parts.map((p) => (p.type === "tool" && p.output !== undefined && typeof p.output !== "string" ? { ...p, output: JSON.stringify(p.output) } : p)) };
+}
+
 function toolPairs(messages: readonly MessageRecord[]): string[] {
   return messages.flatMap((m, i) => m.parts.filter((p) => p.type === "tool").map((p) => `${i}:${(p as { tool_call_id: string }).tool_call_id}:${(p as { state: string }).state}`));
 }
@@ -78,8 +83,10 @@ describe("round trip sessionfold → DeepCode v1 → sessionfold", () => {
     const { session: read, diagnostics } = readDeepCode({ file: "src.v1.jsonl", bytes });
     expect(diagnostics).toEqual([]);
     expect(bytes).toEqual(copy);
+    expectDeepCodeReads(bytes);
     const back = await (await sessions.importPortable("a1/w1/back", read)).exportPortable();
-    expect(back.messages.map((m) => comparable(m))).toEqual(portable.messages.map((m) => comparable(m)));
+    // DeepCode types a tool result as a string: a structured output comes back as its JSON text.
+    expect(back.messages.map((m) => comparable(m))).toEqual(portable.messages.map((m) => comparable(withJsonTextOutputs(m))));
     expect(toolPairs(back.messages)).toEqual(toolPairs(portable.messages));
     expect(back.title).toBe("Round trip");
     expect(back.cwd).toBe("/repo");
@@ -94,9 +101,11 @@ describe("round trip sessionfold → DeepCode v1 → sessionfold", () => {
     expect(lines[3].content).toEqual([
       { type: "tool_result", tool_use_id: "c1", content: "error TS2322" },
       { type: "tool_result", tool_use_id: "c2", content: "exit 2", is_error: true },
-      { type: "tool_result", tool_use_id: "c3", content: { matches: [1, 2], note: null } },
+      { type: "tool_result", tool_use_id: "c3", content: '{"matches":[1,2],"note":null}' },
     ]);
     for (const l of lines.slice(1)) expect(l).toMatchObject({ type: "message", schema_version: 1 });
+    // Sessionfold's own session has no separate result times: the result records carry none (timestamp is optional in v1).
+    expect(lines[3].timestamp).toBeUndefined();
   });
 
   it("reports what v1 cannot hold and refuses to guess a cwd", async () => {

@@ -6,9 +6,12 @@ import { flexibleTimestamp, isoTimestamp } from "../timestamps.ts";
 /** A DeepCode session's metadata, whichever layout it came from. */
 export interface DeepCodeMeta {
   readonly id: string;
-  readonly cwd: string;
-  readonly createdAt: string;
-  readonly updatedAt: string;
+  /** Absent when the header has none (DeepCode reads that as `""`, "unknown"). */
+  readonly cwd?: string;
+  /** Absent when the header has none: the reader takes it from the messages. */
+  readonly createdAt?: string;
+  /** Absent when the header has none: the reader takes it from the messages. */
+  readonly updatedAt?: string;
   readonly model?: string;
   readonly title?: string;
 }
@@ -43,9 +46,10 @@ function optionalText(record: Value, key: string): string | undefined {
 function common(record: Value): Pick<DeepCodeMeta, "id" | "cwd"> & { model?: string; title?: string } {
   const model = optionalText(record, "model");
   const title = optionalText(record, "title");
+  const cwd = optionalText(record, "cwd");
   return {
     id: record.field("id").string({ nonEmpty: true }),
-    cwd: record.field("cwd").string(),
+    ...(cwd !== undefined ? { cwd } : {}),
     ...(model !== undefined ? { model } : {}),
     ...(title !== undefined ? { title } : {}),
   };
@@ -58,7 +62,11 @@ function checkMetaType(record: Value, expected: string): void {
 }
 
 /**
- * The v1 header: `{"type":"session_meta","schema_version":1,"id","cwd","created_at","updated_at","model"?,"title"?}`.
+ * The v1 header: `{"type":"session_meta","schema_version":1,"id","cwd"?,"created_at"?,"updated_at"?,"model"?,"title"?}`,
+ * as DeepCode's own code writes it: `created_at` / `updated_at` ISO-8601 strings or Unix
+ * seconds (a desktop-v0 header normalized to v1 keeps its numbers), either or both absent
+ * and `cwd` empty or absent (a header DeepCode made for a session that had none). A
+ * missing time is left out here: the reader takes it from the messages.
  *
  * @example
  * ```ts
@@ -71,7 +79,45 @@ function checkMetaType(record: Value, expected: string): void {
 export function parseV1Header(record: Value): DeepCodeMeta {
   checkMetaType(record, "a session_meta header object");
   checkSchemaVersion(record);
-  return { ...common(record), createdAt: isoTimestamp(record.field("created_at")), updatedAt: isoTimestamp(record.field("updated_at")) };
+  return { ...common(record), ...optionalTimes(record) };
+}
+
+function optionalTimes(record: Value): { createdAt?: string; updatedAt?: string } {
+  const created = record.field("created_at").optional();
+  const updated = record.field("updated_at").optional();
+  return { ...(created ? { createdAt: flexibleTimestamp(created) } : {}), ...(updated ? { updatedAt: flexibleTimestamp(updated) } : {}) };
+}
+
+/**
+ * The header DeepCode's desktop app prepended to a core-v0 stream when the session was
+ * renamed (`session_set_title` before streams were normalized to v1):
+ * `{"id","title","type":"session_meta"}`, no `schema_version`, no times, no `cwd`.
+ *
+ * @example
+ * ```ts
+ * declare const firstRecord: Parameters<typeof parseRenameHeader>[0];
+ * parseRenameHeader(firstRecord).title; // "Fix the build"
+ * ```
+ * @throws {FormatError} when `id` is missing or `title` is not a string.
+ */
+export function parseRenameHeader(record: Value): { readonly id: string; readonly title?: string } {
+  checkMetaType(record, "a session_meta header object");
+  const title = optionalText(record, "title");
+  return { id: record.field("id").string({ nonEmpty: true }), ...(title !== undefined ? { title } : {}) };
+}
+
+/**
+ * Whether a `session_meta` record without `schema_version` is the rename header of a
+ * core-v0 stream (no `created_at`, which every desktop-v0 header has) rather than a
+ * desktop-v0 header.
+ *
+ * @example
+ * ```ts
+ * isRenameHeader({ type: "session_meta", id: "x", title: "T" }); // true
+ * ```
+ */
+export function isRenameHeader(record: Record<string, unknown>): boolean {
+  return record.type === "session_meta" && !Object.hasOwn(record, "schema_version") && !Object.hasOwn(record, "created_at");
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { MessagePart, MessageRecord } from "../../schema/message.ts";
+import type { Diagnostic } from "../../jsonl/diagnostic.ts";
+import type { MessagePart } from "../../schema/message.ts";
 import type { PortableSession } from "../../model/mod.ts";
 import { decodeUtf8Strict } from "../json-text.ts";
 import { readJsonlRecords } from "../jsonl-lines.ts";
@@ -6,9 +7,9 @@ import { formatError } from "../errors.ts";
 import type { Value } from "../shape.ts";
 import { flexibleTimestamp, isoTimestamp } from "../timestamps.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
-import type { MutableToolPart } from "../mutable.ts";
+import type { MutableMessage, MutableToolPart } from "../mutable.ts";
 import { type DeepCodeBlock, parseDeepCodeContent } from "./blocks.ts";
-import { checkSchemaVersion, type DeepCodeMeta, parseCoreMeta, parseDesktopHeader, parseV1Header } from "./meta.ts";
+import { checkSchemaVersion, type DeepCodeMeta, isRenameHeader, parseCoreMeta, parseDesktopHeader, parseRenameHeader, parseV1Header } from "./meta.ts";
 import type { DeepCodeInput, DeepCodeLayout, DeepCodeReadResult } from "./types.ts";
 
 type Role = "user" | "assistant" | "tool";
@@ -40,39 +41,62 @@ type Role = "user" | "assistant" | "tool";
 export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
   const { file, bytes } = input;
   const layout = input.layout ?? (file.endsWith(".v1.jsonl") ? "v1" : (classifyDeepCodeStream(bytes, input.metaBytes !== undefined) ?? "v1"));
-  let meta: DeepCodeMeta | undefined;
-  if (layout === "core-v0") {
-    if (input.metaBytes === undefined) {
-      throw formatError({ format: "deepcode", file: input.metaFile ?? metaFileFor(file), line: null }, "no meta.json", "the core-v0 <id>.meta.json beside the stream");
-    }
-    meta = parseCoreMeta(input.metaBytes, input.metaFile ?? metaFileFor(file));
-  }
+  const metaFile = input.metaFile ?? metaFileFor(file);
+  let meta: DeepCodeMeta | undefined = layout === "core-v0" && input.metaBytes !== undefined ? parseCoreMeta(input.metaBytes, metaFile) : undefined;
+  let header = layout === "core-v0" ? "optional" : "required";
   const reader = new MessageAssembler(layout);
-  if (meta !== undefined) reader.lastTimestamp = meta.createdAt;
+  const skipped: Diagnostic[] = [];
   const { diagnostics, lines } = readJsonlRecords(bytes, "deepcode", file, (record, line) => {
-    if (meta === undefined) {
+    if (header !== "read") {
+      const wasOptional = header === "optional";
+      header = "read";
+      if (wasOptional) {
+        // core-v0: only a rename header can come first; a bare message is read as one.
+        if (!isRenameHeader(record.object("a message record object").raw as Record<string, unknown>)) return reader.apply(record, line);
+        const renamed = parseRenameHeader(record);
+        meta = { ...(meta ?? {}), id: meta?.id ?? renamed.id, ...(renamed.title !== undefined ? { title: renamed.title } : {}) };
+        return;
+      }
       meta = layout === "v1" ? parseV1Header(record) : parseDesktopHeader(record);
-      reader.lastTimestamp = meta.createdAt;
+      return;
+    }
+    const type = record.object("a message record object").field("type").raw;
+    // DeepCode reserves other typed records for lifecycle items and its reader skips them.
+    if (layout !== "core-v0" && typeof type === "string" && type !== "message") {
+      skipped.push({ file, line, code: "unknown_record", fatal: false, message: `${file}:${line}: skipped a record of type ${JSON.stringify(type)} (not a message; DeepCode's reader skips it too)` });
       return;
     }
     reader.apply(record, line);
   });
   if (meta === undefined) {
+    if (layout === "core-v0") {
+      throw formatError({ format: "deepcode", file: metaFile, line: null }, "no meta.json and no session_meta header", "the core-v0 <id>.meta.json beside the stream (or the header DeepCode adds on rename)");
+    }
     const torn = diagnostics[0];
     const found = torn ? "only an interrupted (unterminated, invalid) first line" : lines === 0 ? "an empty file" : "only blank lines";
     throw formatError({ format: "deepcode", file, line: torn?.line ?? 1 }, found, "a session_meta header");
   }
+  const found: DeepCodeMeta = meta;
+  const filled = reader.finish(found.createdAt);
+  const createdAt = found.createdAt ?? filled.first;
+  const updatedAt = found.updatedAt ?? filled.last ?? createdAt;
+  const notes: Diagnostic[] = [];
+  if (found.createdAt === undefined || found.updatedAt === undefined) {
+    const missing = [found.createdAt === undefined ? "created_at" : undefined, found.updatedAt === undefined ? "updated_at" : undefined].filter((x) => x !== undefined).join(" and ");
+    const how = createdAt === undefined ? "no message has a time either, so the import time stands in" : "taken from the first / last message";
+    notes.push({ file, line: 1, code: "time_from_messages", fatal: false, message: `${file}:1: the header has no ${missing}; ${how}` });
+  }
   const session: PortableSession = {
-    sourceId: meta.id,
-    ...(meta.title !== undefined ? { title: meta.title } : {}),
-    createdAt: meta.createdAt,
-    updatedAt: meta.updatedAt,
-    ...(meta.model !== undefined ? { modelLabel: meta.model } : {}),
-    cwd: meta.cwd,
+    sourceId: found.id,
+    ...(found.title !== undefined ? { title: found.title } : {}),
+    ...(createdAt !== undefined ? { createdAt } : {}),
+    ...(updatedAt !== undefined ? { updatedAt } : {}),
+    ...(found.model !== undefined ? { modelLabel: found.model } : {}),
+    ...(found.cwd !== undefined ? { cwd: found.cwd } : {}),
     messages: reader.messages,
     format: `deepcode-${layout}`,
   };
-  return { session, diagnostics, layout };
+  return { session, diagnostics: [...diagnostics, ...skipped, ...notes], layout };
 }
 
 /**
@@ -90,7 +114,8 @@ export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
 export function classifyDeepCodeStream(bytes: Uint8Array, hasMeta: boolean): DeepCodeLayout | undefined {
   const first = firstRecord(bytes);
   if (first !== null && typeof first === "object" && !Array.isArray(first) && (first as { type?: unknown }).type === "session_meta") {
-    return Object.hasOwn(first, "schema_version") ? "v1" : "desktop-v0";
+    if (Object.hasOwn(first, "schema_version")) return "v1";
+    return isRenameHeader(first as Record<string, unknown>) ? "core-v0" : "desktop-v0";
   }
   return hasMeta ? "core-v0" : undefined;
 }
@@ -120,9 +145,14 @@ function metaFileFor(file: string): string {
 
 /** Turns DeepCode message records into sessionfold messages, joining tool results. */
 class MessageAssembler {
-  readonly messages: MessageRecord[] = [];
-  /** The newest time seen: a message without `timestamp` gets it (the header's `created_at` at first). */
-  lastTimestamp = "";
+  readonly messages: MutableMessage[] = [];
+  /** Each message's own `timestamp`, `undefined` when it had none (filled by {@linkcode finish}). */
+  readonly #times: (string | undefined)[] = [];
+  /** For each message, the newest `timestamp` of any record before it (absorbed results included). */
+  readonly #before: (string | undefined)[] = [];
+  /** The first and last `timestamp` of any record, absorbed tool results included. */
+  #first: string | undefined;
+  #last: string | undefined;
   readonly #layout: DeepCodeLayout;
   readonly #joiner = new ToolCallJoiner<MutableToolPart>("tool_use");
 
@@ -148,9 +178,12 @@ class MessageAssembler {
     const results = blocks.filter((b) => b.type === "tool_result");
     const slots = this.#joiner.take(results.map((r) => ({ id: r.toolUseId, at: r.at.field("tool_use_id") })));
     // Nothing below can fail: the record is valid and every result has its call.
-    results.forEach((result, i) => settle(slots[i]!, result));
-    const createdAt = timestamp ?? this.lastTimestamp;
-    this.lastTimestamp = createdAt;
+    results.forEach((result, i) => settle(slots[i]!, result, timestamp));
+    const before = this.#last;
+    if (timestamp !== undefined) {
+      this.#first ??= timestamp;
+      this.#last = timestamp;
+    }
     const kept = blocks.filter((b) => b.type !== "tool_result");
     if (role === "tool" || (results.length > 0 && kept.length === 0)) return;
     const parts = kept.map((block, i) => this.#part(block, i + 1));
@@ -159,10 +192,26 @@ class MessageAssembler {
       sequence: this.messages.length + 1,
       message_id: `m_deepcode_${line}`,
       role,
-      created_at: createdAt,
+      created_at: timestamp ?? "",
       ...(role === "assistant" ? { status: "completed" as const } : {}),
       parts,
     });
+    this.#times.push(timestamp);
+    this.#before.push(before);
+  }
+
+  /**
+   * Gives every message without a `timestamp` the time of the message before it (at first
+   * `headerTime`, else the first later one, else now) and gives the first and last
+   * `timestamp` the records held.
+   */
+  finish(headerTime: string | undefined): { first?: string; last?: string } {
+    this.#times.forEach((time, i) => {
+      if (time === undefined) {
+        this.messages[i]!.created_at = this.#before[i] ?? headerTime ?? this.#times.slice(i + 1).find((t) => t !== undefined) ?? new Date().toISOString();
+      }
+    });
+    return { ...(this.#first !== undefined ? { first: this.#first } : {}), ...(this.#last !== undefined ? { last: this.#last } : {}) };
   }
 
   #part(block: Exclude<DeepCodeBlock, { type: "tool_result" }>, sequence: number): MessagePart {
@@ -193,7 +242,11 @@ function checkRoleBlocks(role: Role, blocks: readonly DeepCodeBlock[]): void {
   }
 }
 
-function settle(part: MutableToolPart, result: Extract<DeepCodeBlock, { type: "tool_result" }>): void {
+/** The field of a tool part that keeps the time of the DeepCode record holding its result. */
+export const DEEPCODE_TOOL_EXTENSION = "deepcode";
+
+function settle(part: MutableToolPart, result: Extract<DeepCodeBlock, { type: "tool_result" }>, timestamp: string | undefined): void {
+  if (timestamp !== undefined) (part as Record<string, unknown>)[DEEPCODE_TOOL_EXTENSION] = { result_timestamp: timestamp };
   if (result.isError) {
     part.state = "output-error";
     part.error = typeof result.content === "string" ? result.content : JSON.stringify(result.content);

@@ -3,6 +3,7 @@ import type { MessageRecord } from "../../schema/message.ts";
 import type { PortableSession } from "../../model/mod.ts";
 import type { FormatWriteOptions } from "../omission.ts";
 import { DEEPCODE_SCHEMA_VERSION } from "./meta.ts";
+import { DEEPCODE_TOOL_EXTENSION } from "./read.ts";
 
 /** Options of {@linkcode writeDeepCodeV1}. */
 export interface DeepCodeWriteOptions extends FormatWriteOptions {
@@ -61,13 +62,32 @@ export function writeDeepCodeV1(session: PortableSession, options: DeepCodeWrite
   session.messages.forEach((message, index) => {
     const { content, results } = blocksOf(message, index, options);
     lines.push(envelope(message.role, content, message.created_at));
-    if (results.length > 0) lines.push(envelope("user", results, message.created_at));
+    if (results.length > 0) lines.push(envelope("user", results, resultTime(message)));
   });
   return encoder.encode(lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
 }
 
-function envelope(role: string, content: Block[], timestamp: string): Block {
-  return { type: "message", schema_version: DEEPCODE_SCHEMA_VERSION, role, content, timestamp };
+function envelope(role: "user" | "assistant", content: Block[], timestamp: string | undefined): Block {
+  return { type: "message", schema_version: DEEPCODE_SCHEMA_VERSION, role, content, ...(timestamp !== undefined ? { timestamp } : {}) };
+}
+
+/**
+ * The time of the `user` record holding a message's tool results: the one its results
+ * were read with (kept on the tool parts by `readDeepCode`), else none (`timestamp` is
+ * optional in v1, and the assistant's time would be invented).
+ */
+function resultTime(message: MessageRecord): string | undefined {
+  for (const part of message.parts) {
+    const kept = part.type === "tool" ? (part as Record<string, unknown>)[DEEPCODE_TOOL_EXTENSION] : undefined;
+    const time = typeof kept === "object" && kept !== null ? (kept as { result_timestamp?: unknown }).result_timestamp : undefined;
+    if (typeof time === "string") return time;
+  }
+  return undefined;
+}
+
+/** A tool output as DeepCode types `tool_result.content`: a string (JSON text for structured output). */
+function resultText(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value ?? null);
 }
 
 function blocksOf(message: MessageRecord, index: number, options: DeepCodeWriteOptions): { content: Block[]; results: Block[] } {
@@ -89,8 +109,8 @@ function blocksOf(message: MessageRecord, index: number, options: DeepCodeWriteO
           break;
         }
         content.push({ type: "tool_use", id: part.tool_call_id, name: part.tool_name, input: part.input ?? null });
-        if (part.state === "output-available") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: part.output ?? null });
-        if (part.state === "output-error") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: part.error ?? "", is_error: true });
+        if (part.state === "output-available") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: resultText(part.output) });
+        if (part.state === "output-error") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: resultText(part.error ?? ""), is_error: true });
         break;
       case "file":
         omit(part.sequence, part.type, "DeepCode v1 has no file or image blocks");

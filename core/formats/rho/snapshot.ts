@@ -67,8 +67,9 @@ export function readRhoSnapshot(bytes: Uint8Array, file: string, options: RhoSna
 
 /**
  * Writes a session as a Rho `SessionSnapshot`, schema 2, pretty-printed as Rho writes it:
- * the full history (a data export), `revision` = the session's, `provider` = the newest
- * assistant message's provider, else `unknown` in all three fields, the compaction
+ * the full history (a data export), `revision` = the session's, `provider` = the session's
+ * (`PortableSession.provider`: `meta.json`'s), else the newest assistant message's, else
+ * `unknown` in all three fields, the compaction
  * accounting, non-empty `metadata` and the `prompt_cache_key`. Raw reasoning is never
  * written; reasoning summaries and provider-context blocks (exact identity) are.
  *
@@ -86,7 +87,8 @@ export function writeRhoSnapshot(session: PortableSession, options: FormatWriteO
   if (sessionId === undefined || sessionId === "") throw new InvalidInputError("a Rho snapshot needs the session id (PortableSession.sourceId)");
   const revision = session.revision ?? 0;
   if (!Number.isSafeInteger(revision) || revision < 0) throw new InvalidInputError(`a Rho snapshot needs a non-negative integer revision, not ${String(revision)}`);
-  const newest = session.messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+  // docs/FORMAT.md: meta.json's provider (PortableSession.provider), else the newest assistant message's.
+  const newest = session.provider ?? session.messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
   const metadata = session.metadata ?? {};
   const document = {
     schema_version: RHO_SNAPSHOT_VERSION,
