@@ -66,9 +66,9 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   if (taken.outcome !== "committed") return taken;
   if (locked.lines) {
     const lines = await lastLineRevision(storage, locked.lines.path);
-    if (lines === undefined || lines > locked.lines.revision) {
+    if (lines > locked.lines.revision) {
       await releaseWriterLock(storage, lease);
-      return { outcome: "conflict", revision: lines ?? null };
+      return { outcome: "conflict", revision: lines };
     }
   }
   const rest = await runPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
@@ -79,22 +79,28 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   return { outcome: "committed", lease, reclaimed: found };
 }
 
-/** How many bytes of `active.jsonl`'s end are read to find the last line's revision. */
+/** How many bytes of `active.jsonl`'s end are read first to find the last line's revision. */
 const TAIL_BYTES = 64;
-const LINE_REVISION = /"revision":(\d+)\}\n$/;
+const LINE_REVISION = /"revision":(\d+)\}$/;
 
 /**
- * The revision the last line of `active.jsonl` ends with (0 for a line without one, or no
- * file), read from the file's last bytes alone: committed lines end with it. `undefined`
- * when the file does not end with a complete line (an interrupted append: recovery decides).
+ * The revision the last complete line of `active.jsonl` ends with (0 for a line without one,
+ * or no file), read from the file's end: committed lines end with it, so the last 64 bytes
+ * usually do. After an interrupted append the torn part is skipped by reading further back.
  */
-export async function lastLineRevision(storage: StoragePort, path: string): Promise<number | undefined> {
-  const tail = await storage.readTail(path, TAIL_BYTES);
-  if (!tail || tail.size === 0) return 0;
-  const text = new TextDecoder().decode(tail.bytes);
-  if (!text.endsWith("\n")) return undefined;
-  const match = LINE_REVISION.exec(text);
-  return match ? Number(match[1]) : 0;
+export async function lastLineRevision(storage: StoragePort, path: string): Promise<number> {
+  for (let want = TAIL_BYTES; ; want *= 16) {
+    const tail = await storage.readTail(path, want);
+    if (!tail || tail.size === 0) return 0;
+    const end = tail.bytes.lastIndexOf(0x0a);
+    if (end < 0) {
+      if (tail.bytes.length >= tail.size) return 0; // no complete line at all
+      continue;
+    }
+    const start = tail.bytes.lastIndexOf(0x0a, end - 1) + 1;
+    const match = LINE_REVISION.exec(new TextDecoder().decode(tail.bytes.subarray(Math.max(start, end - TAIL_BYTES), end)));
+    return match ? Number(match[1]) : 0;
+  }
 }
 
 /** The most dead reclaimers in a row one reclaim steps over (each left its guard behind). */
