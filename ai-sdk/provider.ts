@@ -114,6 +114,16 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
   signal.addEventListener("abort", onAbort, { once: true });
   const counters = { text: 0, reasoning: 0, file: 0 };
   const summaries = new Map<string, string>();
+  // Metadata some providers attach to deltas (Anthropic's thinking signature), merged into the block's end.
+  const blockMetadata = new Map<string, Record<string, unknown>>();
+  const remember = (id: string | undefined, metadata: Record<string, unknown> | undefined) => {
+    if (metadata) blockMetadata.set(id ?? "", mergeMetadata(blockMetadata.get(id ?? ""), metadata));
+  };
+  const takeMetadata = (id: string | undefined, metadata: Record<string, unknown> | undefined) => {
+    const merged = mergeMetadata(blockMetadata.get(id ?? ""), metadata ?? {});
+    blockMetadata.delete(id ?? "");
+    return merged;
+  };
   const context = (part: StoredProviderMetadata["part"], key: number | string, metadata: Record<string, unknown> | undefined): ProviderEvent | undefined =>
     metadata && Object.keys(metadata).length > 0 ? { type: "provider-context", data: { part, key, providerMetadata: metadata } satisfies StoredProviderMetadata } : undefined;
   try {
@@ -127,12 +137,14 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
       let event: ProviderEvent | undefined;
       switch (part.type) {
         case "text-delta":
+          remember(part.id, part.providerMetadata);
           if (part.delta) yield { type: "text-delta", text: part.delta };
           break;
         case "text-end":
-          event = context("text", counters.text++, part.providerMetadata);
+          event = context("text", counters.text++, takeMetadata(part.id, part.providerMetadata));
           break;
         case "reasoning-delta":
+          remember(part.id, part.providerMetadata);
           if (!part.delta) break;
           if (reasoningIsSummary) summaries.set(part.id ?? "", (summaries.get(part.id ?? "") ?? "") + part.delta);
           else yield { type: "reasoning-delta", text: part.delta };
@@ -141,7 +153,7 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
           const summary = summaries.get(part.id ?? "");
           summaries.delete(part.id ?? "");
           if (summary) yield { type: "reasoning-summary", text: summary };
-          event = context("reasoning", counters.reasoning++, part.providerMetadata);
+          event = context("reasoning", counters.reasoning++, takeMetadata(part.id, part.providerMetadata));
           break;
         }
         case "tool-call":
@@ -169,6 +181,16 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     // Ends the HTTP stream when the consumer stops early (the engine aborted or threw).
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/** Provider metadata merged one level deep: each provider's keys, later values winning. */
+function mergeMetadata(base: Record<string, unknown> | undefined, next: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [provider, value] of Object.entries(next)) {
+    const earlier = out[provider];
+    out[provider] = typeof earlier === "object" && earlier !== null && typeof value === "object" && value !== null ? { ...earlier, ...value } : value;
+  }
+  return out;
 }
 
 /** A tool call's input arrives as JSON text; text that does not parse is kept as it came. */
