@@ -1,9 +1,49 @@
 /// <reference types="vitest/config" />
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
 import { playwright } from "@vitest/browser-playwright";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./test/support/chromium.ts";
 
+
+const memoryStorageModule = fileURLToPath(new URL("./core/storage/memory.ts", import.meta.url));
+const memoryOnPostgres = fileURLToPath(new URL("./test/postgres/memory-on-postgres.ts", import.meta.url));
+
+/**
+ * The session engine's suites on PostgreSQL: resolves the core's MemoryStorage to a
+ * PostgresStorage in a fresh schema (test/postgres/memory-on-postgres.ts), so test/session
+ * and test/run run unchanged on the real server.
+ */
+function memoryStorageOnPostgres(): Plugin {
+  return {
+    name: "sessionfold:memory-storage-on-postgres",
+    enforce: "pre",
+    async resolveId(source, importer, options) {
+      if (!importer || importer === memoryOnPostgres || !source.endsWith("memory.ts")) return null;
+      const resolved = await this.resolve(source, importer, { ...options, skipSelf: true });
+      return resolved?.id === memoryStorageModule ? memoryOnPostgres : null;
+    },
+  };
+}
+
+/**
+ * Engine tests that check a backend mechanism PostgresStorage replaces by design: a planted
+ * `writer.lock` that blocks (on PostgreSQL the lock is the server's, the file only a record), a
+ * failure injected into one intercepted method (PostgreSQL runs the plan's writes in the server,
+ * in one transaction), a crash counted in MemoryStorage calls, or a snapshot taken between two
+ * of its synchronous steps.
+ */
+const POSTGRES_ENGINE_SKIPS = [
+  "a pre-existing writer.lock",
+  "apply takes the writer lock: refused while another writer holds it",
+  "is not told a refused write, and a throwing listener does not fail the commit",
+  "a segment write that fails puts meta.json back",
+  "a new run first commits the recovered draft as its own commit, then proceeds",
+  "one mutating operation at a time (SessionBusyError) through",
+];
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 
 /** Where `vite build` writes the demo and `vite preview` serves it from. */
 const demoOutDir = fileURLToPath(new URL("./dist/demo", import.meta.url));
@@ -37,6 +77,23 @@ export default defineConfig(({ command }) => ({
           environment: "node",
           include: ["test/postgres/**/*.test.ts"],
           globalSetup: ["test/postgres/global-setup.ts"],
+        },
+      },
+      {
+        extends: true,
+        plugins: [memoryStorageOnPostgres()],
+        test: {
+          // The engine's suites again, every MemoryStorage a PostgresStorage on the same server.
+          name: "postgres-engine",
+          environment: "node",
+          include: ["test/session/**/*.test.ts", "test/run/**/*.test.ts"],
+          // Not here: crash injection between single storage calls (a commit on PostgreSQL is one
+          // statement; test/postgres/sigkill.test.ts kills real processes instead), and tests of
+          // the file lock's own rules or of one method intercepted around MemoryStorage.
+          exclude: ["test/session/crash-points.test.ts", "test/run/crash.test.ts"],
+          testNamePattern: new RegExp(`^(?!.*(${POSTGRES_ENGINE_SKIPS.map(escapeRegExp).join("|")}))`),
+          globalSetup: ["test/postgres/global-setup.ts"],
+          setupFiles: ["test/postgres/engine-setup.ts"],
         },
       },
       {

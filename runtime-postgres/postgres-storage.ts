@@ -85,6 +85,19 @@ export class PostgresStorage implements StoragePort {
     return this.#schema;
   }
 
+  /**
+   * Whether this store's schema has been created, without creating it (every other method
+   * creates or migrates it first): lets a read-only tool leave a database untouched.
+   */
+  async exists(): Promise<boolean> {
+    try {
+      const result = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [`${this.#s}.schema_version`]);
+      return result.rows[0]!.found === true;
+    } catch (error) {
+      throw storageError(error, `looking for schema ${this.#schema}`);
+    }
+  }
+
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     const rows = await this.#query(
@@ -99,20 +112,19 @@ export class PostgresStorage implements StoragePort {
   async readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     assertStoragePath(path);
     const wanted = Math.max(0, Math.floor(maxBytes));
+    // The chunk the tail starts in is cut on the server: only the tail's bytes travel.
     const rows = await this.#query(
-      `SELECT e.size, c.end_offset, c.bytes FROM ${this.#s}.entries e
+      `SELECT e.size, CASE WHEN c.end_offset - length(c.bytes) < e.size - $2
+                THEN substring(c.bytes FROM (e.size - $2 - (c.end_offset - length(c.bytes)) + 1)::int)
+                ELSE c.bytes END AS bytes
+       FROM ${this.#s}.entries e
        LEFT JOIN ${this.#s}.chunks c ON c.file_id = e.file_id AND c.end_offset > e.size - $2
        WHERE e.path = $1 AND e.file_id IS NOT NULL ORDER BY c.end_offset`,
       [path, wanted],
     );
     if (rows.length === 0) return undefined;
     const size = Number(rows[0]!.size);
-    const chunks = rows.filter((row) => row.bytes !== null);
-    const whole = concat(chunks.map((row) => row.bytes as Buffer));
-    // The first chunk may start before the tail: cut it at `size - wanted`.
-    const firstStart = chunks.length ? Number(chunks[0]!.end_offset) - (chunks[0]!.bytes as Buffer).length : size;
-    const skip = Math.max(0, size - wanted - firstStart);
-    return { bytes: skip ? whole.slice(skip) : whole, size };
+    return { bytes: concat(rows.map((row) => row.bytes as Buffer | null).filter((bytes): bytes is Buffer => bytes !== null)), size };
   }
 
   async list(dir: string): Promise<string[]> {

@@ -88,20 +88,31 @@ BEGIN
   RAISE EXCEPTION USING ERRCODE = 'SF003', MESSAGE = format('%s changed while it was opened', p);
 END $$;
 
+-- The common case first: the file exists, and one UPDATE both locks its row and moves its size.
 CREATE FUNCTION ${s}.append(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE e ${s}.entries := ${s}.open_file(p);
+DECLARE
+  fid bigint;
+  new_size bigint;
 BEGIN
-  IF length(b) = 0 THEN RETURN; END IF;
-  INSERT INTO ${s}.chunks VALUES (e.file_id, e.size + length(b), b);
-  UPDATE ${s}.entries SET size = e.size + length(b) WHERE path = p;
+  IF length(b) = 0 THEN PERFORM ${s}.open_file(p); RETURN; END IF;
+  UPDATE ${s}.entries SET size = size + length(b) WHERE path = p AND file_id IS NOT NULL RETURNING file_id, size INTO fid, new_size;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = size + length(b) WHERE path = p RETURNING size INTO new_size;
+  END IF;
+  INSERT INTO ${s}.chunks VALUES (fid, new_size, b);
 END $$;
 
 CREATE FUNCTION ${s}.replace(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE e ${s}.entries := ${s}.open_file(p);
+DECLARE fid bigint;
 BEGIN
-  DELETE FROM ${s}.chunks WHERE file_id = e.file_id;
-  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (e.file_id, length(b), b); END IF;
-  UPDATE ${s}.entries SET size = length(b) WHERE path = p;
+  UPDATE ${s}.entries SET size = length(b) WHERE path = p AND file_id IS NOT NULL RETURNING file_id INTO fid;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = length(b) WHERE path = p;
+  END IF;
+  DELETE FROM ${s}.chunks WHERE file_id = fid;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (fid, length(b), b); END IF;
 END $$;
 
 CREATE FUNCTION ${s}.create_exclusive(p text, b bytea) RETURNS boolean LANGUAGE plpgsql AS $$
@@ -220,7 +231,11 @@ BEGIN
   END IF;
   IF lock_key IS NOT NULL THEN
     -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
-    IF hold THEN PERFORM ${s}.replace(lock_path, lock_bytes); ELSE PERFORM ${s}.remove(lock_path); END IF;
+    IF hold THEN
+      PERFORM ${s}.replace(lock_path, lock_bytes);
+    ELSIF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path) THEN
+      PERFORM ${s}.remove(lock_path);
+    END IF;
   END IF;
   FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
     IF ops[i] = 'append' THEN PERFORM ${s}.append(paths[i], datas[i]);

@@ -27,6 +27,8 @@ export interface ArgsSpec {
 /** The global options of docs/CLI.md. */
 export interface GlobalOptions {
   root: string | undefined;
+  /** `--store URL`: a `postgres://` store instead of a folder. */
+  store: string | undefined;
   json: boolean;
   help: boolean;
 }
@@ -50,7 +52,7 @@ export interface ParsedArgs {
  * @throws {UsageError} for an unknown option before the command or `--root` without a value.
  */
 export function splitArgs(argv: readonly string[]): SplitArgs {
-  const globals: GlobalOptions = { root: undefined, json: false, help: false };
+  const globals: GlobalOptions = { root: undefined, store: undefined, json: false, help: false };
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -135,6 +137,12 @@ function takeGlobal(argv: readonly string[], i: number, globals: GlobalOptions):
   if (arg === "--help" || arg === "-h") {
     globals.help = true;
     return 1;
+  }
+  if (arg === "--store" || arg.startsWith("--store=")) {
+    const value = arg === "--store" ? argv[i + 1] : arg.slice("--store=".length);
+    if (value === undefined || value === "") throw new UsageError("option --store needs a value URL (postgres://…)", { option: "--store" });
+    globals.store = value;
+    return arg === "--store" ? 2 : 1;
   }
   if (arg === "--root") {
     const value = argv[i + 1];

@@ -20,6 +20,8 @@ export function programHelp(commands: readonly Command[]): string {
     "",
     "Global options:",
     "  --root DIR   the store (default $SESSIONFOLD_HOME, else ~/.sessionfold)",
+    "  --store URL  a store in PostgreSQL instead: postgres://…[?schema=NAME] (default",
+    "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
     "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
     "  -h, --help   this help; COMMAND --help for one command's",
     "",

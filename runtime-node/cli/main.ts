@@ -15,7 +15,7 @@ import { COMMANDS, findCommand } from "./commands/mod.ts";
 import { UsageError, errorDocument, errorLine, exitStatusOf, toCliError, EXIT } from "./exit.ts";
 import { commandHelp, programHelp } from "./help.ts";
 import { Output, processIo, type CliIo } from "./io.ts";
-import { Store, resolveRoot } from "./store.ts";
+import { Store, resolveStore } from "./store.ts";
 
 export type { CliIo } from "./io.ts";
 
@@ -54,7 +54,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       io.stdout(commandHelp(selected));
       return EXIT.ok;
     }
-    store = new Store(resolveRoot(globals.root, io), io);
+    store = new Store(resolveStore(globals, io), io);
     return await selected.run({ io, out: new Output(io, json), store, args });
   } catch (thrown) {
     const error = toCliError(thrown);

@@ -1,7 +1,8 @@
 /**
- * The store one CLI invocation works on: where its root is, opening it lazily (a
- * read-only command on a missing root opens nothing and creates nothing), the agent
- * file of an agent, and finding a session live or archived.
+ * The store one CLI invocation works on: a folder (`--root`) or a PostgreSQL database
+ * (`--store postgres://…`, `SESSIONFOLD_STORE`), opened lazily (a read-only command on a
+ * missing store opens nothing and creates nothing), the agent file of an agent, and finding
+ * a session live or archived.
  *
  * @module
  */
@@ -24,19 +25,60 @@ import {
   type Session,
   type SessionOptions,
   type SessionRef,
-  type Sessions,
+  Sessions,
   type StoragePort,
   type Summarizer,
 } from "../../core/mod.ts";
-import { openNodeSessions } from "../mod.ts";
+import { nodeWriterIdentity, openNodeSessions } from "../mod.ts";
+import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
 /** An opened store: the registry and the storage under it. */
 export interface OpenStore {
   readonly sessions: Sessions;
   readonly storage: StoragePort;
+  /** The folder, or for a database its URL without password (what messages name). */
   readonly root: string;
+  /** For a database: whether its schema was ever created (a folder store checks its folder). */
+  readonly exists?: () => Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** Where the store is: a folder, or a schema of a PostgreSQL database. */
+export type StoreLocation =
+  | { readonly kind: "files"; readonly root: string }
+  | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined };
+
+/**
+ * `--store URL`, else `--root DIR`, else `$SESSIONFOLD_STORE`, else the folder of
+ * {@linkcode resolveRoot}. A store URL is `postgres://…` (or `postgresql://…`), with
+ * `?schema=NAME` for a schema other than `sessionfold`.
+ *
+ * @throws {UsageError} for `--root` and `--store` together, or a store that is not a postgres:// URL.
+ */
+export function resolveStore(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
+  if (globals.root !== undefined && globals.store !== undefined) {
+    throw new UsageError("give --root DIR or --store URL, not both", { option: "--store" });
+  }
+  const env = io.env ?? process.env;
+  const store = globals.store ?? (globals.root === undefined && env["SESSIONFOLD_STORE"] ? env["SESSIONFOLD_STORE"] : undefined);
+  if (store === undefined) return { kind: "files", root: resolveRoot(globals.root, io) };
+  const from = globals.store !== undefined ? "--store" : "SESSIONFOLD_STORE";
+  let url: URL;
+  try {
+    url = new URL(store);
+  } catch {
+    url = new URL("invalid:");
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, { option: from });
+  }
+  const schema = url.searchParams.get("schema") ?? undefined;
+  url.searchParams.delete("schema");
+  const shown = new URL(url);
+  shown.password = "";
+  shown.searchParams.delete("password");
+  return { kind: "postgres", root: `${shown.toString()}${schema ? ` (schema ${schema})` : ""}`, url: url.toString(), schema };
 }
 
 /** What an agent file gives the CLI. */
@@ -69,11 +111,13 @@ export function resolveRoot(option: string | undefined, io: CliIo): string {
 /** Opens the store on first use and closes it once at the end. */
 export class Store {
   readonly root: string;
+  readonly #location: StoreLocation;
   readonly #io: CliIo;
   #opened: Promise<OpenStore> | undefined;
 
-  constructor(root: string, io: CliIo) {
-    this.root = root;
+  constructor(location: StoreLocation | string, io: CliIo) {
+    this.#location = typeof location === "string" ? { kind: "files", root: location } : location;
+    this.root = this.#location.root;
     this.#io = io;
   }
 
@@ -82,7 +126,7 @@ export class Store {
    * read-only command then has nothing to read and must not create the root.
    */
   async forReading(): Promise<OpenStore | undefined> {
-    if (!this.#opened && !(await isDirectory(this.root))) return undefined;
+    if (!this.#opened && !(await this.#exists())) return undefined;
     return this.#open();
   }
 
@@ -109,14 +153,37 @@ export class Store {
     if (opened) await (await opened.catch(() => undefined))?.close();
   }
 
+  async #exists(): Promise<boolean> {
+    if (this.#location.kind === "files") return isDirectory(this.root);
+    const opened = await this.#open();
+    if (!opened.exists || (await opened.exists())) return true;
+    // Nothing to read: give the connections back now, and create nothing.
+    this.#opened = undefined;
+    await opened.close();
+    return false;
+  }
+
   #open(): Promise<OpenStore> {
-    this.#opened ??= openNodeSessions({
-      root: this.root,
-      worker: this.#io.worker ?? true,
-      fsync: this.#io.fsync ?? true,
-    });
+    const location = this.#location;
+    this.#opened ??=
+      location.kind === "files"
+        ? openNodeSessions({ root: this.root, worker: this.#io.worker ?? true, fsync: this.#io.fsync ?? true })
+        : openPostgres(location);
     return this.#opened;
   }
+}
+
+/** Opens a PostgreSQL store; `pg` (an optional peer dependency) is loaded only here. */
+async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>): Promise<OpenStore> {
+  let postgres: typeof import("../../runtime-postgres/mod.ts");
+  try {
+    postgres = await import("../../runtime-postgres/mod.ts");
+  } catch (error) {
+    throw new UsageError(`a postgres:// store needs the pg package (npm install pg): ${String((error as Error)?.message ?? error)}`, { option: "--store" });
+  }
+  const storage = new postgres.PostgresStorage({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) });
+  const sessions = new Sessions({ storage, identity: nodeWriterIdentity() });
+  return { sessions, storage, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
 }
 
 /**

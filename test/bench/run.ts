@@ -24,6 +24,7 @@ import { bundleCase } from "./cases/bundle.ts";
 import { bytesCase } from "./cases/bytes.ts";
 import { compactCase } from "./cases/compact.ts";
 import { packageCase } from "./cases/package.ts";
+import { postgresCase } from "./cases/postgres.ts";
 import { streamCase } from "./cases/stream.ts";
 import { turnCase } from "./cases/turn.ts";
 import { machineInfo } from "./lib/machine.ts";
@@ -50,6 +51,7 @@ const STEPS: readonly Step[] = [
   { cases: [1], title: "turn cost against history length (chromium)", run: browserCase },
   { cases: [8], title: "demo bundle size", run: bundleCase },
   { cases: [9], title: "the installed package: tarball and CLI start", run: packageCase },
+  { cases: [10], title: "PostgreSQL: turn cost, commits against the server's floor, listing", run: postgresCase },
 ];
 
 function parseArgs(argv: readonly string[]) {

@@ -22,9 +22,17 @@ export interface ChildLauncher {
   command(args: readonly string[]): { file: string; args: string[] };
 }
 
+/** Where a fixture's source is, and what a bundle leaves to Node's own resolution. */
+export interface FixtureOptions {
+  /** Folder of `<fixture>.ts` (default: test/node/fixtures). */
+  readonly dir?: string;
+  /** Modules not bundled (an optional native addon a dependency only requires when asked to). */
+  readonly external?: readonly string[];
+}
+
 /** Runs a fixture from its TypeScript source through tsx (about 2–4 s to start on this machine). */
-export function tsxLauncher(fixture: string): ChildLauncher {
-  const source = join(here, "fixtures", `${fixture}.ts`);
+export function tsxLauncher(fixture: string, options: FixtureOptions = {}): ChildLauncher {
+  const source = join(options.dir ?? join(here, "fixtures"), `${fixture}.ts`);
   return { kind: "tsx", command: (args) => ({ file: process.execPath, args: ["--import", "tsx", source, ...args] }) };
 }
 
@@ -34,16 +42,19 @@ export function tsxLauncher(fixture: string): ChildLauncher {
  * `storage-worker.js` next to it, exactly as a compiled build does. Falls back to tsx when
  * esbuild cannot be loaded. `dispose()` removes the folder.
  */
-export async function bundledLauncher(fixture: string): Promise<ChildLauncher & { dispose(): Promise<void> }> {
+export async function bundledLauncher(fixture: string, options: FixtureOptions = {}): Promise<ChildLauncher & { dispose(): Promise<void> }> {
   let esbuild: typeof import("esbuild");
   try {
     esbuild = await import("esbuild");
   } catch {
-    return { ...tsxLauncher(fixture), dispose: async () => undefined };
+    return { ...tsxLauncher(fixture, options), dispose: async () => undefined };
   }
   const outdir = await mkdtemp(join(tmpdir(), `sessionfold-${fixture}-`));
   await esbuild.build({
-    entryPoints: { [fixture]: join(here, "fixtures", `${fixture}.ts`), "storage-worker": join(repo, "runtime-node", "storage-worker.ts") },
+    entryPoints: { [fixture]: join(options.dir ?? join(here, "fixtures"), `${fixture}.ts`), "storage-worker": join(repo, "runtime-node", "storage-worker.ts") },
+    external: [...(options.external ?? [])],
+    // A CommonJS dependency (pg) requires Node's built-ins; an ESM bundle has no `require` of its own.
+    banner: { js: 'import { createRequire as __sfCreateRequire } from "node:module"; const require = __sfCreateRequire(import.meta.url);' },
     outdir,
     bundle: true,
     format: "esm",

@@ -1,0 +1,29 @@
+/**
+ * sessionfold on the Vercel AI SDK: the persistence layer an AI SDK app adds in a few
+ * lines. The AI SDK packages (`ai`, `@ai-sdk/provider`) are optional peer dependencies
+ * of sessionfold, needed only by this entry; the core never imports them.
+ *
+ * - {@linkcode aiSdkProvider}: a `Provider` from any AI SDK language model (v2, v3, v4).
+ * - {@linkcode aiSdkSummarizer}: an LLM summarizer that cannot fail for size.
+ * - {@linkcode toUIMessages} / {@linkcode appendUIMessages}: `useChat` UI messages in and out.
+ *
+ * @example
+ * ```ts
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { aiSdkProvider, aiSdkSummarizer } from "sessionfold/ai-sdk";
+ *
+ * const model = createOpenAI({ apiKey: "sk-…" })("gpt-5-mini");
+ * const sessions = new Sessions({ storage: new MemoryStorage(), defaults: { summarizer: aiSdkSummarizer(model, { contextWindow: 400_000 }), contextWindow: 400_000 } });
+ * const session = await sessions.create({ agentId: "chat", workspaceId: "default" });
+ * const run = session.run("Hello!", { provider: aiSdkProvider(model) });
+ * for await (const event of run) if (event.type === "text-delta") console.log(event.text);
+ * ```
+ * @module
+ */
+export { aiSdkProvider, type AiSdkLanguageModel, type AiSdkProviderOptions } from "./provider.ts";
+export { aiSdkSummarizer, type AiSdkSummarizerOptions } from "./summarizer.ts";
+export { appendUIMessages, toUIMessages, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
+export { storedUsage } from "./usage.ts";
+export { isContextLengthRefusal } from "./context-length.ts";
+export type { StoredProviderMetadata } from "./prompt.ts";
