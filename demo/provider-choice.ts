@@ -5,10 +5,9 @@
  */
 import type { Provider } from "../core/mod.ts";
 import type { LocalModel } from "./local-model.ts";
-import type { OpenAiCompatibleProvider } from "./openai-provider.ts";
+import type { EndpointProvider } from "./endpoint-provider.ts";
 
-/** The provider the Model tab builds from a base URL, a model and a key. */
-export type EndpointProvider = OpenAiCompatibleProvider;
+export type { EndpointProvider };
 
 /** The local model's named streaming speeds, in milliseconds per chunk. */
 export const LOCAL_MODEL_SPEEDS = { relaxed: 60, normal: 28, fast: 8, instant: 1 } as const;

@@ -4,7 +4,7 @@
  * inside the provider object it builds; nothing here stores or logs any of them).
  */
 import { h, replaceChildren } from "../dom.ts";
-import { OpenAiCompatibleProvider } from "../openai-provider.ts";
+import { createEndpointProvider, type EndpointProvider } from "../endpoint-provider.ts";
 import { toast } from "./toast.ts";
 
 /** What the panel needs from the app. */
@@ -14,14 +14,14 @@ export interface ModelPanelHost {
   chunkDelayMs(): number;
   setChunkDelayMs(ms: number): void;
   /** Switches the app to an endpoint provider. */
-  useEndpoint(provider: OpenAiCompatibleProvider): void;
+  useEndpoint(provider: EndpointProvider): void;
   /** Switches back to the built-in local model. */
   useLocal(): void;
 }
 
 /** Renders the Model tab into `root` and wires it. */
 export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
-  let active: OpenAiCompatibleProvider | undefined;
+  let active: EndpointProvider | undefined;
   const status = h("p", { class: "small", id: "model-status", "aria-live": "polite" });
   const describeStatus = () => {
     status.textContent =
@@ -46,7 +46,7 @@ export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
     event.preventDefault();
     error.textContent = "";
     try {
-      active = new OpenAiCompatibleProvider({ baseUrl: baseUrl.value, model: model.value, apiKey: key.value });
+      active = createEndpointProvider({ baseUrl: baseUrl.value, model: model.value, apiKey: key.value });
       host.useEndpoint(active);
       toast(`Using ${active.identity.model}. Set context_window in Agent settings to that model's window.`);
     } catch (e) {
@@ -76,7 +76,7 @@ export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
   );
   endpointForm.append(
       h("h3", {}, "OpenAI-compatible endpoint"),
-      h("p", { class: "small muted" }, "Calls /chat/completions with streaming from this page. The base URL, model and key stay in memory: never stored, exported or logged. Reloading forgets them."),
+      h("p", { class: "small muted" }, "Calls /chat/completions with streaming from this page, through the AI SDK (@ai-sdk/openai-compatible) and sessionfold/ai-sdk. The base URL, model and key stay in memory: never stored, exported or logged. Reloading forgets them."),
       h("label", { class: "field-label", for: "openai-base-url" }, "Base URL"),
       baseUrl,
       h("label", { class: "field-label", for: "openai-model" }, "Model"),

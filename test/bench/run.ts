@@ -18,6 +18,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { aiSdkCase } from "./cases/ai-sdk.ts";
 import { appendCase } from "./cases/append.ts";
 import { browserCase } from "./cases/browser.ts";
 import { bundleCase } from "./cases/bundle.ts";
@@ -51,6 +52,7 @@ const STEPS: readonly Step[] = [
   { cases: [1], title: "turn cost against history length (chromium)", run: browserCase },
   { cases: [8], title: "demo bundle size", run: bundleCase },
   { cases: [9], title: "the installed package: tarball and CLI start", run: packageCase },
+  { cases: [11], title: "the AI SDK adapter: cost per streamed delta against streamText", run: aiSdkCase },
   { cases: [10], title: "PostgreSQL: turn cost, commits against the server's floor, listing", run: postgresCase },
 ];
 

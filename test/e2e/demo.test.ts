@@ -566,7 +566,7 @@ async function mockChatCompletions(seen: { authorization: string | undefined; bo
       const events = [
         { choices: [{ delta: { role: "assistant", content: "Hello from " } }] },
         { choices: [{ delta: { content: "the mock endpoint" } }] },
-        { choices: [{ delta: { content: ", streamed." } }] },
+        { choices: [{ delta: { content: ", streamed." }, finish_reason: "stop" }] },
         { choices: [], usage: { prompt_tokens: 321, completion_tokens: 9, total_tokens: 330 } },
       ];
       for (const event of events) response.write(`data: ${JSON.stringify(event)}\n\n`);

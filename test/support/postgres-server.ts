@@ -56,7 +56,7 @@ export function startTestServer(options: { durable?: boolean; maxConnections?: n
   const settings = [
     `-k ${dir}`,
     "-c listen_addresses=''",
-    `-c max_connections=${options.maxConnections ?? 300}`,
+    `-c max_connections=${options.maxConnections ?? 500}`,
     ...(options.durable === false ? ["-c fsync=off", "-c full_page_writes=off"] : []),
   ].join(" ");
   try {
