@@ -158,6 +158,29 @@ describe("OpenAI Responses through @ai-sdk/openai", () => {
   });
 });
 
+it("a Responses stream that fails with context_length_exceeded folds and retries", async () => {
+  let n = 0;
+  const wire = await serve([
+    { events: [
+      responsesEvent("response.created", { response: { id: "resp_3", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
+      responsesEvent("error", { error: { type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model.", param: null } }, n++),
+    ] },
+    { events: [
+      responsesEvent("response.created", { response: { id: "resp_4", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
+      responsesEvent("response.output_item.added", { output_index: 0, item: { type: "message", id: "msg_4", role: "assistant", status: "in_progress", content: [] } }, n++),
+      responsesEvent("response.output_text.delta", { item_id: "msg_4", output_index: 0, content_index: 0, delta: "ok" }, n++),
+      responsesEvent("response.output_item.done", { output_index: 0, item: { type: "message", id: "msg_4", role: "assistant", status: "completed", content: [] } }, n++),
+      responsesEvent("response.completed", { response: { id: "resp_4", status: "completed", usage: { input_tokens: 10, output_tokens: 1 } } }, n++),
+    ] },
+  ]);
+  const model = createOpenAI({ baseURL: `${wire.baseUrl}/v1`, apiKey: "k" }).responses("gpt-test");
+  const session = await sessionWithHistory();
+  const { events, error } = await drain(session.run("again", { provider: aiSdkProvider(model) }));
+  expect(error).toBeUndefined();
+  expect(events.filter((e) => e.type === "context-folded")).toHaveLength(1);
+  expect(wire.requests).toHaveLength(2);
+});
+
 describe("Anthropic messages through @ai-sdk/anthropic", () => {
   const start = (usage: Record<string, unknown>) =>
     anthropicEvent("message_start", { message: { id: "msg_01", type: "message", role: "assistant", model: "claude-test", content: [], stop_reason: null, stop_sequence: null, usage } });
