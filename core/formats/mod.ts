@@ -8,7 +8,7 @@
  *   {@linkcode readDeepCode}, {@linkcode writeDeepCodeV1});
  * - Rho `SessionSnapshot` JSON, schema 2 read and written, schema 1 read and migrated
  *   ({@linkcode readRhoSnapshot}, {@linkcode writeRhoSnapshot});
- * - Rho application JSONL sessions, versions 1 to 3, read ({@linkcode readRhoJsonl});
+ * - Rho application JSONL sessions, versions 1 to 4 (a tree: the active branch), read ({@linkcode readRhoJsonl});
  * - pi-coding-agent sessions, read (the active branch) and written ({@linkcode readPi},
  *   {@linkcode writePi}); OpenAI Codex CLI rollouts ({@linkcode readCodex}) and Claude Code
  *   transcripts (the main chain, {@linkcode readClaudeCode}), read. These three stream: a
@@ -42,7 +42,8 @@ export { detectDeepCodeLayout } from "./deepcode/detect.ts";
 export { readDeepCode } from "./deepcode/read.ts";
 export { writeDeepCodeV1, type DeepCodeWriteOptions } from "./deepcode/write.ts";
 export { readRhoSnapshot, writeRhoSnapshot, UNKNOWN_PROVIDER, type RhoSnapshotReadOptions } from "./rho/snapshot.ts";
-export { readRhoJsonl, RHO_JSONL_VERSIONS, type RhoJsonlReadResult } from "./rho/jsonl.ts";
+export { readRhoJsonl, RHO_JSONL_VERSIONS, type RhoJsonlReadOptions, type RhoJsonlReadResult } from "./rho/jsonl.ts";
+export type { RhoTreeSummary } from "./rho/tree.ts";
 export { RHO_SNAPSHOT_VERSION, RHO_SNAPSHOT_VERSIONS } from "./rho/snapshot-object.ts";
 export { RHO_EXTENSION_FIELD, type RhoMessageExtension, type RhoPartialToolCall, type RhoUsage } from "./rho/types.ts";
 export { readJsonlStream, type JsonlSource } from "./jsonl-lines.ts";

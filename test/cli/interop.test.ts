@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO, bin, cli, expectOk, json, missingRoot, put, seed, snapshot, tempDir } from "./support.ts";
@@ -13,6 +13,17 @@ describe("import", () => {
     const meta = json(result);
     expect(meta).toMatchObject({ session_id: "rho", agent_id: "a1", workspace_id: "w1", revision: 9 });
     expect(json(expectOk(await cli(root, ["--json", "messages", "a1/w1/rho"]))).length).toBe(meta.message_count);
+  });
+
+  it("imports a Rho v4 tree's active branch, says what it left out, and imports another with --branch", async () => {
+    const root = await missingRoot();
+    const file = join(FIXTURES, "rho/session-v4-tree.jsonl");
+    const result = expectOk(await cli(root, ["--json", "import", file, "--into", "a1/w1/tree"]));
+    const meta = json(result);
+    expect(meta).toMatchObject({ message_count: 5, revision: 3, tree: { branchCount: 1, offBranchNodes: 1, otherLeafIds: ["9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"] } });
+    expect(result.stderr).toMatch(/1 nodes on 1 other branches were not imported \(--branch ID: 9e8d7c6b/);
+    const other = json(expectOk(await cli(root, ["--json", "import", file, "--from", "rho-jsonl", "--branch", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "--into", "a1/w1/other"])));
+    expect(other).toMatchObject({ message_count: 4, tree: { importedLeafId: "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b" } });
   });
 
   it("imports a legacy DeepCode core-v0 stream with the meta file beside it, never changing the source", async () => {
@@ -57,8 +68,22 @@ describe("export", () => {
     expect(lines.slice(1).map((l) => l.role)).toEqual(["user", "assistant", "user", "assistant"]);
     const out = join(await tempDir(), "s1.v1.jsonl");
     const result = json(expectOk(await cli(root, ["--json", "export", "a1/w1/s1", "--to", "deepcode", "--out", out])));
-    expect(result).toEqual({ out, records: 5 });
+    expect(result).toEqual({ out, records: 5, filled: { cwd: "the current folder" } });
     expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("--out into a DeepCode sessions folder: temp file + rename under DeepCode's <id>.writer.lock; a held lock refuses", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/s1", 2);
+    const dir = await tempDir();
+    const out = join(dir, "s1.v1.jsonl");
+    expectOk(await cli(root, ["export", "a1/w1/s1", "--to", "deepcode", "--cwd", "/repo", "--out", out]));
+    expect((await readdir(dir)).sort()).toEqual(["s1.v1.jsonl"]);
+    await writeFile(join(dir, "s2.writer.lock"), '{"pid":1,"createdAt":"2026-01-01T00:00:00.000Z"}');
+    const refused = await cli(root, ["export", "a1/w1/s1", "--to", "deepcode", "--cwd", "/repo", "--out", join(dir, "s2.v1.jsonl")]);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/s2\.writer\.lock: DeepCode session s2 already has an active writer/);
+    expect((await readdir(dir)).sort()).toEqual(["s1.v1.jsonl", "s2.writer.lock"]);
   });
 
   it("--redact keeps a planted key out of a Rho snapshot; without it the key is exported", async () => {

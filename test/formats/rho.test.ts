@@ -237,7 +237,7 @@ describe("Rho app JSONL refusals", () => {
   });
 
   it("unknown versions: the header's and an embedded snapshot's", () => {
-    expectUnsupported(thrown(() => readRhoJsonl(fixture("rho/session-v4.jsonl"), "v4.jsonl")), { file: "v4.jsonl", line: 1, found: 4 });
+    expectUnsupported(thrown(() => readRhoJsonl(utf8('{"type":"session","version":5,"id":"s-new","timestamp":"400","cwd":"/w"}\n'), "v5.jsonl")), { file: "v5.jsonl", line: 1, found: 5 });
     const embedded = `${JSON.stringify({ type: "snapshot", timestamp: "2", snapshot: { schema_version: 9 }, display_messages: [] })}\n`;
     expectUnsupported(thrown(() => readRhoJsonl(utf8(header + embedded), "e.jsonl")), { file: "e.jsonl", line: 2, found: 9 });
   });

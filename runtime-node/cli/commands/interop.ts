@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import {
   InvalidInputError,
@@ -24,12 +24,14 @@ import {
   type FormatDetection,
   type ExportOptions,
   type PortableSession,
+  type RhoTreeSummary,
 } from "../../../core/mod.ts";
 import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat } from "../agent-formats.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
 import { openForReading } from "../store.ts";
+import { writeExportFile } from "../write-out.ts";
 
 const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl", ...STREAMED_FORMATS] as const;
 const EXPORT_FORMATS = ["deepcode", "rho-snapshot", "pi"] as const;
@@ -55,6 +57,7 @@ export const importCommand: Command = {
     options: {
       from: { type: "string", value: IMPORT_FORMATS.join("|"), description: "the file's format (default: detected)" },
       into: { type: "string", value: "REF", description: "the session to create" },
+      branch: { type: "string", value: "ID", description: "rho-jsonl: the node whose branch to import (default: the active leaf)" },
     },
   },
   async run({ store, out, io, args }) {
@@ -71,12 +74,15 @@ export const importCommand: Command = {
       out.note(`note: detected ${detected.format} (${detected.reason})`);
     }
     const format = (given ?? detected!.format) as (typeof IMPORT_FORMATS)[number];
-    const { session, diagnostics } = (STREAMED_FORMATS as readonly string[]).includes(format) ? await readStreamed(format as StreamedFormat, file) : await readForeign(format as Exclude<typeof format, StreamedFormat>, file);
+    const branch = stringOption(args, "branch");
+    if (branch !== undefined && format !== "rho-jsonl") throw new UsageError(`import: --branch applies to rho-jsonl only, not ${format}`, { option: "--branch" });
+    const { session, diagnostics, tree } = (STREAMED_FORMATS as readonly string[]).includes(format) ? { ...(await readStreamed(format as StreamedFormat, file)), tree: undefined } : await readForeign(format as Exclude<typeof format, StreamedFormat>, file, branch);
+    if (tree && tree.offBranchNodes > 0) out.note(`note: imported the branch of node ${tree.importedLeafId}; ${tree.offBranchNodes} nodes on ${tree.otherLeafIds.length} other branches were not imported (--branch ID: ${tree.otherLeafIds.join(", ")})`);
     for (const diagnostic of diagnostics) out.note(`note: ${diagnostic.message}`);
     const opened = await store.forWriting();
     const imported = await opened.sessions.importPortable(ref, session);
     const meta = imported.meta;
-    return out.result(detected ? { ...meta, detected } : meta, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
+    return out.result({ ...meta, ...(detected ? { detected } : {}), ...(tree ? { tree } : {}) }, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
   },
 };
 
@@ -137,7 +143,11 @@ export const exportCommand: Command = {
     const prepared = prepareExport(portable, options).session;
     const omitted: string[] = [];
     const onOmitted = (omission: { type?: string }) => omitted.push(omission.type ?? "part");
-    const cwd = prepared.cwd ?? stringOption(args, "cwd") ?? io.cwd ?? process.cwd();
+    const given = prepared.cwd ?? stringOption(args, "cwd");
+    const cwd = given ?? io.cwd ?? process.cwd();
+    // Never a silent guess: a cwd the CLI took from the process is said (note and --json `filled`).
+    const filled = given === undefined && format !== "rho-snapshot" ? { cwd: "the current folder" } : undefined;
+    if (filled) out.note(`note: the session has no cwd of its own; wrote the current folder ${cwd} (pass --cwd to choose)`);
     const bytes =
       format === "deepcode" ? writeDeepCodeV1(prepared, { cwd, onOmitted }) : format === "pi" ? writePi(prepared, { cwd, onOmitted }) : writeRhoSnapshot(prepared, { onOmitted });
     if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
@@ -148,16 +158,16 @@ export const exportCommand: Command = {
       return 0;
     }
     const path = resolve(io.cwd ?? process.cwd(), target);
-    await writeFile(path, bytes, { mode: 0o600 });
-    return out.result({ out: path, records }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
+    await writeExportFile(path, bytes, format);
+    return out.result({ out: path, records, ...(filled ? { filled } : {}) }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
   },
 };
 
 /** Reads another system's file; DeepCode files bring their siblings (`<id>.meta.json`, `<id>.v1.jsonl`). */
-async function readForeign(format: "deepcode" | "rho-snapshot" | "rho-jsonl", file: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[] }> {
+async function readForeign(format: "deepcode" | "rho-snapshot" | "rho-jsonl", file: string, branch?: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[]; tree?: RhoTreeSummary }> {
   const bytes = await readInput(file);
   if (format === "rho-snapshot") return { session: readRhoSnapshot(bytes, basename(file)), diagnostics: [] };
-  if (format === "rho-jsonl") return readRhoJsonl(bytes, basename(file));
+  if (format === "rho-jsonl") return readRhoJsonl(bytes, basename(file), branch !== undefined ? { branch } : {});
   const id = /^(.*?)(\.v1)?\.jsonl$/.exec(basename(file))?.[1];
   if (id === undefined) throw new InvalidInputError(`${basename(file)}: a DeepCode session file is named <id>.v1.jsonl or <id>.jsonl`, { file });
   const siblings = (await readdir(dirname(file)).catch(() => [] as string[])).filter((name) => name === `${id}.meta.json` || name === `${id}.v1.jsonl` || name === `${id}.jsonl`);
