@@ -227,13 +227,16 @@ export class SessionTransaction {
     this.state.diskRevision = meta.revision;
   }
 
-  /** One second after the first lagging commit, `meta.json` is written, unless an operation runs then (it retries). */
+  /** One second after the first lagging commit, `meta.json` is written, unless an operation runs then (it tries again later). */
   #scheduleCatchUp(): void {
     if (this.#lagTimer !== undefined) return;
     const timer = setTimeout(() => {
       this.#lagTimer = undefined;
       if (!this.#lease || !this.#lag.behind) return;
-      this.exclusive("meta", () => this.#catchUpMeta(), true).catch(() => this.#scheduleCatchUp());
+      // Never takes the operation slot (a host's next operation must not meet SessionBusyError):
+      // while one runs, try again later; the lines stay the truth either way.
+      if (busyMap(this.ctx.storage).has(this.paths.dir)) this.#scheduleCatchUp();
+      else this.#catchUpMeta().catch(() => this.#scheduleCatchUp());
     }, MAX_LAG_MS);
     // A pending catch-up never keeps a Node process alive (close() writes meta.json anyway).
     (timer as { unref?: () => void }).unref?.();
