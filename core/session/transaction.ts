@@ -144,7 +144,7 @@ export class SessionTransaction {
    * writable handle. `repairing`: the handle may be blocked by corruption or stale (repair
    * reads the files afresh under the lock).
    *
-   * @throws {SessionBusyError} when another operation runs on this session in this process.
+   * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
   async exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
     const busy = busyMap(this.ctx.storage);
