@@ -345,8 +345,13 @@ const secondsIso = (s: number): string => new Date(s * 1000).toISOString();
 function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Json[]; version: number }> {
   return fc.tuple(fc.array(opArb, { maxLength: 5 }), fc.integer({ min: 1, max: 3 }), fc.boolean()).map(([ops, version, finalNewline]) => {
     const records: Json[] = [{ type: "session", version, id: "fz-j", timestamp: "1000", cwd: "/w" }];
+    // `model` is the state every record folds into; `models` holds what a reader resumes
+    // after each record: Rho makes a node only for a record that changes the revision, the
+    // history or the compaction (tree.rs), so after a delta that changes none of them the
+    // resumed state stays the previous node's (its time and provider too).
     let model: Model = { history: [], stamps: [], revision: 0, metadata: {}, updated: secondsIso(1000) };
     const models: Model[] = [model];
+    let resumed = model;
     let open: string[] = [];
     const ids = { next: 0 };
     let snapshotSeen = false;
@@ -388,17 +393,23 @@ function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Js
           display_messages: [],
         });
         const { key: _drop, ...rest } = model;
+        const compactionAfter = { completed: 1, removed_messages: spec.n, removed_tokens_estimate: 0 };
+        const unchanged = appended.length === 0 && revision === model.revision && JSON.stringify(model.compaction) === JSON.stringify(compactionAfter);
         model = {
           ...rest,
           history: [...model.history, ...appended],
           stamps: [...model.stamps, ...appended.map(() => at)],
           revision,
           provider: ID_A,
-          compaction: { completed: 1, removed_messages: spec.n, removed_tokens_estimate: 0 },
+          compaction: compactionAfter,
           metadata,
           ...(spec.n > 1 ? { key: "dk" } : {}),
           updated: at,
         };
+        if (unchanged) {
+          models.push(resumed);
+          return;
+        }
       } else if (op === 2) {
         const [entry] = buildEntries(spec.entries.length > 0 ? spec.entries.slice(0, 1) : [{ kind: 0, texts: ["m"], flags: [0], pick: 0, alt: false }], open, ids);
         records.push({ type: "message", timestamp, message: entry, ...(spec.n === 1 ? { display_message: { User: [{ Text: "/shown" }] } } : {}) });
@@ -418,6 +429,7 @@ function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Js
           updated: at,
         };
       }
+      resumed = model;
       models.push(model);
     });
     return { file: layoutLines(records.map((r) => JSON.stringify(r)), finalNewline), models, records, version };
