@@ -35,6 +35,9 @@ export interface NodeFileStorageOptions {
 /** Names starting with this are this backend's temporary files: never listed, never a valid key. */
 const TEMP_PREFIX = ".tmp-";
 
+/** How many checked keys a store remembers before it forgets them all (see `#file`). */
+const CHECKED_KEYS = 1024;
+
 /** Errors of link() on a file system without hard links, where createExclusive writes in place. */
 const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
 
@@ -73,6 +76,8 @@ export class NodeFileStorage implements StoragePort {
   readonly #boundary: StoreBoundary;
   /** Files kept open by {@linkcode NodeFileStorage.pinFile}: the handle (once opened) and the size this store wrote it to. */
   readonly #pinned = new Map<string, { fd: number | undefined; size: number }>();
+  /** Keys already checked, with their files: a held session resolves the same few keys every commit. */
+  readonly #files = new Map<string, string>();
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -378,6 +383,8 @@ export class NodeFileStorage implements StoragePort {
 
   /** The absolute file of a key. @throws {InvalidInputError} for a hostile key, before any path is built. */
   #file(path: string, allowRoot = false): string {
+    const known = allowRoot ? undefined : this.#files.get(path);
+    if (known !== undefined) return known;
     assertStoragePath(path, allowRoot);
     if (path.split("/").some((segment) => segment.startsWith(TEMP_PREFIX))) {
       throw new InvalidInputError(`storage path ${JSON.stringify(path)} uses the reserved prefix "${TEMP_PREFIX}"`, { path });
@@ -386,6 +393,11 @@ export class NodeFileStorage implements StoragePort {
     const inside = relative(this.root, file);
     if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) {
       throw new InvalidInputError(`storage path ${JSON.stringify(path)} leaves the store's root`, { path });
+    }
+    if (!allowRoot) {
+      // Bounded: a long-lived store touches many sessions; the checks are cheap to redo.
+      if (this.#files.size >= CHECKED_KEYS) this.#files.clear();
+      this.#files.set(path, file);
     }
     return file;
   }

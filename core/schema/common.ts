@@ -18,5 +18,11 @@ export const Count: z.ZodInt = z.int().min(0);
  * ```
  */
 export function nowTimestamp(clock: () => number = Date.now): string {
-  return new Date(clock()).toISOString();
+  // A commit asks twice (the message's time, meta.json's): mostly within one millisecond.
+  const ms = clock();
+  if (ms !== lastStamp.ms) lastStamp = { ms, text: new Date(ms).toISOString() };
+  return lastStamp.text;
 }
+
+/** The last time {@linkcode nowTimestamp} formatted (`NaN` never matches, so a bad clock still throws). */
+let lastStamp = { ms: Number.NaN, text: "" };

@@ -26,8 +26,10 @@ export const LINE_REVISION_FIELD = "revision";
 /** `messages` as the lines of the commit that creates `revision`: the field set last, so it ends each line. */
 export function stampRevision(messages: readonly MessageRecord[], revision: number): MessageRecord[] {
   return messages.map((message) => {
+    // One copy per commit's record: the rest is new, so the field is added to it in place.
     const { [LINE_REVISION_FIELD]: _old, ...rest } = message as MessageRecord & { [LINE_REVISION_FIELD]?: unknown };
-    return { ...rest, [LINE_REVISION_FIELD]: revision } as MessageRecord;
+    (rest as Record<string, unknown>)[LINE_REVISION_FIELD] = revision;
+    return rest as MessageRecord;
   });
 }
 

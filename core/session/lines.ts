@@ -28,6 +28,19 @@ export function lineOf(record: object): Uint8Array {
   return bytes;
 }
 
+/**
+ * The JSONL bytes of `records` (each line remembered, as {@linkcode lineOf} does). One
+ * record not yet encoded, a commit's usual case, is encoded once and its line is a view of
+ * those bytes: no second copy.
+ */
+export function linesOf(records: readonly object[]): Uint8Array {
+  const [only] = records;
+  if (records.length !== 1 || lineBytes.has(only!)) return joinLines(records.map(lineOf));
+  const bytes = encoder.encode(encodeJsonlLine(only));
+  lineBytes.set(only!, bytes.subarray(0, bytes.length - 1));
+  return bytes;
+}
+
 /** JSONL bytes of `lines`, each followed by `\n`, in one allocation. */
 export function joinLines(lines: readonly Uint8Array[]): Uint8Array {
   let size = 0;

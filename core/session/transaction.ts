@@ -13,7 +13,7 @@ import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
 import type { CommitPlan, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
-import { joinLines, lineOf } from "./lines.ts";
+import { linesOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
 import { MAX_LAG_MS, MetaLag } from "./meta-lag.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
@@ -342,7 +342,10 @@ export class SessionTransaction {
     const numbered = records.map((m) => ({ ...m, sequence: ++sequence }));
     // The line revision goes last, after a batch mark: it ends every line (docs/FORMAT.md `revision`).
     const sequenced = stampRevision(numbered, revision);
-    const bytes = joinLines(stampRevision(markBatch(numbered), revision).map(lineOf));
+    // Each line but a batch's first (its mark) is the record Active keeps: its bytes are
+    // remembered, and a compaction copies them instead of encoding the record again.
+    const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
+    const bytes = linesOf(lines);
     // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
     const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
