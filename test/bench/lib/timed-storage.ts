@@ -6,6 +6,17 @@
  */
 import type { StoragePort } from "../../../core/mod.ts";
 
+/** What {@linkcode TimedStorage.measure} found, every figure in ms per run. */
+export interface StorageTimes {
+  readonly totalMs: number;
+  /** Time during which any storage call was pending. */
+  readonly waitingMs: number;
+  /** `totalMs - waitingMs`: the caller's own work (CPU, and waking up after each answer). */
+  readonly outsideMs: number;
+  /** Per call label (`append(active.jsonl)`), summed. */
+  readonly calls: ReadonlyMap<string, number>;
+}
+
 /** A timed view of a storage and what it measured since the last {@linkcode TimedStorage.clear}. */
 export interface TimedStorage {
   readonly storage: StoragePort;
@@ -17,6 +28,8 @@ export interface TimedStorage {
    * is timed from call to answer, and "waiting" is the time during which any call was pending.
    */
   describe(totalMs: number, runs: number): string;
+  /** The figures {@linkcode TimedStorage.describe} prints, per run. */
+  measure(totalMs: number, runs: number): StorageTimes;
 }
 
 /** Wraps `inner` so that the time of every call is summed per method and file name. */
@@ -51,10 +64,14 @@ export function timedStorage(inner: StoragePort): TimedStorage {
       spent.clear();
       waiting = 0;
     },
+    measure(totalMs, runs) {
+      const waitingMs = waiting / runs;
+      return { totalMs, waitingMs, outsideMs: totalMs - waitingMs, calls: new Map([...spent].map(([label, ms]) => [label, ms / runs])) };
+    },
     describe(totalMs, runs) {
-      const calls = [...spent].map(([label, ms]) => `${label} ${(ms / runs).toFixed(2)}`).join(", ");
-      const wait = waiting / runs;
-      return `${totalMs.toFixed(2)} ms = ${wait.toFixed(2)} ms waiting on storage (${calls}) + ${(totalMs - wait).toFixed(2)} ms outside storage`;
+      const times = this.measure(totalMs, runs);
+      const calls = [...times.calls].map(([label, ms]) => `${label} ${ms.toFixed(2)}`).join(", ");
+      return `${totalMs.toFixed(2)} ms = ${times.waitingMs.toFixed(2)} ms waiting on storage (${calls}) + ${times.outsideMs.toFixed(2)} ms outside storage`;
     },
   };
 }
