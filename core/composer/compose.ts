@@ -1,6 +1,7 @@
 import { InvalidInputError } from "../errors.ts";
 import type { MessagePart, MessageRecord, ProviderIdentity } from "../schema/mod.ts";
 import { cumulativeSummary } from "../schema/mod.ts";
+import { portableFallbackOf } from "../schema/portable-fallback.ts";
 import { sameIdentity } from "./identity.ts";
 import type { ClosedToolCall, ComposedInput, ComposerState, OmittedContext } from "./types.ts";
 
@@ -19,6 +20,10 @@ export const INTERRUPTED_TOOL_CALL_ERROR = "The tool call was interrupted before
  * - tool parts still in state `input-available` are closed as `output-error` with
  *   {@linkcode INTERRUPTED_TOOL_CALL_ERROR}, so no provider sees a dangling call
  *   (`closedToolCalls`);
+ * - a completed assistant message with a portable fallback (imported from Rho: `rho.portable_fallback`)
+ *   none of whose provider context replays to this identity is sent with the fallback text
+ *   as its last part and without its reasoning summaries, as Rho's handoff does
+ *   (`portableFallbacks`);
  * - a message left with no parts is dropped (`droppedMessages`).
  *
  * Stopped and failed assistant messages are sent: their partial content is real history.
@@ -45,6 +50,7 @@ export function compose(state: ComposerState): ComposedInput {
   const omittedContext: OmittedContext[] = [];
   const closedToolCalls: ClosedToolCall[] = [];
   const droppedMessages: number[] = [];
+  const portableFallbacks: number[] = [];
   const messages: MessageRecord[] = [];
   let previous = footer?.through_sequence ?? 0;
   for (const message of active) {
@@ -55,7 +61,12 @@ export function compose(state: ComposerState): ComposedInput {
       );
     }
     previous = message.sequence;
-    const composed = composeMessage(message, identity, omittedContext, closedToolCalls);
+    let composed = composeMessage(message, identity, omittedContext, closedToolCalls);
+    const fallback = portableFallback(message, identity);
+    if (fallback !== undefined) {
+      composed = withFallback(composed, fallback);
+      portableFallbacks.push(message.sequence);
+    }
     if (composed.parts.length === 0) droppedMessages.push(message.sequence);
     else messages.push(composed);
   }
@@ -64,7 +75,29 @@ export function compose(state: ComposerState): ComposedInput {
     omittedContext,
     closedToolCalls,
     droppedMessages,
+    portableFallbacks,
   };
+}
+
+/**
+ * The fallback text an assistant message is sent with instead of its provider context
+ * (Rho's `prepare_assistant`): when it has non-blank text and none of the message's
+ * provider context is for `identity` (also when it has none at all).
+ */
+function portableFallback(message: MessageRecord, identity: ProviderIdentity): string | undefined {
+  // Rho's handoff lowers completed assistant messages only (an aborted one keeps no fallback).
+  if (message.role !== "assistant" || message.status === "stopped" || message.status === "failed") return undefined;
+  const text = portableFallbackOf(message);
+  if (text === undefined || text.trim() === "") return undefined;
+  if (message.parts.some((part) => part.type === "provider-context" && sameIdentity(part, identity))) return undefined;
+  return text;
+}
+
+/** `message` with `text` as its last part; its reasoning summaries give way to the fallback, as in Rho. */
+function withFallback(message: MessageRecord, text: string): MessageRecord {
+  const sequence = message.parts.reduce((max, part) => Math.max(max, part.sequence), 0) + 1;
+  const parts = message.parts.filter((part) => part.type !== "reasoning-summary");
+  return { ...message, parts: [...parts, { sequence, type: "text", text }] };
 }
 
 /** Returns `message` itself when nothing changes, else a shallow copy with new parts. */

@@ -43,4 +43,10 @@ export interface ComposedInput {
   readonly closedToolCalls: ClosedToolCall[];
   /** Sequences of Active messages left out entirely because no part of them remained. */
   readonly droppedMessages: number[];
+  /**
+   * Sequences of assistant messages sent with their portable fallback text (a last text
+   * part, their reasoning summaries left out) because none of their provider context is for
+   * the receiving identity (Rho's handoff; docs/FORMAT.md "What a model request reads").
+   */
+  readonly portableFallbacks: number[];
 }

@@ -170,3 +170,24 @@ describe("compose", () => {
     expect(reads(10_000) - reads(0)).toBe(10 * (small - reads(0)));
   });
 });
+
+describe("compose: a portable fallback (Rho's handoff)", () => {
+  const CLAUDE: ProviderIdentity = { provider: "anthropic", api: "messages", model: "claude" };
+  const withFallback = (sequence: number, fallback: string, extra: Partial<MessageRecord> = {}): MessageRecord =>
+    ({ ...message(sequence, "assistant", [{ sequence: 1, type: "reasoning-summary", text: "thought" }, context(2, GPT), text(3, "done")], { status: "completed", provider: GPT, ...extra }), rho: { portable_fallback: fallback } }) as MessageRecord;
+
+  test("is sent as a last text part instead of foreign context, the summary giving way", () => {
+    const active = [message(5, "user", [text(1, "go")]), withFallback(6, "the gist")];
+    const result = compose(state(active, { identity: CLAUDE }));
+    expect(result.input.messages[1]!.parts).toEqual([text(3, "done"), text(4, "the gist")]);
+    expect(result.portableFallbacks).toEqual([6]);
+    expect(result.omittedContext).toHaveLength(1);
+    expect(active[1]!.parts).toHaveLength(3); // stored history unchanged
+  });
+
+  test("is not sent to the identity its context replays to, when blank, or for a stopped message", () => {
+    expect(compose(state([withFallback(5, "the gist")])).portableFallbacks).toEqual([]);
+    expect(compose(state([withFallback(5, " \n")], { identity: CLAUDE })).portableFallbacks).toEqual([]);
+    expect(compose(state([withFallback(5, "the gist", { status: "stopped" })], { identity: CLAUDE })).portableFallbacks).toEqual([]);
+  });
+});

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../../core/formats/mod.ts";
 import { expectDeepCodeReads } from "./deepcode-reader.ts";
+import { expectRhoReads } from "./rho-reader.ts";
 import { fixture, memorySessions, text } from "./support.ts";
 
 const FIXTURE_PROVIDER = { provider: "fixture-provider", api: "fixture-api", model: "fixture-model" };
@@ -16,7 +17,9 @@ describe("meta.json provider", () => {
     const source = readRhoSnapshot(fixture("rho/upstream/session-snapshot-v2.json"), "session-snapshot-v2.json");
     const session = await sessions.importPortable("a1/w1/rho", source);
     expect(session.meta.provider).toEqual(FIXTURE_PROVIDER);
-    const back = JSON.parse(text(writeRhoSnapshot(await session.exportPortable())));
+    const exported = writeRhoSnapshot(await session.exportPortable());
+    expectRhoReads(exported);
+    const back = JSON.parse(text(exported));
     expect(back).toMatchObject({ provider: FIXTURE_PROVIDER, revision: 5, prompt_cache_key: "rho:fixture-cache", metadata: { title: "snapshot v2" } });
     // DeepCode's model after a Rho import is the source's model (it was lost before).
     const deepcode = writeDeepCodeV1(await session.exportPortable(), { cwd: "/w" });

@@ -34,6 +34,9 @@ type Json = Record<string, unknown>;
 const ID_A = { provider: "openai", api: "responses", model: "gpt-5" };
 const ID_B = { provider: "anthropic", api: "messages", model: "claude" };
 const T = "2026-12-02T13:00:00.000Z";
+const FALLBACK_KIND = "rho.sdk.portable_fallback.v1";
+type Block = { kind?: unknown; position?: unknown; data?: unknown };
+const isFallback = (c: Block): boolean => c.kind === FALLBACK_KIND && c.position === undefined && typeof c.data === "string";
 
 interface EntrySpec {
   kind: number;
@@ -84,8 +87,12 @@ function buildEntries(specs: readonly EntrySpec[], open: string[], ids: { next: 
             content: content(false),
             ...(s.alt ? { provenance: identity } : {}),
             ...(s.pick & 1 ? { reasoning_summary: text(1) } : {}),
-            ...(s.pick & 2 ? { portable_fallback: `fb ${text(0)}` } : {}),
-            ...(context.length > 0 ? { provider_context: context } : {}),
+            // A portable fallback as older writers put it (a field) or as Rho writes it today (the
+            // last provider_context block, identity the provenance or three empty strings).
+            ...(s.pick & 2 && !(s.pick & 32) ? { portable_fallback: `fb ${text(0)}` } : {}),
+            ...(context.length > 0 || s.pick & 2
+              ? { provider_context: [...context, ...(s.pick & 2 && s.pick & 32 ? [{ identity: s.alt ? identity : { provider: "", api: "", model: "" }, kind: FALLBACK_KIND, data: `fb ${text(0)}` }] : [])] }
+              : {}),
           },
         };
       case 3:
@@ -117,6 +124,11 @@ function buildEntries(specs: readonly EntrySpec[], open: string[], ids: { next: 
   });
 }
 
+/** Rho's `portable_fallback()` of an assistant message as deserialized: the field wins over a block. */
+function fallbackOf(m: Json): unknown {
+  return m.portable_fallback ?? ((m.provider_context as Json[] | undefined) ?? []).find(isFallback)?.data;
+}
+
 /** The model of rhoEntriesToMessages, written independently: what each entry must become. */
 function expectedHistory(history: readonly Json[], stamps: readonly string[]): { system?: string; messages: MessageRecord[] } {
   const messages: MessageRecord[] = [];
@@ -141,7 +153,7 @@ function expectedHistory(history: readonly Json[], stamps: readonly string[]): {
   };
   const lead = (m: Json): Json[] => [
     ...(m.reasoning_summary !== undefined ? [{ type: "reasoning-summary", text: m.reasoning_summary }] : []),
-    ...((m.provider_context as Json[] | undefined) ?? []).map((c) => ({
+    ...((m.provider_context as Json[] | undefined) ?? []).filter((c) => !isFallback(c)).map((c) => ({
       type: "provider-context",
       ...(c.identity as Json),
       data: c.data,
@@ -165,7 +177,7 @@ function expectedHistory(history: readonly Json[], stamps: readonly string[]): {
         status: "completed",
         ...(m.provenance ? { provider: m.provenance } : {}),
         parts: parts(m.content as Json[], lead(m)),
-        ...(m.portable_fallback !== undefined ? { rho: { portable_fallback: m.portable_fallback } } : {}),
+        ...(fallbackOf(m) !== undefined ? { rho: { portable_fallback: fallbackOf(m) } } : {}),
       } as MessageRecord);
     } else if (kind === "AbortedAssistant") {
       const m = body as Json;

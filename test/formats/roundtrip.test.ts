@@ -3,6 +3,7 @@ import type { MessageRecord, NewMessage, Session } from "../../core/mod.ts";
 import { readDeepCode, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot, type PartOmission } from "../../core/formats/mod.ts";
 import { comparable, memorySessions, text } from "./support.ts";
 import { expectDeepCodeReads } from "./deepcode-reader.ts";
+import { expectRhoReads } from "./rho-reader.ts";
 
 const OPENAI = { provider: "openai", api: "responses", model: "gpt-5" };
 const ANTHROPIC = { provider: "anthropic", api: "messages", model: "claude-sonnet-4-5" };
@@ -123,6 +124,7 @@ describe("round trip sessionfold → Rho snapshot → sessionfold", () => {
     const { session, sessions } = await sessionWith(rhoConversation, { instruction: "You are terse." });
     const portable = await session.exportPortable();
     const bytes = writeRhoSnapshot(portable);
+    expectRhoReads(bytes);
     const copy = bytes.slice();
     const read = readRhoSnapshot(bytes, "src.json", { timestamp: "2026-12-02T14:00:00.000Z" });
     expect(bytes).toEqual(copy);

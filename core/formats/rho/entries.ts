@@ -1,6 +1,7 @@
 import type { Value } from "../shape.ts";
 import {
   RHO_MESSAGE_VARIANTS,
+  RHO_PORTABLE_FALLBACK_KIND,
   RHO_USAGE_KEYS,
   type RhoAssistantExtras,
   type RhoBlock,
@@ -52,8 +53,7 @@ export function parseRhoEntry(value: Value): RhoEntry {
       return { kind: tag, content: parseBlocks(content) };
     case "EnrichedAssistant": {
       content.object("an assistant message object {content, provenance?, reasoning_summary?, portable_fallback?, provider_context?}");
-      const fallback = content.field("portable_fallback").optional()?.string();
-      return { kind: "EnrichedAssistant", ...extras(content), ...(fallback !== undefined ? { portableFallback: fallback } : {}) };
+      return { kind: "EnrichedAssistant", ...extras(content, true) };
     }
     case "AbortedAssistant": {
       content.object("an aborted assistant object {content, reasoning, tool_calls, usage, …}");
@@ -61,7 +61,7 @@ export function parseRhoEntry(value: Value): RhoEntry {
       content.field("reasoning").optional()?.string();
       const calls = content.field("tool_calls").optional()?.array("an array of partial tool calls") ?? [];
       const usage = content.field("usage").optional();
-      return { kind: "AbortedAssistant", ...extras(content), toolCalls: calls.map(parsePartialCall), usage: usage ? parseUsage(usage) : {} };
+      return { kind: "AbortedAssistant", ...extras(content, false), toolCalls: calls.map(parsePartialCall), usage: usage ? parseUsage(usage) : {} };
     }
     case "ToolResult": {
       content.object("a tool result object {id, ok, content}");
@@ -71,15 +71,25 @@ export function parseRhoEntry(value: Value): RhoEntry {
   }
 }
 
-function extras(message: Value): RhoAssistantExtras {
+/**
+ * The fields both assistant variants share. The portable fallback (Rho's
+ * `with_portable_fallback`) is a `provider_context` block of its own kind; it is taken out of
+ * the context, since no provider ever replays it. An older writer's `portable_fallback`
+ * field (`legacyField`: an `EnrichedAssistant` only, Rho's `AbortedAssistant` has none) is
+ * read as Rho's deserializer reads it: it replaces any fallback block.
+ */
+function extras(message: Value, legacyField: boolean): RhoAssistantExtras {
   const provenance = message.field("provenance").optional();
   const summary = message.field("reasoning_summary").optional()?.string();
-  const context = message.field("provider_context").optional()?.array("an array of provider context blocks") ?? [];
+  const legacyFallback = legacyField ? message.field("portable_fallback").optional()?.string() : undefined;
+  const context = (message.field("provider_context").optional()?.array("an array of provider context blocks") ?? []).map(parseContextBlock);
+  const fallback = legacyFallback ?? (context.find(isPortableFallback)?.data as string | undefined);
   return {
     content: parseBlocks(message.field("content")),
     ...(provenance ? { provenance: parseRhoIdentity(provenance) } : {}),
     ...(summary !== undefined ? { reasoningSummary: summary } : {}),
-    providerContext: context.map(parseContextBlock),
+    providerContext: context.filter((block) => !isPortableFallback(block)),
+    ...(fallback !== undefined ? { portableFallback: fallback } : {}),
   };
 }
 
@@ -102,17 +112,27 @@ function parseBlocks(value: Value): RhoBlock[] {
   });
 }
 
+/** Rho's `is_portable_fallback`: that kind, no position, text data (any other block of the kind is ordinary context). */
+function isPortableFallback(block: { readonly kind: string; readonly position?: number; readonly data: unknown }): boolean {
+  return block.kind === RHO_PORTABLE_FALLBACK_KIND && block.position === undefined && typeof block.data === "string";
+}
+
 function parseContextBlock(value: Value): RhoContextBlock {
   value.object("a provider context block {identity, kind, position?, data}");
   const data = value.field("data");
   if (data.raw === undefined) data.fail("the block's data (a JSON value)");
   const position = value.field("position").optional()?.count();
-  return {
-    identity: parseRhoIdentity(value.field("identity")),
-    kind: value.field("kind").string(),
-    ...(position !== undefined ? { position } : {}),
-    data: data.raw,
-  };
+  const kind = value.field("kind").string();
+  const block = { kind, ...(position !== undefined ? { position } : {}), data: data.raw };
+  // A fallback written without provenance has the identity of three empty strings; it is
+  // never replayed, so only its shape is checked. Any other block needs a real identity.
+  const identity = isPortableFallback(block) ? parseIdentityShape(value.field("identity")) : parseRhoIdentity(value.field("identity"));
+  return { identity, ...block };
+}
+
+function parseIdentityShape(value: Value): RhoIdentity {
+  value.object("a model identity {provider, api, model}");
+  return { provider: value.field("provider").string(), api: value.field("api").string(), model: value.field("model").string() };
 }
 
 function parsePartialCall(value: Value): RhoPartialToolCall {

@@ -1,7 +1,7 @@
 import type { MessageRecord, ToolPart } from "../../schema/message.ts";
 import type { PortableSession } from "../../model/mod.ts";
 import type { FormatWriteOptions } from "../omission.ts";
-import { RHO_EXTENSION_FIELD, RHO_USAGE_KEYS, type RhoMessageExtension, type RhoPartialToolCall } from "./types.ts";
+import { RHO_EXTENSION_FIELD, RHO_PORTABLE_FALLBACK_KIND, RHO_USAGE_KEYS, type RhoMessageExtension, type RhoPartialToolCall } from "./types.ts";
 
 type Json = Record<string, unknown>;
 
@@ -75,9 +75,13 @@ export function messagesToRhoHistory(session: PortableSession, options: FormatWr
 }
 
 function assistantEntry(message: MessageRecord, extension: RhoMessageExtension, content: Json[], summaries: string[], context: Json[]): Json {
-  const provenance = message.provider ? { provenance: { provider: message.provider.provider, api: message.provider.api, model: message.provider.model } } : {};
+  const identity = message.provider ? { provider: message.provider.provider, api: message.provider.api, model: message.provider.model } : undefined;
+  const provenance = identity ? { provenance: identity } : {};
   const summary = summaries.length > 0 ? { reasoning_summary: summaries.join("\n\n") } : {};
-  const providerContext = context.length > 0 ? { provider_context: context } : {};
+  // The portable fallback as Rho's `with_portable_fallback` writes it: the last
+  // provider_context block, its identity the provenance or three empty strings.
+  const blocks = extension.portable_fallback === undefined ? context : [...context, { identity: identity ?? { provider: "", api: "", model: "" }, kind: RHO_PORTABLE_FALLBACK_KIND, data: extension.portable_fallback }];
+  const providerContext = blocks.length > 0 ? { provider_context: blocks } : {};
   if (message.status === "stopped" || message.status === "failed") {
     return {
       AbortedAssistant: {
@@ -91,9 +95,8 @@ function assistantEntry(message: MessageRecord, extension: RhoMessageExtension, 
       },
     };
   }
-  const fallback = extension.portable_fallback !== undefined ? { portable_fallback: extension.portable_fallback } : {};
-  if (Object.keys(provenance).length + summaries.length + context.length + Object.keys(fallback).length === 0) return { Assistant: content };
-  return { EnrichedAssistant: { content, ...provenance, ...summary, ...fallback, ...providerContext } };
+  if (identity === undefined && summaries.length + blocks.length === 0) return { Assistant: content };
+  return { EnrichedAssistant: { content, ...provenance, ...summary, ...providerContext } };
 }
 
 function toolResult(part: ToolPart): Json {

@@ -66,7 +66,7 @@ export function rhoEntriesToMessages(entries: readonly RhoEntry[], stamp: (index
         messages.push({ ...base, role: "assistant", status: "completed", parts: contentParts(entry.content, [], joiner) });
         return;
       case "EnrichedAssistant": {
-        const extension: RhoMessageExtension = entry.portableFallback !== undefined ? { portable_fallback: entry.portableFallback } : {};
+        const extension: RhoMessageExtension = fallbackOf(entry);
         messages.push({
           ...base,
           role: "assistant",
@@ -80,6 +80,7 @@ export function rhoEntriesToMessages(entries: readonly RhoEntry[], stamp: (index
       case "AbortedAssistant": {
         const { usage, raw } = mapUsage(entry.usage);
         const extension: RhoMessageExtension = {
+          ...fallbackOf(entry),
           ...(entry.toolCalls.length > 0 ? { partial_tool_calls: entry.toolCalls.map((call) => ({ ...call })) } : {}),
           ...(raw ? { usage: raw } : {}),
         };
@@ -108,6 +109,10 @@ export function rhoEntriesToMessages(entries: readonly RhoEntry[], stamp: (index
     }
   });
   return { ...(system !== undefined ? { system } : {}), messages };
+}
+
+function fallbackOf(entry: RhoAssistantExtras): RhoMessageExtension {
+  return entry.portableFallback !== undefined ? { portable_fallback: entry.portableFallback } : {};
 }
 
 function withExtension(extension: RhoMessageExtension): Record<string, RhoMessageExtension> {

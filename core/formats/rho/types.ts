@@ -47,7 +47,10 @@ export interface RhoAssistantExtras {
   readonly content: readonly RhoBlock[];
   readonly provenance?: RhoIdentity;
   readonly reasoningSummary?: string;
+  /** Provider context, the portable fallback block taken out. */
   readonly providerContext: readonly RhoContextBlock[];
+  /** The portable fallback text (`with_portable_fallback`): what another model is sent instead of this context. */
+  readonly portableFallback?: string;
 }
 
 /** One entry of Rho's `history`: its `Message` enum, validated. Raw reasoning is never kept. */
@@ -55,7 +58,7 @@ export type RhoEntry =
   | { readonly kind: "System"; readonly text: string }
   | { readonly kind: "User"; readonly content: readonly RhoBlock[] }
   | { readonly kind: "Assistant"; readonly content: readonly RhoBlock[] }
-  | ({ readonly kind: "EnrichedAssistant"; readonly portableFallback?: string } & RhoAssistantExtras)
+  | ({ readonly kind: "EnrichedAssistant" } & RhoAssistantExtras)
   | ({ readonly kind: "AbortedAssistant"; readonly toolCalls: readonly RhoPartialToolCall[]; readonly usage: RhoUsage } & RhoAssistantExtras)
   | { readonly kind: "ToolResult"; readonly id: string; readonly ok: boolean; readonly content: string; readonly at: Value };
 
@@ -64,17 +67,22 @@ export const RHO_MESSAGE_VARIANTS = ["System", "User", "Assistant", "EnrichedAss
 
 /**
  * The sessionfold extension field a message record carries for what only Rho has, so an
- * export gives it back: a mid-history `System` entry, an `EnrichedAssistant`'s
- * `portable_fallback`, an `AbortedAssistant`'s partial tool calls and a usage that has no
+ * export gives it back: a mid-history `System` entry, an assistant message's portable
+ * fallback (the composer sends it to other models, docs/FORMAT.md "What a model request
+ * reads"), an `AbortedAssistant`'s partial tool calls and a usage that has no
  * input/output token counts.
  */
 export interface RhoMessageExtension {
   /** `"System"` on a user message that was a `System` entry after the first. */
   entry?: "System";
+  /** The text another model is sent instead of this message's provider context. */
   portable_fallback?: string;
   partial_tool_calls?: RhoPartialToolCall[];
   usage?: RhoUsage;
 }
 
-/** The name of that extension field on a message record. */
-export const RHO_EXTENSION_FIELD = "rho";
+/** The `kind` of the `provider_context` block in which Rho keeps a message's portable fallback (`with_portable_fallback`). */
+export const RHO_PORTABLE_FALLBACK_KIND = "rho.sdk.portable_fallback.v1";
+
+// The field's name lives with the message records: the composer reads the fallback too.
+export { RHO_EXTENSION_FIELD } from "../../schema/portable-fallback.ts";

@@ -62,6 +62,7 @@ export const compose: Command = {
       const notes: string[] = [];
       for (const o of composed.omittedContext) notes.push(`provider context of ${o.provider}/${o.api}/${o.model} in #${o.sequence} left out`);
       for (const c of composed.closedToolCalls) notes.push(`tool call ${c.toolCallId} in #${c.sequence} closed as interrupted`);
+      for (const f of composed.portableFallbacks) notes.push(`#${f} sent with its portable fallback text: none of its provider context is for this model`);
       for (const d of composed.droppedMessages) notes.push(`#${d} dropped: no part left`);
       if (session.draft) notes.push(`a live draft (${session.draft.record.message_id}) is not included; the next run first commits it as stopped`);
       if (notes.length > 0) lines.push("", "## notes", ...notes.map((n) => `- ${n}`));
