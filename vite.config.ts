@@ -2,6 +2,7 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig, type Plugin } from "vite";
 import { playwright } from "@vitest/browser-playwright";
+import { configDefaults } from "vitest/config";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./test/support/chromium.ts";
 
 
@@ -68,7 +69,9 @@ export default defineConfig(({ command }) => ({
           name: "node",
           environment: "node",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/**/*.dom.test.ts", "test/**/*.browser.test.ts", "test/postgres/**"],
+          // A project's own `exclude` replaces vitest's defaults, so they are kept: `npm run bench`
+          // installs its comparison packages (and their test files) under test/bench/node_modules.
+          exclude: [...configDefaults.exclude, "test/**/*.dom.test.ts", "test/**/*.browser.test.ts", "test/postgres/**"],
         },
       },
       {
@@ -93,7 +96,7 @@ export default defineConfig(({ command }) => ({
           // statement; test/postgres/sigkill.test.ts kills real processes instead), and tests of
           // the file lock's own rules or of one method intercepted around MemoryStorage.
           // Dead-owner reclaim is the file lock's rule too: PostgreSQL's advisory locks are freed by the server.
-          exclude: ["test/session/crash-points.test.ts", "test/run/crash.test.ts", "test/session/dead-owner.test.ts"],
+          exclude: [...configDefaults.exclude, "test/session/crash-points.test.ts", "test/run/crash.test.ts", "test/session/dead-owner.test.ts"],
           testNamePattern: new RegExp(`^(?!.*(${POSTGRES_ENGINE_SKIPS.map(escapeRegExp).join("|")}))`),
           globalSetup: ["test/postgres/global-setup.ts"],
           setupFiles: ["test/postgres/engine-setup.ts"],
