@@ -3,6 +3,7 @@ import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
 import { nowTimestamp } from "../schema/common.ts";
 import { runCommitPlan } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
+import { BATCH_FIELD, LINE_REVISION_FIELD } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { isDeadOwner, type OwnerProbe, type WriterIdentity } from "./owner.ts";
 
@@ -65,7 +66,7 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   const taken = await runPlan(storage, { lock, hold: true, writes: [] });
   if (taken.outcome !== "committed") return taken;
   if (locked.lines) {
-    const lines = await lastLineRevision(storage, locked.lines.path);
+    const lines = await lastCommittedRevision(storage, locked.lines.path);
     if (lines > locked.lines.revision) {
       await releaseWriterLock(storage, lease);
       return { outcome: "conflict", revision: lines };
@@ -79,27 +80,64 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   return { outcome: "committed", lease, reclaimed: found };
 }
 
-/** How many bytes of `active.jsonl`'s end are read first to find the last line's revision. */
-const TAIL_BYTES = 64;
+/** How many bytes of `active.jsonl`'s end are read first to find its last commit (a few lines). */
+const TAIL_BYTES = 4096;
 const LINE_REVISION = /"revision":(\d+)\}$/;
 
 /**
- * The revision the last complete line of `active.jsonl` ends with (0 for a line without one,
- * or no file), read from the file's end: committed lines end with it, so the last 64 bytes
- * usually do. After an interrupted append the torn part is skipped by reading further back.
+ * The revision of the last commit whose lines are all in `active.jsonl` (0 when its lines
+ * carry none, or there is no file), read from the file's end. The lines of one commit end
+ * with its revision and a batch's first line carries `batch_size`, so a final batch a crash
+ * tore (fewer lines than its mark, which recovery rule 1 drops) is not counted: the commit
+ * before it is. The window grows until it holds the last commit's first line and the line
+ * before it.
  */
-export async function lastLineRevision(storage: StoragePort, path: string): Promise<number> {
+export async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
   for (let want = TAIL_BYTES; ; want *= 16) {
     const tail = await storage.readTail(path, want);
     if (!tail || tail.size === 0) return 0;
-    const end = tail.bytes.lastIndexOf(0x0a);
-    if (end < 0) {
-      if (tail.bytes.length >= tail.size) return 0; // no complete line at all
-      continue;
-    }
-    const start = tail.bytes.lastIndexOf(0x0a, end - 1) + 1;
-    const match = LINE_REVISION.exec(new TextDecoder().decode(tail.bytes.subarray(Math.max(start, end - TAIL_BYTES), end)));
-    return match ? Number(match[1]) : 0;
+    const whole = tail.bytes.length >= tail.size;
+    const lines = new TextDecoder().decode(tail.bytes).split("\n");
+    // After the final newline: nothing, or a torn line (kept when it is whole JSON, as recovery keeps it).
+    const final = lines.pop()!;
+    if (final !== "" && parsedLine(final) !== undefined) lines.push(final);
+    // The window may begin inside a line.
+    if (!whole) lines.shift();
+    const found = committedRevisionOf(lines, whole);
+    if (found !== undefined || whole) return found ?? 0;
+  }
+}
+
+/** {@linkcode lastCommittedRevision} of complete `lines`, or `undefined` when the window must grow. */
+function committedRevisionOf(lines: readonly string[], whole: boolean): number | undefined {
+  if (lines.length === 0) return whole ? 0 : undefined;
+  const last = revisionOfLine(lines.at(-1)!);
+  // Lines written before lines carried a revision: nothing to compare.
+  if (last === 0) return 0;
+  let first = lines.length - 1;
+  while (first > 0 && revisionOfLine(lines[first - 1]!) === last) first -= 1;
+  if (first === 0 && !whole) return undefined;
+  const size = parsedLine(lines[first]!)?.[BATCH_FIELD];
+  const wanted = typeof size === "number" && Number.isInteger(size) && size > 1 ? size : 1;
+  if (lines.length - first >= wanted) return last;
+  if (first > 0) return revisionOfLine(lines[first - 1]!);
+  return whole ? 0 : undefined;
+}
+
+/** The revision a line ends with (our writers put it last), else its parsed field, else 0. */
+function revisionOfLine(line: string): number {
+  const match = LINE_REVISION.exec(line.slice(-64));
+  if (match) return Number(match[1]);
+  const value = parsedLine(line)?.[LINE_REVISION_FIELD];
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : 0;
+}
+
+function parsedLine(line: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

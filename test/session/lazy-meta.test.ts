@@ -99,4 +99,33 @@ describe("revision on the lines, meta.json lazily", () => {
     await stale.reload();
     await expect(stale.append(text("after reading it"))).resolves.toMatchObject({ sequences: [2] });
   });
+
+  // A kill inside a batch append leaves its first lines whole: they carry the batch's
+  // revision, yet the commit never happened (recovery rule 1 drops them). Cut mid-line
+  // and cut exactly at a line's end.
+  for (const cut of ["inside the third line", "at the second line's end"] as const) {
+    it(`a handle that takes over a dead holder's lock after a torn batch (${cut}) writes: the torn lines are no commit`, async () => {
+      const storage = new MemoryStorage();
+      const me: WriterIdentity = { pid: 1, hostname: "h", runtime: "node", bootId: "b" };
+      const dead: WriterIdentity = { pid: 2, hostname: "h", runtime: "node", bootId: "b" };
+      const probe = { processStartTime: (pid: number) => (pid === 1 ? 0 : null) };
+      await new Sessions({ storage }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }).then((s) => s.append(text("a")));
+      const holder = await new Sessions({ storage, identity: dead }).open("a1/w1/s1", { hold: true });
+      const before = (await storage.read(holder.paths.active))!.length;
+      await holder.append([text("b"), text("c"), text("d")]);
+      const bytes = (await storage.read(holder.paths.active))!;
+      const ends = [...bytes.keys()].filter((i) => bytes[i] === 0x0a && i >= before);
+      const keep = cut === "at the second line's end" ? ends[1]! + 1 : ends[1]! + 10;
+      await storage.replace(holder.paths.active, bytes.subarray(0, keep));
+      const session = await new Sessions({ storage, identity: me, probe }).open("a1/w1/s1");
+      // A cut inside a line is reported twice (the torn line, then the batch it left short); both are the tail.
+      const codes = session.diagnostics.map((d) => d.code);
+      expect(codes.length).toBeGreaterThan(0);
+      expect(new Set(codes)).toEqual(new Set(["truncated_tail"]));
+      expect(session.revision).toBe(1);
+      await expect(session.append(text("after the crash"))).resolves.toEqual({ sequences: [2], revision: 2 });
+      const lines = decode(await storage.read(session.paths.active)).trimEnd().split("\n");
+      expect(lines.map((l) => (JSON.parse(l) as { parts: { text: string }[] }).parts[0]!.text)).toEqual(["a", "after the crash"]);
+    });
+  }
 });
