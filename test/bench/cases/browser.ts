@@ -115,7 +115,7 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       value: r.sf,
       unit: "ms",
       baseline: r.plain,
-      baselineName: `plain JSONL read whole from the same IndexedDB storage, n=${sizeLabel(n)}`,
+      baselineName: `plain JSONL read whole from the same IndexedDB storage (page thread, entry limit raised), n=${sizeLabel(n)}`,
       ratio: r.sf / r.plain,
       ratioMeaning: "value / baseline",
       runs: r.runs,
