@@ -51,9 +51,14 @@ export async function loadSessionState(
 
   // meta.json (an unknown schema refuses the session: it is thrown, not reported)
   let meta: SessionMeta | undefined;
-  // The four small files do not depend on each other: one round trip through a worker, not four.
-  const [metaBytes, activeRead, draftBytes, instructionBytes] = await Promise.all([
-    storage.read(paths.meta),
+  // meta.json before the lines: a commit appends to active.jsonl before it replaces meta.json,
+  // so lines read afterwards hold at least every message it counts. Read at once, another
+  // writer's commit could fall between the two reads (each PostgreSQL query is its own
+  // snapshot) and leave this handle with meta.json's new revision over the old lines: its
+  // next commit would pass the revision check with a sequence already taken.
+  const metaBytes = await storage.read(paths.meta);
+  // The other three do not depend on each other: one round trip through a worker, not three.
+  const [activeRead, draftBytes, instructionBytes] = await Promise.all([
     storage.read(paths.active),
     storage.read(paths.draft),
     storage.read(paths.instruction),
