@@ -13,8 +13,13 @@ export type RunEvent =
   | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly output: unknown }
   | { readonly type: "tool-error"; readonly toolCallId: string; readonly toolName: string; readonly error: string }
   | { readonly type: "usage"; readonly usage: Usage }
-  /** Provider-context parts of another identity were left out of this step's input. */
-  | { readonly type: "context-omitted"; readonly omitted: readonly OmittedContext[] }
+  /**
+   * This step's input differs from stored history for the provider's sake: provider-context
+   * parts of another identity were left out (`omitted`), and assistant messages none of whose
+   * context replays here were sent as their portable fallback text (`portableFallbacks`, their
+   * sequences; see `ComposedInput`).
+   */
+  | { readonly type: "context-omitted"; readonly omitted: readonly OmittedContext[]; readonly portableFallbacks: readonly number[] }
   /** The provider refused the input as too long; it was folded in memory and retried. */
   | { readonly type: "context-folded"; readonly depth: number; readonly droppedMessages: number }
   | { readonly type: "compaction-started"; readonly reason: string }

@@ -151,7 +151,9 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       steps += 1;
       emit({ type: "step-started", step: steps });
       const composed = compose({ instruction: writer.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
-      if (composed.omittedContext.length > 0) emit({ type: "context-omitted", omitted: composed.omittedContext });
+      if (composed.omittedContext.length > 0 || composed.portableFallbacks.length > 0) {
+        emit({ type: "context-omitted", omitted: composed.omittedContext, portableFallbacks: composed.portableFallbacks });
+      }
 
       current = newDraft(state, candidate, clock, provider);
       for (let attempt = 0; ; attempt++) {

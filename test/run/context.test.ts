@@ -60,8 +60,8 @@ describe("provider context of another identity", () => {
       { sequence: 3, partSequence: 1, ...OPENAI },
     ];
     expect(events.filter((e) => e.type === "context-omitted")).toEqual([
-      { type: "context-omitted", omitted },
-      { type: "context-omitted", omitted },
+      { type: "context-omitted", omitted, portableFallbacks: [] },
+      { type: "context-omitted", omitted, portableFallbacks: [] },
     ]);
     expect(shape(events).slice(0, 2)).toEqual(["step-started", "context-omitted"]);
     for (const request of provider.requests) {
@@ -80,6 +80,29 @@ describe("provider context of another identity", () => {
     expect(after.slice(0, 3)).toEqual(stored);
     expect(JSON.stringify(after)).toContain("opaque-openai");
     expect(session.active[1]!.parts).toHaveLength(4);
+  });
+
+  it("reports the messages sent as their portable fallback text (imported from Rho) in context-omitted", async () => {
+    const { session } = await createSession(new MemoryStorage());
+    await session.append([
+      { role: "user", parts: [{ type: "text", text: "q" }] },
+      {
+        role: "assistant",
+        provider: OPENAI,
+        status: "completed",
+        parts: [
+          { type: "text", text: "done" },
+          { type: "provider-context", ...OPENAI, data: { encrypted: "opaque" } },
+        ],
+        rho: { portable_fallback: "the gist of it" },
+      },
+    ]);
+    const provider = ScriptedProvider.replies("ok");
+    const { events } = await drain(session.run("q2", { provider }));
+    expect(events.filter((e) => e.type === "context-omitted")).toEqual([
+      { type: "context-omitted", omitted: [{ sequence: 2, partSequence: 2, ...OPENAI }], portableFallbacks: [2] },
+    ]);
+    expect(provider.requests[0]!.messages[1]!.parts.at(-1)).toMatchObject({ type: "text", text: "the gist of it" });
   });
 
   it("the same identity gets all its context and no context-omitted event", async () => {
