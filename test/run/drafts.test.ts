@@ -112,11 +112,17 @@ describe("the draft while a reply streams", () => {
     const recording = new RecordingStorage(storage);
     const session = await registry(recording, { draftFlush: { intervalMs: 0 } }, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
     let duringTool: string | undefined;
+    // The tool reads the draft once the write holding its call has landed (not after a guessed 20 ms).
+    let toolCallStored!: () => void;
+    const stored = new Promise<void>((resolve) => (toolCallStored = resolve));
+    recording.after = (call) => {
+      if (call.op === "replace" && call.path === P.draft && decode(call.bytes)!.includes("input-available")) toolCallStored();
+    };
     const tools = [
       {
         name: "slow",
         execute: async () => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          await stored;
           duringTool = await readText(storage, P.draft);
           return "ok";
         },
