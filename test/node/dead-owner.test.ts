@@ -41,14 +41,23 @@ function lockOf(pid: number, startedAt: number | null | undefined, lockId: strin
   });
 }
 
+/** A fresh store (removed after the test) with one session a1/w1/s1, recording the locks it takes over. */
+async function storeWithSession(options: { worker?: boolean } = {}) {
+  const root = await mkdtemp(join(tmpdir(), "sessionfold-dead-owner-"));
+  roots.push(root);
+  const reclaimed: StaleLockReclaimed[] = [];
+  const store = await openNodeSessions({ root, ...options, onStaleLockReclaimed: (e) => reclaimed.push(e) });
+  const session = await store.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
+  return { root, reclaimed, store, session };
+}
+
 describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("dead-owner reclaim with real processes", () => {
   it("honours a running owner, and takes its lock over once it was killed (through the storage worker)", async () => {
-    const root = await mkdtemp(join(tmpdir(), "sessionfold-dead-owner-"));
-    roots.push(root);
-    const reclaimed: StaleLockReclaimed[] = [];
-    const store = await openNodeSessions({ root, onStaleLockReclaimed: (e) => reclaimed.push(e) });
+    const { root, reclaimed, store, session } = await storeWithSession();
     try {
-      const session = await store.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
       const child = runningChild();
       await writeFile(join(root, session.paths.lock), lockOf(child.pid, linuxProcessStartTime(child.pid), "lock_child"));
       const refused = await session.append({ role: "user", parts: [{ type: "text", text: "refused" }] }).catch((e: unknown) => e);
@@ -63,12 +72,8 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("dea
   });
 
   it("takes over a reused pid: a running process whose start is far from the lock's", async () => {
-    const root = await mkdtemp(join(tmpdir(), "sessionfold-dead-owner-"));
-    roots.push(root);
-    const reclaimed: StaleLockReclaimed[] = [];
-    const store = await openNodeSessions({ root, worker: false, onStaleLockReclaimed: (e) => reclaimed.push(e) });
+    const { root, reclaimed, store, session } = await storeWithSession({ worker: false });
     try {
-      const session = await store.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
       // This very process, but "started" an hour before it did: the pid was reused.
       await writeFile(join(root, session.paths.lock), lockOf(process.pid, Date.now() - 3_600_000, "lock_reused"));
       await session.append({ role: "user", parts: [{ type: "text", text: "x" }] });
@@ -109,12 +114,8 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("the
   });
 
   it("and it happens so: a dead writer of this host and boot is taken over and reported; a running one, another host's and an earlier boot's are refused until unlock --force", async () => {
-    const root = await mkdtemp(join(tmpdir(), "sessionfold-dead-owner-"));
-    roots.push(root);
-    const reclaimed: StaleLockReclaimed[] = [];
-    const store = await openNodeSessions({ root, worker: false, onStaleLockReclaimed: (e) => reclaimed.push(e) });
+    const { root, reclaimed, store, session } = await storeWithSession({ worker: false });
     try {
-      const session = await store.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
       const lockPath = join(root, session.paths.lock);
       const append = (text: string) => session.append({ role: "user", parts: [{ type: "text", text }] });
 
