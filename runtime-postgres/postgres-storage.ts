@@ -164,7 +164,7 @@ export class PostgresStorage implements StoragePort {
     assertStoragePath(path);
     // The stored size first, on the server (`octet_length` reads a value's header, not the
     // value): a file over the limit sends no chunk at all (docs/FORMAT.md "Limits").
-    const rows = await this.#query(
+    const rows = await this.#read(
       `WITH f AS (
          SELECT e.file_id, (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) AS stored
          FROM ${this.#s}.entries e WHERE e.path = $1 AND e.file_id IS NOT NULL)
@@ -186,7 +186,7 @@ export class PostgresStorage implements StoragePort {
     assertStoragePath(path);
     const wanted = Math.max(0, Math.floor(maxBytes));
     // The chunk the tail starts in is cut on the server: only the tail's bytes travel.
-    const rows = await this.#query(
+    const rows = await this.#read(
       `SELECT e.size, CASE WHEN c.end_offset - length(c.bytes) < e.size - $2
                 THEN substring(c.bytes FROM (e.size - $2 - (c.end_offset - length(c.bytes)) + 1)::int)
                 ELSE c.bytes END AS bytes
@@ -202,7 +202,7 @@ export class PostgresStorage implements StoragePort {
 
   async list(dir: string): Promise<string[]> {
     assertStoragePath(dir, true);
-    const rows = await this.#query(`SELECT name FROM ${this.#s}.entries WHERE parent = $1`, [dir]);
+    const rows = await this.#read(`SELECT name FROM ${this.#s}.entries WHERE parent = $1`, [dir]);
     // Sorted by UTF-16 code unit like every backend (the index's byte order differs above U+FFFF).
     return rows.map((row) => row.name as string).sort();
   }
@@ -389,6 +389,19 @@ export class PostgresStorage implements StoragePort {
       throw error;
     });
     return this.#ready;
+  }
+
+  /**
+   * A read: sent once more on a fresh connection when the first one turns out dead (a pooled
+   * connection the server ended while it was idle, as after a restart), which is safe for a read.
+   */
+  async #read(text: string, values: unknown[]): Promise<Row[]> {
+    try {
+      return await this.#query(text, values);
+    } catch (error) {
+      if (!(error instanceof StorageError) || !isConnectionLost(error.cause)) throw error;
+      return this.#query(text, values);
+    }
   }
 
   async #query(text: string, values: unknown[]): Promise<Row[]> {
