@@ -399,7 +399,7 @@ export class PostgresStorage implements StoragePort {
     try {
       return await this.#query(text, values);
     } catch (error) {
-      if (!(error instanceof StorageError) || !isConnectionLost(error.cause)) throw error;
+      if (!(error instanceof StorageError) || !isEndedByServer(error.cause)) throw error;
       return this.#query(text, values);
     }
   }
@@ -559,6 +559,13 @@ function isConnectionLost(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code;
   if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return true;
   return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+}
+
+/** Whether the server ended the connection (a restart, a terminated backend): not a timeout, which would only repeat. */
+function isEndedByServer(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string") return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  return typeof message === "string" && message.includes("terminated unexpectedly");
 }
 
 /**
