@@ -173,6 +173,7 @@ describe.skipIf(!POSTGRES_URL)("the lock holder's connection killed in the middl
         }
         ownIds.push(id);
         child.process.stdin!.write(`resume ${ref}\n`);
+        expect((await child.next("held", k + 1)).ref).toBe(ref);
       }
       child.process.kill("SIGKILL");
       const end = await child.closed;
