@@ -99,6 +99,13 @@ export class WriterLockedError extends SessionfoldError {
   }
 }
 
+/**
+ * The lock this writer held (a lease, or an operation's lock) was lost before this write
+ * (on PostgreSQL: its connection ended). The write is refused; `details.outcome` says whether
+ * it certainly did not land (`"not-written"`) or died on the way (`"unknown"`). Close the handle and reopen.
+ */
+export class LeaseLostError extends WriterLockedError {}
+
 /** `meta.json` moved under this handle: another writer committed since it last read. */
 export class RevisionConflictError extends SessionfoldError {
   override readonly name: string = "RevisionConflictError";
