@@ -104,7 +104,9 @@ export class WriterLockedError extends SessionfoldError {
  * (on PostgreSQL: its connection ended). The write is refused; `details.outcome` says whether
  * it certainly did not land (`"not-written"`) or died on the way (`"unknown"`). Close the handle and reopen.
  */
-export class LeaseLostError extends WriterLockedError {}
+export class LeaseLostError extends WriterLockedError {
+  override readonly name: string = "LeaseLostError";
+}
 
 /** `meta.json` moved under this handle: another writer committed since it last read. */
 export class RevisionConflictError extends SessionfoldError {
