@@ -41,6 +41,11 @@ export type ErrorDetails = Record<string, unknown>;
  * ```
  */
 export class SessionfoldError extends Error {
+  /**
+   * The class's name as a string literal in every class (never `new.target.name`): a minifier
+   * renames classes, and the worker wire ({@linkcode deserializeError}) rebuilds an error by it.
+   */
+  override readonly name: string = "SessionfoldError";
   /** Stable machine-readable code. */
   readonly code: ErrorCode;
   /** JSON-safe details: paths, line numbers, the lock owner, revisions… */
@@ -50,7 +55,6 @@ export class SessionfoldError extends Error {
     super(message, options);
     this.code = code;
     this.details = details;
-    this.name = new.target.name;
   }
 
   /** The JSON shape the CLI prints: `{code, message, ...details}`. */
@@ -61,6 +65,7 @@ export class SessionfoldError extends Error {
 
 /** An id (agent, workspace, session) that docs/FORMAT.md does not allow. Thrown before any path is built. */
 export class InvalidIdError extends SessionfoldError {
+  override readonly name: string = "InvalidIdError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("invalid-id", message, details);
   }
@@ -68,6 +73,7 @@ export class InvalidIdError extends SessionfoldError {
 
 /** A session, file or agent that does not exist. */
 export class NotFoundError extends SessionfoldError {
+  override readonly name: string = "NotFoundError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("not-found", message, details);
   }
@@ -85,6 +91,7 @@ export interface LockOwner {
 
 /** Another writer holds the session's `writer.lock`; `owner` is its content. Nobody steals it. */
 export class WriterLockedError extends SessionfoldError {
+  override readonly name: string = "WriterLockedError";
   readonly owner: LockOwner | undefined;
   constructor(message: string, details: ErrorDetails & { owner?: LockOwner; path?: string } = {}) {
     super("writer-locked", message, details);
@@ -97,10 +104,13 @@ export class WriterLockedError extends SessionfoldError {
  * (on PostgreSQL: its connection ended). The write is refused; `details.outcome` says whether
  * it certainly did not land (`"not-written"`) or died on the way (`"unknown"`). Close the handle and reopen.
  */
-export class LeaseLostError extends WriterLockedError {}
+export class LeaseLostError extends WriterLockedError {
+  override readonly name: string = "LeaseLostError";
+}
 
 /** `meta.json` moved under this handle: another writer committed since it last read. */
 export class RevisionConflictError extends SessionfoldError {
+  override readonly name: string = "RevisionConflictError";
   constructor(message: string, details: ErrorDetails & { expected?: number | null; found?: number | null } = {}) {
     super("revision-conflict", message, details);
   }
@@ -108,6 +118,7 @@ export class RevisionConflictError extends SessionfoldError {
 
 /** A mutating operation is already running on this session in this process (one at a time). */
 export class SessionBusyError extends SessionfoldError {
+  override readonly name: string = "SessionBusyError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("busy", message, details);
   }
@@ -115,6 +126,7 @@ export class SessionBusyError extends SessionfoldError {
 
 /** A file is corrupt (an invalid line that is not a torn tail); writes are blocked. */
 export class CorruptSessionError extends SessionfoldError {
+  override readonly name: string = "CorruptSessionError";
   constructor(message: string, details: ErrorDetails & { file?: string; line?: number | null } = {}) {
     super("corrupt", message, details);
   }
@@ -150,6 +162,7 @@ export interface StoreEntryDetails extends ErrorDetails {
  * ```
  */
 export class StoreEntryError extends CorruptSessionError {
+  override readonly name: string = "StoreEntryError";
   declare readonly details: StoreEntryDetails;
   constructor(message: string, details: StoreEntryDetails) {
     super(message, details);
@@ -158,6 +171,7 @@ export class StoreEntryError extends CorruptSessionError {
 
 /** A `schema_version` (or other format version) this reader does not know. It never guesses. */
 export class UnsupportedSchemaError extends SessionfoldError {
+  override readonly name: string = "UnsupportedSchemaError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("unsupported-schema", message, details);
   }
@@ -165,6 +179,7 @@ export class UnsupportedSchemaError extends SessionfoldError {
 
 /** A caller passed a value the API does not accept (the message says which and why). */
 export class InvalidInputError extends SessionfoldError {
+  override readonly name: string = "InvalidInputError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("invalid-input", message, details);
   }
@@ -172,6 +187,7 @@ export class InvalidInputError extends SessionfoldError {
 
 /** The storage has no room left; nothing was half-written. */
 export class StorageFullError extends SessionfoldError {
+  override readonly name: string = "StorageFullError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("storage-full", message, details);
   }
@@ -179,6 +195,7 @@ export class StorageFullError extends SessionfoldError {
 
 /** A storage backend failed for a reason other than a full disk. */
 export class StorageError extends SessionfoldError {
+  override readonly name: string = "StorageError";
   constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
     super("internal", message, details, options);
   }
@@ -186,6 +203,7 @@ export class StorageError extends SessionfoldError {
 
 /** Compaction failed (summarizer error, cancellation, empty summary); nothing changed. */
 export class CompactionFailedError extends SessionfoldError {
+  override readonly name: string = "CompactionFailedError";
   constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
     super("compaction-failed", message, details, options);
   }
@@ -193,6 +211,7 @@ export class CompactionFailedError extends SessionfoldError {
 
 /** The model input still overflows after the bounded number of in-memory folds. */
 export class ContextOverflowError extends SessionfoldError {
+  override readonly name: string = "ContextOverflowError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("context-overflow", message, details);
   }
@@ -200,6 +219,7 @@ export class ContextOverflowError extends SessionfoldError {
 
 /** A run was cancelled cooperatively; `revision` is the revision its recoverable work committed. */
 export class CancelledError extends SessionfoldError {
+  override readonly name: string = "CancelledError";
   readonly revision: number | undefined;
   constructor(message: string, details: ErrorDetails & { revision?: number } = {}) {
     super("cancelled", message, details);
@@ -209,6 +229,7 @@ export class CancelledError extends SessionfoldError {
 
 /** An unexpected failure inside sessionfold or a host callback, wrapped so it stays typed. */
 export class InternalError extends SessionfoldError {
+  override readonly name: string = "InternalError";
   constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
     super("internal", message, details, options);
   }
@@ -216,6 +237,7 @@ export class InternalError extends SessionfoldError {
 
 /** The provider failed the request (not a context-length refusal); nothing of the run was committed. */
 export class ProviderError extends SessionfoldError {
+  override readonly name: string = "ProviderError";
   constructor(message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
     super("internal", message, details, options);
   }

@@ -41,6 +41,7 @@ export interface FormatErrorDetails extends ErrorDetails {
  * ```
  */
 export class FormatError extends SessionfoldError {
+  override readonly name: string = "FormatError";
   /** The file named by the error. */
   readonly file: string;
   /** Its 1-based line, or `null` when the finding is about no single line. */

@@ -318,6 +318,7 @@ export class Sessions {
     const staging = this.#stagingDir(ref, "import");
     try {
       const now = nowTimestamp(this.#ctx.clock);
+      const createdAt = portable.createdAt ?? messages[0]?.created_at ?? now;
       const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now);
       for (const segment of history.segments) await this.storage.replace(`${staging}/messages/segments/${segment.name}`, segment.bytes);
       if (history.active.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, history.active);
@@ -336,8 +337,10 @@ export class Sessions {
         workspace_id: ref.workspaceId,
         ...(portable.title !== undefined ? { title: portable.title } : {}),
         ...(portable.modelLabel !== undefined ? { model_label: portable.modelLabel } : {}),
-        created_at: portable.createdAt ?? now,
-        updated_at: now,
+        // An import is not activity: the session's times are its source's (imported_from.imported_at
+        // records the import); the import time stands in only where the source has no time at all.
+        created_at: createdAt,
+        updated_at: portable.updatedAt ?? messages.at(-1)?.created_at ?? createdAt,
         message_count: messages.length,
         history_bytes: history.historyBytes,
         revision,

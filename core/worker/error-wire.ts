@@ -15,6 +15,7 @@ import {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  LeaseLostError,
   NotFoundError,
   ProviderError,
   RevisionConflictError,
@@ -30,11 +31,14 @@ import {
 } from "../errors.ts";
 import { FormatError } from "../formats/errors.ts";
 
-// The details a class needs arrive with the data it was serialized from.
+// Keyed by each class's `name`, a string literal in every class (core/errors.ts), so a
+// minified build, which renames the classes, still finds them. The details a class needs
+// arrive with the data it was serialized from.
 const errorClasses: Record<string, new (message: string, details: never) => SessionfoldError> = {
   InvalidIdError,
   NotFoundError,
   WriterLockedError,
+  LeaseLostError,
   RevisionConflictError,
   SessionBusyError,
   CorruptSessionError,
