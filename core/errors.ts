@@ -228,3 +228,27 @@ export function asSessionfoldError(error: unknown, context: string): Sessionfold
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });
 }
+
+/**
+ * A lease's `writer.lock` is no longer this holder's (removed with `unlock --force`, or taken
+ * by another writer): the commit that found out wrote nothing, and the handle no longer
+ * holds the session. Code `writer-locked`, as for any writer that finds another's lock;
+ * `owner` is the lock found now, if any. Reload, then hold again or write per operation.
+ *
+ * @example
+ * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ *
+ * const session = await sessions.open("a1/w1/s1", { hold: true });
+ * try { await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] }); } catch (e) {
+ *   if (e instanceof LeaseLostError) await session.reload();
+ * }
+ * ```
+ */
+export class LeaseLostError extends WriterLockedError {
+  constructor(message: string, details: ErrorDetails & { owner?: LockOwner; path: string; lockId: string }) {
+    super(message, details);
+    this.name = "LeaseLostError";
+  }
+}

@@ -99,10 +99,13 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
   const ms = (label: string) => held.calls.get(label) ?? 0;
   const append = ms("append(active.jsonl)");
   const meta = ms("replace(meta.json)");
-  const others = [...held.calls].filter(([label]) => label !== "append(active.jsonl)" && label !== "replace(meta.json)");
+  // The lease's fence (docs/FORMAT.md "Fencing"): writer.lock read before each commit's writes.
+  const fence = ms("readTail(writer.lock)");
+  const named = ["append(active.jsonl)", "replace(meta.json)", "readTail(writer.lock)"];
+  const others = [...held.calls].filter(([label]) => !named.includes(label));
   const rest = others.length > 0 ? `, ${others.map(([label, v]) => `${label} ${v.toFixed(3)}`).join(", ")}` : "";
   return (
-    `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + replace(meta.json) ${meta.toFixed(3)} ms (every 64th commit, spread)${rest} ` +
+    `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + the fence's readTail(writer.lock) ${fence.toFixed(3)} ms + replace(meta.json) ${meta.toFixed(3)} ms (every 64th commit, spread)${rest} ` +
     `+ ${held.outsideMs.toFixed(3)} ms outside storage (the core's CPU, and the thread waking after each fsync); ` +
     `even with every storage call at the floor, the time outside storage bounds the ratio at floor / (floor + outside) = ${boundText(floorMs, held.outsideMs)}`
   );
