@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { parseLockJson } from "../schema/parse.ts";
 import type { StoragePort } from "./port.ts";
 
 /** The largest `writer.lock` this check reads: sessionfold's own are a few hundred bytes. */
@@ -13,8 +12,8 @@ const MAX_LOCK_BYTES = 4096;
 
 /**
  * `true` when `writer.lock` at `path` exists and carries `lockId`; `false` when it is gone,
- * unreadable, over 4 KiB, or another owner's (taken by `unlock --force`, or by a reclaimer that judged
- * this holder dead). One read of a small file.
+ * unreadable, over 4 KiB, or another owner's (taken by `unlock --force`, or by a reclaimer
+ * that judged this holder dead). One tail read of a small file.
  *
  * @example
  * ```ts
@@ -33,7 +32,9 @@ export async function holdsWriterLock(storage: StoragePort, path: string, lockId
   const tail = await storage.readTail(path, MAX_LOCK_BYTES);
   if (!tail || tail.size > MAX_LOCK_BYTES) return false;
   try {
-    return (parseLockJson(tail.bytes) as { lock_id?: unknown }).lock_id === lockId;
+    // Only `lock_id` matters here: a plain parse, not the record's schema (every held commit pays for it).
+    const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(tail.bytes));
+    return typeof value === "object" && value !== null && (value as { lock_id?: unknown }).lock_id === lockId;
   } catch {
     return false;
   }
