@@ -203,6 +203,20 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     runs,
     note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl kept open; ${floorOnly}; ${heldBoundNote(floorMs, heldBreakdown)}`,
   });
+  // The lease's fence beside the held commit it is part of (docs/FORMAT.md "Fencing"): held minus this is the unfenced commit.
+  const fenceMs = heldBreakdown.calls.get("readTail(writer.lock)") ?? 0;
+  ctx.emit({
+    case: 2,
+    name: "append.durable.held.fence",
+    value: fenceMs,
+    unit: "ms/commit",
+    baseline: heldBreakdown.totalMs,
+    baselineName: "the held commit it is part of (same run, host thread, fsync on)",
+    ratio: fenceMs / heldBreakdown.totalMs,
+    ratioMeaning: "value / baseline (the fence's share of a held commit)",
+    runs: ctx.quick ? 320 : 640,
+    note: `the tail read of writer.lock that checks the lease's lock_id before each held commit's append; without it a held commit would take about ${(heldBreakdown.totalMs - fenceMs).toFixed(3)} ms here (its JSON parse, a few hundred bytes, is in the time outside storage)`,
+  });
   ctx.emit({
     case: 2,
     name: "append.durable.held.worker",
