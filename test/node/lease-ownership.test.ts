@@ -88,7 +88,7 @@ describe.runIf(linux)("lease ownership with real processes", () => {
           expect(refused).toBeInstanceOf(WriterLockedError);
           expect((refused as WriterLockedError).owner).toMatchObject({ pid: 1, lock_id: lock["lock_id"] });
           expect(reclaimed).toEqual([]);
-          // The CLI, a process of its own, is refused too (exit 3), and the lock is untouched.
+          // The CLI (its own registry, as another process has) is refused too (exit 3), and the lock is untouched.
           const byCli = await cli(root, ["append", REF, "--role", "user", "--text", "cli, refused"]);
           expect(byCli.status).toBe(3);
           expect(JSON.parse(await readFile(join(sessionDir(root, REF), "writer.lock"), "utf8"))).toEqual(lock);
