@@ -92,6 +92,16 @@ export class WriterLockedError extends SessionfoldError {
   }
 }
 
+/**
+ * The lock this writer held (a lease, or an operation's lock) was lost before this write
+ * (on files: its `writer.lock` was removed or taken by another writer, found by the lease's
+ * fence before any write; on PostgreSQL: its connection ended). The write is refused;
+ * `details.outcome` says whether it certainly did not land (`"not-written"`) or died on the
+ * way (`"unknown"`). Close the handle and reopen (on files, `reload()` is enough: the handle
+ * then writes per operation).
+ */
+export class LeaseLostError extends WriterLockedError {}
+
 /** `meta.json` moved under this handle: another writer committed since it last read. */
 export class RevisionConflictError extends SessionfoldError {
   constructor(message: string, details: ErrorDetails & { expected?: number | null; found?: number | null } = {}) {
@@ -227,28 +237,4 @@ export function asSessionfoldError(error: unknown, context: string): Sessionfold
   if (error instanceof SessionfoldError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });
-}
-
-/**
- * A lease's `writer.lock` is no longer this holder's (removed with `unlock --force`, or taken
- * by another writer): the commit that found out wrote nothing, and the handle no longer
- * holds the session. Code `writer-locked`, as for any writer that finds another's lock;
- * `owner` is the lock found now, if any. Reload, then hold again or write per operation.
- *
- * @example
- * ```ts
- * import { Sessions } from "sessionfold";
- * declare const sessions: Sessions;
- *
- * const session = await sessions.open("a1/w1/s1", { hold: true });
- * try { await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] }); } catch (e) {
- *   if (e instanceof LeaseLostError) await session.reload();
- * }
- * ```
- */
-export class LeaseLostError extends WriterLockedError {
-  constructor(message: string, details: ErrorDetails & { owner?: LockOwner; path: string; lockId: string }) {
-    super(message, details);
-    this.name = "LeaseLostError";
-  }
 }

@@ -242,7 +242,7 @@ export {
   type CommitNotice,
   type OwnerProbe,
   type StaleLockReclaimed,
-  type LeaseLost,
+  type LeaseLostNotice,
   type LiveDraft,
   type NewMessage,
   type NoCompaction,

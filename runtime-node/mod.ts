@@ -17,7 +17,7 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, type LeaseLost, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { Sessions, type LeaseLostNotice, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./worker-storage.ts";
@@ -75,7 +75,7 @@ export interface OpenNodeSessionsOptions {
   /** Called when a dead writer's lock was taken over (`stale_lock_reclaimed`), with its old content. */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
   /** Called when a held session's commit finds its lease lost (the commit fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
-  readonly onLeaseLost?: (event: LeaseLost) => void;
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** An open store: its sessions, the storage under them, and how to release it. */

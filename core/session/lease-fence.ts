@@ -13,8 +13,13 @@ import { LeaseLostError, type LockOwner } from "../errors.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
 import { describeLockOwner, readLockOwner, runPlan, type WriterLease } from "./lock.ts";
 
-/** A lease found lost by a fenced commit (`SessionsOptions.onLeaseLost`): which session, which lock, and who holds it now. */
-export interface LeaseLost {
+/**
+ * A lease found lost by a fenced commit (`SessionsOptions.onLeaseLost`): which session, which
+ * lock, and who holds it now. Told by the fence of the stores whose lock is the `writer.lock`
+ * file (files, IndexedDB, memory); `PostgresStorage` tells of a lost connection through its
+ * own `onLeaseLost`.
+ */
+export interface LeaseLostNotice {
   /** `<agent_id>/<workspace_id>/<session_id>`. */
   readonly ref: string;
   /** The lock's storage path. */
@@ -42,16 +47,17 @@ export interface LeaseLost {
  * @throws {LeaseLostError} when `writer.lock` no longer carries `lease.lockId`; nothing was written.
  * @throws {StorageError} when a storage call fails.
  */
-export async function runFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, ref: string, lost: (event: LeaseLost) => void): Promise<CommitPlanResult> {
+export async function runFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, ref: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
   const result = await runPlan(storage, { ...plan, fence: lease });
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
-  const event: LeaseLost = { ref, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
+  const event: LeaseLostNotice = { ref, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
   lost(event);
   const now = owner ? `is now held by ${describeLockOwner(owner)}` : "is gone";
   throw new LeaseLostError(`${lease.path}: this handle's lease (${lease.lockId}) was lost: the lock ${now}; nothing was written (reload, then hold again)`, {
     path: lease.path,
     lockId: lease.lockId,
+    outcome: "not-written",
     ...(owner ? { owner } : {}),
   });
 }

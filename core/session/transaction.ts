@@ -16,7 +16,7 @@ import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
 import { MAX_LAG_MS, MetaLag } from "./meta-lag.ts";
-import { runFencedPlan, type LeaseLost } from "./lease-fence.ts";
+import { runFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
@@ -37,7 +37,7 @@ export interface SessionContext {
   /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
   /** Called when a held session's commit found its lease lost (`SessionsOptions.onLeaseLost`). */
-  readonly onLeaseLost?: (event: LeaseLost) => void;
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
@@ -302,7 +302,7 @@ export class SessionTransaction {
   }
 
   /** The lease is gone: the handle holds nothing now, and re-reads the files before its next write. */
-  #leaseLost(event: LeaseLost): void {
+  #leaseLost(event: LeaseLostNotice): void {
     this.#lease = undefined;
     this.#needsReload = true;
     clearTimeout(this.#lagTimer);

@@ -7,7 +7,7 @@
  * message is read back exactly once.
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, LeaseLostError, MemoryStorage, Sessions, WriterLockedError, type LeaseLost, type StoragePort } from "../../core/mod.ts";
+import { ExtractiveSummarizer, LeaseLostError, MemoryStorage, Sessions, WriterLockedError, type LeaseLostNotice, type StoragePort } from "../../core/mod.ts";
 
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const texts = (messages: readonly { parts: readonly unknown[] }[]) => messages.map((m) => (m.parts[0] as { text: string }).text);
@@ -18,7 +18,7 @@ const view = (storage: MemoryStorage): StoragePort =>
 
 async function setup() {
   const storage = new MemoryStorage();
-  const lost: LeaseLost[] = [];
+  const lost: LeaseLostNotice[] = [];
   const holder = new Sessions({ storage: view(storage), identity: { pid: 1, hostname: "a", runtime: "node" }, onLeaseLost: (e) => lost.push(e), defaults: { summarizer: new ExtractiveSummarizer() } });
   const other = new Sessions({ storage: view(storage), identity: { pid: 2, hostname: "b", runtime: "node" } });
   const held = await holder.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }, { hold: true });
