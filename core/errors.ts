@@ -101,8 +101,11 @@ export class WriterLockedError extends SessionfoldError {
 
 /**
  * The lock this writer held (a lease, or an operation's lock) was lost before this write
- * (on PostgreSQL: its connection ended). The write is refused; `details.outcome` says whether
- * it certainly did not land (`"not-written"`) or died on the way (`"unknown"`). Close the handle and reopen.
+ * (on files: its `writer.lock` was removed or taken by another writer, found by the lease's
+ * fence before any write; on PostgreSQL: its connection ended). The write is refused;
+ * `details.outcome` says whether it certainly did not land (`"not-written"`) or died on the
+ * way (`"unknown"`). Close the handle and reopen (on files, `reload()` is enough: the handle
+ * then writes per operation).
  */
 export class LeaseLostError extends WriterLockedError {
   override readonly name: string = "LeaseLostError";

@@ -242,6 +242,7 @@ export {
   type CommitNotice,
   type OwnerProbe,
   type StaleLockReclaimed,
+  type LeaseLostNotice,
   type LiveDraft,
   type NewMessage,
   type NoCompaction,

@@ -7,6 +7,7 @@ import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { importedHistoryFiles } from "./import-history.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
 import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
@@ -39,6 +40,8 @@ export interface SessionsOptions {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over, with its old content (`stale_lock_reclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit finds its lease lost (its commit then fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** Opening a session to hold it: `{ hold: true }` on {@linkcode Sessions.open} and {@linkcode Sessions.create}. */
@@ -115,6 +118,7 @@ export class Sessions {
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
+      ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
     };
     this.#defaults = options.defaults ?? {};
   }

@@ -16,6 +16,7 @@ import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
 import { MAX_LAG_MS, MetaLag } from "./meta-lag.ts";
+import { runFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
@@ -35,6 +36,8 @@ export interface SessionContext {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit found its lease lost (`SessionsOptions.onLeaseLost`). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
@@ -285,9 +288,32 @@ export class SessionTransaction {
     if (lease !== this.#lease) await releaseWriterLock(this.ctx.storage, lease);
   }
 
-  /** Runs a plan in one storage call when the backend offers it. */
+  /**
+   * Runs a plan in one storage call when the backend offers it. Under a lease the plan is
+   * fenced: it writes only while `writer.lock` is still this handle's (docs/FORMAT.md
+   * "Fencing"); a lost lease is dropped and reported before the typed error reaches the caller.
+   *
+   * @throws {LeaseLostError} when the held lease was lost; nothing was written.
+   */
   runPlan(plan: CommitPlan): ReturnType<typeof runPlan> {
-    return runPlan(this.ctx.storage, plan);
+    const lease = this.#lease;
+    if (!lease) return runPlan(this.ctx.storage, plan);
+    return runFencedPlan(this.ctx.storage, plan, lease, formatSessionRef(this.ref), (event) => this.#leaseLost(event));
+  }
+
+  /** The lease is gone: the handle holds nothing now, and re-reads the files before its next write. */
+  #leaseLost(event: LeaseLostNotice): void {
+    this.#lease = undefined;
+    this.#needsReload = true;
+    clearTimeout(this.#lagTimer);
+    this.#lagTimer = undefined;
+    this.#lag.clear();
+    this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
+    try {
+      this.ctx.onLeaseLost?.(event);
+    } catch {
+      // The listener's failure is its own; the typed error still reaches the caller.
+    }
   }
 
   /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */

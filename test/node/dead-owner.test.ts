@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { WriterLockedError, type StaleLockReclaimed } from "../../core/mod.ts";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
-import { linuxBootId, linuxProcessStartTime } from "../../runtime-node/process-probe.ts";
+import { linuxBootId, linuxPidNamespace, linuxProcessStartTime } from "../../runtime-node/process-probe.ts";
 import { cli, expectOk, json, sessionDir } from "../cli/support.ts";
 
 const roots: string[] = [];
@@ -33,6 +33,7 @@ function lockOf(pid: number, startedAt: number | null | undefined, lockId: strin
     pid,
     hostname: hostname(),
     boot_id: linuxBootId(),
+    pid_namespace: linuxPidNamespace(),
     process_started_at: new Date(typeof startedAt === "number" ? startedAt : Date.now()).toISOString(),
     runtime: "node",
     operation: "run",

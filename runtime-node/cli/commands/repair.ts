@@ -19,8 +19,10 @@ export const repair: Command = {
     "unreadable line, a torn tail, a duplicate, messages already in a segment) moves into",
     "quarantine/<file>.<time>.jsonl beside the session, an unreadable meta.json, draft or",
     "instruction.md moves there whole, every valid record keeps its bytes and sequence, and",
-    "meta.json is rebuilt. Nothing is deleted. A gap in the sequences that no line closes",
-    "is refused with the reason (exit 4): repair never renumbers messages.",
+    "meta.json is rebuilt. Nothing is deleted. Two writers' messages with one sequence (a",
+    "split brain) are all kept: the line written first keeps the sequence, the others are",
+    "renumbered after the last message, ids kept (their originals go to quarantine too).",
+    "A gap in the sequences that no line closes is refused with the reason (exit 4).",
     '--json: {"ref","applied","clean","moves":[{"from","to","lines":[{"line","code","reason","bytes"}],"bytes","reason"}],"rewritten","kept","meta"}',
   ].join("\n"),
   spec: { positionals: ["REF"], options: { apply: { type: "boolean", description: "carry the plan out (default: only show it)" } } },
@@ -53,6 +55,8 @@ function repairText(report: RepairReport): string {
   for (const file of report.rewritten) out.push(`  ${report.applied ? "rewrote" : "rewrite"} ${file} without the moved lines`);
   const { meta, kept } = report;
   if (meta.action !== "unchanged") out.push(`  meta.json ${meta.action} (revision ${meta.previousRevision ?? "none"} -> ${meta.revision})${meta.salvaged ? `; kept from the old one: ${meta.salvaged.join(", ") || "nothing"}` : ""}`);
-  out.push(`kept: ${kept.messages} messages (sequences untouched, last ${kept.lastSequence}) in ${kept.segments} segment${kept.segments === 1 ? "" : "s"} and Active`);
+  const renumbered = report.moves.flatMap((move) => move.lines ?? []).filter((line) => line.code === "renumbered").length;
+  const sequences = renumbered > 0 ? `${renumbered} renumbered after the rest with their ids, the others untouched` : "sequences untouched";
+  out.push(`kept: ${kept.messages} messages (${sequences}, last ${kept.lastSequence}) in ${kept.segments} segment${kept.segments === 1 ? "" : "s"} and Active`);
   return out.join("\n");
 }
