@@ -54,7 +54,6 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
-  LeaseLostError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */
