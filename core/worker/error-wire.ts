@@ -15,6 +15,7 @@ import {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  LimitExceededError,
   NotFoundError,
   ProviderError,
   RevisionConflictError,
@@ -50,6 +51,7 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
+  LimitExceededError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */
