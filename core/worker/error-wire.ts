@@ -15,6 +15,7 @@ import {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  LeaseLostError,
   LimitExceededError,
   NotFoundError,
   ProviderError,
@@ -51,6 +52,7 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
+  LeaseLostError,
   LimitExceededError,
 };
 
