@@ -54,6 +54,14 @@ describe("nesting past MAX_JSON_DEPTH is a FormatError at its line", () => {
     expect((error as Error).message).toMatch(new RegExp(`found a value nested deeper than ${MAX_JSON_DEPTH} levels`));
   });
 
+  it("JSON text inside a line (Codex function_call arguments), at that line and path", async () => {
+    const call = JSON.stringify({ timestamp: "2025-09-10T12:00:01.000Z", type: "response_item", payload: { type: "function_call", call_id: "c1", name: "t", arguments: deep } });
+    const error = await rejection(readCodex([encoder.encode(`${CODEX_HEADER}${call}\n`)], "rollout.jsonl"));
+    expect(error).toBeInstanceOf(FormatError);
+    expect((error as FormatError).line).toBe(2);
+    expect((error as Error).message).toMatch(/\$\.payload\.arguments: found arguments nested deeper than 512 levels/);
+  });
+
   it("a JSON document (a Rho snapshot), at the line where the limit is crossed", () => {
     const text = `{\n  "schema_version": 2,\n  "history": [],\n  "extra":\n${deep}\n}`;
     let error: unknown;
