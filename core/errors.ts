@@ -260,3 +260,44 @@ export function asSessionfoldError(error: unknown, context: string): Sessionfold
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });
 }
+
+/** What {@linkcode LimitExceededError} says about the limit a value went over. */
+export interface LimitExceededDetails extends ErrorDetails {
+  /** The limit's exported name: `"MAX_LINE_BYTES"`, `"MAX_FILE_BYTES"` or `"MAX_JSON_DEPTH"`. */
+  limit: string;
+  /** The limit's value (bytes, or levels of nesting). */
+  max: number;
+  /** What was found: the size in bytes, or the depth. */
+  found: number;
+  /** The file it concerns (a store file, or the file being imported), when there is one. */
+  file?: string;
+  /** Its 1-based line, when there is one. */
+  line?: number | null;
+}
+
+/**
+ * A value over one of the store's limits (docs/FORMAT.md "Limits"): a message whose line would
+ * be longer than 64 MiB, a commit that would make `active.jsonl` larger than 256 MiB, a value
+ * nested deeper than 512 levels, an imported line over 64 MiB. Refused before anything is
+ * written, so nothing is acknowledged that an open cannot read back. Code `invalid-input`
+ * (CLI exit 4).
+ *
+ * @example
+ * ```ts
+ * import { Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ * declare const message: Parameters<Awaited<ReturnType<Sessions["open"]>>["append"]>[0];
+ *
+ * const session = await sessions.open("a1/w1/s1");
+ * try { await session.append(message); } catch (e) {
+ *   if (e instanceof LimitExceededError) console.error(e.details.limit, e.details.found); // "MAX_LINE_BYTES", 70000000
+ * }
+ * ```
+ */
+export class LimitExceededError extends InvalidInputError {
+  override readonly name: string = "LimitExceededError";
+  declare readonly details: LimitExceededDetails;
+  constructor(message: string, details: LimitExceededDetails) {
+    super(message, details);
+  }
+}

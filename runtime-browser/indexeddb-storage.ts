@@ -229,7 +229,8 @@ export class IndexedDbStorage implements StoragePort {
   /** Releases a Web Lock taken with `acquireLock`. Defined only with `acquireLock`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
   #useStore: UseStore;
-  readonly #maxFileBytes: number;
+  /** The largest file `read` returns (`IndexedDbStorageOptions.maxFileBytes`); writers keep every file within it. */
+  readonly maxFileBytes: number;
   #db: Promise<IDBDatabase> | undefined;
   #closed = false;
   readonly #held = new Map<string, { release: () => void; done: Promise<unknown> }>();
@@ -237,7 +238,7 @@ export class IndexedDbStorage implements StoragePort {
   constructor(options: IndexedDbStorageOptions = {}) {
     this.dbName = options.dbName ?? "sessionfold";
     this.storeName = options.storeName ?? "files";
-    this.#maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
+    this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#useStore = createStore(this.dbName, this.storeName);
     const locks = (globalThis as { navigator?: { locks?: LockManager | null } }).navigator?.locks;
     if (locks && typeof locks.request === "function") {
@@ -252,8 +253,8 @@ export class IndexedDbStorage implements StoragePort {
       // The header first: a file over the limit is refused before any of its chunks is loaded.
       const header = await promisifyRequest(store.get(path) as IDBRequest<FileHeader | undefined>);
       if (!header) return undefined;
-      if (!(header.size <= this.#maxFileBytes)) {
-        const max = formatBytes(this.#maxFileBytes);
+      if (!(header.size <= this.maxFileBytes)) {
+        const max = formatBytes(this.maxFileBytes);
         const found = `a file of ${Number.isFinite(header.size) ? formatBytes(header.size) : String(header.size)}`;
         throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
       }

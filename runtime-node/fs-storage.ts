@@ -72,7 +72,8 @@ export class NodeFileStorage implements StoragePort {
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
-  readonly #maxFileBytes: number;
+  /** The largest file `read` returns (`NodeFileStorageOptions.maxFileBytes`); writers keep every file within it. */
+  readonly maxFileBytes: number;
   readonly #boundary: StoreBoundary;
   /** Files kept open by {@linkcode NodeFileStorage.pinFile}: the handle (once opened) and the size this store wrote it to. */
   readonly #pinned = new Map<string, { fd: number | undefined; size: number }>();
@@ -87,7 +88,7 @@ export class NodeFileStorage implements StoragePort {
     if (!Number.isSafeInteger(max) || max < 0) throw new InvalidInputError(`NodeFileStorage maxFileBytes must be a non-negative integer, got ${String(max)}`);
     this.root = resolve(options.root);
     this.#fsync = options.fsync ?? true;
-    this.#maxFileBytes = max;
+    this.maxFileBytes = max;
     this.#boundary = new StoreBoundary(this.root);
   }
 
@@ -105,7 +106,7 @@ export class NodeFileStorage implements StoragePort {
 
   /** Every byte of an opened file, which may still grow while it is read (an append): never more than the limit. */
   #readWhole(path: string, file: string, fd: number, size: number): Uint8Array {
-    const max = this.#maxFileBytes;
+    const max = this.maxFileBytes;
     const tooLarge = (bytes: number) => entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
     if (size > max) throw tooLarge(size);
     const bytes = new Uint8Array(size);

@@ -11,6 +11,6 @@
  */
 export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, StoragePort, WriteOptions } from "./port.ts";
 export { runCommitPlan } from "./commit-plan.ts";
-export { MemoryStorage } from "./memory.ts";
+export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
 export { assertStoragePath, parentPath } from "./path.ts";
-export { formatBytes, MAX_FILE_BYTES, MAX_LINE_BYTES } from "./limits.ts";
+export { formatBytes, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "./limits.ts";

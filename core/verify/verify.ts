@@ -134,7 +134,7 @@ export function unsupportedSchema(error: UnsupportedSchemaError): VerifyDiagnost
  * The diagnostic of an entry the store refuses (a link, a FIFO, a folder for a file…):
  * fatal, and nothing more of the session is read.
  */
-function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
+export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
   const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
   return { file, line: null, code: "unsafe_entry", message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`, fatal: true };
 }

@@ -117,6 +117,11 @@ export class Store {
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   #opened: Promise<OpenStore> | undefined;
 
+  /** The store's folder when it is a folder store (`undefined` for a database). */
+  get folder(): string | undefined {
+    return this.#location.kind === "files" ? this.root : undefined;
+  }
+
   /** `onStaleLockReclaimed`: told each dead writer's lock the commands take over. */
   constructor(location: StoreLocation | string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void) {
     this.#location = typeof location === "string" ? { kind: "files", root: location } : location;
