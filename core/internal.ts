@@ -99,7 +99,11 @@ export {
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
 export {
+  concatBytes,
+  messageOf,
   parentPath,
+  type StorageFailure,
+  storageFailure,
 } from "./storage/mod.ts";
 export {
   lockDiagnostics,

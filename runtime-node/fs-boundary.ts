@@ -14,6 +14,7 @@
 import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { StoreEntryError } from "../core/mod.ts";
+import { errno, missingAsUndefined } from "./fs-errors.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -207,23 +208,5 @@ function hardLinked(path: string, file: string, info: Stats): StoreEntryError {
 }
 
 function lstatOrUndefined(file: string): Stats | undefined {
-  try {
-    return lstatSync(file);
-  } catch (error) {
-    if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-/**
- * The `code` of a Node system error (`"ENOENT"`), `undefined` for anything else.
- *
- * @example
- * ```ts
- * errno(Object.assign(new Error("x"), { code: "EEXIST" })); // "EEXIST"
- * ```
- */
-export function errno(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+  return missingAsUndefined(() => lstatSync(file));
 }

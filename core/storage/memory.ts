@@ -1,5 +1,6 @@
 import type { FileTail, StoragePort } from "./port.ts";
 import { assertStoragePath } from "./path.ts";
+import { concatBytes } from "./bytes.ts";
 
 /** One file held as the chunks it was appended in, so an append costs O(new bytes). */
 interface MemoryFile {
@@ -105,14 +106,8 @@ export class MemoryStorage implements StoragePort {
   }
 }
 
+/** A copy of the whole file; its chunks are joined once, so the next read copies one array. */
 function concat(file: MemoryFile): Uint8Array {
-  if (file.chunks.length === 1) return file.chunks[0]!.slice();
-  const out = new Uint8Array(file.size);
-  let offset = 0;
-  for (const chunk of file.chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  file.chunks = [out.slice()];
-  return out;
+  if (file.chunks.length !== 1) file.chunks = [concatBytes(file.chunks, file.size)];
+  return file.chunks[0]!.slice();
 }
