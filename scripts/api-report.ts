@@ -45,8 +45,8 @@ export function reportName(entry: Entry): string {
   return `${entry.specifier.replaceAll("/", "-")}.api.md`;
 }
 
-/** Renders the reports of all entries: file name → content. */
-export function renderReports(list: readonly Entry[] = entries()): Map<string, string> {
+/** What `deno doc --json` says each entry exports: entry → its symbols. */
+export function documentedSymbols(list: readonly Entry[] = entries()): Map<Entry, readonly DocSymbol[]> {
   const deno = join(ROOT, "node_modules/.bin/deno");
   const json = execFileSync(deno, ["doc", "--json", ...list.map((e) => e.source)], {
     cwd: ROOT,
@@ -56,9 +56,30 @@ export function renderReports(list: readonly Entry[] = entries()): Map<string, s
     stdio: ["ignore", "pipe", "ignore"],
   });
   const nodes = (JSON.parse(json) as { nodes: Record<string, { symbols: DocSymbol[] }> }).nodes;
+  return new Map(list.map((entry) => [entry, nodes[pathToFileURL(join(ROOT, entry.source)).href]?.symbols ?? []]));
+}
+
+/**
+ * The exported functions and classes without an `@example` in their doc, as
+ * `<entry>: <name>`: every one must show its use, type-checked by `deno check --doc-only`.
+ */
+export function missingExamples(symbols: Map<Entry, readonly DocSymbol[]> = documentedSymbols()): string[] {
+  const missing: string[] = [];
+  for (const [entry, list] of symbols) {
+    for (const symbol of list) {
+      const declarations = symbol.declarations.filter((d) => d.kind === "function" || d.kind === "class");
+      if (declarations.length === 0) continue;
+      if (!declarations.some((d) => d.jsDoc?.tags?.some((tag) => tag.kind === "example"))) missing.push(`${entry.specifier}: ${symbol.name}`);
+    }
+  }
+  return missing.sort();
+}
+
+/** Renders the reports of all entries: file name → content. */
+export function renderReports(list: readonly Entry[] = entries(), symbolsOf: Map<Entry, readonly DocSymbol[]> = documentedSymbols(list)): Map<string, string> {
   const reports = new Map<string, string>();
   for (const entry of list) {
-    const symbols = nodes[pathToFileURL(join(ROOT, entry.source)).href]?.symbols ?? [];
+    const symbols = symbolsOf.get(entry) ?? [];
     const blocks = [...symbols]
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
       .flatMap((symbol) => symbol.declarations.map((declaration) => renderDeclaration(symbol.name, declaration)).sort());
@@ -95,14 +116,17 @@ function safeList(dir: string): string[] {
 }
 
 // deno doc's JSON, as far as the report reads it. Unknown shapes fall back to `repr`.
-interface DocSymbol {
+export interface DocSymbol {
   readonly name: string;
   readonly declarations: readonly DocDeclaration[];
 }
-interface DocDeclaration {
+export interface DocDeclaration {
   readonly kind: string;
   readonly def?: Json;
+  readonly jsDoc?: { readonly tags?: readonly { readonly kind: string }[] };
 }
+// deno doc's JSON is walked by shape, many levels deep: typing each level would restate its schema.
+// deno-lint-ignore no-explicit-any
 type Json = { readonly [key: string]: any };
 
 function renderDeclaration(name: string, declaration: DocDeclaration): string {

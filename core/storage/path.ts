@@ -21,6 +21,8 @@ const utf8 = new TextEncoder();
  */
 export function assertStoragePath(path: string, allowRoot = false): void {
   if (allowRoot && path === "") return;
+  // The control characters are what this refuses.
+  // deno-lint-ignore no-control-regex
   if (typeof path !== "string" || path.length === 0 || /[\u0000-\u001f\u007f\\]/.test(path)) {
     throw new InvalidInputError(`storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`, { path });
   }
