@@ -28,15 +28,7 @@
  * @module
  */
 import { promisifyRequest } from "idb-keyval";
-import {
-  assertStoragePath,
-  type FileTail,
-  formatBytes,
-  MAX_FILE_BYTES,
-  type StoragePort,
-  StoreEntryError,
-  type WriteOptions,
-} from "../core/mod.ts";
+import { assertStoragePath, type FileTail, formatBytes, MAX_FILE_BYTES, type StoragePort, StoreEntryError, type WriteOptions } from "../core/mod.ts";
 import { concatBytes } from "../core/internal.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
 import { allHeaders, checked, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
@@ -130,7 +122,11 @@ export class IndexedDbStorage implements StoragePort {
       if (!(header.size <= this.#maxFileBytes)) {
         const max = formatBytes(this.#maxFileBytes);
         const found = `a file of ${Number.isFinite(header.size) ? formatBytes(header.size) : String(header.size)}`;
-        throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
+        throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, {
+          path,
+          found,
+          expected: `a file of at most ${max}`,
+        });
       }
       const chunks = await promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>);
       return checked(concatBytes(chunks, header.size), header, path);

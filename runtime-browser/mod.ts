@@ -26,7 +26,7 @@
  * ```
  * @module
  */
-import { Sessions, type CommitNotice, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { type CommitNotice, type LockOwner, type Session, type SessionOptions, Sessions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { IndexedDbStorage } from "./indexeddb-storage.ts";
 import { webLockName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";

@@ -25,7 +25,6 @@ function defaultWorker(): Worker {
   return new Worker(new URL("./storage-worker.ts", import.meta.url), { type: "module" });
 }
 
-
 /**
  * The page's {@linkcode StoragePort}: forwards every call, `acquireLock` / `releaseLock`
  * and whole commit plans included, to an {@linkcode IndexedDbStorage} in a module Web

@@ -59,8 +59,19 @@ export function kindOf(info: Stats): string {
  * throw entryError("agents/a1/x", "/store/agents/a1/x", "a symbolic link", "a regular file");
  * ```
  */
-export function entryError(path: string, file: string, found: string, expected: string, why = found === "a symbolic link" ? "the store follows no links" : ""): StoreEntryError {
-  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, { path, file, found, expected });
+export function entryError(
+  path: string,
+  file: string,
+  found: string,
+  expected: string,
+  why = found === "a symbolic link" ? "the store follows no links" : "",
+): StoreEntryError {
+  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, {
+    path,
+    file,
+    found,
+    expected,
+  });
 }
 
 /** An opened regular file with what `fstat` said about it. */

@@ -91,7 +91,8 @@ export class NodeFileStorage implements StoragePort {
       if (!opened) return undefined;
       try {
         const max = this.#maxFileBytes;
-        const tooLarge = (bytes: number) => entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
+        const tooLarge = (bytes: number) =>
+          entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
         return readWhole(opened.fd, opened.info.size, max, tooLarge);
       } finally {
         closeSync(opened.fd);
@@ -101,7 +102,9 @@ export class NodeFileStorage implements StoragePort {
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     return this.#run("readTail", path, (file) => {
-      if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
+      if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
+        throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
+      }
       const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
       if (!opened) return undefined;
       try {

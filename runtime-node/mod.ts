@@ -17,7 +17,7 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { type SessionOptions, Sessions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { linuxBootId, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./storage-worker-client.ts";
@@ -118,4 +118,3 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
   });
   return { sessions, storage, root, close: async () => await storage.close?.() };
 }
-

@@ -24,7 +24,10 @@ export function assertStoragePath(path: string, allowRoot = false): void {
   // The control characters are what this refuses.
   // deno-lint-ignore no-control-regex
   if (typeof path !== "string" || path.length === 0 || /[\u0000-\u001f\u007f\\]/.test(path)) {
-    throw new InvalidInputError(`storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`, { path });
+    throw new InvalidInputError(
+      `storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`,
+      { path },
+    );
   }
   for (const segment of path.split("/")) {
     if (segment === "" || segment === "." || segment === "..") {
