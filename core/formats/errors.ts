@@ -62,7 +62,7 @@ export class FormatError extends SessionfoldError {
  * locationPrefix({ file: "s.v1.jsonl", line: 3 }); // "s.v1.jsonl:3"
  * ```
  */
-export function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
+function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
   return where.line === null ? where.file : `${where.file}:${where.line}`;
 }
 

@@ -13,7 +13,7 @@ const MAX_DATE_MS = 8.64e15;
  * unixSecondsToIso(1764680400); // "2025-12-02T13:00:00.000Z"
  * ```
  */
-export function unixSecondsToIso(seconds: number): string | undefined {
+function unixSecondsToIso(seconds: number): string | undefined {
   if (!Number.isFinite(seconds)) return undefined;
   const ms = Math.round(seconds * 1000);
   if (Math.abs(ms) > MAX_DATE_MS) return undefined;
@@ -59,7 +59,7 @@ export function isoTimestamp(value: Value): string {
  * ```
  * @throws {FormatError} when the value is not a number of seconds a date can hold.
  */
-export function unixSecondsTimestamp(value: Value): string {
+function unixSecondsTimestamp(value: Value): string {
   const iso = typeof value.raw === "number" ? unixSecondsToIso(value.raw) : undefined;
   if (iso === undefined) value.fail("Unix seconds (a number)");
   return iso;

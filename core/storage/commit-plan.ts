@@ -82,7 +82,7 @@ function hasPlatformLock(storage: StoragePort): storage is StoragePort & Require
  * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
+async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
   if (hasPlatformLock(storage)) {
     // The platform frees a dead holder's lock, so a record found while we hold it is stale.
     if (!(await storage.acquireLock(path))) return undefined;
@@ -111,7 +111,7 @@ export async function takeLockFile(storage: StoragePort, path: string, bytes: Ui
  * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
+async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
   try {
     const bytes = await storage.read(path);
     if (bytes && lockIdOf(bytes) === lockId) await storage.remove(path, NOT_DURABLE);

@@ -35,7 +35,7 @@ export interface RhoSnapshot {
  * @throws {UnsupportedSchemaError} for any other integer (never guessed).
  * @throws {FormatError} when it is absent or not an integer.
  */
-export function rhoSnapshotVersion(value: Value): 1 | 2 {
+function rhoSnapshotVersion(value: Value): 1 | 2 {
   if (typeof value.raw === "number" && Number.isInteger(value.raw)) {
     if (value.raw === 1 || value.raw === 2) return value.raw;
     throw unsupportedVersion({ format: value.site.format, file: value.site.file, line: value.site.lineOf(value.path), path: pathText(value.path) }, value.raw, RHO_SNAPSHOT_VERSIONS);
