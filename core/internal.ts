@@ -100,6 +100,7 @@ export {
 // The storage port every backend implements, and the in-memory backend.
 export {
   concatBytes,
+  isWithin,
   messageOf,
   parentPath,
   type StorageFailure,

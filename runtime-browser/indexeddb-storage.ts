@@ -29,7 +29,7 @@
  */
 import { promisifyRequest } from "idb-keyval";
 import { assertStoragePath, type FileTail, formatBytes, MAX_FILE_BYTES, type StoragePort, StoreEntryError, type WriteOptions } from "../core/mod.ts";
-import { concatBytes } from "../core/internal.ts";
+import { concatBytes, isWithin } from "../core/internal.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
 import { allHeaders, checked, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
 import { addOrConflict, moveRange, readHeader, walk } from "./indexeddb-requests.ts";
@@ -243,7 +243,7 @@ export class IndexedDbStorage implements StoragePort {
   async move(from: string, to: string): Promise<boolean> {
     assertStoragePath(from);
     assertStoragePath(to);
-    if (to === from || to.startsWith(`${from}/`)) return false;
+    if (isWithin(to, from)) return false;
     return this.#connection.transaction("readwrite", "move", from, async (store) => {
       const [file, below, target, targetBelow] = await Promise.all([
         promisifyRequest(store.getKey(from)),

@@ -51,17 +51,3 @@ export class StoreKeys {
     return file;
   }
 }
-
-/**
- * Whether a change to the key `changed` reaches the key `path`: the same key, a key below
- * it, or any key when `changed` is the root (`""`).
- *
- * @example
- * ```ts
- * reaches("agents/a1", "agents/a1/agent.jsonc"); // true
- * reaches("agents/a1", "agents/a10"); // false
- * ```
- */
-export function reaches(changed: string, path: string): boolean {
-  return changed === "" || path === changed || path.startsWith(`${changed}/`);
-}

@@ -8,7 +8,7 @@
  */
 import { closeSync } from "node:fs";
 import { bestEffort } from "./fs-errors.ts";
-import { reaches } from "./fs-keys.ts";
+import { isWithin } from "../core/internal.ts";
 
 /** One pinned file: its handle (once an append opened it) and the size this store wrote it to. */
 export interface PinnedFile {
@@ -37,7 +37,7 @@ export class PinnedFiles {
 
   /** Before a change to `path` other than an append: a pinned handle on it or below it is closed. */
   closeBelow(path: string): void {
-    if (this.#pinned.size > 0) this.#close((pinned) => reaches(path, pinned), false);
+    if (this.#pinned.size > 0) this.#close((pinned) => isWithin(pinned, path), false);
   }
 
   /** Closes the handles whose key `matches`, keeping the pins (after a failed append). */

@@ -9,7 +9,7 @@
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { type FileTail, formatBytes, InvalidInputError, MAX_FILE_BYTES, type StoragePort, type WriteOptions } from "../core/mod.ts";
-import { parentPath } from "../core/internal.ts";
+import { isWithin, parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { fill, kindOfEntry, readTailOf, readWhole, syncFolder, tempBeside, writeAll } from "./fs-io.ts";
@@ -285,7 +285,7 @@ export class NodeFileStorage implements StoragePort {
       this.#pinned.closeBelow(from);
       this.#pinned.closeBelow(to);
       const target = this.#keys.file(to);
-      if (from === to || to.startsWith(`${from}/`)) return false;
+      if (isWithin(to, from)) return false;
       if (this.#boundary.parents(from, "read") === "missing") return false;
       if (!missingAsUndefined(() => lstatSync(source))) return false;
       if (missingAsUndefined(() => lstatSync(target))) return false;

@@ -1,5 +1,5 @@
 import type { FileTail, StoragePort } from "./port.ts";
-import { assertStoragePath } from "./path.ts";
+import { assertStoragePath, isWithin } from "./path.ts";
 import { concatBytes } from "./bytes.ts";
 
 /** One file held as the chunks it was appended in, so an append costs O(new bytes). */
@@ -88,7 +88,7 @@ export class MemoryStorage implements StoragePort {
     assertStoragePath(from);
     assertStoragePath(to);
     const keys = this.#keysUnder(from);
-    if (keys.length === 0 || this.#exists(to) || to.startsWith(`${from}/`)) return false;
+    if (keys.length === 0 || this.#exists(to) || isWithin(to, from)) return false;
     for (const key of keys) {
       this.#files.set(to + key.slice(from.length), this.#files.get(key)!);
       this.#files.delete(key);
@@ -101,8 +101,7 @@ export class MemoryStorage implements StoragePort {
   }
 
   #keysUnder(path: string): string[] {
-    const prefix = `${path}/`;
-    return [...this.#files.keys()].filter((key) => key === path || key.startsWith(prefix));
+    return [...this.#files.keys()].filter((key) => isWithin(key, path));
   }
 }
 

@@ -39,6 +39,22 @@ export function assertStoragePath(path: string, allowRoot = false): void {
   }
 }
 
+/**
+ * Whether the key `path` is the key `folder` or lies below it (every key lies below the
+ * root, `""`). A move into itself, a change that reaches a pinned file and a folder's
+ * removal all ask this.
+ *
+ * @example
+ * ```ts
+ * import { isWithin } from "sessionfold/internal";
+ * isWithin("agents/a1/agent.jsonc", "agents/a1"); // true
+ * isWithin("agents/a10", "agents/a1"); // false
+ * ```
+ */
+export function isWithin(path: string, folder: string): boolean {
+  return folder === "" || path === folder || path.startsWith(`${folder}/`);
+}
+
 /** The parent folder of a storage path (`""` for a top-level entry). */
 export function parentPath(path: string): string {
   const i = path.lastIndexOf("/");
