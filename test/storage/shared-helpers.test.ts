@@ -1,7 +1,7 @@
-/** The helpers every backend shares (core/storage/bytes.ts, core/storage/failure.ts). */
+/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts). */
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, StorageError, StorageFullError } from "../../core/mod.ts";
-import { concatBytes, messageOf, storageFailure } from "../../core/internal.ts";
+import { concatBytes, isWithin, messageOf, storageFailure } from "../../core/internal.ts";
 
 describe("concatBytes", () => {
   it("joins parts in order into one fresh array", () => {
@@ -47,5 +47,18 @@ describe("storageFailure", () => {
     expect(messageOf({ message: "dom" })).toBe("dom");
     expect(messageOf(42)).toBe("42");
     expect(messageOf(null)).toBe("null");
+  });
+});
+
+describe("isWithin", () => {
+  it("is true for the key itself and keys below it, false for a sibling that shares a prefix", () => {
+    expect(isWithin("a/b", "a/b")).toBe(true);
+    expect(isWithin("a/b/c.jsonl", "a/b")).toBe(true);
+    expect(isWithin("a/bc", "a/b")).toBe(false);
+    expect(isWithin("a", "a/b")).toBe(false);
+  });
+
+  it("puts every key below the root", () => {
+    expect(isWithin("a/b", "")).toBe(true);
   });
 });
