@@ -125,6 +125,23 @@ export class WriterLockedError extends SessionfoldError {
 }
 
 /**
+ * The lock this writer held (a lease, or an operation's lock) was lost before this write
+ * (on PostgreSQL: its connection ended). The write is refused; `details.outcome` says whether
+ * it certainly did not land (`"not-written"`) or died on the way (`"unknown"`). Close the handle and reopen.
+ *
+ * @example
+ * ```ts
+ * import { Session, Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ * declare let session: Session;
+ * try { await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] }); } catch (e) {
+ *   if (e instanceof LeaseLostError) session = await sessions.open("coder/repo/s1"); // e.details.outcome: "not-written" or "unknown"
+ * }
+ * ```
+ */
+export class LeaseLostError extends WriterLockedError {}
+
+/**
  * `meta.json` moved under this handle: another writer committed since it last read.
  *
  * @example

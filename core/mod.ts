@@ -63,6 +63,7 @@ export {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  LeaseLostError,
   type LockOwner,
   NotFoundError,
   ProviderError,

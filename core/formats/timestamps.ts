@@ -7,11 +7,6 @@ const MAX_DATE_MS = 8.64e15;
 /**
  * Unix seconds (integer or fractional) as an ISO-8601 UTC timestamp with milliseconds,
  * or `undefined` when it is not a finite time a `Date` can hold.
- *
- * @example
- * ```ts
- * unixSecondsToIso(1764680400); // "2025-12-02T13:00:00.000Z"
- * ```
  */
 function unixSecondsToIso(seconds: number): string | undefined {
   if (!Number.isFinite(seconds)) return undefined;
@@ -52,11 +47,6 @@ export function isoTimestamp(value: Value): string {
 /**
  * Unix seconds (a JSON number) as an ISO-8601 UTC timestamp.
  *
- * @example
- * ```ts
- * declare const record: { field(name: string): Parameters<typeof unixSecondsTimestamp>[0] };
- * unixSecondsTimestamp(record.field("created_at")); // "2025-12-02T13:00:00.000Z"
- * ```
  * @throws {FormatError} when the value is not a number of seconds a date can hold.
  */
 function unixSecondsTimestamp(value: Value): string {

@@ -72,14 +72,6 @@ function hasPlatformLock(storage: StoragePort): storage is StoragePort & Require
  * `acquireLock`, takes the platform lock and records the owner in the file).
  * Resolves `undefined` when another holder has it.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * const ownerBytes = new TextEncoder().encode('{"pid":123,"lock_id":"lock_123"}');
- * const taken = await takeLockFile(storage, "s/writer.lock", ownerBytes);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
 async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
@@ -101,14 +93,6 @@ async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Arra
  * Removes `writer.lock` only if it still carries `lockId`: nobody deletes another owner's
  * lock (after `unlock --force` someone else may hold it). Then frees the platform lock.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * declare const taken: TakenLock;
- * await releaseLockFile(storage, "s/writer.lock", "lock_123", taken);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
 async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {

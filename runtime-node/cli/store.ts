@@ -190,7 +190,14 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
   } catch (error) {
     throw new UsageError(`a postgres:// store needs the pg package (npm install pg): ${String((error as Error)?.message ?? error)}`, { option: "--store" });
   }
-  const storage = new postgres.PostgresStorage({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) });
+  let storage: InstanceType<typeof postgres.PostgresStorage>;
+  try {
+    storage = new postgres.PostgresStorage({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) });
+  } catch (error) {
+    // A `?schema=` or a timeout in the URL that the backend refuses is a bad command line.
+    if (error instanceof InvalidInputError) throw new UsageError(`--store: ${error.message}`, { option: "--store", ...error.details });
+    throw error;
+  }
   const sessions = new Sessions({ storage, identity: nodeWriterIdentity() });
   return { sessions, storage, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
 }

@@ -27,11 +27,6 @@ export interface RhoSnapshot {
 /**
  * Checks a `schema_version`: 1 or 2.
  *
- * @example
- * ```ts
- * declare const snapshot: { field(name: string): Parameters<typeof rhoSnapshotVersion>[0] };
- * rhoSnapshotVersion(snapshot.field("schema_version")); // 2
- * ```
  * @throws {UnsupportedSchemaError} for any other integer (never guessed).
  * @throws {FormatError} when it is absent or not an integer.
  */
