@@ -102,7 +102,12 @@ export {
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
 export {
+  concatBytes,
+  isWithin,
+  messageOf,
   parentPath,
+  type StorageFailure,
+  storageFailure,
 } from "./storage/mod.ts";
 export {
   lockDiagnostics,

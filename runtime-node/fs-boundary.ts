@@ -15,6 +15,7 @@ import { chmodSync, closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdir
 import { open as openHandle, type FileHandle } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/mod.ts";
+import { errno, missingAsUndefined } from "./fs-errors.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -59,8 +60,19 @@ export function kindOf(info: Stats): string {
  * throw entryError("agents/a1/x", "/store/agents/a1/x", "a symbolic link", "a regular file");
  * ```
  */
-export function entryError(path: string, file: string, found: string, expected: string, why = found === "a symbolic link" ? "the store follows no links" : ""): StoreEntryError {
-  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, { path, file, found, expected });
+export function entryError(
+  path: string,
+  file: string,
+  found: string,
+  expected: string,
+  why = found === "a symbolic link" ? "the store follows no links" : "",
+): StoreEntryError {
+  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, {
+    path,
+    file,
+    found,
+    expected,
+  });
 }
 
 /** An opened regular file with what `fstat` said about it. */
@@ -208,25 +220,7 @@ function hardLinked(path: string, file: string, info: Stats): StoreEntryError {
 }
 
 function lstatOrUndefined(file: string): Stats | undefined {
-  try {
-    return lstatSync(file);
-  } catch (error) {
-    if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-/**
- * The `code` of a Node system error (`"ENOENT"`), `undefined` for anything else.
- *
- * @example
- * ```ts
- * errno(Object.assign(new Error("x"), { code: "EEXIST" })); // "EEXIST"
- * ```
- */
-export function errno(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+  return missingAsUndefined(() => lstatSync(file));
 }
 
 /** A file given to a command (an import's source), opened by {@linkcode openInputFile}. */

@@ -1,5 +1,6 @@
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { FormatError, type FormatName, formatError } from "./errors.ts";
+import { concatBytes } from "../storage/bytes.ts";
 import { describeJsonError } from "../schema/json-error.ts";
 import { tooDeepError } from "./json-text.ts";
 import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
@@ -145,14 +146,8 @@ class JsonlLineReader {
   #takePending(tail: Uint8Array): Uint8Array {
     this.#pendingBytes = 0;
     if (this.#pending.length === 0) return tail;
-    const pieces = [...this.#pending, tail];
+    const out = concatBytes([...this.#pending, tail]);
     this.#pending = [];
-    const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-    let at = 0;
-    for (const piece of pieces) {
-      out.set(piece, at);
-      at += piece.length;
-    }
     return out;
   }
 

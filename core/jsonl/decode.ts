@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { InternalError } from "../errors.ts";
 import { formatBytes, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "../storage/limits.ts";
+import { concatBytes } from "../storage/bytes.ts";
 import { escapedExcerpt } from "../schema/excerpt.ts";
 import { describeJsonError } from "../schema/json-error.ts";
 import { jsonDepthOver } from "../schema/json-depth.ts";
@@ -193,13 +194,7 @@ export class JsonlDecoder<T = unknown> {
   }
 
   #takePending(last: Uint8Array): Uint8Array {
-    const out = new Uint8Array(this.#pendingBytes + last.length);
-    let offset = 0;
-    for (const part of this.#pending) {
-      out.set(part, offset);
-      offset += part.length;
-    }
-    out.set(last, offset);
+    const out = concatBytes([...this.#pending, last], this.#pendingBytes + last.length);
     this.#pending = [];
     this.#pendingBytes = 0;
     return out;

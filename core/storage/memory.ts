@@ -1,7 +1,8 @@
 import { InvalidInputError, StoreEntryError } from "../errors.ts";
 import { formatBytes, MAX_FILE_BYTES } from "./limits.ts";
 import type { FileTail, StoragePort } from "./port.ts";
-import { assertStoragePath } from "./path.ts";
+import { assertStoragePath, isWithin } from "./path.ts";
+import { concatBytes } from "./bytes.ts";
 
 /** Options of {@linkcode MemoryStorage}. */
 export interface MemoryStorageOptions {
@@ -112,7 +113,7 @@ export class MemoryStorage implements StoragePort {
     assertStoragePath(from);
     assertStoragePath(to);
     const keys = this.#keysUnder(from);
-    if (keys.length === 0 || this.#exists(to) || to.startsWith(`${from}/`)) return false;
+    if (keys.length === 0 || this.#exists(to) || isWithin(to, from)) return false;
     for (const key of keys) {
       this.#files.set(to + key.slice(from.length), this.#files.get(key)!);
       this.#files.delete(key);
@@ -125,19 +126,12 @@ export class MemoryStorage implements StoragePort {
   }
 
   #keysUnder(path: string): string[] {
-    const prefix = `${path}/`;
-    return [...this.#files.keys()].filter((key) => key === path || key.startsWith(prefix));
+    return [...this.#files.keys()].filter((key) => isWithin(key, path));
   }
 }
 
+/** A copy of the whole file; its chunks are joined once, so the next read copies one array. */
 function concat(file: MemoryFile): Uint8Array {
-  if (file.chunks.length === 1) return file.chunks[0]!.slice();
-  const out = new Uint8Array(file.size);
-  let offset = 0;
-  for (const chunk of file.chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  file.chunks = [out.slice()];
-  return out;
+  if (file.chunks.length !== 1) file.chunks = [concatBytes(file.chunks, file.size)];
+  return file.chunks[0]!.slice();
 }

@@ -108,6 +108,12 @@ async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPl
  * Every session of the store (live, then archived, by agent, workspace and id), as
  * found on disk; hidden folders (a fork being staged) and folders holding neither
  * `meta.json` nor `messages/` are left out.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * for (const stored of await listStoredSessions(new MemoryStorage())) console.log(stored);
+ * ```
  */
 export async function listStoredSessions(storage: StoragePort): Promise<StoredSession[]> {
   const found: StoredSession[] = [];

@@ -100,7 +100,7 @@ export interface AgentSetup {
  * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
-export function resolveRoot(option: string | undefined, io: CliIo): string {
+function resolveRoot(option: string | undefined, io: CliIo): string {
   const env = io.env ?? process.env;
   const cwd = io.cwd ?? process.cwd();
   if (option !== undefined) return resolve(cwd, option);

@@ -66,7 +66,7 @@ export const show: Command = {
  * @throws {NotFoundError} when there is no such session, live or archived.
  * @throws {CorruptSessionError} when `meta.json` is not JSON.
  */
-export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
+async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
   const { sessions, storage } = store;
   const place: SessionPlace | undefined = (await exists(storage, ref, false)) ? "live" : (await exists(storage, ref, true)) ? "archived" : undefined;
   if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });

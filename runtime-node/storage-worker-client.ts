@@ -1,3 +1,9 @@
+/**
+ * The host's side of the Node storage worker: {@linkcode WorkerFileStorage} starts
+ * `storage-worker.ts` in a worker thread and forwards every storage call to it.
+ *
+ * @module
+ */
 import { isAbsolute, resolve as resolvePath } from "node:path";
 import { Worker } from "node:worker_threads";
 import * as Comlink from "comlink";
