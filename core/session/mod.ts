@@ -23,7 +23,7 @@ export { describeLockOwner, readLockOwner, reclaimDeadLock } from "./lock.ts";
 export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
 export { applyRepair } from "./repair.ts";
 export { Session, type NoCompaction } from "./session.ts";
-export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./transaction.ts";
+export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";
 export { toMessageRecord, type NewMessage } from "./message-input.ts";

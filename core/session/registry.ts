@@ -12,7 +12,7 @@ import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.t
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER, type OwnerProbe, type WriterIdentity } from "./owner.ts";
 import { Session } from "./session.ts";
-import { reportReclaimed, type CommitNotice, type SessionContext, type StaleLockReclaimed } from "./transaction.ts";
+import { reportReclaimed, type CommitNotice, type SessionContext, type StaleLockReclaimed } from "./context.ts";
 import { lastSequence } from "./state.ts";
 
 /** Options of {@linkcode Sessions}. */

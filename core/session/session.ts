@@ -1,8 +1,9 @@
 /**
- * The session handle: a facade over its named parts. The transaction (`transaction.ts`:
- * exclusive operation, lock, revision check, commit plan, conflict) carries every write;
- * recovery's repairs (`recovery.ts`) run first under the lock; the segment writer
- * (`segment-writer.ts`) closes segments for compaction and reset; the read view
+ * The session handle: a facade over its named parts. The commit path (`commit-path.ts`:
+ * lock, revision check, lease, the application of every planned change, conflict) carries
+ * every write, in the handle's operation slot (`operation-slot.ts`); recovery's repairs
+ * (`recovery.ts`) run first under the lock; compaction and reset are planned as segment
+ * closes (`segment-close.ts`) that the commit path applies; the read view
  * (`read-view.ts`) lists and reads segments; the export mapping (`export-portable.ts`)
  * builds the portable session. This file only wires them to the public methods.
  *
@@ -28,9 +29,10 @@ import { applyRepair } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
-import { compactActive, resetActive } from "./segment-writer.ts";
+import { compactActive, resetActive } from "./segment-close.ts";
 import { hasRepairs, stoppedDraftMessages, type LiveDraft, type SessionState } from "./state.ts";
-import { SessionTransaction, type SessionContext } from "./transaction.ts";
+import { CommitPath } from "./commit-path.ts";
+import type { SessionContext } from "./context.ts";
 import type { CommitResult, SessionWriter } from "./writer.ts";
 
 /**
@@ -53,7 +55,7 @@ import type { CommitResult, SessionWriter } from "./writer.ts";
 export class Session {
   readonly ref: SessionRef;
   readonly place: SessionPlace;
-  readonly #tx: SessionTransaction;
+  readonly #tx: CommitPath;
   #system: string | null;
 
   /** @internal Use {@linkcode Sessions.open}. */
@@ -61,7 +63,7 @@ export class Session {
     this.ref = ref;
     this.place = place;
     this.#system = state.instruction ?? generateSystem(options.agent);
-    this.#tx = new SessionTransaction(ctx, ref, place, paths, state, options, (reloaded) => {
+    this.#tx = new CommitPath(ctx, ref, place, paths, state, options, (reloaded) => {
       this.#system = reloaded.instruction ?? this.#system ?? generateSystem(options.agent);
     });
   }
@@ -403,7 +405,7 @@ export class Session {
           return plan.report.clean ? plan.report : await applyRepair(storage, plan, tx.paths.dir);
         } finally {
           await tx.unlock(lease).catch(() => undefined);
-          await tx.reload().then(() => tx.notifyCommit(), () => tx.reloadLater());
+          await tx.reloadAfterRepair();
         }
       },
       true,
