@@ -114,7 +114,7 @@ export class CommitPath {
    * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
   exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
-    return this.#slot.run(operation, async () => {
+    return this.#slot.exclusive(operation, async () => {
       if (this.place !== "live") throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
       if (!repairing) {
         if (this.#conflict) throw this.#conflict;

@@ -45,7 +45,7 @@ export class OperationSlot {
    *
    * @throws {SessionBusyError} when another operation runs on this session (from this store).
    */
-  async run<T>(operation: string, body: () => Promise<T>): Promise<T> {
+  async exclusive<T>(operation: string, body: () => Promise<T>): Promise<T> {
     while (this.#reload) await this.#reload.catch(() => undefined);
     const holder = this.#busy.get(this.#dir);
     if (holder) {

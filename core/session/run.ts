@@ -31,7 +31,7 @@ const MAX_COMPACTIONS_PER_STEP = 4;
 
 /**
  * The agent loop, run inside one locked mutating operation (see `Session.run`). It
- * follows seed 004's commit contract: success commits the user message, every step
+ * follows this commit contract: success commits the user message, every step
  * and the final answer as one batch; cancellation commits recoverable work and a
  * `stopped` message without raw reasoning, then throws `CancelledError`; a fatal
  * provider, policy or run error commits nothing of the run; an automatic
@@ -72,7 +72,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
   // The outcome reports the usage of this run's last step, never one of an earlier run.
   let stepUsage: Usage | undefined;
   let validating = usage.validating;
-  // A compaction validated as insufficient by an earlier run's step is still due (seed 000).
+  // A compaction validated as insufficient by an earlier run's step is still due (docs/FORMAT.md "Compaction").
   let deepPending =
     usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
     validateAfterCompaction(usage.validatedBy, config.contextWindow) === "deep";

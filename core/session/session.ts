@@ -259,7 +259,7 @@ export class Session {
 
   /**
    * Runs one agent turn: the user's input, then provider steps and tool calls until the
-   * model answers without tool calls. Streams events; commits per seed 004's contract
+   * model answers without tool calls. Streams events; commits per the run's commit contract
    * (see {@linkcode runLoop}). Holds the session's lock for the whole turn.
    *
    * @example
@@ -304,7 +304,7 @@ export class Session {
   }
 
   /**
-   * Compacts now (seed 000): the oldest half of Active becomes a segment with one
+   * Compacts now (docs/FORMAT.md "Compaction"): the oldest half of Active becomes a segment with one
    * cumulative summary from exactly one summarizer call. Refused while a draft exists.
    * With fewer than 2 messages in Active nothing changes and `segment` is `null`.
    *
@@ -323,18 +323,21 @@ export class Session {
   async compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
     const summarizer = options.summarizer ?? this.#tx.options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
-    return this.mutate("compact", async (writer) => {
-      const state = this.#tx.state;
-      if (state.draft) {
-        throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
-      }
-      const outcome = await writer.compact(summarizer, options.signal ?? new AbortController().signal);
-      return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
-    });
+    const tx = this.#tx;
+    return tx.exclusive("compact", () =>
+      tx.locked("compact", async () => {
+        const state = tx.state;
+        if (state.draft) {
+          throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
+        }
+        const outcome = await compactActive(tx, summarizer, options.signal ?? new AbortController().signal);
+        return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
+      }),
+    );
   }
 
   /**
-   * Resets the conversation (seed 004): the model context starts over from the system
+   * Resets the conversation (docs/decisions.md): the model context starts over from the system
    * text alone. Nothing is deleted: Active is closed as a segment whose footer marks the
    * reset, so history stays readable, forkable and exportable. Revision + 1; the
    * compaction continuation state is cleared (accounting totals stay).
@@ -353,7 +356,7 @@ export class Session {
    * @throws {WriterLockedError} / {RevisionConflictError} as for `append`.
    */
   reset(): Promise<{ revision: number }> {
-    return this.mutate("reset", () => resetActive(this.#tx));
+    return this.#tx.exclusive("reset", () => this.#tx.locked("reset", () => resetActive(this.#tx)));
   }
 
   /**
