@@ -103,6 +103,7 @@ export {
 } from "./storage/mod.ts";
 export {
   lockDiagnostics,
+  readSegmentFooter,
   unsupportedSchema,
 } from "./verify/mod.ts";
 export {
