@@ -17,7 +17,7 @@ import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta 
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportReclaimed, type SessionContext } from "./context.ts";
 import { loadSessionState } from "./load.ts";
-import { MetaLag } from "./meta-lag.ts";
+import { Lease } from "./lease.ts";
 import { releaseWriterLock, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import { OperationSlot } from "./operation-slot.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
@@ -39,10 +39,8 @@ export class CommitPath {
   readonly #slot: OperationSlot;
   readonly #onReload: (state: SessionState) => void;
   #needsReload = false;
-  /** The writer lock this handle holds for its lifetime (a lease), if it was opened to hold. */
-  #lease: WriterLease | undefined;
-  /** Held commits `meta.json` does not hold yet (it lags behind the lines under a lease). */
-  readonly #lag = new MetaLag();
+  /** The writer lock this handle keeps between operations, if it holds the session. */
+  readonly #lease: Lease;
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
 
@@ -55,6 +53,7 @@ export class CommitPath {
     this.options = options;
     this.#onReload = onReload;
     this.#slot = new OperationSlot(ctx.storage, paths.dir, formatSessionRef(ref));
+    this.#lease = new Lease(ctx.storage, paths);
   }
 
   /** The clock as a `meta.json` / record timestamp. */
@@ -74,37 +73,25 @@ export class CommitPath {
 
   /** Whether this handle holds the session (a lease) until `release()`. */
   get held(): boolean {
-    return this.#lease !== undefined;
+    return this.#lease.held !== undefined;
   }
 
   /**
    * Takes the session for this handle until {@linkcode CommitPath.release}: the lock (after
    * the revision check) is kept, so later operations need neither a new lock nor a revision
-   * read, and the backend may keep `active.jsonl` open (pinned). Nothing when already held.
+   * read. Nothing when already held.
    *
    * @throws {WriterLockedError} at once when another writer holds the session.
    * @throws {RevisionConflictError} when another writer committed since this handle read.
    */
   async hold(): Promise<void> {
-    if (this.#lease) return;
-    await this.exclusive("lease", async () => {
-      this.#lease = await this.lock("lease", [], true);
-      await this.ctx.storage.pinFile?.(this.paths.active).catch(() => undefined);
-    });
+    if (this.#lease.held) return;
+    await this.exclusive("lease", async () => this.#lease.keep(await this.lock("lease", [], true)));
   }
 
-  /** Gives a held session back (lock removed, pinned file closed). Nothing when not held. */
-  async release(): Promise<void> {
-    const lease = this.#lease;
-    if (!lease) return;
-    try {
-      // Before the lock goes: the next writer's revision check reads meta.json.
-      await this.#catchUpMeta();
-    } finally {
-      this.#lease = undefined;
-      await this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
-      await releaseWriterLock(this.ctx.storage, lease);
-    }
+  /** Gives a held session back (`meta.json` caught up, lock removed, pinned file closed). Nothing when not held. */
+  release(): Promise<void> {
+    return this.#lease.release(this.state);
   }
 
   /**
@@ -149,7 +136,7 @@ export class CommitPath {
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
     // Held: the lease stands for the lock and the revision check; only the writes go out.
-    if (this.#lease) return this.commit(records);
+    if (this.#lease.held) return this.commit(records);
     const change = planAppend(this.state, records, this.now());
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);
@@ -162,14 +149,15 @@ export class CommitPath {
   async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
     const change = planAppend(this.state, records, this.now());
     const now = this.ctx.clock();
-    const lazy = this.#lease !== undefined && !this.#lag.due(now);
+    const lag = this.#lease.lag;
+    const lazy = this.#lease.held !== undefined && !lag.due(now);
     await runCommitPlan(this.ctx.storage, { writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
     if (!lazy) return this.#appended(change);
     this.state.active.push(...change.sequenced);
     this.state.activeBytes += change.bytes.length;
     this.state.meta = change.meta;
-    this.#lag.add(now);
-    this.#lag.schedule(() => this.#catchUpMeta(), () => this.#slot.taken);
+    lag.add(now);
+    lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken);
     notifyCommit(this.ctx, this.ref, change.meta.revision);
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
   }
@@ -193,16 +181,6 @@ export class CommitPath {
     state.active = close.kept;
     state.activeBytes = close.activeBytes.length;
     this.metaWritten(close.meta);
-  }
-
-  /** Writes `meta.json` from memory when held commits left it behind. */
-  async #catchUpMeta(): Promise<void> {
-    this.#lag.cancel();
-    if (!this.#lease || !this.#lag.behind) return;
-    const meta = this.state.meta;
-    await this.ctx.storage.replace(this.paths.meta, encodeJsonDocument(meta), { durable: false });
-    this.#lag.clear();
-    this.state.diskRevision = meta.revision;
   }
 
   /** Recovery's repairs, in their order (see {@linkcode PendingRepairPlan}); truncate and remove are not plan writes, so they are storage calls of their own. */
@@ -230,10 +208,11 @@ export class CommitPath {
    * @throws {RevisionConflictError} when another writer committed; nothing was written.
    */
   async lock(operation: string, writes: PlannedWrite[], hold: boolean, checkRevision = true): Promise<WriterLease> {
-    if (this.#lease) {
+    const held = this.#lease.held;
+    if (held) {
       // The held lease stands for every lock this handle would take.
       if (writes.length > 0) await runCommitPlan(this.ctx.storage, { writes });
-      return this.#lease;
+      return held;
     }
     const { storage, identity, clock, probe } = this.ctx;
     const path = this.paths.lock;
@@ -262,7 +241,7 @@ export class CommitPath {
 
   /** Gives back a lock {@linkcode CommitPath.lock} returned, unless it is the held lease. */
   async unlock(lease: WriterLease): Promise<void> {
-    if (lease !== this.#lease) await releaseWriterLock(this.ctx.storage, lease);
+    if (lease !== this.#lease.held) await releaseWriterLock(this.ctx.storage, lease);
   }
 
   /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */
@@ -279,10 +258,10 @@ export class CommitPath {
   /** Takes a `meta.json` now on disk into memory and tells the registry's `onCommit`. */
   metaWritten(meta: SessionMeta): void {
     const known = this.state.meta.revision;
-    const wasBehind = this.#lag.behind;
+    const wasBehind = this.#lease.lag.behind;
     this.state.meta = meta;
     this.state.diskRevision = meta.revision;
-    this.#lag.clear();
+    this.#lease.lag.clear();
     if (meta.revision !== known || wasBehind) this.notifyCommit(meta.revision);
   }
 
