@@ -23,6 +23,7 @@ export { describeLockOwner, readLockOwner, reclaimDeadLock } from "./lock.ts";
 export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
 export { applyRepair } from "./repair.ts";
 export { Session, type NoCompaction } from "./session.ts";
+export { SessionView } from "./session-view.ts";
 export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";

@@ -22,6 +22,14 @@ import { unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
 import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
 
+/** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
+export interface NoCompaction {
+  readonly revision: number;
+  readonly removedMessages: 0;
+  readonly keptMessages: number;
+  readonly segment: null;
+}
+
 /** What one summarizer call gave: the new cumulative summary and what it cost. */
 export interface Summary {
   readonly text: string;
