@@ -207,7 +207,11 @@ export class SessionView {
   }
 
   /**
-   * Re-reads the session from storage (after another writer committed).
+   * Re-reads the session from storage (after another writer committed). Ordered with this
+   * handle's operations: it waits for one that is running, and an operation called after it
+   * waits for it, so `onCommit(() => session.reload())` followed by `session.run(…)` runs on
+   * the reloaded state. (Awaited from inside an operation of the same handle it would wait
+   * for itself: that code has the operation's state already.)
    *
    * @throws {UnsupportedSchemaError} when `meta.json` now has an unknown schema version.
    */
