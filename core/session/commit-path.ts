@@ -3,19 +3,19 @@
  * lock and the optimistic revision check taken as one commit plan, a held lease (the lock
  * kept between operations), and the application of every planned change
  * (`planned-change.ts`: an append, a segment close; `recovery.ts`: recovery's repairs), each
- * written by {@linkcode runCommitPlan}. On failure it reloads and types the error; a
+ * written as one commit plan (`run-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a
  * revision conflict leaves the handle refusing writes until `reload()`, which goes through
  * the handle's operation slot (`operation-slot.ts`), so a reload and an operation never
  * overlap.
  *
  * @module
  */
-import { CorruptSessionError, InvalidInputError, RevisionConflictError, asSessionfoldError } from "../errors.ts";
+import { CorruptSessionError, InvalidInputError, LeaseLostError, RevisionConflictError, asSessionfoldError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
 import type { PlannedWrite } from "../storage/port.ts";
-import { notifyCommit, reportReclaimed, type SessionContext } from "./context.ts";
+import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
 import { loadSessionState } from "./load.ts";
 import { Lease } from "./lease.ts";
 import { releaseWriterLock, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
@@ -23,7 +23,6 @@ import { OperationSlot } from "./operation-slot.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import { appendWrites, planAppend, segmentCloseWrites, type AppendChange, type SegmentClose } from "./planned-change.ts";
 import { planPendingRepairs, unknownActiveLines, type PendingRepairPlan } from "./recovery.ts";
-import { runCommitPlan } from "./run-commit-plan.ts";
 import { isBlocked, type SessionState } from "./state.ts";
 import type { CommitResult } from "./writer.ts";
 
@@ -53,7 +52,8 @@ export class CommitPath {
     this.options = options;
     this.#onReload = onReload;
     this.#slot = new OperationSlot(ctx.storage, paths.dir, formatSessionRef(ref));
-    this.#lease = new Lease(ctx.storage, paths);
+    // A lost lease: the handle re-reads the files before its next write.
+    this.#lease = new Lease(ctx.storage, paths, formatSessionRef(ref), (event) => ((this.#needsReload = true), reportLeaseLost(ctx, event)));
   }
 
   /** The clock as a `meta.json` / record timestamp. */
@@ -137,7 +137,7 @@ export class CommitPath {
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
     // Held: the lease stands for the lock and the revision check; only the writes go out.
     if (this.#lease.held) return this.commit(records);
-    const change = planAppend(this.state, records, this.now());
+    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);
   }
@@ -147,11 +147,11 @@ export class CommitPath {
    * and, unless a lease lets it lag (at most 64 commits or one second), a `meta.json` update.
    */
   async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
-    const change = planAppend(this.state, records, this.now());
+    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     const now = this.ctx.clock();
     const lag = this.#lease.lag;
     const lazy = this.#lease.held !== undefined && !lag.due(now);
-    await runCommitPlan(this.ctx.storage, { writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
+    await this.#lease.run({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
     if (!lazy) return this.#appended(change);
     this.state.active.push(...change.sequenced);
     this.state.activeBytes += change.bytes.length;
@@ -168,10 +168,11 @@ export class CommitPath {
     // What meta.json holds now: the operation applied recovery's repairs before this runs.
     const before = encodeJsonDocument(this.state.meta);
     try {
-      await runCommitPlan(storage, { writes: segmentCloseWrites(this.paths, close) });
+      await this.#lease.run({ writes: segmentCloseWrites(this.paths, close) });
     } catch (error) {
-      // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway).
-      if (!(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) await storage.replace(this.paths.meta, before).catch(() => undefined);
+      // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
+      // never after a lost lease: meta.json is then the new owner's.
+      if (!(error instanceof LeaseLostError) && !(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) await storage.replace(this.paths.meta, before).catch(() => undefined);
       throw error;
     }
     const state = this.state;
@@ -187,13 +188,13 @@ export class CommitPath {
   async #applyPendingRepairs(plan: PendingRepairPlan): Promise<void> {
     const { storage } = this.ctx;
     if (plan.meta) {
-      await runCommitPlan(storage, { writes: [{ op: "replace", path: this.paths.meta, bytes: encodeJsonDocument(plan.meta) }] });
+      await this.#lease.run({ writes: [{ op: "replace", path: this.paths.meta, bytes: encodeJsonDocument(plan.meta) }] });
       this.metaWritten(plan.meta);
     }
     const active = plan.active;
-    if (active?.op === "replace") await runCommitPlan(storage, { writes: [{ op: "replace", path: this.paths.active, bytes: active.bytes }] });
+    if (active?.op === "replace") await this.#lease.run({ writes: [{ op: "replace", path: this.paths.active, bytes: active.bytes }] });
     else if (active?.op === "truncate") await storage.truncate(this.paths.active, active.size);
-    else if (active?.op === "newline") await runCommitPlan(storage, { writes: [{ op: "append", path: this.paths.active, bytes: new TextEncoder().encode("\n") }] });
+    else if (active?.op === "newline") await this.#lease.run({ writes: [{ op: "append", path: this.paths.active, bytes: new TextEncoder().encode("\n") }] });
     this.state.activeBytes = plan.activeBytes;
     if (plan.removeDraft) await storage.remove(this.paths.draft);
     this.state.repairs = {};
@@ -211,7 +212,7 @@ export class CommitPath {
     const held = this.#lease.held;
     if (held) {
       // The held lease stands for every lock this handle would take.
-      if (writes.length > 0) await runCommitPlan(this.ctx.storage, { writes });
+      if (writes.length > 0) await this.#lease.run({ writes });
       return held;
     }
     const { storage, identity, clock, probe } = this.ctx;

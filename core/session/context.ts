@@ -7,6 +7,7 @@
 import type { LockOwner } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { StoragePort } from "../storage/port.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
 
 /** What a session handle shares with its registry. */
@@ -20,6 +21,8 @@ export interface SessionContext {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit found its lease lost (`SessionsOptions.onLeaseLost`). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
@@ -45,6 +48,15 @@ export function reportReclaimed(ctx: SessionContext, ref: SessionRef, path: stri
     ctx.onStaleLockReclaimed?.({ ref: formatSessionRef(ref), path, owner });
   } catch {
     // The operation went through; a listener's bug must not make it look failed.
+  }
+}
+
+/** Tells `onLeaseLost` a held lease was found lost. Best effort: the typed error still reaches the caller. */
+export function reportLeaseLost(ctx: SessionContext, event: LeaseLostNotice): void {
+  try {
+    ctx.onLeaseLost?.(event);
+  } catch {
+    // The listener's failure is its own.
   }
 }
 

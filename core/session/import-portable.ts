@@ -11,13 +11,20 @@ import { InvalidInputError } from "../errors.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import { MessageRecord, describeIssues, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { importedHistoryFiles } from "./import-history.ts";
 import type { Staging } from "./staging.ts";
 
-/** `portable`'s messages as records with sequences 1..n, and the revision to take. @throws {InvalidInputError} when a message is not a valid record. */
+/**
+ * `portable`'s messages as records with sequences 1..n, and the revision to take.
+ *
+ * @throws {InvalidInputError} when a message is not a valid record.
+ * @throws {LimitExceededError} when a message is nested deeper than `MAX_JSON_DEPTH` (checked before the schema walks it).
+ */
 export function importedMessages(portable: PortableSession): { messages: MessageRecord[]; revision: number } {
   const messages = portable.messages.map((message, i) => {
+    assertJsonDepth(message, `imported message ${i + 1}`);
     const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
     if (!parsed.success || parsed.data.status === "streaming") {
       const why = parsed.success ? "status \"streaming\" cannot be imported" : describeIssues(parsed.error);
@@ -30,10 +37,16 @@ export function importedMessages(portable: PortableSession): { messages: Message
   return { messages, revision };
 }
 
-/** Writes the imported history into `staging` and returns its `meta.json` (not written: installing the folder writes it last). */
+/**
+ * Writes the imported history into `staging` and returns its `meta.json` (not written:
+ * installing the folder writes it last).
+ *
+ * @throws {LimitExceededError} when a message's line or a file would be over a read limit (the store's `maxFileBytes`); nothing is written.
+ */
 export async function writeImported(storage: StoragePort, clock: () => number, ref: SessionRef, portable: PortableSession, messages: readonly MessageRecord[], revision: number, staging: Staging): Promise<SessionMeta> {
   const now = nowTimestamp(clock);
-  const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now);
+  const createdAt = portable.createdAt ?? messages[0]?.created_at ?? now;
+  const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now, storage.maxFileBytes);
   for (const segment of history.segments) await storage.replace(`${staging.paths.segmentsDir}/${segment.name}`, segment.bytes);
   if (history.active.length > 0) await storage.replace(staging.paths.active, history.active);
   if (portable.system) await storage.replace(staging.paths.instruction, new TextEncoder().encode(portable.system));
@@ -51,8 +64,10 @@ export async function writeImported(storage: StoragePort, clock: () => number, r
     workspace_id: ref.workspaceId,
     ...(portable.title !== undefined ? { title: portable.title } : {}),
     ...(portable.modelLabel !== undefined ? { model_label: portable.modelLabel } : {}),
-    created_at: portable.createdAt ?? now,
-    updated_at: now,
+    // An import is not activity: the session's times are its source's (imported_from.imported_at
+    // records the import); the import time stands in only where the source has no time at all.
+    created_at: createdAt,
+    updated_at: portable.updatedAt ?? messages.at(-1)?.created_at ?? createdAt,
     message_count: messages.length,
     history_bytes: history.historyBytes,
     revision,

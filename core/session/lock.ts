@@ -87,7 +87,7 @@ const LINE_REVISION = /"revision":(\d+)\}$/;
  * before it is. The window grows until it holds the last commit's first line and the line
  * before it.
  */
-export async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
+async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
   for (let want = TAIL_BYTES; ; want *= 16) {
     const tail = await storage.readTail(path, want);
     if (!tail || tail.size === 0) return 0;
@@ -203,12 +203,13 @@ export async function releaseWriterLock(storage: StoragePort, lease: WriterLease
 }
 
 /** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
-export function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
-  const { pid, hostname, runtime, bootId, processStartedAt } = identity;
+function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
+  const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
   return {
     pid,
     hostname,
     ...(bootId !== undefined ? { boot_id: bootId } : {}),
+    ...(pidNamespace !== undefined ? { pid_namespace: pidNamespace } : {}),
     ...(processStartedAt !== undefined ? { process_started_at: processStartedAt } : {}),
     runtime,
     operation,

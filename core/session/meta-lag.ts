@@ -9,9 +9,9 @@
  */
 
 /** Commits a held handle may leave out of `meta.json` before it writes it. */
-export const MAX_LAG_COMMITS = 64;
+const MAX_LAG_COMMITS = 64;
 /** How long (ms) `meta.json` may stay behind before it is written. */
-export const MAX_LAG_MS = 1_000;
+const MAX_LAG_MS = 1_000;
 
 /** The commits not yet in `meta.json`, and since when. */
 export class MetaLag {

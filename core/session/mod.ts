@@ -25,6 +25,7 @@ export { applyRepair } from "./repair.ts";
 export { Session, type NoCompaction } from "./session.ts";
 export { SessionView } from "./session-view.ts";
 export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
+export type { LeaseLostNotice } from "./lease-fence.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";
 export { toMessageRecord, type NewMessage } from "./message-input.ts";

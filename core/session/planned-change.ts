@@ -10,6 +10,7 @@ import { InvalidInputError } from "../errors.ts";
 import type { SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/mod.ts";
+import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
@@ -42,8 +43,14 @@ export function nextMeta(state: Pick<SessionState, "meta" | "newest">, patch: Pa
   return withNewestSegment({ ...state.meta, ...patch, updated_at: now }, newest);
 }
 
-/** Sequences, line bytes and the next `meta.json` of an append of `records` at `now`. */
-export function planAppend(state: SessionState, records: readonly MessageRecord[], now: string): AppendChange {
+/**
+ * Sequences, line bytes and the next `meta.json` of an append of `records` at `now`.
+ *
+ * @throws {LimitExceededError} when a line or `active.jsonl` after it would be over a read
+ * limit (`maxFileBytes`: the store's): a commit an open could not read back is refused before
+ * it is written (docs/FORMAT.md "Limits").
+ */
+export function planAppend(state: SessionState, records: readonly MessageRecord[], now: string, maxFileBytes = MAX_FILE_BYTES): AppendChange {
   if (records.length === 0) throw new InvalidInputError("a commit needs at least one message");
   let sequence = lastSequence(state);
   const revision = state.meta.revision + 1;
@@ -54,6 +61,8 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   // remembered, and a compaction copies them instead of encoding the record again.
   const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
   const bytes = linesOf(lines);
+  const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
+  assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: state.activeBytes, describeLine }, MAX_LINE_BYTES, maxFileBytes);
   // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
   const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
   const meta: SessionMeta = {

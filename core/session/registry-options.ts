@@ -6,6 +6,7 @@
  */
 import type { StoragePort } from "../storage/port.ts";
 import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
 import type { SessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
 
@@ -33,6 +34,8 @@ export interface SessionsOptions {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over, with its old content (`stale_lock_reclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit finds its lease lost (its commit then fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** Opening a session to hold it: `{ hold: true }` on {@linkcode Sessions.open} and {@linkcode Sessions.create}. */

@@ -53,6 +53,7 @@ export class Sessions {
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
+      ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
     };
     this.#defaults = options.defaults ?? {};
   }

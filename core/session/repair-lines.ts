@@ -4,7 +4,9 @@
  * and what is refused. One walk for both files, judged by the shared rules
  * (`segment-rules.ts`): an unreadable line moves; an exact second copy of a kept line
  * moves; a message already in the newest segment (an overlap, Active only) moves; a
- * message out of sequence is refused, since repair never renumbers messages; a segment
+ * message out of sequence is refused, since repair never renumbers messages but one: in
+ * Active, a second writer's message whose sequence a different kept message holds (a split
+ * brain) is kept under a new sequence after the rest (`repair-duplicates.ts`); a segment
  * must end with its footer; the lines of an interrupted final commit of Active move.
  *
  * @module
@@ -14,6 +16,7 @@ import type { SegmentRange } from "../layout/segments.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { incompleteFinalBatch } from "./batch.ts";
 import { joinLines } from "./lines.ts";
+import { SecondWriterLines } from "./repair-duplicates.ts";
 import type { MovedLine, RepairRefusal } from "./repair-report.ts";
 import { SEGMENT_RECORDS, isFooterOf, sequenceStep } from "./segment-rules.ts";
 
@@ -35,12 +38,20 @@ export interface FilePlan {
   readonly refused: RepairRefusal[];
   /** The file must be written again even if nothing moved (its final newline is missing). */
   readonly rewrite: boolean;
-  /** The messages kept, in order. */
+  /** The messages kept, in order (a second writer's, renumbered, last). */
   readonly messages: readonly MessageRecord[];
+  /** The revision the renumbered lines carry, when any were (above every revision in the file). */
+  readonly renumberedRevision?: number;
 }
 
-/** Which file is planned: a closed segment with its range, or Active after the newest segment's end. */
-export type LineFrame = { readonly kind: "segment"; readonly range: SegmentRange } | { readonly kind: "active"; readonly segmentEnd: number };
+/**
+ * Which file is planned: a closed segment with its range, or Active after the newest
+ * segment's end, with the repair's revision once the session ends at sequence `last`
+ * (what renumbered lines carry).
+ */
+export type LineFrame =
+  | { readonly kind: "segment"; readonly range: SegmentRange }
+  | { readonly kind: "active"; readonly segmentEnd: number; readonly revisionFor: (last: number) => number };
 
 /** Codes of lines that could not be read (and so may have held a missing message). */
 const UNREADABLE = new Set(["invalid_json", "invalid_record", "oversized_line"]);
@@ -57,6 +68,8 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
   const refused: RepairRefusal[] = [];
   const keptBySequence = new Map<number, Uint8Array>();
   const messages: { record: MessageRecord; line: number }[] = [];
+  // Active: lines of a second writer (a sequence a different kept message holds), renumbered after the rest.
+  const second = new SecondWriterLines();
   // In a segment, any line moved may have held a missing message; in Active, only unreadable ones.
   const couldHold = () => moved.filter((m) => (active ? UNREADABLE.has(m.code) : m.code !== "duplicate")).map((m) => m.line);
   const mayHaveHeld = () => {
@@ -65,7 +78,8 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
   };
   let footer: Line | undefined;
   let expected = active ? segmentEnd + 1 : frame.range.start;
-  for (const line of splitLines(bytes)) {
+  const lines = splitLines(bytes);
+  for (const line of lines) {
     const problem = problems.get(line.line);
     const record = records.get(line.line);
     if (problem) {
@@ -85,10 +99,13 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
         moved.push({ line: line.line, code: "overlap_removed", reason: `message ${record.sequence} is already in the newest segment (through ${segmentEnd})`, bytes: line.bytes.length, lineBytes: line.bytes });
       } else if (earlier && sameBytes(earlier, line.bytes)) {
         moved.push(duplicate(line, `a second copy of message ${record.sequence}`));
+      } else if (active && earlier) {
+        second.add(line, record);
       } else if (footer || step !== "next") {
         const missing = `sequences ${expected}–${record.sequence - 1} are missing`;
+        // In Active only a gap is left here: a sequence already kept is a second writer's (above).
         const where = active
-          ? `where ${expected} was expected: ${step === "gap" ? missing : `a different message ${record.sequence} is kept above`}`
+          ? `where ${expected} was expected: ${missing}`
           : footer ? "after the footer" : step === "gap" ? `where ${expected} was expected: ${missing}` : `where ${expected} was expected`;
         refused.push({ file, line: line.line, reason: `${file}:${line.line}: message sequence ${record.sequence} ${where}${mayHaveHeld()}; repair never renumbers messages` });
         break;
@@ -119,7 +136,15 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
     kept.splice(0, kept.length, ...kept.filter((l) => !lineNumbers.has(l.line)));
     messages.splice(torn);
   }
-  return { kept, moved, refused, rewrite: active && decoded.missingNewline, messages: messages.map((m) => m.record) };
+  const chainEnd = messages.at(-1)?.record.sequence ?? segmentEnd;
+  const settled = active && refused.length === 0 ? second.settle(messages.map((m) => m.record), chainEnd, lines.length, frame.revisionFor) : undefined;
+  if (settled) {
+    moved.push(...settled.moved);
+    moved.sort((a, b) => a.line - b.line);
+    kept.push(...settled.appended);
+  }
+  const all = [...messages.map((m) => m.record), ...(settled?.records ?? [])];
+  return { kept, moved, refused, rewrite: active && decoded.missingNewline, messages: all, ...(settled ? { renumberedRevision: settled.revision } : {}) };
 }
 
 /** The quarantine file of moved lines: one JSON record per line, its bytes exactly (as text when UTF-8, else base64). */

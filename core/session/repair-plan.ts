@@ -3,7 +3,9 @@
  * (docs/FORMAT.md "Repair"): every line that recovery reports or would cut goes to a
  * quarantine file beside the session, every valid record stays where it is with its exact
  * bytes and its sequence, and `meta.json` is rebuilt. A gap between sequences that no line
- * left in the files closes is refused with the reason: repair never renumbers a message.
+ * left in the files closes is refused with the reason. The one message repair renumbers is a
+ * second writer's whose sequence another message holds (`repair-duplicates.ts`): it is kept,
+ * after the rest, never dropped.
  *
  * @module
  */
@@ -102,7 +104,10 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
   // active.jsonl: what recovery reports or cuts moves out; the messages after the newest segment stay.
   const activeFile = rel(paths.active);
   const activeRead = await storage.read(paths.active);
-  const activePlan = planLines(activeRead ?? new Uint8Array(0), activeFile, { kind: "active", segmentEnd });
+  const previousRevision = meta.valid?.revision ?? meta.salvageRevision ?? null;
+  // Repair is a write: the revision moves on, and never below what the files imply (recovery rule 5).
+  const revisionFor = (last: number) => Math.max((previousRevision ?? 0) + 1, last + ranges.length);
+  const activePlan = planLines(activeRead ?? new Uint8Array(0), activeFile, { kind: "active", segmentEnd, revisionFor });
   const activeBytes = keepLines(paths.active, activeFile, activePlan, "lines recovery reports or cuts: unreadable, torn, duplicated or already in a segment");
   const lastSequence = activePlan.messages.at(-1)?.sequence ?? segmentEnd;
 
@@ -122,9 +127,8 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
   const behind = !previous || previous.message_count !== lastSequence || previous.history_bytes !== historyBytes || staleHint || changed;
   const action = !behind ? "unchanged" : previous ? "updated" : "rebuilt";
   const base = previous ?? salvagedMeta(meta.salvage, ref, now, activePlan.messages[0]?.created_at);
-  const previousRevision = previous?.revision ?? meta.salvageRevision ?? null;
-  // Repair is a write: the revision moves on, and never below what the files imply (recovery rule 5).
-  const revision = behind ? Math.max((previousRevision ?? 0) + 1, lastSequence + ranges.length) : base.revision;
+  // Renumbered lines carry the repair's revision, above every revision in the file.
+  const revision = behind ? Math.max(revisionFor(lastSequence), activePlan.renumberedRevision ?? 0) : base.revision;
   const next = withNewestSegment({ ...base, message_count: lastSequence, history_bytes: historyBytes, revision, updated_at: now }, newest);
   const report: RepairReport = {
     ref: `${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`,

@@ -13,7 +13,8 @@ export interface MovedLine {
   /**
    * Why: a diagnostic code (`invalid_json`, `invalid_record`, `oversized_line`,
    * `truncated_tail`, `overlap_removed`) or `duplicate` (a second copy of a kept line) or
-   * `interrupted_commit` (a final batch missing some of its messages).
+   * `interrupted_commit` (a final batch missing some of its messages) or `renumbered` (a
+   * second writer's message, kept under a new sequence after the rest).
    */
   readonly code: string;
   /** The reason in words (no content of the line is quoted). */

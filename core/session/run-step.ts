@@ -6,6 +6,7 @@
  */
 import { InvalidInputError } from "../errors.ts";
 import type { ModelInput, Provider, Tool, ToolDefinition } from "../model/mod.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { DraftRecord, MessagePart, ToolPart } from "../schema/mod.ts";
 import type { RunEvent } from "./run-events.ts";
 
@@ -39,6 +40,8 @@ export async function streamStep(
         parts.push({ sequence: nextSequence(), type: "reasoning-summary", text: event.text });
         break;
       case "tool-call":
+        // Stored, stringified and estimated by recursive walkers: refused typed when too deep.
+        assertJsonDepth(event.input, `provider ${provider.identity.provider}: the input of tool call ${event.toolCallId}`);
         parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
         break;
       case "file":
@@ -78,6 +81,7 @@ export async function runTool(part: ToolPart, tool: Tool | undefined, signal: Ab
   try {
     const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
     if (signal.aborted) return;
+    assertJsonDepth(output, `the output of tool ${part.tool_name}`);
     stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
   } catch (error) {
     if (signal.aborted) return;

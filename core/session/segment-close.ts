@@ -100,7 +100,7 @@ export async function summarize(ref: SessionRef, state: Pick<SessionState, "foot
  * reports. `unknown`: lines of unknown record types in `active.jsonl`, carried along. `now`
  * is read for the footer's `created_at`, then for `meta.json`'s `updated_at`.
  */
-export function planCompactionClose(
+function planCompactionClose(
   state: SessionState,
   ref: SessionRef,
   selection: CompactionPlan,
@@ -159,7 +159,7 @@ export function planCompactionClose(
 }
 
 /** A reset as a value: all of Active closed under a footer that marks the reset; `undefined` when Active is empty. */
-export function planResetClose(state: SessionState, ref: SessionRef, unknown: readonly UnknownLine[], now: () => string): SegmentClose | undefined {
+function planResetClose(state: SessionState, ref: SessionRef, unknown: readonly UnknownLine[], now: () => string): SegmentClose | undefined {
   const first = state.active[0];
   if (!first) return undefined;
   const range = { start: first.sequence, end: lastSequence(state) };

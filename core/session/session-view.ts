@@ -221,7 +221,8 @@ export class SessionView {
 
   /**
    * Whether this handle holds the session (a lease, from `open(ref, { hold: true })` or
-   * {@linkcode Session.hold}) until {@linkcode Session.close}.
+   * {@linkcode Session.hold}) until {@linkcode Session.close}; `false` again once a commit
+   * found the lease lost (`LeaseLostError`).
    */
   get held(): boolean {
     return this.#tx.held;

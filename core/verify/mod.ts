@@ -15,4 +15,4 @@
  * @module
  */
 export { readSegmentFooter } from "../session/segment-rules.ts";
-export { listStoredSessions, lockDiagnostics, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";
+export { listStoredSessions, lockDiagnostics, unsafeEntry, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";

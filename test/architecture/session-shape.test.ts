@@ -29,10 +29,10 @@ describe("core/session modules", () => {
     const writers = modules.filter((name) => WRITE_CALL.test(source(name))).sort();
     // The planners (segment-close, planned-change, recovery, repair-plan, repair-lines, segment-rules, load) are not here.
     expect(writers).toEqual([
-      "commit-path.ts", // every commit, segment close and recovery repair (runCommitPlan; truncate/remove where a plan has no such write)
+      "commit-path.ts", // every commit, segment close and recovery repair (as plans through the lease; truncate/remove where a plan has no such write)
       "fork.ts", // the fork's copy, into a staged folder
       "import-portable.ts", // an import's files, into a staged folder
-      "lease.ts", // a held lease's meta.json catch-up
+      "lease.ts", // a held lease's meta.json catch-up, and the commit path's plans (fenced by lease-fence.ts while held)
       "lock.ts", // writer.lock itself and its reclaim guards
       "registry.ts", // create, archive, delete
       "repair.ts", // the quarantine plan's apply (create-new and move, which a commit plan has no write for)

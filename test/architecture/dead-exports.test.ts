@@ -1,0 +1,46 @@
+/**
+ * No dead exports: a value (function, constant, class) that a shipped module exports is
+ * imported somewhere, or it is not exported. The entry points are the exception (their
+ * exports are the package's surface). "Used" is read from the sources as text: the name
+ * appears, as a word, in another file.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT, sourceFiles } from "./import-graph.ts";
+
+/** The folders that ship in the package. */
+const SHIPPED = ["core/", "runtime-node/", "runtime-browser/", "runtime-postgres/", "ai-sdk/", "testing/"];
+/** Modules whose exports are the package's surface (package.json `exports`, and `core/internal.ts`). */
+const ENTRY_POINTS = new Set([
+  "core/mod.ts",
+  "core/internal.ts",
+  "runtime-node/mod.ts",
+  "runtime-browser/mod.ts",
+  "runtime-postgres/mod.ts",
+  "ai-sdk/mod.ts",
+  "testing/mod.ts",
+  "testing/storage-conformance.ts",
+]);
+const DECLARATION = /^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|abstract\s+class)\s+([A-Za-z_$][\w$]*)/gm;
+
+/** `<file>: <name>` of every exported value of a shipped module that no other file names. */
+function deadExports(): string[] {
+  const files = sourceFiles();
+  const text = new Map(files.map((file) => [file, readFileSync(join(ROOT, file), "utf8")]));
+  const dead: string[] = [];
+  for (const [file, source] of text) {
+    if (!SHIPPED.some((folder) => file.startsWith(folder)) || ENTRY_POINTS.has(file)) continue;
+    for (const [, name] of source.matchAll(DECLARATION)) {
+      const word = new RegExp(`\\b${name!.replaceAll("$", "\\$")}\\b`);
+      if (![...text].some(([other, content]) => other !== file && word.test(content))) dead.push(`${file}: ${name}`);
+    }
+  }
+  return dead.sort();
+}
+
+describe("exports", () => {
+  it("exports no value that nothing imports (drop the export keyword, or the code)", () => {
+    expect(deadExports()).toEqual([]);
+  });
+});
