@@ -111,6 +111,7 @@ export {
 } from "./storage/mod.ts";
 export {
   lockDiagnostics,
+  readSegmentFooter,
   unsafeEntry,
   unsupportedSchema,
 } from "./verify/mod.ts";

@@ -257,6 +257,7 @@ export {
   type RunOutcome,
   Session,
   type SessionOptions,
+  SessionView,
   Sessions,
   type SessionsOptions,
   type WriterIdentity,

@@ -12,7 +12,7 @@ import type { PortableSegment, PortableSession } from "../model/mod.ts";
 import { cumulativeSummary, metaRevisionOf, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { readSegment, segmentRanges } from "./read-view.ts";
-import type { SessionTransaction } from "./transaction.ts";
+import type { CommitPath } from "./commit-path.ts";
 
 /** Options of `Session.exportPortable`. */
 export interface ExportPortableOptions {
@@ -28,7 +28,7 @@ export interface ExportPortableOptions {
  * @throws {CorruptSessionError} naming file and line when the session or a segment has an invalid line.
  * @throws {RevisionConflictError} when another writer committed while it was read.
  */
-export async function exportSession(tx: SessionTransaction, system: () => string | null, options: ExportPortableOptions = {}): Promise<PortableSession> {
+export async function exportSession(tx: CommitPath, system: () => string | null, options: ExportPortableOptions = {}): Promise<PortableSession> {
   const { onProgress } = options;
   await tx.reload();
   const fatal = tx.state.diagnostics.find((d) => d.fatal);

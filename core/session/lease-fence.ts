@@ -11,7 +11,8 @@
  */
 import { LeaseLostError, type LockOwner } from "../errors.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
-import { describeLockOwner, readLockOwner, runPlan, type WriterLease } from "./lock.ts";
+import { describeLockOwner, readLockOwner, type WriterLease } from "./lock.ts";
+import { runCommitPlan } from "./run-commit-plan.ts";
 
 /**
  * A lease found lost by a fenced commit (`SessionsOptions.onLeaseLost`): which session, which
@@ -48,7 +49,7 @@ export interface LeaseLostNotice {
  * @throws {StorageError} when a storage call fails.
  */
 export async function runFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, ref: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
-  const result = await runPlan(storage, { ...plan, fence: lease });
+  const result = await runCommitPlan(storage, { ...plan, fence: lease });
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
   const event: LeaseLostNotice = { ref, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };

@@ -1,13 +1,11 @@
 import { CorruptSessionError, SessionfoldError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { readLastRecord } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
-import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layout/segments.ts";
+import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
 import {
   MessageRecord,
-  SummaryRecord,
   decodeUtf8,
   isBlankDocument,
   describeIssues,
@@ -20,10 +18,10 @@ import type { StoragePort } from "../storage/port.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
+import { describeOrderBreak, readSegmentFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
 import { lastSequence, type LiveDraft, type PendingRepairs, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
-const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as const;
 /** Extension field of the draft file: the run's uncommitted messages (docs/decisions.md). */
 export const PENDING_FIELD = "pending_messages";
 
@@ -105,20 +103,20 @@ export async function loadSessionState(
   const first = records[0]?.record.sequence;
   let segments: SegmentRange[] | undefined;
   let newest: SegmentRange | undefined;
-  let tail = hint && (await readFooter(storage, paths, hint));
+  let tail = hint && (await readSegmentFooter(storage, paths, hint));
   if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
     newest = hint;
   } else {
     segments = await listSegments(storage, paths, report);
     newest = segments.at(-1);
-    if (newest && !(tail && hint && sameRange(hint, newest))) tail = await readFooter(storage, paths, newest);
+    if (newest && !(tail && hint && sameRange(hint, newest))) tail = await readSegmentFooter(storage, paths, newest);
   }
   diagnostics.push(...(tail?.diagnostics ?? []));
   const footer = tail?.footer;
   const segmentEnd = newest?.end ?? 0;
   const staleHint = hint && !(newest && sameRange(hint, newest)) ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm` : undefined;
 
-  const overlap = records.filter((r) => r.record.sequence <= segmentEnd);
+  const overlap = records.filter((r) => sequenceStep(r.record.sequence, segmentEnd + 1, segmentEnd) === "overlap");
   if (overlap.length > 0) {
     report(activeFile, overlap[0]!.line, "overlap_removed", false, `${overlap.length} messages through sequence ${segmentEnd} are already in the newest segment; dropped from Active`);
     records = records.filter((r) => r.record.sequence > segmentEnd);
@@ -126,7 +124,7 @@ export async function loadSessionState(
   }
   let expected = segmentEnd + 1;
   for (const { record, line } of records) {
-    if (record.sequence !== expected) {
+    if (sequenceStep(record.sequence, expected) !== "next") {
       report(activeFile, line, "invalid_record", true, `message sequence ${record.sequence} where ${expected} was expected`);
       break;
     }
@@ -213,45 +211,13 @@ type Report = (file: string, line: number | null, code: Diagnostic["code"], fata
 
 /**
  * The names in `segments/` as ranges, oldest first, reporting names that are not segments
- * and gaps between ranges (a gap is corruption: it blocks writes).
+ * and breaks of the segment order (corruption: it blocks writes).
  */
 export async function listSegments(storage: StoragePort, paths: SessionPaths, report: Report): Promise<SegmentRange[]> {
-  const segments: SegmentRange[] = [];
-  for (const name of await storage.list(paths.segmentsDir)) {
-    const range = parseSegmentName(name);
-    if (range) segments.push(range);
-    else report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
-  }
-  segments.sort((a, b) => a.start - b.start);
-  segments.forEach((range, i) => {
-    const expected = i === 0 ? 1 : segments[i - 1]!.end + 1;
-    if (range.start !== expected) {
-      report(relativeToSession(paths, paths.segment(range)), null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expected}`);
-    }
-  });
-  return segments;
-}
-
-/** The footer of a segment from its tail, or `undefined` when the file is not there. */
-async function readFooter(
-  storage: StoragePort,
-  paths: SessionPaths,
-  range: SegmentRange,
-): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {
-  const file = relativeToSession(paths, paths.segment(range));
-  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), {
-    file,
-    schemas: SEGMENT_SCHEMAS,
-    tornTailRecoverable: false,
-  });
-  if (!last) return undefined;
-  const record = last.record;
-  if (record?.record_type === "summary" && record.through_sequence === range.end) return { footer: record, diagnostics: last.diagnostics };
-  const diagnostics = [...last.diagnostics];
-  if (!diagnostics.some((d) => d.fatal)) {
-    diagnostics.push({ file, line: null, code: "invalid_segment", fatal: true, message: `${file}: the last line is not a summary footer through sequence ${range.end}` });
-  }
-  return { footer: undefined, diagnostics };
+  const { ranges, strangers } = segmentListing(await storage.list(paths.segmentsDir));
+  for (const name of strangers) report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
+  for (const found of segmentOrderBreaks(ranges)) report(relativeToSession(paths, paths.segment(found.range)), null, "invalid_segment", true, describeOrderBreak(found));
+  return ranges;
 }
 
 function sameRange(a: SegmentRange, b: SegmentRange): boolean {

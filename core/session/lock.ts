@@ -1,22 +1,17 @@
 import { WriterLockedError, type LockOwner } from "../errors.ts";
 import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
 import { nowTimestamp } from "../schema/common.ts";
-import { runCommitPlan } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { BATCH_FIELD, LINE_REVISION_FIELD } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { isDeadOwner, type OwnerProbe, type WriterIdentity } from "./owner.ts";
+import { runCommitPlan } from "./run-commit-plan.ts";
 
 /** Lock and guard files guard a live process only: they need no flush (docs/FORMAT.md `writer.lock`). */
 const NOT_DURABLE = { durable: false } as const;
 
 /** What gives a held `writer.lock` back: its path and this holder's `lock_id` (a plan's `release`). */
 export type WriterLease = NonNullable<CommitPlan["release"]>;
-
-/** Runs a plan in one storage call when the backend offers it (one round trip through a worker). */
-export function runPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
-  return storage.runCommitPlan ? storage.runCommitPlan(plan) : runCommitPlan(storage, plan);
-}
 
 /** What {@linkcode takeWriterLock} does under the new lock. */
 export interface LockedWrites {
@@ -58,12 +53,12 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
   const plan: CommitPlan = { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] };
   const lease = { path, lockId: lock.lockId };
-  const result = await runPlan(storage, plan);
+  const result = await runCommitPlan(storage, plan);
   if (result.outcome !== "locked" || !locked.probe) return result.outcome === "committed" ? { outcome: "committed", lease } : result;
   const found = await readLockOwner(storage, path);
   if (!found || !isDeadOwner(found, locked.identity, locked.probe) || !(await reclaimDeadLock(storage, path, found, lock.bytes, locked))) return result;
   // Taken over: hold the lock alone first, check the lines, then write under it.
-  const taken = await runPlan(storage, { lock, hold: true, writes: [] });
+  const taken = await runCommitPlan(storage, { lock, hold: true, writes: [] });
   if (taken.outcome !== "committed") return taken;
   if (locked.lines) {
     const lines = await lastCommittedRevision(storage, locked.lines.path);
@@ -72,7 +67,7 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
       return { outcome: "conflict", revision: lines };
     }
   }
-  const rest = await runPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
+  const rest = await runCommitPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
   if (rest.outcome !== "committed") {
     if (locked.hold) await releaseWriterLock(storage, lease);
     return rest;
@@ -92,7 +87,7 @@ const LINE_REVISION = /"revision":(\d+)\}$/;
  * before it is. The window grows until it holds the last commit's first line and the line
  * before it.
  */
-export async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
+async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
   for (let want = TAIL_BYTES; ; want *= 16) {
     const tail = await storage.readTail(path, want);
     if (!tail || tail.size === 0) return 0;
@@ -204,11 +199,11 @@ export async function acquireWriterLock(
 
 /** Gives a held lock back; the file is removed only if it still carries this holder's `lock_id`. */
 export async function releaseWriterLock(storage: StoragePort, lease: WriterLease): Promise<void> {
-  await runPlan(storage, { writes: [], release: lease });
+  await runCommitPlan(storage, { writes: [], release: lease });
 }
 
 /** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
-export function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
+function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
   const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
   return {
     pid,

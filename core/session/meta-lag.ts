@@ -2,20 +2,22 @@
  * How far a held session's `meta.json` may lag behind its lines (docs/FORMAT.md
  * `meta.json`): the lines are the truth, so a lease holder writes `meta.json` only when it
  * is more than 64 commits or one second behind, at compaction and the like, and when the
- * handle closes. This keeps the count; the transaction does the writes.
+ * handle closes. This keeps the count and the one-second timer; the commit path
+ * (`commit-path.ts`) does the writes.
  *
  * @module
  */
 
 /** Commits a held handle may leave out of `meta.json` before it writes it. */
-export const MAX_LAG_COMMITS = 64;
+const MAX_LAG_COMMITS = 64;
 /** How long (ms) `meta.json` may stay behind before it is written. */
-export const MAX_LAG_MS = 1_000;
+const MAX_LAG_MS = 1_000;
 
 /** The commits not yet in `meta.json`, and since when. */
 export class MetaLag {
   #commits = 0;
   #since: number | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   /** Whether `meta.json` is behind the lines. */
   get behind(): boolean {
@@ -42,5 +44,29 @@ export class MetaLag {
   clear(): void {
     this.#commits = 0;
     this.#since = undefined;
+  }
+
+  /**
+   * One second after the first lagging commit, `catchUp` writes `meta.json`, unless an
+   * operation runs then (`busy`): it never takes the operation slot (a host's next operation
+   * must not meet `SessionBusyError`), so it tries again later; the lines stay the truth either way.
+   */
+  schedule(catchUp: () => Promise<void>, busy: () => boolean): void {
+    if (this.#timer !== undefined) return;
+    const timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (!this.behind) return;
+      if (busy()) this.schedule(catchUp, busy);
+      else catchUp().catch(() => this.schedule(catchUp, busy));
+    }, MAX_LAG_MS);
+    // A pending catch-up never keeps a Node process alive (close() writes meta.json anyway).
+    (timer as { unref?: () => void }).unref?.();
+    this.#timer = timer;
+  }
+
+  /** Stops a scheduled catch-up (one is being written now, or the lease ends). */
+  cancel(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }

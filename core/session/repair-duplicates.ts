@@ -21,7 +21,7 @@ export interface PlannedLine {
   readonly bytes: Uint8Array;
 }
 
-/** A line leaving the file for the quarantine (the shape `repair-plan.ts` moves). */
+/** A line leaving the file for the quarantine (the shape `repair-lines.ts` moves). */
 export interface QuarantinedLine {
   readonly line: number;
   readonly code: string;

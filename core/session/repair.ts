@@ -1,5 +1,6 @@
 /**
- * Carrying out a repair plan (`repair-plan.ts`): the quarantine files first, then the whole
+ * Carrying out a repair plan (`repair-plan.ts`), and `Session.repair({ apply: true })`
+ * around it ({@linkcode repairUnderLock}): the quarantine files first, then the whole
  * files moved into quarantine, then the files written again without their moved lines, and
  * `meta.json` last. A crash at any point loses nothing: a line is removed from its file only
  * after its quarantine copy is durable, and running the repair again finishes the job (a
@@ -7,8 +8,11 @@
  *
  * @module
  */
+import { CorruptSessionError } from "../errors.ts";
+import { formatSessionRef } from "../layout/ids.ts";
 import type { StoragePort } from "../storage/port.ts";
-import type { RepairMove, RepairPlan, RepairReport } from "./repair-plan.ts";
+import type { CommitPath } from "./commit-path.ts";
+import { planRepair, type RepairMove, type RepairPlan, type RepairReport } from "./repair-plan.ts";
 
 /**
  * Writes what `plan` says, in a crash-safe order, and returns its report with `applied: true`.
@@ -59,4 +63,37 @@ function withSuffix(path: string, n: number): string {
   const slash = path.lastIndexOf("/");
   const dot = path.endsWith(".jsonl") ? path.length - ".jsonl".length : path.length;
   return dot > slash ? `${path.slice(0, dot)}-${n}${path.slice(dot)}` : `${path}-${n}`;
+}
+
+/**
+ * `Session.repair({ apply: true })`: in the handle's operation slot, under the session's
+ * `writer.lock` taken without a revision check (`meta.json` may be unreadable), plans the
+ * repair from the files as they are then and applies it; the handle is reloaded after.
+ *
+ * @throws {CorruptSessionError} when the plan is refused: nothing changed.
+ */
+export function repairUnderLock(tx: CommitPath): Promise<RepairReport> {
+  const { storage, clock } = tx.ctx;
+  return tx.exclusive(
+    "repair",
+    async () => {
+      const lease = await tx.lock("repair", [], true, false);
+      try {
+        const plan = await planRepair(storage, tx.paths, tx.ref, clock);
+        const { refused } = plan.report;
+        if (refused.length > 0) {
+          throw new CorruptSessionError(`${formatSessionRef(tx.ref)} cannot be repaired: ${refused.map((r) => r.reason).join("; ")}`, {
+            file: refused[0]!.file,
+            line: refused[0]!.line,
+            refused: refused.map((r) => ({ ...r })),
+          });
+        }
+        return plan.report.clean ? plan.report : await applyRepair(storage, plan, tx.paths.dir);
+      } finally {
+        await tx.unlock(lease).catch(() => undefined);
+        await tx.reloadAfterRepair();
+      }
+    },
+    true,
+  );
 }

@@ -79,7 +79,7 @@ export class RunHandle implements AsyncIterable<RunEvent> {
       try {
         onEvent(event);
       } catch (error) {
-        // An event-delivery error is fatal to the run (seed 004); typed, so it is never taken for a provider's.
+        // An event-delivery error is fatal to the run; typed, so it is never taken for a provider's.
         throw new InternalError(`onEvent failed on a "${event.type}" event: ${error instanceof Error ? error.message : String(error)}`, { event: event.type }, { cause: error });
       }
     };

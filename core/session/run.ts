@@ -1,16 +1,22 @@
+/**
+ * The agent turn, `Session.run()`'s loop: the user's input, then provider steps (each
+ * streamed into a draft, `run-step.ts`) and tool calls until the model answers without
+ * tool calls, with compaction between steps when the trigger asks for it.
+ *
+ * @module
+ */
 import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction, type CompactionOutcome } from "../compaction/mod.ts";
 import { compose } from "../composer/mod.ts";
-import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
-import { assertJsonDepth } from "../schema/json-depth.ts";
-import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
+import { CancelledError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
+import { nowTimestamp, type DraftRecord, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "../model/mod.ts";
+import { runTool, streamStep } from "./run-step.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
-import { LAST_COMPACTED_FIELD, stoppedDraftMessages } from "./state.ts";
+import { LAST_COMPACTED_FIELD, lastSequence, stoppedDraftMessages } from "./state.ts";
 import { toMessageRecord, type NewMessage } from "./message-input.ts";
 import type { SessionWriter } from "./writer.ts";
-import { lastSequence } from "./state.ts";
 
 /** What the user says to start a run: text, or parts (text, files). Omit it to let the model continue. */
 export type RunInput = string | { readonly parts: NewMessage["parts"] } | undefined;
@@ -32,7 +38,7 @@ const MAX_COMPACTIONS_PER_STEP = 4;
 
 /**
  * The agent loop, run inside one locked mutating operation (see `Session.run`). It
- * follows seed 004's commit contract: success commits the user message, every step
+ * follows this commit contract: success commits the user message, every step
  * and the final answer as one batch; cancellation commits recoverable work and a
  * `stopped` message without raw reasoning, then throws `CancelledError`; a fatal
  * provider, policy or run error commits nothing of the run; an automatic
@@ -73,7 +79,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
   // The outcome reports the usage of this run's last step, never one of an earlier run.
   let stepUsage: Usage | undefined;
   let validating = usage.validating;
-  // A compaction validated as insufficient by an earlier run's step is still due (seed 000).
+  // A compaction validated as insufficient by an earlier run's step is still due (docs/FORMAT.md "Compaction").
   let deepPending =
     usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
     validateAfterCompaction(usage.validatedBy, config.contextWindow) === "deep";
@@ -246,86 +252,4 @@ function newDraft(state: SessionWriter["state"], candidate: readonly MessageReco
     parts: [],
     provider: { ...provider.identity },
   };
-}
-
-async function streamStep(
-  provider: Provider,
-  input: ModelInput,
-  tools: readonly ToolDefinition[],
-  signal: AbortSignal,
-  message: DraftRecord,
-  emit: (event: RunEvent) => void,
-  changed: () => void,
-): Promise<void> {
-  const parts = message.parts as MessagePart[];
-  const nextSequence = () => (parts.at(-1)?.sequence ?? 0) + 1;
-  const appendText = (type: "text" | "reasoning", text: string) => {
-    const last = parts.at(-1);
-    if (last && last.type === type) parts[parts.length - 1] = { ...last, text: last.text + text };
-    else parts.push({ sequence: nextSequence(), type, text });
-  };
-  for await (const event of provider.stream({ ...input, tools, signal })) {
-    if (signal.aborted) return;
-    switch (event.type) {
-      case "text-delta":
-        appendText("text", event.text);
-        break;
-      case "reasoning-delta":
-        appendText("reasoning", event.text);
-        break;
-      case "reasoning-summary":
-        parts.push({ sequence: nextSequence(), type: "reasoning-summary", text: event.text });
-        break;
-      case "tool-call":
-        // Stored, stringified and estimated by recursive walkers: refused typed when too deep.
-        assertJsonDepth(event.input, `provider ${provider.identity.provider}: the input of tool call ${event.toolCallId}`);
-        parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
-        break;
-      case "file":
-        parts.push({
-          sequence: nextSequence(),
-          type: "file",
-          media_type: event.mediaType,
-          ...(event.name !== undefined ? { name: event.name } : {}),
-          ...(event.data !== undefined ? { data: event.data } : {}),
-          ...(event.url !== undefined ? { url: event.url } : {}),
-        });
-        break;
-      case "provider-context":
-        parts.push({ sequence: nextSequence(), type: "provider-context", ...provider.identity, data: event.data });
-        break;
-      case "usage":
-        message.usage = event.usage;
-        break;
-      default:
-        throw new InvalidInputError(`provider ${provider.identity.provider} streamed an unknown event ${JSON.stringify((event as { type?: unknown }).type)}`);
-    }
-    // Files and provider context reach the host through the committed message, not as events.
-    if (event.type !== "file" && event.type !== "provider-context") emit(event);
-    changed();
-  }
-}
-
-async function runTool(part: ToolPart, tool: Tool | undefined, signal: AbortSignal, emit: (event: RunEvent) => void): Promise<void> {
-  const settle = (update: Partial<ToolPart>) => Object.assign(part, update);
-  if (!tool) {
-    settle({ state: "output-error", error: `no tool named "${part.tool_name}" is available` });
-    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
-    return;
-  }
-  let stored: unknown;
-  try {
-    const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
-    if (signal.aborted) return;
-    assertJsonDepth(output, `the output of tool ${part.tool_name}`);
-    stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
-  } catch (error) {
-    if (signal.aborted) return;
-    settle({ state: "output-error", error: error instanceof Error ? error.message : String(error) });
-    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
-    return;
-  }
-  // Outside the try: a failing event delivery is fatal to the run, not an error of the tool.
-  settle({ state: "output-available", output: stored });
-  emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
 }

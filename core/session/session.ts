@@ -1,37 +1,29 @@
 /**
- * The session handle: a facade over its named parts. The transaction (`transaction.ts`:
- * exclusive operation, lock, revision check, commit plan, conflict) carries every write;
- * recovery's repairs (`recovery.ts`) run first under the lock; the segment writer
- * (`segment-writer.ts`) closes segments for compaction and reset; the read view
- * (`read-view.ts`) lists and reads segments; the export mapping (`export-portable.ts`)
- * builds the portable session. This file only wires them to the public methods.
+ * The session handle's writes (`Session`, over its read side `SessionView`): each goes through
+ * the commit path (`commit-path.ts`) in the handle's operation slot, recovery's repairs first;
+ * compaction and reset are segment closes (`segment-close.ts`), repair a quarantine plan
+ * (`repair-plan.ts`), the agent turn the run loop (`run.ts`). This file wires them to the methods.
  *
  * @module
  */
 import type { CompactionOutcome } from "../compaction/mod.ts";
-import { compose, type ComposedInput } from "../composer/mod.ts";
-import { CorruptSessionError, InvalidInputError, SessionBusyError } from "../errors.ts";
-import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
-import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
-import type { SegmentRange } from "../layout/segments.ts";
-import type { PortableSession, Summarizer } from "../model/mod.ts";
-import type { MessageRecord, ProviderIdentity, SessionMeta, SummaryRecord } from "../schema/mod.ts";
-import { publicRecord } from "./batch.ts";
-import { DraftWriter } from "./draft-writer.ts";
-import { exportSession, type ExportPortableOptions } from "./export-portable.ts";
-import { PENDING_FIELD } from "./load.ts";
+import { InvalidInputError, SessionBusyError } from "../errors.ts";
+import { formatSessionRef } from "../layout/ids.ts";
+import type { Summarizer } from "../model/mod.ts";
+import type { CommitPath } from "./commit-path.ts";
 import { toMessageRecord, type NewMessage } from "./message-input.ts";
-import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
-import { messagesBefore, readSegment, segmentRanges, type ReadSource } from "./read-view.ts";
-import { applyRepair } from "./repair.ts";
+import { generateSystem } from "./options.ts";
+import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
 import { runLoop, type RunInput, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
-import { compactActive, resetActive } from "./segment-writer.ts";
-import { hasRepairs, stoppedDraftMessages, type LiveDraft, type SessionState } from "./state.ts";
-import { SessionTransaction, type SessionContext } from "./transaction.ts";
+import { compactActive, resetActive, type NoCompaction } from "./segment-close.ts";
+import { SessionView, partsOf } from "./session-view.ts";
+import { hasRepairs, stoppedDraftMessages } from "./state.ts";
+import { sessionWriter } from "./session-writer.ts";
 import type { CommitResult, SessionWriter } from "./writer.ts";
+
+export type { NoCompaction } from "./segment-close.ts";
 
 /**
  * One session: its committed history, its draft and its model context. Get one from
@@ -50,172 +42,9 @@ import type { CommitResult, SessionWriter } from "./writer.ts";
  * session.revision; // 1
  * ```
  */
-export class Session {
-  readonly ref: SessionRef;
-  readonly place: SessionPlace;
-  readonly #tx: SessionTransaction;
-  #system: string | null;
-
-  /** @internal Use {@linkcode Sessions.open}. */
-  constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions) {
-    this.ref = ref;
-    this.place = place;
-    this.#system = state.instruction ?? generateSystem(options.agent);
-    this.#tx = new SessionTransaction(ctx, ref, place, paths, state, options, (reloaded) => {
-      this.#system = reloaded.instruction ?? this.#system ?? generateSystem(options.agent);
-    });
-  }
-
-  /** The session's monotonic revision. */
-  get revision(): number {
-    return this.#tx.state.meta.revision;
-  }
-
-  /** A copy of `meta.json` as this handle knows it. */
-  get meta(): SessionMeta {
-    return structuredClone(this.#tx.state.meta);
-  }
-
-  /** What recovery found on open (docs/FORMAT.md diagnostics). */
-  get diagnostics(): readonly Diagnostic[] {
-    return this.#tx.state.diagnostics;
-  }
-
-  /** The system text: `instruction.md`, else the agent's instruction fixed at open. */
-  get system(): string | null {
-    return this.#system;
-  }
-
-  /** The newest segment's cumulative summary, if any compaction happened. */
-  get summary(): SummaryRecord | undefined {
-    return this.#tx.state.footer;
-  }
-
-  /** The sequence range of the newest closed segment, `undefined` before the first compaction. */
-  get newestSegment(): SegmentRange | undefined {
-    return this.#tx.state.newest;
-  }
-
-  /**
-   * Every segment's range once {@linkcode Session.segments} listed them (kept current by this
-   * handle's own compactions), else `undefined`: for synchronous code such as a UI render.
-   */
-  get listedSegments(): readonly SegmentRange[] | undefined {
-    const segments = this.#tx.state.segments;
-    return segments && [...segments];
-  }
-
-  /**
-   * The sequence ranges of every closed segment, oldest first. An open reads only the newest
-   * segment (its cost must not grow with the history), so the first call lists `segments/`;
-   * a gap between segments found then is reported in {@linkcode Session.diagnostics} and
-   * blocks writes, as on open.
-   *
-   * @example
-   * ```ts
-   * import { Session } from "sessionfold";
-   * declare const session: Session;
-   *
-   * for (const range of await session.segments()) console.log(range.start, range.end);
-   * ```
-   * @throws {StorageError} when `segments/` cannot be listed.
-   */
-  segments(): Promise<readonly SegmentRange[]> {
-    return segmentRanges(this.#read());
-  }
-
-  /** The Active window (committed messages after the latest compaction). */
-  get active(): readonly MessageRecord[] {
-    return this.#tx.state.active.map(publicRecord);
-  }
-
-  /** A live streaming draft left by an interrupted run, with the run's uncommitted messages. */
-  get draft(): LiveDraft | undefined {
-    return this.#tx.state.draft;
-  }
-
-  /** The storage paths of this session. */
-  get paths(): SessionPaths {
-    return this.#tx.paths;
-  }
-
-  /** The resolved configuration. */
-  get options(): ResolvedSessionOptions {
-    return this.#tx.options;
-  }
-
-  /**
-   * Exactly what the next model request reads: system + latest summary + Active.
-   * Pure: reads no storage and changes nothing.
-   *
-   * @example
-   * ```ts
-   * import { Session } from "sessionfold";
-   * declare const session: Session;
-   *
-   * const { input } = session.compose({ provider: "openai", api: "responses", model: "gpt-5" });
-   * ```
-   */
-  compose(identity: ProviderIdentity): ComposedInput {
-    const state = this.#tx.state;
-    return compose({ instruction: this.#system, footer: state.footer, active: state.active, identity });
-  }
-
-  /**
-   * Active's messages, or with `beforeSequence` the whole newest segment whose end is
-   * below it (`[]` when there is none). Loads one segment at a time.
-   *
-   * @example
-   * ```ts
-   * import { Session } from "sessionfold";
-   * declare const session: Session;
-   *
-   * let page = await session.messages();
-   * while (page.length > 0) page = await session.messages({ beforeSequence: page[0]!.sequence });
-   * ```
-   * @throws {CorruptSessionError} naming file and line when that segment has an invalid line.
-   */
-  messages(options: { beforeSequence?: number } = {}): Promise<MessageRecord[]> {
-    return messagesBefore(this.#read(), options.beforeSequence);
-  }
-
-  /**
-   * Reads one whole segment: its messages and its footer.
-   *
-   * @throws {CorruptSessionError} naming file and line for any invalid line.
-   */
-  readSegment(range: SegmentRange): Promise<{ messages: MessageRecord[]; footer: SummaryRecord | undefined }> {
-    return readSegment(this.#read(), range);
-  }
-
-  /**
-   * The whole session in the format-neutral shape exporters take: every segment's messages
-   * then Active, the system text, the latest summary and `meta.json`'s fields. Read-only
-   * (no lock is written); a commit by another writer during the read is detected by the
-   * revision and refused rather than exported half-old, half-new.
-   *
-   * @example
-   * ```ts
-   * import { Session, writeDeepCodeV1 } from "sessionfold";
-   * declare const session: Session;
-   *
-   * const portable = await session.exportPortable({ onProgress: (done, total) => console.log(`${done}/${total}`) });
-   * const jsonl = writeDeepCodeV1(portable);
-   * ```
-   * @throws {CorruptSessionError} naming file and line when a segment has an invalid line.
-   * @throws {RevisionConflictError} when another writer committed while it was read.
-   */
-  exportPortable(options: ExportPortableOptions = {}): Promise<PortableSession> {
-    return exportSession(this.#tx, () => this.#system, options);
-  }
-
-  /**
-   * Re-reads the session from storage (after another writer committed).
-   *
-   * @throws {UnsupportedSchemaError} when `meta.json` now has an unknown schema version.
-   */
-  reload(): Promise<void> {
-    return this.#tx.reload();
+export class Session extends SessionView {
+  get #tx(): CommitPath {
+    return partsOf(this).tx;
   }
 
   /**
@@ -257,7 +86,7 @@ export class Session {
 
   /**
    * Runs one agent turn: the user's input, then provider steps and tool calls until the
-   * model answers without tool calls. Streams events; commits per seed 004's contract
+   * model answers without tool calls. Streams events; commits per the run's commit contract
    * (see {@linkcode runLoop}). Holds the session's lock for the whole turn.
    *
    * @example
@@ -302,7 +131,7 @@ export class Session {
   }
 
   /**
-   * Compacts now (seed 000): the oldest half of Active becomes a segment with one
+   * Compacts now (docs/FORMAT.md "Compaction"): the oldest half of Active becomes a segment with one
    * cumulative summary from exactly one summarizer call. Refused while a draft exists.
    * With fewer than 2 messages in Active nothing changes and `segment` is `null`.
    *
@@ -321,18 +150,21 @@ export class Session {
   async compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
     const summarizer = options.summarizer ?? this.#tx.options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
-    return this.mutate("compact", async (writer) => {
-      const state = this.#tx.state;
-      if (state.draft) {
-        throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
-      }
-      const outcome = await writer.compact(summarizer, options.signal ?? new AbortController().signal);
-      return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
-    });
+    const tx = this.#tx;
+    return tx.exclusive("compact", () =>
+      tx.locked("compact", async () => {
+        const state = tx.state;
+        if (state.draft) {
+          throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
+        }
+        const outcome = await compactActive(tx, summarizer, options.signal ?? new AbortController().signal);
+        return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
+      }),
+    );
   }
 
   /**
-   * Resets the conversation (seed 004): the model context starts over from the system
+   * Resets the conversation (docs/decisions.md): the model context starts over from the system
    * text alone. Nothing is deleted: Active is closed as a segment whose footer marks the
    * reset, so history stays readable, forkable and exportable. Revision + 1; the
    * compaction continuation state is cleared (accounting totals stay).
@@ -351,7 +183,7 @@ export class Session {
    * @throws {WriterLockedError} / {RevisionConflictError} as for `append`.
    */
   reset(): Promise<{ revision: number }> {
-    return this.mutate("reset", () => resetActive(this.#tx));
+    return this.#tx.exclusive("reset", () => this.#tx.locked("reset", () => resetActive(this.#tx)));
   }
 
   /**
@@ -383,31 +215,8 @@ export class Session {
    */
   async repair(options: { readonly apply?: boolean } = {}): Promise<RepairReport> {
     const tx = this.#tx;
-    const { storage, clock } = tx.ctx;
-    if (options.apply !== true) return (await planRepair(storage, tx.paths, this.ref, clock)).report;
-    return tx.exclusive(
-      "repair",
-      async () => {
-        // No revision check: meta.json may be unreadable. The plan is made from the files as they are once the lock is held.
-        const lease = await tx.lock("repair", [], true, false);
-        try {
-          const plan = await planRepair(storage, tx.paths, this.ref, clock);
-          const { refused } = plan.report;
-          if (refused.length > 0) {
-            throw new CorruptSessionError(`${formatSessionRef(this.ref)} cannot be repaired: ${refused.map((r) => r.reason).join("; ")}`, {
-              file: refused[0]!.file,
-              line: refused[0]!.line,
-              refused: refused.map((r) => ({ ...r })),
-            });
-          }
-          return plan.report.clean ? plan.report : await applyRepair(storage, plan, tx.paths.dir);
-        } finally {
-          await tx.unlock(lease).catch(() => undefined);
-          await tx.reload().then(() => tx.notifyCommit(), () => tx.reloadLater());
-        }
-      },
-      true,
-    );
+    if (options.apply !== true) return (await planRepair(tx.ctx.storage, tx.paths, this.ref, tx.ctx.clock)).report;
+    return repairUnderLock(tx);
   }
 
   /**
@@ -417,9 +226,10 @@ export class Session {
    */
   snapshot(): Promise<void> {
     return this.mutate("snapshot", async () => {
-      if (this.#system === null) throw new InvalidInputError("the session has no system text to snapshot (no instruction.md and no agent instruction)");
-      await this.#tx.ctx.storage.replace(this.#tx.paths.instruction, new TextEncoder().encode(this.#system));
-      this.#tx.state.instruction = this.#system;
+      const system = this.system;
+      if (system === null) throw new InvalidInputError("the session has no system text to snapshot (no instruction.md and no agent instruction)");
+      await this.#tx.ctx.storage.replace(this.#tx.paths.instruction, new TextEncoder().encode(system));
+      this.#tx.state.instruction = system;
     });
   }
 
@@ -431,31 +241,22 @@ export class Session {
     return this.mutate("syncshot", async () => {
       const { storage } = this.#tx.ctx;
       const { paths, state } = this.#tx;
-      this.#system = generateSystem(this.#tx.options.agent);
+      const system = generateSystem(this.#tx.options.agent);
+      partsOf(this).setSystem(system);
       if (state.instruction !== undefined) {
-        if (this.#system === null) await storage.remove(paths.instruction);
-        else await storage.replace(paths.instruction, new TextEncoder().encode(this.#system));
-        state.instruction = this.#system ?? undefined;
+        if (system === null) await storage.remove(paths.instruction);
+        else await storage.replace(paths.instruction, new TextEncoder().encode(system));
+        state.instruction = system ?? undefined;
       }
     });
   }
 
   /**
-   * Whether this handle holds the session (a lease, from `open(ref, { hold: true })` or
-   * {@linkcode Session.hold}) until {@linkcode Session.close}; `false` again once a commit
-   * found the lease lost (`LeaseLostError`).
-   */
-  get held(): boolean {
-    return this.#tx.held;
-  }
-
-  /**
-   * Takes the session for this handle until {@linkcode Session.close}: its `writer.lock` is
-   * kept, so commits create and remove no lock file and read no revision (on Node,
-   * `active.jsonl` also stays open). Any other writer gets `WriterLockedError` naming this
-   * one at once. Each commit first checks, in the same storage call, that the lock is still
-   * this handle's (docs/FORMAT.md "Fencing"): if someone removed or took it, the commit writes
-   * nothing and fails with `LeaseLostError`, and the handle holds nothing afterwards.
+   * Takes the session for this handle until {@linkcode Session.close}: its `writer.lock` is kept, so commits
+   * create and remove no lock file and read no revision (on Node, `active.jsonl` also stays open). Any other
+   * writer gets `WriterLockedError` naming this one at once. Each commit first checks, in the same storage
+   * call, that the lock is still this handle's (docs/FORMAT.md "Fencing"): if someone removed or took it,
+   * the commit writes nothing and fails with `LeaseLostError`, and the handle holds nothing afterwards.
    * Per-operation locking is the default; a long-lived host holds.
    *
    * @example
@@ -489,53 +290,11 @@ export class Session {
    * recovery postponed. Used by `run()` and by hosts that build their own operations.
    */
   mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
-    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(this.#writer())));
-  }
-
-  /** What the read view reads: the store, the paths and the current state. */
-  #read(): ReadSource {
-    return { storage: this.#tx.ctx.storage, paths: this.#tx.paths, state: this.#tx.state };
+    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(sessionWriter(this.#tx, () => this.system, () => this.#removeDraft()))));
   }
 
   async #removeDraft(): Promise<void> {
     await this.#tx.ctx.storage.remove(this.#tx.paths.draft);
     this.#tx.state.draft = undefined;
   }
-
-  /** The writer contract handed to the code inside one locked operation (the run loop). */
-  #writer(): SessionWriter {
-    const tx = this.#tx;
-    const { storage, clock } = tx.ctx;
-    const session = this;
-    return {
-      ref: this.ref,
-      get system() {
-        return session.system;
-      },
-      state: tx.state,
-      options: tx.options,
-      clock,
-      commit: (messages) => tx.commit(messages),
-      draftWriter: (current) =>
-        new DraftWriter(
-          (bytes) => storage.replace(tx.paths.draft, bytes),
-          () => {
-            const { draft, pending } = current();
-            return new TextEncoder().encode(`${JSON.stringify({ ...draft, [PENDING_FIELD]: pending })}\n`);
-          },
-          tx.options.draftFlush,
-          clock,
-        ),
-      removeDraft: () => this.#removeDraft(),
-      compact: (summarizer, signal) => compactActive(tx, summarizer, signal),
-    };
-  }
-}
-
-/** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
-export interface NoCompaction {
-  readonly revision: number;
-  readonly removedMessages: 0;
-  readonly keptMessages: number;
-  readonly segment: null;
 }

@@ -14,4 +14,5 @@
  * ```
  * @module
  */
+export { readSegmentFooter } from "../session/segment-rules.ts";
 export { listStoredSessions, lockDiagnostics, unsafeEntry, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";

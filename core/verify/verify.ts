@@ -13,10 +13,11 @@
  */
 import { StoreEntryError, UnsupportedSchemaError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/mod.ts";
-import { formatSessionRef, isValidId, parseSegmentName, sessionPaths, sessionsDir, workspacesDir, type SegmentRange, type SessionPaths, type SessionPlace, type SessionRef } from "../layout/mod.ts";
-import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
+import { formatSessionRef, isValidId, sessionPaths, sessionsDir, workspacesDir, type SegmentRange, type SessionPaths, type SessionPlace, type SessionRef } from "../layout/mod.ts";
+import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "../session/lock.ts";
-import type { Session, Sessions } from "../session/mod.ts";
+import { SEGMENT_RECORDS, describeOrderBreak, notAFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "../session/segment-rules.ts";
+import type { Sessions } from "../session/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 
 /** One finding of {@linkcode verifySession}: where, what, and whether it makes the session unreadable. */
@@ -50,7 +51,6 @@ export interface StoredSession {
 }
 
 const SEGMENTS = "messages/segments/";
-const SEGMENT_SCHEMAS = { message: MessageRecord, summary: SummaryRecord } as const;
 
 /**
  * Reads every file of a session and reports every problem as a diagnostic. Reads only.
@@ -147,21 +147,14 @@ export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): Verify
 
 async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: VerifyDiagnostic[]; bytes: number }> {
   const diagnostics: VerifyDiagnostic[] = [];
-  const ranges: SegmentRange[] = [];
-  for (const name of await storage.list(paths.segmentsDir)) {
-    const range = parseSegmentName(name);
-    if (range) ranges.push(range);
-    else diagnostics.push(finding(`${SEGMENTS}${name}`, null, "unexpected_file", false, "not a segment name; ignored"));
-  }
-  ranges.sort((a, b) => a.start - b.start);
+  const { ranges, strangers } = segmentListing(await storage.list(paths.segmentsDir));
+  for (const name of strangers) diagnostics.push(finding(`${SEGMENTS}${name}`, null, "unexpected_file", false, "not a segment name; ignored"));
+  const breaks = new Map(segmentOrderBreaks(ranges).map((found) => [found.range, found]));
   let bytes = 0;
-  let expectedStart = 1;
   for (const range of ranges) {
     const file = `${SEGMENTS}${paths.segment(range).split("/").at(-1)}`;
-    if (range.start !== expectedStart) {
-      diagnostics.push(finding(file, null, "invalid_segment", true, `segment starts at sequence ${range.start}; expected ${expectedStart}`));
-    }
-    expectedStart = range.end + 1;
+    const broken = breaks.get(range);
+    if (broken) diagnostics.push(finding(file, null, "invalid_segment", true, describeOrderBreak(broken)));
     const content = (await storage.read(paths.segment(range))) ?? new Uint8Array(0);
     bytes += content.length;
     diagnostics.push(...checkSegment(content, file, range));
@@ -171,7 +164,7 @@ async function verifySegments(storage: StoragePort, paths: SessionPaths): Promis
 
 /** Judges one whole segment: every line valid, messages `start..end` in order, the footer last. */
 function checkSegment(content: Uint8Array, file: string, range: SegmentRange): VerifyDiagnostic[] {
-  const result = decodeJsonl<MessageRecord | SummaryRecord>(content, { file, schemas: SEGMENT_SCHEMAS, tornTailRecoverable: false });
+  const result = decodeJsonl<MessageRecord | SummaryRecord>(content, { file, schemas: SEGMENT_RECORDS, tornTailRecoverable: false });
   const diagnostics: VerifyDiagnostic[] = [...result.diagnostics];
   const lines = countLines(content);
   let expected = range.start;
@@ -182,7 +175,7 @@ function checkSegment(content: Uint8Array, file: string, range: SegmentRange): V
       if (line !== lines) diagnostics.push(finding(file, line, "invalid_record", true, "a summary footer before the last line; the footer is the last line only"));
       continue;
     }
-    if (!sequenceBroken && record.sequence !== expected) {
+    if (!sequenceBroken && sequenceStep(record.sequence, expected) !== "next") {
       const why = record.sequence > range.end ? `beyond the segment's end ${range.end}` : `where ${expected} was expected`;
       diagnostics.push(finding(file, line, "invalid_record", true, `message sequence ${record.sequence} ${why}`));
       sequenceBroken = true;
@@ -195,7 +188,7 @@ function checkSegment(content: Uint8Array, file: string, range: SegmentRange): V
     diagnostics.push(finding(file, null, "invalid_segment", true, `the segment is empty; its last line must be a summary footer through sequence ${range.end}`));
   } else if (!lastLineBad) {
     if (last?.line !== lines || last.record.record_type !== "summary") {
-      diagnostics.push(finding(file, lines, "invalid_segment", true, `the last line is not a summary footer through sequence ${range.end}`));
+      diagnostics.push(finding(file, lines, "invalid_segment", true, notAFooter(range)));
     } else if (last.record.through_sequence !== range.end) {
       diagnostics.push(finding(file, lines, "invalid_segment", true, `the footer's through_sequence is ${last.record.through_sequence}; the segment ends at ${range.end}`));
     }

@@ -22,19 +22,11 @@ const ENTRY_POINTS = new Set([
   "testing/mod.ts",
   "testing/storage-conformance.ts",
 ]);
-/**
- * Known dead exports of `core/session/`, left for the restructuring of that folder (issue 26)
- * to remove with the code around them. The test fails once one of them is used or gone: then
- * it leaves this list.
- */
-const PENDING = new Set(["core/session/lock.ts: lastCommittedRevision", "core/session/lock.ts: newLockOwner", "core/session/meta-lag.ts: MAX_LAG_COMMITS"]);
-
 const DECLARATION = /^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|abstract\s+class)\s+([A-Za-z_$][\w$]*)/gm;
 
 /** `<file>: <name>` of every exported value of a shipped module that no other file names. */
 function deadExports(): string[] {
-  // This file names the pending ones: it is no use of them.
-  const files = sourceFiles().filter((file) => file !== "test/architecture/dead-exports.test.ts");
+  const files = sourceFiles();
   const text = new Map(files.map((file) => [file, readFileSync(join(ROOT, file), "utf8")]));
   const dead: string[] = [];
   for (const [file, source] of text) {
@@ -48,13 +40,7 @@ function deadExports(): string[] {
 }
 
 describe("exports", () => {
-  const dead = deadExports();
-
   it("exports no value that nothing imports (drop the export keyword, or the code)", () => {
-    expect(dead.filter((entry) => !PENDING.has(entry))).toEqual([]);
-  });
-
-  it("keeps the pending list true: each entry is still a dead export", () => {
-    expect([...PENDING].filter((entry) => !dead.includes(entry))).toEqual([]);
+    expect(deadExports()).toEqual([]);
   });
 });

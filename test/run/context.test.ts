@@ -220,7 +220,7 @@ describe("bounded reads for a normal step", () => {
       ...(hint ? [] : [`list ${P.segmentsDir}`]),
       `readTail ${newest}`,
       `read ${P.meta}`,
-      `readTail ${P.lock}`, // the release checks the lock is still its own (core/storage/fence.ts) from its bounded tail
+      `readTail ${P.lock}`, // the release's check that the lock is still this writer's (core/storage/fence.ts)
     ]);
     expect(recording.calls.filter((c) => c.path.startsWith(`${P.segmentsDir}/`)).map((c) => `${c.op} ${c.path}`)).toEqual([`readTail ${newest}`]);
     const writes = recording.calls.filter((c) => !["read", "readTail", "list"].includes(c.op)).map((c) => `${c.op} ${c.path}`);

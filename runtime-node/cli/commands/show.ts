@@ -8,15 +8,11 @@
  */
 import {
   CorruptSessionError,
-  MessageRecord,
   NotFoundError,
   StoreEntryError,
-  SummaryRecord,
   UnsupportedSchemaError,
   formatSessionRef,
   parseMetaJson,
-  readLastRecord,
-  relativeToSession,
   sessionPaths,
   type MessagePart,
   type SessionMeta,
@@ -26,7 +22,7 @@ import {
 import { refArg, type Command } from "../command.ts";
 import { diagnosticLines, type CliDiagnostic } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
-import { lockDiagnostics, unsafeEntry, unsupportedSchema } from "../../../core/internal.ts";
+import { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "../../../core/internal.ts";
 
 /** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {
@@ -105,19 +101,9 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
       segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
       continue;
     }
-    const path = paths.segment(range);
-    const file = relativeToSession(paths, path);
-    const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, path, {
-      file,
-      schemas: { message: MessageRecord, summary: SummaryRecord },
-      tornTailRecoverable: false,
-    });
-    diagnostics.push(...(last?.diagnostics ?? []));
-    const record = last?.record;
-    const footer = record?.record_type === "summary" && record.through_sequence === range.end ? record : undefined;
-    if (!footer && last && !last.diagnostics.some((d) => d.fatal)) {
-      diagnostics.push({ file, line: null, code: "invalid_segment", message: `${file}: the last line is not a summary footer through sequence ${range.end}`, fatal: true });
-    }
+    const tail = await readSegmentFooter(storage, paths, range);
+    diagnostics.push(...(tail?.diagnostics ?? []));
+    const footer = tail?.footer;
     segments.push({ start: range.start, end: range.end, summary_chars: footer?.text.length ?? null });
   }
   diagnostics.push(...(await lockDiagnostics(storage, paths)));

@@ -1,0 +1,299 @@
+/**
+ * The one commit path of a session handle: what it knows of the session (`state`), the
+ * lock and the optimistic revision check taken as one commit plan, a held lease (the lock
+ * kept between operations), and the application of every planned change
+ * (`planned-change.ts`: an append, a segment close; `recovery.ts`: recovery's repairs), each
+ * written as one commit plan (`run-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a
+ * revision conflict leaves the handle refusing writes until `reload()`, which goes through
+ * the handle's operation slot (`operation-slot.ts`), so a reload and an operation never
+ * overlap.
+ *
+ * @module
+ */
+import { CorruptSessionError, InvalidInputError, LeaseLostError, RevisionConflictError, asSessionfoldError } from "../errors.ts";
+import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
+import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import type { PlannedWrite } from "../storage/port.ts";
+import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
+import { loadSessionState } from "./load.ts";
+import { Lease } from "./lease.ts";
+import { releaseWriterLock, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
+import { OperationSlot } from "./operation-slot.ts";
+import type { ResolvedSessionOptions } from "./options.ts";
+import { appendWrites, planAppend, segmentCloseWrites, type AppendChange, type SegmentClose } from "./planned-change.ts";
+import { planPendingRepairs, unknownActiveLines, type PendingRepairPlan } from "./recovery.ts";
+import { isBlocked, type SessionState } from "./state.ts";
+import type { CommitResult } from "./writer.ts";
+
+/** The commit path of one session handle (see the module doc). */
+export class CommitPath {
+  readonly ctx: SessionContext;
+  readonly ref: SessionRef;
+  readonly place: SessionPlace;
+  readonly paths: SessionPaths;
+  readonly options: ResolvedSessionOptions;
+  /** What the handle knows; replaced by every reload. */
+  state: SessionState;
+  readonly #slot: OperationSlot;
+  readonly #onReload: (state: SessionState) => void;
+  #needsReload = false;
+  /** The writer lock this handle keeps between operations, if it holds the session. */
+  readonly #lease: Lease;
+  /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
+  #conflict: RevisionConflictError | undefined;
+
+  constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions, onReload: (state: SessionState) => void) {
+    this.ctx = ctx;
+    this.ref = ref;
+    this.place = place;
+    this.paths = paths;
+    this.state = state;
+    this.options = options;
+    this.#onReload = onReload;
+    this.#slot = new OperationSlot(ctx.storage, paths.dir, formatSessionRef(ref));
+    // A lost lease: the handle re-reads the files before its next write.
+    this.#lease = new Lease(ctx.storage, paths, formatSessionRef(ref), (event) => ((this.#needsReload = true), reportLeaseLost(ctx, event)));
+  }
+
+  /** The clock as a `meta.json` / record timestamp. */
+  readonly now = (): string => nowTimestamp(this.ctx.clock);
+
+  /** Re-reads the session from storage once this handle's running operation ended; the handle is current (and writable) again. */
+  reload(): Promise<void> {
+    return this.#slot.reload(() => this.#reloadNow());
+  }
+
+  async #reloadNow(): Promise<void> {
+    this.state = await loadSessionState(this.ctx.storage, this.paths, this.ref, this.ctx.clock);
+    this.#onReload(this.state);
+    this.#needsReload = false;
+    this.#conflict = undefined;
+  }
+
+  /** Whether this handle holds the session (a lease) until `release()`. */
+  get held(): boolean {
+    return this.#lease.held !== undefined;
+  }
+
+  /**
+   * Takes the session for this handle until {@linkcode CommitPath.release}: the lock (after
+   * the revision check) is kept, so later operations need neither a new lock nor a revision
+   * read. Nothing when already held.
+   *
+   * @throws {WriterLockedError} at once when another writer holds the session.
+   * @throws {RevisionConflictError} when another writer committed since this handle read.
+   */
+  async hold(): Promise<void> {
+    if (this.#lease.held) return;
+    await this.exclusive("lease", async () => this.#lease.keep(await this.lock("lease", [], true)));
+  }
+
+  /** Gives a held session back (`meta.json` caught up, lock removed, pinned file closed). Nothing when not held. */
+  release(): Promise<void> {
+    return this.#lease.release(this.state);
+  }
+
+  /**
+   * Runs `body` in the handle's operation slot, on a live, writable handle. `repairing`: the
+   * handle may be blocked by corruption or stale (repair reads the files afresh under the lock).
+   *
+   * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
+   */
+  exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
+    return this.#slot.exclusive(operation, async () => {
+      if (this.place !== "live") throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
+      if (!repairing) {
+        if (this.#conflict) throw this.#conflict;
+        if (this.#needsReload) await this.#reloadNow();
+        this.#assertWritable();
+      }
+      return await body();
+    });
+  }
+
+  /**
+   * The body of a mutating operation that does more than one commit: lock and revision
+   * check (one plan, so one round trip through a worker), recovery's repairs, `fn`, release.
+   */
+  async locked<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    const lease = await this.lock(operation, [], true);
+    try {
+      const unknown = this.state.repairs.rewriteActive ? await unknownActiveLines(this) : [];
+      await this.#applyPendingRepairs(planPendingRepairs(this.state, unknown, this.now));
+      return await fn();
+    } catch (error) {
+      throw await this.failed(operation, error);
+    } finally {
+      await this.unlock(lease).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in
+   * one storage call when the backend runs plans itself. Only for a session without repairs
+   * to do or a draft to finish (those take {@linkcode CommitPath.locked}).
+   */
+  async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
+    // Held: the lease stands for the lock and the revision check; only the writes go out.
+    if (this.#lease.held) return this.commit(records);
+    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
+    await this.lock(operation, appendWrites(this.paths, change), false);
+    return this.#appended(change);
+  }
+
+  /**
+   * Commits `records` inside a held lock: one append (each line carries the new revision)
+   * and, unless a lease lets it lag (at most 64 commits or one second), a `meta.json` update.
+   */
+  async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
+    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
+    const now = this.ctx.clock();
+    const lag = this.#lease.lag;
+    const lazy = this.#lease.held !== undefined && !lag.due(now);
+    await this.#lease.run({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
+    if (!lazy) return this.#appended(change);
+    this.state.active.push(...change.sequenced);
+    this.state.activeBytes += change.bytes.length;
+    this.state.meta = change.meta;
+    lag.add(now);
+    lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken);
+    notifyCommit(this.ctx, this.ref, change.meta.revision);
+    return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
+  }
+
+  /** Applies a segment close (compaction, reset) inside a held lock: one commit plan, then the state. */
+  async closeSegment(close: SegmentClose): Promise<void> {
+    const { storage } = this.ctx;
+    // What meta.json holds now: the operation applied recovery's repairs before this runs.
+    const before = encodeJsonDocument(this.state.meta);
+    try {
+      await this.#lease.run({ writes: segmentCloseWrites(this.paths, close) });
+    } catch (error) {
+      // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
+      // never after a lost lease: meta.json is then the new owner's.
+      if (!(error instanceof LeaseLostError) && !(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) await storage.replace(this.paths.meta, before).catch(() => undefined);
+      throw error;
+    }
+    const state = this.state;
+    state.segments?.push(close.range);
+    state.newest = close.range;
+    state.footer = close.footer;
+    state.active = close.kept;
+    state.activeBytes = close.activeBytes.length;
+    this.metaWritten(close.meta);
+  }
+
+  /** Recovery's repairs, in their order (see {@linkcode PendingRepairPlan}); truncate and remove are not plan writes, so they are storage calls of their own. */
+  async #applyPendingRepairs(plan: PendingRepairPlan): Promise<void> {
+    const { storage } = this.ctx;
+    if (plan.meta) {
+      await this.#lease.run({ writes: [{ op: "replace", path: this.paths.meta, bytes: encodeJsonDocument(plan.meta) }] });
+      this.metaWritten(plan.meta);
+    }
+    const active = plan.active;
+    if (active?.op === "replace") await this.#lease.run({ writes: [{ op: "replace", path: this.paths.active, bytes: active.bytes }] });
+    else if (active?.op === "truncate") await storage.truncate(this.paths.active, active.size);
+    else if (active?.op === "newline") await this.#lease.run({ writes: [{ op: "append", path: this.paths.active, bytes: new TextEncoder().encode("\n") }] });
+    this.state.activeBytes = plan.activeBytes;
+    if (plan.removeDraft) await storage.remove(this.paths.draft);
+    this.state.repairs = {};
+  }
+
+  /**
+   * Runs `writes` as a plan that first takes a new `writer.lock` for `operation` and (unless
+   * `checkRevision` is false) checks that `meta.json` is still what this handle read; with
+   * `hold` the lock stays taken. Returns the lease that gives it back.
+   *
+   * @throws {WriterLockedError} when another writer holds the lock; nothing was written.
+   * @throws {RevisionConflictError} when another writer committed; nothing was written.
+   */
+  async lock(operation: string, writes: PlannedWrite[], hold: boolean, checkRevision = true): Promise<WriterLease> {
+    const held = this.#lease.held;
+    if (held) {
+      // The held lease stands for every lock this handle would take.
+      if (writes.length > 0) await this.#lease.run({ writes });
+      return held;
+    }
+    const { storage, identity, clock, probe } = this.ctx;
+    const path = this.paths.lock;
+    // The revision this check is made against, kept for the error (the state may be reloaded meanwhile).
+    const read = this.state.diskRevision ?? null;
+    const expect = checkRevision ? { path: this.paths.meta, revision: read } : undefined;
+    let taken: Awaited<ReturnType<typeof takeWriterLock>>;
+    try {
+      taken = await takeWriterLock(storage, path, {
+        identity,
+        operation,
+        clock,
+        hold,
+        writes,
+        ...(probe ? { probe } : {}),
+        ...(expect ? { expect, lines: { path: this.paths.active, revision: this.state.meta.revision } } : {}),
+      });
+    } catch (error) {
+      throw await this.failed(operation, error);
+    }
+    if (taken.outcome === "locked") throw await writerLockedError(storage, path);
+    if (taken.outcome === "conflict") throw this.#revisionConflict(read, taken.revision ?? null);
+    if (taken.reclaimed) reportReclaimed(this.ctx, this.ref, path, taken.reclaimed);
+    return taken.lease;
+  }
+
+  /** Gives back a lock {@linkcode CommitPath.lock} returned, unless it is the held lease. */
+  async unlock(lease: WriterLease): Promise<void> {
+    if (lease !== this.#lease.held) await releaseWriterLock(this.ctx.storage, lease);
+  }
+
+  /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */
+  async failed(operation: string, error: unknown): Promise<Error> {
+    if (!(error instanceof RevisionConflictError)) await this.#reloadNow().catch(() => (this.#needsReload = true));
+    return asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
+  }
+
+  /** After a repair (inside the operation slot): re-read the files, or mark the handle for a reload before its next operation. */
+  async reloadAfterRepair(): Promise<void> {
+    await this.#reloadNow().then(() => this.notifyCommit(), () => (this.#needsReload = true));
+  }
+
+  /** Takes a `meta.json` now on disk into memory and tells the registry's `onCommit`. */
+  metaWritten(meta: SessionMeta): void {
+    const known = this.state.meta.revision;
+    const wasBehind = this.#lease.lag.behind;
+    this.state.meta = meta;
+    this.state.diskRevision = meta.revision;
+    this.#lease.lag.clear();
+    if (meta.revision !== known || wasBehind) this.notifyCommit(meta.revision);
+  }
+
+  /** Tells the registry's `onCommit` the session's revision now. */
+  notifyCommit(revision = this.state.meta.revision): void {
+    notifyCommit(this.ctx, this.ref, revision);
+  }
+
+  /** Takes an append written to disk into memory. */
+  #appended(change: AppendChange): CommitResult {
+    this.state.active.push(...change.sequenced);
+    this.state.activeBytes += change.bytes.length;
+    this.metaWritten(change.meta);
+    return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
+  }
+
+  #assertWritable(): void {
+    if (!isBlocked(this.state)) return;
+    const first = this.state.diagnostics.find((d) => d.fatal)!;
+    throw new CorruptSessionError(`${formatSessionRef(this.ref)} is read-only until repaired: ${first.message}`, {
+      file: first.file,
+      line: first.line,
+      diagnostic: first.code,
+    });
+  }
+
+  /** Marks the handle stale: every write is refused until `reload()`. `read`: the revision the check expected. */
+  #revisionConflict(read: number | null, found: number | null): RevisionConflictError {
+    return (this.#conflict = new RevisionConflictError(
+      `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${read ?? "none"}; another writer committed (reload, then try again)`,
+      { expected: read, found },
+    ));
+  }
+}

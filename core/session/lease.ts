@@ -1,0 +1,93 @@
+/**
+ * A held session (a lease): the `writer.lock` a handle keeps between operations, with
+ * `active.jsonl` pinned open by backends that can (Node), and `meta.json` allowed to lag
+ * behind the lines (`meta-lag.ts`). The commit path (`commit-path.ts`) takes the lock; this
+ * keeps it, runs the commit path's plans fenced by it (`lease-fence.ts`: a lost lease writes
+ * nothing and leaves the handle holding nothing), catches `meta.json` up, and gives it back.
+ *
+ * @module
+ */
+import type { SessionPaths } from "../layout/paths.ts";
+import { encodeJsonDocument } from "../schema/mod.ts";
+import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
+import { runFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
+import { releaseWriterLock, type WriterLease } from "./lock.ts";
+import { MetaLag } from "./meta-lag.ts";
+import { runCommitPlan } from "./run-commit-plan.ts";
+import type { SessionState } from "./state.ts";
+
+/** The lease of one handle, held or not. */
+export class Lease {
+  readonly #storage: StoragePort;
+  readonly #paths: SessionPaths;
+  readonly #ref: string;
+  readonly #onLost: (event: LeaseLostNotice) => void;
+  /** The lock this handle holds, if it holds the session. */
+  #held: WriterLease | undefined;
+  /** Held commits `meta.json` does not hold yet. */
+  readonly lag = new MetaLag();
+
+  /** `ref`: the session as `<agent_id>/<workspace_id>/<session_id>`; `onLost`: told once a fenced plan found the lease lost. */
+  constructor(storage: StoragePort, paths: SessionPaths, ref: string, onLost: (event: LeaseLostNotice) => void) {
+    this.#storage = storage;
+    this.#paths = paths;
+    this.#ref = ref;
+    this.#onLost = onLost;
+  }
+
+  /** The held lock, if any. */
+  get held(): WriterLease | undefined {
+    return this.#held;
+  }
+
+  /** Keeps `lock` for this handle and pins `active.jsonl` (best effort). */
+  async keep(lock: WriterLease): Promise<void> {
+    this.#held = lock;
+    await this.#storage.pinFile?.(this.#paths.active).catch(() => undefined);
+  }
+
+  /**
+   * Runs `plan` by the one dispatch (`run-commit-plan.ts`); while held, fenced by the lease
+   * (docs/FORMAT.md "Fencing"): it writes only while `writer.lock` is still this handle's, and
+   * a lost lease is dropped and reported before the typed error reaches the caller.
+   *
+   * @throws {LeaseLostError} when the held lease was lost; nothing was written.
+   */
+  run(plan: CommitPlan): Promise<CommitPlanResult> {
+    const lock = this.#held;
+    if (!lock) return runCommitPlan(this.#storage, plan);
+    return runFencedPlan(this.#storage, plan, lock, this.#ref, (event) => this.#lost(event));
+  }
+
+  /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned file closed. */
+  #lost(event: LeaseLostNotice): void {
+    this.#held = undefined;
+    this.lag.cancel();
+    this.lag.clear();
+    this.#storage.unpinFile?.(this.#paths.active).catch(() => undefined);
+    this.#onLost(event);
+  }
+
+  /** Gives the held lock back: `meta.json` caught up first (the next writer's revision check reads it), the pinned file closed. */
+  async release(state: SessionState): Promise<void> {
+    const lock = this.#held;
+    if (!lock) return;
+    try {
+      await this.catchUp(state);
+    } finally {
+      this.#held = undefined;
+      await this.#storage.unpinFile?.(this.#paths.active).catch(() => undefined);
+      await releaseWriterLock(this.#storage, lock);
+    }
+  }
+
+  /** Writes `meta.json` from `state` when held commits left it behind. */
+  async catchUp(state: SessionState): Promise<void> {
+    this.lag.cancel();
+    if (!this.#held || !this.lag.behind) return;
+    const meta = state.meta;
+    await this.#storage.replace(this.#paths.meta, encodeJsonDocument(meta), { durable: false });
+    this.lag.clear();
+    state.diskRevision = meta.revision;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Every mutation of a session as a value, planned from the session state and applied by the
+ * one commit path (`commit-path.ts`): nothing here reads or writes storage. An append is an
+ * {@linkcode AppendChange}; a compaction or a reset closes part of Active into a segment,
+ * a {@linkcode SegmentClose} (`segment-close.ts` plans those).
+ *
+ * @module
+ */
+import { InvalidInputError } from "../errors.ts";
+import type { SessionPaths } from "../layout/paths.ts";
+import type { SegmentRange } from "../layout/segments.ts";
+import { encodeJsonDocument, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/mod.ts";
+import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
+import type { PlannedWrite } from "../storage/port.ts";
+import { markBatch, stampRevision } from "./batch.ts";
+import { linesOf } from "./lines.ts";
+import { withNewestSegment } from "./segment-hint.ts";
+import { lastSequence, type SessionState } from "./state.ts";
+
+/** An append of messages: their numbered records, the lines to append, `meta.json` after. */
+export interface AppendChange {
+  readonly sequenced: MessageRecord[];
+  readonly bytes: Uint8Array;
+  readonly meta: SessionMeta;
+}
+
+/**
+ * The oldest messages of Active closed into the segment `range` (compaction, reset): the
+ * segment's bytes with its `footer`, the messages that stay in Active and their bytes, and
+ * `meta.json` after.
+ */
+export interface SegmentClose {
+  readonly range: SegmentRange;
+  readonly footer: SummaryRecord;
+  readonly segmentBytes: Uint8Array;
+  readonly kept: MessageRecord[];
+  readonly activeBytes: Uint8Array;
+  readonly meta: SessionMeta;
+}
+
+/** `meta.json` with `patch`, `updated_at` = `now` and the newest-segment hint (`newest`, else the current one). */
+export function nextMeta(state: Pick<SessionState, "meta" | "newest">, patch: Partial<SessionMeta>, now: string, newest = state.newest): SessionMeta {
+  return withNewestSegment({ ...state.meta, ...patch, updated_at: now }, newest);
+}
+
+/**
+ * Sequences, line bytes and the next `meta.json` of an append of `records` at `now`.
+ *
+ * @throws {LimitExceededError} when a line or `active.jsonl` after it would be over a read
+ * limit (`maxFileBytes`: the store's): a commit an open could not read back is refused before
+ * it is written (docs/FORMAT.md "Limits").
+ */
+export function planAppend(state: SessionState, records: readonly MessageRecord[], now: string, maxFileBytes = MAX_FILE_BYTES): AppendChange {
+  if (records.length === 0) throw new InvalidInputError("a commit needs at least one message");
+  let sequence = lastSequence(state);
+  const revision = state.meta.revision + 1;
+  const numbered = records.map((m) => ({ ...m, sequence: ++sequence }));
+  // The line revision goes last, after a batch mark: it ends every line (docs/FORMAT.md `revision`).
+  const sequenced = stampRevision(numbered, revision);
+  // Each line but a batch's first (its mark) is the record Active keeps: its bytes are
+  // remembered, and a compaction copies them instead of encoding the record again.
+  const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
+  const bytes = linesOf(lines);
+  const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
+  assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: state.activeBytes, describeLine }, MAX_LINE_BYTES, maxFileBytes);
+  // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
+  const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+  const meta: SessionMeta = {
+    ...withNewestSegment(state.meta, state.newest),
+    ...(produced ? { provider: { provider: produced.provider, api: produced.api, model: produced.model } } : {}),
+    message_count: sequence,
+    history_bytes: state.meta.history_bytes + bytes.length,
+    revision,
+    updated_at: now,
+  };
+  return { sequenced, bytes, meta };
+}
+
+/**
+ * An append's writes: the lines, then `meta.json`. The lines are durable when the append
+ * resolves; `meta.json` need not be (recovery rule 5 rebuilds one left behind).
+ */
+export function appendWrites(paths: SessionPaths, change: Pick<AppendChange, "bytes" | "meta">): PlannedWrite[] {
+  return [
+    { op: "append", path: paths.active, bytes: change.bytes },
+    { op: "replace", path: paths.meta, bytes: encodeJsonDocument(change.meta), durable: false },
+  ];
+}
+
+/**
+ * A segment close's writes. The order is what recovery relies on: `meta.json` first, naming
+ * the new segment; then the segment; then Active. A crash before the segment lands leaves a
+ * hint that the files do not confirm, so the next open lists `segments/` and rebuilds
+ * `meta.json`; a crash before Active is replaced leaves the overlap of recovery rule 3.
+ * Either way the hint never hides a segment that exists.
+ */
+export function segmentCloseWrites(paths: SessionPaths, close: SegmentClose): PlannedWrite[] {
+  return [
+    { op: "replace", path: paths.meta, bytes: encodeJsonDocument(close.meta) },
+    { op: "replace", path: paths.segment(close.range), bytes: close.segmentBytes },
+    { op: "replace", path: paths.active, bytes: close.activeBytes },
+  ];
+}

@@ -1,0 +1,87 @@
+/**
+ * What the registry (`Sessions`) is given: its options, the input of `create`, `open`'s
+ * hold option, `list`'s filter and problems, and `fork`'s options.
+ *
+ * @module
+ */
+import type { StoragePort } from "../storage/port.ts";
+import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
+import type { SessionOptions } from "./options.ts";
+import type { OwnerProbe, WriterIdentity } from "./owner.ts";
+
+/** Options of {@linkcode Sessions}. */
+export interface SessionsOptions {
+  /** Where sessions are stored: any {@linkcode StoragePort}. */
+  readonly storage: StoragePort;
+  /** Who writes, stamped into `writer.lock` (pid, host, runtime). */
+  readonly identity?: WriterIdentity;
+  /** Milliseconds since the epoch; injectable for tests. */
+  readonly clock?: () => number;
+  /** Options for every session this registry opens, unless a call gives its own. */
+  readonly defaults?: SessionOptions;
+  /**
+   * Called after each write of a session opened here that gives it a new revision (a commit,
+   * a compaction, a reset, a repair), with the session and its revision now: the browser
+   * runtime announces these to other tabs. A listener's error is ignored.
+   */
+  readonly onCommit?: (event: CommitNotice) => void;
+  /**
+   * What the platform knows of other processes of this host (the Node runtime passes one).
+   * With it, a `writer.lock` left by a dead writer of this host and boot is taken over
+   * (docs/FORMAT.md `writer.lock`); without it, every lock found is honoured.
+   */
+  readonly probe?: OwnerProbe;
+  /** Called when a dead writer's lock was taken over, with its old content (`stale_lock_reclaimed`). */
+  readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit finds its lease lost (its commit then fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
+}
+
+/** Opening a session to hold it: `{ hold: true }` on {@linkcode Sessions.open} and {@linkcode Sessions.create}. */
+export interface HoldOption {
+  /**
+   * Keep the session's `writer.lock` until `session.close()` (a lease): commits then need no
+   * lock file operations and no revision read, and any other writer is refused at once with
+   * `WriterLockedError` naming this one. Default `false`: a lock per operation.
+   */
+  readonly hold?: boolean;
+}
+
+/** What {@linkcode Sessions.create} needs. */
+export interface CreateSessionInput {
+  readonly agentId: string;
+  readonly workspaceId: string;
+  /** Defaults to a new random id. */
+  readonly sessionId?: string;
+  readonly title?: string;
+  /** Written to `instruction.md`: the session's fixed system snapshot. */
+  readonly instruction?: string;
+  readonly modelLabel?: string;
+  /** IANA time zone of the user, e.g. `Europe/Berlin`. */
+  readonly timezone?: string;
+}
+
+/** Options of {@linkcode Sessions.list}: which sessions, and where to report the unreadable. */
+export interface ListSessionsOptions {
+  /** Only this agent's sessions. */
+  readonly agentId?: string;
+  /** Only this workspace's sessions (of every agent listed). */
+  readonly workspaceId?: string;
+  /** List `archived-sessions/` instead of `sessions/`. */
+  readonly archived?: boolean;
+  /** Called for each session folder whose `meta.json` cannot be read; it is left out of the list. */
+  readonly onProblem?: (problem: ListProblem) => void;
+}
+
+/** Options of {@linkcode Sessions.fork}. */
+export interface ForkOptions {
+  /** Called after each segment copied and once at the end with `(done, total)` files. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** A session folder whose `meta.json` could not be listed, and why. */
+export interface ListProblem {
+  readonly ref: string;
+  readonly message: string;
+}

@@ -1,0 +1,95 @@
+/**
+ * One step of the agent turn (`run.ts`): a provider's stream folded into the draft message
+ * part by part, with each event passed on to the host, and one tool call carried out.
+ *
+ * @module
+ */
+import { InvalidInputError } from "../errors.ts";
+import type { ModelInput, Provider, Tool, ToolDefinition } from "../model/mod.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
+import type { DraftRecord, MessagePart, ToolPart } from "../schema/mod.ts";
+import type { RunEvent } from "./run-events.ts";
+
+/** Streams one provider step into `message` (the draft), telling `changed` after each event. */
+export async function streamStep(
+  provider: Provider,
+  input: ModelInput,
+  tools: readonly ToolDefinition[],
+  signal: AbortSignal,
+  message: DraftRecord,
+  emit: (event: RunEvent) => void,
+  changed: () => void,
+): Promise<void> {
+  const parts = message.parts as MessagePart[];
+  const nextSequence = () => (parts.at(-1)?.sequence ?? 0) + 1;
+  const appendText = (type: "text" | "reasoning", text: string) => {
+    const last = parts.at(-1);
+    if (last && last.type === type) parts[parts.length - 1] = { ...last, text: last.text + text };
+    else parts.push({ sequence: nextSequence(), type, text });
+  };
+  for await (const event of provider.stream({ ...input, tools, signal })) {
+    if (signal.aborted) return;
+    switch (event.type) {
+      case "text-delta":
+        appendText("text", event.text);
+        break;
+      case "reasoning-delta":
+        appendText("reasoning", event.text);
+        break;
+      case "reasoning-summary":
+        parts.push({ sequence: nextSequence(), type: "reasoning-summary", text: event.text });
+        break;
+      case "tool-call":
+        // Stored, stringified and estimated by recursive walkers: refused typed when too deep.
+        assertJsonDepth(event.input, `provider ${provider.identity.provider}: the input of tool call ${event.toolCallId}`);
+        parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
+        break;
+      case "file":
+        parts.push({
+          sequence: nextSequence(),
+          type: "file",
+          media_type: event.mediaType,
+          ...(event.name !== undefined ? { name: event.name } : {}),
+          ...(event.data !== undefined ? { data: event.data } : {}),
+          ...(event.url !== undefined ? { url: event.url } : {}),
+        });
+        break;
+      case "provider-context":
+        parts.push({ sequence: nextSequence(), type: "provider-context", ...provider.identity, data: event.data });
+        break;
+      case "usage":
+        message.usage = event.usage;
+        break;
+      default:
+        throw new InvalidInputError(`provider ${provider.identity.provider} streamed an unknown event ${JSON.stringify((event as { type?: unknown }).type)}`);
+    }
+    // Files and provider context reach the host through the committed message, not as events.
+    if (event.type !== "file" && event.type !== "provider-context") emit(event);
+    changed();
+  }
+}
+
+/** Runs the tool a `tool` part calls and settles the part with its output or error. */
+export async function runTool(part: ToolPart, tool: Tool | undefined, signal: AbortSignal, emit: (event: RunEvent) => void): Promise<void> {
+  const settle = (update: Partial<ToolPart>) => Object.assign(part, update);
+  if (!tool) {
+    settle({ state: "output-error", error: `no tool named "${part.tool_name}" is available` });
+    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
+    return;
+  }
+  let stored: unknown;
+  try {
+    const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
+    if (signal.aborted) return;
+    assertJsonDepth(output, `the output of tool ${part.tool_name}`);
+    stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
+  } catch (error) {
+    if (signal.aborted) return;
+    settle({ state: "output-error", error: error instanceof Error ? error.message : String(error) });
+    emit({ type: "tool-error", toolCallId: part.tool_call_id, toolName: part.tool_name, error: part.error! });
+    return;
+  }
+  // Outside the try: a failing event delivery is fatal to the run, not an error of the tool.
+  settle({ state: "output-available", output: stored });
+  emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
+}

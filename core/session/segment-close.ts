@@ -1,0 +1,188 @@
+/**
+ * Compaction and reset: each closes the oldest part of Active into an immutable segment.
+ * The path goes one way down: the summarizer is called once ({@linkcode summarize}), the
+ * close is planned as a value from the state ({@linkcode planCompactionClose},
+ * {@linkcode planResetClose}: nothing is read or written), and the commit path applies it
+ * in one commit plan (`CommitPath.closeSegment`). Compaction closes the oldest half with one
+ * cumulative summary (docs/FORMAT.md "Compaction"); reset closes all of Active with a footer
+ * that marks the reset (docs/decisions.md).
+ *
+ * @module
+ */
+import { accumulateCompaction, estimateTextTokens, estimateTokens, planCompaction, type CompactionOutcome, type CompactionPlan } from "../compaction/mod.ts";
+import { CompactionFailedError, SessionBusyError } from "../errors.ts";
+import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import type { Summarizer } from "../model/mod.ts";
+import { RESET_FIELD, cumulativeSummary, type SummaryRecord } from "../schema/mod.ts";
+import { publicRecord, withoutBatchMark } from "./batch.ts";
+import type { CommitPath } from "./commit-path.ts";
+import { newId } from "./ids.ts";
+import { nextMeta, type SegmentClose } from "./planned-change.ts";
+import { unknownActiveLines } from "./recovery.ts";
+import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
+import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
+
+/** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
+export interface NoCompaction {
+  readonly revision: number;
+  readonly removedMessages: 0;
+  readonly keptMessages: number;
+  readonly segment: null;
+}
+
+/** What one summarizer call gave: the new cumulative summary and what it cost. */
+export interface Summary {
+  readonly text: string;
+  readonly costUsdMicros?: number;
+}
+
+/**
+ * Compacts Active with one summary call: the oldest half becomes a segment whose footer is
+ * the new cumulative summary (previous summary + that half). `undefined` when Active has
+ * fewer than 2 messages. Runs inside a held lock (`CommitPath.locked`).
+ *
+ * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
+ */
+export async function compactActive(path: CommitPath, summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined> {
+  const selection = planCompaction(path.state.active);
+  if (!selection) return undefined;
+  const summary = await summarize(path.ref, path.state, selection, summarizer, signal);
+  const unknown = await unknownActiveLines(path);
+  const { close, outcome } = planCompactionClose(path.state, path.ref, selection, summary, unknown, path.now);
+  await path.closeSegment(close);
+  return outcome;
+}
+
+/**
+ * Resets the conversation: Active is closed as a segment whose footer marks the reset, so
+ * the model context starts over from the system text and history stays readable. Revision
+ * + 1; the compaction continuation state is cleared (accounting totals stay).
+ *
+ * @throws {SessionBusyError} when a streaming draft exists.
+ */
+export async function resetActive(path: CommitPath): Promise<{ revision: number }> {
+  if (path.state.draft) throw new SessionBusyError(`${formatSessionRef(path.ref)}: a streaming draft exists; finish it before resetting`);
+  if (path.state.active.length === 0) return { revision: path.state.meta.revision };
+  const unknown = await unknownActiveLines(path);
+  const close = planResetClose(path.state, path.ref, unknown, path.now);
+  if (close) await path.closeSegment(close);
+  return { revision: path.state.meta.revision };
+}
+
+/**
+ * The one summarizer call of a compaction: the previous cumulative summary and the selected
+ * messages in, the new cumulative summary out.
+ *
+ * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary.
+ */
+export async function summarize(ref: SessionRef, state: Pick<SessionState, "footer">, selection: CompactionPlan, summarizer: Summarizer, signal: AbortSignal): Promise<Summary> {
+  let text: string;
+  let cost: number | undefined;
+  try {
+    signal.throwIfAborted();
+    const result = await summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: selection.selected.map(publicRecord), signal });
+    signal.throwIfAborted();
+    text = typeof result?.text === "string" ? result.text : "";
+    cost = result?.usage?.cost_usd_micros;
+  } catch (error) {
+    const reason = signal.aborted ? "it was cancelled" : `the summarizer failed: ${error instanceof Error ? error.message : String(error)}`;
+    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, { cause: error });
+  }
+  if (text.trim() === "") {
+    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: the summarizer returned an empty summary; nothing changed`, { empty: true });
+  }
+  return { text, ...(cost !== undefined ? { costUsdMicros: cost } : {}) };
+}
+
+/**
+ * A compaction as a value: the selected half closed with `summary` as its footer, the kept
+ * half as Active, `meta.json` with the accounting (revision + 1), and the outcome the caller
+ * reports. `unknown`: lines of unknown record types in `active.jsonl`, carried along. `now`
+ * is read for the footer's `created_at`, then for `meta.json`'s `updated_at`.
+ */
+function planCompactionClose(
+  state: SessionState,
+  ref: SessionRef,
+  selection: CompactionPlan,
+  summary: Summary,
+  unknown: readonly UnknownLine[],
+  now: () => string,
+): { close: SegmentClose; outcome: CompactionOutcome } {
+  const { text, costUsdMicros: cost } = summary;
+  const previous = cumulativeSummary(state.footer);
+  // The estimate adds up message by message: Active = the selected half + the kept half.
+  const removedTokens = estimateTokens(selection.selected);
+  const keptTokens = estimateTokens(selection.kept);
+  const beforeTokens = estimateTextTokens(previous) + removedTokens + keptTokens;
+  const footer: SummaryRecord = {
+    record_type: "summary",
+    session_id: ref.sessionId,
+    summary_id: newId("sum"),
+    through_sequence: selection.range.end,
+    text,
+    created_at: now(),
+  };
+  const selected = selection.selected.map(withoutBatchMark);
+  const kept = selection.kept.map(withoutBatchMark);
+  const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
+  const activeBytes = encodeWithUnknown(kept, unknown, true);
+  const afterTokens = estimateTextTokens(text) + keptTokens;
+  const accounting = accumulateCompaction(state.meta.compaction, {
+    removedMessages: selected.length,
+    removedTokensEstimate: removedTokens,
+    ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    beforeTokens,
+    afterTokens,
+  });
+  const revision = state.meta.revision + 1;
+  const meta = nextMeta(
+    state,
+    {
+      history_bytes: state.meta.history_bytes - state.activeBytes + activeBytes.length + segmentBytes.length,
+      revision,
+      compaction: { ...accounting, [LAST_COMPACTED_FIELD]: lastSequence(state) },
+    },
+    now(),
+    selection.range,
+  );
+  const outcome: CompactionOutcome = {
+    revision,
+    removedMessages: selected.length,
+    keptMessages: kept.length,
+    segment: { start: selection.range.start, end: selection.range.end },
+    beforeTokens,
+    afterTokens,
+    ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    summaryChars: text.length,
+  };
+  return { close: { range: selection.range, footer, segmentBytes, kept, activeBytes, meta }, outcome };
+}
+
+/** A reset as a value: all of Active closed under a footer that marks the reset; `undefined` when Active is empty. */
+function planResetClose(state: SessionState, ref: SessionRef, unknown: readonly UnknownLine[], now: () => string): SegmentClose | undefined {
+  const first = state.active[0];
+  if (!first) return undefined;
+  const range = { start: first.sequence, end: lastSequence(state) };
+  const footer: SummaryRecord = {
+    record_type: "summary",
+    session_id: ref.sessionId,
+    summary_id: newId("sum"),
+    through_sequence: range.end,
+    text: `The conversation was reset after sequence ${range.end}; nothing before it belongs to the model context.`,
+    created_at: now(),
+    [RESET_FIELD]: true,
+  };
+  const segmentBytes = encodeWithUnknown(state.active.map(withoutBatchMark), unknown, true, [footer]);
+  const compaction = state.meta.compaction ? { ...state.meta.compaction, [LAST_COMPACTED_FIELD]: range.end } : undefined;
+  const meta = nextMeta(
+    state,
+    {
+      history_bytes: state.meta.history_bytes - state.activeBytes + segmentBytes.length,
+      revision: state.meta.revision + 1,
+      ...(compaction ? { compaction } : {}),
+    },
+    now(),
+    range,
+  );
+  return { range, footer, segmentBytes, kept: [], activeBytes: new Uint8Array(0), meta };
+}

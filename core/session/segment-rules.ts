@@ -1,0 +1,98 @@
+/**
+ * The rules a session's files are judged by (docs/FORMAT.md "Recovery" and "Repair"), in
+ * one place for the four readers that judge them: an open (`load.ts`), `verifySession`
+ * (`core/verify`), `Session.repair()`'s plan (`repair-plan.ts`) and the CLI's `show`.
+ * Segment order (contiguous from sequence 1: a gap or an overlap between two segments is
+ * corruption), the footer (a segment's last line, and only it, a summary through the
+ * segment's end), and the place of a message in Active (after the newest segment: one
+ * at or below its end is an overlap; one past the next expected sequence is a gap).
+ *
+ * @module
+ */
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
+import { readLastRecord } from "../jsonl/tail.ts";
+import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
+import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
+import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
+import type { StoragePort } from "../storage/port.ts";
+
+/** The records a segment may hold: messages, then its summary footer. */
+export const SEGMENT_RECORDS = { message: MessageRecord, summary: SummaryRecord } as const;
+
+/** The names in `segments/` as ranges, oldest first, and the names that are no segment. */
+export function segmentListing(names: readonly string[]): { ranges: SegmentRange[]; strangers: string[] } {
+  const ranges: SegmentRange[] = [];
+  const strangers: string[] = [];
+  for (const name of names) {
+    const range = parseSegmentName(name);
+    if (range) ranges.push(range);
+    else strangers.push(name);
+  }
+  ranges.sort((a, b) => a.start - b.start);
+  return { ranges, strangers };
+}
+
+/** A segment that does not start where the one before it ended (+1, or 1 for the first): a gap or an overlap. */
+export interface SegmentOrderBreak {
+  readonly range: SegmentRange;
+  /** The sequence it should start at. */
+  readonly expected: number;
+}
+
+/** The segments (sorted, as {@linkcode segmentListing} gives them) that break the order. */
+export function segmentOrderBreaks(ranges: readonly SegmentRange[]): SegmentOrderBreak[] {
+  const breaks: SegmentOrderBreak[] = [];
+  let expected = 1;
+  for (const range of ranges) {
+    if (range.start !== expected) breaks.push({ range, expected });
+    expected = range.end + 1;
+  }
+  return breaks;
+}
+
+/** What the order rule says of a break, in words. */
+export function describeOrderBreak({ range, expected }: SegmentOrderBreak): string {
+  return `segment starts at sequence ${range.start}; expected ${expected}`;
+}
+
+/** Whether `record` is the footer of segment `range`: a summary through its end. */
+export function isFooterOf(record: unknown, range: SegmentRange): record is SummaryRecord {
+  const r = record as Partial<SummaryRecord> | undefined;
+  return r?.record_type === "summary" && r.through_sequence === range.end;
+}
+
+/** What the footer rule says of a segment whose last line is something else. */
+export function notAFooter(range: SegmentRange): string {
+  return `the last line is not a summary footer through sequence ${range.end}`;
+}
+
+/**
+ * The footer of segment `range`, read from its tail, with what was wrong with the tail
+ * (fatal `invalid_segment` when the last line is readable but no footer through its end).
+ * `undefined` when the file is not there.
+ */
+export async function readSegmentFooter(
+  storage: StoragePort,
+  paths: SessionPaths,
+  range: SegmentRange,
+): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {
+  const file = relativeToSession(paths, paths.segment(range));
+  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), { file, schemas: SEGMENT_RECORDS, tornTailRecoverable: false });
+  if (!last) return undefined;
+  if (isFooterOf(last.record, range)) return { footer: last.record, diagnostics: last.diagnostics };
+  const diagnostics = [...last.diagnostics];
+  if (!diagnostics.some((d) => d.fatal)) diagnostics.push({ file, line: null, code: "invalid_segment", fatal: true, message: `${file}: ${notAFooter(range)}` });
+  return { footer: undefined, diagnostics };
+}
+
+/**
+ * Where a message of sequence `sequence` stands when `expected` is next: `"next"` (it is),
+ * `"overlap"` (at or below `segmentEnd`, the end of the newest segment: it is in that segment
+ * already), `"behind"` (below `expected`, above the segment: a second message of a sequence
+ * already taken) or `"gap"` (above `expected`: the sequences between are missing).
+ */
+export function sequenceStep(sequence: number, expected: number, segmentEnd = 0): "next" | "overlap" | "behind" | "gap" {
+  if (sequence <= segmentEnd) return "overlap";
+  if (sequence === expected) return "next";
+  return sequence < expected ? "behind" : "gap";
+}

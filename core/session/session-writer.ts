@@ -1,0 +1,42 @@
+/**
+ * Builds the {@linkcode SessionWriter} a locked operation hands to the code inside it (the
+ * run loop) from the handle's commit path.
+ *
+ * @module
+ */
+import type { CommitPath } from "./commit-path.ts";
+import { DraftWriter } from "./draft-writer.ts";
+import { PENDING_FIELD } from "./load.ts";
+import { compactActive } from "./segment-close.ts";
+import type { SessionWriter } from "./writer.ts";
+
+/**
+ * The {@linkcode SessionWriter} handed to the code inside one locked operation of the
+ * handle whose commit path is `tx` (the run loop): its commits, draft and compactions go
+ * down that commit path.
+ */
+export function sessionWriter(tx: CommitPath, system: () => string | null, removeDraft: () => Promise<void>): SessionWriter {
+  const { storage, clock } = tx.ctx;
+  return {
+    ref: tx.ref,
+    get system() {
+      return system();
+    },
+    state: tx.state,
+    options: tx.options,
+    clock,
+    commit: (messages) => tx.commit(messages),
+    draftWriter: (current) =>
+      new DraftWriter(
+        (bytes) => storage.replace(tx.paths.draft, bytes),
+        () => {
+          const { draft, pending } = current();
+          return new TextEncoder().encode(`${JSON.stringify({ ...draft, [PENDING_FIELD]: pending })}\n`);
+        },
+        tx.options.draftFlush,
+        clock,
+      ),
+    removeDraft,
+    compact: (summarizer, signal) => compactActive(tx, summarizer, signal),
+  };
+}
