@@ -21,7 +21,9 @@ export type ErrorCode =
   | "context-overflow"
   | "cancelled"
   | "usage"
-  | "internal";
+  | "internal"
+  | "unauthorized"
+  | "sync-refused";
 
 /** Structured, JSON-safe details carried by an error. */
 export type ErrorDetails = Record<string, unknown>;
@@ -227,4 +229,35 @@ export function asSessionfoldError(error: unknown, context: string): Sessionfold
   if (error instanceof SessionfoldError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });
+}
+
+/** Why a sync request was refused (docs/SYNC.md "Errors"); each has one HTTP status. */
+export type SyncRefusal =
+  | "unauthorized"
+  | "forbidden"
+  | "client-id-taken"
+  | "malformed"
+  | "too-large"
+  | "unsupported-version"
+  | "mutation-gap"
+  | "session-busy"
+  | "not-found"
+  | "unknown-route";
+
+/**
+ * A sync request refused by the server (or by the direct remote, which applies the same
+ * rules): nothing was changed. `status` is the HTTP status the handler answers with,
+ * `reason` says why (docs/SYNC.md "Errors"); a `mutation-gap` carries `expected`, the
+ * mutation number the server waits for.
+ */
+export class SyncRefusedError extends SessionfoldError {
+  readonly status: number;
+  readonly reason: SyncRefusal;
+  constructor(message: string, details: ErrorDetails & { readonly reason: SyncRefusal; readonly status: number }) {
+    const { reason } = details;
+    super(reason === "unauthorized" || reason === "forbidden" || reason === "client-id-taken" ? "unauthorized" : "sync-refused", message, details);
+    this.name = "SyncRefusedError";
+    this.status = details.status;
+    this.reason = reason;
+  }
 }

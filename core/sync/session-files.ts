@@ -1,0 +1,204 @@
+/**
+ * What sync reads from and writes to one store, at the level of a session's files
+ * (docs/FORMAT.md): the history after a sequence (segments, then Active), a session's head,
+ * a whole session installed from files (built in a hidden folder and moved into place in
+ * one step, as a fork or an import is), and the labels and `instruction.md` written under
+ * the session's `writer.lock`. Both sides of a sync use these, so both keep the format's
+ * invariants the same way.
+ *
+ * @module
+ */
+import { InvalidInputError } from "../errors.ts";
+import { decodeJsonl } from "../jsonl/decode.ts";
+import { formatSessionRef, parseSessionRef, type SessionRef } from "../layout/ids.ts";
+import { sessionPaths, sessionsDir } from "../layout/paths.ts";
+import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layout/segments.ts";
+import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { BATCH_FIELD } from "../session/batch.ts";
+import { newId } from "../session/ids.ts";
+import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
+import { ANONYMOUS_WRITER } from "../session/owner.ts";
+import type { NewMessage } from "../session/message-input.ts";
+import type { Session } from "../session/session.ts";
+import { withNewestSegment } from "../session/segment-hint.ts";
+import type { Sessions } from "../session/registry.ts";
+import type { StoragePort } from "../storage/port.ts";
+import type { SegmentFile, SessionHead, SessionLabels } from "./protocol.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The last sequence of a session (0 when empty). */
+export function lastSequenceOf(session: Session): number {
+  return session.active.at(-1)?.sequence ?? session.newestSegment?.end ?? 0;
+}
+
+/**
+ * Up to `limit` messages after sequence `after`, oldest first: from the segments that reach
+ * past it (each read whole), then Active. `more` says whether the history goes on.
+ */
+export async function messagesAfter(session: Session, after: number, limit = Number.MAX_SAFE_INTEGER): Promise<{ messages: MessageRecord[]; more: boolean }> {
+  const out: MessageRecord[] = [];
+  const newest = session.newestSegment;
+  if (newest && after < newest.end) {
+    for (const range of await session.segments()) {
+      if (range.end <= after) continue;
+      for (const m of (await session.readSegment(range)).messages) if (m.sequence > after) out.push(m);
+      if (out.length > limit) break;
+    }
+  }
+  if (out.length <= limit) for (const m of session.active) if (m.sequence > after) out.push(m);
+  return { messages: out.slice(0, limit), more: out.length > limit };
+}
+
+/** The message at `sequence`, or `undefined` (0, or past the end). */
+export async function messageAt(session: Session, sequence: number): Promise<MessageRecord | undefined> {
+  if (sequence < 1) return undefined;
+  const [first] = (await messagesAfter(session, sequence - 1, 1)).messages;
+  return first?.sequence === sequence ? first : undefined;
+}
+
+/** The labels of `meta.json` that sync copies. */
+export function labelsOf(meta: SessionMeta): SessionLabels {
+  return {
+    ...(meta.title !== undefined ? { title: meta.title } : {}),
+    ...(meta.model_label !== undefined ? { model_label: meta.model_label } : {}),
+    ...(meta.timezone !== undefined ? { timezone: meta.timezone } : {}),
+  };
+}
+
+/** Whether two label sets say the same. */
+export function sameLabels(a: SessionLabels, b: SessionLabels): boolean {
+  return a.title === b.title && a.model_label === b.model_label && a.timezone === b.timezone;
+}
+
+/** What a pull tells about a session. */
+export async function headOf(storage: StoragePort, session: Session): Promise<SessionHead> {
+  const instruction = await storage.read(session.paths.instruction);
+  return {
+    ref: formatSessionRef(session.ref),
+    place: session.place,
+    revision: session.revision,
+    last_sequence: lastSequenceOf(session),
+    segments: (await session.segments()).map(formatSegmentName),
+    labels: labelsOf(session.meta),
+    instruction: instruction ? decoder.decode(instruction) : null,
+  };
+}
+
+/** A segment's exact text, read from the store (segments are immutable and named by range). */
+export async function readSegmentFile(storage: StoragePort, session: Session, name: string): Promise<SegmentFile | undefined> {
+  const range = parseSegmentName(name);
+  if (!range) return undefined;
+  const bytes = await storage.read(session.paths.segment(range));
+  return bytes && { name, text: decoder.decode(bytes) };
+}
+
+/** The messages of segment files, checked: every line valid, the footer through the segment's end. */
+export function messagesOfSegments(ref: string, segments: readonly SegmentFile[]): MessageRecord[] {
+  const out: MessageRecord[] = [];
+  for (const segment of segments) {
+    const file = `${ref}/messages/segments/${segment.name}`;
+    const result = decodeJsonl<MessageRecord | SummaryRecord>(encoder.encode(segment.text), {
+      file,
+      schemas: { message: MessageRecord, summary: SummaryRecord },
+      tornTailRecoverable: false,
+    });
+    const bad = result.diagnostics.find((d) => d.fatal);
+    if (bad) throw new InvalidInputError(`${file}: ${bad.message}`, { file, line: bad.line });
+    const records = result.records.map((r) => r.record);
+    const footer = records.at(-1);
+    const range = parseSegmentName(segment.name)!;
+    if (footer?.record_type !== "summary" || footer.through_sequence !== range.end) {
+      throw new InvalidInputError(`${file}: expected a summary footer through ${range.end} as the last line`, { file, line: records.length });
+    }
+    for (const r of records) if (r.record_type === "message") out.push(r);
+  }
+  return out;
+}
+
+/** What a new session is installed from. */
+export interface SessionFiles {
+  readonly meta: SessionMeta;
+  readonly instruction: string | null;
+  readonly segments: readonly SegmentFile[];
+  readonly active: readonly MessageRecord[];
+}
+
+/**
+ * Installs a whole session that does not exist in `storage`: segments (exact bytes), Active,
+ * `instruction.md`, then `meta.json` (its revision at least every line's, its counts from
+ * the files), all in a hidden folder moved into place in one step; a crash leaves no half
+ * session. Resolves `false` (nothing installed) when a session with that ref appeared.
+ */
+export async function installSession(storage: StoragePort, ref: SessionRef, files: SessionFiles, clock: () => number): Promise<boolean> {
+  const staging = `${sessionsDir(ref.agentId, ref.workspaceId)}/.sync-${ref.sessionId}-${newId("t")}`;
+  try {
+    let historyBytes = 0;
+    let newest: SegmentRange | undefined;
+    for (const segment of files.segments) {
+      const bytes = encoder.encode(segment.text);
+      await storage.replace(`${staging}/messages/segments/${segment.name}`, bytes);
+      historyBytes += bytes.length;
+      newest = parseSegmentName(segment.name);
+    }
+    let revision = files.meta.revision;
+    const lines = files.active.map((m) => {
+      const { [BATCH_FIELD]: _batch, ...record } = m as MessageRecord & { [BATCH_FIELD]?: unknown };
+      revision = Math.max(revision, typeof record.revision === "number" ? record.revision : 0);
+      return `${JSON.stringify(record)}\n`;
+    });
+    const active = encoder.encode(lines.join(""));
+    if (active.length > 0) await storage.replace(`${staging}/messages/active.jsonl`, active);
+    historyBytes += active.length;
+    if (files.instruction !== null) await storage.replace(`${staging}/instruction.md`, encoder.encode(files.instruction));
+    const meta = withNewestSegment(
+      {
+        ...files.meta,
+        session_id: ref.sessionId,
+        agent_id: ref.agentId,
+        workspace_id: ref.workspaceId,
+        message_count: files.active.at(-1)?.sequence ?? newest?.end ?? 0,
+        history_bytes: historyBytes,
+        revision,
+        updated_at: files.meta.updated_at ?? nowTimestamp(clock),
+      },
+      newest,
+    );
+    await storage.replace(`${staging}/meta.json`, encodeJsonDocument(meta));
+    if (await storage.move(staging, sessionPaths(ref).dir)) return true;
+    await storage.remove(staging);
+    return false;
+  } catch (error) {
+    await storage.remove(staging).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Sets a session's labels and `instruction.md` under its `writer.lock`, as one new revision
+ * (`instruction.md` first, `meta.json` last: a crash between leaves the old revision over
+ * the new instruction, which the next sync writes again).
+ */
+export async function writeLabels(sessions: Sessions, ref: string, labels: SessionLabels, instruction: string | null, clock: () => number): Promise<void> {
+  const valid = parseSessionRef(ref);
+  const paths = sessionPaths(valid);
+  const { lease } = await acquireWriterLock(sessions.storage, paths.lock, { identity: ANONYMOUS_WRITER, clock }, "sync");
+  try {
+    // Read under the lock: no other writer can commit between this read and the write.
+    const session = await sessions.open(valid);
+    if (instruction === null) await sessions.storage.remove(paths.instruction);
+    else await sessions.storage.replace(paths.instruction, encoder.encode(instruction));
+    const { title: _t, model_label: _m, timezone: _z, ...rest } = session.meta;
+    const meta: SessionMeta = { ...rest, ...labels, revision: session.revision + 1, updated_at: nowTimestamp(clock) };
+    await sessions.storage.replace(paths.meta, encodeJsonDocument(withNewestSegment(meta, session.newestSegment)));
+  } finally {
+    await releaseWriterLock(sessions.storage, lease);
+  }
+}
+
+/** A stored record as a message to append: its id, time, parts and extension fields kept; sequence and revision given anew. */
+export function asNewMessage(record: MessageRecord): NewMessage {
+  const { sequence: _s, revision: _r, record_type: _t, [BATCH_FIELD]: _b, ...rest } = record as MessageRecord & { [BATCH_FIELD]?: unknown };
+  return rest as unknown as NewMessage;
+}
