@@ -24,7 +24,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, Sessions, type MessageRecord, type Session, type StoragePort } from "../core/mod.ts";
+import { ExtractiveSummarizer, Sessions, type StoragePort as Store, type MessageRecord, type Session, type StoragePort } from "../core/mod.ts";
 import { SyncRefusedError, syncStores, type Mutation, type SyncPrincipal, type SyncRemote, type SyncReport } from "../core/sync/mod.ts";
 
 /** What a setup function hands to {@linkcode runSyncTests}. */
@@ -85,7 +85,7 @@ interface Harness {
   readonly target: SyncTestTarget;
   readonly server: Sessions;
   device(user?: string): Promise<Device>;
-  sync(device: Device): Promise<SyncReport>;
+  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number }): Promise<SyncReport>;
   readonly devices: Device[];
   /** Message ids of a session deleted on purpose: no longer expected anywhere. */
   readonly forgotten: Set<string>;
@@ -126,8 +126,8 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
           devices.push(device);
           return device;
         },
-        async sync(device) {
-          const report = await syncStores({ local: device.sessions, remote: device.remote });
+        async sync(device, batches = {}) {
+          const report = await syncStores({ local: device.sessions, remote: device.remote, ...batches });
           for (const id of report.acknowledged) device.acknowledged.add(id);
           return report;
         },
@@ -286,6 +286,113 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       });
     }
 
+    test("a compaction on one device reaches the server and the other devices as the same segment", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      for (let i = 0; i < 5; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      await h.sync(a);
+      await h.sync(b);
+      await s.compact({ summarizer: new ExtractiveSummarizer() });
+      const report = await h.sync(a);
+      expect(report.reread).toEqual([]);
+      expect((await (await h.server.open(REF)).segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await h.sync(b)).reread).toEqual([]);
+      const onB = await b.sessions.open(REF);
+      expect(onB.summary?.text).toBe(s.summary?.text);
+      expect(onB.active.map((m) => m.message_id)).toEqual(s.active.map((m) => m.message_id));
+    });
+
+    test("two devices compact differently: the server's segmentation wins and the other device re-reads it", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      for (let i = 0; i < 6; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      await h.sync(a);
+      await h.sync(b);
+      await s.compact({ summarizer: new ExtractiveSummarizer() });
+      const onB = await b.sessions.open(REF);
+      await onB.append([text("b13"), reply("b14")]);
+      await onB.compact({ summarizer: new ExtractiveSummarizer() });
+      await h.sync(a);
+      const report = await h.sync(b);
+      expect(report.reread).toEqual([REF]);
+      expect(report.pushed).toBe(2);
+      const server = await h.server.open(REF);
+      expect((await server.segments()).map(String)).toEqual((await s.segments()).map(String));
+      const again = await b.sessions.open(REF);
+      expect((await again.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await ids(again)).length).toBe(14);
+    });
+
+    test("batches: a long session goes in several pushes and reads, and an interrupted push resumes", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      for (let i = 0; i < 15; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      const real = a.remote;
+      let pushes = 0;
+      a.remote = {
+        ...real,
+        push: (request) => {
+          if (++pushes === 2) return Promise.reject(new Error("network down before the request left"));
+          return real.push(request);
+        },
+      };
+      await expect(h.sync(a, { batchMessages: 4, batchMutations: 2 })).rejects.toThrow("network down");
+      const partly = await ids(await h.server.open(REF));
+      expect(partly.length).toBe(8);
+      const report = await h.sync(a, { batchMessages: 4, batchMutations: 2 });
+      expect(report.pushed).toBe(22);
+      const b = await h.device();
+      expect((await h.sync(b, { batchMessages: 7 })).pulled).toBe(30);
+    });
+
+    test("a concurrent duplicate push applies once", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      await s.append([text("one"), reply("two")]);
+      const push = { v: 1, client_id: "client-concurrent", mutations: [appendOf(s, 0)] };
+      const outcomes = await Promise.allSettled([a.remote.push(push), a.remote.push(push)]);
+      for (const outcome of outcomes) {
+        // Two server instances may race: the loser is told to push again (409), never applied twice.
+        if (outcome.status === "rejected") expect((outcome.reason as SyncRefusedError).reason).toBe("session-busy");
+        else expect(["applied", "duplicate"]).toContain(outcome.value.results[0]!.status);
+      }
+      expect(outcomes.some((o) => o.status === "fulfilled" && o.value.results[0]!.status === "applied")).toBe(true);
+      expect(await ids(await h.server.open(REF))).toEqual(s.active.map((m) => m.message_id));
+    });
+
+    test("a server restored from an older backup: the client pushes again and nothing is lost", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await s.append([text("one"), reply("two")]);
+      await h.sync(a);
+      const backup = await snapshot(h.target.server);
+      await s.append([text("three"), reply("four")]);
+      await h.sync(a);
+      await restore(h.target.server, backup);
+      expect((await ids(await h.server.open(REF))).length).toBe(2);
+      await s.append(text("five"));
+      const report = await h.sync(a);
+      expect(report.conflicts).toEqual([]);
+      expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+    });
+
+    test("a long-poll pull answers when another device pushes", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      await h.sync(b);
+      const { cursor } = await b.remote.pull({ v: 1 });
+      const waiting = b.remote.pull({ v: 1, cursor, wait_ms: 30_000 });
+      await (await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append(text("live"));
+      await h.sync(a);
+      const { sessions } = await waiting;
+      expect(sessions.map((head) => head.ref)).toEqual([REF]);
+      expect(sessions[0]!.last_sequence).toBe(1);
+    });
+
     test("403: another user's workspace is refused and nothing changes; a spoofed client id is refused", async (h) => {
       const alice = await h.device("alice");
       const s = await alice.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
@@ -392,6 +499,27 @@ async function idsAfterIn(session: Session, sequence: number): Promise<string[]>
 
 async function idsAfter(device: Device, sequence: number): Promise<string[]> {
   return idsAfterIn(await device.sessions.open(REF), sequence);
+}
+
+/** Every file of a store, by path (a backup). */
+async function snapshot(storage: Store, dir = ""): Promise<Map<string, Uint8Array>> {
+  const files = new Map<string, Uint8Array>();
+  for (const name of await storage.list(dir)) {
+    const path = dir ? `${dir}/${name}` : name;
+    const children = await storage.list(path).catch(() => []);
+    if (children.length > 0) for (const [p, bytes] of await snapshot(storage, path)) files.set(p, bytes);
+    else {
+      const bytes = await storage.read(path).catch(() => undefined);
+      if (bytes) files.set(path, bytes);
+    }
+  }
+  return files;
+}
+
+/** Puts a store back to a backup: every top-level entry removed, the backup's files written. */
+async function restore(storage: Store, files: Map<string, Uint8Array>): Promise<void> {
+  for (const name of await storage.list("")) await storage.remove(name);
+  for (const [path, bytes] of files) await storage.replace(path, bytes);
 }
 
 /** `remote`, except that the answer to its next push is lost after the server committed it. */

@@ -18,7 +18,7 @@ import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
 import { SYNC_PROTOCOL_VERSION, type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels } from "./protocol.ts";
 import type { SyncRemote } from "./remote.ts";
-import { asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
+import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
 
 /** Options of {@linkcode syncStores}. */
 export interface SyncStoresOptions {
@@ -58,6 +58,8 @@ export interface SyncReport {
   pulled: number;
   forks: SyncFork[];
   conflicts: SyncConflict[];
+  /** Sessions replaced by the server's copy: a fork took their local tail, or the server kept its own segmentation. */
+  reread: string[];
   /** Message ids the remote acknowledged in this sync (applied, duplicate or forked). */
   acknowledged: string[];
 }
@@ -69,6 +71,8 @@ interface KnownSession {
   labels: SessionLabels;
   instruction: string | null;
   place: "live" | "archived";
+  /** The segment names both sides have, oldest first. */
+  segments: string[];
   /** The server forked this session's local tail or refused its segmentation: re-read it. */
   reread?: boolean;
 }
@@ -110,7 +114,7 @@ class SyncRun {
   readonly #batchMutations: number;
   readonly #clock: () => number;
   readonly #statePath: string;
-  readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], acknowledged: [] };
+  readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
   #state!: SyncState;
 
   constructor(options: SyncStoresOptions) {
@@ -206,6 +210,10 @@ class SyncRun {
         delete known[mutation.ref];
       } else if (result.reason === "base-mismatch") {
         delete known[mutation.ref];
+      } else if (result.reason === "segmentation") {
+        // The server's segmentation wins: this device re-reads the session (its messages are all there).
+        const entry = known[mutation.ref];
+        if (entry) entry.reread = true;
       } else {
         this.report.conflicts.push({ ref: mutation.ref, reason: result.reason ?? "rejected", message: `${mutation.ref}: the remote refused ${mutation.op} (${result.reason}); the local copy is kept as it is` });
         delete known[mutation.ref];
@@ -220,15 +228,25 @@ class SyncRun {
       if (result.status === "forked" && result.fork) {
         this.report.forks.push({ ref: mutation.ref, forked_as: result.fork.ref, at_sequence: result.fork.at_sequence });
         if (entry) entry.reread = true;
-        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", reread: true };
+        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], reread: true };
         return;
       }
       if (mutation.op === "create") {
-        known[mutation.ref] = { last_sequence: last?.sequence ?? 0, last_message_id: last?.message_id ?? null, labels: labelsOf(mutation.meta), instruction: mutation.instruction, place: "live" };
+        known[mutation.ref] = {
+          last_sequence: last?.sequence ?? 0,
+          last_message_id: last?.message_id ?? null,
+          labels: labelsOf(mutation.meta),
+          instruction: mutation.instruction,
+          place: "live",
+          segments: mutation.segments.map((s) => s.name),
+        };
       } else if (entry && last) {
         entry.last_sequence = last.sequence;
         entry.last_message_id = last.message_id;
       }
+    } else if (mutation.op === "segment") {
+      const entry = known[mutation.ref];
+      if (entry && !entry.segments.includes(mutation.segment.name)) entry.segments.push(mutation.segment.name);
     } else if (mutation.op === "set_meta") {
       const entry = known[mutation.ref];
       if (entry) Object.assign(entry, { labels: mutation.labels, instruction: mutation.instruction });
@@ -268,6 +286,8 @@ class SyncRun {
           baseId = messages.at(-1)!.message_id;
           if (!more) break;
         }
+        const segments = (await session.segments()).map(formatSegmentName);
+        if (!archived) for (const name of segments.slice(known.segments.length)) add({ op: "segment", ref, segment: (await readSegmentFile(this.#local.storage, session, name))! });
         const instruction = await this.#instructionOf(session);
         if (!archived && (!sameLabels(labelsOf(session.meta), known.labels) || instruction !== known.instruction)) {
           add({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
@@ -306,7 +326,8 @@ class SyncRun {
     if (local) {
       const last = lastSequenceOf(local);
       const segments = (await local.segments()).map(formatSegmentName);
-      let diverged = Boolean(known?.reread) || last > head.last_sequence || segments.join() !== head.segments.join();
+      // Two segmentations that are not one the other's start: the server's wins (below, a re-read).
+      let diverged = Boolean(known?.reread) || last > head.last_sequence || !(startsWith(segments, head.segments) || startsWith(head.segments, segments));
       if (!diverged) {
         const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: last, expect_message_id: (await messageAt(local, last))?.message_id ?? null, limit: 1 });
         diverged = page.diverged;
@@ -317,11 +338,11 @@ class SyncRun {
           this.report.conflicts.push({ ref: head.ref, reason: "unacknowledged", message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are` });
           return;
         }
-        await this.#local.delete(head.ref, { archived: local.place === "archived" });
-        await this.#install(head);
+        await this.#reread(local, head);
       } else {
         try {
           await this.#fastForward(local, last);
+          if (!(await this.#adoptSegments(head, segments.length))) await this.#reread(local, head);
           const instruction = await this.#instructionOf(local);
           if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
             await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#clock);
@@ -338,7 +359,30 @@ class SyncRun {
     }
     const now = (await this.#open(head.ref, head.place === "archived"))!;
     const last = lastSequenceOf(now);
-    state.sessions[head.ref] = { last_sequence: last, last_message_id: (await messageAt(now, last))?.message_id ?? null, labels: head.labels, instruction: head.instruction, place: head.place };
+    state.sessions[head.ref] = {
+      last_sequence: last,
+      last_message_id: (await messageAt(now, last))?.message_id ?? null,
+      labels: head.labels,
+      instruction: head.instruction,
+      place: head.place,
+      segments: (await now.segments()).map(formatSegmentName),
+    };
+  }
+
+  /** Replaces the local copy with the server's (every local message is on the server by now: in the session or its fork). */
+  async #reread(local: Session, head: SessionHead): Promise<void> {
+    await this.#local.delete(head.ref, { archived: local.place === "archived" });
+    await this.#install(head);
+    this.report.reread.push(head.ref);
+  }
+
+  /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
+  async #adoptSegments(head: SessionHead, have: number): Promise<boolean> {
+    for (const name of head.segments.slice(have)) {
+      const { segment } = await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name });
+      if ((await adoptSegment(this.#local, head.ref, segment, this.#clock)) === "conflict") return false;
+    }
+    return true;
   }
 
   /** Appends the remote's messages after `last` through the local commit path, page by page. */
@@ -392,6 +436,11 @@ class SyncRun {
       throw error;
     }
   }
+}
+
+/** Whether `list` begins with every name of `prefix`, in order. */
+function startsWith(list: readonly string[], prefix: readonly string[]): boolean {
+  return prefix.every((name, i) => list[i] === name);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -74,6 +74,18 @@ export interface SetMetaMutation {
   readonly instruction: string | null;
 }
 
+/**
+ * A segment the sender closed (a compaction): the receiver takes it when its own newest
+ * segment ends right before it and it holds the same messages in Active; otherwise its own
+ * segmentation stays (docs/SYNC.md "Compactions").
+ */
+export interface SegmentMutation {
+  readonly number: number;
+  readonly op: "segment";
+  readonly ref: string;
+  readonly segment: SegmentFile;
+}
+
 /** The session was archived or deleted on the sender: a tombstone (docs/SYNC.md "Tombstones"). */
 export interface RemoveMutation {
   readonly number: number;
@@ -82,7 +94,7 @@ export interface RemoveMutation {
 }
 
 /** One numbered change of one client (docs/SYNC.md "Push"). */
-export type Mutation = CreateMutation | AppendMutation | SetMetaMutation | RemoveMutation;
+export type Mutation = CreateMutation | AppendMutation | SegmentMutation | SetMetaMutation | RemoveMutation;
 
 /** `POST <base>/push`. */
 export interface PushRequest {
@@ -97,13 +109,14 @@ export interface MutationResult {
   /**
    * `applied`: done now; `duplicate`: done before (a retry), `result` repeats what it did
    * when the server still has it; `forked`: the messages went to the fork `fork`;
-   * `rejected`: nothing changed, `reason` says why (the session was deleted, or the
-   * server lacks messages before `base_sequence`: `last_sequence` says how far it has them).
+   * `rejected`: nothing changed, `reason` says why (the session was deleted; the server
+   * lacks messages before `base_sequence`, `last_sequence` saying how far it has them; its
+   * message at `base_sequence` is another; its segmentation differs from the segment's).
    */
   readonly status: "applied" | "duplicate" | "forked" | "rejected";
   readonly ref: string;
   readonly fork?: { readonly ref: string; readonly at_sequence: number };
-  readonly reason?: "deleted" | "server-behind" | "base-mismatch";
+  readonly reason?: "deleted" | "server-behind" | "base-mismatch" | "segmentation";
   readonly last_sequence?: number;
   /** For a duplicate whose first result the server kept: that result. */
   readonly result?: Omit<MutationResult, "result">;
@@ -203,6 +216,7 @@ const MutationSchema = z.discriminatedUnion("op", [
     messages: z.array(Message),
   }),
   z.object({ number: Number_, op: z.literal("append"), ref: Ref, base_sequence: Sequence, base_message_id: z.string().nullable(), messages: z.array(Message).min(1) }),
+  z.object({ number: Number_, op: z.literal("segment"), ref: Ref, segment: z.object({ name: SegmentName, text: z.string() }) }),
   z.object({ number: Number_, op: z.literal("set_meta"), ref: Ref, labels: Labels, instruction: z.string().nullable() }),
   z.object({ number: Number_, op: z.enum(["archive", "delete"]), ref: Ref }),
 ]);

@@ -33,7 +33,7 @@ import {
   type SessionHead,
   type Tombstone,
 } from "./protocol.ts";
-import { asNewMessage, headOf, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
+import { adoptSegment, asNewMessage, headOf, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
 
 /**
  * Who a request acts for, as the host's `authorize` hook decided: a user id, and which agents
@@ -157,7 +157,7 @@ export class SyncServer {
         await this.storage.replace(ledgerPath(request.client_id), encodeJsonDocument(ledger));
         results.push(result);
       } catch (error) {
-        const typed = refusalOf(error);
+        const typed = refusalOf(error, mutation.ref);
         if (results.length === 0) throw typed;
         return { v: SYNC_PROTOCOL_VERSION, results, error: errorBody(typed) };
       }
@@ -231,11 +231,16 @@ export class SyncServer {
           try {
             return await this.#applyMessages(clientId, ref, mutation);
           } catch (error) {
-            if (error instanceof RevisionConflictError && attempt < 5) continue;
-            if (error instanceof WriterLockedError) throw refused("session-busy", 409, `${refText} is held by another writer of the server's store; push again later`, { ref: refText });
-            throw error;
+            if (!(error instanceof RevisionConflictError) || attempt >= 5) throw error;
           }
         }
+      }
+      case "segment": {
+        const session = await this.#open(ref);
+        if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+        const adopted = await adoptSegment(this.sessions, refText, mutation.segment, this.#clock);
+        if (adopted === "conflict") return { number: mutation.number, status: "rejected", ref: refText, reason: "segmentation" };
+        return { number: mutation.number, status: adopted === "adopted" ? "applied" : "duplicate", ref: refText };
       }
       case "set_meta": {
         const session = await this.#open(ref);
@@ -407,9 +412,10 @@ function assertContiguous(ref: string, base: number, messages: readonly MessageR
   });
 }
 
-/** A refusal as it is; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
-function refusalOf(error: unknown): SyncRefusedError {
+/** A refusal as it is; a session another writer holds as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
+function refusalOf(error: unknown, ref: string): SyncRefusedError {
   if (error instanceof SyncRefusedError) return error;
+  if (error instanceof WriterLockedError) return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
   const typed = asSessionfoldError(error, "push failed");
   if (typed.code !== "invalid-input" && typed.code !== "invalid-id") throw typed;
   return new SyncRefusedError(typed.message, { ...typed.details, reason: "malformed", status: 400 });

@@ -16,7 +16,7 @@ import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layou
 import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
-import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
+import { acquireWriterLock, releaseWriterLock, runPlan } from "../session/lock.ts";
 import { ANONYMOUS_WRITER } from "../session/owner.ts";
 import type { NewMessage } from "../session/message-input.ts";
 import type { Session } from "../session/session.ts";
@@ -194,6 +194,70 @@ export async function writeLabels(sessions: Sessions, ref: string, labels: Sessi
     await sessions.storage.replace(paths.meta, encodeJsonDocument(withNewestSegment(meta, session.newestSegment)));
   } finally {
     await releaseWriterLock(sessions.storage, lease);
+  }
+}
+
+/** What became of a segment offered to a session. */
+export type SegmentAdoption = "adopted" | "present" | "conflict";
+
+/**
+ * Closes a segment the other side wrote (its exact text) into a session, under its
+ * `writer.lock`, when it fits: the session's newest segment ends right before it and Active
+ * holds the same messages (by id) through its end. The writes are a compaction's, in its
+ * order (docs/FORMAT.md "Compaction"): `meta.json` naming the new segment, the segment, then
+ * `active.jsonl` without those messages (every other line kept as it is). `present` when the
+ * session has that segment already; `conflict` (nothing written) when it does not fit, or
+ * the session has something recovery reported.
+ */
+export async function adoptSegment(sessions: Sessions, ref: string, segment: SegmentFile, clock: () => number): Promise<SegmentAdoption> {
+  const valid = parseSessionRef(ref);
+  const paths = sessionPaths(valid);
+  const storage = sessions.storage;
+  const range = parseSegmentName(segment.name)!;
+  const { lease } = await acquireWriterLock(storage, paths.lock, { identity: ANONYMOUS_WRITER, clock }, "sync");
+  try {
+    const session = await sessions.open(valid);
+    const ranges = await session.segments();
+    if (ranges.some((r) => r.start === range.start && r.end === range.end)) {
+      const ours = await storage.read(paths.segment(range));
+      return ours && decoder.decode(ours) === segment.text ? "present" : "conflict";
+    }
+    if (range.start !== (session.newestSegment?.end ?? 0) + 1 || session.diagnostics.length > 0) return "conflict";
+    const theirs = messagesOfSegments(ref, [segment]).map((m) => m.message_id);
+    const ours = session.active.filter((m) => m.sequence <= range.end).map((m) => m.message_id);
+    if (theirs.length !== ours.length || theirs.some((id, i) => id !== ours[i]) || ours.length !== range.end - range.start + 1) return "conflict";
+    const raw = (await storage.read(paths.active)) ?? new Uint8Array(0);
+    const keptLines = decoder
+      .decode(raw)
+      .split("\n")
+      .filter((line) => line !== "" && !isMessageThrough(line, range.end));
+    const active = encoder.encode(keptLines.map((line) => `${line}\n`).join(""));
+    const segmentBytes = encoder.encode(segment.text);
+    const meta = withNewestSegment(
+      { ...session.meta, revision: session.revision + 1, updated_at: nowTimestamp(clock), history_bytes: session.meta.history_bytes - raw.length + segmentBytes.length + active.length },
+      range,
+    );
+    // One plan: a backend that runs plans itself (PostgreSQL) does the three writes in one transaction.
+    await runPlan(storage, {
+      writes: [
+        { op: "replace", path: paths.meta, bytes: encodeJsonDocument(meta) },
+        { op: "replace", path: paths.segment(range), bytes: segmentBytes },
+        { op: "replace", path: paths.active, bytes: active },
+      ],
+    });
+    return "adopted";
+  } finally {
+    await releaseWriterLock(storage, lease);
+  }
+}
+
+/** Whether a line of `active.jsonl` is a message at or below `end`. */
+function isMessageThrough(line: string, end: number): boolean {
+  try {
+    const record = JSON.parse(line) as { record_type?: unknown; sequence?: unknown };
+    return record.record_type === "message" && typeof record.sequence === "number" && record.sequence <= end;
+  } catch {
+    return false;
   }
 }
 
