@@ -18,7 +18,7 @@
  *
  * runSyncTests("memory ↔ memory", () => {
  *   const server = new MemoryStorage();
- *   return { server, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user) }) };
+ *   return { server, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user ?? "nobody") }) };
  * });
  * ```
  * @module

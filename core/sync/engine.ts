@@ -95,6 +95,7 @@ const decoder = new TextDecoder();
  * @example
  * ```ts
  * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { directRemote } from "sessionfold/sync";
  *
  * const local = new Sessions({ storage: new MemoryStorage() });
  * const report = await syncStores({ local, remote: directRemote(new MemoryStorage(), { id: "backup" }) });
