@@ -10,7 +10,7 @@ import { z } from "zod";
 import { SyncRefusedError, type SyncRefusal } from "../errors.ts";
 import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";
-import { MessageRecord, describeIssues, type SessionMeta } from "../schema/mod.ts";
+import { MessageRecord, SessionMeta, describeIssues } from "../schema/mod.ts";
 
 /** The protocol version this package speaks (docs/SYNC.md "Versioning"). */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -202,8 +202,9 @@ export interface ErrorResponse {
   readonly error: { readonly reason: SyncRefusal; readonly message: string; readonly [detail: string]: unknown };
 }
 
-const Message = MessageRecord;
-const Meta = z.looseObject({ session_id: z.string(), agent_id: z.string(), workspace_id: z.string(), revision: Sequence });
+/** A committed message: a draft (`streaming`) never travels (docs/SYNC.md "What is copied"). */
+const Message = MessageRecord.refine((m) => m.status !== "streaming", "a streaming draft is not a committed message");
+const Meta = SessionMeta;
 
 const MutationSchema = z.discriminatedUnion("op", [
   z.object({

@@ -112,7 +112,12 @@ export function messagesOfSegments(ref: string, segments: readonly SegmentFile[]
     if (footer?.record_type !== "summary" || footer.through_sequence !== range.end) {
       throw new InvalidInputError(`${file}: expected a summary footer through ${range.end} as the last line`, { file, line: records.length });
     }
-    for (const r of records) if (r.record_type === "message") out.push(r);
+    const messages = records.filter((r): r is MessageRecord => r.record_type === "message");
+    messages.forEach((m, i) => {
+      if (m.sequence !== range.start + i) throw new InvalidInputError(`${file}: line ${i + 1} has sequence ${m.sequence}; expected ${range.start + i}`, { file, line: i + 1 });
+    });
+    if (messages.length !== range.end - range.start + 1) throw new InvalidInputError(`${file}: holds ${messages.length} messages; its name says ${range.end - range.start + 1}`, { file });
+    out.push(...messages);
   }
   return out;
 }
