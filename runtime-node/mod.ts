@@ -24,6 +24,7 @@ import { WorkerFileStorage } from "./worker-storage.ts";
 
 export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-storage.ts";
+export { serveFetchHandler, type FetchServer, type ServeFetchOptions } from "./fetch-server.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.

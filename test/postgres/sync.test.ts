@@ -8,8 +8,8 @@ import { describe } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote } from "../../core/sync/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
+import { serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal } from "../../testing/sync-conformance.ts";
-import { serveOnLoopback } from "../sync/loopback.ts";
 import { recordCase } from "../sync/matrix.ts";
 import { POSTGRES_URL, freshStorage } from "./support.ts";
 
@@ -40,7 +40,7 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server", () => {
     async () => {
       const { storage, schema, teardown } = freshStorage();
       const second = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
-      const servers = [await serveOnLoopback(createSyncHandler({ storage, authorize, basePath: "/sync" })), await serveOnLoopback(createSyncHandler({ storage: second, authorize, basePath: "/sync" }))];
+      const servers = [await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" })), await serveFetchHandler(createSyncHandler({ storage: second, authorize, basePath: "/sync" }))];
       return {
         server: storage,
         newDevice: () => new MemoryStorage(),

@@ -9,9 +9,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { createSyncHandler, httpRemote, syncStores } from "../../core/sync/mod.ts";
-import { NodeFileStorage } from "../../runtime-node/mod.ts";
+import { NodeFileStorage, serveFetchHandler, type FetchServer } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal, type SyncTestTarget } from "../../testing/sync-conformance.ts";
-import { serveOnLoopback, type Loopback } from "./loopback.ts";
 import { recordCase } from "./matrix.ts";
 
 /** Bearer `<user>` is that user; no header is no one (401). */
@@ -21,7 +20,7 @@ function authorize(request: Request) {
 }
 
 async function httpTarget(server: StoragePort, cleanup: () => Promise<void> = async () => {}): Promise<SyncTestTarget> {
-  const loopback = await serveOnLoopback(createSyncHandler({ storage: server, authorize, basePath: "/sync" }));
+  const loopback = await serveFetchHandler(createSyncHandler({ storage: server, authorize, basePath: "/sync" }));
   return {
     server,
     newDevice: () => new MemoryStorage(),
@@ -46,7 +45,7 @@ runSyncTests(
 );
 
 describe("the sync handler's refusals", () => {
-  let loopback: Loopback | undefined;
+  let loopback: FetchServer | undefined;
   afterEach(async () => {
     await loopback?.close();
     loopback = undefined;
@@ -54,7 +53,7 @@ describe("the sync handler's refusals", () => {
 
   async function post(path: string, body: string, headers: Record<string, string> = { authorization: "Bearer alice" }) {
     const storage = new MemoryStorage();
-    loopback ??= await serveOnLoopback(createSyncHandler({ storage, authorize, basePath: "/sync", maxBodyBytes: 1024 }));
+    loopback ??= await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync", maxBodyBytes: 1024 }));
     const response = await fetch(`${loopback.url}${path}`, { method: "POST", body, headers });
     return { status: response.status, body: (await response.json()) as { v: number; error?: { reason: string; message: string; expected?: number } } };
   }
@@ -100,7 +99,7 @@ describe("the sync handler's refusals", () => {
 
   it("a refused token changes nothing on the server", async () => {
     const storage = new MemoryStorage();
-    loopback = await serveOnLoopback(createSyncHandler({ storage, authorize, basePath: "/sync" }));
+    loopback = await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" }));
     const local = new Sessions({ storage: new MemoryStorage() });
     await (await local.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append({ role: "user", parts: [{ type: "text", text: "hi" }] });
     await expect(syncStores({ local, remote: httpRemote({ url: `${loopback.url}/sync` }) })).rejects.toMatchObject({ name: "SyncRefusedError", status: 401, code: "unauthorized" });
