@@ -75,6 +75,8 @@ interface KnownSession {
   segments: string[];
   /** The server forked this session's local tail or refused its segmentation: re-read it. */
   reread?: boolean;
+  /** The fork that took this session's local tail, and the tail's last sequence: later local messages continue there. */
+  fork?: { ref: string; through: number };
 }
 
 /** The local store's sync state for one remote: the outbox and the cursor. */
@@ -117,6 +119,8 @@ class SyncRun {
   readonly #statePath: string;
   readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
   #state!: SyncState;
+  /** Set by a re-read that appended unacknowledged local messages again. */
+  #carried = false;
 
   constructor(options: SyncStoresOptions) {
     this.#local = options.local;
@@ -131,12 +135,17 @@ class SyncRun {
   async run(): Promise<SyncReport> {
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
-    // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
-    for (let round = 0; round < 4; round++) {
-      if (!(await this.#flush())) return this.report;
-      if (!(await this.#enqueueLocalChanges())) break;
+    // A re-read that carried unacknowledged messages over (to a fork) leaves them to push: once more.
+    for (let pass = 0; pass < 3; pass++) {
+      this.#carried = false;
+      // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
+      for (let round = 0; round < 4; round++) {
+        if (!(await this.#flush())) return this.report;
+        if (!(await this.#enqueueLocalChanges())) break;
+      }
+      await this.#pull();
+      if (!this.#carried) break;
     }
-    await this.#pull();
     return this.report;
   }
 
@@ -227,9 +236,12 @@ class SyncRun {
       const last = messages.at(-1);
       const entry = known[mutation.ref];
       if (result.status === "forked" && result.fork) {
-        this.report.forks.push({ ref: mutation.ref, forked_as: result.fork.ref, at_sequence: result.fork.at_sequence });
-        if (entry) entry.reread = true;
-        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], reread: true };
+        const fork = result.fork;
+        if (!this.report.forks.some((f) => f.forked_as === fork.ref)) this.report.forks.push({ ref: mutation.ref, forked_as: fork.ref, at_sequence: fork.at_sequence });
+        const through = result.last_sequence ?? last?.sequence ?? 0;
+        const marked = { reread: true, fork: { ref: fork.ref, through } };
+        if (entry) Object.assign(entry, marked);
+        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], ...marked };
         return;
       }
       if (mutation.op === "create") {
@@ -321,60 +333,84 @@ class SyncRun {
   }
 
   async #pullSession(head: SessionHead): Promise<void> {
-    const state = this.#state;
-    const known = state.sessions[head.ref];
+    const known = this.#state.sessions[head.ref];
     const local = (await this.#open(head.ref, false)) ?? (await this.#open(head.ref, true));
-    if (local) {
-      const last = lastSequenceOf(local);
-      const segments = (await local.segments()).map(formatSegmentName);
-      // Two segmentations that are not one the other's start: the server's wins (below, a re-read).
-      let diverged = Boolean(known?.reread) || last > head.last_sequence || !(startsWith(segments, head.segments) || startsWith(head.segments, segments));
-      if (!diverged) {
-        const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: last, expect_message_id: (await messageAt(local, last))?.message_id ?? null, limit: 1 });
-        diverged = page.diverged;
-      }
-      if (diverged) {
-        // Never drop a message the remote has not acknowledged.
-        if (!known?.reread && last > (known?.last_sequence ?? 0)) {
-          this.report.conflicts.push({ ref: head.ref, reason: "unacknowledged", message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are` });
-          return;
-        }
-        await this.#reread(local, head);
-      } else {
-        try {
-          await this.#fastForward(local, last);
-          if (!(await this.#adoptSegments(head, segments.length))) await this.#reread(local, head);
-          const instruction = await this.#instructionOf(local);
-          if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
-            await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#clock);
-          }
-          if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
-        } catch (error) {
-          if (!(error instanceof WriterLockedError)) throw error;
-          this.report.conflicts.push({ ref: head.ref, reason: "session-busy", message: error.message });
-          return;
-        }
-      }
-    } else {
+    if (!local) {
       await this.#install(head);
+      return this.#agreed(head);
     }
+    const last = lastSequenceOf(local);
+    const segments = (await local.segments()).map(formatSegmentName);
+    // Local messages the remote has not acknowledged: never dropped.
+    const unacknowledged = (await messagesAfter(local, known?.fork?.through ?? known?.last_sequence ?? 0)).messages;
+    // Two segmentations that are not one the other's start: the server's wins (a re-read).
+    let diverged = Boolean(known?.reread) || !(startsWith(segments, head.segments) || startsWith(head.segments, segments));
+    if (!diverged) {
+      const shared = Math.min(last, head.last_sequence);
+      const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: shared, expect_message_id: (await messageAt(local, shared))?.message_id ?? null, limit: 1 });
+      diverged = page.diverged;
+    }
+    if (diverged && !known?.reread && unacknowledged.length > 0) {
+      this.report.conflicts.push({ ref: head.ref, reason: "unacknowledged", message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are` });
+      return;
+    }
+    try {
+      if (diverged) {
+        await this.#reread(local, head, unacknowledged, known?.fork?.ref);
+      } else {
+        if (head.last_sequence > last) await this.#fastForward(local, last);
+        if (!(await this.#adoptSegments(head, segments.length))) {
+          await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
+          return this.#agreed(head);
+        }
+        const instruction = await this.#instructionOf(local);
+        if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
+          await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#clock);
+        }
+        if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
+      }
+    } catch (error) {
+      if (!(error instanceof WriterLockedError)) throw error;
+      this.report.conflicts.push({ ref: head.ref, reason: "session-busy", message: error.message });
+      return;
+    }
+    await this.#agreed(head);
+  }
+
+  /** Records what both sides now have of a session: through the server's last sequence (local messages after it are still to push). */
+  async #agreed(head: SessionHead): Promise<void> {
     const now = (await this.#open(head.ref, head.place === "archived"))!;
-    const last = lastSequenceOf(now);
-    state.sessions[head.ref] = {
+    const last = Math.min(lastSequenceOf(now), head.last_sequence);
+    this.#state.sessions[head.ref] = {
       last_sequence: last,
       last_message_id: (await messageAt(now, last))?.message_id ?? null,
       labels: head.labels,
       instruction: head.instruction,
       place: head.place,
-      segments: (await now.segments()).map(formatSegmentName),
+      segments: (await now.segments()).map(formatSegmentName).filter((name) => head.segments.includes(name)),
     };
   }
 
-  /** Replaces the local copy with the server's (every local message is on the server by now: in the session or its fork). */
-  async #reread(local: Session, head: SessionHead): Promise<void> {
+  /**
+   * Replaces the local copy with the server's. Local messages the server has not
+   * acknowledged (written after a tail the server forked, or after a segmentation it did not
+   * take) are appended again after the re-read: to the fork that holds the tail they follow,
+   * else to the session; the next sync pushes them.
+   */
+  async #reread(local: Session, head: SessionHead, unacknowledged: readonly MessageRecord[], forkRef: string | undefined): Promise<void> {
     await this.#local.delete(head.ref, { archived: local.place === "archived" });
     await this.#install(head);
     this.report.reread.push(head.ref);
+    if (unacknowledged.length === 0) return;
+    let target = forkRef ?? head.ref;
+    if (forkRef && !(await this.#open(forkRef, false))) {
+      const forkHead = (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head;
+      await this.#install(forkHead);
+      await this.#agreed(forkHead);
+      target = forkRef;
+    }
+    await (await this.#local.open(target)).append(unacknowledged.map(asNewMessage));
+    this.#carried = true;
   }
 
   /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */

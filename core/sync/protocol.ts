@@ -117,6 +117,7 @@ export interface MutationResult {
   readonly ref: string;
   readonly fork?: { readonly ref: string; readonly at_sequence: number };
   readonly reason?: "deleted" | "server-behind" | "base-mismatch" | "segmentation";
+  /** With `server-behind`: how far the server has the session. With `forked`: the fork's last sequence. */
   readonly last_sequence?: number;
   /** For a duplicate whose first result the server kept: that result. */
   readonly result?: Omit<MutationResult, "result">;

@@ -152,7 +152,7 @@ export class SyncServer {
           const expected = ledger.last_mutation + 1;
           throw refused("mutation-gap", 409, `client ${request.client_id}: mutation ${mutation.number} after ${ledger.last_mutation}; expected ${expected}`, { expected });
         }
-        const result = await this.#apply(request.client_id, ref, mutation);
+        const result = (await this.#continueFork(ledger, mutation)) ?? (await this.#apply(request.client_id, ref, mutation));
         ledger = { ...ledger, last_mutation: mutation.number, results: [...ledger.results, result].slice(-KEPT_RESULTS) };
         await this.storage.replace(ledgerPath(request.client_id), encodeJsonDocument(ledger));
         results.push(result);
@@ -206,6 +206,21 @@ export class SyncServer {
     const segment = await readSegmentFile(this.storage, session, request.name);
     if (!segment) throw refused("not-found", 404, `${request.ref} has no segment ${request.name}`, { ref: request.ref, name: request.name });
     return { v: SYNC_PROTOCOL_VERSION, segment };
+  }
+
+  /**
+   * An append that continues a tail this client's earlier mutation sent into a fork (the
+   * next batch of the same offline tail) goes to that fork: the session never had the
+   * messages before its base, the fork has exactly them.
+   */
+  async #continueFork(ledger: ClientLedger, mutation: Mutation): Promise<MutationResult | undefined> {
+    if (mutation.op !== "append") return undefined;
+    const forked = ledger.results.findLast((r) => r.ref === mutation.ref && r.status === "forked" && r.fork && r.last_sequence === mutation.base_sequence);
+    if (!forked?.fork) return undefined;
+    const result = await this.#apply(ledger.client_id, parseSessionRef(forked.fork.ref), { ...mutation, ref: forked.fork.ref });
+    if (result.status === "forked") return { ...result, ref: mutation.ref };
+    if (result.status === "rejected") return undefined;
+    return { number: mutation.number, status: "forked", ref: mutation.ref, fork: forked.fork, last_sequence: mutation.messages.at(-1)!.sequence };
   }
 
   /** The client's ledger, created (binding the id to this user) on first use. */
@@ -297,7 +312,7 @@ export class SyncServer {
     const atSequence = base + differs;
     const fork = sessionRef(ref.agentId, ref.workspaceId, await forkIdOf(refText, clientId, mutation.number));
     const forkRef = formatSessionRef(fork);
-    const result: MutationResult = { number: mutation.number, status: "forked", ref: refText, fork: { ref: forkRef, at_sequence: atSequence } };
+    const result: MutationResult = { number: mutation.number, status: "forked", ref: refText, fork: { ref: forkRef, at_sequence: atSequence }, last_sequence: messages.at(-1)!.sequence };
     if (await this.#open(fork)) return result;
     await installSession(this.storage, fork, await this.#forkFiles(session, fork, atSequence, messages.slice(differs)), this.#clock);
     return result;
