@@ -176,12 +176,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
     });
 
     test("incremental: only the new messages travel, both ways", async (h) => {
-      const a = await h.device();
-      const b = await h.device();
-      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
-      await s.append([text("one"), reply("two")]);
-      await h.sync(a);
-      expect((await h.sync(b)).pulled).toBe(2);
+      const { a, b, s } = await twoDevicesSharing(h);
       await s.append(text("three"));
       expect((await h.sync(a)).pushed).toBe(1);
       expect((await h.sync(b)).pulled).toBe(1);
@@ -257,12 +252,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
 
     for (const order of ["A then B", "B then A"] as const) {
       test(`two devices write offline after the same sequence, ${order} reconnects first: a fork, reported, the same on retry`, async (h) => {
-        const a = await h.device();
-        const b = await h.device();
-        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
-        await s.append([text("one"), reply("two")]);
-        await h.sync(a);
-        await h.sync(b);
+        const { a, b, s } = await twoDevicesSharing(h);
         await s.append([text("A3"), reply("A4")]);
         await (await b.sessions.open(REF)).append([text("B3"), reply("B4"), text("B5")]);
         const [first, second] = order === "A then B" ? [a, b] : [b, a];
@@ -429,6 +419,19 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       }
     });
 
+    test("a long offline tail forked in several batches goes to one fork", async (h) => {
+      const { a, b, s } = await twoDevicesSharing(h);
+      await s.append(text("A3"));
+      await h.sync(a);
+      const onB = await b.sessions.open(REF);
+      for (let i = 3; i <= 9; i++) await onB.append(i % 2 ? text(`B${i}`) : reply(`B${i}`));
+      const tail = await idsAfter(b, 2);
+      const report = await h.sync(b, { batchMessages: 2, batchMutations: 2 });
+      expect(report.forks).toHaveLength(1);
+      expect(await idsAfterIn(await h.server.open(report.forks[0]!.forked_as), 2)).toEqual(tail);
+      expect(await h.server.list()).toHaveLength(2);
+    });
+
     test("403: another user's workspace is refused and nothing changes; a spoofed client id is refused", async (h) => {
       const alice = await h.device("alice");
       const s = await alice.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
@@ -478,6 +481,17 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect((await h.server.list()).map((m) => m.session_id)).toEqual([]);
     });
   });
+}
+
+/** Two devices that both hold session s1 with two messages, synced. */
+async function twoDevicesSharing(h: Harness): Promise<{ a: Device; b: Device; s: Session }> {
+  const a = await h.device();
+  const b = await h.device();
+  const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+  await s.append([text("one"), reply("two")]);
+  await h.sync(a);
+  expect((await h.sync(b)).pulled).toBe(2);
+  return { a, b, s };
 }
 
 /** The invariants, after a final sync of every device twice (so each sees what the others pushed). */
