@@ -18,7 +18,7 @@ import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
 import { SYNC_PROTOCOL_VERSION, type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels } from "./protocol.ts";
 import type { SyncRemote } from "./remote.ts";
-import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
+import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
 
 /** Options of {@linkcode syncStores}. */
 export interface SyncStoresOptions {
@@ -213,7 +213,8 @@ class SyncRun {
     if (!mutation) return;
     const result = reported.status === "duplicate" && reported.result ? reported.result : reported;
     const known = this.#state.sessions;
-    const messages = mutation.op === "create" || mutation.op === "append" ? mutation.messages : [];
+    // A create's messages include those of its segments.
+    const messages = mutation.op === "create" ? [...messagesOfSegments(mutation.ref, mutation.segments), ...mutation.messages] : mutation.op === "append" ? mutation.messages : [];
     if (result.status === "rejected") {
       if (result.reason === "server-behind") {
         // The server lacks messages before these: send the session again from what it has.
