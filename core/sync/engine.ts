@@ -14,11 +14,12 @@ import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
+import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
 import { SYNC_PROTOCOL_VERSION, type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels } from "./protocol.ts";
 import type { SyncRemote } from "./remote.ts";
-import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
+import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels, type SyncWriter } from "./session-files.ts";
 
 /** Options of {@linkcode syncStores}. */
 export interface SyncStoresOptions {
@@ -34,6 +35,8 @@ export interface SyncStoresOptions {
   readonly batchMutations?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
+  /** Who the engine's own locked writes (labels, adopted segments) are by; default the anonymous writer. */
+  readonly identity?: WriterIdentity;
 }
 
 /** A tail that became a fork on the server: the session, the fork's ref, the last shared sequence. */
@@ -116,6 +119,7 @@ class SyncRun {
   readonly #batchMessages: number;
   readonly #batchMutations: number;
   readonly #clock: () => number;
+  readonly #writer: SyncWriter;
   readonly #statePath: string;
   readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
   #state!: SyncState;
@@ -129,6 +133,7 @@ class SyncRun {
     this.#batchMessages = options.batchMessages ?? 500;
     this.#batchMutations = options.batchMutations ?? 20;
     this.#clock = options.clock ?? Date.now;
+    this.#writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.#clock };
     this.#statePath = `sync/remotes/${remoteKey(options.remote.id)}.json`;
   }
 
@@ -366,7 +371,7 @@ class SyncRun {
         }
         const instruction = await this.#instructionOf(local);
         if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
-          await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#clock);
+          await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#writer);
         }
         if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
       }
@@ -418,7 +423,7 @@ class SyncRun {
   async #adoptSegments(head: SessionHead, have: number): Promise<boolean> {
     for (const name of head.segments.slice(have)) {
       const { segment } = await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name });
-      if ((await adoptSegment(this.#local, head.ref, segment, this.#clock)) === "conflict") return false;
+      if ((await adoptSegment(this.#local, head.ref, segment, this.#writer)) === "conflict") return false;
     }
     return true;
   }

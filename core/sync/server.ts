@@ -11,6 +11,7 @@
 import { NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError, asSessionfoldError } from "../errors.ts";
 import { formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
 import type { StoragePort } from "../storage/port.ts";
@@ -33,7 +34,7 @@ import {
   type SessionHead,
   type Tombstone,
 } from "./protocol.ts";
-import { adoptSegment, asNewMessage, headOf, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels } from "./session-files.ts";
+import { adoptSegment, asNewMessage, headOf, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels, type SyncWriter } from "./session-files.ts";
 
 /**
  * Who a request acts for, as the host's `authorize` hook decided: a user id, and which agents
@@ -65,6 +66,8 @@ export interface SyncServerOptions {
   readonly storage: StoragePort;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
+  /** Who the server's writes are by, stamped into `writer.lock` (the Node runtime: `nodeWriterIdentity()`). */
+  readonly identity?: WriterIdentity;
   /** How often a long-poll looks at the store again. Default 200 ms. */
   readonly pollIntervalMs?: number;
 }
@@ -101,13 +104,16 @@ const decoder = new TextDecoder();
 export class SyncServer {
   readonly sessions: Sessions;
   readonly #clock: () => number;
+  readonly #writer: SyncWriter;
   readonly #pollMs: number;
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
 
   constructor(options: SyncServerOptions) {
     this.#clock = options.clock ?? Date.now;
-    this.sessions = new Sessions({ storage: options.storage, clock: this.#clock });
+    const identity = options.identity ?? ANONYMOUS_WRITER;
+    this.#writer = { identity, clock: this.#clock };
+    this.sessions = new Sessions({ storage: options.storage, clock: this.#clock, identity });
     this.#pollMs = options.pollIntervalMs ?? 200;
   }
 
@@ -253,7 +259,7 @@ export class SyncServer {
       case "segment": {
         const session = await this.#open(ref);
         if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
-        const adopted = await adoptSegment(this.sessions, refText, mutation.segment, this.#clock);
+        const adopted = await adoptSegment(this.sessions, refText, mutation.segment, this.#writer);
         if (adopted === "conflict") return { number: mutation.number, status: "rejected", ref: refText, reason: "segmentation" };
         return { number: mutation.number, status: adopted === "adopted" ? "applied" : "duplicate", ref: refText };
       }
@@ -263,7 +269,7 @@ export class SyncServer {
         const instruction = await this.storage.read(session.paths.instruction);
         const current = instruction ? decoder.decode(instruction) : null;
         if (!sameLabels(labelsOf(session.meta), mutation.labels) || current !== mutation.instruction) {
-          await writeLabels(this.sessions, refText, mutation.labels, mutation.instruction, this.#clock);
+          await writeLabels(this.sessions, refText, mutation.labels, mutation.instruction, this.#writer);
         }
         return { number: mutation.number, status: "applied", ref: refText };
       }

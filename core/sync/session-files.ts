@@ -17,7 +17,7 @@ import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, type Se
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
 import { acquireWriterLock, releaseWriterLock, runPlan } from "../session/lock.ts";
-import { ANONYMOUS_WRITER } from "../session/owner.ts";
+import type { WriterIdentity } from "../session/owner.ts";
 import type { NewMessage } from "../session/message-input.ts";
 import type { Session } from "../session/session.ts";
 import { withNewestSegment } from "../session/segment-hint.ts";
@@ -27,6 +27,12 @@ import type { SegmentFile, SessionHead, SessionLabels } from "./protocol.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** Who sync's own locked writes are by (stamped into `writer.lock`), and the time. */
+export interface SyncWriter {
+  readonly identity: WriterIdentity;
+  readonly clock: () => number;
+}
 
 /** The last sequence of a session (0 when empty). */
 export function lastSequenceOf(session: Session): number {
@@ -185,10 +191,11 @@ export async function installSession(storage: StoragePort, ref: SessionRef, file
  * (`instruction.md` first, `meta.json` last: a crash between leaves the old revision over
  * the new instruction, which the next sync writes again).
  */
-export async function writeLabels(sessions: Sessions, ref: string, labels: SessionLabels, instruction: string | null, clock: () => number): Promise<void> {
+export async function writeLabels(sessions: Sessions, ref: string, labels: SessionLabels, instruction: string | null, writer: SyncWriter): Promise<void> {
+  const { clock } = writer;
   const valid = parseSessionRef(ref);
   const paths = sessionPaths(valid);
-  const { lease } = await acquireWriterLock(sessions.storage, paths.lock, { identity: ANONYMOUS_WRITER, clock }, "sync");
+  const { lease } = await acquireWriterLock(sessions.storage, paths.lock, writer, "sync");
   try {
     // Read under the lock: no other writer can commit between this read and the write.
     const session = await sessions.open(valid);
@@ -214,12 +221,13 @@ export type SegmentAdoption = "adopted" | "present" | "conflict";
  * session has that segment already; `conflict` (nothing written) when it does not fit, or
  * the session has something recovery reported.
  */
-export async function adoptSegment(sessions: Sessions, ref: string, segment: SegmentFile, clock: () => number): Promise<SegmentAdoption> {
+export async function adoptSegment(sessions: Sessions, ref: string, segment: SegmentFile, writer: SyncWriter): Promise<SegmentAdoption> {
+  const { clock } = writer;
   const valid = parseSessionRef(ref);
   const paths = sessionPaths(valid);
   const storage = sessions.storage;
   const range = parseSegmentName(segment.name)!;
-  const { lease } = await acquireWriterLock(storage, paths.lock, { identity: ANONYMOUS_WRITER, clock }, "sync");
+  const { lease } = await acquireWriterLock(storage, paths.lock, writer, "sync");
   try {
     const session = await sessions.open(valid);
     const ranges = await session.segments();

@@ -9,8 +9,9 @@ import { timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
-import { STORE_OWNER, createSyncHandler, directRemote, httpRemote, syncStores, type SyncRemote } from "../../../core/sync/mod.ts";
+import { STORE_OWNER, SyncServer, createSyncHandler, directRemote, httpRemote, syncStores, type SyncRemote } from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
+import { nodeWriterIdentity } from "../../mod.ts";
 import { refArg, stringOption, type Command } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import type { CliIo } from "../io.ts";
@@ -48,7 +49,7 @@ export const serve: Command = {
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
     const opened = await store.forWriting();
     const handler = createSyncHandler({
-      storage: opened.storage,
+      server: new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }),
       authorize: (request) => (token === undefined || bearerMatches(request.headers.get("authorization"), token) ? STORE_OWNER : undefined),
     });
     const server = await serveFetchHandler(handler, { host, port });
@@ -99,9 +100,9 @@ export const sync: Command = {
         const location = /^postgres(ql)?:\/\//i.test(target) ? resolveStore({ root: undefined, store: target }, io) : ({ kind: "files", root: resolve(io.cwd ?? process.cwd(), target) } as const);
         remoteStore = new Store(location, io);
         const opened = await remoteStore.forWriting();
-        remote = directRemote(opened.storage, { id: location.root });
+        remote = directRemote(new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }), { id: location.root });
       }
-      const report = await syncStores({ local: local.sessions, remote, ...(ref !== undefined ? { refs: [ref] } : {}) });
+      const report = await syncStores({ local: local.sessions, remote, identity: nodeWriterIdentity(), ...(ref !== undefined ? { refs: [ref] } : {}) });
       const { pushed, pulled, forks, conflicts } = report;
       return out.result({ pushed, pulled, forks, conflicts }, () =>
         [
