@@ -77,7 +77,10 @@ declare var Response: {
   new (body?: string | Uint8Array | null, init?: { status?: number; headers?: Record<string, string> }): Response;
 };
 
-declare function fetch(input: string | Request, init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal }): Promise<Response>;
+declare function fetch(
+  input: string | Request,
+  init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal },
+): Promise<Response>;
 
 declare function structuredClone<T>(value: T): T;
 declare function queueMicrotask(callback: () => void): void;

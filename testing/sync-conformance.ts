@@ -24,8 +24,8 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, Sessions, type StoragePort as Store, type MessageRecord, type Session, type StoragePort } from "../core/mod.ts";
-import { SyncRefusedError, syncStores, type Mutation, type SyncPrincipal, type SyncRemote, type SyncReport } from "../core/sync/mod.ts";
+import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
+import { type Mutation, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
 
 /** What a setup function hands to {@linkcode runSyncTests}. */
 export interface SyncTestTarget {
@@ -387,37 +387,39 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
     });
 
     // Four seeds here; 300 more passed while the suite was written (docs/SYNC.md "Tests").
-    for (const run of [0, 1, 2, 3]) test(`randomized: three devices, offline windows, lost answers, compactions (seed ${run})`, async (h) => {
-      let seed = 20261204 + run * 7919;
-      const random = (n: number) => {
-        seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-        return seed % n;
-      };
-      const devices = [await h.device(), await h.device(), await h.device()];
-      await devices[0]!.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
-      for (let step = 0; step < 40; step++) {
-        const device = devices[random(devices.length)]!;
-        const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
-        const action = random(10);
-        if (action < 5 && refs.length > 0) {
-          const session = await device.sessions.open(refs[random(refs.length)]!);
-          const count = 1 + random(3);
-          for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
-          for (const m of session.active.slice(-count)) h.written.add(m.message_id);
-        } else if (action < 6 && refs.length > 0) {
-          const session = await device.sessions.open(refs[random(refs.length)]!);
-          if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
-        } else if (action < 8) {
-          await h.sync(device);
-        } else {
-          // The answer to this sync's first push is lost after the server committed it.
-          const real = device.remote;
-          device.remote = losingNextPushAnswer(real);
-          await h.sync(device).catch((error: unknown) => expect(String(error)).toMatch(/connection reset/));
-          device.remote = real;
+    for (const run of [0, 1, 2, 3]) {
+      test(`randomized: three devices, offline windows, lost answers, compactions (seed ${run})`, async (h) => {
+        let seed = 20261204 + run * 7919;
+        const random = (n: number) => {
+          seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+          return seed % n;
+        };
+        const devices = [await h.device(), await h.device(), await h.device()];
+        await devices[0]!.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        for (let step = 0; step < 40; step++) {
+          const device = devices[random(devices.length)]!;
+          const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
+          const action = random(10);
+          if (action < 5 && refs.length > 0) {
+            const session = await device.sessions.open(refs[random(refs.length)]!);
+            const count = 1 + random(3);
+            for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
+            for (const m of session.active.slice(-count)) h.written.add(m.message_id);
+          } else if (action < 6 && refs.length > 0) {
+            const session = await device.sessions.open(refs[random(refs.length)]!);
+            if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+          } else if (action < 8) {
+            await h.sync(device);
+          } else {
+            // The answer to this sync's first push is lost after the server committed it.
+            const real = device.remote;
+            device.remote = losingNextPushAnswer(real);
+            await h.sync(device).catch((error: unknown) => expect(String(error)).toMatch(/connection reset/));
+            device.remote = real;
+          }
         }
-      }
-    });
+      });
+    }
 
     test("a long offline tail forked in several batches goes to one fork", async (h) => {
       const { a, b, s } = await twoDevicesSharing(h);
@@ -513,7 +515,9 @@ async function checkInvariants(h: Harness): Promise<SyncCaseCounts> {
     }
   }
   const acknowledged = new Set([...h.devices.flatMap((d) => [...d.acknowledged]), ...h.written].filter((id) => !h.forgotten.has(id)));
-  for (const id of acknowledged) expect(owners.get(id), `message ${id} (acknowledged or written): exactly once across the sessions and their forks`).toHaveLength(1);
+  for (const id of acknowledged) {
+    expect(owners.get(id), `message ${id} (acknowledged or written): exactly once across the sessions and their forks`).toHaveLength(1);
+  }
   for (const [id, refs] of owners) expect(refs, `message ${id}`).toHaveLength(1);
   for (const device of h.devices) {
     for (const archived of [false, true]) {
@@ -557,7 +561,7 @@ async function snapshot(storage: Store, dir = ""): Promise<Map<string, Uint8Arra
   for (const name of await storage.list(dir)) {
     const path = dir ? `${dir}/${name}` : name;
     const children = await storage.list(path).catch(() => []);
-    if (children.length > 0) for (const [p, bytes] of await snapshot(storage, path)) files.set(p, bytes);
+    if (children.length > 0) { for (const [p, bytes] of await snapshot(storage, path)) files.set(p, bytes); }
     else {
       const bytes = await storage.read(path).catch(() => undefined);
       if (bytes) files.set(path, bytes);
@@ -590,7 +594,14 @@ function losingNextPushAnswer(remote: SyncRemote): SyncRemote {
 function appendOf(session: Session, base: number): Mutation {
   const messages = session.active.filter((m) => m.sequence > base);
   const at = session.active.find((m) => m.sequence === base);
-  return { number: 1, op: "append", ref: `${session.ref.agentId}/${session.ref.workspaceId}/${session.ref.sessionId}`, base_sequence: base, base_message_id: at?.message_id ?? null, messages };
+  return {
+    number: 1,
+    op: "append",
+    ref: `${session.ref.agentId}/${session.ref.workspaceId}/${session.ref.sessionId}`,
+    base_sequence: base,
+    base_message_id: at?.message_id ?? null,
+    messages,
+  };
 }
 
 /** The client id a device's engine uses (its sync state in the device's store). */

@@ -17,9 +17,22 @@ import { newId } from "../session/ids.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
-import { SYNC_PROTOCOL_VERSION, type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels } from "./protocol.ts";
+import { type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels, SYNC_PROTOCOL_VERSION } from "./protocol.ts";
 import type { SyncRemote } from "./remote.ts";
-import { adoptSegment, asNewMessage, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels, type SyncWriter } from "./session-files.ts";
+import {
+  adoptSegment,
+  asNewMessage,
+  installSession,
+  labelsOf,
+  lastSequenceOf,
+  messageAt,
+  messagesAfter,
+  messagesOfSegments,
+  readSegmentFile,
+  sameLabels,
+  type SyncWriter,
+  writeLabels,
+} from "./session-files.ts";
 
 /** Options of {@linkcode syncStores}. */
 export interface SyncStoresOptions {
@@ -219,7 +232,11 @@ class SyncRun {
     const result = reported.status === "duplicate" && reported.result ? reported.result : reported;
     const known = this.#state.sessions;
     // A create's messages include those of its segments.
-    const messages = mutation.op === "create" ? [...messagesOfSegments(mutation.ref, mutation.segments), ...mutation.messages] : mutation.op === "append" ? mutation.messages : [];
+    const messages = mutation.op === "create"
+      ? [...messagesOfSegments(mutation.ref, mutation.segments), ...mutation.messages]
+      : mutation.op === "append"
+      ? mutation.messages
+      : [];
     if (result.status === "rejected") {
       if (result.reason === "server-behind") {
         // The server lacks messages before these: send the session again from what it has.
@@ -231,7 +248,11 @@ class SyncRun {
         const entry = known[mutation.ref];
         if (entry) entry.reread = true;
       } else {
-        this.report.conflicts.push({ ref: mutation.ref, reason: result.reason ?? "rejected", message: `${mutation.ref}: the remote refused ${mutation.op} (${result.reason}); the local copy is kept as it is` });
+        this.report.conflicts.push({
+          ref: mutation.ref,
+          reason: result.reason ?? "rejected",
+          message: `${mutation.ref}: the remote refused ${mutation.op} (${result.reason}); the local copy is kept as it is`,
+        });
         delete known[mutation.ref];
       }
       return;
@@ -243,7 +264,9 @@ class SyncRun {
       const entry = known[mutation.ref];
       if (result.status === "forked" && result.fork) {
         const fork = result.fork;
-        if (!this.report.forks.some((f) => f.forked_as === fork.ref)) this.report.forks.push({ ref: mutation.ref, forked_as: fork.ref, at_sequence: fork.at_sequence });
+        if (!this.report.forks.some((f) => f.forked_as === fork.ref)) {
+          this.report.forks.push({ ref: mutation.ref, forked_as: fork.ref, at_sequence: fork.at_sequence });
+        }
         const through = result.last_sequence ?? last?.sequence ?? 0;
         const marked = { reread: true, fork: { ref: fork.ref, through } };
         if (entry) Object.assign(entry, marked);
@@ -290,7 +313,14 @@ class SyncRun {
         const session = await this.#local.open(ref, { archived });
         const known = state.sessions[ref];
         if (!known) {
-          add({ op: "create", ref, meta: session.meta, instruction: await this.#instructionOf(session), segments: await this.#segmentsOf(session), messages: [...session.active] });
+          add({
+            op: "create",
+            ref,
+            meta: session.meta,
+            instruction: await this.#instructionOf(session),
+            segments: await this.#segmentsOf(session),
+            messages: [...session.active],
+          });
           if (archived) add({ op: "archive", ref });
           continue;
         }
@@ -306,7 +336,11 @@ class SyncRun {
           if (!more) break;
         }
         const segments = (await session.segments()).map(formatSegmentName);
-        if (!archived) for (const name of segments.slice(known.segments.length)) add({ op: "segment", ref, segment: (await readSegmentFile(this.#local.storage, session, name))! });
+        if (!archived) {
+          for (const name of segments.slice(known.segments.length)) {
+            add({ op: "segment", ref, segment: (await readSegmentFile(this.#local.storage, session, name))! });
+          }
+        }
         const instruction = await this.#instructionOf(session);
         if (!archived && (!sameLabels(labelsOf(session.meta), known.labels) || instruction !== known.instruction)) {
           add({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
@@ -325,13 +359,17 @@ class SyncRun {
     const response = await this.#remote.pull({ v: SYNC_PROTOCOL_VERSION, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) });
     for (const tombstone of response.tombstones) {
       if (!this.#wanted(tombstone.ref)) continue;
-      for (const archived of [false, true]) await this.#local.delete(tombstone.ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+      for (const archived of [false, true]) {
+        await this.#local.delete(tombstone.ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+      }
       delete state.sessions[tombstone.ref];
     }
     const heads = response.sessions.filter((h) => this.#wanted(h.ref));
     // A session to re-read whose head did not change since the cursor: ask for it.
     for (const [ref, known] of Object.entries(state.sessions)) {
-      if (known.reread && this.#wanted(ref) && !heads.some((h) => h.ref === ref)) heads.push((await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref, after_sequence: 0, limit: 1 })).head);
+      if (known.reread && this.#wanted(ref) && !heads.some((h) => h.ref === ref)) {
+        heads.push((await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref, after_sequence: 0, limit: 1 })).head);
+      }
     }
     for (const head of heads) await this.#pullSession(head);
     state.cursor = response.cursor;
@@ -353,11 +391,21 @@ class SyncRun {
     let diverged = Boolean(known?.reread) || !(startsWith(segments, head.segments) || startsWith(head.segments, segments));
     if (!diverged) {
       const shared = Math.min(last, head.last_sequence);
-      const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: shared, expect_message_id: (await messageAt(local, shared))?.message_id ?? null, limit: 1 });
+      const page = await this.#remote.read({
+        v: SYNC_PROTOCOL_VERSION,
+        ref: head.ref,
+        after_sequence: shared,
+        expect_message_id: (await messageAt(local, shared))?.message_id ?? null,
+        limit: 1,
+      });
       diverged = page.diverged;
     }
     if (diverged && !known?.reread && unacknowledged.length > 0) {
-      this.report.conflicts.push({ ref: head.ref, reason: "unacknowledged", message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are` });
+      this.report.conflicts.push({
+        ref: head.ref,
+        reason: "unacknowledged",
+        message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are`,
+      });
       return;
     }
     try {
@@ -490,5 +538,8 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
 function remoteKey(id: string): string {
-  return Array.from(new TextEncoder().encode(id), (b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `.${b.toString(16).padStart(2, "0")}`)).join("").slice(0, 200);
+  return Array.from(
+    new TextEncoder().encode(id),
+    (b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `.${b.toString(16).padStart(2, "0")}`),
+  ).join("").slice(0, 200);
 }

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { SyncRefusedError, asSessionfoldError } from "../errors.ts";
+import { asSessionfoldError, SyncRefusedError } from "../errors.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { SYNC_PROTOCOL_VERSION, SYNC_ROUTES, parseSyncRequest, refused, type SyncRoute } from "./protocol.ts";
-import { SyncServer, errorBody, type SyncPrincipal } from "./server.ts";
+import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
+import { errorBody, type SyncPrincipal, SyncServer } from "./server.ts";
 
 /** Options of {@linkcode createSyncHandler}. */
 export interface SyncHandlerOptions {
@@ -56,7 +56,13 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
   return async (request) => {
     try {
       const route = routeOf(request.url, basePath);
-      if (!route) throw refused("unknown-route", 404, `no sync route at ${pathOf(request.url)}; routes: ${SYNC_ROUTES.map((r) => `POST ${basePath}/${r}`).join(", ")}`);
+      if (!route) {
+        throw refused(
+          "unknown-route",
+          404,
+          `no sync route at ${pathOf(request.url)}; routes: ${SYNC_ROUTES.map((r) => `POST ${basePath}/${r}`).join(", ")}`,
+        );
+      }
       if (request.method !== "POST") throw refused("unknown-route", 405, `${request.method} ${pathOf(request.url)}: only POST is served`);
       const principal = await options.authorize(request);
       if (!principal) throw refused("unauthorized", 401, "the request carries no credentials the server accepts");

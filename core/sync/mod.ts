@@ -20,17 +20,15 @@
  * ```
  * @module
  */
-export { syncStores, type SyncConflict, type SyncFork, type SyncReport, type SyncStoresOptions } from "./engine.ts";
+export { type SyncConflict, type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
 export { createSyncHandler, DEFAULT_MAX_BODY_BYTES, type SyncHandlerOptions } from "./handler.ts";
 export {
-  SYNC_PROTOCOL_VERSION,
-  SYNC_ROUTES,
-  parseSyncRequest,
   type AppendMutation,
   type CreateMutation,
   type ErrorResponse,
   type Mutation,
   type MutationResult,
+  parseSyncRequest,
   type PullRequest,
   type PullResponse,
   type PushRequest,
@@ -44,10 +42,12 @@ export {
   type SessionHead,
   type SessionLabels,
   type SetMetaMutation,
+  SYNC_PROTOCOL_VERSION,
+  SYNC_ROUTES,
   type SyncRequests,
   type SyncRoute,
   type Tombstone,
 } from "./protocol.ts";
-export { directRemote, httpRemote, type DirectRemoteOptions, type HttpRemoteOptions, type SyncRemote } from "./remote.ts";
-export { STORE_OWNER, SyncServer, type PushOutcome, type SyncPrincipal, type SyncServerOptions } from "./server.ts";
-export { SyncRefusedError, type SyncRefusal } from "../errors.ts";
+export { directRemote, type DirectRemoteOptions, httpRemote, type HttpRemoteOptions, type SyncRemote } from "./remote.ts";
+export { type PushOutcome, STORE_OWNER, type SyncPrincipal, SyncServer, type SyncServerOptions } from "./server.ts";
+export { type SyncRefusal, SyncRefusedError } from "../errors.ts";

@@ -7,10 +7,10 @@
  * @module
  */
 import { z } from "zod";
-import { SyncRefusedError, type SyncRefusal } from "../errors.ts";
+import { type SyncRefusal, SyncRefusedError } from "../errors.ts";
 import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";
-import { MessageRecord, SessionMeta, describeIssues } from "../schema/mod.ts";
+import { describeIssues, MessageRecord, SessionMeta } from "../schema/mod.ts";
 
 /** The protocol version this package speaks (docs/SYNC.md "Versioning"). */
 export const SYNC_PROTOCOL_VERSION = 1;
@@ -217,7 +217,14 @@ const MutationSchema = z.discriminatedUnion("op", [
     segments: z.array(z.object({ name: SegmentName, text: z.string() })),
     messages: z.array(Message),
   }),
-  z.object({ number: Number_, op: z.literal("append"), ref: Ref, base_sequence: Sequence, base_message_id: z.string().nullable(), messages: z.array(Message).min(1) }),
+  z.object({
+    number: Number_,
+    op: z.literal("append"),
+    ref: Ref,
+    base_sequence: Sequence,
+    base_message_id: z.string().nullable(),
+    messages: z.array(Message).min(1),
+  }),
   z.object({ number: Number_, op: z.literal("segment"), ref: Ref, segment: z.object({ name: SegmentName, text: z.string() }) }),
   z.object({ number: Number_, op: z.literal("set_meta"), ref: Ref, labels: Labels, instruction: z.string().nullable() }),
   z.object({ number: Number_, op: z.enum(["archive", "delete"]), ref: Ref }),
@@ -226,7 +233,13 @@ const MutationSchema = z.discriminatedUnion("op", [
 const schemas = {
   push: z.object({ v: z.number(), client_id: ClientId, mutations: z.array(MutationSchema).max(1000) }),
   pull: z.object({ v: z.number(), cursor: z.string().max(1 << 20).optional(), wait_ms: z.number().int().min(0).max(60_000).optional() }),
-  read: z.object({ v: z.number(), ref: Ref, after_sequence: Sequence, expect_message_id: z.string().nullable().optional(), limit: z.number().int().min(1).max(100_000).optional() }),
+  read: z.object({
+    v: z.number(),
+    ref: Ref,
+    after_sequence: Sequence,
+    expect_message_id: z.string().nullable().optional(),
+    limit: z.number().int().min(1).max(100_000).optional(),
+  }),
   segment: z.object({ v: z.number(), ref: Ref, name: SegmentName }),
 };
 
@@ -261,7 +274,12 @@ export function parseSyncRequest<R extends SyncRoute>(route: R, body: unknown): 
     throw refused("malformed", 400, `${route}: expected a JSON object, found ${Array.isArray(body) ? "an array" : typeof body}`);
   }
   if (v !== SYNC_PROTOCOL_VERSION) {
-    throw refused("unsupported-version", 400, `${route}: protocol version ${JSON.stringify(v) ?? "missing"} is not supported; this server speaks v${SYNC_PROTOCOL_VERSION}`, { supported: [SYNC_PROTOCOL_VERSION] });
+    throw refused(
+      "unsupported-version",
+      400,
+      `${route}: protocol version ${JSON.stringify(v) ?? "missing"} is not supported; this server speaks v${SYNC_PROTOCOL_VERSION}`,
+      { supported: [SYNC_PROTOCOL_VERSION] },
+    );
   }
   const parsed = schemas[route].safeParse(body);
   if (!parsed.success) throw refused("malformed", 400, `${route}: ${describeIssues(parsed.error)}`);

@@ -8,8 +8,19 @@
  */
 import { InternalError, SyncRefusedError } from "../errors.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { parseSyncRequest, type ErrorResponse, type PullRequest, type PullResponse, type PushRequest, type ReadRequest, type ReadResponse, type SegmentRequest, type SegmentResponse, type SyncRoute } from "./protocol.ts";
-import { STORE_OWNER, SyncServer, type PushOutcome, type SyncPrincipal } from "./server.ts";
+import {
+  type ErrorResponse,
+  parseSyncRequest,
+  type PullRequest,
+  type PullResponse,
+  type PushRequest,
+  type ReadRequest,
+  type ReadResponse,
+  type SegmentRequest,
+  type SegmentResponse,
+  type SyncRoute,
+} from "./protocol.ts";
+import { type PushOutcome, STORE_OWNER, type SyncPrincipal, SyncServer } from "./server.ts";
 
 /** One side of a sync the engine talks to. */
 export interface SyncRemote {
@@ -82,18 +93,28 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
   const send = options.fetch ?? ((input, init) => fetch(input, init));
   const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {
     const extra = typeof options.headers === "function" ? await options.headers() : (options.headers ?? {});
-    const response = await send(`${base}/${route}`, { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request) });
+    const response = await send(`${base}/${route}`, {
+      method: "POST",
+      headers: { ...extra, "content-type": "application/json" },
+      body: JSON.stringify(request),
+    });
     const text = await response.text();
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new InternalError(`${base}/${route} answered HTTP ${response.status} with a body that is not JSON`, { status: response.status, url: `${base}/${route}` });
+      throw new InternalError(`${base}/${route} answered HTTP ${response.status} with a body that is not JSON`, {
+        status: response.status,
+        url: `${base}/${route}`,
+      });
     }
     const error = (body as Partial<ErrorResponse>).error;
     if (!response.ok) {
       if (error && typeof error.reason === "string" && response.status < 500) throw new SyncRefusedError(error.message, { ...error, status: response.status });
-      throw new InternalError(`${base}/${route} answered HTTP ${response.status}: ${error?.message ?? "no message"}`, { status: response.status, url: `${base}/${route}` });
+      throw new InternalError(`${base}/${route} answered HTTP ${response.status}: ${error?.message ?? "no message"}`, {
+        status: response.status,
+        url: `${base}/${route}`,
+      });
     }
     return body as T;
   };

@@ -8,16 +8,14 @@
  *
  * @module
  */
-import { NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError, asSessionfoldError } from "../errors.ts";
-import { formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
-import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
-  SYNC_PROTOCOL_VERSION,
-  refused,
   type AppendMutation,
   type CreateMutation,
   type ErrorResponse,
@@ -29,12 +27,28 @@ import {
   type PushResponse,
   type ReadRequest,
   type ReadResponse,
+  refused,
   type SegmentRequest,
   type SegmentResponse,
   type SessionHead,
+  SYNC_PROTOCOL_VERSION,
   type Tombstone,
 } from "./protocol.ts";
-import { adoptSegment, asNewMessage, headOf, installSession, labelsOf, lastSequenceOf, messageAt, messagesAfter, messagesOfSegments, readSegmentFile, sameLabels, writeLabels, type SyncWriter } from "./session-files.ts";
+import {
+  adoptSegment,
+  asNewMessage,
+  headOf,
+  installSession,
+  labelsOf,
+  lastSequenceOf,
+  messageAt,
+  messagesAfter,
+  messagesOfSegments,
+  readSegmentFile,
+  sameLabels,
+  type SyncWriter,
+  writeLabels,
+} from "./session-files.ts";
 
 /**
  * Who a request acts for, as the host's `authorize` hook decided: a user id, and which agents
@@ -156,7 +170,9 @@ export class SyncServer {
         }
         if (mutation.number > ledger.last_mutation + 1) {
           const expected = ledger.last_mutation + 1;
-          throw refused("mutation-gap", 409, `client ${request.client_id}: mutation ${mutation.number} after ${ledger.last_mutation}; expected ${expected}`, { expected });
+          throw refused("mutation-gap", 409, `client ${request.client_id}: mutation ${mutation.number} after ${ledger.last_mutation}; expected ${expected}`, {
+            expected,
+          });
         }
         const result = (await this.#continueFork(ledger, mutation)) ?? (await this.#apply(request.client_id, ref, mutation));
         ledger = { ...ledger, last_mutation: mutation.number, results: [...ledger.results, result].slice(-KEPT_RESULTS) };
@@ -248,7 +264,7 @@ export class SyncServer {
       case "append": {
         if (await this.storage.readTail(tombstonePath(ref), 0)) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
         // A writer of the server's own committed meanwhile: look again (the check is by message ids, so it cannot apply twice).
-        for (let attempt = 0; ; attempt++) {
+        for (let attempt = 0;; attempt++) {
           try {
             return await this.#applyMessages(clientId, ref, mutation);
           } catch (error) {
@@ -282,7 +298,9 @@ export class SyncServer {
         // The tombstone first: a crash after it leaves a delete the next retry finishes.
         const tombstone: Tombstone = { ref: refText, deleted_at: nowTimestamp(this.#clock) };
         await this.storage.replace(tombstonePath(ref), encodeJsonDocument(tombstone));
-        for (const archived of [false, true]) await this.sessions.delete(ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+        for (const archived of [false, true]) {
+          await this.sessions.delete(ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+        }
         return { number: mutation.number, status: "applied", ref: refText };
       }
     }
@@ -301,11 +319,15 @@ export class SyncServer {
       session = await this.#open(ref);
     }
     if (!session || session.place !== "live") {
-      return session ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" } : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+      return session
+        ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
+        : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
     }
     const last = lastSequenceOf(session);
     if (last < base) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
-    if (mutation.op === "append" && base > 0 && mutation.base_message_id !== null && (await messageAt(session, base))?.message_id !== mutation.base_message_id) {
+    if (
+      mutation.op === "append" && base > 0 && mutation.base_message_id !== null && (await messageAt(session, base))?.message_id !== mutation.base_message_id
+    ) {
       return { number: mutation.number, status: "rejected", ref: refText, reason: "base-mismatch", last_sequence: last };
     }
     const theirs = (await messagesAfter(session, base, messages.length)).messages;
@@ -318,7 +340,13 @@ export class SyncServer {
     const atSequence = base + differs;
     const fork = sessionRef(ref.agentId, ref.workspaceId, await forkIdOf(refText, clientId, mutation.number));
     const forkRef = formatSessionRef(fork);
-    const result: MutationResult = { number: mutation.number, status: "forked", ref: refText, fork: { ref: forkRef, at_sequence: atSequence }, last_sequence: messages.at(-1)!.sequence };
+    const result: MutationResult = {
+      number: mutation.number,
+      status: "forked",
+      ref: refText,
+      fork: { ref: forkRef, at_sequence: atSequence },
+      last_sequence: messages.at(-1)!.sequence,
+    };
     if (await this.#open(fork)) return result;
     await installSession(this.storage, fork, await this.#forkFiles(session, fork, atSequence, messages.slice(differs)), this.#clock);
     return result;
@@ -336,7 +364,14 @@ export class SyncServer {
     const prefix = (await messagesAfter(session, copiedThrough, atSequence - copiedThrough)).messages;
     const now = nowTimestamp(this.#clock);
     const { imported_from: _imported, ...inherited } = session.meta as SessionMeta & { imported_from?: unknown };
-    const meta: SessionMeta = { ...inherited, session_id: fork.sessionId, created_at: now, updated_at: now, revision: 1, forked_from: { session_id: session.ref.sessionId, through_sequence: atSequence } };
+    const meta: SessionMeta = {
+      ...inherited,
+      session_id: fork.sessionId,
+      created_at: now,
+      updated_at: now,
+      revision: 1,
+      forked_from: { session_id: session.ref.sessionId, through_sequence: atSequence },
+    };
     const instruction = await this.storage.read(session.paths.instruction);
     return { meta, instruction: instruction ? decoder.decode(instruction) : null, segments, active: [...prefix, ...tail].map((m) => ({ ...m, revision: 1 })) };
   }
@@ -429,14 +464,18 @@ async function forkIdOf(ref: string, clientId: string, number: number): Promise<
 
 function assertContiguous(ref: string, base: number, messages: readonly MessageRecord[]): void {
   messages.forEach((m, i) => {
-    if (m.sequence !== base + i + 1) throw refused("malformed", 400, `${ref}: message ${i} has sequence ${m.sequence}; expected ${base + i + 1}`, { ref, index: i });
+    if (m.sequence !== base + i + 1) {
+      throw refused("malformed", 400, `${ref}: message ${i} has sequence ${m.sequence}; expected ${base + i + 1}`, { ref, index: i });
+    }
   });
 }
 
 /** A refusal as it is; a session another writer holds as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
 function refusalOf(error: unknown, ref: string): SyncRefusedError {
   if (error instanceof SyncRefusedError) return error;
-  if (error instanceof WriterLockedError) return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
+  if (error instanceof WriterLockedError) {
+    return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
+  }
   const typed = asSessionfoldError(error, "push failed");
   if (typed.code !== "invalid-input" && typed.code !== "invalid-id") throw typed;
   return new SyncRefusedError(typed.message, { ...typed.details, reason: "malformed", status: 400 });

@@ -13,7 +13,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { formatSessionRef, parseSessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir } from "../layout/paths.ts";
 import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { MessageRecord, SummaryRecord, encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, MessageRecord, nowTimestamp, type SessionMeta, SummaryRecord } from "../schema/mod.ts";
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
 import { acquireWriterLock, releaseWriterLock, runPlan } from "../session/lock.ts";
@@ -53,7 +53,7 @@ export async function messagesAfter(session: Session, after: number, limit = Num
       if (out.length > limit) break;
     }
   }
-  if (out.length <= limit) for (const m of session.active) if (m.sequence > after) out.push(m);
+  if (out.length <= limit) { for (const m of session.active) if (m.sequence > after) out.push(m); }
   return { messages: out.slice(0, limit), more: out.length > limit };
 }
 
@@ -120,9 +120,13 @@ export function messagesOfSegments(ref: string, segments: readonly SegmentFile[]
     }
     const messages = records.filter((r): r is MessageRecord => r.record_type === "message");
     messages.forEach((m, i) => {
-      if (m.sequence !== range.start + i) throw new InvalidInputError(`${file}: line ${i + 1} has sequence ${m.sequence}; expected ${range.start + i}`, { file, line: i + 1 });
+      if (m.sequence !== range.start + i) {
+        throw new InvalidInputError(`${file}: line ${i + 1} has sequence ${m.sequence}; expected ${range.start + i}`, { file, line: i + 1 });
+      }
     });
-    if (messages.length !== range.end - range.start + 1) throw new InvalidInputError(`${file}: holds ${messages.length} messages; its name says ${range.end - range.start + 1}`, { file });
+    if (messages.length !== range.end - range.start + 1) {
+      throw new InvalidInputError(`${file}: holds ${messages.length} messages; its name says ${range.end - range.start + 1}`, { file });
+    }
     out.push(...messages);
   }
   return out;
@@ -247,7 +251,12 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
     const active = encoder.encode(keptLines.map((line) => `${line}\n`).join(""));
     const segmentBytes = encoder.encode(segment.text);
     const meta = withNewestSegment(
-      { ...session.meta, revision: session.revision + 1, updated_at: nowTimestamp(clock), history_bytes: session.meta.history_bytes - raw.length + segmentBytes.length + active.length },
+      {
+        ...session.meta,
+        revision: session.revision + 1,
+        updated_at: nowTimestamp(clock),
+        history_bytes: session.meta.history_bytes - raw.length + segmentBytes.length + active.length,
+      },
       range,
     );
     // One plan: a backend that runs plans itself (PostgreSQL) does the three writes in one transaction.

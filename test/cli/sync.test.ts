@@ -8,7 +8,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { BIN, REPO, cli, expectOk, json, missingRoot, tempDir } from "./support.ts";
+import { BIN, cli, expectOk, json, missingRoot, REPO, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
 
@@ -51,7 +51,10 @@ describe("sessionfold serve", () => {
     const [good, bad] = [join(dir, "token"), join(dir, "wrong")];
     await writeFile(good, "s3cret-token\n");
     await writeFile(bad, "not-the-token\n");
-    const child = spawn(process.execPath, [BIN, "--root", server, "serve", "--port", "0", "--token-file", good], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "--root", server, "serve", "--port", "0", "--token-file", good], {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
     try {
       const lines = createInterface({ input: child.stdout! });
@@ -63,7 +66,12 @@ describe("sessionfold serve", () => {
       expect(refused.status).not.toBe(0);
       expect(refused.stderr).toMatch(/^error\[unauthorized\]: /);
       expect(json(expectOk(await cli(server, ["--json", "ls"])))).toEqual([]);
-      expect(json(expectOk(await cli(laptop, ["--json", "sync", "--remote", url!, "--token-file", good])))).toEqual({ pushed: 1, pulled: 0, forks: [], conflicts: [] });
+      expect(json(expectOk(await cli(laptop, ["--json", "sync", "--remote", url!, "--token-file", good])))).toEqual({
+        pushed: 1,
+        pulled: 0,
+        forks: [],
+        conflicts: [],
+      });
       const shown = json(expectOk(await cli(server, ["--json", "show", REF])));
       expect(shown.active.count).toBe(1);
     } finally {

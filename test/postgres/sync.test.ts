@@ -11,7 +11,7 @@ import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal } from "../../testing/sync-conformance.ts";
 import { recordCase } from "../sync/matrix.ts";
-import { POSTGRES_URL, freshStorage } from "./support.ts";
+import { freshStorage, POSTGRES_URL } from "./support.ts";
 
 function authorize(request: Request) {
   const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
@@ -30,7 +30,12 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server", () => {
     "memory ↔ PostgreSQL (direct)",
     () => {
       const { storage, teardown } = freshStorage();
-      return { server: storage, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(storage, { id: "pg", principal: testPrincipal(user ?? "nobody") }), teardown };
+      return {
+        server: storage,
+        newDevice: () => new MemoryStorage(),
+        remote: (user) => directRemote(storage, { id: "pg", principal: testPrincipal(user ?? "nobody") }),
+        teardown,
+      };
     },
     { onCase: recordCase("memory↔PostgreSQL direct") },
   );
@@ -40,11 +45,15 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server", () => {
     async () => {
       const { storage, schema, teardown } = freshStorage();
       const second = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
-      const servers = [await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" })), await serveFetchHandler(createSyncHandler({ storage: second, authorize, basePath: "/sync" }))];
+      const servers = [
+        await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" })),
+        await serveFetchHandler(createSyncHandler({ storage: second, authorize, basePath: "/sync" })),
+      ];
       return {
         server: storage,
         newDevice: () => new MemoryStorage(),
-        remote: (user) => alternating(servers.map((s) => httpRemote({ url: `${s.url}/sync`, id: "pg-http", headers: user ? { authorization: `Bearer ${user}` } : {} }))),
+        remote: (user) =>
+          alternating(servers.map((s) => httpRemote({ url: `${s.url}/sync`, id: "pg-http", headers: user ? { authorization: `Bearer ${user}` } : {} }))),
         unauthenticated: true,
         teardown: async () => {
           for (const s of servers) await s.close();

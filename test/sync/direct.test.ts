@@ -14,7 +14,11 @@ runSyncTests(
   "memory ↔ memory (direct)",
   () => {
     const server = new MemoryStorage();
-    return { server, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user ?? "nobody") }) };
+    return {
+      server,
+      newDevice: () => new MemoryStorage(),
+      remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user ?? "nobody") }),
+    };
   },
   { onCase: recordCase("memory↔memory direct") },
 );

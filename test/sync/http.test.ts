@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { createSyncHandler, httpRemote, syncStores } from "../../core/sync/mod.ts";
-import { NodeFileStorage, serveFetchHandler, type FetchServer } from "../../runtime-node/mod.ts";
-import { runSyncTests, testPrincipal, type SyncTestTarget } from "../../testing/sync-conformance.ts";
+import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
+import { runSyncTests, type SyncTestTarget, testPrincipal } from "../../testing/sync-conformance.ts";
 import { recordCase } from "./matrix.ts";
 
 /** Bearer `<user>` is that user; no header is no one (401). */
@@ -80,7 +80,14 @@ describe("the sync handler's refusals", () => {
   });
 
   it("400 for a mutation that is not valid, naming the field", async () => {
-    const { status, body } = await post("/sync/push", JSON.stringify({ v: 1, client_id: "c1", mutations: [{ number: 1, op: "append", ref: "a1/../s1", base_sequence: 0, base_message_id: null, messages: [] }] }));
+    const { status, body } = await post(
+      "/sync/push",
+      JSON.stringify({
+        v: 1,
+        client_id: "c1",
+        mutations: [{ number: 1, op: "append", ref: "a1/../s1", base_sequence: 0, base_message_id: null, messages: [] }],
+      }),
+    );
     expect(status).toBe(400);
     expect(body.error!.message).toMatch(/mutations\.0\.ref/);
   });
@@ -93,7 +100,10 @@ describe("the sync handler's refusals", () => {
         controller.close();
       },
     });
-    const response = await fetch(`${loopback!.url}/sync/pull`, { method: "POST", body: chunks, headers: { authorization: "Bearer alice" }, duplex: "half" } as RequestInit);
+    const response = await fetch(
+      `${loopback!.url}/sync/pull`,
+      { method: "POST", body: chunks, headers: { authorization: "Bearer alice" }, duplex: "half" } as RequestInit,
+    );
     expect(response.status).toBe(413);
   });
 
@@ -102,7 +112,11 @@ describe("the sync handler's refusals", () => {
     loopback = await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" }));
     const local = new Sessions({ storage: new MemoryStorage() });
     await (await local.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append({ role: "user", parts: [{ type: "text", text: "hi" }] });
-    await expect(syncStores({ local, remote: httpRemote({ url: `${loopback.url}/sync` }) })).rejects.toMatchObject({ name: "SyncRefusedError", status: 401, code: "unauthorized" });
+    await expect(syncStores({ local, remote: httpRemote({ url: `${loopback.url}/sync` }) })).rejects.toMatchObject({
+      name: "SyncRefusedError",
+      status: 401,
+      code: "unauthorized",
+    });
     expect(await storage.list("")).toEqual([]);
   });
 });

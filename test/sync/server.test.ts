@@ -4,14 +4,33 @@
  * nothing; the client ledger lives in the store and binds the client to its user.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, type MessageRecord } from "../../core/mod.ts";
-import { STORE_OWNER, SyncRefusedError, SyncServer, parseSyncRequest, type CreateMutation } from "../../core/sync/mod.ts";
+import { MemoryStorage, type MessageRecord, Sessions } from "../../core/mod.ts";
+import { type CreateMutation, parseSyncRequest, STORE_OWNER, SyncRefusedError, SyncServer } from "../../core/sync/mod.ts";
 
 const T = "2026-12-04T12:00:00.000Z";
-const meta = { schema_version: 1, session_id: "s1", agent_id: "a1", workspace_id: "w1", created_at: T, updated_at: T, message_count: 0, history_bytes: 0, revision: 3 };
+const meta = {
+  schema_version: 1,
+  session_id: "s1",
+  agent_id: "a1",
+  workspace_id: "w1",
+  created_at: T,
+  updated_at: T,
+  message_count: 0,
+  history_bytes: 0,
+  revision: 3,
+};
 const message = (sequence: number, extra: Partial<MessageRecord> = {}) =>
-  ({ record_type: "message", sequence, message_id: `m${sequence}`, role: "user", created_at: T, parts: [{ sequence: 1, type: "text", text: `t${sequence}` }], ...extra }) as MessageRecord;
-const footer = (end: number) => JSON.stringify({ record_type: "summary", session_id: "s1", summary_id: "sum1", through_sequence: end, text: "so far", created_at: T });
+  ({
+    record_type: "message",
+    sequence,
+    message_id: `m${sequence}`,
+    role: "user",
+    created_at: T,
+    parts: [{ sequence: 1, type: "text", text: `t${sequence}` }],
+    ...extra,
+  }) as MessageRecord;
+const footer = (end: number) =>
+  JSON.stringify({ record_type: "summary", session_id: "s1", summary_id: "sum1", through_sequence: end, text: "so far", created_at: T });
 
 function create(overrides: Partial<CreateMutation>): CreateMutation {
   return { number: 1, op: "create", ref: "a1/w1/s1", meta: meta as never, instruction: null, segments: [], messages: [message(1)], ...overrides };
@@ -36,8 +55,16 @@ describe("SyncServer", () => {
   it.each([
     ["a streaming draft", create({ messages: [message(1, { role: "assistant", status: "streaming" })] }), /mutations\.0\.messages\.0/],
     ["an unknown meta.json version", create({ meta: { ...meta, schema_version: 2 } as never }), /mutations\.0\.meta\.schema_version/],
-    ["a segment without its footer", create({ segments: [{ name: "000000000001-000000000001.jsonl", text: `${JSON.stringify(message(1))}\n` }], messages: [] }), /000000000001-000000000001\.jsonl: expected a summary footer through 1/],
-    ["a segment whose messages are not its name's", create({ segments: [{ name: "000000000001-000000000002.jsonl", text: `${JSON.stringify(message(1))}\n${footer(2)}\n` }], messages: [] }), /holds 1 messages; its name says 2/],
+    [
+      "a segment without its footer",
+      create({ segments: [{ name: "000000000001-000000000001.jsonl", text: `${JSON.stringify(message(1))}\n` }], messages: [] }),
+      /000000000001-000000000001\.jsonl: expected a summary footer through 1/,
+    ],
+    [
+      "a segment whose messages are not its name's",
+      create({ segments: [{ name: "000000000001-000000000002.jsonl", text: `${JSON.stringify(message(1))}\n${footer(2)}\n` }], messages: [] }),
+      /holds 1 messages; its name says 2/,
+    ],
     ["Active that does not follow the segments", create({ messages: [message(2)] }), /message 0 has sequence 2; expected 1/],
   ])("refuses a create with %s (400 malformed), naming where; nothing is written", async (_name, mutation, why) => {
     const storage = new MemoryStorage();
@@ -55,6 +82,9 @@ describe("SyncServer", () => {
     const second = new SyncServer({ storage });
     const again = await second.push({ user: "alice", may: () => true }, { v: 1, client_id: "c1", mutations: [create({})] });
     expect(again.results[0]).toMatchObject({ status: "duplicate", result: { status: "applied" } });
-    await expect(second.push({ user: "bob", may: () => true }, { v: 1, client_id: "c1", mutations: [] })).rejects.toMatchObject({ reason: "client-id-taken", status: 403 });
+    await expect(second.push({ user: "bob", may: () => true }, { v: 1, client_id: "c1", mutations: [] })).rejects.toMatchObject({
+      reason: "client-id-taken",
+      status: 403,
+    });
   });
 });

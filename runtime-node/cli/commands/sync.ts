@@ -9,13 +9,13 @@ import { timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
-import { STORE_OWNER, SyncServer, createSyncHandler, directRemote, httpRemote, syncStores, type SyncRemote } from "../../../core/sync/mod.ts";
+import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
 import { nodeWriterIdentity } from "../../mod.ts";
-import { refArg, stringOption, type Command } from "../command.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import type { CliIo } from "../io.ts";
-import { Store, resolveStore } from "../store.ts";
+import { resolveStore, Store } from "../store.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -97,7 +97,9 @@ export const sync: Command = {
       if (/^https?:\/\//i.test(target)) {
         remote = httpRemote({ url: target, ...(token !== undefined ? { headers: { authorization: `Bearer ${token}` } } : {}) });
       } else {
-        const location = /^postgres(ql)?:\/\//i.test(target) ? resolveStore({ root: undefined, store: target }, io) : ({ kind: "files", root: resolve(io.cwd ?? process.cwd(), target) } as const);
+        const location = /^postgres(ql)?:\/\//i.test(target)
+          ? resolveStore({ root: undefined, store: target }, io)
+          : ({ kind: "files", root: resolve(io.cwd ?? process.cwd(), target) } as const);
         remoteStore = new Store(location, io);
         const opened = await remoteStore.forWriting();
         remote = directRemote(new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }), { id: location.root });
@@ -109,8 +111,7 @@ export const sync: Command = {
           `pushed ${pushed} message${pushed === 1 ? "" : "s"}, pulled ${pulled}`,
           ...forks.map((f) => `fork: ${f.ref} after sequence ${f.at_sequence} continues as ${f.forked_as}`),
           ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
-        ].join("\n"),
-      );
+        ].join("\n"));
     } finally {
       await remoteStore?.close().catch(() => undefined);
     }
