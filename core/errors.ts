@@ -21,7 +21,9 @@ export type ErrorCode =
   | "context-overflow"
   | "cancelled"
   | "usage"
-  | "internal";
+  | "internal"
+  | "unauthorized"
+  | "sync-refused";
 
 /** Structured, JSON-safe details carried by an error. */
 export type ErrorDetails = Record<string, unknown>;
@@ -468,5 +470,48 @@ export class LimitExceededError extends InvalidInputError {
   declare readonly details: LimitExceededDetails;
   constructor(message: string, details: LimitExceededDetails) {
     super(message, details);
+  }
+}
+
+/** Why a sync request was refused (docs/SYNC.md "Errors"); each has one HTTP status. */
+export type SyncRefusal =
+  | "unauthorized"
+  | "forbidden"
+  | "client-id-taken"
+  | "malformed"
+  | "too-large"
+  | "unsupported-version"
+  | "mutation-gap"
+  | "session-busy"
+  | "not-found"
+  | "unknown-route";
+
+/**
+ * A sync request refused by the server (or by the direct remote, which applies the same
+ * rules): nothing was changed. `status` is the HTTP status the handler answers with,
+ * `reason` says why (docs/SYNC.md "Errors"); a `mutation-gap` carries `expected`, the
+ * mutation number the server waits for.
+ *
+ * @example
+ * ```ts
+ * import { syncStores, type SyncRemote } from "sessionfold/sync";
+ * import { Sessions } from "sessionfold";
+ * declare const local: Sessions;
+ * declare const remote: SyncRemote;
+ *
+ * try { await syncStores({ local, remote }); } catch (e) {
+ *   if (e instanceof SyncRefusedError && e.status === 401) console.error("sign in again:", e.message);
+ * }
+ * ```
+ */
+export class SyncRefusedError extends SessionfoldError {
+  override readonly name: string = "SyncRefusedError";
+  readonly status: number;
+  readonly reason: SyncRefusal;
+  constructor(message: string, details: ErrorDetails & { readonly reason: SyncRefusal; readonly status: number }) {
+    const { reason } = details;
+    super(reason === "unauthorized" || reason === "forbidden" || reason === "client-id-taken" ? "unauthorized" : "sync-refused", message, details);
+    this.status = details.status;
+    this.reason = reason;
   }
 }

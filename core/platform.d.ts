@@ -40,7 +40,47 @@ declare class AbortController {
 declare var crypto: {
   getRandomValues<T extends ArrayBufferView>(array: T): T;
   randomUUID(): string;
+  readonly subtle: { digest(algorithm: "SHA-256", data: Uint8Array): Promise<ArrayBuffer> };
 };
+
+// fetch's Request, Response and Headers, as far as the sync handler and client use them.
+interface Headers {
+  get(name: string): string | null;
+  set(name: string, value: string): void;
+}
+declare var Headers: { prototype: Headers; new (init?: Record<string, string>): Headers };
+
+interface Body {
+  readonly body: unknown;
+  arrayBuffer(): Promise<ArrayBuffer>;
+  text(): Promise<string>;
+}
+
+interface Request extends Body {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Headers;
+  readonly signal: AbortSignal;
+}
+declare var Request: {
+  prototype: Request;
+  new (input: string, init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal }): Request;
+};
+
+interface Response extends Body {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly headers: Headers;
+}
+declare var Response: {
+  prototype: Response;
+  new (body?: string | Uint8Array | null, init?: { status?: number; headers?: Record<string, string> }): Response;
+};
+
+declare function fetch(
+  input: string | Request,
+  init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal },
+): Promise<Response>;
 
 declare function structuredClone<T>(value: T): T;
 declare function queueMicrotask(callback: () => void): void;

@@ -25,6 +25,7 @@ import { WorkerFileStorage } from "./storage-worker-client.ts";
 export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { storageErrorFromFs } from "./fs-errors.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
+export { type FetchServer, serveFetchHandler, type ServeFetchOptions } from "./fetch-server.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.

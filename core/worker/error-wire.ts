@@ -12,6 +12,8 @@ import {
   CompactionFailedError,
   ContextOverflowError,
   CorruptSessionError,
+  type ErrorCode,
+  type ErrorDetails,
   InternalError,
   InvalidIdError,
   InvalidInputError,
@@ -25,10 +27,9 @@ import {
   StorageError,
   StorageFullError,
   StoreEntryError,
+  SyncRefusedError,
   UnsupportedSchemaError,
   WriterLockedError,
-  type ErrorCode,
-  type ErrorDetails,
 } from "../errors.ts";
 import { FormatError } from "../formats/errors.ts";
 
@@ -56,6 +57,7 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   AgentConfigError,
   FormatError,
   LimitExceededError,
+  SyncRefusedError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */
@@ -106,9 +108,7 @@ export function serializeError(error: unknown): SerializedError {
  */
 export function deserializeError(data: SerializedError): SessionfoldError {
   const Known = Object.hasOwn(errorClasses, data.name) ? errorClasses[data.name] : undefined;
-  const error = Known
-    ? new Known(data.message, data.details as never)
-    : new SessionfoldError(data.code, data.message, data.details);
+  const error = Known ? new Known(data.message, data.details as never) : new SessionfoldError(data.code, data.message, data.details);
   if (data.stack) error.stack = data.stack;
   return error;
 }

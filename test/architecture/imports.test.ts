@@ -16,7 +16,7 @@ export const CORE_LAYERS: readonly (readonly string[])[] = [
   ["core/composer", "core/compaction", "core/summarizer", "core/formats"],
   ["core/export"],
   ["core/session"],
-  ["core/agent", "core/verify"],
+  ["core/agent", "core/verify", "core/sync"],
   ["core/worker"],
   ["core/mod.ts", "core/internal.ts"],
 ];
@@ -33,7 +33,7 @@ function layerOf(unit: string): number {
   return layer;
 }
 
-const ENTRY_POINTS = new Set(["core/mod.ts", "core/internal.ts"]);
+const ENTRY_POINTS = new Set(["core/mod.ts", "core/internal.ts", "core/sync/mod.ts"]);
 
 describe("import graph", () => {
   const graph = importGraph();

@@ -360,6 +360,8 @@ describe("not found, locks, corruption, schema, agent files", () => {
       "context-overflow": 5,
       cancelled: 5,
       internal: 5,
+      unauthorized: 5,
+      "sync-refused": 5,
     };
     for (const [code, status] of Object.entries(expected)) expect(exitStatusOf(code as ErrorCode), code).toBe(status);
   });

@@ -1,0 +1,148 @@
+/**
+ * The sync server as a web-standard fetch handler, `(Request) => Promise<Response>`: it
+ * mounts in Hono, Deno.serve, Bun.serve, Cloudflare Workers or Node (docs/SYNC.md "HTTP").
+ * Every route is `POST <basePath>/<route>` with a JSON body; the host's `authorize` hook
+ * runs first on every request, then the body is read (up to a limit), decoded and checked,
+ * and only then does the store see anything.
+ *
+ * @module
+ */
+import { asSessionfoldError, SyncRefusedError } from "../errors.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
+import { errorBody, type SyncPrincipal, SyncServer } from "./server.ts";
+
+/** Options of {@linkcode createSyncHandler}. */
+export interface SyncHandlerOptions {
+  /** The store served (or give `server`). */
+  readonly storage?: StoragePort;
+  /** A server to use instead of a new one over `storage`. */
+  readonly server?: SyncServer;
+  /**
+   * Decides who a request acts for, per request (a session cookie, a bearer token…): a
+   * principal, or `undefined` for 401. What that principal may read and write is then
+   * checked per session (403).
+   */
+  readonly authorize: (request: Request) => SyncPrincipal | undefined | Promise<SyncPrincipal | undefined>;
+  /** The path the routes live under, e.g. `/sync`. Default: the root. */
+  readonly basePath?: string;
+  /** The largest request body accepted, in bytes (413 above). Default 32 MiB. */
+  readonly maxBodyBytes?: number;
+}
+
+/** 32 MiB: a push of a few thousand messages; a larger session is created in batches. */
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The sync server as a fetch handler over one store.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
+ * const handler = createSyncHandler({
+ *   storage: new MemoryStorage(),
+ *   basePath: "/sync",
+ *   authorize: (request) =>
+ *     request.headers.get("authorization") === "Bearer t0ken" ? { user: "alice", may: () => true } : undefined,
+ * });
+ * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: '{"v":1}', headers: { authorization: "Bearer t0ken" } }));
+ * ```
+ */
+export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {
+  const server = options.server ?? new SyncServer({ storage: requireStorage(options.storage) });
+  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+  const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  return async (request) => {
+    try {
+      const route = routeOf(request.url, basePath);
+      if (!route) {
+        throw refused(
+          "unknown-route",
+          404,
+          `no sync route at ${pathOf(request.url)}; routes: ${SYNC_ROUTES.map((r) => `POST ${basePath}/${r}`).join(", ")}`,
+        );
+      }
+      if (request.method !== "POST") throw refused("unknown-route", 405, `${request.method} ${pathOf(request.url)}: only POST is served`);
+      const principal = await options.authorize(request);
+      if (!principal) throw refused("unauthorized", 401, "the request carries no credentials the server accepts");
+      const body = decodeBody(await readCapped(request, maxBytes), route);
+      switch (route) {
+        case "push": {
+          const outcome = await server.push(principal, parseSyncRequest("push", body));
+          return json(200, outcome);
+        }
+        case "pull":
+          return json(200, await server.pull(principal, parseSyncRequest("pull", body), request.signal));
+        case "read":
+          return json(200, await server.read(principal, parseSyncRequest("read", body)));
+        case "segment":
+          return json(200, await server.segment(principal, parseSyncRequest("segment", body)));
+      }
+    } catch (error) {
+      if (error instanceof SyncRefusedError) return json(error.status, { v: SYNC_PROTOCOL_VERSION, error: errorBody(error) });
+      const typed = asSessionfoldError(error, "sync request failed");
+      return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message: typed.message } });
+    }
+  };
+}
+
+function requireStorage(storage: StoragePort | undefined): StoragePort {
+  if (!storage) throw new TypeError("createSyncHandler needs `storage` or `server`");
+  return storage;
+}
+
+/** The path of a URL, without origin, query or fragment. */
+function pathOf(url: string): string {
+  return url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").replace(/[?#].*$/, "") || "/";
+}
+
+function routeOf(url: string, basePath: string): SyncRoute | undefined {
+  const path = pathOf(url);
+  if (!path.startsWith(`${basePath}/`)) return undefined;
+  const name = path.slice(basePath.length + 1);
+  return (SYNC_ROUTES as readonly string[]).includes(name) ? (name as SyncRoute) : undefined;
+}
+
+/** The body's bytes, refused (413) as soon as it passes `max`, whatever Content-Length said. */
+async function readCapped(request: Request, max: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > max) throw refused("too-large", 413, `the body declares ${declared} bytes; at most ${max} are accepted`, { limit: max });
+  const stream = request.body as { getReader(): { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> } } | null;
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value!.length;
+    if (size > max) {
+      await reader.cancel().catch(() => undefined);
+      throw refused("too-large", 413, `the body is over ${max} bytes`, { limit: max });
+    }
+    chunks.push(value!);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) bytes.set(chunk, (at += chunk.length) - chunk.length);
+  return bytes;
+}
+
+function decodeBody(bytes: Uint8Array, route: SyncRoute): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw refused("malformed", 400, `${route}: the body is not UTF-8`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw refused("malformed", 400, `${route}: the body is not JSON (${(error as Error).message})`);
+  }
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
+}

@@ -1,0 +1,133 @@
+/**
+ * The other side of a sync, as the engine sees it: four calls of the protocol
+ * (docs/SYNC.md). Two kinds: another store reached directly ({@linkcode directRemote}, the
+ * server's logic run in this process over that store, with the same checks as over HTTP)
+ * and a sync server over HTTP ({@linkcode httpRemote}, fetch).
+ *
+ * @module
+ */
+import { InternalError, SyncRefusedError } from "../errors.ts";
+import type { StoragePort } from "../storage/port.ts";
+import {
+  type ErrorResponse,
+  parseSyncRequest,
+  type PullRequest,
+  type PullResponse,
+  type PushRequest,
+  type ReadRequest,
+  type ReadResponse,
+  type SegmentRequest,
+  type SegmentResponse,
+  type SyncRoute,
+} from "./protocol.ts";
+import { type PushOutcome, STORE_OWNER, type SyncPrincipal, SyncServer } from "./server.ts";
+
+/** One side of a sync the engine talks to. */
+export interface SyncRemote {
+  /** Names the remote in the local store's sync state (`sync/remotes/…`): stable across runs. */
+  readonly id: string;
+  push(request: PushRequest): Promise<PushOutcome>;
+  pull(request: PullRequest): Promise<PullResponse>;
+  read(request: ReadRequest): Promise<ReadResponse>;
+  segment(request: SegmentRequest): Promise<SegmentResponse>;
+}
+
+/** Options of {@linkcode directRemote}. */
+export interface DirectRemoteOptions {
+  /** Names this remote in the local sync state; default `direct`. Give each remote store its own. */
+  readonly id?: string;
+  /** Who the requests act for; default the store's owner (everything allowed). */
+  readonly principal?: SyncPrincipal;
+  /** Milliseconds since the epoch, for the server side. */
+  readonly clock?: () => number;
+}
+
+/**
+ * Another store as the remote: the server's rules run here over that store. Requests and
+ * answers go through JSON as on the wire, so nothing is shared between the two sides.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
+ * const backup = directRemote(new MemoryStorage(), { id: "backup" });
+ * ```
+ */
+export function directRemote(target: StoragePort | SyncServer, options: DirectRemoteOptions = {}): SyncRemote {
+  const server = target instanceof SyncServer ? target : new SyncServer({ storage: target, ...(options.clock ? { clock: options.clock } : {}) });
+  const principal = options.principal ?? STORE_OWNER;
+  const call = async <R extends SyncRoute, T>(route: R, request: unknown, answer: (parsed: ReturnType<typeof parseSyncRequest<R>>) => Promise<T>): Promise<T> =>
+    wire(await answer(parseSyncRequest(route, wire(request))));
+  return {
+    id: options.id ?? "direct",
+    push: (request) => call("push", request, (parsed) => server.push(principal, parsed)),
+    pull: (request) => call("pull", request, (parsed) => server.pull(principal, parsed)),
+    read: (request) => call("read", request, (parsed) => server.read(principal, parsed)),
+    segment: (request) => call("segment", request, (parsed) => server.segment(principal, parsed)),
+  };
+}
+
+/** Options of {@linkcode httpRemote}. */
+export interface HttpRemoteOptions {
+  /** The handler's base URL, e.g. `https://example.com/sync`. */
+  readonly url: string;
+  /** Headers of every request (an `Authorization`), or a function asked before each one. */
+  readonly headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+  /** The fetch to use; default the global one. */
+  readonly fetch?: (input: string, init: { method: string; headers: Record<string, string>; body: string }) => Promise<Response>;
+  /** Names this remote in the local sync state; default the URL. */
+  readonly id?: string;
+}
+
+/**
+ * A sync server over HTTP (`createSyncHandler`): each call is one `POST <url>/<route>` with
+ * a JSON body. A refusal arrives as the server's typed error.
+ *
+ * @example
+ * ```ts
+ * const remote = httpRemote({ url: "http://127.0.0.1:8787/sync", headers: { authorization: "Bearer t0ken" } });
+ * ```
+ */
+export function httpRemote(options: HttpRemoteOptions): SyncRemote {
+  const base = options.url.replace(/\/+$/, "");
+  const send = options.fetch ?? ((input, init) => fetch(input, init));
+  const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {
+    const extra = typeof options.headers === "function" ? await options.headers() : (options.headers ?? {});
+    const response = await send(`${base}/${route}`, {
+      method: "POST",
+      headers: { ...extra, "content-type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new InternalError(`${base}/${route} answered HTTP ${response.status} with a body that is not JSON`, {
+        status: response.status,
+        url: `${base}/${route}`,
+      });
+    }
+    const error = (body as Partial<ErrorResponse>).error;
+    if (!response.ok) {
+      if (error && typeof error.reason === "string" && response.status < 500) throw new SyncRefusedError(error.message, { ...error, status: response.status });
+      throw new InternalError(`${base}/${route} answered HTTP ${response.status}: ${error?.message ?? "no message"}`, {
+        status: response.status,
+        url: `${base}/${route}`,
+      });
+    }
+    return body as T;
+  };
+  return {
+    id: options.id ?? base,
+    push: (request) => call("push", request),
+    pull: (request) => call("pull", request),
+    read: (request) => call("read", request),
+    segment: (request) => call("segment", request),
+  };
+}
+
+/** A value as it arrives after a trip through JSON. */
+function wire<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

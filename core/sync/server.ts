@@ -1,0 +1,500 @@
+/**
+ * The server side of sync over any store (docs/SYNC.md): pushes of numbered mutations, each
+ * applied exactly once, pulls by cursor (long-polled), reads of a session's history and its
+ * segments. It keeps no state of its own beyond the store: the client ledgers
+ * (`sync/clients/<client_id>.json`) and tombstones (`sync/tombstones/…`) are files of the
+ * store, so several servers on one store serve the same clients. The HTTP handler
+ * (`handler.ts`) and the direct remote (`remote.ts`) both call it.
+ *
+ * @module
+ */
+import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
+import type { Session } from "../session/session.ts";
+import { Sessions } from "../session/registry.ts";
+import type { StoragePort } from "../storage/port.ts";
+import {
+  type AppendMutation,
+  type CreateMutation,
+  type ErrorResponse,
+  type Mutation,
+  type MutationResult,
+  type PullRequest,
+  type PullResponse,
+  type PushRequest,
+  type PushResponse,
+  type ReadRequest,
+  type ReadResponse,
+  refused,
+  type SegmentRequest,
+  type SegmentResponse,
+  type SessionHead,
+  SYNC_PROTOCOL_VERSION,
+  type Tombstone,
+} from "./protocol.ts";
+import {
+  adoptSegment,
+  asNewMessage,
+  headOf,
+  installSession,
+  labelsOf,
+  lastSequenceOf,
+  messageAt,
+  messagesAfter,
+  messagesOfSegments,
+  readSegmentFile,
+  sameLabels,
+  type SyncWriter,
+  writeLabels,
+} from "./session-files.ts";
+
+/**
+ * Who a request acts for, as the host's `authorize` hook decided: a user id, and which agents
+ * and workspaces that user may read or write.
+ *
+ * @example
+ * ```ts
+ * const alice: SyncPrincipal = { user: "alice", may: (_access, place) => place.workspaceId === "alice" };
+ * ```
+ */
+export interface SyncPrincipal {
+  readonly user: string;
+  may(access: "read" | "write", place: { readonly agentId: string; readonly workspaceId: string }): boolean;
+}
+
+/**
+ * The principal of a direct sync between two stores the caller holds: it may do everything.
+ *
+ * @example
+ * ```ts
+ * STORE_OWNER.may("write", { agentId: "a1", workspaceId: "w1" }); // true
+ * ```
+ */
+export const STORE_OWNER: SyncPrincipal = { user: "store-owner", may: () => true };
+
+/** Options of {@linkcode SyncServer}. */
+export interface SyncServerOptions {
+  /** The store it serves. */
+  readonly storage: StoragePort;
+  /** Milliseconds since the epoch; injectable for tests. */
+  readonly clock?: () => number;
+  /** Who the server's writes are by, stamped into `writer.lock` (the Node runtime: `nodeWriterIdentity()`). */
+  readonly identity?: WriterIdentity;
+  /** How often a long-poll looks at the store again. Default 200 ms. */
+  readonly pollIntervalMs?: number;
+}
+
+/** A push's answer as the server builds it: the results, and why it stopped before the end. */
+export interface PushOutcome extends PushResponse {
+  readonly error?: ErrorResponse["error"];
+}
+
+/** A client's record in the store: its user (bound on first use), its last mutation, its recent results. */
+interface ClientLedger {
+  readonly client_id: string;
+  readonly user: string;
+  readonly last_mutation: number;
+  readonly results: readonly MutationResult[];
+}
+
+/** How many recent results a ledger keeps, to answer a retried push with what it did. */
+const KEPT_RESULTS = 64;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * The sync server's logic over one store.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
+ * const server = new SyncServer({ storage: new MemoryStorage() });
+ * const { sessions } = await server.pull(STORE_OWNER, { v: 1 });
+ * ```
+ */
+export class SyncServer {
+  readonly sessions: Sessions;
+  readonly #clock: () => number;
+  readonly #writer: SyncWriter;
+  readonly #pollMs: number;
+  /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
+  readonly #clientQueues = new Map<string, Promise<unknown>>();
+
+  constructor(options: SyncServerOptions) {
+    this.#clock = options.clock ?? Date.now;
+    const identity = options.identity ?? ANONYMOUS_WRITER;
+    this.#writer = { identity, clock: this.#clock };
+    this.sessions = new Sessions({ storage: options.storage, clock: this.#clock, identity });
+    this.#pollMs = options.pollIntervalMs ?? 200;
+  }
+
+  get storage(): StoragePort {
+    return this.sessions.storage;
+  }
+
+  /**
+   * Applies a client's mutations in order, each exactly once: a number at or below the
+   * client's last is a duplicate (acknowledged, nothing applied), the next one is applied and
+   * recorded, a higher one is a gap (refused). Stops at the first refusal and says why in
+   * `error`, with the results of the mutations before it.
+   *
+   * @throws {SyncRefusedError} when nothing could be applied: `client-id-taken` (403) for
+   * another user's client id, `forbidden` (403), `mutation-gap` (409, `expected`), `session-busy` (409).
+   */
+  async push(principal: SyncPrincipal, request: PushRequest): Promise<PushOutcome> {
+    const clientId = request.client_id;
+    const previous = this.#clientQueues.get(clientId) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(() => this.#push(principal, request));
+    this.#clientQueues.set(clientId, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#clientQueues.get(clientId) === run) this.#clientQueues.delete(clientId);
+    }
+  }
+
+  async #push(principal: SyncPrincipal, request: PushRequest): Promise<PushOutcome> {
+    let ledger = await this.#bindClient(principal, request.client_id);
+    const results: MutationResult[] = [];
+    for (const mutation of request.mutations) {
+      try {
+        const ref = parseSessionRef(mutation.ref);
+        if (!principal.may("write", ref)) throw refused("forbidden", 403, `${principal.user} may not write ${mutation.ref}`, { ref: mutation.ref });
+        if (mutation.number <= ledger.last_mutation) {
+          const first = ledger.results.find((r) => r.number === mutation.number);
+          results.push({ number: mutation.number, status: "duplicate", ref: mutation.ref, ...(first ? { result: first } : {}) });
+          continue;
+        }
+        if (mutation.number > ledger.last_mutation + 1) {
+          const expected = ledger.last_mutation + 1;
+          throw refused("mutation-gap", 409, `client ${request.client_id}: mutation ${mutation.number} after ${ledger.last_mutation}; expected ${expected}`, {
+            expected,
+          });
+        }
+        const result = (await this.#continueFork(ledger, mutation)) ?? (await this.#apply(request.client_id, ref, mutation));
+        ledger = { ...ledger, last_mutation: mutation.number, results: [...ledger.results, result].slice(-KEPT_RESULTS) };
+        await this.storage.replace(ledgerPath(request.client_id), encodeJsonDocument(ledger));
+        results.push(result);
+      } catch (error) {
+        const typed = refusalOf(error, mutation.ref);
+        if (results.length === 0) throw typed;
+        return { v: SYNC_PROTOCOL_VERSION, results, error: errorBody(typed) };
+      }
+    }
+    return { v: SYNC_PROTOCOL_VERSION, results };
+  }
+
+  /**
+   * The sessions the principal may read that changed since `cursor`, and deleted ones; with
+   * `wait_ms`, waits (looking at the store every poll interval) until something changed or
+   * the time is up. An absent cursor means everything.
+   */
+  async pull(principal: SyncPrincipal, request: PullRequest, signal?: AbortSignal): Promise<PullResponse> {
+    const known = decodeCursor(request.cursor);
+    const deadline = this.#clock() + (request.wait_ms ?? 0);
+    for (;;) {
+      const changes = await this.#changes(principal, known);
+      if (changes.sessions.length > 0 || changes.tombstones.length > 0 || this.#clock() >= deadline || signal?.aborted) return changes;
+      await sleep(Math.min(this.#pollMs, Math.max(1, deadline - this.#clock())), signal);
+    }
+  }
+
+  /**
+   * One page of a session's history after `after_sequence`, with its head and `meta.json`.
+   *
+   * @throws {SyncRefusedError} `forbidden` (403), `not-found` (404).
+   */
+  async read(principal: SyncPrincipal, request: ReadRequest): Promise<ReadResponse> {
+    const session = await this.#openReadable(principal, request.ref);
+    let diverged = false;
+    if (request.expect_message_id !== undefined) {
+      const at = await messageAt(session, request.after_sequence);
+      diverged = (at?.message_id ?? null) !== request.expect_message_id;
+    }
+    const page = await messagesAfter(session, request.after_sequence, request.limit ?? 1000);
+    return { v: SYNC_PROTOCOL_VERSION, head: await headOf(this.storage, session), meta: session.meta, diverged, messages: page.messages, more: page.more };
+  }
+
+  /**
+   * One segment file, exact text.
+   *
+   * @throws {SyncRefusedError} `forbidden` (403), `not-found` (404).
+   */
+  async segment(principal: SyncPrincipal, request: SegmentRequest): Promise<SegmentResponse> {
+    const session = await this.#openReadable(principal, request.ref);
+    const segment = await readSegmentFile(this.storage, session, request.name);
+    if (!segment) throw refused("not-found", 404, `${request.ref} has no segment ${request.name}`, { ref: request.ref, name: request.name });
+    return { v: SYNC_PROTOCOL_VERSION, segment };
+  }
+
+  /**
+   * An append that continues a tail this client's earlier mutation sent into a fork (the
+   * next batch of the same offline tail) goes to that fork: the session never had the
+   * messages before its base, the fork has exactly them.
+   */
+  async #continueFork(ledger: ClientLedger, mutation: Mutation): Promise<MutationResult | undefined> {
+    if (mutation.op !== "append") return undefined;
+    const forked = ledger.results.findLast((r) => r.ref === mutation.ref && r.status === "forked" && r.fork && r.last_sequence === mutation.base_sequence);
+    if (!forked?.fork) return undefined;
+    const result = await this.#apply(ledger.client_id, parseSessionRef(forked.fork.ref), { ...mutation, ref: forked.fork.ref });
+    if (result.status === "forked") return { ...result, ref: mutation.ref };
+    if (result.status === "rejected") return undefined;
+    return { number: mutation.number, status: "forked", ref: mutation.ref, fork: forked.fork, last_sequence: mutation.messages.at(-1)!.sequence };
+  }
+
+  /** The client's ledger, created (binding the id to this user) on first use. */
+  async #bindClient(principal: SyncPrincipal, clientId: string): Promise<ClientLedger> {
+    const path = ledgerPath(clientId);
+    const fresh: ClientLedger = { client_id: clientId, user: principal.user, last_mutation: 0, results: [] };
+    const created = await this.storage.createExclusive(path, encodeJsonDocument(fresh));
+    const ledger = created ? fresh : (JSON.parse(decoder.decode((await this.storage.read(path))!)) as ClientLedger);
+    if (ledger.user !== principal.user) {
+      throw refused("client-id-taken", 403, `client id ${clientId} belongs to another user; nothing was applied`, { client_id: clientId });
+    }
+    return ledger;
+  }
+
+  async #apply(clientId: string, ref: SessionRef, mutation: Mutation): Promise<MutationResult> {
+    const refText = mutation.ref;
+    switch (mutation.op) {
+      case "create":
+      case "append": {
+        if (await this.storage.readTail(tombstonePath(ref), 0)) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+        // A writer of the server's own committed meanwhile: look again (the check is by message ids, so it cannot apply twice).
+        for (let attempt = 0;; attempt++) {
+          try {
+            return await this.#applyMessages(clientId, ref, mutation);
+          } catch (error) {
+            if (!(error instanceof RevisionConflictError) || attempt >= 5) throw error;
+          }
+        }
+      }
+      case "segment": {
+        const session = await this.#open(ref);
+        if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+        const adopted = await adoptSegment(this.sessions, refText, mutation.segment, this.#writer);
+        if (adopted === "conflict") return { number: mutation.number, status: "rejected", ref: refText, reason: "segmentation" };
+        return { number: mutation.number, status: adopted === "adopted" ? "applied" : "duplicate", ref: refText };
+      }
+      case "set_meta": {
+        const session = await this.#open(ref);
+        if (!session || session.place !== "live") return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+        const instruction = await this.storage.read(session.paths.instruction);
+        const current = instruction ? decoder.decode(instruction) : null;
+        if (!sameLabels(labelsOf(session.meta), mutation.labels) || current !== mutation.instruction) {
+          await writeLabels(this.sessions, refText, mutation.labels, mutation.instruction, this.#writer);
+        }
+        return { number: mutation.number, status: "applied", ref: refText };
+      }
+      case "archive": {
+        const session = await this.#open(ref);
+        if (session?.place === "live") await this.sessions.archive(ref);
+        return { number: mutation.number, status: "applied", ref: refText };
+      }
+      case "delete": {
+        // The tombstone first: a crash after it leaves a delete the next retry finishes.
+        const tombstone: Tombstone = { ref: refText, deleted_at: nowTimestamp(this.#clock) };
+        await this.storage.replace(tombstonePath(ref), encodeJsonDocument(tombstone));
+        for (const archived of [false, true]) {
+          await this.sessions.delete(ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+        }
+        return { number: mutation.number, status: "applied", ref: refText };
+      }
+    }
+  }
+
+  /** `create` and `append`: install, fast-forward, acknowledge what is there, or fork at the first difference. */
+  async #applyMessages(clientId: string, ref: SessionRef, mutation: CreateMutation | AppendMutation): Promise<MutationResult> {
+    const refText = mutation.ref;
+    const base = mutation.op === "create" ? 0 : mutation.base_sequence;
+    const messages = mutation.op === "create" ? [...messagesOfSegments(refText, mutation.segments), ...mutation.messages] : [...mutation.messages];
+    assertContiguous(refText, base, messages);
+    let session = await this.#open(ref);
+    if (!session && mutation.op === "create") {
+      const files = { meta: mutation.meta, instruction: mutation.instruction, segments: mutation.segments, active: mutation.messages };
+      if (await installSession(this.storage, ref, files, this.#clock)) return { number: mutation.number, status: "applied", ref: refText };
+      session = await this.#open(ref);
+    }
+    if (!session || session.place !== "live") {
+      return session
+        ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
+        : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+    }
+    const last = lastSequenceOf(session);
+    if (last < base) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
+    if (
+      mutation.op === "append" && base > 0 && mutation.base_message_id !== null && (await messageAt(session, base))?.message_id !== mutation.base_message_id
+    ) {
+      return { number: mutation.number, status: "rejected", ref: refText, reason: "base-mismatch", last_sequence: last };
+    }
+    const theirs = (await messagesAfter(session, base, messages.length)).messages;
+    const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
+    if (differs < 0) {
+      if (theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+      await session.append(messages.slice(theirs.length).map(asNewMessage));
+      return { number: mutation.number, status: "applied", ref: refText };
+    }
+    const atSequence = base + differs;
+    const fork = sessionRef(ref.agentId, ref.workspaceId, await forkIdOf(refText, clientId, mutation.number));
+    const forkRef = formatSessionRef(fork);
+    const result: MutationResult = {
+      number: mutation.number,
+      status: "forked",
+      ref: refText,
+      fork: { ref: forkRef, at_sequence: atSequence },
+      last_sequence: messages.at(-1)!.sequence,
+    };
+    if (await this.#open(fork)) return result;
+    await installSession(this.storage, fork, await this.#forkFiles(session, fork, atSequence, messages.slice(differs)), this.#clock);
+    return result;
+  }
+
+  /** The fork's files: the server's history through `atSequence` (whole segments as they are), then `tail`. */
+  async #forkFiles(session: Session, fork: SessionRef, atSequence: number, tail: readonly MessageRecord[]) {
+    const ranges = (await session.segments()).filter((r) => r.end <= atSequence);
+    const segments = [];
+    for (const range of ranges) {
+      const name = session.paths.segment(range).split("/").at(-1)!;
+      segments.push((await readSegmentFile(this.storage, session, name))!);
+    }
+    const copiedThrough = ranges.at(-1)?.end ?? 0;
+    const prefix = (await messagesAfter(session, copiedThrough, atSequence - copiedThrough)).messages;
+    const now = nowTimestamp(this.#clock);
+    const { imported_from: _imported, ...inherited } = session.meta as SessionMeta & { imported_from?: unknown };
+    const meta: SessionMeta = {
+      ...inherited,
+      session_id: fork.sessionId,
+      created_at: now,
+      updated_at: now,
+      revision: 1,
+      forked_from: { session_id: session.ref.sessionId, through_sequence: atSequence },
+    };
+    const instruction = await this.storage.read(session.paths.instruction);
+    return { meta, instruction: instruction ? decoder.decode(instruction) : null, segments, active: [...prefix, ...tail].map((m) => ({ ...m, revision: 1 })) };
+  }
+
+  async #changes(principal: SyncPrincipal, known: CursorState): Promise<PullResponse> {
+    const next: CursorState = { s: {}, t: [] };
+    const sessions: SessionHead[] = [];
+    for (const archived of [false, true]) {
+      for (const meta of await this.sessions.list({ archived })) {
+        const ref = sessionRef(meta.agent_id, meta.workspace_id, meta.session_id);
+        if (!principal.may("read", ref)) continue;
+        const refText = formatSessionRef(ref);
+        const key = `${archived ? "archived" : "live"}:${meta.revision}`;
+        next.s[refText] = key;
+        if (known.s[refText] === key) continue;
+        const session = await this.#open(ref, archived);
+        if (session) sessions.push(await headOf(this.storage, session));
+      }
+    }
+    const tombstones: Tombstone[] = [];
+    for (const agentId of (await this.storage.list("sync/tombstones")).filter(isValidId)) {
+      for (const workspaceId of (await this.storage.list(`sync/tombstones/${agentId}`)).filter(isValidId)) {
+        if (!principal.may("read", { agentId, workspaceId })) continue;
+        for (const name of await this.storage.list(`sync/tombstones/${agentId}/${workspaceId}`)) {
+          const ref = `${agentId}/${workspaceId}/${name.replace(/\.json$/, "")}`;
+          next.t.push(ref);
+          if (known.t.includes(ref)) continue;
+          const bytes = await this.storage.read(`sync/tombstones/${agentId}/${workspaceId}/${name}`);
+          if (bytes) tombstones.push(JSON.parse(decoder.decode(bytes)) as Tombstone);
+        }
+      }
+    }
+    return { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(next), sessions, tombstones };
+  }
+
+  async #openReadable(principal: SyncPrincipal, refText: string): Promise<Session> {
+    const ref = parseSessionRef(refText);
+    if (!principal.may("read", ref)) throw refused("forbidden", 403, `${principal.user} may not read ${refText}`, { ref: refText });
+    const session = (await this.#open(ref)) ?? (await this.#open(ref, true));
+    if (!session) throw refused("not-found", 404, `no session ${refText}`, { ref: refText });
+    return session;
+  }
+
+  /** The session, or `undefined` when there is none in that place. */
+  async #open(ref: SessionRef, archived = false): Promise<Session | undefined> {
+    try {
+      return await this.sessions.open(ref, { archived });
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+  }
+}
+
+/** Which sessions (ref → place and revision) and tombstones a client has seen: the pull cursor's content. */
+interface CursorState {
+  s: Record<string, string>;
+  t: string[];
+}
+
+function encodeCursor(state: CursorState): string {
+  return btoa(String.fromCharCode(...encoder.encode(JSON.stringify(state))));
+}
+
+function decodeCursor(cursor: string | undefined): CursorState {
+  if (cursor === undefined) return { s: {}, t: [] };
+  try {
+    const state = JSON.parse(decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0)))) as CursorState;
+    if (typeof state.s === "object" && state.s !== null && Array.isArray(state.t)) return state;
+  } catch {
+    // Refused below.
+  }
+  throw refused("malformed", 400, "pull: cursor is not one this server gave", {});
+}
+
+function ledgerPath(clientId: string): string {
+  return `sync/clients/${clientId}.json`;
+}
+
+function tombstonePath(ref: SessionRef): string {
+  return `sync/tombstones/${ref.agentId}/${ref.workspaceId}/${ref.sessionId}.json`;
+}
+
+/** The fork's session id, derived from the request: a retried push finds the same fork. */
+async function forkIdOf(ref: string, clientId: string, number: number): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(`${ref}\n${clientId}\n${number}`)));
+  const hex = Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${parseSessionRef(ref).sessionId.slice(0, 100)}.fork-${hex}`;
+}
+
+function assertContiguous(ref: string, base: number, messages: readonly MessageRecord[]): void {
+  messages.forEach((m, i) => {
+    if (m.sequence !== base + i + 1) {
+      throw refused("malformed", 400, `${ref}: message ${i} has sequence ${m.sequence}; expected ${base + i + 1}`, { ref, index: i });
+    }
+  });
+}
+
+/** A refusal as it is; a session another writer holds as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
+function refusalOf(error: unknown, ref: string): SyncRefusedError {
+  if (error instanceof SyncRefusedError) return error;
+  if (error instanceof WriterLockedError) {
+    return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
+  }
+  const typed = asSessionfoldError(error, "push failed");
+  if (typed.code !== "invalid-input" && typed.code !== "invalid-id") throw typed;
+  return new SyncRefusedError(typed.message, { ...typed.details, reason: "malformed", status: 400 });
+}
+
+/** The JSON error of a refusal. */
+export function errorBody(error: SyncRefusedError): ErrorResponse["error"] {
+  const { reason: _reason, status: _status, ...details } = error.details;
+  return { ...details, reason: error.reason, message: error.message };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,139 @@
+/**
+ * The commands that connect stores (docs/SYNC.md): `serve` runs the sync server over the
+ * store, `sync` brings the store and a remote (a sync server's URL, a folder, a PostgreSQL
+ * store) to the same state.
+ *
+ * @module
+ */
+import { timingSafeEqual } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { formatSessionRef } from "../../../core/mod.ts";
+import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
+import { serveFetchHandler } from "../../fetch-server.ts";
+import { nodeWriterIdentity } from "../../mod.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
+import { EXIT, UsageError } from "../exit.ts";
+import type { CliIo } from "../io.ts";
+import { resolveStore, Store } from "../store.ts";
+
+/** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
+export const serve: Command = {
+  name: "serve",
+  synopsis: "serve [--host H] [--port P] [--token-file F]",
+  summary: "run the sync server over the store",
+  help: [
+    "Serves the store to `sessionfold sync --remote URL` and to hosts using sessionfold/sync",
+    "(docs/SYNC.md), until SIGINT or SIGTERM. Prints the URL it listens on as its first line",
+    "on stdout. --port 0 (the default) picks a free port. With --token-file, every request",
+    "must carry `Authorization: Bearer <the file's content>`; without one it listens only on",
+    "a loopback address (127.0.0.1, ::1, localhost).",
+  ].join("\n"),
+  spec: {
+    positionals: [],
+    options: {
+      host: { type: "string", value: "H", description: "the address to listen on (default 127.0.0.1)" },
+      port: { type: "string", value: "P", description: "the port (default 0: a free one)" },
+      "token-file": { type: "string", value: "F", description: "a file holding the bearer token every request must carry" },
+    },
+  },
+  async run({ io, store, args }) {
+    const host = stringOption(args, "host") ?? "127.0.0.1";
+    const portText = stringOption(args, "port") ?? "0";
+    const port = Number(portText);
+    if (!/^\d+$/.test(portText) || port > 65535) throw new UsageError(`serve: --port takes 0 to 65535, got ${JSON.stringify(portText)}`, { option: "--port" });
+    const tokenFile = stringOption(args, "token-file");
+    if (tokenFile === undefined && !isLoopback(host)) {
+      throw new UsageError(`serve: listening on ${host} needs --token-file F; without a token only a loopback address is served`, { option: "--token-file" });
+    }
+    const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
+    const opened = await store.forWriting();
+    const handler = createSyncHandler({
+      server: new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }),
+      authorize: (request) => (token === undefined || bearerMatches(request.headers.get("authorization"), token) ? STORE_OWNER : undefined),
+    });
+    const server = await serveFetchHandler(handler, { host, port });
+    io.stdout(`${server.url}\n`);
+    await new Promise<void>((done) => {
+      process.once("SIGINT", done);
+      process.once("SIGTERM", done);
+    });
+    await server.close();
+    return EXIT.ok;
+  },
+};
+
+/** `sessionfold sync`: push and pull between the store and a remote. */
+export const sync: Command = {
+  name: "sync",
+  synopsis: "sync [REF] --remote URL|DIR|postgres://… [--token-file F]",
+  summary: "bring the store and a remote to the same state",
+  help: [
+    "Pushes what the remote lacks and pulls what the store lacks, for REF or every session",
+    "(docs/SYNC.md). The remote is a sync server (`sessionfold serve`, or a host's",
+    "createSyncHandler) by its URL, a folder, or a postgres:// store. Two devices that wrote",
+    "after the same point: the first keeps the session, the other's messages become a fork,",
+    "listed. A refused token is error[unauthorized]; nothing changed.",
+    '--json: {"pushed","pulled","forks":[{"ref","forked_as","at_sequence"}],"conflicts":[{"ref","reason","message"}]}',
+  ].join("\n"),
+  spec: {
+    positionals: [],
+    optionalPositionals: ["REF"],
+    options: {
+      remote: { type: "string", value: "URL|DIR|postgres://…", description: "the other side" },
+      "token-file": { type: "string", value: "F", description: "a file holding the bearer token of the remote server" },
+    },
+  },
+  async run({ io, out, store, args }) {
+    const ref = args.positionals.length > 0 ? formatSessionRef(refArg(args)) : undefined;
+    const target = stringOption(args, "remote");
+    if (target === undefined) throw new UsageError("sync: missing --remote URL|DIR|postgres://…", { option: "--remote" });
+    const tokenFile = stringOption(args, "token-file");
+    const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
+    const local = await store.forWriting();
+    let remoteStore: Store | undefined;
+    try {
+      let remote: SyncRemote;
+      if (/^https?:\/\//i.test(target)) {
+        remote = httpRemote({ url: target, ...(token !== undefined ? { headers: { authorization: `Bearer ${token}` } } : {}) });
+      } else {
+        const location = /^postgres(ql)?:\/\//i.test(target)
+          ? resolveStore({ root: undefined, store: target }, io)
+          : ({ kind: "files", root: resolve(io.cwd ?? process.cwd(), target) } as const);
+        remoteStore = new Store(location, io);
+        const opened = await remoteStore.forWriting();
+        remote = directRemote(new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }), { id: location.root });
+      }
+      const report = await syncStores({ local: local.sessions, remote, identity: nodeWriterIdentity(), ...(ref !== undefined ? { refs: [ref] } : {}) });
+      const { pushed, pulled, forks, conflicts } = report;
+      return out.result({ pushed, pulled, forks, conflicts }, () =>
+        [
+          `pushed ${pushed} message${pushed === 1 ? "" : "s"}, pulled ${pulled}`,
+          ...forks.map((f) => `fork: ${f.ref} after sequence ${f.at_sequence} continues as ${f.forked_as}`),
+          ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
+        ].join("\n"));
+    } finally {
+      await remoteStore?.close().catch(() => undefined);
+    }
+  },
+};
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+async function readToken(io: CliIo, file: string): Promise<string> {
+  const path = resolve(io.cwd ?? process.cwd(), file);
+  const token = (await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
+    throw new UsageError(`--token-file ${path}: ${error.code === "ENOENT" ? "no such file" : error.message}`, { option: "--token-file" });
+  })).trim();
+  if (token === "" || /\s/.test(token)) throw new UsageError(`--token-file ${path}: expected one token (no spaces) on one line`, { option: "--token-file" });
+  return token;
+}
+
+/** `Bearer <token>`, compared in constant time. */
+function bearerMatches(header: string | null, token: string): boolean {
+  const given = Buffer.from(header ?? "");
+  const expected = Buffer.from(`Bearer ${token}`);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

@@ -1,0 +1,85 @@
+/**
+ * A web-standard fetch handler (`(Request) => Promise<Response>`, such as
+ * `createSyncHandler` of `sessionfold/sync`) served by node:http: request bodies stream in,
+ * a client that goes away aborts the request's signal. What `sessionfold serve` listens with.
+ *
+ * @module
+ */
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+
+/** Options of {@linkcode serveFetchHandler}. */
+export interface ServeFetchOptions {
+  /** The address to listen on. Default `127.0.0.1`. */
+  readonly host?: string;
+  /** The port; 0 (the default) picks a free one. */
+  readonly port?: number;
+}
+
+/** A listening server: its URL (`http://host:port`) and how to stop it. */
+export interface FetchServer {
+  readonly url: string;
+  /** Stops listening and ends open connections (a waiting long-poll included). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `handler` over HTTP until `close()`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * import { createSyncHandler } from "sessionfold/sync";
+ *
+ * const server = await serveFetchHandler(createSyncHandler({ storage: new MemoryStorage(), authorize: () => ({ user: "me", may: () => true }) }));
+ * console.log(server.url); // http://127.0.0.1:41234
+ * await server.close();
+ * ```
+ */
+export async function serveFetchHandler(handler: (request: Request) => Promise<Response>, options: ServeFetchOptions = {}): Promise<FetchServer> {
+  const host = options.host ?? "127.0.0.1";
+  const server = createServer((req, res) => {
+    const gone = new AbortController();
+    res.on("close", () => gone.abort());
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const request = new Request(`http://${req.headers.host ?? host}${req.url ?? "/"}`, {
+      method: req.method ?? "GET",
+      headers: headersOf(req.headers),
+      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
+      signal: gone.signal,
+    } as RequestInit);
+    handler(request)
+      .then(async (response) => {
+        res.writeHead(response.status, Object.fromEntries(response.headers));
+        res.end(Buffer.from(await response.arrayBuffer()));
+      })
+      .catch((error: unknown) => {
+        // The handler answers its own errors; this is a bug in it, still answered.
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+        res.end(String(error));
+      });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+function headersOf(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value;
+  return out;
+}

@@ -1,0 +1,612 @@
+/**
+ * The conformance suite of sync (docs/SYNC.md): every pair a user can combine (two stores
+ * directly, a store and a sync server over HTTP, on any backend) runs the same cases, in the
+ * style of automerge-repo's and LiveStore's transport suites. A test file calls
+ * {@linkcode runSyncTests} once per pair with a setup function; each test gets a fresh,
+ * empty server store and fresh devices from it.
+ *
+ * After every case the invariants hold: every message id the server acknowledged exists
+ * exactly once across the session and its forks (a fork's own messages being those after
+ * its `forked_from.through_sequence`), each branch's sequences run 1..n without a gap, and
+ * after a final sync every device holds what the server holds.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * import { directRemote } from "sessionfold/sync";
+ * import { runSyncTests, testPrincipal } from "sessionfold/testing/sync-conformance";
+ *
+ * runSyncTests("memory ↔ memory", () => {
+ *   const server = new MemoryStorage();
+ *   return { server, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user ?? "nobody") }) };
+ * });
+ * ```
+ * @module
+ */
+import { describe, expect, it } from "vitest";
+import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
+import { type Mutation, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
+
+/** What a setup function hands to {@linkcode runSyncTests}. */
+export interface SyncTestTarget {
+  /** The server's store, empty. */
+  readonly server: StoragePort;
+  /** A fresh, empty store for one more device. */
+  newDevice(): StoragePort | Promise<StoragePort>;
+  /**
+   * The remote as `user` reaches it ({@linkcode testPrincipal} says what each user may).
+   * `null`: a request without credentials, which an HTTP server answers with 401 (a direct
+   * remote has no credentials to check: leave `unauthenticated` false).
+   */
+  remote(user: string | null): SyncRemote;
+  /** Whether `remote(null)` is refused with 401 (a server that authenticates). */
+  readonly unauthenticated?: boolean;
+  /** Runs after each test: close servers, remove folders. */
+  teardown?(): Promise<void> | void;
+}
+
+/** Counts of one case: messages the server acknowledged, found on the server, and in forks. */
+export interface SyncCaseCounts {
+  readonly acknowledged: number;
+  readonly found: number;
+  readonly forked: number;
+}
+
+/** Options of {@linkcode runSyncTests}. */
+export interface SyncTestOptions {
+  /** Told the counts of each case once its invariants held (for a matrix in a report). */
+  readonly onCase?: (name: string, counts: SyncCaseCounts) => void;
+}
+
+/**
+ * What user `user` may do in the suite: read and write the workspaces `shared` and
+ * `w-<user>`, nothing else. A target's `authorize` hook maps credentials to this.
+ *
+ * @example
+ * ```ts
+ * testPrincipal("alice").may("write", { agentId: "a1", workspaceId: "w-alice" }); // true
+ * testPrincipal("bob").may("read", { agentId: "a1", workspaceId: "w-alice" }); // false
+ * ```
+ */
+export function testPrincipal(user: string): SyncPrincipal {
+  return { user, may: (_access, place) => place.workspaceId === "shared" || place.workspaceId === `w-${user}` };
+}
+
+/** A device: its store, its sessions, its remote, and the message ids the server acknowledged to it. */
+interface Device {
+  readonly storage: StoragePort;
+  readonly sessions: Sessions;
+  remote: SyncRemote;
+  readonly acknowledged: Set<string>;
+}
+
+/** What a test body gets. */
+interface Harness {
+  readonly target: SyncTestTarget;
+  readonly server: Sessions;
+  device(user?: string): Promise<Device>;
+  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number }): Promise<SyncReport>;
+  readonly devices: Device[];
+  /** Message ids of a session deleted on purpose: no longer expected anywhere. */
+  readonly forgotten: Set<string>;
+  /** Message ids a test wrote on a device: each must end up on the server exactly once. */
+  readonly written: Set<string>;
+}
+
+const REF = "a1/shared/s1";
+
+const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
+const reply = (t: string) => ({ role: "assistant" as const, parts: [{ type: "text" as const, text: t }] });
+
+/**
+ * Registers the sync cases for one pair.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * import { directRemote } from "sessionfold/sync";
+ *
+ * runSyncTests("memory ↔ memory", () => {
+ *   const server = new MemoryStorage();
+ *   return { server, newDevice: () => new MemoryStorage(), remote: (user) => directRemote(server, { id: "server", principal: testPrincipal(user ?? "nobody") }) };
+ * });
+ * ```
+ */
+export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise<SyncTestTarget>, options: SyncTestOptions = {}): void {
+  const test = (title: string, body: (h: Harness) => Promise<void>) =>
+    it(title, async () => {
+      const target = await setup();
+      const devices: Device[] = [];
+      const harness: Harness = {
+        target,
+        server: new Sessions({ storage: target.server }),
+        devices,
+        forgotten: new Set(),
+        written: new Set(),
+        async device(user = "alice") {
+          const storage = await target.newDevice();
+          const device: Device = { storage, sessions: new Sessions({ storage }), remote: target.remote(user), acknowledged: new Set() };
+          devices.push(device);
+          return device;
+        },
+        async sync(device, batches = {}) {
+          const report = await syncStores({ local: device.sessions, remote: device.remote, ...batches });
+          for (const id of report.acknowledged) device.acknowledged.add(id);
+          return report;
+        },
+      };
+      try {
+        await body(harness);
+        const counts = await checkInvariants(harness);
+        options.onCase?.(title, counts);
+      } finally {
+        await target.teardown?.();
+      }
+    });
+
+  describe(`sync conformance: ${name}`, () => {
+    test("initial push: a new session with its instruction, title and messages reaches the server", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1", title: "Port to Deno", instruction: "Be brief." });
+      await s.append([text("one"), reply("two"), text("three")]);
+      const report = await h.sync(a);
+      expect(report.pushed).toBe(3);
+      const there = await h.server.open(REF);
+      expect(await ids(there)).toEqual(s.active.map((m) => m.message_id));
+      expect(there.meta.title).toBe("Port to Deno");
+      expect(there.system).toBe("Be brief.");
+    });
+
+    test("pull to a fresh device: segments by name, Active, meta and instruction", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1", title: "t", instruction: "i" });
+      for (let i = 0; i < 6; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      await s.compact({ summarizer: new ExtractiveSummarizer() });
+      await s.append(text("after the compaction"));
+      await h.sync(a);
+      const b = await h.device();
+      const report = await h.sync(b);
+      expect(report.pulled).toBe(13);
+      const copy = await b.sessions.open(REF);
+      expect(await ids(copy)).toEqual(await ids(s));
+      expect((await copy.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect(copy.summary?.text).toBe(s.summary?.text);
+      expect(copy.meta.title).toBe("t");
+      expect(copy.system).toBe("i");
+    });
+
+    test("incremental: only the new messages travel, both ways", async (h) => {
+      const { a, b, s } = await twoDevicesSharing(h);
+      await s.append(text("three"));
+      expect((await h.sync(a)).pushed).toBe(1);
+      expect((await h.sync(b)).pulled).toBe(1);
+      const onB = await b.sessions.open(REF);
+      await onB.append(reply("four"));
+      expect((await h.sync(b)).pushed).toBe(1);
+      const back = await h.sync(a);
+      expect(back.pulled).toBe(1);
+      expect(back.pushed).toBe(0);
+      const again = await h.sync(a);
+      expect([again.pushed, again.pulled]).toEqual([0, 0]);
+    });
+
+    test("labels and instruction changed by another tool travel to the other devices", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1", title: "first", instruction: "one" });
+      await h.sync(a);
+      await h.sync(b);
+      // A third-party writer (docs/FORMAT.md): a new meta.json with a new revision, a new instruction.md.
+      const before = await a.sessions.open(REF);
+      await a.storage.replace(before.paths.instruction, new TextEncoder().encode("two"));
+      await a.storage.replace(before.paths.meta, new TextEncoder().encode(JSON.stringify({ ...before.meta, title: "second", revision: before.revision + 1 })));
+      await h.sync(a);
+      expect((await h.server.open(REF)).meta.title).toBe("second");
+      await h.sync(b);
+      const onB = await b.sessions.open(REF);
+      expect([onB.meta.title, onB.system]).toEqual(["second", "two"]);
+    });
+
+    test("a repeated push is acknowledged as a duplicate and applied once", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      await s.append(text("one"));
+      const push = { v: 1, client_id: "client-dup", mutations: [appendOf(s, 0)] };
+      const first = await a.remote.push(push);
+      const second = await a.remote.push(push);
+      expect(first.results.map((r) => r.status)).toEqual(["applied"]);
+      expect(second.results.map((r) => r.status)).toEqual(["duplicate"]);
+      expect(second.results[0]!.result?.status).toBe("applied");
+      expect(await ids(await h.server.open(REF))).toEqual([s.active[0]!.message_id]);
+      a.acknowledged.add(s.active[0]!.message_id);
+      await h.sync(a);
+    });
+
+    test("a gap in mutation numbers is refused with 409 and the number expected; nothing applied", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      await s.append(text("one"));
+      const refusal = await a.remote.push({ v: 1, client_id: "client-gap", mutations: [{ ...appendOf(s, 0), number: 2 }] }).catch((e: unknown) => e);
+      expect(refusal).toBeInstanceOf(SyncRefusedError);
+      expect((refusal as SyncRefusedError).reason).toBe("mutation-gap");
+      expect((refusal as SyncRefusedError).status).toBe(409);
+      expect((refusal as SyncRefusedError).details.expected).toBe(1);
+      expect(await ids(await h.server.open(REF))).toEqual([]);
+      await h.sync(a);
+    });
+
+    test("a response lost after the commit: the retry applies nothing twice", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await s.append([text("one"), reply("two")]);
+      a.remote = losingNextPushAnswer(a.remote);
+      await expect(h.sync(a)).rejects.toThrow("connection reset");
+      expect(await ids(await h.server.open(REF))).toEqual(s.active.map((m) => m.message_id));
+      const retry = await h.sync(a);
+      expect(retry.pushed).toBe(0);
+      expect(retry.acknowledged).toEqual(s.active.map((m) => m.message_id));
+      expect(await ids(await h.server.open(REF))).toEqual(s.active.map((m) => m.message_id));
+    });
+
+    for (const order of ["A then B", "B then A"] as const) {
+      test(`two devices write offline after the same sequence, ${order} reconnects first: a fork, reported, the same on retry`, async (h) => {
+        const { a, b, s } = await twoDevicesSharing(h);
+        await s.append([text("A3"), reply("A4")]);
+        await (await b.sessions.open(REF)).append([text("B3"), reply("B4"), text("B5")]);
+        const [first, second] = order === "A then B" ? [a, b] : [b, a];
+        const firstTail = await idsAfter(first, 2);
+        const secondTail = await idsAfter(second, 2);
+        expect((await h.sync(first)).forks).toEqual([]);
+        // The second device's push: its answer lost once, so the retry must find the same fork.
+        second.remote = losingNextPushAnswer(second.remote);
+        await expect(h.sync(second)).rejects.toThrow("connection reset");
+        const report = await h.sync(second);
+        expect(report.forks).toHaveLength(1);
+        const fork = report.forks[0]!;
+        expect(fork.ref).toBe(REF);
+        expect(fork.at_sequence).toBe(2);
+        const main = await h.server.open(REF);
+        expect(await idsAfterIn(main, 2)).toEqual(firstTail);
+        const forked = await h.server.open(fork.forked_as);
+        expect(forked.meta.forked_from).toEqual({ session_id: "s1", through_sequence: 2 });
+        expect(await idsAfterIn(forked, 2)).toEqual(secondTail);
+        expect(await h.server.list({ agentId: "a1", workspaceId: "shared" })).toHaveLength(2);
+        // The second device now holds the server's session and the fork.
+        expect(await ids(await second.sessions.open(REF))).toEqual(await ids(main));
+        expect(await ids(await second.sessions.open(fork.forked_as))).toEqual(await ids(forked));
+      });
+    }
+
+    test("a compaction on one device reaches the server and the other devices as the same segment", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      for (let i = 0; i < 5; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      await h.sync(a);
+      await h.sync(b);
+      await s.compact({ summarizer: new ExtractiveSummarizer() });
+      const report = await h.sync(a);
+      expect(report.reread).toEqual([]);
+      expect((await (await h.server.open(REF)).segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await h.sync(b)).reread).toEqual([]);
+      const onB = await b.sessions.open(REF);
+      expect(onB.summary?.text).toBe(s.summary?.text);
+      expect(onB.active.map((m) => m.message_id)).toEqual(s.active.map((m) => m.message_id));
+    });
+
+    test("two devices compact differently: the server's segmentation wins and the other device re-reads it", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      for (let i = 0; i < 6; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      await h.sync(a);
+      await h.sync(b);
+      await s.compact({ summarizer: new ExtractiveSummarizer() });
+      const onB = await b.sessions.open(REF);
+      await onB.append([text("b13"), reply("b14")]);
+      await onB.compact({ summarizer: new ExtractiveSummarizer() });
+      await h.sync(a);
+      const report = await h.sync(b);
+      expect(report.reread).toEqual([REF]);
+      expect(report.pushed).toBe(2);
+      const server = await h.server.open(REF);
+      expect((await server.segments()).map(String)).toEqual((await s.segments()).map(String));
+      const again = await b.sessions.open(REF);
+      expect((await again.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await ids(again)).length).toBe(14);
+    });
+
+    test("batches: a long session goes in several pushes and reads, and an interrupted push resumes", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      for (let i = 0; i < 15; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+      const real = a.remote;
+      let pushes = 0;
+      a.remote = {
+        ...real,
+        push: (request) => {
+          if (++pushes === 2) return Promise.reject(new Error("network down before the request left"));
+          return real.push(request);
+        },
+      };
+      await expect(h.sync(a, { batchMessages: 4, batchMutations: 2 })).rejects.toThrow("network down");
+      const partly = await ids(await h.server.open(REF));
+      expect(partly.length).toBe(8);
+      const report = await h.sync(a, { batchMessages: 4, batchMutations: 2 });
+      expect(report.pushed).toBe(22);
+      const b = await h.device();
+      expect((await h.sync(b, { batchMessages: 7 })).pulled).toBe(30);
+    });
+
+    test("a concurrent duplicate push applies once", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await h.sync(a);
+      await s.append([text("one"), reply("two")]);
+      const push = { v: 1, client_id: "client-concurrent", mutations: [appendOf(s, 0)] };
+      const outcomes = await Promise.allSettled([a.remote.push(push), a.remote.push(push)]);
+      for (const outcome of outcomes) {
+        // Two server instances may race: the loser is told to push again (409), never applied twice.
+        if (outcome.status === "rejected") expect((outcome.reason as SyncRefusedError).reason).toBe("session-busy");
+        else expect(["applied", "duplicate"]).toContain(outcome.value.results[0]!.status);
+      }
+      expect(outcomes.some((o) => o.status === "fulfilled" && o.value.results[0]!.status === "applied")).toBe(true);
+      expect(await ids(await h.server.open(REF))).toEqual(s.active.map((m) => m.message_id));
+    });
+
+    test("a server restored from an older backup: the client pushes again and nothing is lost", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+      await s.append([text("one"), reply("two")]);
+      await h.sync(a);
+      const backup = await snapshot(h.target.server);
+      await s.append([text("three"), reply("four")]);
+      await h.sync(a);
+      await restore(h.target.server, backup);
+      expect((await ids(await h.server.open(REF))).length).toBe(2);
+      await s.append(text("five"));
+      const report = await h.sync(a);
+      expect(report.conflicts).toEqual([]);
+      expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+    });
+
+    test("a long-poll pull answers when another device pushes", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      await h.sync(b);
+      const { cursor } = await b.remote.pull({ v: 1 });
+      const waiting = b.remote.pull({ v: 1, cursor, wait_ms: 30_000 });
+      await (await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append(text("live"));
+      await h.sync(a);
+      const { sessions } = await waiting;
+      expect(sessions.map((head) => head.ref)).toEqual([REF]);
+      expect(sessions[0]!.last_sequence).toBe(1);
+    });
+
+    // Four seeds here; 300 more passed while the suite was written (docs/SYNC.md "Tests").
+    for (const run of [0, 1, 2, 3]) {
+      test(`randomized: three devices, offline windows, lost answers, compactions (seed ${run})`, async (h) => {
+        let seed = 20261204 + run * 7919;
+        const random = (n: number) => {
+          seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+          return seed % n;
+        };
+        const devices = [await h.device(), await h.device(), await h.device()];
+        await devices[0]!.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        for (let step = 0; step < 40; step++) {
+          const device = devices[random(devices.length)]!;
+          const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
+          const action = random(10);
+          if (action < 5 && refs.length > 0) {
+            const session = await device.sessions.open(refs[random(refs.length)]!);
+            const count = 1 + random(3);
+            for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
+            for (const m of session.active.slice(-count)) h.written.add(m.message_id);
+          } else if (action < 6 && refs.length > 0) {
+            const session = await device.sessions.open(refs[random(refs.length)]!);
+            if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+          } else if (action < 8) {
+            await h.sync(device);
+          } else {
+            // The answer to this sync's first push is lost after the server committed it.
+            const real = device.remote;
+            device.remote = losingNextPushAnswer(real);
+            await h.sync(device).catch((error: unknown) => expect(String(error)).toMatch(/connection reset/));
+            device.remote = real;
+          }
+        }
+      });
+    }
+
+    test("a long offline tail forked in several batches goes to one fork", async (h) => {
+      const { a, b, s } = await twoDevicesSharing(h);
+      await s.append(text("A3"));
+      await h.sync(a);
+      const onB = await b.sessions.open(REF);
+      for (let i = 3; i <= 9; i++) await onB.append(i % 2 ? text(`B${i}`) : reply(`B${i}`));
+      const tail = await idsAfter(b, 2);
+      const report = await h.sync(b, { batchMessages: 2, batchMutations: 2 });
+      expect(report.forks).toHaveLength(1);
+      expect(await idsAfterIn(await h.server.open(report.forks[0]!.forked_as), 2)).toEqual(tail);
+      expect(await h.server.list()).toHaveLength(2);
+    });
+
+    test("403: another user's workspace is refused and nothing changes; a spoofed client id is refused", async (h) => {
+      const alice = await h.device("alice");
+      const s = await alice.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
+      await s.append(text("private"));
+      await h.sync(alice);
+      const bob = await h.device("bob");
+      const report = await h.sync(bob);
+      expect(report.pulled).toBe(0);
+      expect(await bob.sessions.list()).toEqual([]);
+      const read = await bob.remote.read({ v: 1, ref: "a1/w-alice/s1", after_sequence: 0 }).catch((e: unknown) => e);
+      expect((read as SyncRefusedError).status).toBe(403);
+      const mallory = await bob.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
+      await mallory.append(text("written by bob"));
+      const write = await bob.remote.push({ v: 1, client_id: "client-bob", mutations: [appendOf(mallory, 0)] }).catch((e: unknown) => e);
+      expect((write as SyncRefusedError).status).toBe(403);
+      expect((write as SyncRefusedError).reason).toBe("forbidden");
+      // Alice's client id, sent by Bob.
+      const aliceClient = await clientIdOf(alice);
+      const spoofed = await bob.remote.push({ v: 1, client_id: aliceClient, mutations: [] }).catch((e: unknown) => e);
+      expect((spoofed as SyncRefusedError).status).toBe(403);
+      expect((spoofed as SyncRefusedError).reason).toBe("client-id-taken");
+      expect(await ids(await h.server.open("a1/w-alice/s1"))).toEqual(s.active.map((m) => m.message_id));
+      await bob.sessions.delete("a1/w-alice/s1");
+      h.devices.splice(h.devices.indexOf(bob), 1);
+      if (h.target.unauthenticated) {
+        const nobody = h.target.remote(null);
+        const refused = await nobody.pull({ v: 1 }).catch((e: unknown) => e);
+        expect((refused as SyncRefusedError).status).toBe(401);
+        expect((refused as SyncRefusedError).code).toBe("unauthorized");
+      }
+    });
+
+    test("archive and delete travel as tombstones", async (h) => {
+      const a = await h.device();
+      const b = await h.device();
+      await (await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append(text("one"));
+      await (await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s2" })).append(text("two"));
+      await h.sync(a);
+      await h.sync(b);
+      await a.sessions.archive(REF);
+      for (const id of await ids(await a.sessions.open("a1/shared/s2"))) h.forgotten.add(id);
+      await a.sessions.delete("a1/shared/s2");
+      await h.sync(a);
+      await h.sync(b);
+      expect((await b.sessions.list()).map((m) => m.session_id)).toEqual([]);
+      expect((await b.sessions.list({ archived: true })).map((m) => m.session_id)).toEqual(["s1"]);
+      expect((await h.server.list()).map((m) => m.session_id)).toEqual([]);
+    });
+  });
+}
+
+/** Two devices that both hold session s1 with two messages, synced. */
+async function twoDevicesSharing(h: Harness): Promise<{ a: Device; b: Device; s: Session }> {
+  const a = await h.device();
+  const b = await h.device();
+  const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+  await s.append([text("one"), reply("two")]);
+  await h.sync(a);
+  expect((await h.sync(b)).pulled).toBe(2);
+  return { a, b, s };
+}
+
+/** The invariants, after a final sync of every device twice (so each sees what the others pushed). */
+async function checkInvariants(h: Harness): Promise<SyncCaseCounts> {
+  for (let round = 0; round < 2; round++) for (const device of h.devices) await h.sync(device);
+  const server = h.server;
+  const owners = new Map<string, string[]>();
+  let forked = 0;
+  let found = 0;
+  for (const archived of [false, true]) {
+    for (const meta of await server.list({ archived })) {
+      const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
+      const history = await fullHistory(await server.open(ref, { archived }));
+      expect(history.map((m) => m.sequence), `${ref}: sequences 1..n`).toEqual(history.map((_, i) => i + 1));
+      const own = history.filter((m) => m.sequence > (meta.forked_from?.through_sequence ?? 0));
+      if (meta.forked_from) forked += own.length;
+      found += own.length;
+      for (const m of own) owners.set(m.message_id, [...(owners.get(m.message_id) ?? []), ref]);
+    }
+  }
+  const acknowledged = new Set([...h.devices.flatMap((d) => [...d.acknowledged]), ...h.written].filter((id) => !h.forgotten.has(id)));
+  for (const id of acknowledged) {
+    expect(owners.get(id), `message ${id} (acknowledged or written): exactly once across the sessions and their forks`).toHaveLength(1);
+  }
+  for (const [id, refs] of owners) expect(refs, `message ${id}`).toHaveLength(1);
+  for (const device of h.devices) {
+    for (const archived of [false, true]) {
+      const theirs = (await server.list({ archived })).map((m) => m.session_id).sort();
+      const mine = (await device.sessions.list({ archived })).map((m) => m.session_id).sort();
+      expect(mine, "a device lists what the server lists").toEqual(theirs);
+      for (const meta of await server.list({ archived })) {
+        const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
+        const [a, b] = [await server.open(ref, { archived }), await device.sessions.open(ref, { archived })];
+        expect(await ids(b), `${ref}: the device converged`).toEqual(await ids(a));
+        expect((await b.segments()).map(String), `${ref}: same segments`).toEqual((await a.segments()).map(String));
+        expect([b.meta.title, b.system], `${ref}: same labels and instruction`).toEqual([a.meta.title, a.system]);
+      }
+    }
+  }
+  return { acknowledged: acknowledged.size, found, forked };
+}
+
+async function fullHistory(session: Session): Promise<MessageRecord[]> {
+  const out: MessageRecord[] = [];
+  for (const range of await session.segments()) out.push(...(await session.readSegment(range)).messages);
+  out.push(...session.active);
+  return out;
+}
+
+async function ids(session: Session): Promise<string[]> {
+  return (await fullHistory(session)).map((m) => m.message_id);
+}
+
+async function idsAfterIn(session: Session, sequence: number): Promise<string[]> {
+  return (await fullHistory(session)).filter((m) => m.sequence > sequence).map((m) => m.message_id);
+}
+
+async function idsAfter(device: Device, sequence: number): Promise<string[]> {
+  return idsAfterIn(await device.sessions.open(REF), sequence);
+}
+
+/** Every file of a store, by path (a backup). */
+async function snapshot(storage: Store, dir = ""): Promise<Map<string, Uint8Array>> {
+  const files = new Map<string, Uint8Array>();
+  for (const name of await storage.list(dir)) {
+    const path = dir ? `${dir}/${name}` : name;
+    const children = await storage.list(path).catch(() => []);
+    if (children.length > 0) { for (const [p, bytes] of await snapshot(storage, path)) files.set(p, bytes); }
+    else {
+      const bytes = await storage.read(path).catch(() => undefined);
+      if (bytes) files.set(path, bytes);
+    }
+  }
+  return files;
+}
+
+/** Puts a store back to a backup: every top-level entry removed, the backup's files written. */
+async function restore(storage: Store, files: Map<string, Uint8Array>): Promise<void> {
+  for (const name of await storage.list("")) await storage.remove(name);
+  for (const [path, bytes] of files) await storage.replace(path, bytes);
+}
+
+/** `remote`, except that the answer to its next push is lost after the server committed it. */
+function losingNextPushAnswer(remote: SyncRemote): SyncRemote {
+  let lose = true;
+  return {
+    ...remote,
+    push: async (request) => {
+      const outcome = await remote.push(request);
+      if (!lose) return outcome;
+      lose = false;
+      throw new Error("connection reset after the server committed");
+    },
+  };
+}
+
+/** An append of a session's Active messages after `base`, as mutation number 1. */
+function appendOf(session: Session, base: number): Mutation {
+  const messages = session.active.filter((m) => m.sequence > base);
+  const at = session.active.find((m) => m.sequence === base);
+  return {
+    number: 1,
+    op: "append",
+    ref: `${session.ref.agentId}/${session.ref.workspaceId}/${session.ref.sessionId}`,
+    base_sequence: base,
+    base_message_id: at?.message_id ?? null,
+    messages,
+  };
+}
+
+/** The client id a device's engine uses (its sync state in the device's store). */
+async function clientIdOf(device: Device): Promise<string> {
+  const [name] = await device.storage.list("sync/remotes");
+  const bytes = await device.storage.read(`sync/remotes/${name}`);
+  return (JSON.parse(new TextDecoder().decode(bytes)) as { client_id: string }).client_id;
+}
