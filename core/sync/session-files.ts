@@ -16,7 +16,8 @@ import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layou
 import { encodeJsonDocument, MessageRecord, nowTimestamp, type SessionMeta, SummaryRecord } from "../schema/mod.ts";
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
-import { acquireWriterLock, releaseWriterLock, runPlan } from "../session/lock.ts";
+import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
+import { runCommitPlan } from "../session/run-commit-plan.ts";
 import type { WriterIdentity } from "../session/owner.ts";
 import type { NewMessage } from "../session/message-input.ts";
 import type { Session } from "../session/session.ts";
@@ -260,7 +261,7 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       range,
     );
     // One plan: a backend that runs plans itself (PostgreSQL) does the three writes in one transaction.
-    await runPlan(storage, {
+    await runCommitPlan(storage, {
       writes: [
         { op: "replace", path: paths.meta, bytes: encodeJsonDocument(meta) },
         { op: "replace", path: paths.segment(range), bytes: segmentBytes },
