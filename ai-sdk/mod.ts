@@ -23,7 +23,7 @@
  */
 export { aiSdkProvider, type AiSdkLanguageModel, type AiSdkProviderOptions } from "./provider.ts";
 export { aiSdkSummarizer, type AiSdkSummarizerOptions } from "./summarizer.ts";
-export { appendUIMessages, toUIMessages, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
+export { appendUIMessages, toUIMessages, type AppendUIMessagesOptions, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
 export { storedUsage } from "./usage.ts";
 export { isContextLengthRefusal } from "./context-length.ts";
 export type { StoredProviderMetadata } from "./prompt.ts";
