@@ -124,8 +124,10 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     blockMetadata.delete(id ?? "");
     return merged;
   };
-  const context = (part: StoredProviderMetadata["part"], key: number | string, metadata: Record<string, unknown> | undefined): ProviderEvent | undefined =>
-    metadata && Object.keys(metadata).length > 0 ? { type: "provider-context", data: { part, key, providerMetadata: metadata } satisfies StoredProviderMetadata } : undefined;
+  const context = (part: StoredProviderMetadata["part"], key: number | string, metadata: Record<string, unknown> | undefined): ProviderEvent | undefined => {
+    const kept = meaningfulMetadata(metadata);
+    return kept ? { type: "provider-context", data: { part, key, providerMetadata: kept } satisfies StoredProviderMetadata } : undefined;
+  };
   try {
     for (;;) {
       const next = await reader.read().catch((error: unknown) => {
@@ -181,6 +183,16 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     // Ends the HTTP stream when the consumer stops early (the engine aborted or threw).
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/**
+ * The providers' entries that say something: OpenAI-compatible providers attach
+ * `{ <name>: {} }` to every finish, which would otherwise be stored on every message.
+ */
+function meaningfulMetadata(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!metadata) return undefined;
+  const kept = Object.entries(metadata).filter(([, value]) => value !== undefined && value !== null && !(typeof value === "object" && Object.keys(value).length === 0));
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
 }
 
 /** Provider metadata merged one level deep: each provider's keys, later values winning. */

@@ -97,6 +97,24 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
     expect(model.doStreamCalls[0]!.tools).toEqual([{ type: "function", name: "echo", inputSchema: { type: "object" } }]);
   });
 
+  it("empty provider metadata ({ loopback: {} } on every finish) stores no provider-context part", async () => {
+    const model = v3Model([
+      [
+        { type: "text-start", id: "t1", providerMetadata: { loopback: {} } },
+        { type: "text-delta", id: "t1", delta: "hi" },
+        { type: "text-end", id: "t1", providerMetadata: { loopback: {} } },
+        { type: "finish", usage: v3Usage(10, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {}, other: { responseId: "r1" } } },
+      ],
+      [{ type: "finish", usage: v3Usage(12, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {} } }],
+    ]);
+    const { session } = await createSession(new MemoryStorage());
+    const first = await drain(session.run("hi", { provider: aiSdkProvider(model) }));
+    expect(first.outcome!.messages[1]!.parts).toMatchObject([{ type: "text", text: "hi" }, { type: "provider-context", data: { part: "finish", providerMetadata: { other: { responseId: "r1" } } } }]);
+    expect(JSON.stringify(first.outcome!.messages[1]!.parts)).not.toContain("loopback");
+    const second = await drain(session.run("again", { provider: aiSdkProvider(model) }));
+    expect(second.outcome!.messages[1]!.parts).toEqual([]);
+  });
+
   it("v2: flat usage, files and tool calls", async () => {
     const model = v2Model([
       [
