@@ -233,6 +233,7 @@ export {
   type AgentPlugin,
   type CommitResult,
   type CreateSessionInput,
+  type DraftFlushOptions,
   type ListProblem,
   type ListSessionsOptions,
   type ForkOptions,

@@ -10,7 +10,7 @@ import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import type { Summarizer } from "../model/mod.ts";
-import { RESET_FIELD, cumulativeSummary, encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/mod.ts";
+import { RESET_FIELD, cumulativeSummary, encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta, type SummaryRecord, type Usage } from "../schema/mod.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
 import { newId } from "./ids.ts";
@@ -33,12 +33,14 @@ export async function compactActive(tx: SessionTransaction, summarizer: Summariz
   const previous = cumulativeSummary(state.footer);
   let text: string;
   let cost: number | undefined;
+  let summaryUsage: Usage | undefined;
   try {
     signal.throwIfAborted();
     const result = await summarizer.summarize({ previousSummary: previous, messages: plan.selected.map(publicRecord), signal });
     signal.throwIfAborted();
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;
+    summaryUsage = result?.usage;
   } catch (error) {
     const reason = signal.aborted ? "it was cancelled" : `the summarizer failed: ${error instanceof Error ? error.message : String(error)}`;
     throw new CompactionFailedError(`compaction of ${formatSessionRef(tx.ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, { cause: error });
@@ -68,6 +70,7 @@ export async function compactActive(tx: SessionTransaction, summarizer: Summariz
     removedMessages: selected.length,
     removedTokensEstimate: removedTokens,
     ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    ...(summaryUsage !== undefined ? { summaryUsage } : {}),
     beforeTokens,
     afterTokens,
   });
@@ -84,6 +87,7 @@ export async function compactActive(tx: SessionTransaction, summarizer: Summariz
     beforeTokens,
     afterTokens,
     ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    ...(summaryUsage !== undefined ? { summaryUsage } : {}),
     summaryChars: text.length,
   };
 }

@@ -280,7 +280,7 @@ export class Session {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   run(input: RunInput, options: RunOptions): RunHandle {
-    return new RunHandle((emit) => this.mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
+    return new RunHandle((emit) => this.#mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
   }
 
   /**
@@ -290,7 +290,7 @@ export class Session {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   finishDraft(): Promise<CommitResult | undefined> {
-    return this.mutate("finish-draft", async (writer) => {
+    return this.#mutate("finish-draft", async (writer) => {
       const draft = this.#tx.state.draft;
       if (!draft) return undefined;
       const messages = stoppedDraftMessages(draft, false);
@@ -321,7 +321,7 @@ export class Session {
   async compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
     const summarizer = options.summarizer ?? this.#tx.options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
-    return this.mutate("compact", async (writer) => {
+    return this.#mutate("compact", async (writer) => {
       const state = this.#tx.state;
       if (state.draft) {
         throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
@@ -484,7 +484,12 @@ export class Session {
    * after the optimistic revision check (`RevisionConflictError`) and the repairs that
    * recovery postponed. Used by `run()` and by hosts that build their own operations.
    */
-  mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+  mutate<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    return this.#mutate(operation, () => fn());
+  }
+
+  /** `mutate` handing `fn` the writer contract (internal: the run loop, compaction, drafts). */
+  #mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
     return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(this.#writer())));
   }
 

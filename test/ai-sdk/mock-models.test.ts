@@ -243,6 +243,29 @@ describe("aiSdkSummarizer", () => {
   });
 });
 
+describe("the summarizer's own usage", () => {
+  it("is stored in meta.json's compaction accounting (summary_usage, summed) and in the outcome", async () => {
+    let call = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        call += 1;
+        return { stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
+          { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: `summary ${call}` }, { type: "text-end", id: "t" },
+          { type: "finish", usage: v3Usage(100 * call, 10 * call, {}), finishReason: { unified: "stop", raw: "stop" } },
+        ]) };
+      },
+    });
+    const { session } = await createSession(new MemoryStorage(), { summarizer: aiSdkSummarizer(model, { contextWindow: 8_000 }) });
+    const turn = (i: number) => [{ role: "user" as const, parts: [{ type: "text" as const, text: `q${i}` }] }, { role: "assistant" as const, parts: [{ type: "text" as const, text: `a${i}` }] }];
+    await session.append([...turn(1), ...turn(2)]);
+    const first = await session.compact();
+    expect(first).toMatchObject({ summaryUsage: { input_tokens: 100, output_tokens: 10, total_tokens: 110 } });
+    await session.append([...turn(3), ...turn(4)]);
+    await session.compact();
+    expect(session.meta.compaction?.summary_usage).toEqual({ input_tokens: 300, output_tokens: 30, total_tokens: 330 });
+  });
+});
+
 describe("the same mock stream through streamText", () => {
   it("streamText and the adapter read the same text and usage", async () => {
     const parts: LanguageModelV3StreamPart[] = [
