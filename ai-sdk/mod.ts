@@ -1,7 +1,8 @@
 /**
  * sessionfold on the Vercel AI SDK: the persistence layer an AI SDK app adds in a few
- * lines. The AI SDK packages (`ai`, `@ai-sdk/provider`) are optional peer dependencies
- * of sessionfold, needed only by this entry; the core never imports them.
+ * lines. `ai` (5, 6 or 7) is an optional peer dependency of sessionfold, loaded only by
+ * `appendUIMessages`: `aiSdkProvider` and `aiSdkSummarizer` take any AI SDK language model
+ * and import nothing of the AI SDK; the core never imports it.
  *
  * - {@linkcode aiSdkProvider}: a `Provider` from any AI SDK language model (v2, v3, v4).
  * - {@linkcode aiSdkSummarizer}: an LLM summarizer that cannot fail for size.

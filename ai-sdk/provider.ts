@@ -1,11 +1,28 @@
-import type { LanguageModelV2, LanguageModelV3, LanguageModelV4 } from "@ai-sdk/provider";
 import { ContextLengthExceededError, type ModelRequest, type Provider, type ProviderEvent, type ProviderIdentity } from "../core/mod.ts";
 import { isContextLengthRefusal } from "./context-length.ts";
 import { toPrompt, type SpecificationVersion, type StoredProviderMetadata } from "./prompt.ts";
 import { storedUsage } from "./usage.ts";
 
-/** Any AI SDK language model the adapter accepts: specification v2, v3 or v4. */
-export type AiSdkLanguageModel = LanguageModelV2 | LanguageModelV3 | LanguageModelV4;
+/**
+ * Any AI SDK language model the adapter accepts: specification v2 (`ai` 5), v3 (`ai` 6)
+ * or v4 (`ai` 7), as `@ai-sdk/provider`'s `LanguageModelV2`, `V3` and `V4` all are. Written
+ * as the fields the adapter uses, so the entry's types hold whichever `@ai-sdk/provider`
+ * major the app has (each declares only its own specification types).
+ *
+ * @example
+ * ```ts
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * const model: AiSdkLanguageModel = createOpenAI({ apiKey: "sk-…" })("gpt-5-mini");
+ * ```
+ */
+export interface AiSdkLanguageModel {
+  readonly specificationVersion: "v2" | "v3" | "v4";
+  /** `openai.responses`, `anthropic.messages`, …: the default identity is read from it. */
+  readonly provider: string;
+  readonly modelId: string;
+  /** The streaming call, one per engine step (its options and parts are read per specification). */
+  doStream(options: never): PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+}
 
 /**
  * Options of {@linkcode aiSdkProvider}.

@@ -241,7 +241,9 @@ export async function appendUIMessages(
   options: AppendUIMessagesOptions = {},
 ): Promise<{ sequences: number[]; revision?: number }> {
   // Loaded here, not at the top: importing the entry (aiSdkProvider alone) must not need `ai` installed.
-  const { validateUIMessages } = await import("ai");
+  const { validateUIMessages } = await import("ai").catch((error: unknown) => {
+    throw new Error(`appendUIMessages needs the AI SDK package \`ai\` (npm install ai): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  });
   let valid: UIMessage[];
   try {
     valid = await validateUIMessages({ messages });
