@@ -28,3 +28,5 @@ export { appendUIMessages, toUIMessages, type AppendUIMessagesOptions, type Sess
 export { storedUsage } from "./usage.ts";
 export { isContextLengthRefusal } from "./context-length.ts";
 export type { StoredProviderMetadata } from "./prompt.ts";
+export { runToUIMessageStream, uiMessageStreamResponse } from "./ui-stream.ts";
+export { chatRoute, type ChatRoute, type ChatRouteOptions } from "./chat-route.ts";

@@ -107,7 +107,9 @@ export function groupTurns(records: readonly MessageRecord[]): UIMessage<Session
   const out: UIMessage<SessionfoldUIMetadata>[] = [];
   let turn: { ui: UIMessage<SessionfoldUIMetadata>; key: string | undefined; first: MessageRecord; last: MessageRecord } | undefined;
   const close = () => {
-    if (turn && turn.key === undefined) turn.ui.metadata = turnMetadata(turn.first, turn.last);
+    if (!turn || turn.key !== undefined) return;
+    turn.ui.metadata = turnMetadata(turn.first, turn.last);
+    numberReasoning(turn.ui.parts);
   };
   for (const record of records) {
     const mark = markOf(record);
@@ -128,6 +130,23 @@ export function groupTurns(records: readonly MessageRecord[]): UIMessage<Session
   return out;
 }
 
+/** The id the chat stream gives the n-th text or reasoning part of a turn (from 0). */
+export function chatPartId(index: number): string {
+  return `p${index}`;
+}
+
+/**
+ * A run's turn: its reasoning parts get the ids the chat stream gave them (`p<n>`, n
+ * counting the turn's text and reasoning parts), which the AI SDK client keeps.
+ */
+function numberReasoning(parts: UIPart[]): void {
+  let count = 0;
+  parts.forEach((part, index) => {
+    if (part.type === "reasoning") parts[index] = { ...part, id: chatPartId(count) };
+    if (part.type === "text" || part.type === "reasoning") count += 1;
+  });
+}
+
 function turnMetadata(first: MessageRecord, last: MessageRecord): SessionfoldUIMetadata {
   return {
     sequence: first.sequence,
@@ -144,7 +163,8 @@ function markOf(record: MessageRecord): MessageMark | undefined {
 
 /** One stored message as the UI parts of its step. */
 function stepParts(record: MessageRecord, mark: MessageMark | undefined): UIPart[] {
-  const metadata = storedMetadata(record.parts);
+  // A run's provider context stays in the store (the chat stream sends none); an appended message gets back what it had.
+  const metadata = mark ? storedMetadata(record.parts) : new Map<string, Record<string, unknown>>();
   const counters = newCounters();
   const parts: UIPart[] = [];
   for (const part of record.parts) {

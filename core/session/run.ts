@@ -153,13 +153,13 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       }
 
       steps += 1;
-      emit({ type: "step-started", step: steps });
+      current = newDraft(state, candidate, clock, provider);
+      emit({ type: "step-started", step: steps, messageId: current.message_id });
       const composed = compose({ instruction: writer.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
       if (composed.omittedContext.length > 0 || composed.portableFallbacks.length > 0) {
         emit({ type: "context-omitted", omitted: composed.omittedContext, portableFallbacks: composed.portableFallbacks });
       }
 
-      current = newDraft(state, candidate, clock, provider);
       for (let attempt = 0; ; attempt++) {
         const modelInput: ModelInput = attempt === 0 ? composed.input : nextFold(composed.input, attempt).input;
         if (attempt > 0) emit({ type: "context-folded", depth: attempt, droppedMessages: composed.input.messages.length - modelInput.messages.length });
