@@ -27,8 +27,9 @@ import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stre
  */
 export interface ChatRouteOptions {
   /**
-   * The chat's session. Authorize the request here (throw, or return a rejected promise,
-   * to refuse it): the route never reads a session it was not given.
+   * The chat's session. Authorize the request here: throw a `Response` (a 401, a 403, a
+   * 404) to refuse it, and the route answers with it. The route never reads a session it
+   * was not given.
    */
   readonly session: (chatId: string, request: Request) => Promise<Session>;
   /** The model of every reply. */
@@ -161,8 +162,9 @@ function problem(status: number, message: string): Response {
   return Response.json({ error: message }, { status });
 }
 
-/** A typed error as an HTTP answer: refused input 400, a busy session 409, anything else 500. */
+/** A refusal `Response` as it is; a typed error as an HTTP answer: refused input 400, a busy session 409, anything else 500. */
 function failure(error: unknown): Response {
+  if (error instanceof Response) return error;
   if (error instanceof InvalidInputError) return problem(400, error.message);
   if (error instanceof SessionBusyError || error instanceof WriterLockedError) return problem(409, error.message);
   if (error instanceof SessionfoldError) return problem(500, error.message);

@@ -6,7 +6,10 @@
  *
  * - {@linkcode aiSdkProvider}: a `Provider` from any AI SDK language model (v2, v3, v4).
  * - {@linkcode aiSdkSummarizer}: an LLM summarizer that cannot fail for size.
- * - {@linkcode toUIMessages} / {@linkcode appendUIMessages}: `useChat` UI messages in and out.
+ * - {@linkcode toUIMessages} / {@linkcode appendUIMessages}: `useChat` UI messages in and out, exactly.
+ * - {@linkcode chatRoute}: a `useChat` route (POST and the resume GET) as web-standard fetch
+ *   handlers; {@linkcode runToUIMessageStream} / {@linkcode uiMessageStreamResponse}: a run as
+ *   the AI SDK's UI message stream and its `Response`.
  *
  * @example
  * ```ts

@@ -63,7 +63,7 @@ export interface AiSdkProviderOptions {
  * reasoning, signatures, item and response ids) becomes `provider-context` parts
  * stamped with the identity, so only the same model gets it back. An abort cancels the
  * HTTP stream at once; a context-length refusal throws `ContextLengthExceededError`,
- * so the engine compacts and retries.
+ * so the engine folds the input and retries, and compacts before the next step.
  *
  * @example
  * ```ts

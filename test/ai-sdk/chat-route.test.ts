@@ -61,6 +61,9 @@ describe("chatRoute", () => {
     expect(response.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
 
     await reachedMidReply;
+    // One reply at a time per chat.
+    const again = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [{ ...user, id: "u2" }] }) }));
+    expect(again.status).toBe(409);
     // A second client (a reload, another tab) reconnects while the reply streams.
     const resumed = await route.GET(new Request("http://chat.test/api/chat/c1/stream"), "c1");
     expect(resumed.status).toBe(200);
@@ -76,6 +79,13 @@ describe("chatRoute", () => {
     expect(streamed.metadata).toMatchObject({ status: "completed", usage: { input_tokens: 40, output_tokens: 4 } });
     // Nothing streams any more: the resume endpoint answers 204.
     expect((await route.GET(new Request("http://chat.test/api/chat/c1/stream"), "c1")).status).toBe(204);
+  });
+
+  it("answers with the Response the session callback throws (the host's authorization), reading nothing", async () => {
+    const route = chatRoute({ session: () => Promise.reject(new Response("forbidden", { status: 403 })), provider: gatedProvider().provider });
+    const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    expect((await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "other", messages: [user] }) }))).status).toBe(403);
+    expect((await route.GET(new Request("http://chat.test/api/chat/other/stream"), "other")).status).toBe(403);
   });
 
   it("refuses a body without a user message last, naming it", async () => {
