@@ -6,7 +6,7 @@
  * @module
  */
 import type { UIMessage, UIMessageChunk } from "ai";
-import { InvalidInputError, SessionBusyError, SessionfoldError, WriterLockedError, type Provider, type Session, type Tool } from "../core/mod.ts";
+import { InvalidInputError, type Provider, type Session, SessionBusyError, SessionfoldError, type Tool, WriterLockedError } from "../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
 import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 

@@ -114,7 +114,8 @@ export function groupTurns(records: readonly MessageRecord[]): UIMessage<Session
   for (const record of records) {
     const mark = markOf(record);
     const key = mark?.message_id;
-    const continues = turn !== undefined && record.role === "assistant" && turn.ui.role === "assistant" && turn.key === key && !(key !== undefined && record.message_id === key);
+    const continues = turn !== undefined && record.role === "assistant" && turn.ui.role === "assistant" && turn.key === key &&
+      !(key !== undefined && record.message_id === key);
     if (turn && continues) {
       turn.ui.parts.push(...stepParts(record, mark));
       turn.last = record;
@@ -219,7 +220,12 @@ function defaultUIPart(part: StoredPart, providerMetadata: Record<string, unknow
       return { type: "file", mediaType: part.media_type, ...(part.name !== undefined ? { filename: part.name } : {}), url, ...meta };
     }
     case "tool": {
-      const base = { type: `tool-${part.tool_name}`, toolCallId: part.tool_call_id, input: part.input, ...(providerMetadata ? { callProviderMetadata: providerMetadata } : {}) };
+      const base = {
+        type: `tool-${part.tool_name}`,
+        toolCallId: part.tool_call_id,
+        input: part.input,
+        ...(providerMetadata ? { callProviderMetadata: providerMetadata } : {}),
+      };
       if (part.state === "output-available") return { ...base, state: "output-available", output: part.output ?? null } as UIPart;
       if (part.state === "output-error") return { ...base, state: "output-error", errorText: part.error ?? "the tool call failed" } as UIPart;
       return { ...base, state: "input-available" } as UIPart;
@@ -262,19 +268,29 @@ export async function appendUIMessages(
 ): Promise<{ sequences: number[]; revision?: number }> {
   // Loaded here, not at the top: importing the entry (aiSdkProvider alone) must not need `ai` installed.
   const { validateUIMessages } = await import("ai").catch((error: unknown) => {
-    throw new Error(`appendUIMessages needs the AI SDK package \`ai\` (npm install ai): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(`appendUIMessages needs the AI SDK package \`ai\` (npm install ai): ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   });
   let valid: UIMessage[];
   try {
     valid = await validateUIMessages({ messages });
   } catch (error) {
-    throw new InvalidInputError(`appendUIMessages: the messages are not valid AI SDK UI messages: ${error instanceof Error ? error.message : String(error)}`, {});
+    throw new InvalidInputError(
+      `appendUIMessages: the messages are not valid AI SDK UI messages: ${error instanceof Error ? error.message : String(error)}`,
+      {},
+    );
   }
   const known = await knownIds(session, valid.map((m) => m.id));
   const fresh: NewMessage[] = [];
   valid.forEach((message, index) => {
     if (known.has(message.id)) return;
-    if (message.role === "system") throw new InvalidInputError(`appendUIMessages: messages[${index}] (${message.id}) has role "system"; put the instruction in the session's instruction instead`, { index, id: message.id });
+    if (message.role === "system") {
+      throw new InvalidInputError(
+        `appendUIMessages: messages[${index}] (${message.id}) has role "system"; put the instruction in the session's instruction instead`,
+        { index, id: message.id },
+      );
+    }
     fresh.push(...storedMessages(message, options.identity));
   });
   if (fresh.length === 0) return { sequences: [] };
@@ -294,7 +310,7 @@ async function knownIds(session: UIMessageSource, ids: readonly string[]): Promi
 }
 
 /** One UI message as stored messages: one per step (a user message is one step). */
-export function storedMessages(message: UIMessage, identity: ProviderIdentity | undefined): NewMessage[] {
+function storedMessages(message: UIMessage, identity: ProviderIdentity | undefined): NewMessage[] {
   const assistant = message.role === "assistant";
   return splitSteps(message).map((step, index) => {
     const { parts, uiOnly } = storedParts(step.parts, identity ?? UI_ONLY_IDENTITY);
@@ -344,7 +360,11 @@ function storedParts(uiParts: readonly UIPart[], identity: ProviderIdentity): { 
     parts.push(mark ? { ...part, [FIELD]: mark } : part);
     if (stored) {
       const [kind, ...rest] = key.split(":");
-      const data: StoredProviderMetadata = { part: kind as StoredProviderMetadata["part"], key: kind === "tool-call" ? rest.join(":") : Number(rest[0]), providerMetadata: stored };
+      const data: StoredProviderMetadata = {
+        part: kind as StoredProviderMetadata["part"],
+        key: kind === "tool-call" ? rest.join(":") : Number(rest[0]),
+        providerMetadata: stored,
+      };
       parts.push({ sequence: parts.length + 1, type: "provider-context", ...identity, data });
     }
   });
@@ -364,18 +384,33 @@ function storedPart(ui: UIPart): { part: Omit<StoredPart, "sequence">; providerM
     case "file": {
       const inline = /^data:([^;,]*);base64,(.*)$/s.exec(ui.url);
       const content = inline && inline[1] === ui.mediaType ? { data: inline[2]! } : { url: ui.url };
-      return { part: { type: "file", media_type: ui.mediaType, ...(ui.filename !== undefined ? { name: ui.filename } : {}), ...content }, providerMetadata: ui.providerMetadata };
+      return {
+        part: { type: "file", media_type: ui.mediaType, ...(ui.filename !== undefined ? { name: ui.filename } : {}), ...content },
+        providerMetadata: ui.providerMetadata,
+      };
     }
   }
   if (ui.type !== "dynamic-tool" && !ui.type.startsWith("tool-")) return undefined;
-  const tool = ui as { type: string; toolName?: string; toolCallId: string; state: string; input?: unknown; output?: unknown; errorText?: string; approval?: { reason?: string }; callProviderMetadata?: Record<string, unknown> };
+  const tool = ui as {
+    type: string;
+    toolName?: string;
+    toolCallId: string;
+    state: string;
+    input?: unknown;
+    output?: unknown;
+    errorText?: string;
+    approval?: { reason?: string };
+    callProviderMetadata?: Record<string, unknown>;
+  };
   const name = tool.type === "dynamic-tool" ? tool.toolName! : tool.type.slice("tool-".length);
   const base = { type: "tool" as const, tool_call_id: tool.toolCallId, tool_name: name, input: tool.input ?? {} };
   const providerMetadata = tool.callProviderMetadata;
   if (tool.state === "output-available") return { part: { ...base, state: "output-available", output: tool.output ?? null }, providerMetadata };
   if (tool.state === "output-error") return { part: { ...base, state: "output-error", error: tool.errorText ?? "the tool call failed" }, providerMetadata };
   // The model reads a denied call as failed; a call without output is closed as an error when composed.
-  if (tool.state === "output-denied") return { part: { ...base, state: "output-error", error: tool.approval?.reason ?? "the user denied the tool call" }, providerMetadata };
+  if (tool.state === "output-denied") {
+    return { part: { ...base, state: "output-error", error: tool.approval?.reason ?? "the user denied the tool call" }, providerMetadata };
+  }
   return { part: { ...base, state: "input-available" }, providerMetadata };
 }
 

@@ -27,7 +27,7 @@ const SUMMARY_METADATA = { sessionfold: { kind: "reasoning-summary" } };
  * a `start-step` … `finish-step` per step, text, reasoning and tool chunks, and at the end
  * `finish` with the turn's {@linkcode SessionfoldUIMetadata}. Stateful: feed events in order.
  */
-export class UIChunkMapper {
+class UIChunkMapper {
   #started = false;
   #inStep = false;
   #open: { kind: "text" | "reasoning"; id: string } | undefined;
@@ -54,7 +54,11 @@ export class UIChunkMapper {
       case "reasoning-summary": {
         this.#closePart(out);
         const id = chatPartId(this.#parts++);
-        out.push({ type: "reasoning-start", id, providerMetadata: SUMMARY_METADATA }, { type: "reasoning-delta", id, delta: event.text }, { type: "reasoning-end", id, providerMetadata: SUMMARY_METADATA });
+        out.push({ type: "reasoning-start", id, providerMetadata: SUMMARY_METADATA }, { type: "reasoning-delta", id, delta: event.text }, {
+          type: "reasoning-end",
+          id,
+          providerMetadata: SUMMARY_METADATA,
+        });
         break;
       }
       case "tool-call":

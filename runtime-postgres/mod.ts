@@ -16,5 +16,5 @@
  * ```
  * @module
  */
-export { PostgresStorage, type PostgresStorageOptions } from "./postgres-storage.ts";
+export { PostgresStorage, type LeaseLost, type PostgresStorageOptions } from "./postgres-storage.ts";
 export { SCHEMA_VERSION } from "./schema.ts";

@@ -1,16 +1,27 @@
-import { createHash } from "node:crypto";
 import pg from "pg";
 import {
   assertStoragePath,
+  formatBytes,
+  InvalidInputError,
+  LeaseLostError,
+  MAX_FILE_BYTES,
   runCommitPlan,
   StorageError,
   StorageFullError,
+  StoreEntryError,
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
   type StoragePort,
 } from "../core/mod.ts";
-import { migrate, quoteIdent } from "./schema.ts";
+import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
+
+/** How long connecting may take by default (docs/POSTGRES.md "Timeouts"): a server that never answers is an error, not a hang. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** How long one statement may run by default (the server's `statement_timeout`). */
+const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
+/** How much longer than the statement timeout the client waits for an answer before it drops the connection. */
+const ANSWER_GRACE_MS = 5_000;
 
 /**
  * Options of {@linkcode PostgresStorage}. Give `connectionString` or `pool` settings
@@ -28,8 +39,49 @@ export interface PostgresStorageOptions {
    * connection of its own, so the server frees the lock when this process dies.
    */
   readonly maxLockConnections?: number;
-  /** Further `pg` pool settings (ssl, passwords, timeouts), passed as they are. */
+  /**
+   * How long connecting may take, in ms (default 10 000; `connect_timeout=<seconds>` in the
+   * URL sets it too, `0` waits for ever). A server that accepts and never answers fails the
+   * operation with a `StorageError` instead of hanging it.
+   */
+  readonly connectTimeoutMillis?: number;
+  /**
+   * How long one statement may run, in ms (default 60 000; `statement_timeout=<ms>` in the
+   * URL sets it too): the server's `statement_timeout`, and 5 s later the client gives up
+   * on a server that never answers and drops the connection.
+   */
+  readonly statementTimeoutMillis?: number;
+  /**
+   * The largest file `read` loads (default {@linkcode MAX_FILE_BYTES}, 256 MiB): a larger
+   * one is refused from its stored size (`octet_length` on the server) before any byte of it travels.
+   */
+  readonly maxFileBytes?: number;
+  /**
+   * Told when a lock this handle holds (a lease, or an operation's lock) is lost because its
+   * connection ended (a terminated backend, a server restart, a dropped network): from then
+   * on every write to that session through this handle is refused with `LeaseLostError`
+   * until the lock is given back (the session handle closed).
+   */
+  readonly onLeaseLost?: (event: LeaseLost) => void;
+  /** Further `pg` pool settings (ssl, passwords, timeouts), passed as they are and winning over the above. */
   readonly pool?: pg.PoolConfig;
+}
+
+/** What {@linkcode PostgresStorageOptions.onLeaseLost} is told. */
+export interface LeaseLost {
+  /** The lock's name (a session's `writer.lock` path). */
+  readonly lock: string;
+  /** The error every later write under the lock gets. */
+  readonly error: LeaseLostError;
+}
+
+/** A lock this handle holds: the connection it lives on, and, once that connection ended, the error writes under it get. */
+interface HeldLock {
+  readonly client: pg.PoolClient;
+  /** The folder whose writes go through `client` (the lock's parent: the session). */
+  readonly dir: string;
+  readonly onEnd: (error?: unknown) => void;
+  lost?: LeaseLostError;
 }
 
 type Row = Record<string, unknown>;
@@ -58,8 +110,13 @@ export class PostgresStorage implements StoragePort {
   readonly #s: string;
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
-  /** Locks this handle holds, each on its own connection (checked out of `#lockPool`). */
-  readonly #held = new Map<string, pg.PoolClient>();
+  /** Locks this handle holds, each on its own connection (checked out of `#lockPool`), by name. */
+  readonly #held = new Map<string, HeldLock>();
+  /** The same locks by the folder they fence. */
+  readonly #fenced = new Map<string, HeldLock>();
+  /** The largest file `read` returns (`maxFileBytes`); writers keep every file within it (docs/FORMAT.md "Limits"). */
+  readonly maxFileBytes: number;
+  readonly #onLeaseLost: ((event: LeaseLost) => void) | undefined;
   /** Per path, the last write issued: writes to one path run in the order they were issued. */
   readonly #queues = new Map<string, Promise<unknown>>();
   #ready: Promise<void> | undefined;
@@ -68,16 +125,22 @@ export class PostgresStorage implements StoragePort {
   constructor(options: PostgresStorageOptions = {}) {
     this.#schema = options.schema ?? "sessionfold";
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.#schema)) {
-      throw new StorageError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _)`, { schema: this.#schema });
+      throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, { schema: this.#schema });
     }
     this.#s = quoteIdent(this.#schema);
-    const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...options.pool };
+    this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
+    this.#onLeaseLost = options.onLeaseLost;
+    const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
     // An idle pool must not keep a process alive that has nothing else to do.
     this.#pool = new pg.Pool({ max: options.maxConnections ?? 10, allowExitOnIdle: true, ...base });
     this.#lockPool = new pg.Pool({ max: options.maxLockConnections ?? 64, allowExitOnIdle: true, ...base });
-    // A connection that drops while idle is the pool's to replace, not the process's crash.
-    this.#pool.on("error", () => undefined);
-    this.#lockPool.on("error", () => undefined);
+    for (const pool of [this.#pool, this.#lockPool]) {
+      // A connection that drops while idle is the pool's to replace, not the process's crash.
+      pool.on("error", () => undefined);
+      // Nor while checked out (pg-pool listens only to idle ones): the operation that meets
+      // the dead connection gets the error as a typed StorageError.
+      pool.on("connect", (client) => client.on("error", () => undefined));
+    }
   }
 
   /** The PostgreSQL schema this store lives in. */
@@ -100,12 +163,23 @@ export class PostgresStorage implements StoragePort {
 
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
-    const rows = await this.#query(
-      `SELECT c.bytes FROM ${this.#s}.entries e LEFT JOIN ${this.#s}.chunks c ON c.file_id = e.file_id
-       WHERE e.path = $1 AND e.file_id IS NOT NULL ORDER BY c.end_offset`,
-      [path],
+    // The stored size first, on the server (`octet_length` reads a value's header, not the
+    // value): a file over the limit sends no chunk at all (docs/FORMAT.md "Limits").
+    const rows = await this.#read(
+      `WITH f AS (
+         SELECT e.file_id, (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) AS stored
+         FROM ${this.#s}.entries e WHERE e.path = $1 AND e.file_id IS NOT NULL)
+       SELECT f.stored, c.bytes FROM f LEFT JOIN ${this.#s}.chunks c ON c.file_id = f.file_id AND f.stored <= $2
+       ORDER BY c.end_offset`,
+      [path, this.maxFileBytes],
     );
     if (rows.length === 0) return undefined;
+    const stored = Number(rows[0]!.stored);
+    if (stored > this.maxFileBytes) {
+      const max = formatBytes(this.maxFileBytes);
+      const found = `a file of ${formatBytes(stored)}`;
+      throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
+    }
     return concat(rows.map((row) => row.bytes as Buffer | null).filter((bytes): bytes is Buffer => bytes !== null));
   }
 
@@ -113,7 +187,7 @@ export class PostgresStorage implements StoragePort {
     assertStoragePath(path);
     const wanted = Math.max(0, Math.floor(maxBytes));
     // The chunk the tail starts in is cut on the server: only the tail's bytes travel.
-    const rows = await this.#query(
+    const rows = await this.#read(
       `SELECT e.size, CASE WHEN c.end_offset - length(c.bytes) < e.size - $2
                 THEN substring(c.bytes FROM (e.size - $2 - (c.end_offset - length(c.bytes)) + 1)::int)
                 ELSE c.bytes END AS bytes
@@ -129,7 +203,7 @@ export class PostgresStorage implements StoragePort {
 
   async list(dir: string): Promise<string[]> {
     assertStoragePath(dir, true);
-    const rows = await this.#query(`SELECT name FROM ${this.#s}.entries WHERE parent = $1`, [dir]);
+    const rows = await this.#read(`SELECT name FROM ${this.#s}.entries WHERE parent = $1`, [dir]);
     // Sorted by UTF-16 code unit like every backend (the index's byte order differs above U+FFFF).
     return rows.map((row) => row.name as string).sort();
   }
@@ -137,36 +211,36 @@ export class PostgresStorage implements StoragePort {
   async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const copy = Buffer.from(bytes);
-    await this.#inOrder(path, () => this.#query(`SELECT ${this.#s}.replace($1, $2)`, [path, copy]));
+    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.replace($1, $2)`, [path, copy]));
   }
 
   async append(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const copy = Buffer.from(bytes);
-    await this.#inOrder(path, () => this.#query(`SELECT ${this.#s}.append($1, $2)`, [path, copy]));
+    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.append($1, $2)`, [path, copy]));
   }
 
   async createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
     assertStoragePath(path);
     const copy = Buffer.from(bytes);
-    const rows = await this.#inOrder(path, () => this.#query(`SELECT ${this.#s}.create_exclusive($1, $2) AS created`, [path, copy]));
+    const rows = await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.create_exclusive($1, $2) AS created`, [path, copy]));
     return rows[0]!.created === true;
   }
 
   async truncate(path: string, length: number): Promise<void> {
     assertStoragePath(path);
-    await this.#inOrder(path, () => this.#query(`SELECT ${this.#s}.truncate($1, $2)`, [path, Math.max(0, Math.floor(length))]));
+    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.truncate($1, $2)`, [path, Math.max(0, Math.floor(length))]));
   }
 
   async remove(path: string): Promise<void> {
     assertStoragePath(path);
-    await this.#inOrder(path, () => this.#query(`SELECT ${this.#s}.remove($1)`, [path]));
+    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.remove($1)`, [path]));
   }
 
   async move(from: string, to: string): Promise<boolean> {
     assertStoragePath(from);
     assertStoragePath(to);
-    const rows = await this.#query(`SELECT ${this.#s}.move($1, $2) AS moved`, [from, to]);
+    const rows = await this.#write([from, to], `SELECT ${this.#s}.move($1, $2) AS moved`, [from, to]);
     return rows[0]!.moved === true;
   }
 
@@ -174,7 +248,8 @@ export class PostgresStorage implements StoragePort {
    * Takes the advisory lock of `name` on a connection of its own, which this handle keeps
    * until {@linkcode PostgresStorage.releaseLock}: if the process dies, the server ends the
    * connection and the lock with it. Resolves `false` at once when anyone else (another
-   * process, host or handle) holds it.
+   * process, host or handle) holds it. While it is held, every write of this handle under
+   * the lock's folder runs on that connection (fencing, docs/POSTGRES.md).
    */
   async acquireLock(name: string): Promise<boolean> {
     assertStoragePath(name);
@@ -184,7 +259,7 @@ export class PostgresStorage implements StoragePort {
     try {
       const result = await client.query<{ taken: boolean }>("SELECT pg_try_advisory_lock($1) AS taken", [this.#lockKey(name)]);
       if (result.rows[0]!.taken && !this.#held.has(name)) {
-        this.#held.set(name, client);
+        this.#hold(name, client);
         return true;
       }
       if (result.rows[0]!.taken) await client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
@@ -197,31 +272,41 @@ export class PostgresStorage implements StoragePort {
   }
 
   async releaseLock(name: string): Promise<void> {
-    const client = this.#held.get(name);
-    if (!client) return;
-    this.#held.delete(name);
+    const held = this.#unhold(name);
+    if (!held || held.lost) return;
     try {
-      await client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
-      client.release();
+      await held.client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
+      held.client.release();
     } catch {
       // Ending the connection frees the lock as surely as unlocking it.
-      client.release(true);
+      held.client.release(true);
     }
   }
 
   /**
    * A whole commit plan as one statement on the server: lock, revision check, writes,
    * release, in one transaction (so a failed write leaves nothing of the plan). A plan
-   * that holds its lock leaves it on the connection that ran it.
+   * that holds its lock leaves it on the connection that ran it; a plan under a lock this
+   * handle holds runs on that lock's connection, so it commits only while the lock is
+   * still held (a lost lock: `LeaseLostError`, nothing sent).
    */
   async runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     await this.#ensureReady();
     for (const write of plan.writes) assertStoragePath(write.path);
     if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
+    const released = plan.release ? this.#held.get(plan.release.path) : undefined;
+    if (plan.release && (!released || released.lost)) {
+      // The lock is gone already (its connection ended): there is nothing to give back, and
+      // nothing may be written as its holder.
+      if (released) this.#unhold(plan.release.path);
+      if (plan.writes.length > 0) throw released?.lost ?? this.#lostError(plan.release.path, "not-written");
+      return { outcome: "committed" };
+    }
     // A plan under a lock this handle holds runs on that lock's connection; one that takes a
     // lock to hold gets a connection of its own; any other runs on the shared pool.
-    const holder = plan.release ? this.#held.get(plan.release.path) : undefined;
-    const client = holder ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
+    const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
+    if (holder?.lost) throw holder.lost;
+    const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
     const parameters = [
       plan.lock ? this.#lockKey(plan.lock.path) : null,
       Boolean(plan.hold),
@@ -244,31 +329,48 @@ export class PostgresStorage implements StoragePort {
       );
       outcome = result.rows[0]!.outcome;
     } catch (error) {
-      // A session lock the failed plan may have taken or still holds goes with its connection.
-      if (holder) this.#held.delete(plan.release!.path);
-      client.release(Boolean(holder) || Boolean(plan.lock && plan.hold));
+      if (holder) {
+        const name = this.#nameOf(holder);
+        if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
+        // A failed release: the session lock goes with its connection. A failed write under
+        // the lock leaves the lock held (the transaction rolled back, the connection lives).
+        if (plan.release) {
+          this.#unhold(name);
+          holder.client.release(true);
+        }
+      } else {
+        // A session lock the failed plan may have taken goes with its connection.
+        client.release(Boolean(plan.lock && plan.hold) || isConnectionLost(error));
+      }
       throw storageError(error, "running a commit plan");
     }
-    if (holder) this.#held.delete(plan.release!.path);
-    if (outcome === "committed" && plan.lock && plan.hold) this.#held.set(plan.lock.path, client);
-    else client.release();
+    if (outcome === "check") {
+      if (!holder) client.release();
+      // meta.json is not a document the server can read; the core's own steps (over this
+      // port's methods, so still fenced) read it and say what is wrong with it.
+      return runCommitPlan(this, plan);
+    }
+    if (released) {
+      this.#unhold(plan.release!.path);
+      if (!released.lost) released.client.release();
+    } else if (!holder) {
+      if (outcome === "committed" && plan.lock && plan.hold) this.#hold(plan.lock.path, client);
+      else client.release();
+    }
     if (outcome === "committed") return { outcome: "committed" };
     if (outcome === "locked") return { outcome: "locked" };
-    if (outcome.startsWith("conflict:")) {
-      const revision = outcome.slice("conflict:".length);
-      return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
-    }
-    // 'check': meta.json is not a document the server can read; the core's own steps
-    // (over this port's methods) read it and say what is wrong with it.
-    return runCommitPlan(this, plan);
+    const revision = outcome.slice("conflict:".length);
+    return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
   }
 
   /** Ends every connection; locks this handle holds are freed by the server. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const client of this.#held.values()) client.release(true);
-    this.#held.clear();
+    for (const name of [...this.#held.keys()]) {
+      const held = this.#unhold(name)!;
+      if (!held.lost) held.client.release(true);
+    }
     await Promise.all([this.#pool.end(), this.#lockPool.end()]);
   }
 
@@ -290,13 +392,123 @@ export class PostgresStorage implements StoragePort {
     return this.#ready;
   }
 
+  /**
+   * A read: sent once more on a fresh connection when the first one turns out dead (a pooled
+   * connection the server ended while it was idle, as after a restart), which is safe for a read.
+   */
+  async #read(text: string, values: unknown[]): Promise<Row[]> {
+    try {
+      return await this.#query(text, values);
+    } catch (error) {
+      if (!(error instanceof StorageError) || !isEndedByServer(error.cause)) throw error;
+      return this.#query(text, values);
+    }
+  }
+
   async #query(text: string, values: unknown[]): Promise<Row[]> {
     await this.#ensureReady();
     try {
       return (await this.#pool.query(text, values)).rows as Row[];
     } catch (error) {
-      throw storageError(error, `${text.split("(")[0]!.trim()} on ${String(values[0])}`);
+      throw storageError(error, describe(text, values));
     }
+  }
+
+  /**
+   * A write to `paths`: on the connection of a lock this handle holds over them (so it lands
+   * only while the lock does), else on the shared pool.
+   */
+  async #write(paths: readonly string[], text: string, values: unknown[]): Promise<Row[]> {
+    const holder = this.#fencing(paths);
+    if (!holder) return this.#query(text, values);
+    if (holder.lost) throw holder.lost;
+    try {
+      return (await holder.client.query(text, values)).rows as Row[];
+    } catch (error) {
+      if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
+      throw storageError(error, describe(text, values));
+    }
+  }
+
+  /** The held lock whose folder holds any of `paths` (a session's files, or the session folder itself). */
+  #fencing(paths: readonly string[]): HeldLock | undefined {
+    if (this.#fenced.size === 0) return undefined;
+    for (const path of paths) {
+      for (let dir = path; dir !== ""; dir = parentOf(dir)) {
+        const held = this.#fenced.get(dir);
+        if (held) return held;
+      }
+    }
+    return undefined;
+  }
+
+  /** Keeps `client` as the connection of the lock `name`, watching for its end. */
+  #hold(name: string, client: pg.PoolClient): void {
+    const dir = parentOf(name);
+    const held: HeldLock = {
+      client,
+      dir,
+      onEnd: (error?: unknown) => {
+        if (this.#held.get(name) === held) this.#lose(name, held, "not-written", error);
+      },
+    };
+    client.on("error", held.onEnd);
+    client.on("end", held.onEnd);
+    this.#held.set(name, held);
+    this.#fenced.set(dir, held);
+  }
+
+  /** Forgets the lock `name` (its connection is the caller's to release). */
+  #unhold(name: string): HeldLock | undefined {
+    const held = this.#held.get(name);
+    if (!held) return undefined;
+    held.client.off("error", held.onEnd);
+    held.client.off("end", held.onEnd);
+    this.#held.delete(name);
+    if (this.#fenced.get(held.dir) === held) this.#fenced.delete(held.dir);
+    return held;
+  }
+
+  /**
+   * Marks a held lock lost (its connection ended or failed): the connection is dropped, the
+   * host is told once, and every later write under the lock gets the returned error.
+   */
+  #lose(name: string, held: HeldLock, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
+    if (held.lost) return held.lost;
+    held.lost = this.#lostError(name, outcome, cause);
+    held.client.off("end", held.onEnd);
+    held.client.release(true);
+    try {
+      this.#onLeaseLost?.({ lock: name, error: held.lost });
+    } catch {
+      // A listener's failure is the host's; the lock is lost all the same.
+    }
+    return held.lost;
+  }
+
+  /**
+   * A write under `held` failed because its connection did: the lock is lost, and this
+   * write may have reached the server before the end (its outcome is unknown).
+   */
+  #lostOnTheWay(held: HeldLock, cause: unknown): LeaseLostError {
+    const name = this.#nameOf(held);
+    this.#lose(name, held, "unknown", cause);
+    return this.#lostError(name, "unknown", cause);
+  }
+
+  #lostError(name: string, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
+    const why = cause ? `: ${(cause as { message?: string }).message ?? String(cause)}` : "";
+    const what = outcome === "unknown" ? "the write was on its way and may or may not have landed (reload to see)" : "nothing was written";
+    return new LeaseLostError(`${name}: this writer's lock was lost when its PostgreSQL connection ended${why}; another writer may hold the session now; ${what}; close the session and open it again`, {
+      path: name,
+      outcome,
+      ...(cause && (cause as { code?: unknown }).code ? { sqlstate: (cause as { code?: unknown }).code } : {}),
+    });
+  }
+
+  #nameOf(held: HeldLock): string {
+    for (const [name, candidate] of this.#held) if (candidate === held) return name;
+    return `${held.dir}/writer.lock`;
   }
 
   async #connect(pool: pg.Pool): Promise<pg.PoolClient> {
@@ -323,11 +535,68 @@ export class PostgresStorage implements StoragePort {
     return next;
   }
 
-  /** The advisory lock number of a name in this store: 64 bits of SHA-256 over schema and name. */
   #lockKey(name: string): string {
-    const digest = createHash("sha256").update(`${this.#schema}\0${name}`).digest();
-    return digest.readBigInt64BE(0).toString();
+    return advisoryLockKey(this.#schema, name);
   }
+}
+
+/** `a/b/c` → `a/b`; `a` → `""`. */
+function parentOf(path: string): string {
+  const at = path.lastIndexOf("/");
+  return at < 0 ? "" : path.slice(0, at);
+}
+
+/** `append on agents/…` for an error message: the statement's function and its first argument. */
+function describe(text: string, values: readonly unknown[]): string {
+  return `${text.split("(")[0]!.trim()} on ${String(values[0])}`;
+}
+
+/**
+ * Whether `error` means the connection is gone (so is a session lock held on it): a
+ * socket error or end (no SQLSTATE), the client's own read timeout, or the server ending
+ * the session (class 08, 57P01–57P03: terminated, crashed, restarting).
+ */
+function isConnectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+}
+
+/** Whether the server ended the connection (a restart, a terminated backend): not a timeout, which would only repeat. */
+function isEndedByServer(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string") return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  return typeof message === "string" && message.includes("terminated unexpectedly");
+}
+
+/**
+ * The pool's timeouts: the options, else the URL's `connect_timeout` (seconds, as libpq
+ * reads it) and `statement_timeout` (ms), else the defaults. `pool` settings win over these.
+ */
+function timeouts(options: PostgresStorageOptions): pg.PoolConfig {
+  let url: URL | undefined;
+  try {
+    url = options.connectionString ? new URL(options.connectionString) : undefined;
+  } catch {
+    url = undefined;
+  }
+  const fromUrl = (name: string, scale: number): number | undefined => {
+    const value = url?.searchParams.get(name);
+    if (value === null || value === undefined || value.trim() === "") return undefined;
+    const number = Number(value);
+    if (!Number.isFinite(number) || number < 0) {
+      throw new InvalidInputError(`PostgreSQL URL: ${name}=${JSON.stringify(value)} is not a non-negative number`, { [name]: value });
+    }
+    return number * scale;
+  };
+  const connect = options.connectTimeoutMillis ?? fromUrl("connect_timeout", 1000) ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const statement = options.statementTimeoutMillis ?? fromUrl("statement_timeout", 1) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  return {
+    // 0 waits for ever, as in libpq.
+    connectionTimeoutMillis: connect,
+    statement_timeout: statement,
+    ...(statement > 0 ? { query_timeout: statement + ANSWER_GRACE_MS } : {}),
+  };
 }
 
 /** One plain Uint8Array of the chunks, in order (a fresh copy, never a view of a pooled Buffer). */
@@ -337,7 +606,7 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
 
 /** A server or connection failure as the core's typed error, with PostgreSQL's code and message. */
 function storageError(error: unknown, doing: string): StorageError {
-  if (error instanceof StorageError) return error;
+  if (error instanceof StorageError || error instanceof LeaseLostError) return error;
   const pgError = error as { code?: string; message?: string };
   const code = pgError.code;
   const message = `PostgreSQL storage: ${doing}: ${pgError.message ?? String(error)}${code ? ` (SQLSTATE ${code})` : ""}`;

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type { PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
@@ -14,6 +15,14 @@ export const SCHEMA_VERSION = 1;
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * The advisory lock number of `name` in the store `schema`: 64 bits of SHA-256 over both
+ * (docs/POSTGRES.md "Writer ownership"), as a decimal string for a `bigint` parameter.
+ */
+export function advisoryLockKey(schema: string, name: string): string {
+  return createHash("sha256").update(`${schema}\0${name}`).digest().readBigInt64BE(0).toString();
 }
 
 /**

@@ -15,6 +15,8 @@ import {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  LeaseLostError,
+  LimitExceededError,
   NotFoundError,
   ProviderError,
   RevisionConflictError,
@@ -30,11 +32,14 @@ import {
 } from "../errors.ts";
 import { FormatError } from "../formats/errors.ts";
 
-// The details a class needs arrive with the data it was serialized from.
+// Keyed by each class's `name`, a string literal in every class (core/errors.ts), so a
+// minified build, which renames the classes, still finds them. The details a class needs
+// arrive with the data it was serialized from.
 const errorClasses: Record<string, new (message: string, details: never) => SessionfoldError> = {
   InvalidIdError,
   NotFoundError,
   WriterLockedError,
+  LeaseLostError,
   RevisionConflictError,
   SessionBusyError,
   CorruptSessionError,
@@ -50,6 +55,7 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
+  LimitExceededError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */

@@ -100,7 +100,7 @@ export interface AgentSetup {
  * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
-export function resolveRoot(option: string | undefined, io: CliIo): string {
+function resolveRoot(option: string | undefined, io: CliIo): string {
   const env = io.env ?? process.env;
   const cwd = io.cwd ?? process.cwd();
   if (option !== undefined) return resolve(cwd, option);
@@ -116,6 +116,11 @@ export class Store {
   readonly #io: CliIo;
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   #opened: Promise<OpenStore> | undefined;
+
+  /** The store's folder when it is a folder store (`undefined` for a database). */
+  get folder(): string | undefined {
+    return this.#location.kind === "files" ? this.root : undefined;
+  }
 
   /** `onStaleLockReclaimed`: told each dead writer's lock the commands take over. */
   constructor(location: StoreLocation | string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void) {
@@ -190,7 +195,14 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
   } catch (error) {
     throw new UsageError(`a postgres:// store needs the pg package (npm install pg): ${String((error as Error)?.message ?? error)}`, { option: "--store" });
   }
-  const storage = new postgres.PostgresStorage({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) });
+  let storage: InstanceType<typeof postgres.PostgresStorage>;
+  try {
+    storage = new postgres.PostgresStorage({ connectionString: location.url, ...(location.schema ? { schema: location.schema } : {}) });
+  } catch (error) {
+    // A `?schema=` or a timeout in the URL that the backend refuses is a bad command line.
+    if (error instanceof InvalidInputError) throw new UsageError(`--store: ${error.message}`, { option: "--store", ...error.details });
+    throw error;
+  }
   const sessions = new Sessions({ storage, identity: nodeWriterIdentity() });
   return { sessions, storage, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
 }

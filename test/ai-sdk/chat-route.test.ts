@@ -40,7 +40,9 @@ const weather: Tool = { name: "get_weather", execute: () => ({ celsius: -3 }) };
 
 async function chunksOf(response: Response): Promise<UIMessageChunk[]> {
   const text = await response.text();
-  return text.split("\n\n").filter((event) => event.startsWith("data: ") && event !== "data: [DONE]").map((event) => JSON.parse(event.slice(6)) as UIMessageChunk);
+  return text.split("\n\n").filter((event) => event.startsWith("data: ") && event !== "data: [DONE]").map((event) =>
+    JSON.parse(event.slice(6)) as UIMessageChunk
+  );
 }
 
 async function messageOf(chunks: UIMessageChunk[]): Promise<UIMessage> {
@@ -56,13 +58,17 @@ describe("chatRoute", () => {
     const { provider, release, reachedMidReply } = gatedProvider();
     const route = chatRoute({ session: async () => session, provider, tools: [weather] });
     const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "Weather in Oslo?" }] };
-    const response = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [user], trigger: "submit-message" }) }));
+    const response = await route.POST(
+      new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [user], trigger: "submit-message" }) }),
+    );
     expect(response.headers.get("content-type")).toBe("text/event-stream");
     expect(response.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
 
     await reachedMidReply;
     // One reply at a time per chat.
-    const again = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [{ ...user, id: "u2" }] }) }));
+    const again = await route.POST(
+      new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [{ ...user, id: "u2" }] }) }),
+    );
     expect(again.status).toBe(409);
     // A second client (a reload, another tab) reconnects while the reply streams.
     const resumed = await route.GET(new Request("http://chat.test/api/chat/c1/stream"), "c1");
@@ -84,7 +90,8 @@ describe("chatRoute", () => {
   it("answers with the Response the session callback throws (the host's authorization), reading nothing", async () => {
     const route = chatRoute({ session: () => Promise.reject(new Response("forbidden", { status: 403 })), provider: gatedProvider().provider });
     const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
-    expect((await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "other", messages: [user] }) }))).status).toBe(403);
+    expect((await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "other", messages: [user] }) }))).status)
+      .toBe(403);
     expect((await route.GET(new Request("http://chat.test/api/chat/other/stream"), "other")).status).toBe(403);
   });
 

@@ -7,9 +7,9 @@
  * compact first, so no two turns in a row pay a refusal.
  */
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import { MockLanguageModelV3, convertArrayToReadableStream } from "ai/test";
+import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, MemoryStorage, estimateTextTokens } from "../../core/mod.ts";
+import { estimateTextTokens, ExtractiveSummarizer, MemoryStorage } from "../../core/mod.ts";
 import { aiSdkProvider } from "../../ai-sdk/mod.ts";
 import { createSession, drain } from "../run/support.ts";
 
@@ -32,7 +32,12 @@ async function trial(): Promise<{ refusals: number[]; compactions: number; reply
         refusedNow += 1;
         throw Object.assign(new Error("Bad Request"), {
           statusCode: 400,
-          responseBody: JSON.stringify({ error: { code: "context_length_exceeded", message: `This model's maximum context length is ${WINDOW} tokens. However, your messages resulted in ${tokens} tokens.` } }),
+          responseBody: JSON.stringify({
+            error: {
+              code: "context_length_exceeded",
+              message: `This model's maximum context length is ${WINDOW} tokens. However, your messages resulted in ${tokens} tokens.`,
+            },
+          }),
         });
       }
       return {
@@ -40,7 +45,14 @@ async function trial(): Promise<{ refusals: number[]; compactions: number; reply
           { type: "text-start", id: "t" },
           { type: "text-delta", id: "t", delta: `Answer: ${"noted ".repeat(30)}` },
           { type: "text-end", id: "t" },
-          { type: "finish", usage: { inputTokens: { total: tokens, noCache: tokens, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 50, text: 50, reasoning: undefined } }, finishReason: { unified: "stop", raw: "stop" } },
+          {
+            type: "finish",
+            usage: {
+              inputTokens: { total: tokens, noCache: tokens, cacheRead: undefined, cacheWrite: undefined },
+              outputTokens: { total: 50, text: 50, reasoning: undefined },
+            },
+            finishReason: { unified: "stop", raw: "stop" },
+          },
         ]),
       };
     },
@@ -50,7 +62,9 @@ async function trial(): Promise<{ refusals: number[]; compactions: number; reply
   const refusals: number[] = [];
   let compactions = 0;
   for (let turn = 1; turn <= 40; turn++) {
-    const text = turn % 6 === 0 ? `Here is the file for turn ${turn}:\n${"const value = compute(input);\n".repeat(120)}` : `Question ${turn}: ${"tell me more ".repeat(12)}`;
+    const text = turn % 6 === 0
+      ? `Here is the file for turn ${turn}:\n${"const value = compute(input);\n".repeat(120)}`
+      : `Question ${turn}: ${"tell me more ".repeat(12)}`;
     refusedNow = 0;
     const { events, error } = await drain(session.run(text, { provider }));
     expect(error).toBeUndefined();
@@ -65,11 +79,17 @@ describe("a context-length refusal leads to a compaction", () => {
     const { refusals, compactions, replyFirst, requests } = await trial();
     const refusedTurns = refusals.map((count, i) => (count > 0 ? i + 1 : 0)).filter((turn) => turn > 0);
     expect(refusedTurns.length).toBeGreaterThan(0); // the trial does overflow
-    for (let i = 1; i < refusals.length; i++) expect(refusals[i - 1]! > 0 && refusals[i]! > 0, `turns ${i} and ${i + 1} both refused: ${refusals.join(",")}`).toBe(false);
+    for (let i = 1; i < refusals.length; i++) {
+      expect(refusals[i - 1]! > 0 && refusals[i]! > 0, `turns ${i} and ${i + 1} both refused: ${refusals.join(",")}`).toBe(false);
+    }
     expect(compactions).toBeGreaterThanOrEqual(refusedTurns.length);
     // Every compaction cut on a turn boundary: no request starts with a reply.
     expect(replyFirst).toBe(0);
     // Figures for the report (refusals per turn, turn 1 first).
-    console.info(`overflow trial: refusals per turn ${refusals.join(",")}; refused turns ${refusedTurns.length}/40; compactions ${compactions}; requests starting with a reply ${replyFirst}/${requests}`);
+    console.info(
+      `overflow trial: refusals per turn ${
+        refusals.join(",")
+      }; refused turns ${refusedTurns.length}/40; compactions ${compactions}; requests starting with a reply ${replyFirst}/${requests}`,
+    );
   });
 });

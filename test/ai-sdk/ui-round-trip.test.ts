@@ -4,14 +4,14 @@
  * assistant prompt message per step. The assistant message under test is the AI SDK's own
  * `readUIMessageStream` output; the property test runs over generated UI messages.
  */
-import { readUIMessageStream, validateUIMessages, type UIMessage, type UIMessageChunk } from "ai";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk, validateUIMessages } from "ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type ProviderIdentity } from "../../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "../../ai-sdk/mod.ts";
 import { toPrompt } from "../../ai-sdk/prompt.ts";
 import { createSession } from "../run/support.ts";
-import { REF, millisecondClock, registry } from "../support/session.ts";
+import { millisecondClock, REF, registry } from "../support/session.ts";
 
 const ANTHROPIC: ProviderIdentity = { provider: "anthropic", api: "messages", model: "claude-sonnet-4-5" };
 
@@ -68,7 +68,17 @@ function expectResultsAfterCalls(prompt: ReturnType<typeof toPrompt>): void {
 describe("UI messages round-trip exactly", () => {
   it("readUIMessageStream's multi-step message comes back the same, and the model reads it in order", async () => {
     const assistant = await streamedMessage(weatherChunks());
-    expect(assistant.parts.map((p) => p.type)).toEqual(["step-start", "reasoning", "tool-get_weather", "step-start", "reasoning", "source-url", "data-weather", "text", "source-document"]);
+    expect(assistant.parts.map((p) => p.type)).toEqual([
+      "step-start",
+      "reasoning",
+      "tool-get_weather",
+      "step-start",
+      "reasoning",
+      "source-url",
+      "data-weather",
+      "text",
+      "source-document",
+    ]);
     const user: UIMessage = { id: "u1", role: "user", metadata: { sentAt: 1 }, parts: [{ type: "text", text: "Weather in Oslo?" }] };
     const list = [user, assistant];
     const { session } = await createSession(new MemoryStorage());
@@ -98,13 +108,23 @@ describe("UI messages round-trip exactly", () => {
     const { session } = await createSession(new MemoryStorage());
     await session.append([
       { role: "user", message_id: "u1", parts: [{ type: "text", text: "Weather?" }] },
-      { role: "assistant", message_id: "m1", parts: [{ type: "tool", tool_call_id: "c1", tool_name: "get_weather", state: "output-available", input: {}, output: 1 }], usage: { input_tokens: 10, output_tokens: 1 } },
+      {
+        role: "assistant",
+        message_id: "m1",
+        parts: [{ type: "tool", tool_call_id: "c1", tool_name: "get_weather", state: "output-available", input: {}, output: 1 }],
+        usage: { input_tokens: 10, output_tokens: 1 },
+      },
       { role: "assistant", message_id: "m2", parts: [{ type: "text", text: "Cold." }], usage: { input_tokens: 12, output_tokens: 2 } },
     ]);
     const ui = await toUIMessages(session);
     expect(ui.map((m) => m.id)).toEqual(["u1", "m1"]);
     expect(ui[1]!.parts.map((p) => p.type)).toEqual(["step-start", "tool-get_weather", "step-start", "text"]);
-    expect(ui[1]!.metadata).toEqual({ sequence: 2, createdAt: session.active[1]!.created_at, status: "completed", usage: { input_tokens: 12, output_tokens: 2 } });
+    expect(ui[1]!.metadata).toEqual({
+      sequence: 2,
+      createdAt: session.active[1]!.created_at,
+      status: "completed",
+      usage: { input_tokens: 12, output_tokens: 2 },
+    });
     expect(await validateUIMessages({ messages: ui })).toEqual(ui);
   });
 
@@ -112,14 +132,48 @@ describe("UI messages round-trip exactly", () => {
     const json = fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
     const metadata = fc.option(fc.dictionary(fc.string({ minLength: 1, maxLength: 4 }), fc.string({ maxLength: 5 }), { maxKeys: 2 }), { nil: undefined });
     const providerMetadata = fc.option(fc.constant({ anthropic: { signature: "sig" } }), { nil: undefined });
-    const text = fc.record({ type: fc.constant("text" as const), text: fc.string({ maxLength: 8 }), state: fc.option(fc.constantFrom("done" as const, "streaming" as const), { nil: undefined }), providerMetadata });
-    const reasoning = fc.record({ type: fc.constant("reasoning" as const), text: fc.string({ maxLength: 8 }), state: fc.option(fc.constant("done" as const), { nil: undefined }), providerMetadata });
-    const file = fc.record({ type: fc.constant("file" as const), mediaType: fc.constantFrom("image/png", "text/plain"), url: fc.constantFrom("data:image/png;base64,iVBORw0KGgo=", "https://x.example/a.png", "data:text/plain,hi") });
-    const source = fc.record({ type: fc.constant("source-url" as const), sourceId: fc.string({ minLength: 1, maxLength: 4 }), url: fc.constant("https://s.example/") });
-    const document = fc.record({ type: fc.constant("source-document" as const), sourceId: fc.constant("d"), mediaType: fc.constant("application/pdf"), title: fc.string({ maxLength: 4 }) });
+    const text = fc.record({
+      type: fc.constant("text" as const),
+      text: fc.string({ maxLength: 8 }),
+      state: fc.option(fc.constantFrom("done" as const, "streaming" as const), { nil: undefined }),
+      providerMetadata,
+    });
+    const reasoning = fc.record({
+      type: fc.constant("reasoning" as const),
+      text: fc.string({ maxLength: 8 }),
+      state: fc.option(fc.constant("done" as const), { nil: undefined }),
+      providerMetadata,
+    });
+    const file = fc.record({
+      type: fc.constant("file" as const),
+      mediaType: fc.constantFrom("image/png", "text/plain"),
+      url: fc.constantFrom("data:image/png;base64,iVBORw0KGgo=", "https://x.example/a.png", "data:text/plain,hi"),
+    });
+    const source = fc.record({
+      type: fc.constant("source-url" as const),
+      sourceId: fc.string({ minLength: 1, maxLength: 4 }),
+      url: fc.constant("https://s.example/"),
+    });
+    const document = fc.record({
+      type: fc.constant("source-document" as const),
+      sourceId: fc.constant("d"),
+      mediaType: fc.constant("application/pdf"),
+      title: fc.string({ maxLength: 4 }),
+    });
     const data = fc.record({ type: fc.constantFrom("data-weather" as const, "data-status" as const), data: json });
-    const tool = fc.tuple(fc.constantFrom("get_weather", "search"), fc.boolean(), fc.constantFrom("input-available", "output-available", "output-error", "output-denied"), json, providerMetadata).map(([name, dynamic, state, value, meta]) => {
-      const base = { ...(dynamic ? { type: "dynamic-tool", toolName: name } : { type: `tool-${name}` }), toolCallId: "", input: { q: "x" }, ...(meta ? { callProviderMetadata: meta } : {}) };
+    const tool = fc.tuple(
+      fc.constantFrom("get_weather", "search"),
+      fc.boolean(),
+      fc.constantFrom("input-available", "output-available", "output-error", "output-denied"),
+      json,
+      providerMetadata,
+    ).map(([name, dynamic, state, value, meta]) => {
+      const base = {
+        ...(dynamic ? { type: "dynamic-tool", toolName: name } : { type: `tool-${name}` }),
+        toolCallId: "",
+        input: { q: "x" },
+        ...(meta ? { callProviderMetadata: meta } : {}),
+      };
       if (state === "output-available") return { ...base, state, output: value };
       if (state === "output-error") return { ...base, state, errorText: "boom" };
       if (state === "output-denied") return { ...base, state, approval: { id: "ap", approved: false, reason: "no" } };

@@ -21,12 +21,15 @@ afterAll(async () => {
 describe("sessionfold/ai-sdk without ai installed", () => {
   it("imports and builds aiSdkProvider; appendUIMessages says that it needs ai", async () => {
     dir = await mkdtemp(join(tmpdir(), "sessionfold-no-ai-"));
-    await writeFile(join(dir, "hook.mjs"), [
-      "export async function resolve(specifier, context, next) {",
-      "  if (specifier === 'ai' || specifier.startsWith('ai/')) throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });",
-      "  return next(specifier, context);",
-      "}",
-    ].join("\n"));
+    await writeFile(
+      join(dir, "hook.mjs"),
+      [
+        "export async function resolve(specifier, context, next) {",
+        "  if (specifier === 'ai' || specifier.startsWith('ai/')) throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: 'ERR_MODULE_NOT_FOUND' });",
+        "  return next(specifier, context);",
+        "}",
+      ].join("\n"),
+    );
     await writeFile(join(dir, "register.mjs"), "import { register } from 'node:module';\nregister(new URL('./hook.mjs', import.meta.url));\n");
     const script = [
       "const m = await import('./ai-sdk/mod.ts');",
@@ -34,7 +37,9 @@ describe("sessionfold/ai-sdk without ai installed", () => {
       "const append = await m.appendUIMessages({ messages: async () => [], append: async () => ({ sequences: [] }) }, []).then(() => 'appended', (e) => e.message);",
       "console.log(JSON.stringify({ identity: provider.identity, append }));",
     ].join("\n");
-    const { stdout } = await run(process.execPath, ["--import", join(dir, "register.mjs"), "--import", "tsx", "--input-type=module", "-e", script], { cwd: root });
+    const { stdout } = await run(process.execPath, ["--import", join(dir, "register.mjs"), "--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: root,
+    });
     const result = JSON.parse(stdout) as { identity: unknown; append: string };
     expect(result.identity).toEqual({ provider: "openai", api: "chat", model: "gpt" });
     expect(result.append).toMatch(/appendUIMessages needs the AI SDK package `ai`.*Cannot find package 'ai'/);

@@ -45,6 +45,24 @@ describe("usage (exit 2) and help (exit 0)", () => {
     [["unlock", REF], /^error\[usage\]: unlock: removing a writer lock needs --force/],
     [["append", REF, "--text", "x"], /^error\[usage\]: append: missing --role/],
     [["help", "nope"], /^error\[usage\]: unknown command "nope"/],
+    [["-x", "ls"], /^error\[usage\]: unknown option "-x" \(see sessionfold --help\)$/m],
+    [["--title", "t", "new", REF], /^error\[usage\]: unknown option "--title"/],
+    [["ls", "--bogus=1"], /^error\[usage\]: ls: unknown option "--bogus=1" \(see sessionfold ls --help\)$/m],
+    [["ls", "-x"], /^error\[usage\]: ls: unknown option "-x"/],
+    [["ls", "-abc"], /^error\[usage\]: ls: unknown option "-abc"/],
+    [["new", REF, "--title=a", "--title", "b"], /^error\[usage\]: new: option --title is given twice/],
+    [["unlock", REF, "--force=yes"], /^error\[usage\]: unlock: option --force takes no value/],
+    [["unlock", REF, "--force", "--force"], /^error\[usage\]: unlock: option --force is given twice/],
+    [["append", REF, "--role", "user", "--text"], /^error\[usage\]: append: option --text needs a value T$/m],
+    [["messages", REF, "--before"], /^error\[usage\]: messages: option --before needs a value SEQ$/m],
+    [["show", REF, "extra"], /^error\[usage\]: show: unexpected argument "extra" \(see sessionfold show --help\)$/m],
+    [["verify", REF, "extra"], /^error\[usage\]: verify: unexpected argument "extra"/],
+    [["import", "f.jsonl"], /^error\[usage\]: import: missing --into/],
+    [["--store"], /^error\[usage\]: option --store needs a value URL \(postgres:\/\/…\)$/m],
+    [["ls", "--store="], /^error\[usage\]: option --store needs a value URL/],
+    [["ls", "--root"], /^error\[usage\]: option --root needs a value DIR$/m],
+    [["ls", "--root="], /^error\[usage\]: option --root needs a value DIR$/m],
+    [["--"], /^error\[usage\]: missing COMMAND/],
   ])("%j is bad usage: exit 2, one error line", async (argv, line) => {
     const root = await missingRoot();
     const result = await cli(root, argv as string[]);
@@ -63,6 +81,29 @@ describe("usage (exit 2) and help (exit 0)", () => {
     const created = await cliRaw([`--root=${root}`, "new", "a/b/c", "--json"]);
     expect(created.status).toBe(0);
     expect(json(created).session_id).toBe("c");
+  });
+
+  it("an option's value may look like an option; after -- every argument is a positional; - is a positional", async () => {
+    const root = await missingRoot();
+    expectOk(await cli(root, ["new", REF]));
+    // `--json` here is --text's value, not the flag: the result is text, and the message says "--json".
+    const appended = expectOk(await cli(root, ["append", REF, "--role", "user", "--text", "--json"]));
+    expect(appended.stdout).not.toMatch(/^\{/);
+    expect(json(expectOk(await cli(root, ["--json", "messages", REF]))).at(-1).parts).toMatchObject([{ type: "text", text: "--json" }]);
+    expectOk(await cli(root, ["append", REF, "--role=assistant", "--text=-1 is odd"]));
+    expect(json(expectOk(await cli(root, ["--json", "messages", REF]))).at(-1)).toMatchObject({ role: "assistant", parts: [{ type: "text", text: "-1 is odd" }] });
+    // After --, "--json" is the REF (an invalid one: exit 4), and no JSON is printed.
+    const ended = await cli(root, ["show", "--", "--json"]);
+    expect(ended.status).toBe(4);
+    expect(ended.stderr).toMatch(/^error\[invalid-id\]: /);
+    expect(ended.stdout).toBe("");
+    const dash = await cli(root, ["show", "-"]);
+    expect(dash.status).toBe(4);
+    expect(dash.stderr).toMatch(/^error\[invalid-id\]: /);
+    // Global options go anywhere before --, in both forms.
+    expect(json(expectOk(await cli(root, ["show", REF, "--json"]))).meta.message_count).toBe(2);
+    expect(json(expectOk(await cliRaw(["show", REF, `--root=${root}`, "--json"]))).meta.message_count).toBe(2);
+    expect(json(expectOk(await cliRaw(["--json", "show", "--root", root, REF]))).meta.message_count).toBe(2);
   });
 
   it("--root without a value is bad usage", async () => {

@@ -7,7 +7,7 @@
  * on the same chat sees the reply arrive, and a server killed mid-reply brings the draft
  * back as a stopped reply.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
 
@@ -41,7 +41,17 @@ async function startModel(): Promise<LoopbackModel> {
     return map.get(n)!;
   };
   let count = 0;
-  const chunk = (delta: object, extra: object = {}) => `data: ${JSON.stringify({ id: "r", object: "chat.completion.chunk", created: 0, model: "loopback-model", choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;
+  const chunk = (delta: object, extra: object = {}) =>
+    `data: ${
+      JSON.stringify({
+        id: "r",
+        object: "chat.completion.chunk",
+        created: 0,
+        model: "loopback-model",
+        choices: [{ index: 0, delta, finish_reason: null }],
+        ...extra,
+      })
+    }\n\n`;
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -52,7 +62,18 @@ async function startModel(): Promise<LoopbackModel> {
       void slot(released, n).promise.then(() => {
         if (res.destroyed) return;
         res.write(chunk({ content: REST }));
-        res.write(`data: ${JSON.stringify({ id: "r", object: "chat.completion.chunk", created: 0, model: "loopback-model", choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 } })}\n\n`);
+        res.write(
+          `data: ${
+            JSON.stringify({
+              id: "r",
+              object: "chat.completion.chunk",
+              created: 0,
+              model: "loopback-model",
+              choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+              usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+            })
+          }\n\n`,
+        );
         res.end("data: [DONE]\n\n");
       });
     });
@@ -62,10 +83,11 @@ async function startModel(): Promise<LoopbackModel> {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     holding: (n) => slot(holding, n).promise,
     release: (n) => slot(released, n).resolve(),
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -88,7 +110,15 @@ let server: { child: ChildProcess; port: number } | undefined;
 
 /** Starts the chat server process; resolves once it prints its port. */
 function startServer(port: number): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/e2e/fixtures/chat-server.ts"), join(dir, "store"), model.baseUrl, clientPath, String(port)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [
+    "--import",
+    "tsx",
+    join(ROOT, "test/e2e/fixtures/chat-server.ts"),
+    join(dir, "store"),
+    model.baseUrl,
+    clientPath,
+    String(port),
+  ], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout!.on("data", (data: Buffer) => {
@@ -103,7 +133,15 @@ function startServer(port: number): Promise<{ child: ChildProcess; port: number 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "sessionfold-use-chat-"));
   clientPath = join(dir, "client.js");
-  const bundle = await build({ entryPoints: [join(ROOT, "test/e2e/fixtures/chat-client.ts")], bundle: true, format: "esm", platform: "browser", target: "es2022", write: false, logLevel: "silent" });
+  const bundle = await build({
+    entryPoints: [join(ROOT, "test/e2e/fixtures/chat-client.ts")],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+  });
   writeFileSync(clientPath, bundle.outputFiles[0]!.contents);
   model = await startModel();
   server = await startServer(0);
@@ -129,7 +167,16 @@ async function open(chatId: string): Promise<Page> {
 
 /** The rendered messages: role, text, metadata status. */
 function shown(page: Page): Promise<{ id: string; role: string; text: string; status?: string }[]> {
-  return page.$$eval("#messages li", (items) => items.map((li) => ({ id: (li as HTMLElement).dataset["id"]!, role: (li as HTMLElement).dataset["role"]!, text: li.textContent ?? "", ...((li as HTMLElement).dataset["status"] ? { status: (li as HTMLElement).dataset["status"] } : {}) })));
+  return page.$$eval(
+    "#messages li",
+    (items) =>
+      items.map((li) => ({
+        id: (li as HTMLElement).dataset["id"]!,
+        role: (li as HTMLElement).dataset["role"]!,
+        text: li.textContent ?? "",
+        ...((li as HTMLElement).dataset["status"] ? { status: (li as HTMLElement).dataset["status"] } : {}),
+      })),
+  );
 }
 
 function assistantShows(page: Page, text: string, status?: string): Promise<unknown> {
@@ -145,7 +192,9 @@ function assistantShows(page: Page, text: string, status?: string): Promise<unkn
 describe("useChat (the AI SDK's chat client in chromium) on chatRoute", () => {
   it("sends and streams; a reload mid-reply resumes; a second tab sees the reply; a killed server's draft comes back stopped", async () => {
     const first = await open("c1");
-    await first.evaluate(() => void (window as unknown as { chat: { sendMessage(m: { text: string }): Promise<void> } }).chat.sendMessage({ text: "Hi there" }));
+    await first.evaluate(() =>
+      void (window as unknown as { chat: { sendMessage(m: { text: string }): Promise<void> } }).chat.sendMessage({ text: "Hi there" })
+    );
     await model.holding(1);
     await assistantShows(first, FIRST);
 
@@ -168,7 +217,9 @@ describe("useChat (the AI SDK's chat client in chromium) on chatRoute", () => {
     expect((await shown(first)).map((m) => [m.role, m.text])).toEqual([["user", "Hi there"], ["assistant", FIRST + REST]]);
 
     // The server dies in the middle of the next reply.
-    await first.evaluate(() => void (window as unknown as { chat: { sendMessage(m: { text: string }): Promise<void> } }).chat.sendMessage({ text: "And again?" }));
+    await first.evaluate(() =>
+      void (window as unknown as { chat: { sendMessage(m: { text: string }): Promise<void> } }).chat.sendMessage({ text: "And again?" })
+    );
     await model.holding(2);
     await assistantShows(first, FIRST);
     const draft = join(dir, "store/agents/chat/workspaces/web/sessions/c1/messages/assistant_message.json");

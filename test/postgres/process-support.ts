@@ -38,9 +38,10 @@ export interface StoreCheck {
 }
 
 /**
- * Every landed attempt is in its session exactly once, no refused attempt is, refusals are
- * typed (`writer-locked`, `revision-conflict`), each history is contiguous from 1 and opens
- * with no diagnostic. `extraIds` are acknowledged writes made outside the reports.
+ * Every landed attempt is in its session exactly once, no refused attempt is (an attempt
+ * whose outcome is `"unknown"`, sent as its lease was lost, may be there, once), refusals are
+ * typed (`writer-locked`, `revision-conflict`, `lease-lost`), each history is contiguous from
+ * 1 and opens with no diagnostic. `extraIds` are acknowledged writes made outside the reports.
  */
 export async function checkStore(schema: string, refs: readonly string[], reports: readonly Report[], extraIds: readonly string[] = []): Promise<StoreCheck> {
   const attempts = reports.filter((r) => r.type === "attempt") as unknown as { id: string; result: string; code?: string }[];
@@ -49,7 +50,7 @@ export async function checkStore(schema: string, refs: readonly string[], report
   for (const a of [...attempts, ...(reports.filter((r) => r.type === "compact") as unknown as { result: string; code?: string }[])]) {
     if (a.result === "failed") refused[a.code ?? "?"] = (refused[a.code ?? "?"] ?? 0) + 1;
   }
-  expect(Object.keys(refused).filter((code) => code !== "writer-locked" && code !== "revision-conflict"), "only typed refusals").toEqual([]);
+  expect(Object.keys(refused).filter((code) => code !== "writer-locked" && code !== "revision-conflict" && code !== "lease-lost"), "only typed refusals").toEqual([]);
   const refusedIds = new Set(attempts.filter((a) => a.result === "failed").map((a) => a.id));
   const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
   let segments = 0;

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
+import { advisoryLockKey } from "../../runtime-postgres/schema.ts";
 
 /** The URL of the test server; `""` when the run opted out (the tests then skip). */
 export const POSTGRES_URL = inject("postgresUrl");
@@ -37,4 +38,33 @@ export function freshStorage(schema = freshSchema()): { storage: PostgresStorage
       await dropSchemas(schema);
     },
   };
+}
+
+/**
+ * Ends, from an admin connection (`pg_terminate_backend`), the backend that holds the store
+ * `schema`'s advisory lock `name` (a session's `writer.lock` path), as a pooler, a failover
+ * or an idle timeout would. Resolves how many backends it ended (0: nobody held it).
+ */
+export async function terminateLockHolder(schema: string, name: string): Promise<number> {
+  return adminQuery(
+    `SELECT pg_terminate_backend(pid) FROM pg_locks
+     WHERE locktype = 'advisory' AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       AND ((classid::bigint << 32) | objid::bigint) = $1::bigint`,
+    [advisoryLockKey(schema, name)],
+  );
+}
+
+/** Ends every backend whose `application_name` is `name` (what a server restart does to a client). Resolves how many. */
+export async function terminateApplication(name: string): Promise<number> {
+  return adminQuery("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [name]);
+}
+
+async function adminQuery(text: string, values: unknown[]): Promise<number> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    return (await client.query(text, values)).rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
 }

@@ -11,7 +11,9 @@
  *   same bytes (the JSONL line and the new `meta.json`) and its `COMMIT`, one per round trip,
  *   with `synchronous_commit = on`. Alternating batches; target ≥ 0.6 of the floor. The same
  *   writer holding a lease (no lock or revision check per commit, `meta.json` lazily) in the
- *   same alternation, without a target.
+ *   same alternation, without a target. Both are fenced (docs/POSTGRES.md "Fencing"): the
+ *   per-operation commit holds the session's lock in its own transaction, the held commit runs
+ *   on the lease's own connection, so it lands only while the lease's lock is held.
  * - 8 writers on 8 sessions at once (one process, one store handle): aggregate commits/s,
  *   against 8 bare INSERT loops at once.
  * - listing 10⁴ sessions of one workspace: `storage.list` of the sessions folder (one
@@ -142,7 +144,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     ratioMeaning: "sessionfold / floor",
     target: { op: ">=", limit: 0.6, text: "≥ 0.6 of the floor" },
     runs: batches,
-    note: "per operation: each commit takes the session's advisory lock, checks meta.json's revision, appends and replaces meta.json, in one statement",
+    note: "per operation: each commit takes the session's advisory lock, checks meta.json's revision, appends and replaces meta.json, in one statement (fenced: the lock is the commit's own transaction's)",
   });
   ctx.emit({
     case: 10,
@@ -154,7 +156,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     ratio: heldValue / baseline,
     ratioMeaning: "sessionfold / floor",
     runs: batches,
-    note: "a lease (create with { hold: true }): no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit; batches alternate with the row above and the floor",
+    note: "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit); batches alternate with the row above and the floor",
   });
 }
 
