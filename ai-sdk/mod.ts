@@ -1,11 +1,15 @@
 /**
  * sessionfold on the Vercel AI SDK: the persistence layer an AI SDK app adds in a few
- * lines. The AI SDK packages (`ai`, `@ai-sdk/provider`) are optional peer dependencies
- * of sessionfold, needed only by this entry; the core never imports them.
+ * lines. `ai` (5, 6 or 7) is an optional peer dependency of sessionfold, loaded only by
+ * `appendUIMessages`: `aiSdkProvider` and `aiSdkSummarizer` take any AI SDK language model
+ * and import nothing of the AI SDK; the core never imports it.
  *
  * - {@linkcode aiSdkProvider}: a `Provider` from any AI SDK language model (v2, v3, v4).
  * - {@linkcode aiSdkSummarizer}: an LLM summarizer that cannot fail for size.
- * - {@linkcode toUIMessages} / {@linkcode appendUIMessages}: `useChat` UI messages in and out.
+ * - {@linkcode toUIMessages} / {@linkcode appendUIMessages}: `useChat` UI messages in and out, exactly.
+ * - {@linkcode chatRoute}: a `useChat` route (POST and the resume GET) as web-standard fetch
+ *   handlers; {@linkcode runToUIMessageStream} / {@linkcode uiMessageStreamResponse}: a run as
+ *   the AI SDK's UI message stream and its `Response`.
  *
  * @example
  * ```ts
@@ -23,7 +27,9 @@
  */
 export { aiSdkProvider, type AiSdkLanguageModel, type AiSdkProviderOptions } from "./provider.ts";
 export { aiSdkSummarizer, type AiSdkSummarizerOptions } from "./summarizer.ts";
-export { appendUIMessages, toUIMessages, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
+export { appendUIMessages, toUIMessages, type AppendUIMessagesOptions, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
 export { storedUsage } from "./usage.ts";
 export { isContextLengthRefusal } from "./context-length.ts";
 export type { StoredProviderMetadata } from "./prompt.ts";
+export { runToUIMessageStream, uiMessageStreamResponse } from "./ui-stream.ts";
+export { chatRoute, type ChatRoute, type ChatRouteOptions } from "./chat-route.ts";

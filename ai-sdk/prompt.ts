@@ -62,6 +62,9 @@ function assistantMessages(message: MessageRecord, version: SpecificationVersion
     if (part.type === "text" || part.type === "reasoning") {
       const options = metadata.get(`${part.type}:${counters[part.type]++}`);
       content.push({ type: part.type, text: part.text, ...(options ? { providerOptions: options } : {}) });
+    } else if (part.type === "reasoning-summary") {
+      // Not sent, but numbered as the adapter numbers reasoning blocks (one per reasoning-end).
+      counters.reasoning++;
     } else if (part.type === "tool") {
       const options = metadata.get(`tool-call:${part.tool_call_id}`);
       content.push({ type: "tool-call", toolCallId: part.tool_call_id, toolName: part.tool_name, input: part.input ?? {}, ...(options ? { providerOptions: options } : {}) });
@@ -81,8 +84,8 @@ function toolOutput(part: ToolPart): unknown {
   return { type: "error-text", value: part.error ?? "the tool call did not complete" };
 }
 
-/** `part:key` → provider metadata, from the message's (same-identity) provider-context parts. */
-function storedMetadata(parts: readonly MessagePart[]): Map<string, Record<string, unknown>> {
+/** `part:key` → provider metadata, from a message's provider-context parts in the adapter's shape. */
+export function storedMetadata(parts: readonly MessagePart[]): Map<string, Record<string, unknown>> {
   const out = new Map<string, Record<string, unknown>>();
   for (const part of parts) {
     if (part.type !== "provider-context") continue;

@@ -1,11 +1,28 @@
-import type { LanguageModelV2, LanguageModelV3, LanguageModelV4 } from "@ai-sdk/provider";
 import { ContextLengthExceededError, type ModelRequest, type Provider, type ProviderEvent, type ProviderIdentity } from "../core/mod.ts";
 import { isContextLengthRefusal } from "./context-length.ts";
 import { toPrompt, type SpecificationVersion, type StoredProviderMetadata } from "./prompt.ts";
 import { storedUsage } from "./usage.ts";
 
-/** Any AI SDK language model the adapter accepts: specification v2, v3 or v4. */
-export type AiSdkLanguageModel = LanguageModelV2 | LanguageModelV3 | LanguageModelV4;
+/**
+ * Any AI SDK language model the adapter accepts: specification v2 (`ai` 5), v3 (`ai` 6)
+ * or v4 (`ai` 7), as `@ai-sdk/provider`'s `LanguageModelV2`, `V3` and `V4` all are. Written
+ * as the fields the adapter uses, so the entry's types hold whichever `@ai-sdk/provider`
+ * major the app has (each declares only its own specification types).
+ *
+ * @example
+ * ```ts
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * const model: AiSdkLanguageModel = createOpenAI({ apiKey: "sk-…" })("gpt-5-mini");
+ * ```
+ */
+export interface AiSdkLanguageModel {
+  readonly specificationVersion: "v2" | "v3" | "v4";
+  /** `openai.responses`, `anthropic.messages`, …: the default identity is read from it. */
+  readonly provider: string;
+  readonly modelId: string;
+  /** The streaming call, one per engine step (its options and parts are read per specification). */
+  doStream(options: never): PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+}
 
 /**
  * Options of {@linkcode aiSdkProvider}.
@@ -46,7 +63,7 @@ export interface AiSdkProviderOptions {
  * reasoning, signatures, item and response ids) becomes `provider-context` parts
  * stamped with the identity, so only the same model gets it back. An abort cancels the
  * HTTP stream at once; a context-length refusal throws `ContextLengthExceededError`,
- * so the engine compacts and retries.
+ * so the engine folds the input and retries, and compacts before the next step.
  *
  * @example
  * ```ts
@@ -124,8 +141,10 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     blockMetadata.delete(id ?? "");
     return merged;
   };
-  const context = (part: StoredProviderMetadata["part"], key: number | string, metadata: Record<string, unknown> | undefined): ProviderEvent | undefined =>
-    metadata && Object.keys(metadata).length > 0 ? { type: "provider-context", data: { part, key, providerMetadata: metadata } satisfies StoredProviderMetadata } : undefined;
+  const context = (part: StoredProviderMetadata["part"], key: number | string, metadata: Record<string, unknown> | undefined): ProviderEvent | undefined => {
+    const kept = meaningfulMetadata(metadata);
+    return kept ? { type: "provider-context", data: { part, key, providerMetadata: kept } satisfies StoredProviderMetadata } : undefined;
+  };
   try {
     for (;;) {
       const next = await reader.read().catch((error: unknown) => {
@@ -181,6 +200,16 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     // Ends the HTTP stream when the consumer stops early (the engine aborted or threw).
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/**
+ * The providers' entries that say something: OpenAI-compatible providers attach
+ * `{ <name>: {} }` to every finish, which would otherwise be stored on every message.
+ */
+function meaningfulMetadata(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!metadata) return undefined;
+  const kept = Object.entries(metadata).filter(([, value]) => value !== undefined && value !== null && !(typeof value === "object" && Object.keys(value).length === 0));
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
 }
 
 /** Provider metadata merged one level deep: each provider's keys, later values winning. */

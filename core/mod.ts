@@ -236,6 +236,7 @@ export {
   type AgentPlugin,
   type CommitResult,
   type CreateSessionInput,
+  type DraftFlushOptions,
   type ListProblem,
   type ListSessionsOptions,
   type ForkOptions,

@@ -1,5 +1,5 @@
 import { InvalidInputError } from "../errors.ts";
-import type { CompactionAccounting } from "../schema/mod.ts";
+import type { CompactionAccounting, Usage } from "../schema/mod.ts";
 
 /** The figures of one completed compaction, as {@linkcode accumulateCompaction} adds them. */
 export interface CompactionStep {
@@ -9,6 +9,8 @@ export interface CompactionStep {
   readonly removedTokensEstimate: number;
   /** What the summary call cost, when the summarizer reported it. */
   readonly costUsdMicros?: number;
+  /** The summarizer's own token usage, when it reported one. */
+  readonly summaryUsage?: Usage;
   /** Estimated model-input tokens before the compaction (summary + Active). */
   readonly beforeTokens: number;
   /** Estimated model-input tokens after it (new summary + kept Active). */
@@ -26,6 +28,8 @@ export interface CompactionOutcome {
   readonly beforeTokens: number;
   readonly afterTokens: number;
   readonly costUsdMicros?: number;
+  /** The summarizer's own token usage for this compaction, when it reported one. */
+  readonly summaryUsage?: Usage;
   /** Length of the new cumulative summary, in characters. */
   readonly summaryChars: number;
 }
@@ -33,7 +37,8 @@ export interface CompactionOutcome {
 /**
  * Adds one completed compaction to the session's accounting (seed 004, `meta.json`
  * `compaction`): completed operations, removed messages and estimated tokens are
- * summed; the cost is summed once any is known and stays absent until then; the last
+ * summed; the cost is summed once any is known and stays absent until then, and so is
+ * the summarizer's reported usage (`summary_usage`, each count summed); the last
  * before/after estimates are replaced. Unknown fields of `previous` are kept.
  *
  * @example
@@ -62,5 +67,19 @@ export function accumulateCompaction(previous: CompactionAccounting | undefined,
     last_after_tokens: step.afterTokens,
   };
   if (step.costUsdMicros !== undefined) next.cost_usd_micros = (previous?.cost_usd_micros ?? 0) + step.costUsdMicros;
+  if (step.summaryUsage !== undefined) next.summary_usage = addUsage(previous?.summary_usage, step.summaryUsage);
   return next;
+}
+
+/** Two usages summed count by count (a count either lacks is taken from the other); the cost stays in `cost_usd_micros`. */
+function addUsage(total: Usage | undefined, step: Usage): Usage {
+  const sum: Record<string, unknown> = { ...total };
+  for (const [key, value] of Object.entries(step)) {
+    if (key === "cost_usd_micros" || !Number.isSafeInteger(value) || (value as number) < 0) continue;
+    const before = sum[key];
+    sum[key] = (typeof before === "number" ? before : 0) + (value as number);
+  }
+  sum.input_tokens ??= 0;
+  sum.output_tokens ??= 0;
+  return sum as Usage;
 }

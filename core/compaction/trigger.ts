@@ -18,6 +18,11 @@ export interface CompactionFacts {
   readonly estimatedTokens?: () => number;
   /** A validation after the last compaction asked for another, deep one (seed 000). */
   readonly deepCompactionPending?: boolean;
+  /**
+   * The provider refused a request as too long since the last compaction: the strongest
+   * evidence that Active no longer fits, whatever the (folded) retry's usage says.
+   */
+  readonly contextRefused?: boolean;
 }
 
 /** The trigger's answer, with a one-line reason for logs and events. */
@@ -35,7 +40,8 @@ export interface CompactionDecision {
  * - `at-context-tokens`: `estimatedTokens() >= tokens`.
  * - `manual`: never.
  *
- * A pending deep compaction compacts under every automatic policy. Nothing is ever
+ * A pending deep compaction, or a context-length refusal since the last compaction,
+ * compacts under every automatic policy. Nothing is ever
  * compacted while Active holds fewer than 2 messages: no plan exists then.
  *
  * @example
@@ -60,6 +66,7 @@ export function compactionTrigger(policy: CompactionPolicy, facts: CompactionFac
   if (contextWindow !== undefined) assertContextWindow(contextWindow);
   if (policy.kind === "manual") return no("the policy is manual: only compact() compacts");
   if (activeCount < 2) return no(`Active holds ${activeCount} message(s): nothing to compact`);
+  if (facts.contextRefused) return yes("the provider refused a request as too long since the last compaction");
   if (facts.deepCompactionPending) return yes("the last compaction left usage above 50% of the context window: deep compaction");
   switch (policy.kind) {
     case "real-usage": {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { Count, Timestamp } from "./common.ts";
-import { ProviderIdentity } from "./message.ts";
+import { ProviderIdentity, Usage } from "./message.ts";
 
 /** The only `meta.json` schema version this reader knows. */
 export const META_SCHEMA_VERSION: 1 = 1;
@@ -14,6 +14,7 @@ export const CompactionAccounting: z.ZodObject<
     cost_usd_micros: z.ZodOptional<z.ZodInt>;
     last_before_tokens: z.ZodOptional<z.ZodInt>;
     last_after_tokens: z.ZodOptional<z.ZodInt>;
+    summary_usage: z.ZodOptional<typeof Usage>;
   },
   z.core.$loose
 > = z.looseObject({
@@ -23,6 +24,8 @@ export const CompactionAccounting: z.ZodObject<
   cost_usd_micros: Count.optional(),
   last_before_tokens: Count.optional(),
   last_after_tokens: Count.optional(),
+  /** The summarizer's own reported token usage, summed over the compactions that reported one. */
+  summary_usage: Usage.optional(),
 });
 
 /** Where a forked session came from. */

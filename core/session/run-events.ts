@@ -5,7 +5,8 @@ import type { MessageRecord, Usage } from "../schema/mod.ts";
 
 /** What a run streams to its host, in order. */
 export type RunEvent =
-  | { readonly type: "step-started"; readonly step: number }
+  /** A provider step begins; `messageId` is the `message_id` of the assistant message it produces. */
+  | { readonly type: "step-started"; readonly step: number; readonly messageId: string }
   | { readonly type: "text-delta"; readonly text: string }
   | { readonly type: "reasoning-delta"; readonly text: string }
   | { readonly type: "reasoning-summary"; readonly text: string }

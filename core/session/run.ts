@@ -84,6 +84,8 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
     usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
     validateAfterCompaction(usage.validatedBy, config.contextWindow) === "deep";
   let compactionFailed = false;
+  // A refusal for length since the last compaction: the next step compacts first (FORMAT.md).
+  let refused = refusedSinceCompaction(state.active, state.meta.compaction?.[LAST_COMPACTED_FIELD]);
   let steps = 0;
 
   const cancel = async (reason: string): Promise<never> => {
@@ -135,6 +137,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
           activeCount: state.active.length,
           estimatedTokens: () => estimateTokens([...state.active, ...candidate], toolDefinitions),
           deepCompactionPending: deepPending,
+          contextRefused: refused,
         });
         if (!decision.compact) break;
         emit({ type: "compaction-started", reason: decision.reason });
@@ -153,21 +156,23 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
         lastUsage = undefined;
         deepPending = false;
         validating = true;
+        refused = clearRefusals(candidate);
       }
 
       steps += 1;
-      emit({ type: "step-started", step: steps });
+      current = newDraft(state, candidate, clock, provider);
+      emit({ type: "step-started", step: steps, messageId: current.message_id });
       const composed = compose({ instruction: writer.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
       if (composed.omittedContext.length > 0 || composed.portableFallbacks.length > 0) {
         emit({ type: "context-omitted", omitted: composed.omittedContext, portableFallbacks: composed.portableFallbacks });
       }
 
-      current = newDraft(state, candidate, clock, provider);
       for (let attempt = 0; ; attempt++) {
         const modelInput: ModelInput = attempt === 0 ? composed.input : nextFold(composed.input, attempt).input;
         if (attempt > 0) emit({ type: "context-folded", depth: attempt, droppedMessages: composed.input.messages.length - modelInput.messages.length });
         try {
           await streamStep(provider, modelInput, toolDefinitions, signal, current, emit, () => drafts.changed());
+          if (attempt > 0) refused = markRefused(current);
           break;
         } catch (error) {
           if (signal.aborted) return await cancel("while streaming");
@@ -239,6 +244,27 @@ function usageSinceCompaction(active: readonly MessageRecord[], lastCompacted: u
   }
   if (lastUsage) return { lastUsage, validating: false, validatedBy: boundary > 0 ? firstUsage : undefined };
   return { lastUsage: undefined, validating: boundary > 0, validatedBy: undefined };
+}
+
+/** The message field that records a context-length refusal answered from a folded input (FORMAT.md). */
+const CONTEXT_REFUSED_FIELD = "context_refused";
+
+/** Whether a message committed after the last compaction records a context-length refusal. */
+function refusedSinceCompaction(active: readonly MessageRecord[], lastCompacted: unknown): boolean {
+  const boundary = typeof lastCompacted === "number" ? lastCompacted : 0;
+  return active.some((message) => message.sequence > boundary && message[CONTEXT_REFUSED_FIELD] === true);
+}
+
+/** Records on the step's message that its full input was refused as too long; returns `true`. */
+function markRefused(message: DraftRecord): true {
+  (message as Record<string, unknown>)[CONTEXT_REFUSED_FIELD] = true;
+  return true;
+}
+
+/** A compaction answered the run's refusals: its uncommitted messages no longer ask for one; returns `false`. */
+function clearRefusals(candidate: readonly MessageRecord[]): false {
+  for (const message of candidate) delete (message as Record<string, unknown>)[CONTEXT_REFUSED_FIELD];
+  return false;
 }
 
 function newDraft(state: SessionWriter["state"], candidate: readonly MessageRecord[], clock: () => number, provider: Provider): DraftRecord {

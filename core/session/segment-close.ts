@@ -13,7 +13,7 @@ import { accumulateCompaction, estimateTextTokens, estimateTokens, planCompactio
 import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { Summarizer } from "../model/mod.ts";
-import { RESET_FIELD, cumulativeSummary, type SummaryRecord } from "../schema/mod.ts";
+import { RESET_FIELD, cumulativeSummary, type SummaryRecord, type Usage } from "../schema/mod.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { newId } from "./ids.ts";
@@ -30,10 +30,11 @@ export interface NoCompaction {
   readonly segment: null;
 }
 
-/** What one summarizer call gave: the new cumulative summary and what it cost. */
+/** What one summarizer call gave: the new cumulative summary, what it cost and the usage it reported. */
 export interface Summary {
   readonly text: string;
   readonly costUsdMicros?: number;
+  readonly usage?: Usage;
 }
 
 /**
@@ -78,12 +79,14 @@ export async function resetActive(path: CommitPath): Promise<{ revision: number 
 export async function summarize(ref: SessionRef, state: Pick<SessionState, "footer">, selection: CompactionPlan, summarizer: Summarizer, signal: AbortSignal): Promise<Summary> {
   let text: string;
   let cost: number | undefined;
+  let usage: Usage | undefined;
   try {
     signal.throwIfAborted();
     const result = await summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: selection.selected.map(publicRecord), signal });
     signal.throwIfAborted();
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;
+    usage = result?.usage;
   } catch (error) {
     const reason = signal.aborted ? "it was cancelled" : `the summarizer failed: ${error instanceof Error ? error.message : String(error)}`;
     throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, { cause: error });
@@ -91,7 +94,7 @@ export async function summarize(ref: SessionRef, state: Pick<SessionState, "foot
   if (text.trim() === "") {
     throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: the summarizer returned an empty summary; nothing changed`, { empty: true });
   }
-  return { text, ...(cost !== undefined ? { costUsdMicros: cost } : {}) };
+  return { text, ...(cost !== undefined ? { costUsdMicros: cost } : {}), ...(usage !== undefined ? { usage } : {}) };
 }
 
 /**
@@ -108,7 +111,7 @@ function planCompactionClose(
   unknown: readonly UnknownLine[],
   now: () => string,
 ): { close: SegmentClose; outcome: CompactionOutcome } {
-  const { text, costUsdMicros: cost } = summary;
+  const { text, costUsdMicros: cost, usage: summaryUsage } = summary;
   const previous = cumulativeSummary(state.footer);
   // The estimate adds up message by message: Active = the selected half + the kept half.
   const removedTokens = estimateTokens(selection.selected);
@@ -131,6 +134,7 @@ function planCompactionClose(
     removedMessages: selected.length,
     removedTokensEstimate: removedTokens,
     ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    ...(summaryUsage !== undefined ? { summaryUsage } : {}),
     beforeTokens,
     afterTokens,
   });
@@ -153,6 +157,7 @@ function planCompactionClose(
     beforeTokens,
     afterTokens,
     ...(cost !== undefined ? { costUsdMicros: cost } : {}),
+    ...(summaryUsage !== undefined ? { summaryUsage } : {}),
     summaryChars: text.length,
   };
   return { close: { range: selection.range, footer, segmentBytes, kept, activeBytes, meta }, outcome };

@@ -15,7 +15,7 @@ import type { SessionWriter } from "./writer.ts";
  * handle whose commit path is `tx` (the run loop): its commits, draft and compactions go
  * down that commit path.
  */
-export function sessionWriter(tx: CommitPath, system: () => string | null, removeDraft: () => Promise<void>): SessionWriter {
+export function sessionWriter(tx: CommitPath, system: () => string | null): SessionWriter {
   const { storage, clock } = tx.ctx;
   return {
     ref: tx.ref,
@@ -36,7 +36,13 @@ export function sessionWriter(tx: CommitPath, system: () => string | null, remov
         tx.options.draftFlush,
         clock,
       ),
-    removeDraft,
+    removeDraft: () => removeDraft(tx),
     compact: (summarizer, signal) => compactActive(tx, summarizer, signal),
   };
+}
+
+/** Removes the handle's draft file and forgets the draft (a finished or recovered reply). */
+export async function removeDraft(tx: CommitPath): Promise<void> {
+  await tx.ctx.storage.remove(tx.paths.draft);
+  tx.state.draft = undefined;
 }

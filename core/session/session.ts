@@ -20,7 +20,7 @@ import { RunHandle } from "./run-events.ts";
 import { compactActive, resetActive, type NoCompaction } from "./segment-close.ts";
 import { SessionView, partsOf } from "./session-view.ts";
 import { hasRepairs, stoppedDraftMessages } from "./state.ts";
-import { sessionWriter } from "./session-writer.ts";
+import { removeDraft, sessionWriter } from "./session-writer.ts";
 import type { CommitResult, SessionWriter } from "./writer.ts";
 
 export type { NoCompaction } from "./segment-close.ts";
@@ -78,7 +78,7 @@ export class Session extends SessionView {
         const recovered = draft ? stoppedDraftMessages(draft, false) : [];
         const result = await tx.commit([...recovered, ...records]);
         // A draft without output and pending messages commits nothing but goes all the same.
-        if (draft) await this.#removeDraft();
+        if (draft) await removeDraft(tx);
         return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
       });
     });
@@ -109,7 +109,7 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   run(input: RunInput, options: RunOptions): RunHandle {
-    return new RunHandle((emit) => this.mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
+    return new RunHandle((emit) => this.#mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
   }
 
   /**
@@ -119,7 +119,7 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   finishDraft(): Promise<CommitResult | undefined> {
-    return this.mutate("finish-draft", async (writer) => {
+    return this.#mutate("finish-draft", async (writer) => {
       const draft = this.#tx.state.draft;
       if (!draft) return undefined;
       const messages = stoppedDraftMessages(draft, false);
@@ -289,12 +289,12 @@ export class Session extends SessionView {
    * after the optimistic revision check (`RevisionConflictError`) and the repairs that
    * recovery postponed. Used by `run()` and by hosts that build their own operations.
    */
-  mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
-    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(sessionWriter(this.#tx, () => this.system, () => this.#removeDraft()))));
+  mutate<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    return this.#mutate(operation, () => fn());
   }
 
-  async #removeDraft(): Promise<void> {
-    await this.#tx.ctx.storage.remove(this.#tx.paths.draft);
-    this.#tx.state.draft = undefined;
+  /** `mutate` handing `fn` the writer contract (internal: the run loop and drafts). */
+  #mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
+    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(sessionWriter(this.#tx, () => this.system))));
   }
 }

@@ -97,6 +97,24 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
     expect(model.doStreamCalls[0]!.tools).toEqual([{ type: "function", name: "echo", inputSchema: { type: "object" } }]);
   });
 
+  it("empty provider metadata ({ loopback: {} } on every finish) stores no provider-context part", async () => {
+    const model = v3Model([
+      [
+        { type: "text-start", id: "t1", providerMetadata: { loopback: {} } },
+        { type: "text-delta", id: "t1", delta: "hi" },
+        { type: "text-end", id: "t1", providerMetadata: { loopback: {} } },
+        { type: "finish", usage: v3Usage(10, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {}, other: { responseId: "r1" } } },
+      ],
+      [{ type: "finish", usage: v3Usage(12, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {} } }],
+    ]);
+    const { session } = await createSession(new MemoryStorage());
+    const first = await drain(session.run("hi", { provider: aiSdkProvider(model) }));
+    expect(first.outcome!.messages[1]!.parts).toMatchObject([{ type: "text", text: "hi" }, { type: "provider-context", data: { part: "finish", providerMetadata: { other: { responseId: "r1" } } } }]);
+    expect(JSON.stringify(first.outcome!.messages[1]!.parts)).not.toContain("loopback");
+    const second = await drain(session.run("again", { provider: aiSdkProvider(model) }));
+    expect(second.outcome!.messages[1]!.parts).toEqual([]);
+  });
+
   it("v2: flat usage, files and tool calls", async () => {
     const model = v2Model([
       [
@@ -222,6 +240,29 @@ describe("aiSdkSummarizer", () => {
     expect(prompts[1]).toContain("summary 1");
     expect(result.text).toBe(`summary ${prompts.length}`);
     expect(result.usage!.output_tokens).toBe(3 * prompts.length);
+  });
+});
+
+describe("the summarizer's own usage", () => {
+  it("is stored in meta.json's compaction accounting (summary_usage, summed) and in the outcome", async () => {
+    let call = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        call += 1;
+        return { stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
+          { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: `summary ${call}` }, { type: "text-end", id: "t" },
+          { type: "finish", usage: v3Usage(100 * call, 10 * call, {}), finishReason: { unified: "stop", raw: "stop" } },
+        ]) };
+      },
+    });
+    const { session } = await createSession(new MemoryStorage(), { summarizer: aiSdkSummarizer(model, { contextWindow: 8_000 }) });
+    const turn = (i: number) => [{ role: "user" as const, parts: [{ type: "text" as const, text: `q${i}` }] }, { role: "assistant" as const, parts: [{ type: "text" as const, text: `a${i}` }] }];
+    await session.append([...turn(1), ...turn(2)]);
+    const first = await session.compact();
+    expect(first).toMatchObject({ summaryUsage: { input_tokens: 100, output_tokens: 10, total_tokens: 110 } });
+    await session.append([...turn(3), ...turn(4)]);
+    await session.compact();
+    expect(session.meta.compaction?.summary_usage).toEqual({ input_tokens: 300, output_tokens: 30, total_tokens: 330 });
   });
 });
 

@@ -31,7 +31,7 @@ describe("UI messages", () => {
     const ui = await toUIMessages(session);
     expect(await validateUIMessages({ messages: ui })).toEqual(ui);
     expect(ui.map((m) => m.id)).toEqual(["u1", "a1"]);
-    expect(ui[1]!.parts.map((p) => p.type)).toEqual(["reasoning", "reasoning", "dynamic-tool", "dynamic-tool", "text"]);
+    expect(ui[1]!.parts.map((p) => p.type)).toEqual(["step-start", "reasoning", "reasoning", "tool-search", "tool-fetch", "text"]);
     expect(JSON.stringify(ui)).not.toContain("secret");
     expect(ui[1]!.metadata).toMatchObject({ sequence: 2, status: "completed", usage: { input_tokens: 5, output_tokens: 2 } });
 

@@ -26,4 +26,10 @@ describe("API report", () => {
       expect(core).not.toMatch(new RegExp(`\\b(?:const|function|class|interface|type) ${internal}\\b`));
     }
   });
+
+  it("a public signature names only exported types (DraftFlushOptions is exported; the internal SessionWriter appears nowhere)", () => {
+    const core = reports.get("sessionfold.api.md")!;
+    expect(core).toMatch(/interface DraftFlushOptions \{/);
+    expect(core).not.toMatch(/\bSessionWriter\b/);
+  });
 });

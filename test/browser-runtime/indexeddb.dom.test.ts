@@ -312,20 +312,21 @@ describe("Sessions on IndexedDbStorage", () => {
       await session.append({ role: i % 2 ? "user" : "assistant", parts: [{ type: "text", text: `message ${i}` }] });
     }
     const outcome = await session.compact();
-    expect(outcome.segment).toEqual({ start: 1, end: 3 });
+    // floor(6/2) = 3 is a reply: the cut moves to the turn boundary after it.
+    expect(outcome.segment).toEqual({ start: 1, end: 4 });
     expect(summarizer.calls).toHaveLength(1);
     await session.append({ role: "user", parts: [{ type: "text", text: "after compaction" }] });
 
     const reopened = await new Sessions({ storage: again(storage), identity }).open("a1/w1/s1");
     expect(reopened.revision).toBe(session.revision);
     expect(reopened.meta).toEqual(session.meta);
-    expect(await reopened.segments()).toEqual([{ start: 1, end: 3 }]);
+    expect(await reopened.segments()).toEqual([{ start: 1, end: 4 }]);
     expect(reopened.summary?.text).toBe(session.summary?.text);
-    expect(reopened.active.map((m: MessageRecord) => m.sequence)).toEqual([4, 5, 6, 7]);
+    expect(reopened.active.map((m: MessageRecord) => m.sequence)).toEqual([5, 6, 7]);
     expect(reopened.system).toBe("Be brief.");
     expect(reopened.diagnostics).toEqual([]);
-    const { messages } = await reopened.readSegment({ start: 1, end: 3 });
-    expect(messages.map((m) => m.parts[0])).toMatchObject([{ text: "message 1" }, { text: "message 2" }, { text: "message 3" }]);
+    const { messages } = await reopened.readSegment({ start: 1, end: 4 });
+    expect(messages.map((m) => m.parts[0])).toMatchObject([{ text: "message 1" }, { text: "message 2" }, { text: "message 3" }, { text: "message 4" }]);
     expect(await storage.read(reopened.paths.lock)).toBeUndefined();
   });
 

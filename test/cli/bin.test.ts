@@ -42,10 +42,10 @@ describe("bin/sessionfold.mjs in a child process", () => {
       }
       const compacted = await bin(["--root", root, "--json", "compact", REF]);
       expect(compacted.status).toBe(0);
-      expect(json(compacted)).toMatchObject({ revision: 4, removedMessages: 1, keptMessages: 2, segment: { start: 1, end: 1 } });
+      expect(json(compacted)).toMatchObject({ revision: 4, removedMessages: 2, keptMessages: 1, segment: { start: 1, end: 2 } });
       const shown = await bin(["--root", root, "--json", "show", REF]);
       expect(shown.status).toBe(0);
-      expect(json(shown)).toMatchObject({ segments: [{ start: 1, end: 1 }], active: { count: 2, first_sequence: 2, last_sequence: 3 }, draft: null, diagnostics: [] });
+      expect(json(shown)).toMatchObject({ segments: [{ start: 1, end: 2 }], active: { count: 1, first_sequence: 3, last_sequence: 3 }, draft: null, diagnostics: [] });
       const verified = await bin(["--root", root, "--json", "verify"]);
       expect(verified.status).toBe(0);
       expect(json(verified)).toEqual({ sessions: [{ ref: REF, ok: true, diagnostics: [] }] });

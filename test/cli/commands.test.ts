@@ -100,19 +100,19 @@ describe("show, compose, messages", () => {
     expect(report.meta).toMatchObject({ session_id: "s1", message_count: 7, revision: 9 });
     const dir = join(sessionDir(root, REF), "messages/segments");
     const names = (await readdir(dir)).sort();
-    expect(names).toEqual(["000000000001-000000000003.jsonl", "000000000004-000000000005.jsonl"]);
+    expect(names).toEqual(["000000000001-000000000004.jsonl", "000000000005-000000000006.jsonl"]);
     const footers = await Promise.all(names.map(async (n) => JSON.parse((await readFile(join(dir, n), "utf8")).trimEnd().split("\n").at(-1)!)));
     expect(report.segments).toEqual([
-      { start: 1, end: 3, summary_chars: footers[0].text.length },
-      { start: 4, end: 5, summary_chars: footers[1].text.length },
+      { start: 1, end: 4, summary_chars: footers[0].text.length },
+      { start: 5, end: 6, summary_chars: footers[1].text.length },
     ]);
-    expect(report.active).toEqual({ count: 2, first_sequence: 6, last_sequence: 7 });
+    expect(report.active).toEqual({ count: 1, first_sequence: 7, last_sequence: 7 });
     expect(report.draft).toBeNull();
     expect(report.diagnostics).toEqual([]);
     const text = expectOk(await cli(root, ["show", REF])).stdout;
     expect(text).toContain("a1/w1/s1  \"Seeded\"");
-    expect(text).toContain(`1-3  summary ${footers[0].text.length} chars`);
-    expect(text).toContain("active: 2 messages (#6-#7)");
+    expect(text).toContain(`1-4  summary ${footers[0].text.length} chars`);
+    expect(text).toContain("active: 1 message (#7-#7)");
     expect(text).toContain("diagnostics: none");
   });
 
@@ -169,11 +169,12 @@ describe("show, compose, messages", () => {
     await seed(root, REF, 6);
     expectOk(await cli(root, ["compact", REF]));
     const active = json(expectOk(await cli(root, ["--json", "messages", REF])));
-    expect(active.map((m: any) => m.sequence)).toEqual([4, 5, 6]);
-    expect(active[0]).toMatchObject({ record_type: "message", role: "assistant", parts: [{ sequence: 1, type: "text", text: "message 4" }] });
-    expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "4"]))).map((m: any) => m.sequence)).toEqual([1, 2, 3]);
+    // The compaction cut on the turn boundary nearest floor(6/2): Active starts at a user message.
+    expect(active.map((m: any) => m.sequence)).toEqual([5, 6]);
+    expect(active[0]).toMatchObject({ record_type: "message", role: "user", parts: [{ sequence: 1, type: "text", text: "message 5" }] });
+    expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "5"]))).map((m: any) => m.sequence)).toEqual([1, 2, 3, 4]);
     expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "1"])))).toEqual([]);
-    expect(expectOk(await cli(root, ["messages", REF, "--before", "4"])).stdout).toBe("#1 user: message 1\n#2 assistant: message 2\n#3 user: message 3\n");
+    expect(expectOk(await cli(root, ["messages", REF, "--before", "5"])).stdout).toBe("#1 user: message 1\n#2 assistant: message 2\n#3 user: message 3\n#4 assistant: message 4\n");
     const bad = await cli(root, ["messages", REF, "--before", "0"]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^error\[usage\]: messages: --before expects a positive integer/);
@@ -188,7 +189,7 @@ describe("compact, fork, archive, unlock, verify", () => {
     expectOk(await cli(root, ["append", REF, "--role", "assistant", "--text", "an answer. with two sentences"]));
     expectOk(await cli(root, ["append", REF, "--role", "user", "--text", "third"]));
     const outcome = json(expectOk(await cli(root, ["--json", "compact", REF])));
-    expect(outcome).toMatchObject({ revision: 4, removedMessages: 1, keptMessages: 2, segment: { start: 1, end: 1 } });
+    expect(outcome).toMatchObject({ revision: 4, removedMessages: 2, keptMessages: 1, segment: { start: 1, end: 2 } });
     expect(outcome.summaryChars).toBeGreaterThan(0);
     expect(typeof outcome.beforeTokens).toBe("number");
     expect(typeof outcome.afterTokens).toBe("number");

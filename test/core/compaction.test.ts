@@ -52,10 +52,10 @@ describe("planCompaction", () => {
     [0, 0],
     [1, 0],
     [2, 1],
-    [3, 1],
-    [7, 3],
+    [3, 2],
+    [7, 4],
     [100, 50],
-  ])("selects floor(n/2) of the oldest for n = %i", (n, selected) => {
+  ])("selects the oldest up to the turn boundary nearest floor(n/2) for n = %i alternating messages", (n, selected) => {
     const active = range(11, n);
     const snapshot = structuredClone(active);
     const plan = planCompaction(active);
@@ -68,10 +68,34 @@ describe("planCompaction", () => {
   test("rejects out-of-order Active", () => {
     expect(() => planCompaction([message(2), message(1)])).toThrow(InvalidInputError);
   });
+  test("cuts on a turn boundary: Active never starts with a reply whose question was summarized", () => {
+    // Turns of one user message and 1–4 assistant steps (tool calls with their results inside a step).
+    const roles = ["user", "assistant", "assistant", "assistant", "user", "assistant", "user", "assistant", "assistant", "assistant", "assistant", "user", "assistant"] as const;
+    const active = roles.map((role, i) => message(i + 1, role));
+    for (let n = 3; n <= active.length; n++) {
+      const plan = planCompaction(active.slice(0, n))!;
+      const hasBoundary = active.slice(1, n).some((m) => m.role === "user");
+      if (hasBoundary) expect(plan.kept[0]!.role, `n = ${n}`).toBe("user");
+      else expect(plan.selected.length).toBe(Math.floor(n / 2));
+    }
+    // floor(13 / 2) = 6 is a step boundary; the nearest turn boundaries are 4 and 6 → 6 (user at index 6).
+    expect(planCompaction(active)!.range).toEqual({ start: 1, end: 6 });
+  });
+  test("one turn of many steps (no turn boundary) is cut between steps at floor(n/2)", () => {
+    const active = [message(1, "user"), ...Array.from({ length: 6 }, (_, i) => message(i + 2, "assistant"))];
+    expect(planCompaction(active)!.selected.map((m) => m.sequence)).toEqual([1, 2, 3]);
+  });
 });
 
 describe("compactionTrigger", () => {
   const facts = { contextWindow: 200_000, activeCount: 10 };
+  test("a context-length refusal since the last compaction compacts under every automatic policy, never under manual", () => {
+    for (const policy of [realUsage(), afterMessages(1000), atContextTokens(1_000_000)]) {
+      const decision = compactionTrigger(policy, { ...facts, lastUsage: usage(10), estimatedTokens: () => 10, contextRefused: true });
+      expect(decision).toEqual({ compact: true, reason: "the provider refused a request as too long since the last compaction" });
+    }
+    expect(compactionTrigger(manualOnly(), { ...facts, contextRefused: true }).compact).toBe(false);
+  });
   test("real usage triggers at exactly 95% and not below", () => {
     expect(compactionTrigger(realUsage(), { ...facts, lastUsage: usage(190_000) }).compact).toBe(true);
     expect(compactionTrigger(realUsage(), { ...facts, lastUsage: usage(189_999) }).compact).toBe(false);
@@ -297,7 +321,8 @@ describe("repeated compaction stays bounded", () => {
             for (let i = 0; i < count; i++) active.push(message(next++));
             if (compactionTrigger(policy, { activeCount: active.length }).compact) {
               const plan = planCompaction(active)!;
-              expect(plan.selected.length).toBe(Math.floor(active.length / 2));
+              expect(plan.selected.length).toBeGreaterThanOrEqual(Math.floor(active.length / 2));
+              if (active.length >= 3) expect(plan.kept[0]!.role).toBe("user");
               expect(plan.range.start).toBe(segmentEnd + 1); // segments are contiguous
               segmentEnd = plan.range.end;
               active = plan.kept;

@@ -1,6 +1,6 @@
 /**
  * run() and compaction: the default real-usage trigger at 95% of the context window,
- * floor(n/2) selection with one summarizer call, validation of the next usage (deep
+ * turn-boundary selection near floor(n/2) with one summarizer call, validation of the next usage (deep
  * compaction above 50%), the in-memory fold after context-length refusals, the opt-in
  * policies, and repeated compaction staying bounded.
  */
@@ -107,43 +107,44 @@ describe("default policy: real usage ≥ 95% of the context window", () => {
 });
 
 describe("what a compaction in a run does", () => {
-  it("selects floor(n/2) of the oldest committed messages, makes one summarizer call, and the next step reads the summary", async () => {
+  it("selects the oldest committed messages up to the turn boundary nearest floor(n/2) (4 of 7: floor is 3, a reply), makes one summarizer call, and the next step reads the summary", async () => {
     const { storage, session, summarizer } = await sessionWith(7, { input_tokens: 960, output_tokens: 1 });
     const provider = ScriptedProvider.replies("after compaction");
     const { events, outcome } = await drain(session.run("question 8", { provider }));
     expect(summarizer.calls).toHaveLength(1);
     expect(summarizer.calls[0]!.previousSummary).toBeNull();
-    expect(summarizer.calls[0]!.messages.map((m) => m.sequence)).toEqual([1, 2, 3]);
+    expect(summarizer.calls[0]!.messages.map((m) => m.sequence)).toEqual([1, 2, 3, 4]);
     const [done] = completed(events);
     expect(done).toEqual({
       revision: 2,
-      removedMessages: 3,
-      keptMessages: 4,
-      segment: { start: 1, end: 3 },
+      removedMessages: 4,
+      keptMessages: 3,
+      segment: { start: 1, end: 4 },
       beforeTokens: done!.beforeTokens,
       afterTokens: done!.afterTokens,
+      summaryUsage: done!.summaryUsage!,
       summaryChars: session.summary!.text.length,
     } satisfies CompactionOutcome);
     expect(done!.afterTokens).toBeLessThan(done!.beforeTokens);
-    // The segment on storage: messages 1..3 and the cumulative footer.
-    const segment = (await readText(storage, `${P.segmentsDir}/000000000001-000000000003.jsonl`))!.trimEnd().split("\n").map((l) => JSON.parse(l));
-    expect(segment.map((r) => r.record_type)).toEqual(["message", "message", "message", "summary"]);
-    expect(segment.slice(0, 3).map((r) => r.sequence)).toEqual([1, 2, 3]);
-    expect(segment.slice(0, 3).some((r) => "batch_size" in r)).toBe(false);
-    expect(segment[3]).toMatchObject({ through_sequence: 3, text: session.summary!.text, session_id: "s1" });
+    // The segment on storage: messages 1..4 and the cumulative footer.
+    const segment = (await readText(storage, `${P.segmentsDir}/000000000001-000000000004.jsonl`))!.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(segment.map((r) => r.record_type)).toEqual(["message", "message", "message", "message", "summary"]);
+    expect(segment.slice(0, 4).map((r) => r.sequence)).toEqual([1, 2, 3, 4]);
+    expect(segment.slice(0, 4).some((r) => "batch_size" in r)).toBe(false);
+    expect(segment[4]).toMatchObject({ through_sequence: 4, text: session.summary!.text, session_id: "s1" });
     // The step's input: summary + the kept half + the new user message.
     const request = provider.requests[0]!;
     expect(request.summary).toBe(session.summary!.text);
-    expect(request.summary).toContain("Summary through #3");
-    expect(request.messages.map((m) => m.sequence)).toEqual([4, 5, 6, 7, 8]);
+    expect(request.summary).toContain("Summary through #4");
+    expect(request.messages.map((m) => m.sequence)).toEqual([5, 6, 7, 8]);
     expect(textOf(request.messages.at(-1)!)).toBe("question 8");
     // The run's commit comes after the compaction's.
     expect(outcome!.revision).toBe(3);
-    expect((await activeOnDisk(storage)).map((r) => r["sequence"])).toEqual([4, 5, 6, 7, 8, 9]);
+    expect((await activeOnDisk(storage)).map((r) => r["sequence"])).toEqual([5, 6, 7, 8, 9]);
     const meta = await metaOnDisk(storage);
     expect(meta["revision"]).toBe(3);
     expect(meta["message_count"]).toBe(9);
-    expect(meta["compaction"]).toMatchObject({ completed: 1, removed_messages: 3, last_compacted_sequence: 7 });
+    expect(meta["compaction"]).toMatchObject({ completed: 1, removed_messages: 4, last_compacted_sequence: 7 });
   });
 
   it("the next compaction is cumulative: it gets the previous summary and the oldest half of the then-current Active", async () => {
@@ -155,13 +156,13 @@ describe("what a compaction in a run does", () => {
     expect(completed(events)).toHaveLength(1);
     expect(summarizer.calls).toHaveLength(2);
     expect(summarizer.calls[1]!.previousSummary).toBe(first);
-    // Active was 4..11 (8 messages): the oldest 4 are selected.
-    expect(summarizer.calls[1]!.messages.map((m) => m.sequence)).toEqual([4, 5, 6, 7]);
+    // Active was 5..11 (7 messages, the user messages 7 and 8 in a row): the turn boundary at floor(7/2) = 3 selects 5..7.
+    expect(summarizer.calls[1]!.messages.map((m) => m.sequence)).toEqual([5, 6, 7]);
     expect(await session.segments()).toEqual([
-      { start: 1, end: 3 },
-      { start: 4, end: 7 },
+      { start: 1, end: 4 },
+      { start: 5, end: 7 },
     ]);
-    expect(session.summary!.text).toContain("Earlier: Summary through #3");
+    expect(session.summary!.text).toContain("Earlier: Summary through #4");
   });
 
   it.each([
@@ -193,7 +194,8 @@ describe("what a compaction in a run does", () => {
     expect(summarizer.calls).toHaveLength(1);
     const { events } = await drain(session.run("second", { provider: new ScriptedProvider([{ text: "b", usage: { input_tokens: 100, output_tokens: 0 } }]) }));
     expect(summarizer.calls).toHaveLength(deep ? 2 : 1);
-    expect(completed(events).map((o) => o.segment)).toEqual(deep ? [{ start: 5, end: 7 }] : []);
+    // Active 5..10: floor(6/2) = 3 is a reply; the turn boundaries 2 and 4 tie → 4.
+    expect(completed(events).map((o) => o.segment)).toEqual(deep ? [{ start: 5, end: 8 }] : []);
     // Once the deep compaction happened and validated (100 ≤ 500), nothing more is due.
     const { events: third } = await drain(session.run("third", { provider: ScriptedProvider.replies("c") }));
     expect(compactionEvents(third)).toEqual([]);

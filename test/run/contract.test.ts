@@ -666,8 +666,10 @@ describe("events", () => {
       "usage",
       "committed",
     ]);
-    expect(events[0]).toEqual({ type: "step-started", step: 1 });
-    expect(events[9]).toEqual({ type: "step-started", step: 2 });
+    // Each step names the message it produces: the committed assistant messages, in order.
+    const stepIds = (await run.result).messages.filter((m) => m.role === "assistant").map((m) => m.message_id);
+    expect(events[0]).toEqual({ type: "step-started", step: 1, messageId: stepIds[0] });
+    expect(events[9]).toEqual({ type: "step-started", step: 2, messageId: stepIds[1] });
     expect(events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join("")).toBe("Let me check that file.It says hello.");
     expect(events[6]).toEqual({ type: "tool-call", toolCallId: "c1", toolName: "read", input: { path: "a.txt" } });
     expect(events[8]).toEqual({ type: "tool-result", toolCallId: "c1", toolName: "read", output: { content: "contents of a.txt" } });

@@ -1,5 +1,5 @@
 /**
- * Manual compaction (seed 000 / 004): floor(n/2) oldest messages of Active, one
+ * Manual compaction (seed 000 / 004): the oldest messages of Active up to the turn boundary nearest floor(n/2), one
  * summarizer call with the previous cumulative summary, a segment with one footer,
  * Active replaced, meta accounting; failures change nothing.
  */
@@ -47,7 +47,7 @@ async function sessionWith(count: number, storage = new MemoryStorage()): Promis
 }
 
 describe("compact()", () => {
-  test("selects floor(n/2) oldest, calls the summarizer once with only them, writes segment + footer and the kept half", async () => {
+  test("selects the oldest up to the turn boundary nearest floor(n/2) (6 of 11: floor is 5, a reply), calls the summarizer once with only them, writes segment + footer and the kept half", async () => {
     const { storage, session } = await sessionWith(11);
     const before: MessageRecord[] = [...session.active];
     const summarize = summarizer(() => ({ text: "first summary" }));
@@ -55,28 +55,28 @@ describe("compact()", () => {
 
     expect(summarize.calls).toHaveLength(1);
     expect(summarize.calls[0]!.previousSummary).toBeNull();
-    expect(summarize.calls[0]!.messages).toEqual(before.slice(0, 5));
+    expect(summarize.calls[0]!.messages).toEqual(before.slice(0, 6));
     expect(summarize.calls[0]!.messages.some((m) => "batch_size" in m)).toBe(false);
-    expect(outcome).toMatchObject({ revision: 3, removedMessages: 5, keptMessages: 6, segment: { start: 1, end: 5 }, summaryChars: 13 });
+    expect(outcome).toMatchObject({ revision: 3, removedMessages: 6, keptMessages: 5, segment: { start: 1, end: 6 }, summaryChars: 13 });
 
     const names = await storage.list(P.segmentsDir);
-    expect(names).toEqual([segmentName(1, 5)]);
-    expect(names[0]).toBe("000000000001-000000000005.jsonl");
+    expect(names).toEqual([segmentName(1, 6)]);
+    expect(names[0]).toBe("000000000001-000000000006.jsonl");
     const footer = session.summary!;
-    expect(footer).toMatchObject({ record_type: "summary", session_id: "s1", through_sequence: 5, text: "first summary" });
+    expect(footer).toMatchObject({ record_type: "summary", session_id: "s1", through_sequence: 6, text: "first summary" });
     expect(footer.summary_id).toMatch(/^sum_/);
-    expect(withoutLineRevisions(await readText(storage, `${P.segmentsDir}/${names[0]}`))).toBe(lines(before.slice(0, 5)) + line(footer));
-    expect(withoutLineRevisions(await readText(storage, P.active))).toBe(lines(before.slice(5)));
-    expect(session.active).toEqual(before.slice(5));
-    expect(await session.segments()).toEqual([{ start: 1, end: 5 }]);
+    expect(withoutLineRevisions(await readText(storage, `${P.segmentsDir}/${names[0]}`))).toBe(lines(before.slice(0, 6)) + line(footer));
+    expect(withoutLineRevisions(await readText(storage, P.active))).toBe(lines(before.slice(6)));
+    expect(session.active).toEqual(before.slice(6));
+    expect(await session.segments()).toEqual([{ start: 1, end: 6 }]);
 
     const meta = await metaOnDisk(storage);
     expect(meta["compaction"]).toEqual({
       completed: 1,
-      removed_messages: 5,
-      removed_tokens_estimate: estimateTokens(before.slice(0, 5)),
+      removed_messages: 6,
+      removed_tokens_estimate: estimateTokens(before.slice(0, 6)),
       last_before_tokens: estimateTokens(before),
-      last_after_tokens: estimateTextTokens("first summary") + estimateTokens(before.slice(5)),
+      last_after_tokens: estimateTextTokens("first summary") + estimateTokens(before.slice(6)),
       last_compacted_sequence: 11,
     });
     expect(meta["message_count"]).toBe(11);
@@ -92,16 +92,17 @@ describe("compact()", () => {
     const outcome = await session.compact({ summarizer: summarize });
     expect(summarize.calls).toHaveLength(2);
     expect(summarize.calls[1]!.previousSummary).toBe("+1,2,3,4");
-    expect(summarize.calls[1]!.messages.map((m) => m.sequence)).toEqual([5, 6, 7]);
-    expect(outcome).toMatchObject({ segment: { start: 5, end: 7 }, removedMessages: 3, keptMessages: 3, costUsdMicros: 1200 });
-    expect(await storage.list(P.segmentsDir)).toEqual([segmentName(1, 4), segmentName(5, 7)]);
-    expect(session.summary?.text).toBe("+1,2,3,4+5,6,7");
+    expect(summarize.calls[1]!.messages.map((m) => m.sequence)).toEqual([5, 6, 7, 8]);
+    expect(outcome).toMatchObject({ segment: { start: 5, end: 8 }, removedMessages: 4, keptMessages: 2, costUsdMicros: 1200 });
+    expect(await storage.list(P.segmentsDir)).toEqual([segmentName(1, 4), segmentName(5, 8)]);
+    expect(session.summary?.text).toBe("+1,2,3,4+5,6,7,8");
     const compaction = (await metaOnDisk(storage))["compaction"] as Record<string, number>;
     expect(compaction["completed"]).toBe(2);
-    expect(compaction["removed_messages"]).toBe(7);
+    expect(compaction["removed_messages"]).toBe(8);
     expect(compaction["cost_usd_micros"]).toBe(2400);
+    expect(compaction["summary_usage"]).toEqual({ input_tokens: 20, output_tokens: 10 });
     expect(compaction["last_before_tokens"]).toBe(estimateTextTokens("+1,2,3,4") + estimateTokens(active));
-    expect(compaction["last_after_tokens"]).toBe(estimateTextTokens("+1,2,3,4+5,6,7") + estimateTokens(active.slice(3)));
+    expect(compaction["last_after_tokens"]).toBe(estimateTextTokens("+1,2,3,4+5,6,7,8") + estimateTokens(active.slice(4)));
     expectContiguous(await fullHistory(session));
     await expectMetaConsistent(storage, session);
   });
@@ -167,7 +168,8 @@ describe("compact()", () => {
     expect(session.active).toHaveLength(6);
     expect(summarize.calls.length).toBeLessThanOrEqual(1);
     // A later compaction works.
-    expect((await session.compact({ summarizer: summarizer() })).segment).toEqual({ start: 1, end: 3 });
+    // Six alternating messages: floor(6/2) = 3 is a reply; the nearest turn boundaries are 2 and 4 → 4.
+    expect((await session.compact({ summarizer: summarizer() })).segment).toEqual({ start: 1, end: 4 });
   });
 
   test("a cancellation while the summarizer is pending fails it", async () => {

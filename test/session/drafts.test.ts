@@ -143,6 +143,6 @@ describe("a draft without output", () => {
     await session.append(user("x"));
     expect(await inner.read(P.draft)).toBeUndefined();
     expect(session.draft).toBeUndefined();
-    expect((await session.compact({ summarizer: summarizer() })).segment).toEqual({ start: 1, end: 1 });
+    expect((await session.compact({ summarizer: summarizer() })).segment).toEqual({ start: 1, end: 2 });
   });
 });

@@ -233,12 +233,13 @@ const steps: Step[] = [
       assert(error instanceof CancelledError && error.revision === 2, "cancellation rejects with CancelledError at revision 2");
       assert(session.active.at(-1)?.status === "stopped", "the cancelled reply is committed as stopped");
       const compaction = await session.compact();
-      assert(compaction.segment?.start === 1 && compaction.segment.end === 2 && compaction.revision === 3, "compaction closes sequences 1..2 as a segment at revision 3");
+      // The cut falls on the turn boundary nearest floor(5/2): before the user message 4.
+      assert(compaction.segment?.start === 1 && compaction.segment.end === 3 && compaction.revision === 3, "compaction closes the first turn, sequences 1..3, as a segment at revision 3");
       const reopened = await sessions.open("agent/workspace/engine");
-      assert(reopened.revision === 3 && reopened.summary?.text === "summary of 2 messages" && reopened.diagnostics.length === 0, "reopening sees the compacted state");
+      assert(reopened.revision === 3 && reopened.summary?.text === "summary of 3 messages" && reopened.diagnostics.length === 0, "reopening sees the compacted state");
       assert(reopened.compose(provider.identity).input.system === "Be brief.", "the instruction snapshot is the system");
       const fork = await sessions.fork("agent/workspace/engine", "engine-fork");
-      assert(fork.meta.forked_from?.through_sequence === 5 && (await fork.messages({ beforeSequence: 3 })).length === 2, "the fork keeps every message and sequence");
+      assert(fork.meta.forked_from?.through_sequence === 5 && (await fork.messages({ beforeSequence: 4 })).length === 3, "the fork keeps every message and sequence");
       await sessions.archive("agent/workspace/engine-fork");
       assert((await sessions.list({ archived: true })).length === 1, "the archived fork is listed as archived");
     },

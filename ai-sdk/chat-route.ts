@@ -1,0 +1,172 @@
+/**
+ * The server side of `useChat` on a durable session: a web-standard fetch handler for the
+ * chat route (POST) and its resume endpoint (GET `{api}/{chatId}/stream`), replies that
+ * resume without Redis.
+ *
+ * @module
+ */
+import type { UIMessage, UIMessageChunk } from "ai";
+import { InvalidInputError, type Provider, type Session, SessionBusyError, SessionfoldError, type Tool, WriterLockedError } from "../core/mod.ts";
+import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
+import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
+
+/**
+ * Options of {@linkcode chatRoute}.
+ *
+ * @example
+ * ```ts
+ * import type { Provider, Sessions } from "sessionfold";
+ * declare const sessions: Sessions;
+ * declare const provider: Provider;
+ *
+ * const options: ChatRouteOptions = {
+ *   session: (chatId) => sessions.open({ agentId: "chat", workspaceId: "web", sessionId: chatId }),
+ *   provider,
+ * };
+ * ```
+ */
+export interface ChatRouteOptions {
+  /**
+   * The chat's session. Authorize the request here: throw a `Response` (a 401, a 403, a
+   * 404) to refuse it, and the route answers with it. The route never reads a session it
+   * was not given.
+   */
+  readonly session: (chatId: string, request: Request) => Promise<Session>;
+  /** The model of every reply. */
+  readonly provider: Provider;
+  /** Tools the model may call. */
+  readonly tools?: readonly Tool[];
+}
+
+/** The two handlers of a `useChat` route. */
+export interface ChatRoute {
+  /** `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream). */
+  POST(request: Request): Promise<Response>;
+  /**
+   * The resume endpoint, `GET {api}/{chatId}/stream` (`useChat({ resume: true })`): a reply
+   * still streaming in this process is replayed from its start and followed live; a draft
+   * whose producer is gone is finished as `stopped` and sent as an interrupted reply;
+   * otherwise `204 No Content`.
+   */
+  GET(request: Request, chatId: string): Promise<Response>;
+}
+
+/** One reply being produced in this process: every chunk so far, and who waits for the next. */
+class LiveReply {
+  readonly chunks: UIMessageChunk[] = [];
+  done = false;
+  readonly #waiting = new Set<() => void>();
+
+  push(chunk: UIMessageChunk): void {
+    this.chunks.push(chunk);
+    this.#wake();
+  }
+
+  end(): void {
+    this.done = true;
+    this.#wake();
+  }
+
+  /** A reader of the whole reply: what was streamed so far, then the rest live. Cancelling it stops only this reader. */
+  stream(): ReadableStream<UIMessageChunk> {
+    let next = 0;
+    return new ReadableStream<UIMessageChunk>({
+      pull: async (controller) => {
+        while (next >= this.chunks.length && !this.done) await new Promise<void>((resolve) => this.#waiting.add(resolve));
+        if (next < this.chunks.length) controller.enqueue(this.chunks[next++]!);
+        else controller.close();
+      },
+    });
+  }
+
+  #wake(): void {
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const resolve of waiting) resolve();
+  }
+}
+
+/**
+ * A `useChat` route on durable sessions, as web-standard fetch handlers (Hono, Next.js
+ * route handlers, Deno, Bun, Workers). The client keeps `useChat` unchanged (default
+ * transport, `resume: true` for resumable replies); message ids are the stored ones, and
+ * the commit is the run's own. A reply keeps running when its client goes away (a
+ * reload, a closed tab): any client of the chat reconnects to it with the GET.
+ *
+ * @example
+ * ```ts
+ * import type { Provider, Sessions } from "sessionfold";
+ * import { chatRoute } from "sessionfold/ai-sdk";
+ * declare const sessions: Sessions;
+ * declare const provider: Provider;
+ *
+ * const chat = chatRoute({ session: (id) => sessions.open({ agentId: "chat", workspaceId: "web", sessionId: id }), provider });
+ * // POST /api/chat → chat.POST(request); GET /api/chat/:id/stream → chat.GET(request, id)
+ * ```
+ */
+export function chatRoute(options: ChatRouteOptions): ChatRoute {
+  const replies = new Map<string, LiveReply>();
+  return {
+    async POST(request) {
+      let body: { id?: unknown; messages?: unknown };
+      try {
+        body = (await request.json()) as typeof body;
+      } catch {
+        return problem(400, "the body is not JSON");
+      }
+      const chatId = body.id;
+      const last = Array.isArray(body.messages) ? (body.messages.at(-1) as UIMessage | undefined) : undefined;
+      if (typeof chatId !== "string" || chatId === "") return problem(400, "the body has no chat id (`id`)");
+      if (last?.role !== "user") return problem(400, "the last message is not a user message: only a new user message starts a reply");
+      if (replies.get(chatId)?.done === false) return problem(409, `chat ${chatId} is still replying; reconnect with GET …/${chatId}/stream`);
+      try {
+        const session = await options.session(chatId, request);
+        await appendUIMessages(session, [last]);
+        const live = new LiveReply();
+        replies.set(chatId, live);
+        const run = session.run(undefined, { provider: options.provider, ...(options.tools ? { tools: options.tools } : {}) });
+        void (async () => {
+          for await (const chunk of uiChunks(run)) live.push(chunk);
+          live.end();
+          if (replies.get(chatId) === live) replies.delete(chatId);
+        })();
+        return uiMessageStreamResponse(live.stream());
+      } catch (error) {
+        return failure(error);
+      }
+    },
+
+    async GET(request, chatId) {
+      const live = replies.get(chatId);
+      if (live && !live.done) return uiMessageStreamResponse(live.stream());
+      try {
+        const session = await options.session(chatId, request);
+        if (!session.draft) return new Response(null, { status: 204 });
+        // No reply runs here: its producer died. The draft becomes what it is, a stopped reply.
+        await session.finishDraft().catch((error: unknown) => {
+          // Another live process holds the session: send the draft as it stands.
+          if (!(error instanceof WriterLockedError || error instanceof SessionBusyError)) throw error;
+        });
+        const turn = (await toUIMessages(session)).at(-1);
+        if (turn?.role !== "assistant") return new Response(null, { status: 204 });
+        const chunks = stoppedReplyChunks(turn);
+        return uiMessageStreamResponse(new ReadableStream({ start: (controller) => (chunks.forEach((c) => controller.enqueue(c)), controller.close()) }));
+      } catch (error) {
+        return failure(error);
+      }
+    },
+  };
+}
+
+function problem(status: number, message: string): Response {
+  return Response.json({ error: message }, { status });
+}
+
+/** A refusal `Response` as it is; a typed error as an HTTP answer: refused input 400, a busy session 409, anything else 500. */
+function failure(error: unknown): Response {
+  if (error instanceof Response) return error;
+  if (error instanceof InvalidInputError) return problem(400, error.message);
+  if (error instanceof SessionBusyError || error instanceof WriterLockedError) return problem(409, error.message);
+  if (error instanceof SessionfoldError) return problem(500, error.message);
+  return problem(500, error instanceof Error ? error.message : String(error));
+}

@@ -1,0 +1,213 @@
+/**
+ * A run as the AI SDK's UI message stream (what `streamText(…).toUIMessageStream()` sends
+ * to `useChat`), and that stream as a `Response` of the AI SDK's shape. Imports nothing of
+ * `ai` at run time: the chunks are plain objects of its protocol, typed by its types.
+ *
+ * @module
+ */
+import type { UIMessage, UIMessageChunk } from "ai";
+import type { MessageRecord, RunEvent, RunHandle } from "../core/mod.ts";
+import { chatPartId, groupTurns, type SessionfoldUIMetadata } from "./ui-messages.ts";
+
+/** The headers of `createUIMessageStreamResponse` (UI message stream protocol v1). */
+const UI_MESSAGE_STREAM_HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-vercel-ai-ui-message-stream": "v1",
+  "x-accel-buffering": "no",
+} as const;
+
+/** The mark a reasoning summary carries in the UI (as `toUIMessages` gives it). */
+const SUMMARY_METADATA = { sessionfold: { kind: "reasoning-summary" } };
+
+/**
+ * Turns run events into UI message chunks, one turn's assistant message: `start` (its id
+ * the first step's `message_id`, the id `toUIMessages` gives the turn after a reload),
+ * a `start-step` … `finish-step` per step, text, reasoning and tool chunks, and at the end
+ * `finish` with the turn's {@linkcode SessionfoldUIMetadata}. Stateful: feed events in order.
+ */
+class UIChunkMapper {
+  #started = false;
+  #inStep = false;
+  #open: { kind: "text" | "reasoning"; id: string } | undefined;
+  #parts = 0;
+
+  /** The chunks for one run event (none for events the UI does not show). */
+  chunks(event: RunEvent): UIMessageChunk[] {
+    const out: UIMessageChunk[] = [];
+    switch (event.type) {
+      case "step-started":
+        this.#closeStep(out);
+        if (!this.#started) out.push({ type: "start", messageId: event.messageId });
+        this.#started = true;
+        this.#inStep = true;
+        out.push({ type: "start-step" });
+        break;
+      case "text-delta":
+      case "reasoning-delta": {
+        const kind = event.type === "text-delta" ? "text" : "reasoning";
+        const id = this.#openPart(kind, out);
+        out.push(kind === "text" ? { type: "text-delta", id, delta: event.text } : { type: "reasoning-delta", id, delta: event.text });
+        break;
+      }
+      case "reasoning-summary": {
+        this.#closePart(out);
+        const id = chatPartId(this.#parts++);
+        out.push({ type: "reasoning-start", id, providerMetadata: SUMMARY_METADATA }, { type: "reasoning-delta", id, delta: event.text }, {
+          type: "reasoning-end",
+          id,
+          providerMetadata: SUMMARY_METADATA,
+        });
+        break;
+      }
+      case "tool-call":
+        this.#closePart(out);
+        out.push({ type: "tool-input-available", toolCallId: event.toolCallId, toolName: event.toolName, input: event.input });
+        break;
+      case "tool-result":
+        out.push({ type: "tool-output-available", toolCallId: event.toolCallId, output: event.output });
+        break;
+      case "tool-error":
+        out.push({ type: "tool-output-error", toolCallId: event.toolCallId, errorText: event.error });
+        break;
+    }
+    return out;
+  }
+
+  /**
+   * The closing chunks: the last step's end and `finish` with the turn's metadata
+   * (`committed`: the run's assistant messages as committed, or the stopped draft).
+   */
+  finish(committed: readonly MessageRecord[], finishReason: "stop" | "interrupted" | "error"): UIMessageChunk[] {
+    const out: UIMessageChunk[] = [];
+    this.#closeStep(out);
+    const turn = groupTurns(committed.filter((m) => m.role === "assistant")).at(-1);
+    out.push({ type: "finish", finishReason, ...(turn?.metadata ? { messageMetadata: turn.metadata } : {}) });
+    return out;
+  }
+
+  #openPart(kind: "text" | "reasoning", out: UIMessageChunk[]): string {
+    if (this.#open?.kind === kind) return this.#open.id;
+    this.#closePart(out);
+    const id = chatPartId(this.#parts++);
+    out.push({ type: kind === "text" ? "text-start" : "reasoning-start", id });
+    this.#open = { kind, id };
+    return id;
+  }
+
+  #closePart(out: UIMessageChunk[]): void {
+    if (!this.#open) return;
+    out.push({ type: this.#open.kind === "text" ? "text-end" : "reasoning-end", id: this.#open.id });
+    this.#open = undefined;
+  }
+
+  #closeStep(out: UIMessageChunk[]): void {
+    this.#closePart(out);
+    if (this.#inStep) out.push({ type: "finish-step" });
+    this.#inStep = false;
+  }
+}
+
+/**
+ * A run as the AI SDK's UI message stream: the chunks `useChat` reads. The commit is the
+ * run's own (no `onFinish` needed); a failed run ends the stream with an `error` chunk.
+ *
+ * @example
+ * ```ts
+ * import type { Provider, Session } from "sessionfold";
+ * import { runToUIMessageStream } from "sessionfold/ai-sdk";
+ * declare const session: Session;
+ * declare const provider: Provider;
+ *
+ * const stream = runToUIMessageStream(session.run("Hello!", { provider }));
+ * ```
+ */
+export function runToUIMessageStream(run: RunHandle): ReadableStream<UIMessageChunk> {
+  const iterator = uiChunks(run)[Symbol.asyncIterator]();
+  return new ReadableStream<UIMessageChunk>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await iterator.return?.(undefined);
+    },
+  });
+}
+
+/** The chunks of a run, in order (an async generator the stream and the chat replies share). */
+export async function* uiChunks(run: RunHandle): AsyncGenerator<UIMessageChunk> {
+  const mapper = new UIChunkMapper();
+  try {
+    for await (const event of run) yield* mapper.chunks(event);
+    const outcome = await run.result;
+    yield* mapper.finish(outcome.messages, "stop");
+  } catch (error) {
+    yield { type: "error", errorText: error instanceof Error ? error.message : String(error) };
+    yield* mapper.finish([], "error");
+  }
+}
+
+/**
+ * The chunks of a reply that will not go on (its producer is gone): the draft's assistant
+ * turn replayed as one message, ended as `interrupted` with status `stopped`, what
+ * `useChat({ resume: true })` shows for a reply cut short.
+ */
+export function stoppedReplyChunks(turn: UIMessage<SessionfoldUIMetadata>): UIMessageChunk[] {
+  const out: UIMessageChunk[] = [{ type: "start", messageId: turn.id }];
+  let parts = 0;
+  let inStep = false;
+  for (const part of turn.parts) {
+    if (part.type === "step-start") {
+      if (inStep) out.push({ type: "finish-step" });
+      out.push({ type: "start-step" });
+      inStep = true;
+    } else if (part.type === "text" || part.type === "reasoning") {
+      const id = chatPartId(parts++);
+      const meta = part.providerMetadata ? { providerMetadata: part.providerMetadata } : {};
+      if (part.type === "text") out.push({ type: "text-start", id }, { type: "text-delta", id, delta: part.text }, { type: "text-end", id });
+      else out.push({ type: "reasoning-start", id, ...meta }, { type: "reasoning-delta", id, delta: part.text }, { type: "reasoning-end", id, ...meta });
+    } else if (part.type.startsWith("tool-")) {
+      const tool = part as { type: string; toolCallId: string; state: string; input: unknown; output?: unknown; errorText?: string };
+      out.push({ type: "tool-input-available", toolCallId: tool.toolCallId, toolName: tool.type.slice("tool-".length), input: tool.input });
+      if (tool.state === "output-available") out.push({ type: "tool-output-available", toolCallId: tool.toolCallId, output: tool.output });
+      else if (tool.state === "output-error") out.push({ type: "tool-output-error", toolCallId: tool.toolCallId, errorText: tool.errorText ?? "" });
+    }
+  }
+  if (inStep) out.push({ type: "finish-step" });
+  out.push({ type: "finish", finishReason: "interrupted", messageMetadata: { ...turn.metadata!, status: "stopped" } });
+  return out;
+}
+
+/**
+ * A UI message stream as a `Response`, the shape of the AI SDK's
+ * `createUIMessageStreamResponse` / `result.toUIMessageStreamResponse()`: server-sent
+ * events, one `data:` line of JSON per chunk, then `data: [DONE]`.
+ *
+ * @example
+ * ```ts
+ * import type { Provider, Session } from "sessionfold";
+ * import { runToUIMessageStream, uiMessageStreamResponse } from "sessionfold/ai-sdk";
+ * declare const session: Session;
+ * declare const provider: Provider;
+ *
+ * const response = uiMessageStreamResponse(runToUIMessageStream(session.run("Hello!", { provider })));
+ * ```
+ */
+export function uiMessageStreamResponse(stream: ReadableStream<UIMessageChunk>, init: ResponseInit = {}): Response {
+  const sse = stream.pipeThrough(
+    new TransformStream<UIMessageChunk, string>({
+      transform(chunk, controller) {
+        controller.enqueue(`data: ${JSON.stringify(chunk)}\n\n`);
+      },
+      flush(controller) {
+        controller.enqueue("data: [DONE]\n\n");
+      },
+    }),
+  );
+  const headers = new Headers(init.headers);
+  for (const [name, value] of Object.entries(UI_MESSAGE_STREAM_HEADERS)) if (!headers.has(name)) headers.set(name, value);
+  return new Response(sse.pipeThrough(new TextEncoderStream()), { ...init, headers });
+}
