@@ -25,6 +25,7 @@ export function programHelp(commands: readonly CommandEntry[]): string {
     "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
     "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
     "  -h, --help   this help; COMMAND --help for one command's",
+    "  --version    the version of sessionfold",
     "",
     "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
     "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",

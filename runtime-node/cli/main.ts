@@ -18,6 +18,7 @@ import { COMMANDS, findCommand } from "./commands/mod.ts";
 import { UsageError, errorDocument, errorLine, exitStatusOf, toCliError, EXIT } from "./exit.ts";
 import { commandHelp, programHelp } from "./help.ts";
 import { processIo, type CliIo } from "./io.ts";
+import { packageVersion } from "./version.ts";
 import type { Store } from "./store.ts";
 
 export type { CliIo } from "./io.ts";
@@ -47,6 +48,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
         io.stdout(programHelp(COMMANDS));
         return EXIT.ok;
       }
+      if (globals.version) return printVersion(io, json);
       throw new UsageError("missing COMMAND (see sessionfold --help)");
     }
     const entry = findCommand(command);
@@ -58,6 +60,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       io.stdout(commandHelp(entry, selected));
       return EXIT.ok;
     }
+    if (globals.version) return printVersion(io, json);
     const [{ Output }, { Store, resolveStore }] = await Promise.all([import("./output.ts"), import("./store.ts")]);
     const out = new Output(io, json);
     store = new Store(resolveStore(globals, io), io, (event) => out.staleLockReclaimed(event), entry.readOnly === true);
@@ -75,4 +78,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
 
 function unknownCommand(name: string): UsageError {
   return new UsageError(`unknown command ${JSON.stringify(name)} (see sessionfold --help)`, { command: name });
+}
+
+/** `--version`: `sessionfold 0.1.0`, or with `--json` `{"version":"0.1.0"}`. */
+function printVersion(io: CliIo, json: boolean): number {
+  const version = packageVersion();
+  io.stdout(json ? `${JSON.stringify({ version }, null, 2)}\n` : `sessionfold ${version}\n`);
+  return EXIT.ok;
 }

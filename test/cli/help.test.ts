@@ -41,6 +41,7 @@ const PROGRAM_HELP = [
   "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
   "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
   "  -h, --help   this help; COMMAND --help for one command's",
+  "  --version    the version of sessionfold",
   "",
   "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
   "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",
@@ -75,9 +76,22 @@ const BEFORE_A_COMMAND = [
   "runtime-node/cli/help.ts",
   "runtime-node/cli/io.ts",
   "runtime-node/cli/main.ts",
+  "runtime-node/cli/version.ts",
 ];
 
 describe("sessionfold --help", () => {
+  it("--version prints the package's version, in text and JSON, also after a command", async () => {
+    const { version } = JSON.parse(await readFile(join(REPO, "package.json"), "utf8")) as { version: string };
+    const text = await bin(["--version"]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toBe(`sessionfold ${version}\n`);
+    const json = await bin(["--json", "--version"]);
+    expect(JSON.parse(json.stdout)).toEqual({ version });
+    const after = await bin(["show", "--version"]);
+    expect(after.status).toBe(0);
+    expect(after.stdout).toBe(`sessionfold ${version}\n`);
+  }, SLOW);
+
   it("prints the program's help, byte for byte, for --help, -h and help", async () => {
     for (const argv of [["--help"], ["-h"], ["help"], ["--json", "--help"]]) {
       const result = await bin(argv);
@@ -87,7 +101,7 @@ describe("sessionfold --help", () => {
     }
   }, SLOW);
 
-  it.each([[["--help"]], [["help"]], [["nope"]], [[]], [["--verbose", "ls"]], [["--json", "help", "nope"]]])(
+  it.each([[["--help"]], [["help"]], [["--version"]], [["nope"]], [[]], [["--verbose", "ls"]], [["--json", "help", "nope"]]])(
     "%j loads the command table and the errors, not the core",
     async (argv) => {
       const loaded = await loadedBy(argv);
