@@ -56,7 +56,7 @@ export default defineConfig(({ command }) => ({
   // `vite build` builds the demo app (demo/index.html); tests and dev servers keep the repository root.
   root: command === "build" ? "demo" : ".",
   build: { outDir: demoOutDir, emptyOutDir: true, target: "es2023" },
-  // The storage worker is an ES module worker (runtime-browser/worker-storage.ts).
+  // The storage worker is an ES module worker (runtime-browser/storage-worker-client.ts).
   worker: { format: "es" },
   preview: { host: "127.0.0.1", port: 4173, strictPort: true },
   test: {

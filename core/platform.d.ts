@@ -4,6 +4,8 @@
  * types, so a use of any other platform API fails `npm run typecheck`. Every
  * declaration here exists in Node ≥ 20, Deno, Bun, browsers and workers.
  */
+// A global value is declared with `var` (a `let` or `const` would not be a property of globalThis).
+// deno-lint-ignore-file no-var
 
 declare class TextEncoder {
   readonly encoding: string;

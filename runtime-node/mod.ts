@@ -17,13 +17,14 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, type LeaseLostNotice, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { type LeaseLostNotice, type SessionOptions, Sessions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
-import { WorkerFileStorage } from "./worker-storage.ts";
+import { WorkerFileStorage } from "./storage-worker-client.ts";
 
-export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
-export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-storage.ts";
+export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
+export { storageErrorFromFs } from "./fs-errors.ts";
+export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
@@ -122,4 +123,3 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
   });
   return { sessions, storage, root, close: async () => await storage.close?.() };
 }
-

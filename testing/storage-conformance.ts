@@ -22,6 +22,7 @@
  */
 import { describe, expect, it, type TestContext } from "vitest";
 import { runCommitPlan, type CommitPlan, type StoragePort } from "../core/mod.ts";
+import { concatBytes } from "../core/internal.ts";
 
 /**
  * What a setup function hands to {@linkcode runStorageTests}: a fresh, empty store.
@@ -83,16 +84,6 @@ function patterned(size: number, seed = 1): Uint8Array {
   return out;
 }
 
-/** Concatenation of byte arrays. */
-function concatBytes(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
 
 /** `""` when equal, else a short description of the first difference (fast on megabytes). */
 function byteDifference(actual: Uint8Array | undefined, expected: Uint8Array): string {
@@ -366,7 +357,7 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
           utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
         );
         await Promise.all(chunks.map((chunk) => storage.append("c/log.jsonl", chunk)));
-        expectBytes(await storage.read("c/log.jsonl"), concatBytes(...chunks), "appends landed in issue order");
+        expectBytes(await storage.read("c/log.jsonl"), concatBytes(chunks), "appends landed in issue order");
       });
 
       test("continues a file written by replace, and replace then discards appended content", async (storage) => {
@@ -670,9 +661,9 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         await storage.append("bin/a", reversed);
         await storage.createExclusive("bin/c", reversed);
         expectBytes(await storage.read("bin/r"), all);
-        expectBytes(await storage.read("bin/a"), concatBytes(all, reversed));
+        expectBytes(await storage.read("bin/a"), concatBytes([all, reversed]));
         expectBytes(await storage.read("bin/c"), reversed);
-        expectBytes((await storage.readTail("bin/a", 300))?.bytes, concatBytes(all, reversed).subarray(212));
+        expectBytes((await storage.readTail("bin/a", 300))?.bytes, concatBytes([all, reversed]).subarray(212));
       });
 
       test("UTF-8 multi-byte content round-trips exactly", async (storage) => {

@@ -55,15 +55,8 @@ export class FormatError extends SessionfoldError {
   }
 }
 
-/**
- * `file:line` (or `file`) as messages write a location.
- *
- * @example
- * ```ts
- * locationPrefix({ file: "s.v1.jsonl", line: 3 }); // "s.v1.jsonl:3"
- * ```
- */
-export function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
+/** `file:line` (or `file`) as messages write a location: `s.v1.jsonl:3`. */
+function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
   return where.line === null ? where.file : `${where.file}:${where.line}`;
 }
 

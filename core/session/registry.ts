@@ -3,6 +3,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
 import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
@@ -310,6 +311,7 @@ export class Sessions {
     const ref = typeof target === "string" ? parseSessionRef(target) : sessionRef(target.agentId, target.workspaceId, target.sessionId);
     if ((await this.#exists(ref, "live")) || (await this.#exists(ref, "archived"))) throw this.#alreadyExists(ref);
     const messages = portable.messages.map((message, i) => {
+      assertJsonDepth(message, `imported message ${i + 1}`);
       const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
       if (!parsed.success || parsed.data.status === "streaming") {
         const why = parsed.success ? "status \"streaming\" cannot be imported" : describeIssues(parsed.error);
@@ -323,7 +325,7 @@ export class Sessions {
     try {
       const now = nowTimestamp(this.#ctx.clock);
       const createdAt = portable.createdAt ?? messages[0]?.created_at ?? now;
-      const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now);
+      const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now, this.storage.maxFileBytes);
       for (const segment of history.segments) await this.storage.replace(`${staging}/messages/segments/${segment.name}`, segment.bytes);
       if (history.active.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, history.active);
       if (portable.system) await this.storage.replace(`${staging}/instruction.md`, new TextEncoder().encode(portable.system));

@@ -11,6 +11,7 @@ import { CorruptSessionError, InvalidInputError, RevisionConflictError, SessionB
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { CommitPlan, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
@@ -372,6 +373,7 @@ export class SessionTransaction {
     // remembered, and a compaction copies them instead of encoding the record again.
     const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
     const bytes = linesOf(lines);
+    this.#assertCommitFits(bytes, sequenced);
     // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
     const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
@@ -383,6 +385,12 @@ export class SessionTransaction {
       updated_at: nowTimestamp(this.ctx.clock),
     };
     return { sequenced, bytes, meta };
+  }
+
+  /** A commit whose lines an open could not read back is refused before it is written (docs/FORMAT.md "Limits"). */
+  #assertCommitFits(bytes: Uint8Array, sequenced: readonly MessageRecord[]): void {
+    const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
+    assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: this.state.activeBytes, describeLine }, MAX_LINE_BYTES, this.ctx.storage.maxFileBytes ?? MAX_FILE_BYTES);
   }
 
   /**

@@ -75,17 +75,9 @@ function hasPlatformLock(storage: StoragePort): storage is StoragePort & Require
  * `acquireLock`, takes the platform lock and records the owner in the file).
  * Resolves `undefined` when another holder has it.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * const ownerBytes = new TextEncoder().encode('{"pid":123,"lock_id":"lock_123"}');
- * const taken = await takeLockFile(storage, "s/writer.lock", ownerBytes);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
+async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
   if (hasPlatformLock(storage)) {
     // The platform frees a dead holder's lock, so a record found while we hold it is stale.
     if (!(await storage.acquireLock(path))) return undefined;
@@ -104,17 +96,9 @@ export async function takeLockFile(storage: StoragePort, path: string, bytes: Ui
  * Removes `writer.lock` only if it still carries `lockId`: nobody deletes another owner's
  * lock (after `unlock --force` someone else may hold it). Then frees the platform lock.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * declare const taken: TakenLock;
- * await releaseLockFile(storage, "s/writer.lock", "lock_123", taken);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
+async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
   try {
     if (await holdsWriterLock(storage, path, lockId)) await storage.remove(path, NOT_DURABLE);
   } finally {

@@ -29,7 +29,13 @@ export interface WriteOptions {
  * unspecified, so the core never depends on it.
  */
 export interface StoragePort {
-  /** Whole content of a file, or `undefined` when it does not exist. */
+  /**
+   * Optional: the largest file `read` returns, when the backend was given one below
+   * `MAX_FILE_BYTES`. Writers keep every file within it (docs/FORMAT.md "Limits"): nothing is
+   * acknowledged that this backend's `read` would refuse. Absent: `MAX_FILE_BYTES`.
+   */
+  readonly maxFileBytes?: number;
+  /** Whole content of a file, or `undefined` when it does not exist; a file over the limit is refused from its stored size, before it is loaded. */
   read(path: string): Promise<Uint8Array | undefined>;
   /** The last `maxBytes` bytes of a file and its size, or `undefined` when it does not exist. */
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined>;

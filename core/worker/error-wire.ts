@@ -16,6 +16,7 @@ import {
   InvalidIdError,
   InvalidInputError,
   LeaseLostError,
+  LimitExceededError,
   NotFoundError,
   ProviderError,
   RevisionConflictError,
@@ -54,6 +55,7 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
+  LimitExceededError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */

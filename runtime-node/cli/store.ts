@@ -100,7 +100,7 @@ export interface AgentSetup {
  * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
-export function resolveRoot(option: string | undefined, io: CliIo): string {
+function resolveRoot(option: string | undefined, io: CliIo): string {
   const env = io.env ?? process.env;
   const cwd = io.cwd ?? process.cwd();
   if (option !== undefined) return resolve(cwd, option);
@@ -117,6 +117,11 @@ export class Store {
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   readonly #readOnly: boolean;
   #opened: Promise<OpenStore> | undefined;
+
+  /** The store's folder when it is a folder store (`undefined` for a database). */
+  get folder(): string | undefined {
+    return this.#location.kind === "files" ? this.root : undefined;
+  }
 
   /**
    * `onStaleLockReclaimed`: told each dead writer's lock the commands take over. `readOnly`:

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as Comlink from "comlink";
 import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, WriterLockedError, type WriterIdentity } from "../../core/mod.ts";
 
-import { WorkerIndexedDbStorage } from "../../runtime-browser/worker-storage.ts";
+import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
 import type { ErrorsWorkerApi } from "./errors-worker.ts";
 import { readLockOwner, registerErrorTransfer } from "../../core/internal.ts";
