@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
  * @throws {Error} when no sessionfold `package.json` is found above this module.
  */
 export function packageVersion(): string {
-  for (let folder = new URL("./", import.meta.url); ; folder = new URL("../", folder)) {
+  for (let folder = new URL("./", import.meta.url);; folder = new URL("../", folder)) {
     const manifest = readManifest(new URL("package.json", folder));
     if (manifest?.name === "sessionfold" && typeof manifest.version === "string") return manifest.version;
     if (new URL("../", folder).href === folder.href) throw new Error(`no package.json of sessionfold above ${import.meta.url}`);

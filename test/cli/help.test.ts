@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { BIN, REPO, bin, missingRoot, tempDir } from "./support.ts";
+import { BIN, bin, missingRoot, REPO, tempDir } from "./support.ts";
 
 const SLOW = 120_000;
 
@@ -39,7 +39,7 @@ const PROGRAM_HELP = [
   "  --root DIR   the store (default $SESSIONFOLD_HOME, else ~/.sessionfold)",
   "  --store URL  a store in PostgreSQL instead: postgres://…[?schema=NAME] (default",
   "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
-  "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
+  '  --json       the result as one JSON document on stdout; errors also as {"error":{…}}',
   "  -h, --help   this help; COMMAND --help for one command's",
   "  --version    the version of sessionfold",
   "",
