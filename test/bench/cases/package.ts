@@ -97,7 +97,8 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
   const pkg = join(unpacked, "package");
   await symlink(join(ROOT, "node_modules"), join(pkg, "node_modules"), "dir");
   const bin = join(pkg, "bin/sessionfold.mjs");
-  const runs = ctx.quick ? 5 : 15;
+  // Start-up times are tens of ms on a loaded machine: medians of many short runs, interleaved.
+  const runs = ctx.quick ? 11 : 21;
 
   const help = await against([{ args: [bin, "--help"] }, importOnly(pathToFileURL(join(pkg, "dist/runtime-node/cli/main.js")).href)], runs);
   const [helpMs, helpImports] = help.values as [number, number];
