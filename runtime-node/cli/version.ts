@@ -10,6 +10,12 @@ import { readFileSync } from "node:fs";
 /**
  * The `version` of the `sessionfold` package this module belongs to.
  *
+ * @example
+ * ```ts
+ * import { packageVersion } from "./version.ts";
+ * console.log(`sessionfold ${packageVersion()}`); // "sessionfold 0.1.0"
+ * ```
+ *
  * @throws {Error} when no sessionfold `package.json` is found above this module.
  */
 export function packageVersion(): string {
