@@ -3,7 +3,8 @@
  * returns its exit status. Everything it touches comes through `io`, so tests run it
  * in-process; `bin/sessionfold.mjs` runs it for `npx sessionfold`. What it imports up front
  * is the command table, the argument parser, the help texts and the typed errors, none of
- * them the core: `--help` and a usage error before the command print without loading it,
+ * them the core: `--help`, `--version` and a usage error before the command name print
+ * without loading it,
  * and a command's module (with the core) is imported once it is named.
  *
  * @example
