@@ -4,8 +4,7 @@
  * in-process; `bin/sessionfold.mjs` runs it for `npx sessionfold`. What it imports up front
  * is the command table, the argument parser, the help texts and the typed errors, none of
  * them the core: `--help`, `--version` and a usage error before the command name print
- * without loading it,
- * and a command's module (with the core) is imported once it is named.
+ * without loading it, and a command's module (with the core) is imported once it is named.
  *
  * @example
  * ```ts
