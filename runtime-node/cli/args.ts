@@ -1,5 +1,5 @@
 /**
- * Argument parsing: the global options (`--root DIR`, `--store URL`, `--json`, `--help`)
+ * Argument parsing: the global options (`--root DIR`, `--store URL`, `--json`, `--help`, `--version`)
  * anywhere before `--`, then one command's options and positionals as its spec declares them.
  * `node:util`'s `parseArgs` splits the line into tokens; the rules of docs/CLI.md are checked
  * here on those tokens, so every mistake is a {@linkcode UsageError} (exit 2) that quotes the
@@ -34,6 +34,7 @@ export interface GlobalOptions {
   store: string | undefined;
   json: boolean;
   help: boolean;
+  version: boolean;
 }
 
 /** A parsed command line: globals, the command name and its remaining arguments. */
@@ -57,6 +58,7 @@ const GLOBAL_OPTIONS = {
   store: { type: "string", value: "URL (postgres://…)" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
 } as const;
 
 /**
@@ -74,7 +76,7 @@ function tokenize(args: readonly string[], options: Record<string, { type: "bool
  * @throws {UsageError} for an unknown option before the command or `--root` without a value.
  */
 export function splitArgs(argv: readonly string[]): SplitArgs {
-  const globals: GlobalOptions = { root: undefined, store: undefined, json: false, help: false };
+  const globals: GlobalOptions = { root: undefined, store: undefined, json: false, help: false, version: false };
   for (const token of tokenize(argv, GLOBAL_OPTIONS)) {
     if (token.kind === "option-terminator") return { globals, command: argv[token.index + 1], rest: argv.slice(token.index + 2) };
     if (token.kind === "positional") return { globals, command: token.value, rest: argv.slice(token.index + 1) };
@@ -104,7 +106,7 @@ export function parseCommandArgs(command: string, rest: readonly string[], spec:
     if (option.type === "string" && token.value === undefined) throw new UsageError(`${command}: option ${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: name });
     options[token.name] = token.value ?? true;
   }
-  if (globals.help) return { positionals, options };
+  if (globals.help || globals.version) return { positionals, options };
   const required = spec.positionals;
   const optional = spec.optionalPositionals ?? [];
   if (positionals.length < required.length) {
@@ -126,7 +128,7 @@ function takeGlobal(token: OptionToken, globals: GlobalOptions): boolean {
   const option = GLOBAL_OPTIONS[name];
   if (option.type === "boolean") {
     if (token.value !== undefined) throw new UsageError(`option --${name} takes no value`, { option: `--${name}` });
-    globals[name as "json" | "help"] = true;
+    globals[name as "json" | "help" | "version"] = true;
     return true;
   }
   if (token.value === undefined || token.value === "") throw new UsageError(`option --${name} needs a value ${option.value}`, { option: `--${name}` });

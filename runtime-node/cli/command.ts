@@ -5,7 +5,8 @@
  */
 import { parseSessionRef, type SessionRef } from "../../core/mod.ts";
 import type { ArgsSpec, ParsedArgs } from "./args.ts";
-import type { CliIo, Output } from "./io.ts";
+import type { CliIo } from "./io.ts";
+import type { Output } from "./output.ts";
 import type { Store } from "./store.ts";
 
 /** What a command runs with. */
@@ -16,13 +17,28 @@ export interface CommandContext {
   readonly args: ParsedArgs;
 }
 
-/** One command: its usage, its arguments and what it does. Returns the exit status. */
-export interface Command {
+/**
+ * One command's entry in the command table (`commands/mod.ts`): what `sessionfold --help`
+ * lists, and how to load the rest. Loading is by name, on use: help and a usage error before
+ * the command name never load a command, nor the core.
+ */
+export interface CommandEntry {
   readonly name: string;
   /** `show REF`: the usage line without the program name. */
   readonly synopsis: string;
   /** One line for the command list. */
   readonly summary: string;
+  /**
+   * Changes nothing under the store (docs/CLI.md's read-only commands): it reads on the
+   * calling thread, without starting the storage worker.
+   */
+  readonly readOnly?: true;
+  /** Imports the command's module. */
+  load(): Promise<Command>;
+}
+
+/** A loaded command: its help, its arguments and what it does. Returns the exit status. */
+export interface Command {
   /** More help: what the result is, option by option. */
   readonly help: string;
   readonly spec: ArgsSpec;

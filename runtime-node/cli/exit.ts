@@ -3,8 +3,9 @@
  *
  * @module
  */
-import { SessionfoldError, type ErrorCode } from "../../core/mod.ts";
-import { asSessionfoldError } from "../../core/internal.ts";
+// The errors alone, not the core's entry points: `--help` and usage errors print without
+// loading the core (docs/ARCHITECTURE.md "What each entry point is").
+import { SessionfoldError, asSessionfoldError, type ErrorCode } from "../../core/errors.ts";
 
 /** Exit statuses of docs/CLI.md. */
 export const EXIT = {

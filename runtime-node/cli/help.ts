@@ -1,14 +1,15 @@
 /**
- * Usage texts: `sessionfold --help` and `sessionfold COMMAND --help`.
+ * Usage texts: `sessionfold --help` (from the command table alone) and
+ * `sessionfold COMMAND --help` (with the command's module loaded).
  *
  * @module
  */
-import type { Command } from "./command.ts";
+import type { Command, CommandEntry } from "./command.ts";
 
 const PROGRAM = "sessionfold";
 
 /** The program's help: usage, every command, the global options, REF and exit statuses. */
-export function programHelp(commands: readonly Command[]): string {
+export function programHelp(commands: readonly CommandEntry[]): string {
   const width = Math.max(...commands.map((c) => c.synopsis.length));
   return [
     `${PROGRAM}: look into, repair, move and script durable AI-agent sessions.`,
@@ -24,6 +25,7 @@ export function programHelp(commands: readonly Command[]): string {
     "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
     "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
     "  -h, --help   this help; COMMAND --help for one command's",
+    "  --version    the version of sessionfold",
     "",
     "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
     "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",
@@ -37,11 +39,11 @@ export function programHelp(commands: readonly Command[]): string {
 }
 
 /** One command's help: usage, what it does and returns, its options. */
-export function commandHelp(command: Command): string {
+export function commandHelp(entry: CommandEntry, command: Command): string {
   const options = Object.entries(command.spec.options).map(([name, o]) => [`--${name}${o.value ? ` ${o.value}` : ""}`, o.description] as const);
   const width = Math.max(0, ...options.map(([flag]) => flag.length));
   return [
-    `Usage: ${PROGRAM} [--root DIR] [--json] ${command.synopsis}`,
+    `Usage: ${PROGRAM} [--root DIR] [--json] ${entry.synopsis}`,
     "",
     command.help,
     ...(options.length > 0 ? ["", "Options:", ...options.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`)] : []),

@@ -1,12 +1,10 @@
 /**
  * What the CLI talks to: its output streams, environment and terminal, injectable so
- * tests run `main()` in-process; and the one place results are written (JSON or text).
+ * tests run `main()` in-process, and the progress bar drawn on it. Imports nothing of the
+ * core: `--help` runs with it alone.
  *
  * @module
  */
-import { describeLockOwner } from "../../core/internal.ts";
-import type { StaleLockReclaimed } from "../../core/mod.ts";
-import { EXIT } from "./exit.ts";
 
 /** The outside world of one CLI invocation. Every field but the writers is optional. */
 export interface CliIo {
@@ -22,7 +20,10 @@ export interface CliIo {
   readonly stdoutIsTTY?: boolean;
   /** Folder a relative `--root` is resolved against; default `process.cwd()`. */
   readonly cwd?: string;
-  /** Reach the store through the storage worker (the real path). Default `true`. */
+  /**
+   * Reach the store through the storage worker. Default: the commands that change the store
+   * do, read-only commands read on the calling thread.
+   */
   readonly worker?: boolean;
   /** fsync writes. Default `true`; tests may turn it off for speed. */
   readonly fsync?: boolean;
@@ -38,47 +39,6 @@ export function processIo(): CliIo {
     stdoutIsTTY: process.stdout.isTTY === true,
     cwd: process.cwd(),
   };
-}
-
-/** Writes a command's result: one JSON document with `--json`, else the readable text. */
-export class Output {
-  readonly io: CliIo;
-  readonly json: boolean;
-  readonly #reclaimed: StaleLockReclaimed[] = [];
-
-  constructor(io: CliIo, json: boolean) {
-    this.io = io;
-    this.json = json;
-  }
-
-  /** Writes `value` as JSON or the text `text()` makes, then returns exit status 0. */
-  result(value: unknown, text: () => string): number {
-    if (this.json) this.io.stdout(`${JSON.stringify(this.#withReclaimed(value), null, 2)}\n`);
-    else {
-      const shown = text();
-      if (shown !== "") this.io.stdout(shown.endsWith("\n") ? shown : `${shown}\n`);
-    }
-    return EXIT.ok;
-  }
-
-  /** A line for the user on stderr (notes, warnings), in both modes. */
-  note(line: string): void {
-    this.io.stderr(`${line}\n`);
-  }
-
-  /**
-   * A dead writer's lock taken over: said on stderr at once, and listed in the JSON result
-   * as `stale_locks_reclaimed` (docs/CLI.md).
-   */
-  staleLockReclaimed(event: StaleLockReclaimed): void {
-    this.#reclaimed.push(event);
-    this.note(`note stale_lock_reclaimed: ${event.ref}: took over the writer.lock of a dead writer (${describeLockOwner(event.owner)})`);
-  }
-
-  #withReclaimed(value: unknown): unknown {
-    if (this.#reclaimed.length === 0 || typeof value !== "object" || value === null || Array.isArray(value)) return value;
-    return { ...value, stale_locks_reclaimed: this.#reclaimed.map(({ ref, path, owner }) => ({ ref, path, owner })) };
-  }
 }
 
 /**

@@ -1,7 +1,10 @@
 /**
  * The `sessionfold` command line (docs/CLI.md): `main(argv, io)` parses, runs one command and
  * returns its exit status. Everything it touches comes through `io`, so tests run it
- * in-process; `bin/sessionfold.mjs` runs it for `npx sessionfold`.
+ * in-process; `bin/sessionfold.mjs` runs it for `npx sessionfold`. What it imports up front
+ * is the command table, the argument parser, the help texts and the typed errors, none of
+ * them the core: `--help`, `--version` and a usage error before the command name print
+ * without loading it, and a command's module (with the core) is imported once it is named.
  *
  * @example
  * ```ts
@@ -14,8 +17,9 @@ import { splitArgs, parseCommandArgs } from "./args.ts";
 import { COMMANDS, findCommand } from "./commands/mod.ts";
 import { UsageError, errorDocument, errorLine, exitStatusOf, toCliError, EXIT } from "./exit.ts";
 import { commandHelp, programHelp } from "./help.ts";
-import { Output, processIo, type CliIo } from "./io.ts";
-import { Store, resolveStore } from "./store.ts";
+import { processIo, type CliIo } from "./io.ts";
+import { packageVersion } from "./version.ts";
+import type { Store } from "./store.ts";
 
 export type { CliIo } from "./io.ts";
 
@@ -36,7 +40,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     if (command === "help") {
       const topic = rest[0] === undefined ? undefined : findCommand(rest[0]);
       if (rest[0] !== undefined && !topic) throw unknownCommand(rest[0]);
-      io.stdout(topic ? commandHelp(topic) : programHelp(COMMANDS));
+      io.stdout(topic ? commandHelp(topic, await topic.load()) : programHelp(COMMANDS));
       return EXIT.ok;
     }
     if (command === undefined) {
@@ -44,18 +48,22 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
         io.stdout(programHelp(COMMANDS));
         return EXIT.ok;
       }
+      if (globals.version) return printVersion(io, json);
       throw new UsageError("missing COMMAND (see sessionfold --help)");
     }
-    const selected = findCommand(command);
-    if (!selected) throw unknownCommand(command);
-    const args = parseCommandArgs(selected.name, rest, selected.spec, globals);
+    const entry = findCommand(command);
+    if (!entry) throw unknownCommand(command);
+    const selected = await entry.load();
+    const args = parseCommandArgs(entry.name, rest, selected.spec, globals);
     json = globals.json; // exact now: a `--json` that was an option's value (`--text --json`) is not the flag
     if (globals.help) {
-      io.stdout(commandHelp(selected));
+      io.stdout(commandHelp(entry, selected));
       return EXIT.ok;
     }
+    if (globals.version) return printVersion(io, json);
+    const [{ Output }, { Store, resolveStore }] = await Promise.all([import("./output.ts"), import("./store.ts")]);
     const out = new Output(io, json);
-    store = new Store(resolveStore(globals, io), io, (event) => out.staleLockReclaimed(event));
+    store = new Store(resolveStore(globals, io), io, (event) => out.staleLockReclaimed(event), entry.readOnly === true);
     return await selected.run({ io, out, store, args });
   } catch (thrown) {
     const error = toCliError(thrown);
@@ -70,4 +78,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
 
 function unknownCommand(name: string): UsageError {
   return new UsageError(`unknown command ${JSON.stringify(name)} (see sessionfold --help)`, { command: name });
+}
+
+/** `--version`: `sessionfold 0.1.0`, or with `--json` `{"version":"0.1.0"}`. */
+function printVersion(io: CliIo, json: boolean): number {
+  const version = packageVersion();
+  io.stdout(json ? `${JSON.stringify({ version }, null, 2)}\n` : `sessionfold ${version}\n`);
+  return EXIT.ok;
 }

@@ -115,6 +115,7 @@ export class Store {
   readonly #location: StoreLocation;
   readonly #io: CliIo;
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
+  readonly #readOnly: boolean;
   #opened: Promise<OpenStore> | undefined;
 
   /** The store's folder when it is a folder store (`undefined` for a database). */
@@ -122,12 +123,19 @@ export class Store {
     return this.#location.kind === "files" ? this.root : undefined;
   }
 
-  /** `onStaleLockReclaimed`: told each dead writer's lock the commands take over. */
-  constructor(location: StoreLocation | string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void) {
+  /**
+   * `onStaleLockReclaimed`: told each dead writer's lock the commands take over. `readOnly`:
+   * the command changes nothing, so a folder store is read on this thread (unless
+   * `io.worker` says otherwise): the storage worker is for a host that must stay responsive
+   * while it writes, and starting it (a thread, a second module graph, a message per call)
+   * would be most of a one-shot read's time (docs/decisions.md).
+   */
+  constructor(location: StoreLocation | string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void, readOnly = false) {
     this.#location = typeof location === "string" ? { kind: "files", root: location } : location;
     this.root = this.#location.root;
     this.#io = io;
     this.#onStaleLockReclaimed = onStaleLockReclaimed;
+    this.#readOnly = readOnly;
   }
 
   /**
@@ -178,7 +186,7 @@ export class Store {
       location.kind === "files"
         ? openNodeSessions({
             root: this.root,
-            worker: this.#io.worker ?? true,
+            worker: this.#io.worker ?? !this.#readOnly,
             fsync: this.#io.fsync ?? true,
             ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
           })

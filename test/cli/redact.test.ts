@@ -15,7 +15,7 @@ import { cli, expectOk, missingRoot } from "./support.ts";
 const REF = "a1/w1/audit";
 /** The writer behind each `--to`. */
 const WRITER_OF: Record<string, (typeof formats)[keyof typeof formats]> = { deepcode: formats.writeDeepCodeV1, "rho-snapshot": formats.writeRhoSnapshot, pi: formats.writePi };
-const TARGETS = String(findCommand("export")!.spec.options["to"]!.value).split("|");
+const TARGETS = String((await findCommand("export")!.load()).spec.options["to"]!.value).split("|");
 
 async function auditStore(): Promise<{ root: string; sessions: Sessions }> {
   const root = await missingRoot();

@@ -34,9 +34,6 @@ const NEUTRAL_IDENTITY: ProviderIdentity = { provider: "unknown", api: "unknown"
 
 /** `sessionfold compose`: exactly what the next model request would read (read-only). Its `help` says what it prints. */
 export const compose: Command = {
-  name: "compose",
-  synopsis: "compose REF",
-  summary: "exactly what the next model request would read (read-only)",
   help: [
     "Shows the model input of the next request: the system text (instruction.md, else the",
     "agent's instruction), the latest cumulative summary and every message of Active, with",

@@ -41,9 +41,6 @@ const EXPORT_FORMATS = ["deepcode", "rho-snapshot", "pi"] as const;
 
 /** `sessionfold import`: import another system's session. Its `help` says what it prints. */
 export const importCommand: Command = {
-  name: "import",
-  synopsis: "import FILE [--from deepcode|rho-snapshot|rho-jsonl|pi|codex|claude-code] --into REF",
-  summary: "import another system's session",
   help: [
     "Reads FILE (never changing it) and creates the session REF from it. deepcode reads",
     "<id>.v1.jsonl, or a legacy <id>.jsonl (core-v0 with <id>.meta.json beside it, or",
@@ -91,9 +88,6 @@ export const importCommand: Command = {
 
 /** `sessionfold export`: export the full history. Its `help` says what it prints. */
 export const exportCommand: Command = {
-  name: "export",
-  synopsis: "export REF --to deepcode|rho-snapshot|pi [--redact] [--out FILE]",
-  summary: "export the full history",
   help: [
     "Writes the session's full history (every segment, then Active) as a DeepCode v1 stream,",
     "a Rho SessionSnapshot (schema 2; raw reasoning is never written) or a pi session (each",

@@ -13,9 +13,6 @@ import { escapedExcerpt } from "../../../core/internal.ts";
 
 /** `sessionfold fork`: copy the full history into a new session. Its `help` says what it prints. */
 export const fork: Command = {
-  name: "fork",
-  synopsis: "fork REF --as SESSION_ID",
-  summary: "copy the full history into a new session",
   help: [
     "Copies every segment, Active and instruction.md into a new session of the same",
     "workspace, sequences kept and forked_from set; built aside and moved into place in",
@@ -45,9 +42,6 @@ export const fork: Command = {
 
 /** `sessionfold archive`: move the session to archived-sessions/. Its `help` says what it prints. */
 export const archive: Command = {
-  name: "archive",
-  synopsis: "archive REF",
-  summary: "move the session to archived-sessions/",
   help: ["Moves the whole session to archived-sessions/ in one step, under its lock.", "Archived sessions are read-only.", "--json: the archived meta."].join("\n"),
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
@@ -62,9 +56,6 @@ export const archive: Command = {
 
 /** `sessionfold unlock`: remove a writer lock after printing its owner. Its `help` says what it prints. */
 export const unlock: Command = {
-  name: "unlock",
-  synopsis: "unlock REF --force",
-  summary: "remove a writer lock after printing its owner",
   help: [
     "Removes the session's writer.lock, left by a writer that stopped without removing it.",
     "Nobody else ever deletes another owner's lock: --force says you checked that its owner",

@@ -9,9 +9,6 @@ import { clip, table } from "../format.ts";
 
 /** `sessionfold ls`: list sessions from their meta.json. Its `help` says what it prints. */
 export const ls: Command = {
-  name: "ls",
-  synopsis: "ls [--agent A] [--workspace W] [--archived]",
-  summary: "list sessions from their meta.json",
   help: [
     "Lists sessions from their meta.json, newest update first. Folders whose meta.json",
     "cannot be read are named on stderr as warnings. Read-only.",

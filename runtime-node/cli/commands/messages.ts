@@ -12,9 +12,6 @@ import { openForReading } from "../store.ts";
 
 /** `sessionfold messages`: Active's messages, or an older segment's (read-only). Its `help` says what it prints. */
 export const messages: Command = {
-  name: "messages",
-  synopsis: "messages REF [--before SEQ]",
-  summary: "Active's messages, or an older segment's (read-only)",
   help: [
     "Prints the messages of Active, or with --before the newest whole segment whose end is",
     "below SEQ (none when there is no such segment): page back with the first sequence shown.",

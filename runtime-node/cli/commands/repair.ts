@@ -11,9 +11,6 @@ import { openForReading, openForWriting, type Store } from "../store.ts";
 
 /** `sessionfold repair`: quarantine bad lines and rebuild meta.json. Its `help` says what it prints. */
 export const repair: Command = {
-  name: "repair",
-  synopsis: "repair REF [--apply]",
-  summary: "move bad lines into quarantine and rebuild meta.json (a plan unless --apply)",
   help: [
     "Reads every file of the session and shows what it would do; changes nothing.",
     "With --apply, under the session's lock: every line recovery reports or would cut (an",

@@ -35,9 +35,6 @@ export interface ShowReport {
 
 /** `sessionfold show`: what is stored and what recovery found (read-only). Its `help` says what it prints. */
 export const show: Command = {
-  name: "show",
-  synopsis: "show REF",
-  summary: "what is stored and what recovery found (read-only)",
   help: [
     "Shows a session (live, else archived): its meta.json, its segments with the length of",
     "each summary footer, the Active window, a live draft, and every diagnostic recovery",

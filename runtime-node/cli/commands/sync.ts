@@ -19,9 +19,6 @@ import { resolveStore, Store } from "../store.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
-  name: "serve",
-  synopsis: "serve [--host H] [--port P] [--token-file F]",
-  summary: "run the sync server over the store",
   help: [
     "Serves the store to `sessionfold sync --remote URL` and to hosts using sessionfold/sync",
     "(docs/SYNC.md), until SIGINT or SIGTERM. Prints the URL it listens on as its first line",
@@ -65,9 +62,6 @@ export const serve: Command = {
 
 /** `sessionfold sync`: push and pull between the store and a remote. */
 export const sync: Command = {
-  name: "sync",
-  synopsis: "sync [REF] --remote URL|DIR|postgres://… [--token-file F]",
-  summary: "bring the store and a remote to the same state",
   help: [
     "Pushes what the remote lacks and pulls what the store lacks, for REF or every session",
     "(docs/SYNC.md). The remote is a sync server (`sessionfold serve`, or a host's",

@@ -14,9 +14,6 @@ import { listStoredSessions, verifySession, type StoredSession, type VerifyRepor
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {
-  name: "verify",
-  synopsis: "verify [REF]",
-  summary: "check one or every session, reading every file (read-only)",
   help: [
     "Reads every file of the session (or of every session, live and archived) in full:",
     "meta.json, instruction.md, every segment (contiguous, messages in order, the summary",

@@ -12,9 +12,6 @@ import { loadAgent, openForWriting } from "../store.ts";
 
 /** `sessionfold new`: create an empty session. Its `help` says what it prints. */
 export const create: Command = {
-  name: "new",
-  synopsis: "new REF [--title T]",
-  summary: "create an empty session",
   help: [
     "Creates an empty session (meta.json at revision 0). The agent's model_label, when its",
     "agent.jsonc has one, becomes the session's. Refused when the id exists, live or archived.",
@@ -37,9 +34,6 @@ export const create: Command = {
 
 /** `sessionfold append`: commit one text message. Its `help` says what it prints. */
 export const append: Command = {
-  name: "append",
-  synopsis: "append REF --role user|assistant --text T",
-  summary: "commit one text message",
   help: [
     "Commits one text message. A live draft left by an interrupted run is first finished",
     "as stopped, in the same commit. Exits 3 when another writer holds the session.",
@@ -70,9 +64,6 @@ export const append: Command = {
 
 /** `sessionfold compact`: compact Active with the configured summarizer. Its `help` says what it prints. */
 export const compact: Command = {
-  name: "compact",
-  synopsis: "compact REF",
-  summary: "compact Active with the configured summarizer",
   help: [
     "Moves the oldest half of Active into a new segment whose footer is the cumulative",
     "summary, made by the agent's configured summarizer (agent.jsonc), else the offline",
