@@ -21,7 +21,9 @@ export type ErrorCode =
   | "context-overflow"
   | "cancelled"
   | "usage"
-  | "internal";
+  | "internal"
+  | "key-required"
+  | "wrong-key";
 
 /** Structured, JSON-safe details carried by an error. */
 export type ErrorDetails = Record<string, unknown>;
@@ -234,4 +236,23 @@ export function asSessionfoldError(error: unknown, context: string): Sessionfold
   if (error instanceof SessionfoldError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });
+}
+
+/**
+ * An encrypted store (docs/FORMAT.md "Encrypted stores") was opened without a key, or a
+ * file names a key-encryption key (`kid`) the key provider does not hold. Nothing was changed.
+ */
+export class KeyRequiredError extends SessionfoldError {
+  constructor(message: string, details: ErrorDetails & { kid?: string } = {}) {
+    super("key-required", message, details);
+    this.name = "KeyRequiredError";
+  }
+}
+
+/** The key given does not open the encrypted store (its key check or a data key's unwrap failed). Nothing was changed. */
+export class WrongKeyError extends SessionfoldError {
+  constructor(message: string, details: ErrorDetails & { kid?: string } = {}) {
+    super("wrong-key", message, details);
+    this.name = "WrongKeyError";
+  }
 }

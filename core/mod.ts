@@ -63,6 +63,7 @@ export {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  KeyRequiredError,
   LeaseLostError,
   type LockOwner,
   NotFoundError,
@@ -76,7 +77,21 @@ export {
   StoreEntryError,
   UnsupportedSchemaError,
   WriterLockedError,
+  WrongKeyError,
 } from "./errors.ts";
+// Encrypted stores: the sealing storage decorator and its keys.
+export {
+  EncryptedStorage,
+  type EncryptedStorageOptions,
+  importKeyEncryptionKey,
+  type KeyProvider,
+  keyring,
+  type RotationReport,
+  type SealRefusal,
+  SEALED_VERSION,
+  SESSION_KEYS_FILE,
+  STORE_MARKER,
+} from "./encryption/mod.ts";
 // Export with redaction.
 export {
   type ExportField,

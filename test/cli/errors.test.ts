@@ -319,6 +319,8 @@ describe("not found, locks, corruption, schema, agent files", () => {
       "context-overflow": 5,
       cancelled: 5,
       internal: 5,
+      "key-required": 4,
+      "wrong-key": 4,
     };
     for (const [code, status] of Object.entries(expected)) expect(exitStatusOf(code as ErrorCode), code).toBe(status);
   });

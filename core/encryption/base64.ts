@@ -1,0 +1,21 @@
+/** Standard base64 (with padding) for the envelope's nonce, ciphertext and wrapped keys. */
+
+/** Base64 of `bytes`, in chunks so a large ciphertext never overflows the argument list. */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x2000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x2000));
+  return btoa(binary);
+}
+
+/** The bytes of a base64 string, or `undefined` when it is not valid base64. */
+export function fromBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
+  let binary: string;
+  try {
+    binary = atob(text);
+  } catch {
+    return undefined;
+  }
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
