@@ -773,3 +773,6 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
     });
   });
 }
+
+// The attack suite of encrypted stores, which every backend runs under EncryptedStorage.
+export { runEncryptionAttackTests, type EncryptionAttackTarget } from "./encryption-attacks.ts";
