@@ -13,7 +13,7 @@ import { InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts
 import { runCommitPlan } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import { fromBase64, toBase64 } from "./base64.ts";
-import { clearFieldsOf, EnvelopeRefusal, LINE_CLEAR_FIELDS, openEnvelope, parseEnvelope, sealBytes, type ClearFields, type SealPlace } from "./envelope.ts";
+import { clearFieldsOf, EnvelopeRefusal, LINE_CLEAR_FIELDS, type Envelope, openEnvelope, parseEnvelope, sealBytes, type ClearFields, type SealPlace } from "./envelope.ts";
 import {
   encodeSessionKeys,
   newDataKey,
@@ -70,6 +70,7 @@ interface SessionKeys {
 }
 
 const NEWLINE = 0x0a;
+const NEWLINE_BYTES = new Uint8Array([NEWLINE]);
 const utf8 = new TextEncoder();
 const KEY_CHECK_CONTEXT = new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-key-check", 1])));
 
@@ -361,34 +362,23 @@ export class EncryptedStorage implements StoragePort {
     const { id, key } = await this.#sealingKey(kind.dir, kind.place.session);
     if (kind.kind === "document") {
       if (isBlank(bytes)) return bytes;
-      let record: unknown;
-      try {
-        record = JSON.parse(new TextDecoder().decode(bytes));
-      } catch {
-        record = undefined;
-      }
-      return utf8.encode(`${await sealBytes(bytes, key, id, clearFieldsOf(record, kind.fields), kind.fields, kind.place)}\n`);
+      return utf8.encode(`${await sealBytes(bytes, key, id, clearFieldsOf(parseRecord(bytes), kind.fields), kind.fields, kind.place)}\n`);
     }
     const pieces = splitLines(bytes);
-    const sealed = await Promise.all(pieces.map(async (piece) => (piece.bytes.length === 0 || isFooter(piece.bytes, kind) ? undefined : this.#sealLine(piece.bytes, key, id, kind.place))));
+    const records = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseRecord(piece.bytes)));
     // A segment's footer seals the segment: its clear part counts the lines before it and chains their stored bytes.
-    const footerAt = sealed.findIndex((line, i) => line === undefined && pieces[i]!.bytes.length > 0);
+    const footerAt = kind.segment ? records.findIndex((record) => (record as { record_type?: unknown } | undefined)?.record_type === "summary") : -1;
+    const sealed = await Promise.all(pieces.map(async (piece, i) => (piece.bytes.length === 0 || i === footerAt ? undefined : this.#sealLine(piece.bytes, records[i], key, id, kind.place))));
     if (footerAt !== -1) {
       const before = appending ? ((await this.#inner.read(path)) ?? new Uint8Array()) : new Uint8Array();
-      const earlier = concat([before, ...sealed.slice(0, footerAt).map((line, i) => concat([line ?? new Uint8Array(), pieces[i]!.newline ? utf8.encode("\n") : new Uint8Array()]))]);
+      const earlier = concat([before, ...sealed.slice(0, footerAt).map((line, i) => concat([line ?? new Uint8Array(), pieces[i]!.newline ? NEWLINE_BYTES : new Uint8Array()]))]);
       const lines = splitLines(earlier).length;
-      sealed[footerAt] = await this.#sealLine(pieces[footerAt]!.bytes, key, id, kind.place, { lines, chain: await sha256(earlier) });
+      sealed[footerAt] = await this.#sealLine(pieces[footerAt]!.bytes, records[footerAt], key, id, kind.place, { lines, chain: await sha256(earlier) });
     }
-    return concat(pieces.flatMap((piece, i) => [sealed[i] ?? piece.bytes, piece.newline ? utf8.encode("\n") : new Uint8Array()]));
+    return concat(pieces.flatMap((piece, i) => [sealed[i] ?? piece.bytes, piece.newline ? NEWLINE_BYTES : new Uint8Array()]));
   }
 
-  async #sealLine(bytes: Uint8Array, key: CryptoKey, id: string, place: SealPlace, footer?: { lines: number; chain: string }): Promise<Uint8Array> {
-    let record: unknown;
-    try {
-      record = JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      record = undefined;
-    }
+  async #sealLine(bytes: Uint8Array, record: unknown, key: CryptoKey, id: string, place: SealPlace, footer?: { lines: number; chain: string }): Promise<Uint8Array> {
     const { lines: _lines, chain: _chain, ...clear } = clearFieldsOf(record, LINE_CLEAR_FIELDS);
     return utf8.encode(await sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place));
   }
@@ -400,12 +390,10 @@ export class EncryptedStorage implements StoragePort {
     return opened instanceof EnvelopeRefusal ? utf8.encode(`sealed document refused (${opened.reason})\n`) : opened;
   }
 
-  async #openOne(path: string, line: number | null, dir: string, place: SealPlace, fields: ClearFields, stored: Uint8Array, parsed = parseEnvelope(stored, fields)): Promise<Uint8Array | EnvelopeRefusal> {
-    let result: Uint8Array | EnvelopeRefusal = parsed instanceof EnvelopeRefusal ? parsed : new EnvelopeRefusal("");
-    if (!(parsed instanceof EnvelopeRefusal)) {
-      const key = await this.#openingKey(dir, place.session, parsed.key);
-      result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed, key, fields, place);
-    }
+  async #openOne(path: string, line: number | null, dir: string, place: SealPlace, fields: ClearFields, stored: Uint8Array): Promise<Uint8Array | EnvelopeRefusal> {
+    const parsed = parseEnvelope(stored, fields);
+    const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key);
+    const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place);
     if (result instanceof EnvelopeRefusal) this.#refuse(path, line, result.reason);
     return result;
   }
@@ -419,8 +407,18 @@ export class EncryptedStorage implements StoragePort {
   async #openLines(path: string, kind: Extract<SealedKind, { kind: "lines" }>, stored: Uint8Array, fromStart: boolean): Promise<{ bytes: Uint8Array; ends: { view: number; stored: number }[] }> {
     const pieces = splitLines(stored);
     const envelopes = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseEnvelope(piece.bytes, LINE_CLEAR_FIELDS)));
+    // Each data key once for the whole file, then every line at once.
+    const ids = new Set(envelopes.flatMap((envelope) => (envelope && !(envelope instanceof EnvelopeRefusal) ? [envelope.key] : [])));
+    const keys = new Map(await Promise.all([...ids].map(async (id) => [id, await this.#openingKey(kind.dir, kind.place.session, id)] as const)));
     const opened = await Promise.all(
-      pieces.map((piece, i) => (piece.bytes.length === 0 ? Promise.resolve(piece.bytes) : this.#openOne(path, fromStart ? i + 1 : null, kind.dir, kind.place, LINE_CLEAR_FIELDS, piece.bytes, envelopes[i]!))),
+      pieces.map(async (piece, i): Promise<Uint8Array | EnvelopeRefusal> => {
+        const envelope = envelopes[i];
+        if (!envelope) return piece.bytes;
+        const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
+        const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place);
+        if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
+        return result;
+      }),
     );
     if (kind.ordered) await this.#checkOrder(path, kind, pieces, envelopes, opened, fromStart);
     const chunks: Uint8Array[] = [];
@@ -433,7 +431,7 @@ export class EncryptedStorage implements StoragePort {
       chunks.push(shown);
       view += shown.length + (piece.newline ? 1 : 0);
       at += piece.bytes.length + (piece.newline ? 1 : 0);
-      if (piece.newline) chunks.push(utf8.encode("\n"));
+      if (piece.newline) chunks.push(NEWLINE_BYTES);
       ends.push({ view, stored: at });
     });
     return { bytes: concat(chunks), ends };
@@ -475,7 +473,7 @@ export class EncryptedStorage implements StoragePort {
         footerSeen = true;
         if (!fromStart) continue;
         const { lines, chain } = envelope.clear;
-        if (through !== previous || lines !== i || chain !== (await sha256(concat(pieces.slice(0, i).map((p) => concat([p.bytes, utf8.encode("\n")])))))) {
+        if (through !== previous || lines !== i || chain !== (await sha256(concat(pieces.slice(0, i).map((p) => concat([p.bytes, NEWLINE_BYTES])))))) {
           refuse(`the footer does not seal the ${i} lines before it (through ${String(through)}, ${String(lines)} lines): the segment was cut or changed`);
         }
       }
@@ -567,13 +565,12 @@ export class EncryptedStorage implements StoragePort {
   }
 }
 
-/** Whether a stored JSONL line of a segment is its footer (the record that gets the count and chain). */
-function isFooter(bytes: Uint8Array, kind: Extract<SealedKind, { kind: "lines" }>): boolean {
-  if (!kind.segment) return false;
+/** The JSON value of a plaintext line or document, or `undefined` when it is not JSON (then nothing of it is in the clear). */
+function parseRecord(bytes: Uint8Array): unknown {
   try {
-    return (JSON.parse(new TextDecoder().decode(bytes)) as { record_type?: unknown }).record_type === "summary";
+    return JSON.parse(new TextDecoder().decode(bytes));
   } catch {
-    return false;
+    return undefined;
   }
 }
 

@@ -24,6 +24,7 @@ import { browserCase } from "./cases/browser.ts";
 import { bundleCase } from "./cases/bundle.ts";
 import { bytesCase } from "./cases/bytes.ts";
 import { compactCase } from "./cases/compact.ts";
+import { encryptionCase } from "./cases/encryption.ts";
 import { packageCase } from "./cases/package.ts";
 import { postgresCase } from "./cases/postgres.ts";
 import { streamCase } from "./cases/stream.ts";
@@ -47,6 +48,7 @@ const STEPS: readonly Step[] = [
   { cases: [2, 5], title: "durable append and the worker hop", run: appendCase },
   { cases: [3], title: "streaming with draft persistence", run: streamCase },
   { cases: [4], title: "compaction", run: compactCase },
+  { cases: [12], title: "encrypted store against the same store in the clear", run: encryptionCase },
   { cases: [7], title: "bytes stored per message", run: bytesCase },
   { cases: [1, 6], title: "turn cost against history length (Node) and peak memory", run: turnCase },
   { cases: [1], title: "turn cost against history length (chromium)", run: browserCase },
