@@ -90,6 +90,7 @@ export {
   type SealRefusal,
   SEALED_VERSION,
   SESSION_KEYS_FILE,
+  storageForKeys,
   STORE_MARKER,
 } from "./encryption/mod.ts";
 // Export with redaction.

@@ -17,13 +17,14 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { Sessions, storageForKeys, type KeyProvider, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
 import { linuxBootId, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./worker-storage.ts";
 
 export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-storage.ts";
+export { keyProviderOf, newKeyFile, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile, type KeyFile } from "./key-file.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
@@ -72,6 +73,11 @@ export interface OpenNodeSessionsOptions {
   readonly defaults?: SessionOptions;
   /** Called when a dead writer's lock was taken over (`stale_lock_reclaimed`), with its old content. */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /**
+   * The keys of an encrypted store (docs/FORMAT.md "Encrypted stores"). Without them an
+   * encrypted store is refused with `KeyRequiredError`; with them an empty store becomes encrypted.
+   */
+  readonly keys?: KeyProvider;
 }
 
 /** An open store: its sessions, the storage under them, and how to release it. */
@@ -106,7 +112,14 @@ export interface NodeSessions {
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const fsync = options.fsync ?? true;
-  const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
+  const files: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
+  let storage: StoragePort;
+  try {
+    storage = await storageForKeys(files, options.keys);
+  } catch (error) {
+    await files.close?.();
+    throw error;
+  }
   const probe = nodeOwnerProbe();
   const sessions = new Sessions({
     storage,

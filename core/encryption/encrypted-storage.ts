@@ -134,6 +134,11 @@ export class EncryptedStorage implements StoragePort {
   readonly #options: EncryptedStorageOptions;
   readonly #sessions = new Map<string, Promise<SessionKeys>>();
 
+  /** The kid new data keys are wrapped with (the store marker's `current_kid`). */
+  get currentKid(): string {
+    return this.#marker.current_kid;
+  }
+
   /** The backend under the decorator: what a sync engine copies (ciphertext as is). */
   get inner(): StoragePort {
     return this.#inner;
@@ -563,6 +568,28 @@ export class EncryptedStorage implements StoragePort {
     }
     return found;
   }
+}
+
+/**
+ * The storage a host should use for the store under `inner`, given the key it has (or none):
+ * an encrypted store opens with its key (without one: `KeyRequiredError`); a store in the
+ * clear is used as it is without a key, and becomes encrypted with one only while it is still
+ * empty (a store that already holds plaintext sessions is refused: encrypting it is a
+ * migration). Nothing is written unless a new encrypted store is created.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * declare const provider: KeyProvider | undefined;
+ * const sessions = new Sessions({ storage: await storageForKeys(new MemoryStorage(), provider) });
+ * ```
+ * @throws {KeyRequiredError} for an encrypted store without a key.
+ * @throws {WrongKeyError} when the key does not open it.
+ * @throws {InvalidInputError} for a key given to a store that holds plaintext sessions.
+ */
+export async function storageForKeys(inner: StoragePort, provider: KeyProvider | undefined, options: EncryptedStorageOptions = {}): Promise<StoragePort> {
+  if (await EncryptedStorage.isEncrypted(inner)) return EncryptedStorage.open(inner, provider, options);
+  return provider ? EncryptedStorage.create(inner, provider, options) : inner;
 }
 
 /** The JSON value of a plaintext line or document, or `undefined` when it is not JSON (then nothing of it is in the clear). */

@@ -29,6 +29,8 @@ export interface GlobalOptions {
   root: string | undefined;
   /** `--store URL`: a `postgres://` store instead of a folder. */
   store: string | undefined;
+  /** `--key-file FILE`: the key file of an encrypted store. */
+  keyFile: string | undefined;
   json: boolean;
   help: boolean;
 }
@@ -52,7 +54,7 @@ export interface ParsedArgs {
  * @throws {UsageError} for an unknown option before the command or `--root` without a value.
  */
 export function splitArgs(argv: readonly string[]): SplitArgs {
-  const globals: GlobalOptions = { root: undefined, store: undefined, json: false, help: false };
+  const globals: GlobalOptions = { root: undefined, store: undefined, keyFile: undefined, json: false, help: false };
   let i = 0;
   for (; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -143,6 +145,12 @@ function takeGlobal(argv: readonly string[], i: number, globals: GlobalOptions):
     if (value === undefined || value === "") throw new UsageError("option --store needs a value URL (postgres://…)", { option: "--store" });
     globals.store = value;
     return arg === "--store" ? 2 : 1;
+  }
+  if (arg === "--key-file" || arg.startsWith("--key-file=")) {
+    const value = arg === "--key-file" ? argv[i + 1] : arg.slice("--key-file=".length);
+    if (value === undefined || value === "") throw new UsageError("option --key-file needs a value FILE", { option: "--key-file" });
+    globals.keyFile = value;
+    return arg === "--key-file" ? 2 : 1;
   }
   if (arg === "--root") {
     const value = argv[i + 1];

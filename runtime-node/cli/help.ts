@@ -22,6 +22,8 @@ export function programHelp(commands: readonly Command[]): string {
     "  --root DIR   the store (default $SESSIONFOLD_HOME, else ~/.sessionfold)",
     "  --store URL  a store in PostgreSQL instead: postgres://…[?schema=NAME] (default",
     "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
+    "  --key-file FILE  the key file of an encrypted store (default $SESSIONFOLD_KEY_FILE);",
+    "               without it an encrypted store is refused (key-required, exit 4)",
     "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
     "  -h, --help   this help; COMMAND --help for one command's",
     "",

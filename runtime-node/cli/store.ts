@@ -29,8 +29,10 @@ import {
   type StaleLockReclaimed,
   type StoragePort,
   type Summarizer,
+  storageForKeys,
+  type KeyProvider,
 } from "../../core/mod.ts";
-import { nodeWriterIdentity, openNodeSessions } from "../mod.ts";
+import { keyProviderOf, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
@@ -46,9 +48,13 @@ export interface OpenStore {
 }
 
 /** Where the store is: a folder, or a schema of a PostgreSQL database. */
-export type StoreLocation =
+export type StoreLocation = (
   | { readonly kind: "files"; readonly root: string }
-  | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined };
+  | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
+) & {
+  /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
+  readonly keyFile?: string | undefined;
+};
 
 /**
  * `--store URL`, else `--root DIR`, else `$SESSIONFOLD_STORE`, else the folder of
@@ -57,7 +63,14 @@ export type StoreLocation =
  *
  * @throws {UsageError} for `--root` and `--store` together, or a store that is not a postgres:// URL.
  */
-export function resolveStore(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
+export function resolveStore(globals: { readonly root: string | undefined; readonly store: string | undefined; readonly keyFile?: string | undefined }, io: CliIo): StoreLocation {
+  const env = io.env ?? process.env;
+  const keyFile = globals.keyFile ?? (env["SESSIONFOLD_KEY_FILE"] || undefined);
+  const location = resolveStoreLocation(globals, io);
+  return keyFile === undefined ? location : { ...location, keyFile: resolve(io.cwd ?? process.cwd(), keyFile) };
+}
+
+function resolveStoreLocation(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
   if (globals.root !== undefined && globals.store !== undefined) {
     throw new UsageError("give --root DIR or --store URL, not both", { option: "--store" });
   }
@@ -150,6 +163,11 @@ export class Store {
     return this.#open();
   }
 
+  /** The key file the store is opened with (`--key-file`, `$SESSIONFOLD_KEY_FILE`), absolute. */
+  get keyFile(): string | undefined {
+    return this.#location.keyFile;
+  }
+
   /** Ends the storage worker, if one was started. */
   async close(): Promise<void> {
     const opened = this.#opened;
@@ -168,22 +186,27 @@ export class Store {
   }
 
   #open(): Promise<OpenStore> {
-    const location = this.#location;
-    this.#opened ??=
-      location.kind === "files"
-        ? openNodeSessions({
-            root: this.root,
-            worker: this.#io.worker ?? true,
-            fsync: this.#io.fsync ?? true,
-            ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
-          })
-        : openPostgres(location);
+    this.#opened ??= this.#openWithKeys();
     return this.#opened;
+  }
+
+  async #openWithKeys(): Promise<OpenStore> {
+    const location = this.#location;
+    const keys = location.keyFile === undefined ? undefined : await keyProviderOf(await readKeyFile(location.keyFile));
+    return location.kind === "files"
+      ? openNodeSessions({
+          root: this.root,
+          worker: this.#io.worker ?? true,
+          fsync: this.#io.fsync ?? true,
+          ...(keys ? { keys } : {}),
+          ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
+        })
+      : openPostgres(location, keys);
   }
 }
 
 /** Opens a PostgreSQL store; `pg` (an optional peer dependency) is loaded only here. */
-async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>): Promise<OpenStore> {
+async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStore> {
   let postgres: typeof import("../../runtime-postgres/mod.ts");
   try {
     postgres = await import("../../runtime-postgres/mod.ts");
@@ -198,8 +221,15 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
     if (error instanceof InvalidInputError) throw new UsageError(`--store: ${error.message}`, { option: "--store", ...error.details });
     throw error;
   }
-  const sessions = new Sessions({ storage, identity: nodeWriterIdentity() });
-  return { sessions, storage, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
+  let sealed: StoragePort;
+  try {
+    sealed = await storageForKeys(storage, keys);
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  const sessions = new Sessions({ storage: sealed, identity: nodeWriterIdentity() });
+  return { sessions, storage: sealed, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
 }
 
 /**
