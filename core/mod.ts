@@ -86,6 +86,7 @@ export {
   importKeyEncryptionKey,
   type KeyProvider,
   keyring,
+  type MigrationReport,
   type RotationReport,
   type SealRefusal,
   SEALED_VERSION,

@@ -52,6 +52,16 @@ interface StoreMarker {
   readonly current_kid: string;
   /** Per kid: a random key wrapped by it, which unwraps only with the right KEK. */
   readonly kids: Readonly<Record<string, { readonly check: string }>>;
+  /** Present while {@linkcode EncryptedStorage.migrate} encrypts a store in place: nobody else opens it. */
+  readonly migration?: "in-progress";
+}
+
+/** What {@linkcode EncryptedStorage.migrate} did. */
+export interface MigrationReport {
+  /** Session folders (live and archived) whose files were sealed. */
+  readonly sessions: number;
+  /** Files sealed (or sealed again, when a migration is resumed). */
+  readonly files: number;
 }
 
 /** What {@linkcode EncryptedStorage.rotate} did. */
@@ -133,6 +143,8 @@ export class EncryptedStorage implements StoragePort {
   #marker: StoreMarker;
   readonly #options: EncryptedStorageOptions;
   readonly #sessions = new Map<string, Promise<SessionKeys>>();
+  /** Only inside {@linkcode EncryptedStorage.migrate}: a record that is not an envelope is read as the plaintext it is. */
+  #migrating = false;
 
   /** The kid new data keys are wrapped with (the store marker's `current_kid`). */
   get currentKid(): string {
@@ -198,7 +210,57 @@ export class EncryptedStorage implements StoragePort {
     if (!marker) throw new InvalidInputError(`the store is not encrypted (no ${STORE_MARKER}); encrypt it first`, { file: STORE_MARKER });
     if (!provider) throw new KeyRequiredError(`the store is encrypted (kid ${JSON.stringify(marker.current_kid)}): give its key (--key-file FILE or SESSIONFOLD_KEY_FILE)`, { kid: marker.current_kid });
     await checkKey(provider, marker, marker.current_kid);
+    if (marker.migration) throw new InvalidInputError(`${STORE_MARKER}: the store is being encrypted in place (an interrupted migration): run the migration again to finish it`, { file: STORE_MARKER });
     return new EncryptedStorage(inner, provider, marker, options);
+  }
+
+  /**
+   * Encrypts a store in the clear in place, crash-safely: the marker is written first with
+   * `"migration": "in-progress"` (every open is refused while it is there), then every file of
+   * every session (live and archived) is read (a plaintext record as it is, an envelope opened)
+   * and replaced, atomically, by its sealed form; the flag goes last. Killed at any point, the
+   * store holds each file whole, plaintext or sealed, and running it again finishes the job.
+   * Run it while nothing else writes the store. The only time a plaintext record is read from
+   * an encrypted store.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStorage } from "sessionfold";
+   * declare const provider: KeyProvider;
+   * const report = await EncryptedStorage.migrate(new MemoryStorage(), provider);
+   * ```
+   * @throws {WrongKeyError} when the store is already (partly) encrypted under another key.
+   * @throws {InvalidInputError} when a sealed record does not open (the store is damaged: verify and repair it first).
+   */
+  static async migrate(inner: StoragePort, provider: KeyProvider, options: EncryptedStorageOptions = {}): Promise<MigrationReport> {
+    let marker = await readMarker(inner);
+    if (marker) await checkKey(provider, marker, marker.current_kid);
+    else {
+      const kid = provider.currentKid;
+      marker = { format: "sessionfold-encrypted-store", version: 1, cipher: "AES-256-GCM", current_kid: kid, kids: { [kid]: await keyCheck(provider, kid) }, migration: "in-progress" };
+      if (!(await inner.createExclusive(STORE_MARKER, encodeMarker(marker)))) return EncryptedStorage.migrate(inner, provider, options);
+    }
+    if (!marker.migration) return { sessions: 0, files: 0 };
+    const refused: SealRefusal[] = [];
+    const storage = new EncryptedStorage(inner, provider, marker, { ...options, onRefused: (refusal) => refused.push(refusal) });
+    storage.#migrating = true;
+    let files = 0;
+    const folders = await storage.#sessionFolders();
+    for (const { dir } of folders) {
+      for (const path of await filesUnder(inner, dir)) {
+        if (sealedKindOf(path).kind === "clear") continue;
+        const view = await storage.read(path);
+        if (refused.length > 0) {
+          throw new InvalidInputError(`${refused[0]!.path}${refused[0]!.line ? `:${refused[0]!.line}` : ""}: a sealed record does not open (${refused[0]!.reason}); nothing more was encrypted`, { file: refused[0]!.path });
+        }
+        if (view === undefined) continue;
+        await storage.replace(path, view);
+        files++;
+      }
+    }
+    const { migration: _done, ...finished } = marker;
+    await inner.replace(STORE_MARKER, encodeMarker(finished));
+    return { sessions: folders.length, files };
   }
 
   /**
@@ -397,6 +459,7 @@ export class EncryptedStorage implements StoragePort {
 
   async #openOne(path: string, line: number | null, dir: string, place: SealPlace, fields: ClearFields, stored: Uint8Array): Promise<Uint8Array | EnvelopeRefusal> {
     const parsed = parseEnvelope(stored, fields);
+    if (this.#migrating && parsed instanceof EnvelopeRefusal) return stored;
     const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key);
     const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place);
     if (result instanceof EnvelopeRefusal) this.#refuse(path, line, result.reason);
@@ -418,7 +481,7 @@ export class EncryptedStorage implements StoragePort {
     const opened = await Promise.all(
       pieces.map(async (piece, i): Promise<Uint8Array | EnvelopeRefusal> => {
         const envelope = envelopes[i];
-        if (!envelope) return piece.bytes;
+        if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
         const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
         const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place);
         if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
@@ -590,6 +653,18 @@ export class EncryptedStorage implements StoragePort {
 export async function storageForKeys(inner: StoragePort, provider: KeyProvider | undefined, options: EncryptedStorageOptions = {}): Promise<StoragePort> {
   if (await EncryptedStorage.isEncrypted(inner)) return EncryptedStorage.open(inner, provider, options);
   return provider ? EncryptedStorage.create(inner, provider, options) : inner;
+}
+
+/** Every file under `dir` (a name that lists nothing is a file), through the backend. */
+async function filesUnder(inner: StoragePort, dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const name of await inner.list(dir)) {
+    const path = `${dir}/${name}`;
+    const below = await filesUnder(inner, path);
+    if (below.length > 0) found.push(...below);
+    else found.push(path);
+  }
+  return found;
 }
 
 /** The JSON value of a plaintext line or document, or `undefined` when it is not JSON (then nothing of it is in the clear). */
