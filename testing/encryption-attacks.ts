@@ -314,6 +314,19 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
         expect(reopened.active.map((m) => m.sequence)).toEqual([1, 2, 3, 4]);
       }));
 
+    it("a long final line is found from the tail without a refusal (the window grows past it)", () =>
+      fixture(async (f) => {
+        const session = await f.sessions.create({ ...REF });
+        await session.append({ role: "user", parts: [{ type: "text", text: "short" }] });
+        await session.append({ role: "user", parts: [{ type: "text", text: "x".repeat(200_000) }] });
+        await session.close();
+        const { sessions } = await f.reopen();
+        const reopened = await sessions.open(REF);
+        expect(reopened.revision).toBe(2);
+        expect(reopened.active.map((m) => m.sequence)).toEqual([1, 2]);
+        expect(f.refusals).toEqual([]);
+      }));
+
     it("compaction, fork, export and repair work on an encrypted store", () =>
       fixture(async (f) => {
         await seeded(f, 8);

@@ -361,7 +361,9 @@ export class EncryptedStorage implements StoragePort {
     const tail = await this.#inner.readTail(path, maxBytes * 2 + 1024);
     if (!tail) return undefined;
     const whole = tail.bytes.length >= tail.size;
-    const lines = whole ? tail.bytes : tail.bytes.subarray(tail.bytes.indexOf(NEWLINE) + 1);
+    // A window that begins inside a line drops that line; one inside a single line holds none yet.
+    const cut = tail.bytes.indexOf(NEWLINE);
+    const lines = whole ? tail.bytes : cut === -1 ? new Uint8Array() : tail.bytes.subarray(cut + 1);
     const { bytes } = await this.#openLines(path, kind, lines, whole);
     // A view of the whole file has the view's size; a partial one keeps the stored size, which is larger than any view of it.
     return { bytes, size: whole ? bytes.length : tail.size };
