@@ -35,6 +35,7 @@ import { readLockOwner } from "../core/internal.ts";
 export { IndexedDbStorage, MAX_CHUNK_BYTES, webLockName, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./worker-storage.ts";
 export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
+export { openBrowserKeyring, PBKDF2_ITERATIONS, type BrowserKeyringOptions } from "./key-store.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {
