@@ -657,14 +657,14 @@ export async function storageForKeys(inner: StoragePort, provider: KeyProvider |
   return provider ? EncryptedStorage.create(inner, provider, options) : inner;
 }
 
-/** Every file under `dir` (a name that lists nothing is a file), through the backend. */
+/** Every file under `dir`, through the backend: a name that reads as a file is one, any other is listed as a folder. */
 async function filesUnder(inner: StoragePort, dir: string): Promise<string[]> {
   const found: string[] = [];
   for (const name of await inner.list(dir)) {
     const path = `${dir}/${name}`;
-    const below = await filesUnder(inner, path);
-    if (below.length > 0) found.push(...below);
-    else found.push(path);
+    // A backend may refuse to read a folder as a file (Node) or find no file there (a key-value store).
+    if (await inner.readTail(path, 0).catch(() => undefined)) found.push(path);
+    else found.push(...(await filesUnder(inner, path)));
   }
   return found;
 }

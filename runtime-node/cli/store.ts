@@ -30,9 +30,11 @@ import {
   type StoragePort,
   type Summarizer,
   storageForKeys,
+  EncryptedStorage,
   type KeyProvider,
+  type MigrationReport,
 } from "../../core/mod.ts";
-import { keyProviderOf, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
+import { keyProviderOf, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
@@ -168,6 +170,20 @@ export class Store {
     return this.#location.keyFile;
   }
 
+  /**
+   * Encrypts the store in place with `keys` (`EncryptedStorage.migrate`, crash-safe), on its
+   * backend alone: the only way the CLI reads a plaintext record of an encrypted store.
+   */
+  async encryptInPlace(keys: KeyProvider): Promise<MigrationReport> {
+    const location = this.#location;
+    const backend: StoragePort = location.kind === "files" ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true }) : await postgresBackend(location);
+    try {
+      return await EncryptedStorage.migrate(backend, keys);
+    } finally {
+      await backend.close?.();
+    }
+  }
+
   /** Ends the storage worker, if one was started. */
   async close(): Promise<void> {
     const opened = this.#opened;
@@ -205,8 +221,8 @@ export class Store {
   }
 }
 
-/** Opens a PostgreSQL store; `pg` (an optional peer dependency) is loaded only here. */
-async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStore> {
+/** The PostgreSQL backend of a store; `pg` (an optional peer dependency) is loaded only here. */
+async function postgresBackend(location: Extract<StoreLocation, { kind: "postgres" }>) {
   let postgres: typeof import("../../runtime-postgres/mod.ts");
   try {
     postgres = await import("../../runtime-postgres/mod.ts");
@@ -221,6 +237,12 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
     if (error instanceof InvalidInputError) throw new UsageError(`--store: ${error.message}`, { option: "--store", ...error.details });
     throw error;
   }
+  return storage;
+}
+
+/** Opens a PostgreSQL store with its keys (an encrypted store without them is refused). */
+async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStore> {
+  const storage = await postgresBackend(location);
   let sealed: StoragePort;
   try {
     sealed = await storageForKeys(storage, keys);

@@ -79,4 +79,20 @@ describe("an encrypted store on the command line", () => {
     expectOk(await cli(root, ["--key-file", keyFile, "append", REF, "--role", "assistant", "--text", "after rekey"]));
     expect(JSON.stringify(json(expectOk(await cli(root, ["--key-file", keyFile, "--json", "messages", REF]))))).toContain(SECRET);
   });
+
+  it("encrypt seals a store in the clear in place; afterwards it needs its key", async () => {
+    const dir = await tempDir();
+    const root = await missingRoot();
+    const keyFile = join(dir, "store.key");
+    expectOk(await cli(root, ["new", REF, "--title", "plain"]));
+    expectOk(await cli(root, ["append", REF, "--role", "user", "--text", SECRET]));
+    expect(await allBytes(root)).toContain("launch code");
+    expectOk(await cli(root, ["keygen", "--out", keyFile]));
+    // A key given to a store that holds plaintext sessions is refused: that is what encrypt is for.
+    expect((await cli(root, ["--key-file", keyFile, "ls"])).status).toBe(4);
+    expect(json(expectOk(await cli(root, ["--key-file", keyFile, "--json", "encrypt"])))).toMatchObject({ sessions: 1 });
+    expect(await allBytes(root)).not.toContain("launch code");
+    expect((await cli(root, ["ls"])).stderr).toMatch(/^error\[key-required\]: /);
+    expect(JSON.stringify(json(expectOk(await cli(root, ["--key-file", keyFile, "--json", "messages", REF]))))).toContain(SECRET);
+  });
 });

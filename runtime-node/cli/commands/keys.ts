@@ -66,3 +66,24 @@ export const rekey: Command = {
     );
   },
 };
+
+/** `sessionfold encrypt`: encrypts a store in the clear in place with the --key-file (crash-safe; run again to resume). */
+export const encrypt: Command = {
+  name: "encrypt",
+  synopsis: "encrypt",
+  summary: "encrypt a store in the clear in place with the --key-file (crash-safe)",
+  help: [
+    "Seals every file of every session (live and archived) with the --key-file's current key,",
+    "each file replaced whole; until it finishes, the store opens for nobody. Interrupted,",
+    "run it again: it resumes. Copies made before (backups) stay in the clear. Run it while",
+    "nothing else writes the store.",
+    '--json: {"sessions","files"}',
+  ].join("\n"),
+  spec: { positionals: [], options: {} },
+  async run({ store, out }) {
+    const path = store.keyFile;
+    if (path === undefined) throw new KeyRequiredError("encrypt: give the key file to encrypt with (--key-file FILE or SESSIONFOLD_KEY_FILE)");
+    const report = await store.encryptInPlace(await keyProviderOf(await readKeyFile(path)));
+    return out.result(report, () => `encrypted ${store.root}: ${report.files} files of ${report.sessions} sessions sealed`);
+  },
+};

@@ -13,10 +13,10 @@ import { verify } from "./verify.ts";
 import { append, compact, create } from "./write.ts";
 import { exportCommand, importCommand } from "./interop.ts";
 import { repair } from "./repair.ts";
-import { keygen, rekey } from "./keys.ts";
+import { encrypt, keygen, rekey } from "./keys.ts";
 
 /** Every command, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, repair, create, append, compact, fork, archive, unlock, importCommand, exportCommand, keygen, rekey];
+export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, repair, create, append, compact, fork, archive, unlock, importCommand, exportCommand, keygen, encrypt, rekey];
 
 /** The command named `name`, if there is one. */
 export function findCommand(name: string): Command | undefined {
