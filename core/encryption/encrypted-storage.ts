@@ -131,7 +131,7 @@ function isBlank(bytes: Uint8Array): boolean {
  *
  * @example
  * ```ts
- * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { importKeyEncryptionKey, keyring, MemoryStorage, Sessions } from "sessionfold";
  * const kek = await importKeyEncryptionKey(crypto.getRandomValues(new Uint8Array(32)));
  * const storage = await EncryptedStorage.create(new MemoryStorage(), keyring({ k1: kek }, "k1"));
  * const sessions = new Sessions({ storage });
@@ -197,7 +197,7 @@ export class EncryptedStorage implements StoragePort {
    *
    * @example
    * ```ts
-   * import { MemoryStorage } from "sessionfold";
+   * import { MemoryStorage, type KeyProvider } from "sessionfold";
    * declare const provider: KeyProvider;
    * const storage = await EncryptedStorage.open(new MemoryStorage(), provider);
    * ```
@@ -225,7 +225,7 @@ export class EncryptedStorage implements StoragePort {
    *
    * @example
    * ```ts
-   * import { MemoryStorage } from "sessionfold";
+   * import { MemoryStorage, type KeyProvider } from "sessionfold";
    * declare const provider: KeyProvider;
    * const report = await EncryptedStorage.migrate(new MemoryStorage(), provider);
    * ```
@@ -270,7 +270,7 @@ export class EncryptedStorage implements StoragePort {
    *
    * @example
    * ```ts
-   * import { MemoryStorage } from "sessionfold";
+   * import { MemoryStorage, type KeyProvider } from "sessionfold";
    * declare const provider: KeyProvider;
    * const storage = await EncryptedStorage.create(new MemoryStorage(), provider);
    * ```
@@ -644,7 +644,7 @@ export class EncryptedStorage implements StoragePort {
  *
  * @example
  * ```ts
- * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { MemoryStorage, Sessions, type KeyProvider } from "sessionfold";
  * declare const provider: KeyProvider | undefined;
  * const sessions = new Sessions({ storage: await storageForKeys(new MemoryStorage(), provider) });
  * ```
