@@ -70,13 +70,25 @@ export class EnvelopeRefusal {
 /**
  * The associated data: a JSON array of the version, the place, the key id and each clear
  * field name with its value in a fixed order, so the same envelope always gives the same bytes.
+ *
+ * @example
+ * ```ts
+ * const ad = associatedData({ session: "a1/w1/s1", file: "messages/active.jsonl" }, "dk_1", { sequence: 1 }, LINE_CLEAR_FIELDS);
+ * ```
  */
 export function associatedData(place: SealPlace, key: string, clear: Readonly<Record<string, unknown>>, fields: ClearFields): Uint8Array<ArrayBuffer> {
   const pairs = fields.filter((name) => clear[name] !== undefined).map((name) => [name, clear[name]]);
   return new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-sealed", SEALED_VERSION, place.session, place.file, key, pairs])));
 }
 
-/** The clear fields of `record` (a parsed JSON object, or `undefined` for a non-JSON document). */
+/**
+ * The clear fields of `record` (a parsed JSON object, or `undefined` for a non-JSON document).
+ *
+ * @example
+ * ```ts
+ * clearFieldsOf({ record_type: "message", sequence: 3, parts: [] }, LINE_CLEAR_FIELDS); // { record_type: "message", sequence: 3 }
+ * ```
+ */
 export function clearFieldsOf(record: unknown, fields: ClearFields): Record<string, unknown> {
   const clear: Record<string, unknown> = {};
   if (typeof record !== "object" || record === null || Array.isArray(record)) return clear;
@@ -118,6 +130,12 @@ export async function sealBytes(
  * Parses the text of an envelope: an {@linkcode Envelope}, or an {@linkcode EnvelopeRefusal}
  * saying what was found instead (a plaintext record, an unknown version, a field that may not
  * be in the clear).
+ *
+ * @example
+ * ```ts
+ * const parsed = parseEnvelope(new TextEncoder().encode('{"record_type":"message"}'), LINE_CLEAR_FIELDS);
+ * parsed instanceof EnvelopeRefusal; // true: a plaintext record
+ * ```
  */
 export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope | EnvelopeRefusal {
   let value: unknown;
@@ -149,7 +167,15 @@ export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope 
   return { key, clear, nonce: nonceBytes, data: dataBytes };
 }
 
-/** Opens a parsed envelope: its plaintext, or a refusal when authentication fails (tampered, moved, reordered or the wrong key). */
+/**
+ * Opens a parsed envelope: its plaintext, or a refusal when authentication fails (tampered, moved, reordered or the wrong key).
+ *
+ * @example
+ * ```ts
+ * declare const envelope: Envelope, dataKey: CryptoKey;
+ * const opened = await openEnvelope(envelope, dataKey, LINE_CLEAR_FIELDS, { session: "a1/w1/s1", file: "messages/active.jsonl" });
+ * ```
+ */
 export async function openEnvelope(envelope: Envelope, dataKey: CryptoKey, fields: ClearFields, place: SealPlace): Promise<Uint8Array | EnvelopeRefusal> {
   const additionalData = associatedData(place, envelope.key, envelope.clear, fields);
   try {

@@ -76,7 +76,14 @@ export function keyring(keys: Readonly<Record<string, CryptoKey>>, currentKid: s
   };
 }
 
-/** Imports a data key's 32 bytes as a non-extractable AES-GCM key. */
+/**
+ * Imports a data key's 32 bytes as a non-extractable AES-GCM key.
+ *
+ * @example
+ * ```ts
+ * const key = await importDataKey(crypto.getRandomValues(new Uint8Array(32)));
+ * ```
+ */
 export function importDataKey(raw: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", raw, { name: "AES-GCM" }, false, ["encrypt", "decrypt"]);
 }
@@ -105,12 +112,27 @@ export interface SessionKeysFile {
 
 const utf8 = new TextEncoder();
 
-/** The associated data of a data key's wrap: the session and the key's id, so a wrapped key cannot be moved to another session. */
+/**
+ * The associated data of a data key's wrap: the session and the key's id, so a wrapped key cannot be moved to another session.
+ *
+ * @example
+ * ```ts
+ * const context = dataKeyContext("a1/w1/s1", "dk_1");
+ * ```
+ */
 export function dataKeyContext(session: string, id: string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-data-key", 1, session, id])));
 }
 
-/** Makes a new random data key for `session`, wrapped by the KEK `kid`. */
+/**
+ * Makes a new random data key for `session`, wrapped by the KEK `kid`.
+ *
+ * @example
+ * ```ts
+ * declare const provider: KeyProvider;
+ * const { stored, key } = await newDataKey(provider, provider.currentKid, "a1/w1/s1", new Date().toISOString());
+ * ```
+ */
 export async function newDataKey(provider: KeyProvider, kid: string, session: string, now: string): Promise<{ stored: StoredDataKey; key: CryptoKey }> {
   const raw = crypto.getRandomValues(new Uint8Array(32));
   const id = `dk_${toBase64(crypto.getRandomValues(new Uint8Array(9))).replaceAll("+", "-").replaceAll("/", "_")}`;
@@ -139,7 +161,16 @@ async function unwrapRaw(provider: KeyProvider, session: string, stored: StoredD
   }
 }
 
-/** Unwraps a stored data key: the key, or why not. */
+/**
+ * Unwraps a stored data key: the key, or why not.
+ *
+ * @example
+ * ```ts
+ * declare const provider: KeyProvider, stored: StoredDataKey;
+ * const key = await unwrapDataKey(provider, "a1/w1/s1", stored);
+ * if ("failure" in key) console.log(key.failure, key.kid);
+ * ```
+ */
 export async function unwrapDataKey(provider: KeyProvider, session: string, stored: StoredDataKey): Promise<CryptoKey | UnwrapFailure> {
   const raw = await unwrapRaw(provider, session, stored);
   if (!(raw instanceof Uint8Array)) return raw;
@@ -148,7 +179,15 @@ export async function unwrapDataKey(provider: KeyProvider, session: string, stor
   return key;
 }
 
-/** Re-wraps a stored data key under the KEK `kid` (rotation) and retires it: it still opens what it sealed, never seals again. */
+/**
+ * Re-wraps a stored data key under the KEK `kid` (rotation) and retires it: it still opens what it sealed, never seals again.
+ *
+ * @example
+ * ```ts
+ * declare const provider: KeyProvider, stored: StoredDataKey;
+ * const rewrapped = await rewrapDataKey(provider, "k2", "a1/w1/s1", stored);
+ * ```
+ */
 export async function rewrapDataKey(provider: KeyProvider, kid: string, session: string, stored: StoredDataKey): Promise<StoredDataKey | UnwrapFailure> {
   const raw = await unwrapRaw(provider, session, stored);
   if (!(raw instanceof Uint8Array)) return raw;
@@ -157,7 +196,14 @@ export async function rewrapDataKey(provider: KeyProvider, kid: string, session:
   return { ...stored, kid, wrapped: toBase64(rewrapped), retired: true };
 }
 
-/** Parses a session's `keys.json`; `undefined` when it is not one. */
+/**
+ * Parses a session's `keys.json`; `undefined` when it is not one.
+ *
+ * @example
+ * ```ts
+ * parseSessionKeys(new TextEncoder().encode("{}")); // undefined
+ * ```
+ */
 export function parseSessionKeys(bytes: Uint8Array): SessionKeysFile | undefined {
   try {
     const value = JSON.parse(new TextDecoder().decode(bytes)) as SessionKeysFile;
@@ -169,7 +215,14 @@ export function parseSessionKeys(bytes: Uint8Array): SessionKeysFile | undefined
   }
 }
 
-/** The bytes of a session's `keys.json`. */
+/**
+ * The bytes of a session's `keys.json`.
+ *
+ * @example
+ * ```ts
+ * const bytes = encodeSessionKeys({ format: "sessionfold-session-keys", version: 1, session: "a1/w1/s1", keys: [] });
+ * ```
+ */
 export function encodeSessionKeys(file: SessionKeysFile): Uint8Array {
   return utf8.encode(`${JSON.stringify(file, null, 2)}\n`);
 }

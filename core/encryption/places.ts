@@ -26,7 +26,15 @@ export type SealedKind =
   /** A document: the whole file is one envelope. */
   | { readonly kind: "document"; readonly dir: string; readonly place: SealPlace; readonly fields: ClearFields; readonly quarantined: boolean };
 
-/** The session folder `path` is (not inside), with the session it seals for, or `undefined`. */
+/**
+ * The session folder `path` is (not inside), with the session it seals for, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * sessionFolderOf("agents/a1/workspaces/w1/sessions/.fork-s2-t_0123456789abcdef0123456789abcdef");
+ * // { dir: "agents/…/.fork-s2-t_…", session: "a1/w1/s2" }
+ * ```
+ */
 export function sessionFolderOf(path: string): { dir: string; session: string } | undefined {
   const match = SESSION_PATH.exec(path);
   if (!match || match[5] !== undefined) return undefined;
@@ -37,7 +45,14 @@ function sessionName(agentId: string, workspaceId: string, folder: string): stri
   return `${agentId}/${workspaceId}/${STAGING_NAME.exec(folder)?.[1] ?? folder}`;
 }
 
-/** How `path` is stored in an encrypted store. */
+/**
+ * How `path` is stored in an encrypted store.
+ *
+ * @example
+ * ```ts
+ * sealedKindOf("agents/a1/workspaces/w1/sessions/s1/writer.lock").kind; // "clear"
+ * ```
+ */
 export function sealedKindOf(path: string): SealedKind {
   const match = SESSION_PATH.exec(path);
   const file = match?.[5];
