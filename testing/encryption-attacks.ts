@@ -20,6 +20,7 @@ import {
   CorruptSessionError,
   EncryptedStorage,
   importKeyEncryptionKey,
+  InvalidInputError,
   keyring,
   KeyRequiredError,
   Sessions,
@@ -29,6 +30,7 @@ import {
   type SealRefusal,
   type StoragePort,
 } from "../core/mod.ts";
+import { FaultyStorage, SimulatedCrashError } from "./faulty-storage.ts";
 import { ScriptedSummarizer } from "./scripted-summarizer.ts";
 
 /** A fresh, empty backend for one test, and how to read every byte it stores. */
@@ -325,6 +327,56 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
         expect(reopened.revision).toBe(2);
         expect(reopened.active.map((m) => m.sequence)).toEqual([1, 2]);
         expect(f.refusals).toEqual([]);
+      }));
+
+    /** A store in the clear on `raw` (emptied first): s1 with a closed segment and an instruction, s2 archived. */
+    async function plaintextStore(raw: StoragePort): Promise<void> {
+      await raw.remove("agents");
+      await raw.remove("encryption.json");
+      const sessions = new Sessions({ storage: raw, defaults: { summarizer: new ScriptedSummarizer() } });
+      const s1 = await sessions.create({ ...REF, title: `t ${SECRET}`, instruction: `i ${SECRET}` });
+      for (let i = 1; i <= 6; i++) await s1.append({ role: "user", parts: [{ type: "text", text: `m${i} ${SECRET}` }] });
+      await s1.compact();
+      await s1.close();
+      const s2 = await sessions.create({ ...OTHER, title: `t2 ${SECRET}` });
+      await s2.append({ role: "user", parts: [{ type: "text", text: `only ${SECRET}` }] });
+      await s2.close();
+      await sessions.archive(OTHER);
+    }
+
+    /** What both sessions hold, as a host sees it. */
+    async function contents(storage: StoragePort): Promise<unknown[]> {
+      const sessions = new Sessions({ storage });
+      return Promise.all(
+        [REF, OTHER].map(async (ref, i) => {
+          const session = await sessions.open(ref, { archived: i === 1 });
+          return { meta: { ...session.meta, history_bytes: undefined }, portable: await session.exportPortable() };
+        }),
+      );
+    }
+
+    it("a store in the clear encrypted in place, killed at every mutating call and run again: finished, nothing lost, nothing left in the clear", () =>
+      fixture(async (f) => {
+        const provider = keyring({ k1: f.k1 }, "k1");
+        await plaintextStore(f.raw);
+        const counting = new FaultyStorage(f.raw);
+        expect((await EncryptedStorage.migrate(counting, provider)).sessions).toBe(2);
+        const operations = counting.log.length;
+        expect(operations).toBeGreaterThan(8);
+        for (let crashAt = 1; crashAt <= operations; crashAt++) {
+          await plaintextStore(f.raw);
+          const before = await contents(f.raw);
+          const faulty = new FaultyStorage(f.raw, { crashAt });
+          await expect(EncryptedStorage.migrate(faulty, provider), `crash at ${crashAt}`).rejects.toBeInstanceOf(SimulatedCrashError);
+          const revived = await faulty.revive();
+          // Unfinished: nobody opens it (the marker's flag goes last).
+          if (crashAt > 1) await expect(EncryptedStorage.open(revived, provider)).rejects.toBeInstanceOf(InvalidInputError);
+          await EncryptedStorage.migrate(revived, provider);
+          expect(await contents(await EncryptedStorage.open(revived, provider)), `crash at ${crashAt}`).toEqual(before);
+          expect(text(await f.dump()), `crash at ${crashAt}`).not.toContain(SECRET);
+        }
+        // Done: running it again changes nothing.
+        expect(await EncryptedStorage.migrate(f.raw, provider)).toEqual({ sessions: 0, files: 0 });
       }));
 
     it("compaction, fork, export and repair work on an encrypted store", () =>
