@@ -42,6 +42,9 @@ export {
 export {
   asSessionfoldError,
 } from "./errors.ts";
+// Foreign formats: the line detection reads, and the strict UTF-8 decoding every reader uses.
+export { firstLine } from "./formats/detect.ts";
+export { decodeUtf8Strict } from "./formats/json-text.ts";
 // The JSONL codec and its recovery diagnostics.
 export {
   type DecodedRecord,
@@ -99,10 +102,16 @@ export {
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
 export {
+  concatBytes,
+  isWithin,
+  messageOf,
   parentPath,
+  type StorageFailure,
+  storageFailure,
 } from "./storage/mod.ts";
 export {
   lockDiagnostics,
+  unsafeEntry,
   unsupportedSchema,
 } from "./verify/mod.ts";
 export {

@@ -45,13 +45,7 @@ export {
   usageTokens,
 } from "./compaction/mod.ts";
 // Composing the model input: instruction + cumulative summary + Active.
-export {
-  compose,
-  type ComposedInput,
-  type ComposerState,
-  INTERRUPTED_TOOL_CALL_ERROR,
-  type OmittedContext,
-} from "./composer/mod.ts";
+export { compose, type ComposedInput, type ComposerState, INTERRUPTED_TOOL_CALL_ERROR, type OmittedContext } from "./composer/mod.ts";
 // The typed errors every operation throws, each with a stable `code`.
 export {
   CancelledError,
@@ -65,6 +59,8 @@ export {
   InvalidInputError,
   KeyRequiredError,
   LeaseLostError,
+  type LimitExceededDetails,
+  LimitExceededError,
   type LockOwner,
   NotFoundError,
   ProviderError,
@@ -88,8 +84,8 @@ export {
   keyring,
   type MigrationReport,
   type RotationReport,
-  type SealRefusal,
   SEALED_VERSION,
+  type SealRefusal,
   SESSION_KEYS_FILE,
   storageForKeys,
   STORE_MARKER,
@@ -154,10 +150,10 @@ export {
   RHO_SNAPSHOT_VERSIONS,
   type RhoJsonlReadOptions,
   type RhoJsonlReadResult,
-  type RhoTreeSummary,
   type RhoMessageExtension,
   type RhoPartialToolCall,
   type RhoSnapshotReadOptions,
+  type RhoTreeSummary,
   type RhoUsage,
   UNKNOWN_PROVIDER,
   writeDeepCodeV1,
@@ -249,19 +245,19 @@ export {
 export {
   type AgentDefinition,
   type AgentPlugin,
+  type CommitNotice,
   type CommitResult,
   type CreateSessionInput,
-  type ListProblem,
-  type ListSessionsOptions,
+  type ExportPortableOptions,
   type ForkOptions,
   type HoldOption,
-  type ExportPortableOptions,
-  type CommitNotice,
-  type OwnerProbe,
-  type StaleLockReclaimed,
+  type LeaseLostNotice,
+  type ListProblem,
+  type ListSessionsOptions,
   type LiveDraft,
   type NewMessage,
   type NoCompaction,
+  type OwnerProbe,
   type RepairReport,
   type ResolvedSessionOptions,
   type RunEvent,
@@ -273,6 +269,7 @@ export {
   type SessionOptions,
   Sessions,
   type SessionsOptions,
+  type StaleLockReclaimed,
   type WriterIdentity,
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
@@ -283,30 +280,18 @@ export {
   type FileTail,
   formatBytes,
   MAX_FILE_BYTES,
+  MAX_JSON_DEPTH,
   MAX_LINE_BYTES,
   MemoryStorage,
+  type MemoryStorageOptions,
   type PlannedWrite,
   runCommitPlan,
   type StoragePort,
   type WriteOptions,
 } from "./storage/mod.ts";
 // Verification of a whole session, read only.
-export {
-  listStoredSessions,
-  type StoredSession,
-  type VerifyDiagnostic,
-  type VerifyReport,
-  verifySession,
-} from "./verify/mod.ts";
+export { listStoredSessions, type StoredSession, type VerifyDiagnostic, type VerifyReport, verifySession } from "./verify/mod.ts";
 // The built-in summarizer.
-export {
-  DEFAULT_SUMMARY_MAX_CHARS,
-  ExtractiveSummarizer,
-  type ExtractiveSummarizerOptions,
-} from "./summarizer/mod.ts";
+export { DEFAULT_SUMMARY_MAX_CHARS, ExtractiveSummarizer, type ExtractiveSummarizerOptions } from "./summarizer/mod.ts";
 // Errors as plain data, for any channel between two realms.
-export {
-  deserializeError,
-  type SerializedError,
-  serializeError,
-} from "./worker/error-wire.ts";
+export { deserializeError, type SerializedError, serializeError } from "./worker/error-wire.ts";

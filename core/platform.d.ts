@@ -4,6 +4,8 @@
  * types, so a use of any other platform API fails `npm run typecheck`. Every
  * declaration here exists in Node ≥ 20, Deno, Bun, browsers and workers.
  */
+// A global value is declared with `var` (a `let` or `const` would not be a property of globalThis).
+// deno-lint-ignore-file no-var
 
 declare class TextEncoder {
   readonly encoding: string;
@@ -45,9 +47,23 @@ interface CryptoKey {
 
 /** The subset of WebCrypto's `SubtleCrypto` that `core/encryption/` uses. */
 interface SubtleCrypto {
-  importKey(format: "raw", keyData: Uint8Array<ArrayBuffer>, algorithm: { name: string; length?: number } | string, extractable: boolean, usages: ("encrypt" | "decrypt" | "deriveKey" | "deriveBits")[]): Promise<CryptoKey>;
-  encrypt(algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> }, key: CryptoKey, data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
-  decrypt(algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> }, key: CryptoKey, data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
+  importKey(
+    format: "raw",
+    keyData: Uint8Array<ArrayBuffer>,
+    algorithm: { name: string; length?: number } | string,
+    extractable: boolean,
+    usages: ("encrypt" | "decrypt" | "deriveKey" | "deriveBits")[],
+  ): Promise<CryptoKey>;
+  encrypt(
+    algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> },
+    key: CryptoKey,
+    data: Uint8Array<ArrayBuffer>,
+  ): Promise<ArrayBuffer>;
+  decrypt(
+    algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> },
+    key: CryptoKey,
+    data: Uint8Array<ArrayBuffer>,
+  ): Promise<ArrayBuffer>;
   digest(algorithm: "SHA-256", data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
 }
 

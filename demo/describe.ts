@@ -1,12 +1,12 @@
 /**
- * How the playground words what it reports: errors (with their sessionfold code), the
+ * How the playground words what it reports: errors (with their sessionfold class and code), the
  * owner of a writer lock, and recovery findings with their location.
  */
 import { SessionfoldError, formatLocation, type Diagnostic, type LockOwner } from "../core/mod.ts";
 
-/** An error as one line, with its code when it is a sessionfold error. */
+/** An error as one line, with its class and code when it is a sessionfold error. */
 export function describeError(error: unknown): string {
-  if (error instanceof SessionfoldError) return `${error.message} [${error.code}]`;
+  if (error instanceof SessionfoldError) return `${error.message} [${error.name}, ${error.code}]`;
   if (error instanceof Error) return error.message;
   return String(error);
 }

@@ -207,7 +207,7 @@ const TOPICS: readonly Topic[] = [
     title: "portability",
     asks: /\b(export|import|redact(ed|ion)?|deepcode|rho|formats?|portab\w*)\b/i,
     why: "**Why it matters:** your history is a documented set of files, not a prisoner of one tool.",
-    body: "A session can leave as a DeepCode v1 stream or a Rho snapshot and come back in. Redacted exports mask secrets such as API keys before any byte leaves the page.",
+    body: "A session can leave as a Rho snapshot, a DeepCode v1 stream or a pi session and come back in; pi, Codex and Claude Code sessions come in too. Redacted exports mask secrets such as API keys before any byte leaves the page.",
     points: ["Imports are staged and moved into place in one step.", "An import keeps the source's revision.", "Raw reasoning never goes into a Rho snapshot."],
     code: "const portable = await session.exportPortable();\nconst bytes = writeDeepCodeV1(prepareExport(portable, { redact: true }).session);",
   },

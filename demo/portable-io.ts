@@ -1,6 +1,6 @@
 /**
- * Import and export files: DeepCode v1 streams and Rho snapshots (both ways), pi, Codex
- * and Claude Code sessions (import), through the core's readers and writers
+ * Import and export files: DeepCode v1 streams, Rho snapshots and pi sessions (both ways),
+ * Rho JSONL, Codex and Claude Code sessions (import), through the core's readers and writers
  * (`core/formats`) and its export policy (`core/export`).
  */
 import {
@@ -13,6 +13,7 @@ import {
   readRhoJsonl,
   readRhoSnapshot,
   writeDeepCodeV1,
+  writePi,
   writeRhoSnapshot,
   type Diagnostic,
   type ExportReport,
@@ -20,7 +21,12 @@ import {
 } from "../core/mod.ts";
 
 /** The formats the playground exports. */
-export type ExportFormat = "deepcode" | "rho";
+export type ExportFormat = "rho" | "deepcode" | "pi";
+
+/** Whether a format records the folder the session worked in (a DeepCode v1 stream and a pi session do). */
+export function needsCwd(format: ExportFormat): boolean {
+  return format !== "rho";
+}
 
 /** A file read for import. */
 export interface ReadImport {
@@ -85,14 +91,25 @@ export interface PreparedDownload {
   readonly report: ExportReport;
 }
 
-/** Applies the export choices and writes the file's bytes. */
-export function prepareDownload(portable: PortableSession, options: { format: ExportFormat; redact: boolean; dropSystemPrompt: boolean }): PreparedDownload {
+/**
+ * Applies the export choices and writes the file's bytes. `cwd` is the folder a DeepCode v1
+ * stream or a pi session records, when the session has none of its own (or to replace it).
+ *
+ * @throws {InvalidInputError} for a DeepCode v1 or pi export with no cwd, given or kept.
+ */
+export function prepareDownload(portable: PortableSession, options: { format: ExportFormat; redact: boolean; dropSystemPrompt: boolean; cwd?: string }): PreparedDownload {
   const { session, report } = prepareExport(portable, { redact: options.redact, dropSystemPrompt: options.dropSystemPrompt });
   const base = (portable.sourceId ?? "session").replace(/[^A-Za-z0-9_.-]/g, "_");
+  const where = options.cwd !== undefined ? { cwd: options.cwd } : {};
   if (options.format === "rho") {
     return { bytes: writeRhoSnapshot(session), fileName: `${base}.snapshot.json`, mediaType: "application/json", report };
   }
-  return { bytes: writeDeepCodeV1(session), fileName: `${base}.v1.jsonl`, mediaType: "application/x-ndjson", report };
+  if (options.format === "pi") {
+    // pi names its files <header timestamp with ":" and "." as "-">_<session id>.jsonl.
+    const stamp = (session.createdAt ?? session.messages[0]?.created_at ?? "").replace(/[:.]/g, "-");
+    return { bytes: writePi(session, where), fileName: `${stamp ? `${stamp}_` : ""}${base}.jsonl`, mediaType: "application/x-ndjson", report };
+  }
+  return { bytes: writeDeepCodeV1(session, where), fileName: `${base}.v1.jsonl`, mediaType: "application/x-ndjson", report };
 }
 
 /** Starts a browser download of `bytes`. */

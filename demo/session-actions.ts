@@ -17,6 +17,8 @@ export interface ExportChoice {
   readonly format: ExportFormat;
   readonly redact: boolean;
   readonly dropSystemPrompt: boolean;
+  /** The folder a DeepCode v1 or pi file records, when given. */
+  readonly cwd?: string;
 }
 
 /** The actions on whole sessions. */

@@ -12,7 +12,7 @@
  * @module
  */
 import { createStore, get, set, type UseStore } from "idb-keyval";
-import { keyring, KeyRequiredError, WrongKeyError, type KeyProvider } from "../core/mod.ts";
+import { type KeyProvider, KeyRequiredError, keyring, WrongKeyError } from "../core/mod.ts";
 
 /** PBKDF2 iterations (OWASP's 2023 figure for PBKDF2-HMAC-SHA256). */
 export const PBKDF2_ITERATIONS = 600_000;
@@ -29,13 +29,13 @@ export interface BrowserKeyringOptions {
 type StoredKeyring =
   | { readonly kind: "plain"; readonly current: string; readonly keys: Readonly<Record<string, CryptoKey>> }
   | {
-      readonly kind: "passphrase";
-      readonly current: string;
-      readonly salt: Uint8Array;
-      readonly iterations: number;
-      /** Per kid: `nonce (12) ‖ AES-GCM(passphrase key, raw key, kid)`. */
-      readonly sealed: Readonly<Record<string, Uint8Array>>;
-    };
+    readonly kind: "passphrase";
+    readonly current: string;
+    readonly salt: Uint8Array;
+    readonly iterations: number;
+    /** Per kid: `nonce (12) ‖ AES-GCM(passphrase key, raw key, kid)`. */
+    readonly sealed: Readonly<Record<string, Uint8Array>>;
+  };
 
 const RECORD = "keyring";
 
@@ -45,7 +45,10 @@ function newKid(): string {
 
 async function passphraseKey(passphrase: string, salt: Uint8Array<ArrayBuffer>, iterations: number): Promise<CryptoKey> {
   const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(passphrase), "PBKDF2", false, ["deriveKey"]);
-  return crypto.subtle.deriveKey({ name: "PBKDF2", salt, iterations, hash: "SHA-256" }, material, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+  return crypto.subtle.deriveKey({ name: "PBKDF2", salt, iterations, hash: "SHA-256" }, material, { name: "AES-GCM", length: 256 }, false, [
+    "encrypt",
+    "decrypt",
+  ]);
 }
 
 function importKek(raw: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
@@ -81,7 +84,13 @@ async function unlock(stored: StoredKeyring, passphrase: string | undefined): Pr
   for (const [kid, record] of Object.entries(stored.sealed)) {
     let raw: Uint8Array<ArrayBuffer>;
     try {
-      raw = new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(record.subarray(0, 12)), additionalData: new TextEncoder().encode(kid) }, sealing, new Uint8Array(record.subarray(12))));
+      raw = new Uint8Array(
+        await crypto.subtle.decrypt(
+          { name: "AES-GCM", iv: new Uint8Array(record.subarray(0, 12)), additionalData: new TextEncoder().encode(kid) },
+          sealing,
+          new Uint8Array(record.subarray(12)),
+        ),
+      );
     } catch {
       throw new WrongKeyError("the passphrase does not unlock the store's key", { kid });
     }

@@ -26,16 +26,19 @@
  * ```
  * @module
  */
-import { Sessions, type CommitNotice, type LockOwner, type Session, type SessionOptions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
-import { IndexedDbStorage, webLockName } from "./indexeddb-storage.ts";
+import { type CommitNotice, type LockOwner, type Session, type SessionOptions, Sessions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import { IndexedDbStorage } from "./indexeddb-storage.ts";
+import { webLockName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";
-import { WorkerIndexedDbStorage } from "./worker-storage.ts";
+import { WorkerIndexedDbStorage } from "./storage-worker-client.ts";
 import { readLockOwner } from "../core/internal.ts";
 
-export { IndexedDbStorage, MAX_CHUNK_BYTES, webLockName, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
-export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./worker-storage.ts";
+export { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
+export { MAX_CHUNK_BYTES } from "./indexeddb-records.ts";
+export { webLockName } from "./web-locks.ts";
+export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./storage-worker-client.ts";
 export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
-export { openBrowserKeyring, PBKDF2_ITERATIONS, type BrowserKeyringOptions } from "./key-store.ts";
+export { type BrowserKeyringOptions, openBrowserKeyring, PBKDF2_ITERATIONS } from "./key-store.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {

@@ -11,6 +11,13 @@ export interface PageStorageOptions {
  * and runs `onFirstWrite` once before the first mutating call. It adds no rule of its own;
  * `acquireLock` / `releaseLock` and `runCommitPlan` exist exactly when the inner storage
  * has them. (Commits are announced by the core's `SessionsOptions.onCommit`, not here.)
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new PageStorage(new MemoryStorage(), { onFirstWrite: () => void navigator.storage?.persist() });
+ * await storage.append("log.jsonl", new TextEncoder().encode('{"a":1}\n'));
+ * ```
  */
 export class PageStorage implements StoragePort {
   readonly inner: StoragePort;

@@ -11,9 +11,11 @@
  *
  * @module
  */
-import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import { open as openHandle, type FileHandle } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { StoreEntryError } from "../core/mod.ts";
+import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/mod.ts";
+import { errno, missingAsUndefined } from "./fs-errors.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -58,8 +60,19 @@ export function kindOf(info: Stats): string {
  * throw entryError("agents/a1/x", "/store/agents/a1/x", "a symbolic link", "a regular file");
  * ```
  */
-export function entryError(path: string, file: string, found: string, expected: string, why = found === "a symbolic link" ? "the store follows no links" : ""): StoreEntryError {
-  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, { path, file, found, expected });
+export function entryError(
+  path: string,
+  file: string,
+  found: string,
+  expected: string,
+  why = found === "a symbolic link" ? "the store follows no links" : "",
+): StoreEntryError {
+  return new StoreEntryError(`store entry "${path}" (${file}): found ${found} where ${expected} belongs${why ? `; ${why}` : ""}`, {
+    path,
+    file,
+    found,
+    expected,
+  });
 }
 
 /** An opened regular file with what `fstat` said about it. */
@@ -207,23 +220,133 @@ function hardLinked(path: string, file: string, info: Stats): StoreEntryError {
 }
 
 function lstatOrUndefined(file: string): Stats | undefined {
+  return missingAsUndefined(() => lstatSync(file));
+}
+
+/** A file given to a command (an import's source), opened by {@linkcode openInputFile}. */
+export interface InputFile {
+  readonly handle: FileHandle;
+  /** Its size when it was opened (`fstat`). */
+  readonly size: number;
+}
+
+/**
+ * Opens a file a command was given to read (an import's source, outside any store) so that
+ * nothing can wait or read without end: opened `O_NONBLOCK` (a FIFO without a writer does not
+ * block the open) and checked with `fstat` before a byte is read, so a FIFO, a socket, a
+ * device (`/dev/zero`) or a folder is refused. Links are followed: the user named the path.
+ *
+ * @example
+ * ```ts
+ * const { handle, size } = await openInputFile("/tmp/rollout.jsonl");
+ * try { console.log(size); } finally { await handle.close(); }
+ * ```
+ * @throws {NotFoundError} when there is no such file.
+ * @throws {InvalidInputError} when it is not a regular file or cannot be opened (nothing was read).
+ */
+export async function openInputFile(file: string): Promise<InputFile> {
+  let handle: FileHandle;
   try {
-    return lstatSync(file);
+    handle = await openHandle(file, constants.O_RDONLY | O_NONBLOCK);
   } catch (error) {
-    if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
+    const code = errno(error);
+    if (code === "ENOENT" || code === "ENOTDIR") throw new NotFoundError(`${file}: no such file`, { file });
+    const found = code === "ENXIO" ? kindOf(statSync(file)) : undefined; // a socket (links followed, as the open did)
+    if (found) throw notRegular(file, found);
+    throw new InvalidInputError(`${file}: cannot be read (${code ?? (error as Error).message})`, { file });
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw notRegular(file, kindOf(info));
+    return { handle, size: info.size };
+  } catch (error) {
+    await handle.close();
     throw error;
   }
 }
 
+function notRegular(file: string, found: string): InvalidInputError {
+  return new InvalidInputError(`${file}: found ${found} where a regular file belongs; only regular files are read (nothing was read from it)`, { file, found, expected: "a regular file" });
+}
+
+/** A file of the store that has other hard links, so every write to it is refused. */
+export interface HardLinkedFile {
+  /** The storage key. */
+  readonly path: string;
+  /** The absolute file. */
+  readonly file: string;
+  /** How many links it has. */
+  readonly links: number;
+}
+
 /**
- * The `code` of a Node system error (`"ENOENT"`), `undefined` for anything else.
+ * Which of the storage keys `paths` under `root` are regular files with other hard links:
+ * the store reads them but refuses every write (docs/FORMAT.md "The store's boundary"), so
+ * `repair` names them and gives the store its own copy ({@linkcode detachHardLink}).
  *
  * @example
  * ```ts
- * errno(Object.assign(new Error("x"), { code: "EEXIST" })); // "EEXIST"
+ * hardLinkedFiles("/store", ["agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl"]); // [] or [{ path, file, links: 2 }]
  * ```
+ * @throws {StoreEntryError} for a link or a special file on the way.
  */
-export function errno(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+export function hardLinkedFiles(root: string, paths: readonly string[]): HardLinkedFile[] {
+  const boundary = new StoreBoundary(root);
+  const found: HardLinkedFile[] = [];
+  for (const path of paths) {
+    const file = join(root, ...path.split("/"));
+    const opened = boundary.open(path, file, READ_FLAGS, "read");
+    if (!opened) continue;
+    closeSync(opened.fd);
+    if (opened.info.nlink > 1) found.push({ path, file, links: opened.info.nlink });
+  }
+  return found;
+}
+
+/**
+ * Gives the store its own copy of a hard-linked file: its bytes are written to a new file
+ * beside it (`0600`, synced) that is then renamed over it, so the store's name points at a
+ * file of its own and the other copies stay exactly as they were. Nothing is lost: the bytes
+ * are the same. Nothing of sessionfold writes to the file meanwhile (every write to a
+ * hard-linked file is refused).
+ *
+ * @example
+ * ```ts
+ * const paths = ["agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl"];
+ * for (const linked of hardLinkedFiles("/store", paths)) detachHardLink("/store", linked);
+ * ```
+ * @throws {StoreEntryError} when the entry is no longer a regular file.
+ */
+export function detachHardLink(root: string, linked: HardLinkedFile): void {
+  const opened = new StoreBoundary(root).open(linked.path, linked.file, READ_FLAGS, "read");
+  if (!opened) return;
+  const temp = `${linked.file}.own-copy-${process.pid}-${Date.now()}`;
+  let out: number | undefined;
+  try {
+    const buffer = new Uint8Array(1 << 20);
+    out = openSync(temp, "wx", 0o600);
+    for (let read = readSync(opened.fd, buffer); read > 0; read = readSync(opened.fd, buffer)) {
+      for (let written = 0; written < read; ) written += writeSync(out, buffer, written, read - written);
+    }
+    fsyncSync(out);
+    closeSync(out);
+    out = undefined;
+    renameSync(temp, linked.file);
+  } catch (error) {
+    if (out !== undefined) closeSync(out);
+    try {
+      unlinkSync(temp);
+    } catch {
+      // Never created, or already renamed.
+    }
+    throw error;
+  } finally {
+    closeSync(opened.fd);
+  }
+  const folder = openSync(join(linked.file, ".."), FOLDER_FLAGS);
+  try {
+    fsyncSync(folder);
+  } finally {
+    closeSync(folder);
+  }
 }

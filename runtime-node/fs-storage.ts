@@ -1,20 +1,20 @@
-import { randomBytes } from "node:crypto";
-import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import {
-  assertStoragePath,
-  formatBytes,
-  InvalidInputError,
-  MAX_FILE_BYTES,
-  SessionfoldError,
-  StorageError,
-  StorageFullError,
-  type FileTail,
-  type StoragePort,
-  type WriteOptions,
-} from "../core/mod.ts";
-import { parentPath } from "../core/internal.ts";
-import { APPEND_FLAGS, entryError, errno, FOLDER_FLAGS, kindOf, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
+/**
+ * {@linkcode NodeFileStorage}: the storage port over files in one folder. This module holds
+ * the port's methods; the boundary checks are in `fs-boundary.ts`, the keys and their files
+ * in `fs-keys.ts`, the pinned handles in `fs-pins.ts`, the system calls in `fs-io.ts` and
+ * the error mapping in `fs-errors.ts`.
+ *
+ * @module
+ */
+import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { type FileTail, formatBytes, InvalidInputError, MAX_FILE_BYTES, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import { isWithin, parentPath } from "../core/internal.ts";
+import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
+import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
+import { fill, kindOfEntry, readTailOf, readWhole, syncFolder, tempBeside, writeAll } from "./fs-io.ts";
+import { StoreKeys, TEMP_PREFIX } from "./fs-keys.ts";
+import { type PinnedFile, PinnedFiles } from "./fs-pins.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */
 export interface NodeFileStorageOptions {
@@ -31,12 +31,6 @@ export interface NodeFileStorageOptions {
    */
   readonly maxFileBytes?: number;
 }
-
-/** Names starting with this are this backend's temporary files: never listed, never a valid key. */
-const TEMP_PREFIX = ".tmp-";
-
-/** How many checked keys a store remembers before it forgets them all (see `#file`). */
-const CHECKED_KEYS = 1024;
 
 /** Errors of link() on a file system without hard links, where createExclusive writes in place. */
 const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
@@ -72,12 +66,12 @@ export class NodeFileStorage implements StoragePort {
   /** The absolute, normalized root folder. */
   readonly root: string;
   readonly #fsync: boolean;
-  readonly #maxFileBytes: number;
+  /** The largest file `read` returns (`NodeFileStorageOptions.maxFileBytes`); writers keep every file within it. */
+  readonly maxFileBytes: number;
   readonly #boundary: StoreBoundary;
-  /** Files kept open by {@linkcode NodeFileStorage.pinFile}: the handle (once opened) and the size this store wrote it to. */
-  readonly #pinned = new Map<string, { fd: number | undefined; size: number }>();
-  /** Keys already checked, with their files: a held session resolves the same few keys every commit. */
-  readonly #files = new Map<string, string>();
+  readonly #keys: StoreKeys;
+  /** Files kept open by {@linkcode NodeFileStorage.pinFile}. */
+  readonly #pinned = new PinnedFiles();
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -87,8 +81,9 @@ export class NodeFileStorage implements StoragePort {
     if (!Number.isSafeInteger(max) || max < 0) throw new InvalidInputError(`NodeFileStorage maxFileBytes must be a non-negative integer, got ${String(max)}`);
     this.root = resolve(options.root);
     this.#fsync = options.fsync ?? true;
-    this.#maxFileBytes = max;
+    this.maxFileBytes = max;
     this.#boundary = new StoreBoundary(this.root);
+    this.#keys = new StoreKeys(this.root);
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
@@ -96,64 +91,27 @@ export class NodeFileStorage implements StoragePort {
       const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
       if (!opened) return undefined;
       try {
-        return this.#readWhole(path, file, opened.fd, opened.info.size);
+        const max = this.maxFileBytes;
+        const tooLarge = (bytes: number) =>
+          entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
+        return readWhole(opened.fd, opened.info.size, max, tooLarge);
       } finally {
         closeSync(opened.fd);
       }
     });
   }
 
-  /** Every byte of an opened file, which may still grow while it is read (an append): never more than the limit. */
-  #readWhole(path: string, file: string, fd: number, size: number): Uint8Array {
-    const max = this.#maxFileBytes;
-    const tooLarge = (bytes: number) => entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
-    if (size > max) throw tooLarge(size);
-    const bytes = new Uint8Array(size);
-    let got = 0;
-    while (got < size) {
-      const read = readSync(fd, bytes, got, size - got, got);
-      if (read === 0) return bytes.subarray(0, got); // it shrank since fstat
-      got += read;
-    }
-    // Bytes appended since fstat are read too, as a whole-file read would, in steps up to the limit.
-    const extra: Uint8Array[] = [];
-    for (;;) {
-      const chunk = new Uint8Array(64 * 1024);
-      const read = readSync(fd, chunk, 0, chunk.length, got);
-      if (read === 0) break;
-      got += read;
-      if (got > max) throw tooLarge(got);
-      extra.push(chunk.subarray(0, read));
-    }
-    if (extra.length === 0) return bytes;
-    const whole = new Uint8Array(got);
-    whole.set(bytes);
-    let at = size;
-    for (const piece of extra) {
-      whole.set(piece, at);
-      at += piece.length;
-    }
-    return whole;
-  }
-
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     return this.#run("readTail", path, (file) => {
-      if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
+      if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
+        throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
+      }
       const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
       if (!opened) return undefined;
-      const { fd, info } = opened;
       try {
-        const length = Math.min(info.size, Math.max(0, Math.floor(maxBytes)));
-        const bytes = new Uint8Array(length);
-        for (let got = 0; got < length; ) {
-          const bytesRead = readSync(fd, bytes, got, length - got, info.size - length + got);
-          // The file shrank since fstat: return what was there.
-          if (bytesRead === 0) return { bytes: bytes.subarray(0, got), size: info.size - length + got };
-          got += bytesRead;
-        }
-        return { bytes, size: info.size };
+        return readTailOf(opened.fd, opened.info.size, maxBytes);
       } finally {
-        closeSync(fd);
+        closeSync(opened.fd);
       }
     });
   }
@@ -177,7 +135,7 @@ export class NodeFileStorage implements StoragePort {
   replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
     const durable = this.#fsync && options?.durable !== false;
     return this.#run("replace", path, (file) => {
-      this.#unpinBelow(path);
+      this.#pinned.closeBelow(path);
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
       try {
@@ -222,20 +180,16 @@ export class NodeFileStorage implements StoragePort {
    * the handle first; the next append opens the file again, with every check.
    */
   pinFile(path: string): Promise<void> {
-    return this.#run("pinFile", path, () => {
-      if (!this.#pinned.has(path)) this.#pinned.set(path, { fd: undefined, size: 0 });
-    });
+    return this.#run("pinFile", path, () => this.#pinned.pin(path));
   }
 
   /** Closes what {@linkcode NodeFileStorage.pinFile} kept open. */
   unpinFile(path: string): Promise<void> {
-    return this.#run("unpinFile", path, () => {
-      this.#closePinned((pinned) => pinned === path, true);
-    });
+    return this.#run("unpinFile", path, () => this.#pinned.unpin(path));
   }
 
   /** Writes `bytes` at the end of the open file `fd` of `size` bytes; on failure cuts back to `size`. */
-  #appendTo(fd: number, size: number, bytes: Uint8Array, file: string, pinned: { fd: number | undefined; size: number } | undefined): void {
+  #appendTo(fd: number, size: number, bytes: Uint8Array, file: string, pinned: PinnedFile | undefined): void {
     try {
       writeAll(fd, bytes, null);
       if (this.#fsync) fsyncSync(fd);
@@ -246,24 +200,9 @@ export class NodeFileStorage implements StoragePort {
         ftruncateSync(fd, size);
         fsyncSync(fd);
       });
-      if (pinned) this.#closePinned((p) => this.#file(p) === file, false);
+      if (pinned) this.#pinned.closeWhere((p) => this.#keys.file(p) === file);
       throw error;
     }
-  }
-
-  /** Closes pinned handles whose path `matches` (forgetting the pins too when `forget`). */
-  #closePinned(matches: (path: string) => boolean, forget: boolean): void {
-    for (const [path, pinned] of this.#pinned) {
-      if (!matches(path)) continue;
-      if (pinned.fd !== undefined) bestEffort(() => closeSync(pinned.fd!));
-      pinned.fd = undefined;
-      if (forget) this.#pinned.delete(path);
-    }
-  }
-
-  /** Before a change to `path` other than an append: a pinned handle on it or below it is closed. */
-  #unpinBelow(path: string): void {
-    if (this.#pinned.size > 0) this.#closePinned((pinned) => pinned === path || pinned.startsWith(`${path}/`) || path === "", false);
   }
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
@@ -311,7 +250,7 @@ export class NodeFileStorage implements StoragePort {
 
   truncate(path: string, length: number): Promise<void> {
     return this.#run("truncate", path, (file) => {
-      this.#unpinBelow(path);
+      this.#pinned.closeBelow(path);
       if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
       const opened = this.#boundary.open(path, file, TRUNCATE_FLAGS, "write");
       if (!opened) return;
@@ -329,7 +268,7 @@ export class NodeFileStorage implements StoragePort {
 
   remove(path: string, options?: WriteOptions): Promise<void> {
     return this.#run("remove", path, (file) => {
-      this.#unpinBelow(path);
+      this.#pinned.closeBelow(path);
       // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
       if (this.#boundary.parents(path, "read") === "missing") return;
       try {
@@ -344,10 +283,10 @@ export class NodeFileStorage implements StoragePort {
 
   move(from: string, to: string): Promise<boolean> {
     return this.#run("move", from, (source) => {
-      this.#unpinBelow(from);
-      this.#unpinBelow(to);
-      const target = this.#file(to);
-      if (from === to || to.startsWith(`${from}/`)) return false;
+      this.#pinned.closeBelow(from);
+      this.#pinned.closeBelow(to);
+      const target = this.#keys.file(to);
+      if (isWithin(to, from)) return false;
       if (this.#boundary.parents(from, "read") === "missing") return false;
       if (!missingAsUndefined(() => lstatSync(source))) return false;
       if (missingAsUndefined(() => lstatSync(target))) return false;
@@ -374,32 +313,11 @@ export class NodeFileStorage implements StoragePort {
   #run<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): Promise<T> {
     let file = this.root;
     try {
-      file = this.#file(path, allowRoot);
+      file = this.#keys.file(path, allowRoot);
       return Promise.resolve(body(file));
     } catch (error) {
       return Promise.reject(storageErrorFromFs(error, operation, path, file));
     }
-  }
-
-  /** The absolute file of a key. @throws {InvalidInputError} for a hostile key, before any path is built. */
-  #file(path: string, allowRoot = false): string {
-    const known = allowRoot ? undefined : this.#files.get(path);
-    if (known !== undefined) return known;
-    assertStoragePath(path, allowRoot);
-    if (path.split("/").some((segment) => segment.startsWith(TEMP_PREFIX))) {
-      throw new InvalidInputError(`storage path ${JSON.stringify(path)} uses the reserved prefix "${TEMP_PREFIX}"`, { path });
-    }
-    const file = path === "" ? this.root : resolve(this.root, ...path.split("/"));
-    const inside = relative(this.root, file);
-    if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) {
-      throw new InvalidInputError(`storage path ${JSON.stringify(path)} leaves the store's root`, { path });
-    }
-    if (!allowRoot) {
-      // Bounded: a long-lived store touches many sessions; the checks are cheap to redo.
-      if (this.#files.size >= CHECKED_KEYS) this.#files.clear();
-      this.#files.set(path, file);
-    }
-    return file;
   }
 
   /**
@@ -419,108 +337,14 @@ export class NodeFileStorage implements StoragePort {
 
   /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably. */
   #ensureFolder(dir: string): void {
-    this.#file(dir, true);
+    this.#keys.file(dir, true);
     const created = this.#boundary.ensureFolder(dir);
     if (created.length === 0) return;
     for (const folder of [dirname(created[0]!), ...created.slice(0, -1)]) this.#syncFolder(folder);
   }
 
-  /** fsyncs a folder so a rename, a new or a removed entry in it survives a crash. */
+  /** fsyncs a folder so a rename, a new or a removed entry in it survives a crash (unless this store does not fsync). */
   #syncFolder(folder: string): void {
-    if (!this.#fsync) return;
-    const fd = missingAsUndefined(() => openSync(folder, FOLDER_FLAGS));
-    if (fd === undefined) return;
-    try {
-      fsyncSync(fd);
-    } catch (error) {
-      if (errno(error) !== "EINVAL") throw error; // some filesystems cannot fsync a folder
-    } finally {
-      closeSync(fd);
-    }
+    if (this.#fsync) syncFolder(folder);
   }
 }
-
-/** A temp file beside `file`: same folder, so the rename is atomic; the prefix never parses as an id or a segment. */
-function tempBeside(file: string): string {
-  return join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
-}
-
-/** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync when `sync`, close. */
-function fill(fd: number, bytes: Uint8Array, sync: boolean): void {
-  try {
-    fchmodSync(fd, 0o600);
-    writeAll(fd, bytes, 0);
-    if (sync) fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Writes every byte of `bytes` (a write may be short), at `position` or at the end for `null`. */
-function writeAll(fd: number, bytes: Uint8Array, position: number | null): void {
-  for (let done = 0; done < bytes.length; ) {
-    done += writeSync(fd, bytes, done, bytes.length - done, position === null ? null : position + done);
-  }
-}
-
-/** Runs `action`, turning "nothing there" (ENOENT, or a parent that is a file) into `undefined`. */
-function missingAsUndefined<T>(action: () => T): T | undefined {
-  try {
-    return action();
-  } catch (error) {
-    if (errno(error) === "ENOENT" || errno(error) === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-/** Runs a cleanup whose own failure must not hide the error being handled. */
-function bestEffort(cleanup: () => void): void {
-  try {
-    cleanup();
-  } catch {
-    // the original error is what the caller needs to see
-  }
-}
-
-/** The error `#withParents` retries on: a folder on the way is missing. */
-function missingParent(file: string): never {
-  throw Object.assign(new Error(`a folder on the way to ${file} is missing`), { code: "ENOENT" });
-}
-
-/** What stands at `file`, for a message (its entry is not followed). */
-function kindOfEntry(file: string): string {
-  try {
-    return kindOf(lstatSync(file));
-  } catch {
-    return "an entry that vanished";
-  }
-}
-
-/**
- * Maps a Node fs failure to a typed error: ENOSPC/EDQUOT become {@linkcode StorageFullError},
- * every other failure a {@linkcode StorageError} whose details carry the key, the file and
- * the errno code. A `SessionfoldError` passes through unchanged.
- *
- * @example
- * ```ts
- * storageErrorFromFs(Object.assign(new Error("full"), { code: "ENOSPC" }), "append", "log", "/r/log"); // StorageFullError
- * ```
- */
-export function storageErrorFromFs(error: unknown, operation: string, path: string, file: string): SessionfoldError {
-  if (error instanceof SessionfoldError) return error;
-  const code = errno(error) ?? "UNKNOWN";
-  const details = { path, file, errno: code, operation };
-  const where = `${operation} "${path}" (${file})`;
-  if (code === "ENOSPC" || code === "EDQUOT") return new StorageFullError(`${where}: no space left (${code}); nothing was written`, details);
-  const reason = FS_REASONS[code] ?? `failed: ${error instanceof Error ? error.message : String(error)}`;
-  return new StorageError(`${where}: ${reason} (${code})`, details, { cause: error });
-}
-
-/** Reasons of errors that the boundary checks leave to the system: permissions, and the root's own path (outside the store). */
-const FS_REASONS: Record<string, string> = {
-  EACCES: "permission denied",
-  EPERM: "permission denied",
-  EISDIR: "a folder is where a file was expected",
-  ENOTDIR: "a file is where a folder was expected",
-  EEXIST: "a file is where a folder was expected",
-};

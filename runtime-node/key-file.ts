@@ -12,7 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { open, readFile, rename, stat } from "node:fs/promises";
-import { importKeyEncryptionKey, InvalidInputError, keyring, type KeyProvider } from "../core/mod.ts";
+import { importKeyEncryptionKey, InvalidInputError, type KeyProvider, keyring } from "../core/mod.ts";
 
 /** The content of a key file. */
 export interface KeyFile {
@@ -30,12 +30,20 @@ function newKid(): string {
 }
 
 /** A key file holding one new random key. */
-export function newKeyFile(): KeyFile {
+function newKeyFile(): KeyFile {
   const kid = newKid();
   return { format: "sessionfold-key-file", version: 1, current: kid, keys: { [kid]: randomBytes(32).toString("base64") } };
 }
 
-/** `file` with one more new random key, made current (what a rotation starts from). */
+/**
+ * `file` with one more new random key, made current (what a rotation starts from).
+ *
+ * @example
+ * ```ts
+ * const file = await readKeyFile("/tmp/store.key");
+ * await replaceKeyFile("/tmp/store.key", withNewKey(file));
+ * ```
+ */
 export function withNewKey(file: KeyFile): KeyFile {
   const kid = newKid();
   return { ...file, current: kid, keys: { ...file.keys, [kid]: randomBytes(32).toString("base64") } };
@@ -57,7 +65,9 @@ export async function writeNewKeyFile(path: string): Promise<KeyFile> {
   try {
     handle = await open(path, "wx", 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new InvalidInputError(`${path} already exists; a key file is never overwritten`, { file: path });
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new InvalidInputError(`${path} already exists; a key file is never overwritten`, { file: path });
+    }
     throw error;
   }
   try {
@@ -105,7 +115,11 @@ export async function readKeyFile(path: string): Promise<KeyFile> {
   let text: string;
   try {
     const info = await stat(path);
-    if ((info.mode & 0o077) !== 0) throw new InvalidInputError(`${path}: a key file must be readable by its owner only (mode 0600), found ${(info.mode & 0o777).toString(8)}`, { file: path });
+    if ((info.mode & 0o077) !== 0) {
+      throw new InvalidInputError(`${path}: a key file must be readable by its owner only (mode 0600), found ${(info.mode & 0o777).toString(8)}`, {
+        file: path,
+      });
+    }
     text = await readFile(path, "utf8");
   } catch (error) {
     if (error instanceof InvalidInputError) throw error;
@@ -118,8 +132,7 @@ export async function readKeyFile(path: string): Promise<KeyFile> {
     throw new InvalidInputError(`${path}: not a key file (not JSON)`, { file: path });
   }
   const keys = file?.keys;
-  const valid =
-    file?.format === "sessionfold-key-file" &&
+  const valid = file?.format === "sessionfold-key-file" &&
     file.version === 1 &&
     typeof keys === "object" &&
     keys !== null &&

@@ -17,33 +17,45 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { Sessions, storageForKeys, type KeyProvider, type SessionOptions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
-import { linuxBootId, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
+import {
+  type KeyProvider,
+  type LeaseLostNotice,
+  type SessionOptions,
+  Sessions,
+  type StaleLockReclaimed,
+  storageForKeys,
+  type StoragePort,
+  type WriterIdentity,
+} from "../core/mod.ts";
+import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
-import { WorkerFileStorage } from "./worker-storage.ts";
+import { WorkerFileStorage } from "./storage-worker-client.ts";
 
-export { NodeFileStorage, storageErrorFromFs, type NodeFileStorageOptions } from "./fs-storage.ts";
-export { WorkerFileStorage, type WorkerFileStorageOptions } from "./worker-storage.ts";
-export { keyProviderOf, newKeyFile, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile, type KeyFile } from "./key-file.ts";
+export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
+export { storageErrorFromFs } from "./fs-errors.ts";
+export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
+export { type KeyFile, keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "./key-file.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
  *
  * @example
  * ```ts
- * nodeWriterIdentity(); // { pid: 4242, hostname: "laptop", runtime: "node", bootId: "…", processStartedAt: "…" }
+ * nodeWriterIdentity(); // { pid: 4242, hostname: "laptop", runtime: "node", bootId: "…", processStartedAt: "…", pidNamespace: "pid:[4026531836]" }
  * ```
  */
 export function nodeWriterIdentity(): WriterIdentity {
   const bootId = linuxBootId();
+  const pidNamespace = linuxPidNamespace();
   // The start time as the probe reads it for any pid, so this process compares equal to itself.
-  const started = bootId !== undefined ? linuxProcessStartTime(process.pid) : undefined;
+  const started = bootId !== undefined && pidNamespace !== undefined ? linuxProcessStartTime(process.pid) : undefined;
   return {
     pid: process.pid,
     hostname: hostname(),
     runtime: "node",
     ...(bootId !== undefined ? { bootId } : {}),
     ...(typeof started === "number" ? { processStartedAt: new Date(started).toISOString() } : {}),
+    ...(pidNamespace !== undefined ? { pidNamespace } : {}),
   };
 }
 
@@ -78,6 +90,8 @@ export interface OpenNodeSessionsOptions {
    * encrypted store is refused with `KeyRequiredError`; with them an empty store becomes encrypted.
    */
   readonly keys?: KeyProvider;
+  /** Called when a held session's commit finds its lease lost (the commit fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** An open store: its sessions, the storage under them, and how to release it. */
@@ -127,7 +141,7 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
     ...(probe ? { probe } : {}),
     ...(options.defaults ? { defaults: options.defaults } : {}),
     ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
+    ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
   });
   return { sessions, storage, root, close: async () => await storage.close?.() };
 }
-

@@ -1,12 +1,12 @@
 /**
  * What Linux tells about this host's processes, for dead-owner reclaim (docs/FORMAT.md
- * `writer.lock`): this boot's id and when a process started, both from `/proc`. Elsewhere
- * (macOS, Windows) there is no boot id to stamp and no start time to compare, so locks are
- * never taken over there: a pid alone cannot prove its owner dead.
+ * `writer.lock`): this boot's id, this process's PID namespace and when a process started,
+ * all from `/proc`. Elsewhere (macOS, Windows) there is no boot id to stamp and no start time
+ * to compare, so locks are never taken over there: a pid alone cannot prove its owner dead.
  *
  * @module
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import type { OwnerProbe } from "../core/mod.ts";
 
 /** Clock ticks per second of `/proc/<pid>/stat` start times: the kernel's USER_HZ, 100 on every Linux ABI. */
@@ -17,6 +17,22 @@ export function linuxBootId(): string | undefined {
   try {
     const id = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
     return /^[0-9a-f-]{36}$/.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * This process's PID namespace (`pid:[4026531836]`), or `undefined` when it cannot be told
+ * or `/proc` shows another namespace's processes (a container that shares the host's
+ * `/proc`: `/proc/self` is then not `process.pid`, and every pid read there would be another
+ * namespace's). Without it no lock is taken over: a pid is only meaningful in its namespace.
+ */
+export function linuxPidNamespace(): string | undefined {
+  try {
+    if (readlinkSync("/proc/self") !== String(process.pid)) return undefined;
+    const namespace = readlinkSync("/proc/self/ns/pid");
+    return /^pid:\[\d+\]$/.test(namespace) ? namespace : undefined;
   } catch {
     return undefined;
   }
@@ -57,7 +73,7 @@ export function linuxProcessStartTime(pid: number): number | null | undefined {
   return Number.isSafeInteger(ticks) ? boot * 1000 + (ticks * 1000) / USER_HZ : undefined;
 }
 
-/** The probe a Node host gives its registry: Linux's `/proc`, or none where there is no boot id. */
+/** The probe a Node host gives its registry: Linux's `/proc`, or none where there is no boot id or `/proc` is another PID namespace's. */
 export function nodeOwnerProbe(): OwnerProbe | undefined {
-  return linuxBootId() !== undefined && bootTime() !== undefined ? { processStartTime: linuxProcessStartTime } : undefined;
+  return linuxBootId() !== undefined && linuxPidNamespace() !== undefined && bootTime() !== undefined ? { processStartTime: linuxProcessStartTime } : undefined;
 }

@@ -1,7 +1,7 @@
 /**
  * The worker thread of {@linkcode WorkerFileStorage}: one {@linkcode NodeFileStorage},
  * opened with the options the host sends first, served over Comlink by the core's
- * storage worker API. Only `worker-storage.ts` starts it.
+ * storage worker API. Only `storage-worker-client.ts` starts it.
  *
  * @module
  */

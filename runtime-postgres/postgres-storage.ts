@@ -114,7 +114,8 @@ export class PostgresStorage implements StoragePort {
   readonly #held = new Map<string, HeldLock>();
   /** The same locks by the folder they fence. */
   readonly #fenced = new Map<string, HeldLock>();
-  readonly #maxFileBytes: number;
+  /** The largest file `read` returns (`maxFileBytes`); writers keep every file within it (docs/FORMAT.md "Limits"). */
+  readonly maxFileBytes: number;
   readonly #onLeaseLost: ((event: LeaseLost) => void) | undefined;
   /** Per path, the last write issued: writes to one path run in the order they were issued. */
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -127,7 +128,7 @@ export class PostgresStorage implements StoragePort {
       throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, { schema: this.#schema });
     }
     this.#s = quoteIdent(this.#schema);
-    this.#maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
+    this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
     // An idle pool must not keep a process alive that has nothing else to do.
@@ -170,12 +171,12 @@ export class PostgresStorage implements StoragePort {
          FROM ${this.#s}.entries e WHERE e.path = $1 AND e.file_id IS NOT NULL)
        SELECT f.stored, c.bytes FROM f LEFT JOIN ${this.#s}.chunks c ON c.file_id = f.file_id AND f.stored <= $2
        ORDER BY c.end_offset`,
-      [path, this.#maxFileBytes],
+      [path, this.maxFileBytes],
     );
     if (rows.length === 0) return undefined;
     const stored = Number(rows[0]!.stored);
-    if (stored > this.#maxFileBytes) {
-      const max = formatBytes(this.#maxFileBytes);
+    if (stored > this.maxFileBytes) {
+      const max = formatBytes(this.maxFileBytes);
       const found = `a file of ${formatBytes(stored)}`;
       throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
     }

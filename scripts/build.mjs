@@ -27,7 +27,7 @@ for (const file of walk(dist)) {
     if (fixed !== text) writeFileSync(file, fixed), declarations++;
   }
 }
-const browserWorker = join(dist, "runtime-browser/worker-storage.js");
+const browserWorker = join(dist, "runtime-browser/storage-worker-client.js");
 const workerSource = readFileSync(browserWorker, "utf8");
 const workerFixed = workerSource.replaceAll('new URL("./storage-worker.ts", import.meta.url)', 'new URL("./storage-worker.js", import.meta.url)');
 if (workerFixed === workerSource) throw new Error(`${browserWorker}: expected new URL("./storage-worker.ts", import.meta.url) to rewrite`);

@@ -21,14 +21,14 @@ import {
   EncryptedStorage,
   importKeyEncryptionKey,
   InvalidInputError,
-  keyring,
+  type KeyProvider,
   KeyRequiredError,
+  keyring,
+  type SealRefusal,
   Sessions,
+  type StoragePort,
   verifySession,
   WrongKeyError,
-  type KeyProvider,
-  type SealRefusal,
-  type StoragePort,
 } from "../core/mod.ts";
 import { FaultyStorage, SimulatedCrashError } from "./faulty-storage.ts";
 import { ScriptedSummarizer } from "./scripted-summarizer.ts";
@@ -73,7 +73,16 @@ async function dumpThroughPort(storage: StoragePort): Promise<Uint8Array> {
   return utf8.encode(chunks.join(""));
 }
 
-/** Registers the suite for one backend; `setup` gives each test a fresh, empty one. */
+/**
+ * Registers the suite for one backend; `setup` gives each test a fresh, empty one.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ *
+ * runEncryptionAttackTests("MemoryStorage", async () => ({ storage: new MemoryStorage() }));
+ * ```
+ */
 export function runEncryptionAttackTests(name: string, setup: () => Promise<EncryptionAttackTarget>): void {
   describe(`encrypted store attacks: ${name}`, () => {
     async function fixture(run: (f: Fixture) => Promise<void>): Promise<void> {
@@ -230,10 +239,9 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
         expect(fields).toEqual(expect.arrayContaining(["sealed", "record_type", "sequence", "message_id", "revision", "key", "nonce", "data"]));
         for (const field of fields) {
           const value = envelope[field];
-          const flipped =
-            typeof value === "number"
-              ? value ^ 1
-              : String.fromCharCode((value as string).charCodeAt(0) ^ (field === "data" || field === "nonce" ? 2 : 1)) + (value as string).slice(1);
+          const flipped = typeof value === "number"
+            ? value ^ 1
+            : String.fromCharCode((value as string).charCodeAt(0) ^ (field === "data" || field === "nonce" ? 2 : 1)) + (value as string).slice(1);
           await writeRawLines(f, [lines[0]!, JSON.stringify({ ...envelope, [field]: flipped }), lines[2]!]);
           expect(await fatalAt(f), field).toContain("messages/active.jsonl:2");
         }
@@ -248,13 +256,37 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
     it("a plaintext record planted in the store is refused, never read", () =>
       fixture(async (f) => {
         await seeded(f, 2);
-        const planted = JSON.stringify({ record_type: "message", sequence: 3, message_id: "m_planted", role: "user", created_at: "2026-12-02T13:00:00.000Z", parts: [{ sequence: 1, type: "text", text: "planted" }], revision: 99 });
+        const planted = JSON.stringify({
+          record_type: "message",
+          sequence: 3,
+          message_id: "m_planted",
+          role: "user",
+          created_at: "2026-12-02T13:00:00.000Z",
+          parts: [{ sequence: 1, type: "text", text: "planted" }],
+          revision: 99,
+        });
         await f.raw.append(ACTIVE, utf8.encode(`${planted}\n`));
         expect(await fatalAt(f)).toEqual(["messages/active.jsonl:3"]);
         const session = await (await f.reopen()).sessions.open(REF);
         expect(session.active.map((m) => m.message_id)).not.toContain("m_planted");
         // A plaintext meta.json is not read either: its title never shows.
-        await f.raw.replace(META, utf8.encode(JSON.stringify({ schema_version: 1, session_id: "s1", agent_id: "a1", workspace_id: "w1", title: "planted title", created_at: "2026-12-02T13:00:00.000Z", updated_at: "2026-12-02T13:00:00.000Z", message_count: 2, history_bytes: 1, revision: 1 })));
+        await f.raw.replace(
+          META,
+          utf8.encode(
+            JSON.stringify({
+              schema_version: 1,
+              session_id: "s1",
+              agent_id: "a1",
+              workspace_id: "w1",
+              title: "planted title",
+              created_at: "2026-12-02T13:00:00.000Z",
+              updated_at: "2026-12-02T13:00:00.000Z",
+              message_count: 2,
+              history_bytes: 1,
+              revision: 1,
+            }),
+          ),
+        );
         const again = await (await f.reopen()).sessions.open(REF).then((session) => session, (error: unknown) => asError(error));
         if (!(again instanceof Error)) expect(again.meta.title).not.toBe("planted title");
       }));

@@ -158,6 +158,7 @@ export interface FaultyStorageOptions {
  * ```
  */
 export class SimulatedCrashError extends SessionfoldError {
+  override readonly name: string = "SimulatedCrashError";
   constructor(message: string, details: Record<string, unknown> = {}) {
     super("internal", message, details);
   }

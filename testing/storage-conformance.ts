@@ -21,7 +21,8 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import { runCommitPlan, type CommitPlan, type StoragePort } from "../core/mod.ts";
+import { type CommitPlan, runCommitPlan, type StoragePort } from "../core/mod.ts";
+import { concatBytes } from "../core/internal.ts";
 
 /**
  * What a setup function hands to {@linkcode runStorageTests}: a fresh, empty store.
@@ -79,17 +80,6 @@ function patterned(size: number, seed = 1): Uint8Array {
   for (let i = 0; i < size; i++) {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
     out[i] = x >>> 24;
-  }
-  return out;
-}
-
-/** Concatenation of byte arrays. */
-function concatBytes(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
   }
   return out;
 }
@@ -362,11 +352,12 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
 
       test("keeps issue order for appends issued concurrently (await Promise.all)", async (storage) => {
-        const chunks = Array.from({ length: 60 }, (_, i) =>
-          utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
+        const chunks = Array.from(
+          { length: 60 },
+          (_, i) => utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
         );
         await Promise.all(chunks.map((chunk) => storage.append("c/log.jsonl", chunk)));
-        expectBytes(await storage.read("c/log.jsonl"), concatBytes(...chunks), "appends landed in issue order");
+        expectBytes(await storage.read("c/log.jsonl"), concatBytes(chunks), "appends landed in issue order");
       });
 
       test("continues a file written by replace, and replace then discards appended content", async (storage) => {
@@ -476,9 +467,22 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
 
     // The backend's own runCommitPlan when it has one (a worker), else the core's over its calls.
     describe("commit plans", () => {
-      const owner = (id: string) => utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
+      const owner = (id: string) =>
+        utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
       const meta = (revision: number) =>
-        utf8(JSON.stringify({ schema_version: 1, session_id: "s", agent_id: "a", workspace_id: "w", created_at: "2026-12-02T13:00:00.000Z", updated_at: "2026-12-02T13:00:00.000Z", message_count: revision, history_bytes: 0, revision }));
+        utf8(
+          JSON.stringify({
+            schema_version: 1,
+            session_id: "s",
+            agent_id: "a",
+            workspace_id: "w",
+            created_at: "2026-12-02T13:00:00.000Z",
+            updated_at: "2026-12-02T13:00:00.000Z",
+            message_count: revision,
+            history_bytes: 0,
+            revision,
+          }),
+        );
       const plan = (revision: number | null): CommitPlan => ({
         lock: { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" },
         expect: { path: "s/meta.json", revision },
@@ -524,7 +528,10 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       test("hold releases a lock whose plan did not commit; release leaves another owner's lock", async (storage) => {
         await storage.replace("s/meta.json", meta(2));
         const lock = { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" };
-        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 1 }, writes: [] })).toEqual({ outcome: "conflict", revision: 2 });
+        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 1 }, writes: [] })).toEqual({
+          outcome: "conflict",
+          revision: 2,
+        });
         expect(await storage.read("s/writer.lock")).toBeUndefined();
         // Taken and held, then replaced under us (`unlock --force` and another writer): the release removes nothing.
         expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 2 }, writes: [] })).toEqual({ outcome: "committed" });
@@ -670,9 +677,9 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         await storage.append("bin/a", reversed);
         await storage.createExclusive("bin/c", reversed);
         expectBytes(await storage.read("bin/r"), all);
-        expectBytes(await storage.read("bin/a"), concatBytes(all, reversed));
+        expectBytes(await storage.read("bin/a"), concatBytes([all, reversed]));
         expectBytes(await storage.read("bin/c"), reversed);
-        expectBytes((await storage.readTail("bin/a", 300))?.bytes, concatBytes(all, reversed).subarray(212));
+        expectBytes((await storage.readTail("bin/a", 300))?.bytes, concatBytes([all, reversed]).subarray(212));
       });
 
       test("UTF-8 multi-byte content round-trips exactly", async (storage) => {
@@ -775,4 +782,4 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
 }
 
 // The attack suite of encrypted stores, which every backend runs under EncryptedStorage.
-export { runEncryptionAttackTests, type EncryptionAttackTarget } from "./encryption-attacks.ts";
+export { type EncryptionAttackTarget, runEncryptionAttackTests } from "./encryption-attacks.ts";

@@ -37,6 +37,7 @@ export interface AgentConfigErrorDetails extends ErrorDetails {
  * @throws nothing itself; {@linkcode parseAgentConfig} and {@linkcode readAgentConfig} throw it.
  */
 export class AgentConfigError extends SessionfoldError {
+  override readonly name: string = "AgentConfigError";
   declare readonly details: AgentConfigErrorDetails;
 
   constructor(message: string, details: AgentConfigErrorDetails) {

@@ -10,21 +10,32 @@
  * @module
  */
 import { InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts";
+import { concatBytes } from "../storage/bytes.ts";
 import { runCommitPlan } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import { fromBase64, toBase64 } from "./base64.ts";
-import { clearFieldsOf, EnvelopeRefusal, LINE_CLEAR_FIELDS, type Envelope, openEnvelope, parseEnvelope, sealBytes, type ClearFields, type SealPlace } from "./envelope.ts";
+import {
+  type ClearFields,
+  clearFieldsOf,
+  type Envelope,
+  EnvelopeRefusal,
+  LINE_CLEAR_FIELDS,
+  openEnvelope,
+  parseEnvelope,
+  sealBytes,
+  type SealPlace,
+} from "./envelope.ts";
 import {
   encodeSessionKeys,
+  type KeyProvider,
   newDataKey,
   parseSessionKeys,
   rewrapDataKey,
-  unwrapDataKey,
-  type KeyProvider,
   type SessionKeysFile,
   type StoredDataKey,
+  unwrapDataKey,
 } from "./keys.ts";
-import { sealedKindOf, SESSION_KEYS_FILE, sessionFolderOf, STORE_MARKER, type SealedKind } from "./places.ts";
+import { type SealedKind, sealedKindOf, SESSION_KEYS_FILE, sessionFolderOf, STORE_MARKER } from "./places.ts";
 
 /** A line or document the store refused to open: where, and why. */
 export interface SealRefusal {
@@ -99,16 +110,6 @@ function splitLines(bytes: Uint8Array): Piece[] {
   }
   if (start < bytes.length) pieces.push({ bytes: bytes.subarray(start), newline: false });
   return pieces;
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
 }
 
 async function sha256(bytes: Uint8Array): Promise<string> {
@@ -208,9 +209,17 @@ export class EncryptedStorage implements StoragePort {
   static async open(inner: StoragePort, provider: KeyProvider | undefined, options: EncryptedStorageOptions = {}): Promise<EncryptedStorage> {
     const marker = await readMarker(inner);
     if (!marker) throw new InvalidInputError(`the store is not encrypted (no ${STORE_MARKER}); encrypt it first`, { file: STORE_MARKER });
-    if (!provider) throw new KeyRequiredError(`the store is encrypted (kid ${JSON.stringify(marker.current_kid)}): give its key (--key-file FILE or SESSIONFOLD_KEY_FILE)`, { kid: marker.current_kid });
+    if (!provider) {
+      throw new KeyRequiredError(`the store is encrypted (kid ${JSON.stringify(marker.current_kid)}): give its key (--key-file FILE or SESSIONFOLD_KEY_FILE)`, {
+        kid: marker.current_kid,
+      });
+    }
     await checkKey(provider, marker, marker.current_kid);
-    if (marker.migration) throw new InvalidInputError(`${STORE_MARKER}: the store is being encrypted in place (an interrupted migration): run the migration again to finish it`, { file: STORE_MARKER });
+    if (marker.migration) {
+      throw new InvalidInputError(`${STORE_MARKER}: the store is being encrypted in place (an interrupted migration): run the migration again to finish it`, {
+        file: STORE_MARKER,
+      });
+    }
     return new EncryptedStorage(inner, provider, marker, options);
   }
 
@@ -237,7 +246,14 @@ export class EncryptedStorage implements StoragePort {
     if (marker) await checkKey(provider, marker, marker.current_kid);
     else {
       const kid = provider.currentKid;
-      marker = { format: "sessionfold-encrypted-store", version: 1, cipher: "AES-256-GCM", current_kid: kid, kids: { [kid]: await keyCheck(provider, kid) }, migration: "in-progress" };
+      marker = {
+        format: "sessionfold-encrypted-store",
+        version: 1,
+        cipher: "AES-256-GCM",
+        current_kid: kid,
+        kids: { [kid]: await keyCheck(provider, kid) },
+        migration: "in-progress",
+      };
       if (!(await inner.createExclusive(STORE_MARKER, encodeMarker(marker)))) return EncryptedStorage.migrate(inner, provider, options);
     }
     if (!marker.migration) return { sessions: 0, files: 0 };
@@ -251,7 +267,12 @@ export class EncryptedStorage implements StoragePort {
         if (sealedKindOf(path).kind === "clear") continue;
         const view = await storage.read(path);
         if (refused.length > 0) {
-          throw new InvalidInputError(`${refused[0]!.path}${refused[0]!.line ? `:${refused[0]!.line}` : ""}: a sealed record does not open (${refused[0]!.reason}); nothing more was encrypted`, { file: refused[0]!.path });
+          throw new InvalidInputError(
+            `${refused[0]!.path}${refused[0]!.line ? `:${refused[0]!.line}` : ""}: a sealed record does not open (${
+              refused[0]!.reason
+            }); nothing more was encrypted`,
+            { file: refused[0]!.path },
+          );
         }
         if (view === undefined) continue;
         await storage.replace(path, view);
@@ -280,10 +301,18 @@ export class EncryptedStorage implements StoragePort {
   static async create(inner: StoragePort, provider: KeyProvider, options: EncryptedStorageOptions = {}): Promise<EncryptedStorage> {
     if (await EncryptedStorage.isEncrypted(inner)) return EncryptedStorage.open(inner, provider, options);
     if ((await inner.list("agents")).length > 0) {
-      throw new InvalidInputError("the store already holds sessions in the clear: encrypting them is a migration, not a new encrypted store", { file: "agents" });
+      throw new InvalidInputError("the store already holds sessions in the clear: encrypting them is a migration, not a new encrypted store", {
+        file: "agents",
+      });
     }
     const kid = provider.currentKid;
-    const marker: StoreMarker = { format: "sessionfold-encrypted-store", version: 1, cipher: "AES-256-GCM", current_kid: kid, kids: { [kid]: await keyCheck(provider, kid) } };
+    const marker: StoreMarker = {
+      format: "sessionfold-encrypted-store",
+      version: 1,
+      cipher: "AES-256-GCM",
+      current_kid: kid,
+      kids: { [kid]: await keyCheck(provider, kid) },
+    };
     if (!(await inner.createExclusive(STORE_MARKER, encodeMarker(marker)))) return EncryptedStorage.open(inner, provider, options);
     return new EncryptedStorage(inner, provider, marker, options);
   }
@@ -393,7 +422,9 @@ export class EncryptedStorage implements StoragePort {
     const stored = (await this.#inner.read(path)) ?? new Uint8Array();
     const { ends } = await this.#openLines(path, kind, stored, true);
     const at = ends.find((end) => end.view === length);
-    if (length !== 0 && !at) throw new InvalidInputError(`${path}: cannot cut the plaintext view at byte ${length}, which is not the end of a line`, { path, length });
+    if (length !== 0 && !at) {
+      throw new InvalidInputError(`${path}: cannot cut the plaintext view at byte ${length}, which is not the end of a line`, { path, length });
+    }
     await this.#inner.truncate(path, at?.stored ?? 0);
   }
 
@@ -437,17 +468,29 @@ export class EncryptedStorage implements StoragePort {
     const records = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseRecord(piece.bytes)));
     // A segment's footer seals the segment: its clear part counts the lines before it and chains their stored bytes.
     const footerAt = kind.segment ? records.findIndex((record) => (record as { record_type?: unknown } | undefined)?.record_type === "summary") : -1;
-    const sealed = await Promise.all(pieces.map(async (piece, i) => (piece.bytes.length === 0 || i === footerAt ? undefined : this.#sealLine(piece.bytes, records[i], key, id, kind.place))));
+    const sealed = await Promise.all(
+      pieces.map(async (piece, i) => (piece.bytes.length === 0 || i === footerAt ? undefined : this.#sealLine(piece.bytes, records[i], key, id, kind.place))),
+    );
     if (footerAt !== -1) {
       const before = appending ? ((await this.#inner.read(path)) ?? new Uint8Array()) : new Uint8Array();
-      const earlier = concat([before, ...sealed.slice(0, footerAt).map((line, i) => concat([line ?? new Uint8Array(), pieces[i]!.newline ? NEWLINE_BYTES : new Uint8Array()]))]);
+      const earlier = concatBytes([
+        before,
+        ...sealed.slice(0, footerAt).map((line, i) => concatBytes([line ?? new Uint8Array(), pieces[i]!.newline ? NEWLINE_BYTES : new Uint8Array()])),
+      ]);
       const lines = splitLines(earlier).length;
       sealed[footerAt] = await this.#sealLine(pieces[footerAt]!.bytes, records[footerAt], key, id, kind.place, { lines, chain: await sha256(earlier) });
     }
-    return concat(pieces.flatMap((piece, i) => [sealed[i] ?? piece.bytes, piece.newline ? NEWLINE_BYTES : new Uint8Array()]));
+    return concatBytes(pieces.flatMap((piece, i) => [sealed[i] ?? piece.bytes, piece.newline ? NEWLINE_BYTES : new Uint8Array()]));
   }
 
-  async #sealLine(bytes: Uint8Array, record: unknown, key: CryptoKey, id: string, place: SealPlace, footer?: { lines: number; chain: string }): Promise<Uint8Array> {
+  async #sealLine(
+    bytes: Uint8Array,
+    record: unknown,
+    key: CryptoKey,
+    id: string,
+    place: SealPlace,
+    footer?: { lines: number; chain: string },
+  ): Promise<Uint8Array> {
     const { lines: _lines, chain: _chain, ...clear } = clearFieldsOf(record, LINE_CLEAR_FIELDS);
     return utf8.encode(await sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place));
   }
@@ -459,7 +502,14 @@ export class EncryptedStorage implements StoragePort {
     return opened instanceof EnvelopeRefusal ? utf8.encode(`sealed document refused (${opened.reason})\n`) : opened;
   }
 
-  async #openOne(path: string, line: number | null, dir: string, place: SealPlace, fields: ClearFields, stored: Uint8Array): Promise<Uint8Array | EnvelopeRefusal> {
+  async #openOne(
+    path: string,
+    line: number | null,
+    dir: string,
+    place: SealPlace,
+    fields: ClearFields,
+    stored: Uint8Array,
+  ): Promise<Uint8Array | EnvelopeRefusal> {
     const parsed = parseEnvelope(stored, fields);
     if (this.#migrating && parsed instanceof EnvelopeRefusal) return stored;
     const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key);
@@ -474,7 +524,12 @@ export class EncryptedStorage implements StoragePort {
    * messages must carry consecutive sequences; a segment's must start at its first sequence
    * and end with a footer whose count and chain match the lines before it.
    */
-  async #openLines(path: string, kind: Extract<SealedKind, { kind: "lines" }>, stored: Uint8Array, fromStart: boolean): Promise<{ bytes: Uint8Array; ends: { view: number; stored: number }[] }> {
+  async #openLines(
+    path: string,
+    kind: Extract<SealedKind, { kind: "lines" }>,
+    stored: Uint8Array,
+    fromStart: boolean,
+  ): Promise<{ bytes: Uint8Array; ends: { view: number; stored: number }[] }> {
     const pieces = splitLines(stored);
     const envelopes = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseEnvelope(piece.bytes, LINE_CLEAR_FIELDS)));
     // Each data key once for the whole file, then every line at once.
@@ -504,7 +559,7 @@ export class EncryptedStorage implements StoragePort {
       if (piece.newline) chunks.push(NEWLINE_BYTES);
       ends.push({ view, stored: at });
     });
-    return { bytes: concat(chunks), ends };
+    return { bytes: concatBytes(chunks), ends };
   }
 
   async #checkOrder(
@@ -543,7 +598,9 @@ export class EncryptedStorage implements StoragePort {
         footerSeen = true;
         if (!fromStart) continue;
         const { lines, chain } = envelope.clear;
-        if (through !== previous || lines !== i || chain !== (await sha256(concat(pieces.slice(0, i).map((p) => concat([p.bytes, NEWLINE_BYTES])))))) {
+        if (
+          through !== previous || lines !== i || chain !== (await sha256(concatBytes(pieces.slice(0, i).map((p) => concatBytes([p.bytes, NEWLINE_BYTES])))))
+        ) {
           refuse(`the footer does not seal the ${i} lines before it (through ${String(through)}, ${String(lines)} lines): the segment was cut or changed`);
         }
       }
@@ -564,7 +621,9 @@ export class EncryptedStorage implements StoragePort {
     const usable = keys.file?.keys.findLast((stored) => !stored.retired);
     if (usable) return { id: usable.id, key: await this.#unwrap(dir, session, usable, keys) };
     const made = await newDataKey(this.#provider, this.#marker.current_kid, session, new Date((this.#options.clock ?? Date.now)()).toISOString());
-    const file: SessionKeysFile = keys.file ? { ...keys.file, keys: [...keys.file.keys, made.stored] } : { format: "sessionfold-session-keys", version: 1, session, keys: [made.stored] };
+    const file: SessionKeysFile = keys.file
+      ? { ...keys.file, keys: [...keys.file.keys, made.stored] }
+      : { format: "sessionfold-session-keys", version: 1, session, keys: [made.stored] };
     const path = `${dir}/${SESSION_KEYS_FILE}`;
     if (keys.file) await this.#inner.replace(path, encodeSessionKeys(file));
     else if (!(await this.#inner.createExclusive(path, encodeSessionKeys(file)))) {
@@ -680,7 +739,10 @@ function parseRecord(bytes: Uint8Array): unknown {
 
 function unwrapError(failure: { failure: "no-key" | "wrong-key"; kid: string }, file: string): KeyRequiredError | WrongKeyError {
   return failure.failure === "no-key"
-    ? new KeyRequiredError(`${file}: a data key is wrapped by kid ${JSON.stringify(failure.kid)}, which the key provider does not hold`, { kid: failure.kid, file })
+    ? new KeyRequiredError(`${file}: a data key is wrapped by kid ${JSON.stringify(failure.kid)}, which the key provider does not hold`, {
+      kid: failure.kid,
+      file,
+    })
     : new WrongKeyError(`${file}: the key given for kid ${JSON.stringify(failure.kid)} does not open this session's data key`, { kid: failure.kid, file });
 }
 
@@ -689,7 +751,9 @@ async function readMarker(inner: StoragePort): Promise<StoreMarker | undefined> 
   if (!bytes) return undefined;
   try {
     const marker = JSON.parse(new TextDecoder().decode(bytes)) as StoreMarker;
-    if (marker.format === "sessionfold-encrypted-store" && marker.version === 1 && typeof marker.current_kid === "string" && typeof marker.kids === "object") return marker;
+    if (marker.format === "sessionfold-encrypted-store" && marker.version === 1 && typeof marker.current_kid === "string" && typeof marker.kids === "object") {
+      return marker;
+    }
   } catch {
     // Reported below.
   }
@@ -714,5 +778,7 @@ async function checkKey(provider: KeyProvider, marker: StoreMarker, kid: string)
   } catch {
     throw new WrongKeyError(`the key given for kid ${JSON.stringify(kid)} does not open this store`, { kid });
   }
-  if (!opened) throw new WrongKeyError(`the store is encrypted under kid ${JSON.stringify(kid)}; the key given holds ${JSON.stringify(provider.currentKid)}`, { kid });
+  if (!opened) {
+    throw new WrongKeyError(`the store is encrypted under kid ${JSON.stringify(kid)}; the key given holds ${JSON.stringify(provider.currentKid)}`, { kid });
+  }
 }

@@ -70,13 +70,8 @@ export class EnvelopeRefusal {
 /**
  * The associated data: a JSON array of the version, the place, the key id and each clear
  * field name with its value in a fixed order, so the same envelope always gives the same bytes.
- *
- * @example
- * ```ts
- * const ad = associatedData({ session: "a1/w1/s1", file: "messages/active.jsonl" }, "dk_1", { sequence: 1 }, LINE_CLEAR_FIELDS);
- * ```
  */
-export function associatedData(place: SealPlace, key: string, clear: Readonly<Record<string, unknown>>, fields: ClearFields): Uint8Array<ArrayBuffer> {
+function associatedData(place: SealPlace, key: string, clear: Readonly<Record<string, unknown>>, fields: ClearFields): Uint8Array<ArrayBuffer> {
   const pairs = fields.filter((name) => clear[name] !== undefined).map((name) => [name, clear[name]]);
   return new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-sealed", SEALED_VERSION, place.session, place.file, key, pairs])));
 }
@@ -147,16 +142,22 @@ export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope 
   if (typeof value !== "object" || value === null || Array.isArray(value)) return new EnvelopeRefusal("not a sealed envelope (not a JSON object)");
   const object = value as Record<string, unknown>;
   if (!Object.hasOwn(object, "sealed")) return new EnvelopeRefusal("a plaintext record in an encrypted store");
-  if (object.sealed !== SEALED_VERSION) return new EnvelopeRefusal(`sealed envelope version ${JSON.stringify(object.sealed)} is not supported (this reader knows ${SEALED_VERSION})`);
+  if (object.sealed !== SEALED_VERSION) {
+    return new EnvelopeRefusal(`sealed envelope version ${JSON.stringify(object.sealed)} is not supported (this reader knows ${SEALED_VERSION})`);
+  }
   const allowed = new Set(fields);
   for (const name of Object.keys(object)) {
     if (!ENVELOPE_FIELDS.has(name) && !allowed.has(name)) return new EnvelopeRefusal(`field ${JSON.stringify(name.slice(0, 24))} may not be in the clear here`);
   }
   const { key, nonce, data } = object;
-  if (typeof key !== "string" || typeof nonce !== "string" || typeof data !== "string") return new EnvelopeRefusal("sealed envelope without key, nonce or data");
+  if (typeof key !== "string" || typeof nonce !== "string" || typeof data !== "string") {
+    return new EnvelopeRefusal("sealed envelope without key, nonce or data");
+  }
   const nonceBytes = fromBase64(nonce);
   const dataBytes = fromBase64(data);
-  if (!nonceBytes || nonceBytes.length !== 12 || !dataBytes || dataBytes.length < 16) return new EnvelopeRefusal("sealed envelope with a malformed nonce or data");
+  if (!nonceBytes || nonceBytes.length !== 12 || !dataBytes || dataBytes.length < 16) {
+    return new EnvelopeRefusal("sealed envelope with a malformed nonce or data");
+  }
   const clear: Record<string, unknown> = {};
   for (const name of fields) {
     const field = object[name];

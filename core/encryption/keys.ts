@@ -78,13 +78,8 @@ export function keyring(keys: Readonly<Record<string, CryptoKey>>, currentKid: s
 
 /**
  * Imports a data key's 32 bytes as a non-extractable AES-GCM key.
- *
- * @example
- * ```ts
- * const key = await importDataKey(crypto.getRandomValues(new Uint8Array(32)));
- * ```
  */
-export function importDataKey(raw: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
+function importDataKey(raw: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", raw, { name: "AES-GCM" }, false, ["encrypt", "decrypt"]);
 }
 
@@ -114,13 +109,8 @@ const utf8 = new TextEncoder();
 
 /**
  * The associated data of a data key's wrap: the session and the key's id, so a wrapped key cannot be moved to another session.
- *
- * @example
- * ```ts
- * const context = dataKeyContext("a1/w1/s1", "dk_1");
- * ```
  */
-export function dataKeyContext(session: string, id: string): Uint8Array<ArrayBuffer> {
+function dataKeyContext(session: string, id: string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-data-key", 1, session, id])));
 }
 

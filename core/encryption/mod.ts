@@ -12,7 +12,14 @@
  * ```
  * @module
  */
-export { EncryptedStorage, type EncryptedStorageOptions, type MigrationReport, type RotationReport, type SealRefusal, storageForKeys } from "./encrypted-storage.ts";
-export { importKeyEncryptionKey, keyring, type KeyProvider } from "./keys.ts";
+export {
+  EncryptedStorage,
+  type EncryptedStorageOptions,
+  type MigrationReport,
+  type RotationReport,
+  type SealRefusal,
+  storageForKeys,
+} from "./encrypted-storage.ts";
+export { importKeyEncryptionKey, type KeyProvider, keyring } from "./keys.ts";
 export { SEALED_VERSION } from "./envelope.ts";
 export { SESSION_KEYS_FILE, STORE_MARKER } from "./places.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { DRAFT_CLEAR_FIELDS, META_CLEAR_FIELDS, NO_CLEAR_FIELDS, type ClearFields, type SealPlace } from "./envelope.ts";
+import { type ClearFields, DRAFT_CLEAR_FIELDS, META_CLEAR_FIELDS, NO_CLEAR_FIELDS, type SealPlace } from "./envelope.ts";
 
 /** The store-level marker: present exactly when the store is encrypted. */
 export const STORE_MARKER = "encryption.json";

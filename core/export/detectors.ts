@@ -160,7 +160,7 @@ export function redactionPlaceholder(detector: RedactionDetector): string {
   return `[REDACTED:${detector}]`;
 }
 
-export const PLACEHOLDER_PREFIX = "[REDACTED:";
+const PLACEHOLDER_PREFIX = "[REDACTED:";
 const NOT_PLACEHOLDER = String.raw`(?!\[REDACTED:)`;
 /** Keywords a secret's name ends with (see the module doc). */
 const KEYWORDS = String.raw`(?:pass(?:word|wd|phrase)|(?<![A-Za-z0-9])(?:pass|pwd|pw)|secret|token|api[_-]?key|apikey|(?:access|secret|private|signing|encryption|master)[_-]?key|credentials?)`;

@@ -254,6 +254,30 @@ class Run {
     return result.text;
   }
 
+  /**
+   * A summary's text (a session's or a segment's), after every message: summarizers join a
+   * message's parts with a space and cut lines short (the extractive one at 160 and 60
+   * characters), so a secret of the session can stand in a summary split by whitespace or
+   * cut off, where no detector knows it. Besides the detectors' findings, every piece of a
+   * secret found elsewhere in this export is replaced by that secret's placeholder: the
+   * secret with whitespace inside it, a prefix of at least {@linkcode MIN_SECRET_PIECE}
+   * characters (never emitted: a cut prefix is a secret's first half), and such a suffix at
+   * the start of a line (a summary trimmed at its front).
+   */
+  summary(field: ExportField, value: string): string {
+    if (!this.options.redact) return value;
+    // The detectors first: what they know whole keeps its own placeholder.
+    let text = this.text(field, value);
+    const findings: RedactionFinding[] = [];
+    for (const [secret, placeholder] of this.#placeholders) {
+      if (secret.length < MIN_SECRET_PIECE) continue;
+      const detector = /^\[REDACTED:([a-z-]+)/.exec(placeholder)?.[1] as RedactionDetector;
+      text = replaceSecretPieces(text, secret, placeholder, () => findings.push({ detector }));
+    }
+    this.record(field, findings);
+    return text;
+  }
+
   /** Texts read as one (adjacent text parts): a secret split between them is found. */
   across(field: ExportField, values: readonly string[]): string[] {
     if (!this.options.redact) return [...values];
@@ -273,6 +297,57 @@ class Run {
   identity<T extends { provider: string; api: string; model: string }>(value: T): T {
     return { ...this.json("provider_identity", value) };
   }
+}
+
+/** The shortest piece of a known secret that {@linkcode Run.summary} replaces (shorter pieces are kept: too little of a secret to use, and too likely to be ordinary text). */
+const MIN_SECRET_PIECE = 8;
+
+/**
+ * `text` with every piece of `secret` replaced by `placeholder`: the secret whole or a prefix
+ * of at least {@linkcode MIN_SECRET_PIECE} characters, whitespace allowed between its
+ * characters, anywhere; and a suffix of that length at the start of a line. `found` is
+ * called once per replacement. Linear in `text` times the secret's length at worst.
+ */
+function replaceSecretPieces(text: string, secret: string, placeholder: string, found: () => void): string {
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const lineStart = i === 0 || text[i - 1] === "\n";
+    const end = text[i] === secret[0] ? prefixEnd(text, i, secret) : lineStart ? suffixEnd(text, i, secret) : -1;
+    if (end === -1) {
+      out += text[i];
+      i += 1;
+      continue;
+    }
+    found();
+    out += placeholder;
+    i = end;
+  }
+  return out;
+}
+
+/** Where a prefix of `secret` (whitespace allowed inside) that starts at `at` ends, or -1 when it is shorter than the minimum. */
+function prefixEnd(text: string, at: number, secret: string): number {
+  let j = at;
+  let k = 0;
+  let end = at;
+  while (j < text.length && k < secret.length) {
+    if (text[j] === secret[k]) {
+      j += 1;
+      k += 1;
+      end = j;
+    } else if (k > 0 && /\s/.test(text[j]!)) j += 1;
+    else break;
+  }
+  return k === secret.length || k >= MIN_SECRET_PIECE ? end : -1;
+}
+
+/** Where the longest suffix of `secret` (at least the minimum, shorter than the secret) that `text` has at `at` ends, or -1. */
+function suffixEnd(text: string, at: number, secret: string): number {
+  for (let length = secret.length - 1; length >= MIN_SECRET_PIECE; length -= 1) {
+    if (text.startsWith(secret.slice(secret.length - length), at)) return at + length;
+  }
+  return -1;
 }
 
 /** A deep copy of a JSON-like value (plain objects and arrays rebuilt, other values kept). */
@@ -557,7 +632,7 @@ function normalize(options: ExportOptions): Required<ExportOptions> {
  * const jsonl = writeDeepCodeV1(safe);
  * console.log(`${report.redactions} secrets redacted`, report.byDetector);
  * ```
- * @throws {RangeError} when a JSON value inside the session is nested more than 2000 levels deep.
+ * @throws {LimitExceededError} when a JSON value inside the session is nested more than `MAX_JSON_DEPTH` (512) levels deep.
  */
 export function prepareExport(session: PortableSession, options: ExportOptions = {}): { session: PortableSession; report: ExportReport } {
   const run = new Run(normalize(options));
@@ -592,11 +667,12 @@ export function prepareExport(session: PortableSession, options: ExportOptions =
     keptThrough.push(messages.length);
   }
   out.messages = messages;
-  if (session.summary !== undefined) out.summary = run.text("summary", session.summary);
+  // Summaries after the messages: Run.summary replaces the pieces of the secrets found in them.
+  if (session.summary !== undefined) out.summary = run.summary("summary", session.summary);
   if (session.segments !== undefined) {
     out.segments = session.segments.map((segment) => ({
       through: keptThrough[segment.through] ?? segment.through,
-      summary: run.text("segment_summary", segment.summary),
+      summary: run.summary("segment_summary", segment.summary),
       ...(segment.createdAt !== undefined ? { createdAt: run.text("timestamp", segment.createdAt) } : {}),
     }));
   }

@@ -12,6 +12,8 @@
  *
  * @module
  */
+import { LimitExceededError } from "../errors.ts";
+import { MAX_JSON_DEPTH } from "../schema/json-depth.ts";
 import {
   DETECTORS,
   highEntropyKeep,
@@ -230,7 +232,9 @@ function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecre
     return name("secret-assignment", String(value));
   }
   if (value === null || typeof value !== "object") return value;
-  if (depth > MAX_DEPTH) throw new RangeError(`a JSON value nested deeper than ${MAX_DEPTH} levels cannot be redacted`);
+  if (depth >= MAX_JSON_DEPTH) {
+    throw new LimitExceededError(`a JSON value nested deeper than ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH) cannot be redacted`, { limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH, found: depth + 1 });
+  }
   if (Array.isArray(value)) return value.map((item) => redactJsonInto(item, findings, underSecretKey, depth + 1, name));
   const entries: [string, unknown][] = [];
   const used = new Set<string>();
@@ -245,8 +249,6 @@ function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecre
   return Object.fromEntries(entries);
 }
 
-/** Nesting deeper than this is refused rather than risking the stack (JSON from real sessions is far shallower). */
-const MAX_DEPTH = 2000;
 
 /**
  * Redacts every string inside a JSON value, object keys included, and returns a new value
@@ -262,7 +264,7 @@ const MAX_DEPTH = 2000;
  * const { value } = redactJson({ env: { GITHUB_TOKEN: "abc" }, note: "key AKIAIOSFODNN7EXAMPLE" });
  * // { env: { GITHUB_TOKEN: "[REDACTED:secret-assignment]" }, note: "key [REDACTED:aws-access-key-id]" }
  * ```
- * @throws {RangeError} when the value is nested more than 2000 levels deep.
+ * @throws {LimitExceededError} when the value is nested more than `MAX_JSON_DEPTH` (512) levels deep.
  */
 export function redactJson<T>(value: T, name: PlaceholderNamer = redactionPlaceholder): RedactJsonResult<T> {
   const findings: RedactionFinding[] = [];

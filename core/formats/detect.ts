@@ -31,11 +31,13 @@ const ISO = /^\d{4}-\d{2}-\d{2}T/;
  * ```
  */
 export function detectSessionFormat(head: Uint8Array): FormatDetection | undefined {
-  const decoded = decodeUtf8Strict(cutAtCharacter(head));
+  // Only the first line must be UTF-8: a bad byte further on is the reader's to report, with its line.
+  const first = firstLine(head);
+  if (first === undefined) return undefined;
+  const decoded = decodeUtf8Strict(cutAtCharacter(first.bytes));
   if (!decoded.ok) return undefined;
-  const text = decoded.text.replace(/^\uFEFF/, "");
-  const line = text.split("\n").find((l) => l.trim() !== "");
-  if (line === undefined) return undefined;
+  const line = decoded.text.replace(/^\uFEFF/, "");
+  const text = lenientUtf8.decode(cutAtCharacter(head));
   let record: unknown;
   try {
     record = JSON.parse(line);
@@ -57,6 +59,29 @@ export function detectSessionFormat(head: Uint8Array): FormatDetection | undefin
   }
   if (typeof r.role === "string" && "content" in r) return { format: "deepcode", reason: "first line is a bare {role, content} message (core-v0)" };
   if ("schema_version" in r && Array.isArray(r.history)) return { format: "rho-snapshot", reason: "a one-line JSON document with schema_version and history" };
+  return undefined;
+}
+
+const lenientUtf8 = new TextDecoder("utf-8");
+
+/**
+ * The first line of `head` that is not blank (spaces, tabs, `\r`), with its 1-based number;
+ * `undefined` when there is none.
+ *
+ * @example
+ * ```ts
+ * firstLine(new TextEncoder().encode("\n{}\n"))?.line; // 2
+ * ```
+ */
+export function firstLine(head: Uint8Array): { bytes: Uint8Array; line: number } | undefined {
+  let start = 0;
+  for (let line = 1; start < head.length; line += 1) {
+    const newline = head.indexOf(0x0a, start);
+    const end = newline === -1 ? head.length : newline;
+    const bytes = head.subarray(start, end);
+    if (bytes.some((byte) => byte !== 0x20 && byte !== 0x09 && byte !== 0x0d)) return { bytes, line };
+    start = end + 1;
+  }
   return undefined;
 }
 

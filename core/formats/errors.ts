@@ -41,6 +41,7 @@ export interface FormatErrorDetails extends ErrorDetails {
  * ```
  */
 export class FormatError extends SessionfoldError {
+  override readonly name: string = "FormatError";
   /** The file named by the error. */
   readonly file: string;
   /** Its 1-based line, or `null` when the finding is about no single line. */
@@ -54,15 +55,8 @@ export class FormatError extends SessionfoldError {
   }
 }
 
-/**
- * `file:line` (or `file`) as messages write a location.
- *
- * @example
- * ```ts
- * locationPrefix({ file: "s.v1.jsonl", line: 3 }); // "s.v1.jsonl:3"
- * ```
- */
-export function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
+/** `file:line` (or `file`) as messages write a location: `s.v1.jsonl:3`. */
+function locationPrefix(where: Pick<FormatLocation, "file" | "line">): string {
   return where.line === null ? where.file : `${where.file}:${where.line}`;
 }
 

@@ -1,6 +1,8 @@
 import { type Node, parseTree } from "jsonc-parser";
 import { jsonSyntaxErrorAt, STRICT_JSON } from "../schema/json-error.ts";
-import { type FormatName, formatError } from "./errors.ts";
+import { jsonDepthOver } from "../schema/json-depth.ts";
+import { MAX_JSON_DEPTH } from "../storage/limits.ts";
+import { type FormatError, type FormatLocation, type FormatName, formatError } from "./errors.ts";
 import type { PathKey, Site } from "./shape.ts";
 
 const NEWLINE = 0x0a;
@@ -94,6 +96,8 @@ export function parseJsonDocument(bytes: Uint8Array, file: string, format: Forma
     const { offset, reason } = jsonSyntaxErrorAt(text);
     throw formatError({ format, file, line: lineAt(starts, offset) }, reason, "a JSON document");
   }
+  const tooDeep = tooDeepError(value, text, { format, file, line: 1 });
+  if (tooDeep) throw tooDeep;
   let starts: number[] | undefined;
   let tree: Node | undefined;
   const site: Site = {
@@ -127,4 +131,35 @@ function firstInvalidUtf8Line(bytes: Uint8Array): number {
     start = end + 1;
     line += 1;
   }
+}
+
+/**
+ * The error for a parsed value nested deeper than `MAX_JSON_DEPTH` (the readers' walkers
+ * recurse), at the line of `text` where the limit is crossed; `undefined` when it is not.
+ * `where.line` is the line `text` starts at.
+ *
+ * @example
+ * ```ts
+ * const text = "[".repeat(600) + "]".repeat(600);
+ * tooDeepError(JSON.parse(text), text, { format: "pi", file: "s.jsonl", line: 4 })?.message; // "s.jsonl:4: found …"
+ * ```
+ */
+export function tooDeepError(value: unknown, text: string, where: FormatLocation & { line: number }): FormatError | undefined {
+  if (jsonDepthOver(value) === undefined) return undefined;
+  let depth = 0;
+  let line = where.line;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i += 1;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > MAX_JSON_DEPTH) break;
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+    else if (c === 0x0a) line += 1;
+  }
+  return formatError({ ...where, line }, `a value nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`, `at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, { limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH });
 }

@@ -1,6 +1,9 @@
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { FormatError, type FormatName, formatError } from "./errors.ts";
+import { concatBytes } from "../storage/bytes.ts";
 import { describeJsonError } from "../schema/json-error.ts";
+import { tooDeepError } from "./json-text.ts";
+import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import { decodeUtf8Strict } from "./json-text.ts";
 import { lineSite, Value } from "./shape.ts";
 
@@ -41,7 +44,9 @@ export type JsonlSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint
  * - lines of only whitespace are skipped (they hold no record);
  * - an invalid final line without `\n` (not UTF-8, not JSON, or refused by `handle`) is an
  *   interrupted append: ignored and reported as a non-fatal `truncated_tail`;
- * - any other invalid line is a `FormatError` naming the file and its line.
+ * - any other invalid line is a `FormatError` naming the file and its line;
+ * - a line over `MAX_LINE_BYTES` (64 MiB), the longest line the store keeps, is a `FormatError`
+ *   naming the file, the line and the limit, raised as soon as the line is over it.
  *
  * The bytes are only read, never changed.
  *
@@ -64,7 +69,9 @@ export function readJsonlRecords(bytes: Uint8Array, format: FormatName, file: st
 
 /**
  * {@linkcode readJsonlRecords} over a stream of chunks: only the line being read is held,
- * whatever the file's size. The same rules, the same errors.
+ * whatever the file's size, and never more than `MAX_LINE_BYTES` of it (a longer line is
+ * refused as soon as it is over, so `/dev/zero`-like input cannot grow memory). The same
+ * rules, the same errors.
  *
  * @example
  * ```ts
@@ -92,6 +99,7 @@ class JsonlLineReader {
   readonly #diagnostics: Diagnostic[] = [];
   /** The start of a line whose newline has not come yet. */
   #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
   #line = 0;
 
   constructor(format: FormatName, file: string, handle: JsonlRecordHandler) {
@@ -105,10 +113,12 @@ class JsonlLineReader {
     while (start < chunk.length) {
       const end = chunk.indexOf(NEWLINE, start);
       if (end === -1) {
+        this.#hold(chunk.length - start);
         // Copied: a caller may reuse its buffer for the next chunk.
         this.#pending.push(chunk.slice(start));
         return;
       }
+      this.#hold(end - start);
       this.#apply(this.#takePending(chunk.subarray(start, end)), true);
       start = end + 1;
     }
@@ -119,16 +129,25 @@ class JsonlLineReader {
     return { diagnostics: this.#diagnostics, lines: this.#line };
   }
 
-  #takePending(tail: Uint8Array): Uint8Array {
-    if (this.#pending.length === 0) return tail;
-    const pieces = [...this.#pending, tail];
+  /** Counts `bytes` more of the current line; a line over the limit is refused before it is held. */
+  #hold(bytes: number): void {
+    this.#pendingBytes += bytes;
+    if (this.#pendingBytes <= MAX_LINE_BYTES) return;
+    const line = this.#line + 1;
     this.#pending = [];
-    const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-    let at = 0;
-    for (const piece of pieces) {
-      out.set(piece, at);
-      at += piece.length;
-    }
+    throw formatError(
+      { format: this.#format, file: this.#file, line },
+      `a line of more than ${formatBytes(MAX_LINE_BYTES)} (${this.#pendingBytes} bytes read so far)`,
+      `a line of at most ${formatBytes(MAX_LINE_BYTES)} (MAX_LINE_BYTES, the longest line a session keeps)`,
+      { limit: "MAX_LINE_BYTES", max: MAX_LINE_BYTES },
+    );
+  }
+
+  #takePending(tail: Uint8Array): Uint8Array {
+    this.#pendingBytes = 0;
+    if (this.#pending.length === 0) return tail;
+    const out = concatBytes([...this.#pending, tail]);
+    this.#pending = [];
     return out;
   }
 
@@ -155,9 +174,13 @@ class JsonlLineReader {
 function parseLine(piece: Uint8Array, format: FormatName, file: string, line: number): unknown {
   const decoded = decodeUtf8Strict(piece);
   if (!decoded.ok) throw formatError({ format, file, line }, "bytes that are not UTF-8", "one UTF-8 JSON object per line");
+  let value: unknown;
   try {
-    return JSON.parse(decoded.text);
+    value = JSON.parse(decoded.text);
   } catch {
     throw formatError({ format, file, line }, describeJsonError(decoded.text), "one JSON object per line");
   }
+  const tooDeep = tooDeepError(value, decoded.text, { format, file, line });
+  if (tooDeep) throw tooDeep;
+  return value;
 }

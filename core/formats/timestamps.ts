@@ -7,13 +7,8 @@ const MAX_DATE_MS = 8.64e15;
 /**
  * Unix seconds (integer or fractional) as an ISO-8601 UTC timestamp with milliseconds,
  * or `undefined` when it is not a finite time a `Date` can hold.
- *
- * @example
- * ```ts
- * unixSecondsToIso(1764680400); // "2025-12-02T13:00:00.000Z"
- * ```
  */
-export function unixSecondsToIso(seconds: number): string | undefined {
+function unixSecondsToIso(seconds: number): string | undefined {
   if (!Number.isFinite(seconds)) return undefined;
   const ms = Math.round(seconds * 1000);
   if (Math.abs(ms) > MAX_DATE_MS) return undefined;
@@ -52,14 +47,9 @@ export function isoTimestamp(value: Value): string {
 /**
  * Unix seconds (a JSON number) as an ISO-8601 UTC timestamp.
  *
- * @example
- * ```ts
- * declare const record: { field(name: string): Parameters<typeof unixSecondsTimestamp>[0] };
- * unixSecondsTimestamp(record.field("created_at")); // "2025-12-02T13:00:00.000Z"
- * ```
  * @throws {FormatError} when the value is not a number of seconds a date can hold.
  */
-export function unixSecondsTimestamp(value: Value): string {
+function unixSecondsTimestamp(value: Value): string {
   const iso = typeof value.raw === "number" ? unixSecondsToIso(value.raw) : undefined;
   if (iso === undefined) value.fail("Unix seconds (a number)");
   return iso;

@@ -1,8 +1,10 @@
 import type { z } from "zod";
 import { InternalError } from "../errors.ts";
-import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
+import { formatBytes, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "../storage/limits.ts";
+import { concatBytes } from "../storage/bytes.ts";
 import { escapedExcerpt } from "../schema/excerpt.ts";
 import { describeJsonError } from "../schema/json-error.ts";
+import { jsonDepthOver } from "../schema/json-depth.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
@@ -192,13 +194,7 @@ export class JsonlDecoder<T = unknown> {
   }
 
   #takePending(last: Uint8Array): Uint8Array {
-    const out = new Uint8Array(this.#pendingBytes + last.length);
-    let offset = 0;
-    for (const part of this.#pending) {
-      out.set(part, offset);
-      offset += part.length;
-    }
-    out.set(last, offset);
+    const out = concatBytes([...this.#pending, last], this.#pendingBytes + last.length);
     this.#pending = [];
     this.#pendingBytes = 0;
     return out;
@@ -234,6 +230,10 @@ export class JsonlDecoder<T = unknown> {
     const type = (value as { record_type?: unknown }).record_type;
     if (typeof type !== "string") {
       return { ok: false, code: "invalid_record", reason: "missing string record_type" };
+    }
+    // The schema walks the value recursively: a value nested past the limit is refused first.
+    if (jsonDepthOver(value) !== undefined) {
+      return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
     }
     const schema = Object.hasOwn(this.#options.schemas, type) ? this.#options.schemas[type] : undefined;
     if (!schema) {

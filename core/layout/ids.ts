@@ -32,7 +32,15 @@ function describeNonString(value: unknown): string {
   return `(${typeof value} ${String(value)})`;
 }
 
-/** `true` when `value` is a valid id (see {@linkcode assertId}). */
+/**
+ * `true` when `value` is a valid id (see {@linkcode assertId}).
+ *
+ * @example
+ * ```ts
+ * isValidId("coder"); // true
+ * isValidId("../etc"); // false
+ * ```
+ */
 export function isValidId(value: unknown): value is string {
   return typeof value === "string" && ID_PATTERN.test(value);
 }
@@ -67,6 +75,10 @@ export function parseSessionRef(ref: string): SessionRef {
 /**
  * Builds a validated {@linkcode SessionRef}.
  *
+ * @example
+ * ```ts
+ * sessionRef("coder", "repo", "s1"); // { agentId: "coder", workspaceId: "repo", sessionId: "s1" }
+ * ```
  * @throws {InvalidIdError} when an id is not valid.
  */
 export function sessionRef(agentId: string, workspaceId: string, sessionId: string): SessionRef {
@@ -76,7 +88,14 @@ export function sessionRef(agentId: string, workspaceId: string, sessionId: stri
   return { agentId, workspaceId, sessionId };
 }
 
-/** The `REF` string of a session. */
+/**
+ * The `REF` string of a session.
+ *
+ * @example
+ * ```ts
+ * formatSessionRef({ agentId: "coder", workspaceId: "repo", sessionId: "s1" }); // "coder/repo/s1"
+ * ```
+ */
 export function formatSessionRef(ref: SessionRef): string {
   return `${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`;
 }

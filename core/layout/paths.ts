@@ -19,18 +19,42 @@ export interface SessionPaths {
 /** Where a session lives: `sessions/` (live) or `archived-sessions/`. */
 export type SessionPlace = "live" | "archived";
 
-/** `agents/<agent_id>`. @throws {InvalidIdError} */
+/**
+ * `agents/<agent_id>`.
+ *
+ * @example
+ * ```ts
+ * agentDir("coder"); // "agents/coder"
+ * ```
+ * @throws {InvalidIdError} when the id is not valid.
+ */
 export function agentDir(agentId: string): string {
   assertId("agent_id", agentId);
   return `agents/${agentId}`;
 }
 
-/** `agents/<agent_id>/agent.jsonc`: the agent definition. @throws {InvalidIdError} */
+/**
+ * `agents/<agent_id>/agent.jsonc`: the agent definition.
+ *
+ * @example
+ * ```ts
+ * agentConfigPath("coder"); // "agents/coder/agent.jsonc"
+ * ```
+ * @throws {InvalidIdError} when the id is not valid.
+ */
 export function agentConfigPath(agentId: string): string {
   return `${agentDir(agentId)}/agent.jsonc`;
 }
 
-/** `agents/<agent_id>/workspaces`. @throws {InvalidIdError} */
+/**
+ * `agents/<agent_id>/workspaces`.
+ *
+ * @example
+ * ```ts
+ * workspacesDir("coder"); // "agents/coder/workspaces"
+ * ```
+ * @throws {InvalidIdError} when the id is not valid.
+ */
 export function workspacesDir(agentId: string): string {
   return `${agentDir(agentId)}/workspaces`;
 }
@@ -38,6 +62,11 @@ export function workspacesDir(agentId: string): string {
 /**
  * The folder holding a workspace's sessions (`sessions/` or `archived-sessions/`).
  *
+ * @example
+ * ```ts
+ * sessionsDir("coder", "repo"); // "agents/coder/workspaces/repo/sessions"
+ * sessionsDir("coder", "repo", "archived"); // "agents/coder/workspaces/repo/archived-sessions"
+ * ```
  * @throws {InvalidIdError} when an id is not valid.
  */
 export function sessionsDir(agentId: string, workspaceId: string, place: SessionPlace = "live"): string {
@@ -73,7 +102,15 @@ export function sessionPaths(ref: SessionRef, place: SessionPlace = "live"): Ses
   };
 }
 
-/** A path inside a session folder, relative to that folder (as diagnostics name files). */
+/**
+ * A path inside a session folder, relative to that folder (as diagnostics name files).
+ *
+ * @example
+ * ```ts
+ * const paths = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+ * relativeToSession(paths, paths.active); // "messages/active.jsonl"
+ * ```
+ */
 export function relativeToSession(paths: SessionPaths, path: string): string {
   return path.startsWith(`${paths.dir}/`) ? path.slice(paths.dir.length + 1) : path;
 }

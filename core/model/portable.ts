@@ -9,7 +9,9 @@ export interface PortableSession {
   /** The source's own session id, kept for reference. */
   readonly sourceId?: string;
   readonly title?: string;
+  /** When the source session began (ISO-8601); an import keeps it as `meta.json` `created_at`. */
   readonly createdAt?: string;
+  /** When the source session last changed; an import keeps it as `updated_at` (an import is not activity). */
   readonly updatedAt?: string;
   readonly modelLabel?: string;
   /** The source's revision (a Rho snapshot's), so an export never shows a lower one. */

@@ -57,6 +57,13 @@ export interface Provider {
 /**
  * Thrown by a provider adapter when the provider refused the request as too long
  * and reported no usage. The engine folds the input in memory and retries.
+ *
+ * @example
+ * ```ts
+ * declare function callModel(): Promise<Response>;
+ * const response = await callModel();
+ * if (response.status === 400 && (await response.text()).includes("context_length_exceeded")) throw new ContextLengthExceededError();
+ * ```
  */
 export class ContextLengthExceededError extends Error {
   readonly code = "context-length-exceeded";

@@ -95,6 +95,14 @@ export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): S
 /**
  * Parses `assistant_message.json`, the streaming draft.
  *
+ * @example
+ * ```ts
+ * import { MemoryStorage, sessionPaths } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * const paths = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+ * const bytes = await storage.read(paths.draft);
+ * if (bytes) console.log(parseDraftJson(bytes).sequence);
+ * ```
  * @throws {CorruptSessionError} when it is not JSON or not a valid draft.
  */
 export function parseDraftJson(bytes: Uint8Array | string, file = "messages/assistant_message.json"): DraftRecord {
@@ -104,6 +112,13 @@ export function parseDraftJson(bytes: Uint8Array | string, file = "messages/assi
 /**
  * Parses `writer.lock`.
  *
+ * @example
+ * ```ts
+ * import { MemoryStorage, sessionPaths } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * const bytes = await storage.read(sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }).lock);
+ * if (bytes) console.log(parseLockJson(bytes).pid);
+ * ```
  * @throws {CorruptSessionError} when it is not JSON or not a valid lock record.
  */
 export function parseLockJson(bytes: Uint8Array | string, file = "writer.lock"): WriterLockRecord {
@@ -143,7 +158,14 @@ export function metaRevisionOf(bytes: Uint8Array | undefined): number | undefine
   return bytes && !isBlankDocument(bytes) ? parseMetaJson(bytes).revision : undefined;
 }
 
-/** JSON of a document file (`meta.json`, the draft, the lock), newline-terminated. */
+/**
+ * JSON of a document file (`meta.json`, the draft, the lock), newline-terminated.
+ *
+ * @example
+ * ```ts
+ * new TextDecoder().decode(encodeJsonDocument({ a: 1 })); // '{\n  "a": 1\n}\n'
+ * ```
+ */
 export function encodeJsonDocument(value: unknown): Uint8Array {
   return new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
 }

@@ -1,4 +1,12 @@
-import { asSessionfoldError } from "../errors.ts";
+import { asSessionfoldError, LimitExceededError } from "../errors.ts";
+import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
+
+/**
+ * The largest draft written: the line limit less room for what a commit adds to the message
+ * (its status, sequence, revision). A larger draft is not written (the last one stays), so a
+ * recovered draft always commits within the line limit (docs/FORMAT.md "Limits").
+ */
+const MAX_DRAFT_BYTES = MAX_LINE_BYTES - 4096;
 
 /** How draft writes are coalesced while a reply streams. */
 export interface DraftFlushOptions {
@@ -91,6 +99,13 @@ export class DraftWriter {
     this.#pendingBytes = 0;
     this.#lastWrite = this.#clock();
     const bytes = this.#snapshot();
+    if (bytes.length > MAX_DRAFT_BYTES) {
+      this.#error ??= new LimitExceededError(
+        `the reply being streamed is ${formatBytes(bytes.length)}, over the line limit of ${formatBytes(MAX_LINE_BYTES)} (MAX_LINE_BYTES) a committed message must fit in; the draft keeps what was written before`,
+        { limit: "MAX_LINE_BYTES", max: MAX_LINE_BYTES, found: bytes.length, file: "messages/assistant_message.json" },
+      );
+      return;
+    }
     this.#inFlight = this.#write(bytes).then(
       () => {
         this.writes += 1;

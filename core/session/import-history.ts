@@ -1,6 +1,7 @@
 import { InvalidInputError } from "../errors.ts";
 import { encodeJsonl } from "../jsonl/encode.ts";
 import { formatSegmentName } from "../layout/segments.ts";
+import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
 import type { PortableSegment } from "../model/mod.ts";
@@ -30,8 +31,9 @@ export interface ImportedHistoryFiles {
  * files.segments[0]!.name; // "000000000001-000000000004.jsonl"
  * ```
  * @throws {InvalidInputError} when boundaries are not increasing within 1..n or a summary is empty.
+ * @throws {LimitExceededError} when a message's line or a file would be over a read limit.
  */
-export function importedHistoryFiles(sessionId: string, messages: readonly MessageRecord[], boundaries: readonly PortableSegment[], now: string): ImportedHistoryFiles {
+export function importedHistoryFiles(sessionId: string, messages: readonly MessageRecord[], boundaries: readonly PortableSegment[], now: string, maxFileBytes: number = MAX_FILE_BYTES): ImportedHistoryFiles {
   const segments: { name: string; bytes: Uint8Array }[] = [];
   let start = 1;
   let historyBytes = 0;
@@ -49,10 +51,17 @@ export function importedHistoryFiles(sessionId: string, messages: readonly Messa
       created_at: boundary.createdAt ?? now,
     };
     const bytes = encodeJsonl([...messages.slice(start - 1, boundary.through), footer]);
+    assertImportedFileFits(bytes, `messages/segments/${formatSegmentName({ start, end: boundary.through })}`, start, maxFileBytes);
     segments.push({ name: formatSegmentName({ start, end: boundary.through }), bytes });
     historyBytes += bytes.length;
     start = boundary.through + 1;
   }
   const active = encodeJsonl(messages.slice(start - 1));
+  assertImportedFileFits(active, "messages/active.jsonl", start, maxFileBytes);
   return { segments, active, historyBytes: historyBytes + (start <= messages.length ? active.length : 0) };
+}
+
+/** An imported file that an open could not read back is refused before anything is written (docs/FORMAT.md "Limits"). */
+function assertImportedFileFits(bytes: Uint8Array, file: string, firstSequence: number, maxFileBytes: number): void {
+  assertJsonlFits(bytes, { file, sizeBefore: 0, describeLine: (index) => `imported message ${firstSequence + index}` }, MAX_LINE_BYTES, maxFileBytes);
 }

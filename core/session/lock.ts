@@ -209,11 +209,12 @@ export async function releaseWriterLock(storage: StoragePort, lease: WriterLease
 
 /** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
 export function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
-  const { pid, hostname, runtime, bootId, processStartedAt } = identity;
+  const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
   return {
     pid,
     hostname,
     ...(bootId !== undefined ? { boot_id: bootId } : {}),
+    ...(pidNamespace !== undefined ? { pid_namespace: pidNamespace } : {}),
     ...(processStartedAt !== undefined ? { process_started_at: processStartedAt } : {}),
     runtime,
     operation,

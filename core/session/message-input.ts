@@ -5,6 +5,7 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import { MessageRecord, nowTimestamp, type MessagePart, type ProviderIdentity, type Usage } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
 
@@ -24,8 +25,10 @@ export interface NewMessage {
  * Validates a {@linkcode NewMessage} and fills in what is missing.
  *
  * @throws {InvalidInputError} naming the field that is not valid.
+ * @throws {LimitExceededError} when it is nested deeper than `MAX_JSON_DEPTH` (checked before the schema walks it).
  */
 export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
+  assertJsonDepth(message, where);
   const parts = (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 }));
   const candidate = {
     ...message,

@@ -24,6 +24,7 @@ export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type Repa
 export { applyRepair } from "./repair.ts";
 export { Session, type NoCompaction } from "./session.ts";
 export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./transaction.ts";
+export type { LeaseLostNotice } from "./lease-fence.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";
 export { toMessageRecord, type NewMessage } from "./message-input.ts";

@@ -12,6 +12,12 @@ export interface WriterIdentity {
   readonly bootId?: string;
   /** When this process started (ISO-8601), as {@linkcode OwnerProbe.processStartTime} reports it. */
   readonly processStartedAt?: string;
+  /**
+   * The PID namespace whose numbering `pid` is in (Linux: `readlink /proc/self/ns/pid`, for
+   * example `pid:[4026531836]`); absent where the platform cannot tell. A pid means nothing
+   * outside its namespace: a container's pid 1 is not the host's.
+   */
+  readonly pidNamespace?: string;
 }
 
 /** The identity used when a runtime supplies none. */
@@ -35,23 +41,27 @@ const SAME_PROCESS_MS = 2_000;
 
 /**
  * `true` only when `owner` provably belongs to a dead writer: written on this host in this
- * boot (same `hostname` and `boot_id` as `me`), and its `pid` is not running, or runs but
- * started more than 2 s away from `process_started_at` (a reused pid). Anything the probe
- * cannot prove (no probe, no `boot_id`, another host, an unknown start) is `false`: the
- * lock is honoured.
+ * boot and PID namespace (same `hostname`, `boot_id` and `pid_namespace` as `me`), and its
+ * `pid` is not running, or runs but started more than 2 s away from `process_started_at` (a
+ * reused pid). Anything the probe cannot prove (no probe, no `boot_id`, another host, another
+ * PID namespace or none recorded, an unknown start) is `false`: the lock is honoured. A pid
+ * of another namespace (a container sharing the host's name and boot) names another process
+ * here, so its liveness cannot be judged from this side.
  *
  * @example
  * ```ts
  * import type { LockOwner } from "sessionfold";
  * import { isDeadOwner } from "sessionfold/internal";
- * const me = { pid: 2, hostname: "h", runtime: "node", bootId: "b1" };
- * const lock: LockOwner = { pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-01-01T00:00:00.000Z", boot_id: "b1" };
+ * const me = { pid: 2, hostname: "h", runtime: "node", bootId: "b1", pidNamespace: "pid:[4026531836]" };
+ * const lock: LockOwner = { pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-01-01T00:00:00.000Z", boot_id: "b1", pid_namespace: "pid:[4026531836]" };
  * isDeadOwner(lock, me, { processStartTime: () => null }); // true: pid 1 is not running
  * ```
  */
 export function isDeadOwner(owner: LockOwner, me: WriterIdentity, probe: OwnerProbe | undefined): boolean {
-  if (!probe || me.bootId === undefined) return false;
+  if (!probe || me.bootId === undefined || me.pidNamespace === undefined) return false;
   if (owner["boot_id"] !== me.bootId || owner.hostname !== me.hostname) return false;
+  // A lock without the field (written before it existed) cannot be placed in a namespace either.
+  if (owner["pid_namespace"] !== me.pidNamespace) return false;
   if (!Number.isSafeInteger(owner.pid) || owner.pid <= 0) return false;
   const started = probe.processStartTime(owner.pid);
   if (started === null) return true;

@@ -3,10 +3,12 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { assertId, formatSessionRef, isValidId, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir, workspacesDir, type SessionPlace } from "../layout/paths.ts";
 import { MessageRecord, SummaryRecord, describeIssues, encodeJsonDocument, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { ImportedFrom, PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import { importedHistoryFiles } from "./import-history.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
 import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
@@ -39,6 +41,8 @@ export interface SessionsOptions {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over, with its old content (`stale_lock_reclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit finds its lease lost (its commit then fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** Opening a session to hold it: `{ hold: true }` on {@linkcode Sessions.open} and {@linkcode Sessions.create}. */
@@ -115,6 +119,7 @@ export class Sessions {
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
+      ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
     };
     this.#defaults = options.defaults ?? {};
   }
@@ -306,6 +311,7 @@ export class Sessions {
     const ref = typeof target === "string" ? parseSessionRef(target) : sessionRef(target.agentId, target.workspaceId, target.sessionId);
     if ((await this.#exists(ref, "live")) || (await this.#exists(ref, "archived"))) throw this.#alreadyExists(ref);
     const messages = portable.messages.map((message, i) => {
+      assertJsonDepth(message, `imported message ${i + 1}`);
       const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
       if (!parsed.success || parsed.data.status === "streaming") {
         const why = parsed.success ? "status \"streaming\" cannot be imported" : describeIssues(parsed.error);
@@ -318,7 +324,8 @@ export class Sessions {
     const staging = this.#stagingDir(ref, "import");
     try {
       const now = nowTimestamp(this.#ctx.clock);
-      const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now);
+      const createdAt = portable.createdAt ?? messages[0]?.created_at ?? now;
+      const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now, this.storage.maxFileBytes);
       for (const segment of history.segments) await this.storage.replace(`${staging}/messages/segments/${segment.name}`, segment.bytes);
       if (history.active.length > 0) await this.storage.replace(`${staging}/messages/active.jsonl`, history.active);
       if (portable.system) await this.storage.replace(`${staging}/instruction.md`, new TextEncoder().encode(portable.system));
@@ -336,8 +343,10 @@ export class Sessions {
         workspace_id: ref.workspaceId,
         ...(portable.title !== undefined ? { title: portable.title } : {}),
         ...(portable.modelLabel !== undefined ? { model_label: portable.modelLabel } : {}),
-        created_at: portable.createdAt ?? now,
-        updated_at: now,
+        // An import is not activity: the session's times are its source's (imported_from.imported_at
+        // records the import); the import time stands in only where the source has no time at all.
+        created_at: createdAt,
+        updated_at: portable.updatedAt ?? messages.at(-1)?.created_at ?? createdAt,
         message_count: messages.length,
         history_bytes: history.historyBytes,
         revision,

@@ -3,7 +3,9 @@
  * (docs/FORMAT.md "Repair"): every line that recovery reports or would cut goes to a
  * quarantine file beside the session, every valid record stays where it is with its exact
  * bytes and its sequence, and `meta.json` is rebuilt. A gap between sequences that no line
- * left in the files closes is refused with the reason: repair never renumbers a message.
+ * left in the files closes is refused with the reason. The one message repair renumbers is a
+ * second writer's whose sequence another message holds (`repair-duplicates.ts`): it is kept,
+ * after the rest, never dropped.
  *
  * @module
  */
@@ -27,6 +29,7 @@ import type { StoragePort } from "../storage/port.ts";
 import { incompleteFinalBatch } from "./batch.ts";
 import { joinLines } from "./lines.ts";
 import { PENDING_FIELD } from "./load.ts";
+import { SecondWriterLines } from "./repair-duplicates.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 
 /** One line moved out of a JSONL file into its quarantine file. */
@@ -36,7 +39,8 @@ export interface MovedLine {
   /**
    * Why: a diagnostic code (`invalid_json`, `invalid_record`, `oversized_line`,
    * `truncated_tail`, `overlap_removed`) or `duplicate` (a second copy of a kept line) or
-   * `interrupted_commit` (a final batch missing some of its messages).
+   * `interrupted_commit` (a final batch missing some of its messages) or `renumbered` (a
+   * second writer's message, kept under a new sequence after the rest).
    */
   readonly code: string;
   /** The reason in words (no content of the line is quoted). */
@@ -209,7 +213,10 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
   // active.jsonl: what recovery reports or cuts moves out; the messages after the newest segment stay.
   const activeFile = rel(paths.active);
   const activeRead = await storage.read(paths.active);
-  const activePlan = planActive(activeRead ?? new Uint8Array(0), activeFile, segmentEnd);
+  const previousRevision = meta.valid?.revision ?? meta.salvageRevision ?? null;
+  // Repair is a write: the revision moves on, and never below what the files imply (recovery rule 5).
+  const revisionFor = (last: number) => Math.max((previousRevision ?? 0) + 1, last + ranges.length);
+  const activePlan = planActive(activeRead ?? new Uint8Array(0), activeFile, segmentEnd, revisionFor);
   const activeBytes = keepLines(paths.active, activeFile, activePlan.plan, "lines recovery reports or cuts: unreadable, torn, duplicated or already in a segment");
   const lastSequence = activePlan.lastSequence ?? segmentEnd;
 
@@ -229,9 +236,8 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
   const behind = !previous || previous.message_count !== lastSequence || previous.history_bytes !== historyBytes || staleHint || changed;
   const action = !behind ? "unchanged" : previous ? "updated" : "rebuilt";
   const base = previous ?? salvagedMeta(meta.salvage, ref, now, activePlan.firstCreatedAt);
-  const previousRevision = previous?.revision ?? meta.salvageRevision ?? null;
-  // Repair is a write: the revision moves on, and never below what the files imply (recovery rule 5).
-  const revision = behind ? Math.max((previousRevision ?? 0) + 1, lastSequence + ranges.length) : base.revision;
+  // Renumbered lines carry the repair's revision, above every revision in the file.
+  const revision = behind ? Math.max(revisionFor(lastSequence), activePlan.renumberedRevision ?? 0) : base.revision;
   const next = withNewestSegment({ ...base, message_count: lastSequence, history_bytes: historyBytes, revision, updated_at: now }, newest);
   const report: RepairReport = {
     ref: `${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`,
@@ -346,14 +352,22 @@ function duplicate(line: Line, what: string): Moving {
 
 /**
  * Active: unreadable lines, a torn tail, messages already in the newest segment, exact
- * duplicates and the lines of an interrupted final commit move; a gap in the sequences is refused.
+ * duplicates and the lines of an interrupted final commit move; a second writer's messages
+ * (a sequence already kept) are renumbered after the rest; a gap in the sequences is refused.
  */
-function planActive(bytes: Uint8Array, file: string, segmentEnd: number): { plan: FilePlan; lastSequence: number | undefined; messageIds: Set<string>; firstCreatedAt: string | undefined } {
+function planActive(
+  bytes: Uint8Array,
+  file: string,
+  segmentEnd: number,
+  revisionFor: (last: number) => number,
+): { plan: FilePlan; lastSequence: number | undefined; messageIds: Set<string>; firstCreatedAt: string | undefined; renumberedRevision?: number } {
   const { lines, records, problems, decoded } = decodeLines(bytes, file, true);
   const kept: Line[] = [];
   const moved: Moving[] = [];
   const refused: RepairRefusal[] = [];
   const keptBySequence = new Map<number, Uint8Array>();
+  // Lines of a second writer (a sequence a different kept message holds): renumbered after the rest.
+  const second = new SecondWriterLines();
   const keptMessages: { record: MessageRecord; line: number }[] = [];
   let expected = segmentEnd + 1;
   for (const line of lines) {
@@ -367,9 +381,12 @@ function planActive(bytes: Uint8Array, file: string, segmentEnd: number): { plan
         moved.push({ line: line.line, code: "overlap_removed", reason: `message ${record.sequence} is already in the newest segment (through ${segmentEnd})`, bytes: line.bytes.length, lineBytes: line.bytes });
       } else if (earlier && sameBytes(earlier, line.bytes)) {
         moved.push(duplicate(line, `a second copy of message ${record.sequence}`));
+      } else if (earlier) {
+        second.add(line, record);
       } else if (record.sequence !== expected) {
         const bad = moved.filter((m) => m.code === "invalid_json" || m.code === "invalid_record" || m.code === "oversized_line").map((m) => m.line);
-        const why = record.sequence > expected ? `sequences ${expected}–${record.sequence - 1} are missing` : `a different message ${record.sequence} is kept above`;
+        // Only a gap is left here: a sequence already kept is a second writer's (above).
+        const why = `sequences ${expected}–${record.sequence - 1} are missing`;
         refused.push({ file, line: line.line, reason: `${file}:${line.line}: message sequence ${record.sequence} where ${expected} was expected: ${why}${bad.length > 0 ? ` (${linesWord(bad)} could not be read and may have held them)` : ""}; repair never renumbers messages` });
         break;
       } else {
@@ -396,11 +413,20 @@ function planActive(bytes: Uint8Array, file: string, segmentEnd: number): { plan
     kept.splice(0, kept.length, ...kept.filter((l) => !lineNumbers.has(l.line)));
     keptMessages.splice(torn);
   }
+  const chainEnd = keptMessages.at(-1)?.record.sequence ?? segmentEnd;
+  const settled = refused.length > 0 ? undefined : second.settle(keptMessages.map((m) => m.record), chainEnd, lines.length, revisionFor);
+  if (settled) {
+    moved.push(...settled.moved);
+    moved.sort((a, b) => a.line - b.line);
+    kept.push(...settled.appended);
+  }
+  const all = [...keptMessages.map((m) => m.record), ...(settled?.records ?? [])];
   return {
     plan: { kept, moved, refused, rewrite: decoded.missingNewline },
-    lastSequence: keptMessages.at(-1)?.record.sequence,
-    messageIds: new Set(keptMessages.map((m) => m.record.message_id)),
-    firstCreatedAt: keptMessages[0]?.record.created_at,
+    lastSequence: all.at(-1)?.sequence,
+    messageIds: new Set(all.map((m) => m.message_id)),
+    firstCreatedAt: all[0]?.created_at,
+    ...(settled ? { renumberedRevision: settled.revision } : {}),
   };
 }
 

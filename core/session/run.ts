@@ -1,6 +1,7 @@
 import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction, type CompactionOutcome } from "../compaction/mod.ts";
 import { compose } from "../composer/mod.ts";
 import { CancelledError, InvalidInputError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
+import { assertJsonDepth } from "../schema/json-depth.ts";
 import { nowTimestamp, type DraftRecord, type MessagePart, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
@@ -276,6 +277,8 @@ async function streamStep(
         parts.push({ sequence: nextSequence(), type: "reasoning-summary", text: event.text });
         break;
       case "tool-call":
+        // Stored, stringified and estimated by recursive walkers: refused typed when too deep.
+        assertJsonDepth(event.input, `provider ${provider.identity.provider}: the input of tool call ${event.toolCallId}`);
         parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
         break;
       case "file":
@@ -314,6 +317,7 @@ async function runTool(part: ToolPart, tool: Tool | undefined, signal: AbortSign
   try {
     const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
     if (signal.aborted) return;
+    assertJsonDepth(output, `the output of tool ${part.tool_name}`);
     stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
   } catch (error) {
     if (signal.aborted) return;

@@ -6,7 +6,7 @@
  * @module
  */
 import { accumulateCompaction, estimateTextTokens, estimateTokens, planCompaction, type CompactionOutcome } from "../compaction/mod.ts";
-import { CompactionFailedError, SessionBusyError } from "../errors.ts";
+import { CompactionFailedError, LeaseLostError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import type { Summarizer } from "../model/mod.ts";
@@ -142,8 +142,9 @@ async function closeSegment(tx: SessionTransaction, range: SegmentRange, footer:
   try {
     await tx.runPlan({ writes });
   } catch (error) {
-    // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway).
-    if (!(await storage.readTail(tx.paths.segment(range), 0).catch(() => undefined))) await storage.replace(tx.paths.meta, before).catch(() => undefined);
+    // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
+    // never after a lost lease: meta.json is then the new owner's.
+    if (!(error instanceof LeaseLostError) && !(await storage.readTail(tx.paths.segment(range), 0).catch(() => undefined))) await storage.replace(tx.paths.meta, before).catch(() => undefined);
     throw error;
   }
   state.segments?.push(range);

@@ -442,7 +442,8 @@ export class Session {
 
   /**
    * Whether this handle holds the session (a lease, from `open(ref, { hold: true })` or
-   * {@linkcode Session.hold}) until {@linkcode Session.close}.
+   * {@linkcode Session.hold}) until {@linkcode Session.close}; `false` again once a commit
+   * found the lease lost (`LeaseLostError`).
    */
   get held(): boolean {
     return this.#tx.held;
@@ -450,9 +451,12 @@ export class Session {
 
   /**
    * Takes the session for this handle until {@linkcode Session.close}: its `writer.lock` is
-   * kept, so commits need no lock file operations and no revision read (on Node,
+   * kept, so commits create and remove no lock file and read no revision (on Node,
    * `active.jsonl` also stays open). Any other writer gets `WriterLockedError` naming this
-   * one at once. Per-operation locking is the default; a long-lived host holds.
+   * one at once. Each commit first checks, in the same storage call, that the lock is still
+   * this handle's (docs/FORMAT.md "Fencing"): if someone removed or took it, the commit writes
+   * nothing and fails with `LeaseLostError`, and the handle holds nothing afterwards.
+   * Per-operation locking is the default; a long-lived host holds.
    *
    * @example
    * ```ts

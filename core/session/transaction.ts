@@ -11,11 +11,13 @@ import { CorruptSessionError, InvalidInputError, RevisionConflictError, SessionB
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { CommitPlan, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
 import { loadSessionState } from "./load.ts";
 import { MAX_LAG_MS, MetaLag } from "./meta-lag.ts";
+import { runFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, runPlan, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
@@ -35,6 +37,8 @@ export interface SessionContext {
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /** Called when a held session's commit found its lease lost (`SessionsOptions.onLeaseLost`). */
+  readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
 /** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
@@ -285,9 +289,32 @@ export class SessionTransaction {
     if (lease !== this.#lease) await releaseWriterLock(this.ctx.storage, lease);
   }
 
-  /** Runs a plan in one storage call when the backend offers it. */
+  /**
+   * Runs a plan in one storage call when the backend offers it. Under a lease the plan is
+   * fenced: it writes only while `writer.lock` is still this handle's (docs/FORMAT.md
+   * "Fencing"); a lost lease is dropped and reported before the typed error reaches the caller.
+   *
+   * @throws {LeaseLostError} when the held lease was lost; nothing was written.
+   */
   runPlan(plan: CommitPlan): ReturnType<typeof runPlan> {
-    return runPlan(this.ctx.storage, plan);
+    const lease = this.#lease;
+    if (!lease) return runPlan(this.ctx.storage, plan);
+    return runFencedPlan(this.ctx.storage, plan, lease, formatSessionRef(this.ref), (event) => this.#leaseLost(event));
+  }
+
+  /** The lease is gone: the handle holds nothing now, and re-reads the files before its next write. */
+  #leaseLost(event: LeaseLostNotice): void {
+    this.#lease = undefined;
+    this.#needsReload = true;
+    clearTimeout(this.#lagTimer);
+    this.#lagTimer = undefined;
+    this.#lag.clear();
+    this.ctx.storage.unpinFile?.(this.paths.active).catch(() => undefined);
+    try {
+      this.ctx.onLeaseLost?.(event);
+    } catch {
+      // The listener's failure is its own; the typed error still reaches the caller.
+    }
   }
 
   /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */
@@ -346,6 +373,7 @@ export class SessionTransaction {
     // remembered, and a compaction copies them instead of encoding the record again.
     const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
     const bytes = linesOf(lines);
+    this.#assertCommitFits(bytes, sequenced);
     // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
     const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
     const meta: SessionMeta = {
@@ -357,6 +385,12 @@ export class SessionTransaction {
       updated_at: nowTimestamp(this.ctx.clock),
     };
     return { sequenced, bytes, meta };
+  }
+
+  /** A commit whose lines an open could not read back is refused before it is written (docs/FORMAT.md "Limits"). */
+  #assertCommitFits(bytes: Uint8Array, sequenced: readonly MessageRecord[]): void {
+    const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
+    assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: this.state.activeBytes, describeLine }, MAX_LINE_BYTES, this.ctx.storage.maxFileBytes ?? MAX_FILE_BYTES);
   }
 
   /**

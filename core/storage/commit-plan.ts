@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { metaRevisionOf, parseLockJson } from "../schema/parse.ts";
+import { metaRevisionOf } from "../schema/parse.ts";
+import { holdsWriterLock } from "./fence.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort, WriteOptions } from "./port.ts";
 
 /**
@@ -23,9 +24,10 @@ export interface TakenLock {
 }
 
 /**
- * Runs a plan: lock, revision check, writes in order, then the lock is released whatever
- * happened (unless `hold` kept it after a commit), then `release`. A failed write rejects
- * after the release, with the writes before it done.
+ * Runs a plan: lock, fence (a held lock must still be this holder's), revision check,
+ * writes in order, then the lock is released whatever happened (unless `hold` kept it after
+ * a commit), then `release`. A failed write rejects after the release, with the writes
+ * before it done.
  *
  * @example
  * ```ts
@@ -46,6 +48,7 @@ export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Pro
   try {
     taken = lock && (await takeLockFile(storage, lock.path, lock.bytes));
     if (lock && !taken) return { outcome: "locked" };
+    if (plan.fence && !(await holdsWriterLock(storage, plan.fence.path, plan.fence.lockId))) return { outcome: "locked" };
     if (expect) {
       const revision = metaRevisionOf(await storage.read(expect.path)) ?? null;
       if (revision !== expect.revision) return { outcome: "conflict", revision };
@@ -72,17 +75,9 @@ function hasPlatformLock(storage: StoragePort): storage is StoragePort & Require
  * `acquireLock`, takes the platform lock and records the owner in the file).
  * Resolves `undefined` when another holder has it.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * const ownerBytes = new TextEncoder().encode('{"pid":123,"lock_id":"lock_123"}');
- * const taken = await takeLockFile(storage, "s/writer.lock", ownerBytes);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
+async function takeLockFile(storage: StoragePort, path: string, bytes: Uint8Array): Promise<TakenLock | undefined> {
   if (hasPlatformLock(storage)) {
     // The platform frees a dead holder's lock, so a record found while we hold it is stale.
     if (!(await storage.acquireLock(path))) return undefined;
@@ -101,29 +96,12 @@ export async function takeLockFile(storage: StoragePort, path: string, bytes: Ui
  * Removes `writer.lock` only if it still carries `lockId`: nobody deletes another owner's
  * lock (after `unlock --force` someone else may hold it). Then frees the platform lock.
  *
- * @example
- * ```ts
- * import { MemoryStorage } from "sessionfold";
- * const storage = new MemoryStorage();
- *
- * declare const taken: TakenLock;
- * await releaseLockFile(storage, "s/writer.lock", "lock_123", taken);
- * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
+async function releaseLockFile(storage: StoragePort, path: string, lockId: string, taken: TakenLock): Promise<void> {
   try {
-    const bytes = await storage.read(path);
-    if (bytes && lockIdOf(bytes) === lockId) await storage.remove(path, NOT_DURABLE);
+    if (await holdsWriterLock(storage, path, lockId)) await storage.remove(path, NOT_DURABLE);
   } finally {
     if (taken.platformLock) await storage.releaseLock?.(path);
-  }
-}
-
-function lockIdOf(bytes: Uint8Array): unknown {
-  try {
-    return (parseLockJson(bytes) as { lock_id?: unknown }).lock_id;
-  } catch {
-    return undefined;
   }
 }

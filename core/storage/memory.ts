@@ -1,5 +1,17 @@
+import { InvalidInputError, StoreEntryError } from "../errors.ts";
+import { formatBytes, MAX_FILE_BYTES } from "./limits.ts";
 import type { FileTail, StoragePort } from "./port.ts";
-import { assertStoragePath } from "./path.ts";
+import { assertStoragePath, isWithin } from "./path.ts";
+import { concatBytes } from "./bytes.ts";
+
+/** Options of {@linkcode MemoryStorage}. */
+export interface MemoryStorageOptions {
+  /**
+   * The largest file `read` returns: a larger one is a `StoreEntryError` (`corrupt`) from its
+   * size, as on the other backends. Default {@linkcode MAX_FILE_BYTES} (256 MiB).
+   */
+  readonly maxFileBytes?: number;
+}
 
 /** One file held as the chunks it was appended in, so an append costs O(new bytes). */
 interface MemoryFile {
@@ -20,11 +32,25 @@ interface MemoryFile {
  */
 export class MemoryStorage implements StoragePort {
   readonly #files = new Map<string, MemoryFile>();
+  /** The largest file `read` returns ({@linkcode MemoryStorageOptions.maxFileBytes}); writers keep every file within it. */
+  readonly maxFileBytes: number;
+
+  constructor(options: MemoryStorageOptions = {}) {
+    const max = options.maxFileBytes ?? MAX_FILE_BYTES;
+    if (!Number.isSafeInteger(max) || max < 0) throw new InvalidInputError(`MemoryStorage maxFileBytes must be a non-negative integer, got ${String(max)}`);
+    this.maxFileBytes = max;
+  }
 
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     const file = this.#files.get(path);
-    return file ? concat(file) : undefined;
+    if (!file) return undefined;
+    // From the stored size, before the chunks are joined: as every backend does.
+    if (file.size > this.maxFileBytes) {
+      const max = formatBytes(this.maxFileBytes);
+      throw new StoreEntryError(`store entry "${path}": found a file of ${formatBytes(file.size)} where a file of at most ${max} belongs; it is not read`, { path, found: `a file of ${formatBytes(file.size)}`, expected: `a file of at most ${max}` });
+    }
+    return concat(file);
   }
 
   async readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
@@ -87,7 +113,7 @@ export class MemoryStorage implements StoragePort {
     assertStoragePath(from);
     assertStoragePath(to);
     const keys = this.#keysUnder(from);
-    if (keys.length === 0 || this.#exists(to) || to.startsWith(`${from}/`)) return false;
+    if (keys.length === 0 || this.#exists(to) || isWithin(to, from)) return false;
     for (const key of keys) {
       this.#files.set(to + key.slice(from.length), this.#files.get(key)!);
       this.#files.delete(key);
@@ -100,19 +126,12 @@ export class MemoryStorage implements StoragePort {
   }
 
   #keysUnder(path: string): string[] {
-    const prefix = `${path}/`;
-    return [...this.#files.keys()].filter((key) => key === path || key.startsWith(prefix));
+    return [...this.#files.keys()].filter((key) => isWithin(key, path));
   }
 }
 
+/** A copy of the whole file; its chunks are joined once, so the next read copies one array. */
 function concat(file: MemoryFile): Uint8Array {
-  if (file.chunks.length === 1) return file.chunks[0]!.slice();
-  const out = new Uint8Array(file.size);
-  let offset = 0;
-  for (const chunk of file.chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  file.chunks = [out.slice()];
-  return out;
+  if (file.chunks.length !== 1) file.chunks = [concatBytes(file.chunks, file.size)];
+  return file.chunks[0]!.slice();
 }

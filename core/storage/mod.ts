@@ -11,6 +11,8 @@
  */
 export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, StoragePort, WriteOptions } from "./port.ts";
 export { runCommitPlan } from "./commit-plan.ts";
-export { MemoryStorage } from "./memory.ts";
-export { assertStoragePath, parentPath } from "./path.ts";
-export { formatBytes, MAX_FILE_BYTES, MAX_LINE_BYTES } from "./limits.ts";
+export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
+export { assertStoragePath, isWithin, parentPath } from "./path.ts";
+export { concatBytes } from "./bytes.ts";
+export { messageOf, type StorageFailure, storageFailure } from "./failure.ts";
+export { formatBytes, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "./limits.ts";

@@ -21,8 +21,13 @@ const utf8 = new TextEncoder();
  */
 export function assertStoragePath(path: string, allowRoot = false): void {
   if (allowRoot && path === "") return;
+  // The control characters are what this refuses.
+  // deno-lint-ignore no-control-regex
   if (typeof path !== "string" || path.length === 0 || /[\u0000-\u001f\u007f\\]/.test(path)) {
-    throw new InvalidInputError(`storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`, { path });
+    throw new InvalidInputError(
+      `storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`,
+      { path },
+    );
   }
   for (const segment of path.split("/")) {
     if (segment === "" || segment === "." || segment === "..") {
@@ -32,6 +37,22 @@ export function assertStoragePath(path: string, allowRoot = false): void {
       throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has a segment of more than ${MAX_SEGMENT_BYTES} bytes`, { path });
     }
   }
+}
+
+/**
+ * Whether the key `path` is the key `folder` or lies below it (every key lies below the
+ * root, `""`). A move into itself, a change that reaches a pinned file and a folder's
+ * removal all ask this.
+ *
+ * @example
+ * ```ts
+ * import { isWithin } from "sessionfold/internal";
+ * isWithin("agents/a1/agent.jsonc", "agents/a1"); // true
+ * isWithin("agents/a10", "agents/a1"); // false
+ * ```
+ */
+export function isWithin(path: string, folder: string): boolean {
+  return folder === "" || path === folder || path.startsWith(`${folder}/`);
 }
 
 /** The parent folder of a storage path (`""` for a top-level entry). */

@@ -29,7 +29,13 @@ export interface WriteOptions {
  * unspecified, so the core never depends on it.
  */
 export interface StoragePort {
-  /** Whole content of a file, or `undefined` when it does not exist. */
+  /**
+   * Optional: the largest file `read` returns, when the backend was given one below
+   * `MAX_FILE_BYTES`. Writers keep every file within it (docs/FORMAT.md "Limits"): nothing is
+   * acknowledged that this backend's `read` would refuse. Absent: `MAX_FILE_BYTES`.
+   */
+  readonly maxFileBytes?: number;
+  /** Whole content of a file, or `undefined` when it does not exist; a file over the limit is refused from its stored size, before it is loaded. */
   read(path: string): Promise<Uint8Array | undefined>;
   /** The last `maxBytes` bytes of a file and its size, or `undefined` when it does not exist. */
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined>;
@@ -100,6 +106,12 @@ export interface CommitPlan {
   readonly hold?: boolean;
   /** `meta.json` must still hold `revision` (`null`: must be missing), or nothing is written. */
   readonly expect?: { readonly path: string; readonly revision: number | null };
+  /**
+   * The held lock these writes run under (a lease): before any write, `writer.lock` must
+   * still carry `lockId`, or nothing is written and the plan ends `locked` (docs/FORMAT.md
+   * "Fencing": a holder learns its lock was taken before its next commit lands).
+   */
+  readonly fence?: { readonly path: string; readonly lockId: string };
   readonly writes: readonly PlannedWrite[];
   /**
    * After the writes, whether they succeeded or not: give back a lock an earlier plan took
@@ -111,7 +123,7 @@ export interface CommitPlan {
 /** How a {@linkcode CommitPlan} ended when it did not throw. */
 export type CommitPlanResult =
   | { readonly outcome: "committed" }
-  /** Someone else holds the lock; nothing was written. */
+  /** Someone else holds the lock (for a plan with `fence`: the held lock is gone or another's); nothing was written. */
   | { readonly outcome: "locked" }
   /** `meta.json` holds another revision (`null`: it is missing); nothing was written. */
   | { readonly outcome: "conflict"; readonly revision: number | null };

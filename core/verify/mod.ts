@@ -14,4 +14,4 @@
  * ```
  * @module
  */
-export { listStoredSessions, lockDiagnostics, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";
+export { listStoredSessions, lockDiagnostics, unsafeEntry, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";

@@ -108,6 +108,12 @@ async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPl
  * Every session of the store (live, then archived, by agent, workspace and id), as
  * found on disk; hidden folders (a fork being staged) and folders holding neither
  * `meta.json` nor `messages/` are left out.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * for (const stored of await listStoredSessions(new MemoryStorage())) console.log(stored);
+ * ```
  */
 export async function listStoredSessions(storage: StoragePort): Promise<StoredSession[]> {
   const found: StoredSession[] = [];
@@ -134,7 +140,7 @@ export function unsupportedSchema(error: UnsupportedSchemaError): VerifyDiagnost
  * The diagnostic of an entry the store refuses (a link, a FIFO, a folder for a file…):
  * fatal, and nothing more of the session is read.
  */
-function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
+export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
   const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
   return { file, line: null, code: "unsafe_entry", message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`, fatal: true };
 }

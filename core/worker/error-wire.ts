@@ -12,9 +12,14 @@ import {
   CompactionFailedError,
   ContextOverflowError,
   CorruptSessionError,
+  type ErrorCode,
+  type ErrorDetails,
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  KeyRequiredError,
+  LeaseLostError,
+  LimitExceededError,
   NotFoundError,
   ProviderError,
   RevisionConflictError,
@@ -25,16 +30,18 @@ import {
   StoreEntryError,
   UnsupportedSchemaError,
   WriterLockedError,
-  type ErrorCode,
-  type ErrorDetails,
+  WrongKeyError,
 } from "../errors.ts";
 import { FormatError } from "../formats/errors.ts";
 
-// The details a class needs arrive with the data it was serialized from.
+// Keyed by each class's `name`, a string literal in every class (core/errors.ts), so a
+// minified build, which renames the classes, still finds them. The details a class needs
+// arrive with the data it was serialized from.
 const errorClasses: Record<string, new (message: string, details: never) => SessionfoldError> = {
   InvalidIdError,
   NotFoundError,
   WriterLockedError,
+  LeaseLostError,
   RevisionConflictError,
   SessionBusyError,
   CorruptSessionError,
@@ -50,6 +57,9 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   ProviderError,
   AgentConfigError,
   FormatError,
+  LimitExceededError,
+  KeyRequiredError,
+  WrongKeyError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */
@@ -100,9 +110,7 @@ export function serializeError(error: unknown): SerializedError {
  */
 export function deserializeError(data: SerializedError): SessionfoldError {
   const Known = Object.hasOwn(errorClasses, data.name) ? errorClasses[data.name] : undefined;
-  const error = Known
-    ? new Known(data.message, data.details as never)
-    : new SessionfoldError(data.code, data.message, data.details);
+  const error = Known ? new Known(data.message, data.details as never) : new SessionfoldError(data.code, data.message, data.details);
   if (data.stack) error.stack = data.stack;
   return error;
 }

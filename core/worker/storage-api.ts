@@ -16,7 +16,7 @@ import { withTransfer, type ComlinkLike } from "./transfer.ts";
  * one included (the worker answers for what its store lacks), derived from the port so the
  * two never drift apart.
  */
-export type StorageWorkerApi<Options> = Required<StoragePort> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
 };

@@ -16,7 +16,7 @@ export function bindSessionActions(app: App): void {
   byId("archive").addEventListener("click", () => void app.actions.archiveSession());
   byId("delete").addEventListener("click", () => void app.actions.deleteSession());
   byId("export").addEventListener("click", () => {
-    if (app.state.session) openExportDialog();
+    if (app.state.session) openExportDialog(app.state.session.meta);
   });
   const file = byId<HTMLInputElement>("import-file");
   byId("import-button").addEventListener("click", () => file.click());

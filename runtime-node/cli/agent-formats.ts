@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { createReadStream } from "node:fs";
-import { open } from "node:fs/promises";
 import { basename } from "node:path";
-import { InvalidInputError, NotFoundError, detectSessionFormat, readClaudeCode, readCodex, readPi, type Diagnostic, type FormatDetection, type PortableSession } from "../../core/mod.ts";
+import { InvalidInputError, detectSessionFormat, readClaudeCode, readCodex, readPi, type Diagnostic, type FormatDetection, type PortableSession } from "../../core/mod.ts";
+import { decodeUtf8Strict, firstLine } from "../../core/internal.ts";
+import { openInputFile } from "../fs-boundary.ts";
 
 /** The formats read by streaming. */
 export const STREAMED_FORMATS = ["pi", "codex", "claude-code"] as const;
@@ -28,8 +28,9 @@ const HEAD_BYTES = 64 * 1024;
  * @throws {NotFoundError} when there is no such file; {@linkcode FormatError} as the reader finds.
  */
 export async function readStreamed(format: StreamedFormat, file: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[] }> {
-  await head(file, 1); // a missing or unreadable file is named before any reading starts
-  const chunks = createReadStream(file, { highWaterMark: 1 << 20 });
+  // A missing file, a FIFO or a device is refused before any reading starts.
+  const { handle } = await openInputFile(file);
+  const chunks = handle.createReadStream({ highWaterMark: 1 << 20 });
   const name = basename(file);
   try {
     if (format === "pi") return await readPi(chunks, name);
@@ -37,6 +38,7 @@ export async function readStreamed(format: StreamedFormat, file: string): Promis
     return await readClaudeCode(chunks, name);
   } finally {
     chunks.destroy();
+    await handle.close().catch(() => undefined);
   }
 }
 
@@ -50,21 +52,25 @@ export async function readStreamed(format: StreamedFormat, file: string): Promis
  * @throws {NotFoundError} when there is no such file.
  */
 export async function detectFileFormat(file: string): Promise<FormatDetection | undefined> {
-  return detectSessionFormat(await head(file, HEAD_BYTES));
+  const bytes = await head(file, HEAD_BYTES);
+  const detected = detectSessionFormat(bytes);
+  const first = detected ? undefined : firstLine(bytes);
+  // A first line that is not UTF-8 is bad input at a known line, as a reader would say it.
+  if (first && first.bytes.length < HEAD_BYTES && !decodeUtf8Strict(first.bytes).ok) {
+    throw new InvalidInputError(`${basename(file)}:${first.line}: found bytes that are not UTF-8; expected one UTF-8 JSON object per line`, { file: basename(file), line: first.line, found: "bytes that are not UTF-8" });
+  }
+  return detected;
 }
 
 async function head(file: string, bytes: number): Promise<Uint8Array> {
-  let handle;
+  const { handle } = await openInputFile(file);
   try {
-    handle = await open(file, "r");
     const buffer = new Uint8Array(bytes);
     const { bytesRead } = await handle.read(buffer, 0, bytes, 0);
     return buffer.subarray(0, bytesRead);
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ENOENT") throw new NotFoundError(`${file}: no such file`, { file });
-    throw new InvalidInputError(`${file}: cannot be read (${code ?? (error as Error).message})`, { file });
+    throw new InvalidInputError(`${file}: cannot be read (${(error as { code?: string }).code ?? (error as Error).message})`, { file });
   } finally {
-    await handle?.close();
+    await handle.close();
   }
 }

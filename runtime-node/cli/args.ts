@@ -1,10 +1,13 @@
 /**
- * Argument parsing: the global options (`--root DIR`, `--json`, `--help`) anywhere
- * before `--`, then one command's options and positionals as its spec declares them.
- * Every mistake is a {@linkcode UsageError} (exit 2).
+ * Argument parsing: the global options (`--root DIR`, `--store URL`, `--json`, `--help`)
+ * anywhere before `--`, then one command's options and positionals as its spec declares them.
+ * `node:util`'s `parseArgs` splits the line into tokens; the rules of docs/CLI.md are checked
+ * here on those tokens, so every mistake is a {@linkcode UsageError} (exit 2) that quotes the
+ * argument as typed.
  *
  * @module
  */
+import { parseArgs } from "node:util";
 import { UsageError } from "./exit.ts";
 
 /** One option of a command: a flag, or an option taking the next argument as its value. */
@@ -48,6 +51,26 @@ export interface ParsedArgs {
   readonly options: Readonly<Record<string, string | boolean | undefined>>;
 }
 
+type Token = ReturnType<typeof tokenize>[number];
+type OptionToken = Extract<Token, { kind: "option" }>;
+
+const GLOBAL_OPTIONS = {
+  root: { type: "string", value: "DIR" },
+  store: { type: "string", value: "URL (postgres://…)" },
+  "key-file": { type: "string", value: "FILE" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/**
+ * Splits a line into tokens. Not strict: an unknown option becomes a token that the callers
+ * refuse with the argument as typed, and a string option takes the next argument as its value
+ * even when it starts with a dash (`--text --json`, `--before -1`), as the CLI always did.
+ */
+function tokenize(args: readonly string[], options: Record<string, { type: "boolean" | "string"; short?: string }>) {
+  return parseArgs({ args: [...args], options, strict: false, allowPositionals: true, tokens: true }).tokens;
+}
+
 /**
  * Takes the global options that come before the command, and the command name.
  *
@@ -55,22 +78,14 @@ export interface ParsedArgs {
  */
 export function splitArgs(argv: readonly string[]): SplitArgs {
   const globals: GlobalOptions = { root: undefined, store: undefined, keyFile: undefined, json: false, help: false };
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") {
-      i += 1;
-      break;
+  for (const token of tokenize(argv, GLOBAL_OPTIONS)) {
+    if (token.kind === "option-terminator") return { globals, command: argv[token.index + 1], rest: argv.slice(token.index + 2) };
+    if (token.kind === "positional") return { globals, command: token.value, rest: argv.slice(token.index + 1) };
+    if (!takeGlobal(token, globals)) {
+      throw new UsageError(`unknown option ${JSON.stringify(argv[token.index])} (see sessionfold --help)`, { option: argv[token.index] });
     }
-    const taken = takeGlobal(argv, i, globals);
-    if (taken > 0) {
-      i += taken - 1;
-      continue;
-    }
-    if (arg.startsWith("-") && arg !== "-") throw new UsageError(`unknown option ${JSON.stringify(arg)} (see sessionfold --help)`, { option: arg });
-    break;
   }
-  return { globals, command: argv[i], rest: argv.slice(i + 1) };
+  return { globals, command: undefined, rest: [] };
 }
 
 /**
@@ -81,38 +96,24 @@ export function splitArgs(argv: readonly string[]): SplitArgs {
 export function parseCommandArgs(command: string, rest: readonly string[], spec: ArgsSpec, globals: GlobalOptions): ParsedArgs {
   const positionals: string[] = [];
   const options: Record<string, string | boolean | undefined> = {};
-  let optionsEnded = false;
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (optionsEnded || !arg.startsWith("-") || arg === "-") {
-      positionals.push(arg);
-      continue;
+  const accepted = { ...Object.fromEntries(Object.entries(spec.options).map(([name, option]) => [name, { type: option.type }])), ...GLOBAL_OPTIONS };
+  for (const token of tokenize(rest, accepted)) {
+    if (token.kind === "positional") positionals.push(token.value);
+    if (token.kind !== "option" || takeGlobal(token, globals)) continue;
+    // Commands have long options only: `-x` is unknown even where an option is called `x`.
+    const option = token.rawName.startsWith("--") && Object.hasOwn(spec.options, token.name) ? spec.options[token.name] : undefined;
+    if (!option) {
+      throw new UsageError(`${command}: unknown option ${JSON.stringify(rest[token.index])} (see sessionfold ${command} --help)`, {
+        option: rest[token.index],
+      });
     }
-    if (arg === "--") {
-      optionsEnded = true;
-      continue;
+    const name = `--${token.name}`;
+    if (options[token.name] !== undefined) throw new UsageError(`${command}: option ${name} is given twice`, { option: name });
+    if (option.type === "boolean" && token.value !== undefined) throw new UsageError(`${command}: option ${name} takes no value`, { option: name });
+    if (option.type === "string" && token.value === undefined) {
+      throw new UsageError(`${command}: option ${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: name });
     }
-    const taken = takeGlobal(rest, i, globals);
-    if (taken > 0) {
-      i += taken - 1;
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = arg.startsWith("--") ? (eq > 0 ? arg.slice(2, eq) : arg.slice(2)) : "";
-    const option = Object.hasOwn(spec.options, name) ? spec.options[name] : undefined;
-    if (!option) throw new UsageError(`${command}: unknown option ${JSON.stringify(arg)} (see sessionfold ${command} --help)`, { option: arg });
-    if (options[name] !== undefined) throw new UsageError(`${command}: option --${name} is given twice`, { option: `--${name}` });
-    if (option.type === "boolean") {
-      if (eq > 0) throw new UsageError(`${command}: option --${name} takes no value`, { option: `--${name}` });
-      options[name] = true;
-    } else if (eq > 0) {
-      options[name] = arg.slice(eq + 1);
-    } else {
-      const value = rest[i + 1];
-      if (value === undefined) throw new UsageError(`${command}: option --${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: `--${name}` });
-      options[name] = value;
-      i += 1;
-    }
+    options[token.name] = token.value ?? true;
   }
   if (globals.help) return { positionals, options };
   const required = spec.positionals;
@@ -129,40 +130,18 @@ export function parseCommandArgs(command: string, rest: readonly string[], spec:
   return { positionals, options };
 }
 
-/** Consumes a global option at `argv[i]`; returns how many arguments it took (0 when it is none). */
-function takeGlobal(argv: readonly string[], i: number, globals: GlobalOptions): number {
-  const arg = argv[i]!;
-  if (arg === "--json") {
-    globals.json = true;
-    return 1;
+/** Applies a global option's token; `false` when the token is not one. */
+function takeGlobal(token: OptionToken, globals: GlobalOptions): boolean {
+  if (!Object.hasOwn(GLOBAL_OPTIONS, token.name)) return false;
+  const name = token.name as keyof typeof GLOBAL_OPTIONS;
+  const option = GLOBAL_OPTIONS[name];
+  if (option.type === "boolean") {
+    if (token.value !== undefined) throw new UsageError(`option --${name} takes no value`, { option: `--${name}` });
+    globals[name as "json" | "help"] = true;
+    return true;
   }
-  if (arg === "--help" || arg === "-h") {
-    globals.help = true;
-    return 1;
-  }
-  if (arg === "--store" || arg.startsWith("--store=")) {
-    const value = arg === "--store" ? argv[i + 1] : arg.slice("--store=".length);
-    if (value === undefined || value === "") throw new UsageError("option --store needs a value URL (postgres://…)", { option: "--store" });
-    globals.store = value;
-    return arg === "--store" ? 2 : 1;
-  }
-  if (arg === "--key-file" || arg.startsWith("--key-file=")) {
-    const value = arg === "--key-file" ? argv[i + 1] : arg.slice("--key-file=".length);
-    if (value === undefined || value === "") throw new UsageError("option --key-file needs a value FILE", { option: "--key-file" });
-    globals.keyFile = value;
-    return arg === "--key-file" ? 2 : 1;
-  }
-  if (arg === "--root") {
-    const value = argv[i + 1];
-    if (value === undefined || value === "") throw new UsageError("option --root needs a value DIR", { option: "--root" });
-    globals.root = value;
-    return 2;
-  }
-  if (arg.startsWith("--root=")) {
-    const value = arg.slice("--root=".length);
-    if (value === "") throw new UsageError("option --root needs a value DIR", { option: "--root" });
-    globals.root = value;
-    return 1;
-  }
-  return 0;
+  if (token.value === undefined || token.value === "") throw new UsageError(`option --${name} needs a value ${option.value}`, { option: `--${name}` });
+  if (name === "key-file") globals.keyFile = token.value;
+  else globals[name as "root" | "store"] = token.value;
+  return true;
 }

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { SessionfoldError, type ErrorCode } from "../../core/mod.ts";
+import { type ErrorCode, SessionfoldError } from "../../core/mod.ts";
 import { asSessionfoldError } from "../../core/internal.ts";
 
 /** Exit statuses of docs/CLI.md. */
@@ -20,6 +20,7 @@ export const EXIT = {
 
 /** Bad usage: an unknown command or option, a missing or malformed argument. */
 export class UsageError extends SessionfoldError {
+  override readonly name: string = "UsageError";
   constructor(message: string, details: Record<string, unknown> = {}) {
     super("usage", message, details);
   }

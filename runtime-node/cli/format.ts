@@ -56,7 +56,7 @@ export function diagnosticLines(diagnostics: readonly CliDiagnostic[], indent = 
 }
 
 /** The diagnostic's message, prefixed with `FILE:LINE` unless it already starts with its file. */
-export function withLocation(d: CliDiagnostic): string {
+function withLocation(d: CliDiagnostic): string {
   const where = d.line === null ? d.file : `${d.file}:${d.line}`;
   return d.message.startsWith(d.file) ? d.message : `${where}: ${d.message}`;
 }

@@ -24,7 +24,7 @@ export function programHelp(commands: readonly Command[]): string {
     "               $SESSIONFOLD_STORE when --root is not given; needs the pg package)",
     "  --key-file FILE  the key file of an encrypted store (default $SESSIONFOLD_KEY_FILE);",
     "               without it an encrypted store is refused (key-required, exit 4)",
-    "  --json       the result as one JSON document on stdout; errors also as {\"error\":{…}}",
+    '  --json       the result as one JSON document on stdout; errors also as {"error":{…}}',
     "  -h, --help   this help; COMMAND --help for one command's",
     "",
     "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",

@@ -10,29 +10,29 @@ import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import {
+  type AgentConfig,
   AgentConfigError,
-  ExtractiveSummarizer,
-  InvalidInputError,
-  NotFoundError,
-  UnsupportedSchemaError,
   agentConfigPath,
   agentModelLabel,
   agentSessionOptions,
+  EncryptedStorage,
+  ExtractiveSummarizer,
   formatSessionRef,
+  InvalidInputError,
+  type KeyProvider,
+  type MigrationReport,
+  NotFoundError,
   parseAgentConfig,
-  sessionPaths,
-  type AgentConfig,
   type Session,
   type SessionOptions,
+  sessionPaths,
   type SessionRef,
   Sessions,
   type StaleLockReclaimed,
+  storageForKeys,
   type StoragePort,
   type Summarizer,
-  storageForKeys,
-  EncryptedStorage,
-  type KeyProvider,
-  type MigrationReport,
+  UnsupportedSchemaError,
 } from "../../core/mod.ts";
 import { keyProviderOf, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
 import { UsageError } from "./exit.ts";
@@ -50,13 +50,15 @@ export interface OpenStore {
 }
 
 /** Where the store is: a folder, or a schema of a PostgreSQL database. */
-export type StoreLocation = (
-  | { readonly kind: "files"; readonly root: string }
-  | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
-) & {
-  /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
-  readonly keyFile?: string | undefined;
-};
+export type StoreLocation =
+  & (
+    | { readonly kind: "files"; readonly root: string }
+    | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
+  )
+  & {
+    /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
+    readonly keyFile?: string | undefined;
+  };
 
 /**
  * `--store URL`, else `--root DIR`, else `$SESSIONFOLD_STORE`, else the folder of
@@ -65,7 +67,10 @@ export type StoreLocation = (
  *
  * @throws {UsageError} for `--root` and `--store` together, or a store that is not a postgres:// URL.
  */
-export function resolveStore(globals: { readonly root: string | undefined; readonly store: string | undefined; readonly keyFile?: string | undefined }, io: CliIo): StoreLocation {
+export function resolveStore(
+  globals: { readonly root: string | undefined; readonly store: string | undefined; readonly keyFile?: string | undefined },
+  io: CliIo,
+): StoreLocation {
   const env = io.env ?? process.env;
   const keyFile = globals.keyFile ?? (env["SESSIONFOLD_KEY_FILE"] || undefined);
   const location = resolveStoreLocation(globals, io);
@@ -87,7 +92,9 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
     url = new URL("invalid:");
   }
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
-    throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, { option: from });
+    throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, {
+      option: from,
+    });
   }
   const schema = url.searchParams.get("schema") ?? undefined;
   url.searchParams.delete("schema");
@@ -115,7 +122,7 @@ export interface AgentSetup {
  * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
-export function resolveRoot(option: string | undefined, io: CliIo): string {
+function resolveRoot(option: string | undefined, io: CliIo): string {
   const env = io.env ?? process.env;
   const cwd = io.cwd ?? process.cwd();
   if (option !== undefined) return resolve(cwd, option);
@@ -131,6 +138,11 @@ export class Store {
   readonly #io: CliIo;
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   #opened: Promise<OpenStore> | undefined;
+
+  /** The store's folder when it is a folder store (`undefined` for a database). */
+  get folder(): string | undefined {
+    return this.#location.kind === "files" ? this.root : undefined;
+  }
 
   /** `onStaleLockReclaimed`: told each dead writer's lock the commands take over. */
   constructor(location: StoreLocation | string, io: CliIo, onStaleLockReclaimed?: (event: StaleLockReclaimed) => void) {
@@ -176,7 +188,9 @@ export class Store {
    */
   async encryptInPlace(keys: KeyProvider): Promise<MigrationReport> {
     const location = this.#location;
-    const backend: StoragePort = location.kind === "files" ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true }) : await postgresBackend(location);
+    const backend: StoragePort = location.kind === "files"
+      ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true })
+      : await postgresBackend(location);
     try {
       return await EncryptedStorage.migrate(backend, keys);
     } finally {
@@ -211,12 +225,12 @@ export class Store {
     const keys = location.keyFile === undefined ? undefined : await keyProviderOf(await readKeyFile(location.keyFile));
     return location.kind === "files"
       ? openNodeSessions({
-          root: this.root,
-          worker: this.#io.worker ?? true,
-          fsync: this.#io.fsync ?? true,
-          ...(keys ? { keys } : {}),
-          ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
-        })
+        root: this.root,
+        worker: this.#io.worker ?? true,
+        fsync: this.#io.fsync ?? true,
+        ...(keys ? { keys } : {}),
+        ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
+      })
       : openPostgres(location, keys);
   }
 }

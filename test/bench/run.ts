@@ -31,7 +31,7 @@ import { streamCase } from "./cases/stream.ts";
 import { turnCase } from "./cases/turn.ts";
 import { machineInfo } from "./lib/machine.ts";
 import { renderReport } from "./lib/report.ts";
-import { jsonLine, targetMet, type BenchRow, type CaseContext } from "./lib/result.ts";
+import { type BenchRow, type CaseContext, jsonLine, targetMet } from "./lib/result.ts";
 import { round } from "./lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -115,7 +115,11 @@ async function main(): Promise<void> {
     else {
       const met = targetMet(row);
       const verdict = row.target ? ` [target ${row.target.text}: ${met === null ? "not measured" : met ? "met" : "MISSED"}]` : "";
-      process.stdout.write(`${row.name}: ${row.value === null ? "–" : round(row.value)} ${row.unit}; baseline ${row.baseline === null ? "–" : round(row.baseline)}; ratio ${row.ratio === null ? "–" : round(row.ratio)}${verdict}\n`);
+      process.stdout.write(
+        `${row.name}: ${row.value === null ? "–" : round(row.value)} ${row.unit}; baseline ${row.baseline === null ? "–" : round(row.baseline)}; ratio ${
+          row.ratio === null ? "–" : round(row.ratio)
+        }${verdict}\n`,
+      );
     }
   };
   for (const step of STEPS) {
@@ -128,7 +132,21 @@ async function main(): Promise<void> {
       const message = error instanceof Error ? error.message : String(error);
       log(`cases ${step.cases.join("+")} failed: ${message}`);
       for (const c of step.cases) failures.set(c, `${step.title}: ${message.slice(0, 500)}`);
-      if (args.json) process.stdout.write(`${JSON.stringify({ name: `case-${step.cases.join("+")}.failed`, value: null, unit: "", baseline: null, ratio: null, mode: args.quick ? "quick" : "full", note: message.slice(0, 500) })}\n`);
+      if (args.json) {
+        process.stdout.write(
+          `${
+            JSON.stringify({
+              name: `case-${step.cases.join("+")}.failed`,
+              value: null,
+              unit: "",
+              baseline: null,
+              ratio: null,
+              mode: args.quick ? "quick" : "full",
+              note: message.slice(0, 500),
+            })
+          }\n`,
+        );
+      }
     } finally {
       await rm(tmp, { recursive: true, force: true });
     }

@@ -4,7 +4,8 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Sessions, StorageError, StorageFullError, WriterLockedError, type MessageRecord } from "../../core/mod.ts";
-import { IndexedDbStorage, MAX_CHUNK_BYTES, chunkKey } from "../../runtime-browser/indexeddb-storage.ts";
+import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
+import { MAX_CHUNK_BYTES, chunkKey } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);

@@ -68,7 +68,9 @@ describe("an encrypted store on the command line", () => {
 
   it("rekey rotates to a new key; the store then opens with the new key alone", async () => {
     const { root, keyFile, kid } = await encryptedStore();
-    const report = json<{ kid: string; previous_kid: string; sessions: number; data_keys: number }>(expectOk(await cli(root, ["--key-file", keyFile, "--json", "rekey"])));
+    const report = json<{ kid: string; previous_kid: string; sessions: number; data_keys: number }>(
+      expectOk(await cli(root, ["--key-file", keyFile, "--json", "rekey"])),
+    );
     expect(report).toMatchObject({ previous_kid: kid, sessions: 1, data_keys: 1 });
     const file = JSON.parse(await readFile(keyFile, "utf8")) as { current: string; keys: Record<string, string> };
     expect(file.current).toBe(report.kid);

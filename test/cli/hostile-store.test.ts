@@ -35,6 +35,8 @@ type CommandName = keyof typeof COMMANDS;
 type Expected = Record<CommandName, 0 | 1 | 4>;
 /** Every command that opens the session refuses it; `ls` warns and lists the rest; `verify` reports it. */
 const REFUSED: Expected = { ls: 0, show: 4, compose: 4, verify: 1, export: 4, append: 4, compact: 4 };
+/** The same, when meta.json itself is readable: `show` keeps its promise (exit 0) and reports the entry as `unsafe_entry`. */
+const SHOWN: Expected = { ...REFUSED, show: 0 };
 
 interface Attack {
   readonly name: string;
@@ -54,7 +56,7 @@ const ATTACKS: readonly Attack[] = [
       await rm(join(session, "messages", "segments"), { recursive: true, force: true });
       await symlink(join(outside, "folder"), join(session, "messages", "segments"));
     },
-    expected: REFUSED,
+    expected: SHOWN,
     found: /found a symbolic link where a folder belongs/,
   },
   {
@@ -65,7 +67,7 @@ const ATTACKS: readonly Attack[] = [
       await rm(active);
       await symlink(join(outside, "victim.jsonl"), active);
     },
-    expected: REFUSED,
+    expected: SHOWN,
     found: /found a symbolic link where a regular file belongs/,
   },
   {
@@ -117,7 +119,7 @@ const ATTACKS: readonly Attack[] = [
       await mkdir(active);
       await writeFile(join(active, "inside"), "x");
     },
-    expected: REFUSED,
+    expected: SHOWN,
     found: /found a folder where a regular file belongs/,
   },
   {
@@ -149,7 +151,7 @@ const ATTACKS: readonly Attack[] = [
       await file.truncate(MAX_FILE_BYTES + 1);
       await file.close();
     },
-    expected: REFUSED,
+    expected: SHOWN,
     found: /found a file of 256 MiB where a file of at most 256 MiB belongs; it is not read/,
   },
 ];
@@ -191,6 +193,7 @@ describe("a hostile store: every command is typed, none hangs, nothing outside t
       // Nothing of a refused entry is quoted: not /etc/passwd's lines, not the huge line.
       expect(result.stderr + result.stdout, context).not.toMatch(/root:x?:0:0|x{64}/);
     }
+    if (attack.expected === SHOWN) expect(results.show.stdout, results.show.stderr).toMatch(/unsafe_entry/);
     // The bystander session is still listed, and the attacked one named on stderr when ls cannot read it.
     expect(results.ls.stdout).toContain("a1/w1/bystander");
     expect(await snapshot(outside)).toEqual(before);

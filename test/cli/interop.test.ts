@@ -26,6 +26,17 @@ describe("import", () => {
     expect(other).toMatchObject({ message_count: 4, tree: { importedLeafId: "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b" } });
   });
 
+  it("an imported session keeps its source's times: ls, meta.json and the export say 2026-03-01, not the import's", async () => {
+    const root = await missingRoot();
+    const imported = json(expectOk(await cli(root, ["--json", "import", join(FIXTURES, "deepcode/v1/7f3a.v1.jsonl"), "--into", "a1/w1/dc"])));
+    expect(imported).toMatchObject({ created_at: "2026-03-01T09:00:00.000Z", updated_at: "2026-03-01T09:05:00.000Z" });
+    expect(Date.parse(imported.imported_from.imported_at)).toBeGreaterThan(Date.parse("2026-12-01T00:00:00.000Z"));
+    const listed = json(expectOk(await cli(root, ["--json", "ls"])));
+    expect(listed.map((m: { updated_at: string }) => m.updated_at)).toEqual(["2026-03-01T09:05:00.000Z"]);
+    const header = JSON.parse(expectOk(await cli(root, ["export", "a1/w1/dc", "--to", "deepcode"])).stdout.split("\n")[0]!);
+    expect(header).toMatchObject({ created_at: "2026-03-01T09:00:00.000Z", updated_at: "2026-03-01T09:05:00.000Z" });
+  });
+
   it("imports a legacy DeepCode core-v0 stream with the meta file beside it, never changing the source", async () => {
     const root = await missingRoot();
     const source = join(FIXTURES, "deepcode/core-v0/c0de.jsonl");

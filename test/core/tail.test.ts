@@ -76,8 +76,8 @@ describe("readLastRecord", () => {
     expect(last?.record).toBeUndefined();
     expect(last?.diagnostics).toHaveLength(1);
     expect(last?.diagnostics[0]).toMatchObject({ file: ACTIVE, line: null, code: "truncated_tail", fatal: false });
-    expect(last?.diagnostics[0]!.message).toContain(`${ACTIVE} (last line)`);
-    expect(last?.diagnostics[0]!.message).not.toContain(`${ACTIVE}:1`);
+    expect(last!.diagnostics[0]!.message).toContain(`${ACTIVE} (last line)`);
+    expect(last!.diagnostics[0]!.message).not.toContain(`${ACTIVE}:1`);
   });
 
   it("a torn final line is fatal with tornTailRecoverable: false (segments)", async () => {

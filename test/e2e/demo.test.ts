@@ -6,7 +6,9 @@
  * everything survives a reload; a reload in the middle of a stream leaves a draft that is
  * recovered and finished as stopped; a second tab sees who owns the session and follows
  * its commits; hostile markup in imported DeepCode v1 and Rho snapshot files runs nothing;
- * exports are redacted on request; an OpenAI-compatible key typed into the page reaches
+ * exports are redacted on request, a session made here exports by default (a Rho snapshot) and
+ * to DeepCode v1 and pi once a working folder is given; a refused import names its error class
+ * as the minified build keeps it; an OpenAI-compatible key typed into the page reaches
  * the endpoint and nothing else (IndexedDB, localStorage, exports, logs). No page may log
  * a console error. Screenshots go to test-results/screenshots/.
  */
@@ -174,11 +176,14 @@ function storedText(page: Page): Promise<string> {
   });
 }
 
-/** Downloads the open session through the Export dialog; the file's text. */
-async function exportSession(page: Page, format: "deepcode" | "rho", redact: boolean): Promise<{ name: string; text: string }> {
+const FORMAT_LABELS = { rho: /Rho snapshot/, deepcode: /DeepCode v1/, pi: /session version 3/ } as const;
+
+/** Downloads the open session through the Export dialog (a format left out: the dialog's default); the file's text. */
+async function exportSession(page: Page, format: keyof typeof FORMAT_LABELS | undefined, redact: boolean, cwd?: string): Promise<{ name: string; text: string }> {
   await page.getByRole("button", { name: "Export", exact: true }).click();
   const dialog = page.getByRole("dialog", { name: "Export session" });
-  await dialog.getByLabel(format === "rho" ? /Rho snapshot/ : /DeepCode v1/).check();
+  if (format) await dialog.getByLabel(FORMAT_LABELS[format]).check();
+  if (cwd !== undefined) await dialog.getByRole("textbox", { name: "Working folder" }).fill(cwd);
   const box = dialog.getByLabel(/Redact secrets/);
   if (redact) await box.check();
   else await box.uncheck();
@@ -506,6 +511,56 @@ describe("playground", () => {
     } finally {
       await endpoint.close();
     }
+  }, 60_000);
+
+  it("exports a session made here: a Rho snapshot by default, DeepCode v1 and pi once a working folder is given", async () => {
+    const ctx = await newContext();
+    const page = await openPage(ctx, `db=${dbName()}&delay=1`, "export-default");
+    // The intro card names every format import takes and every format export writes.
+    expect(await page.locator(".welcome").textContent()).toContain("import from DeepCode, Rho, pi, Codex and Claude Code; export to Rho, DeepCode v1 and pi");
+    await sendTurn(page, "Export me in every format.");
+
+    // Export, then Download, with nothing chosen: a Rho snapshot of both messages.
+    const byDefault = await exportSession(page, undefined, true);
+    expect(byDefault.name).toMatch(/\.snapshot\.json$/);
+    const snapshot = JSON.parse(byDefault.text) as { schema_version: number; history: Record<string, unknown>[] };
+    expect(snapshot.schema_version).toBe(2);
+    expect(snapshot.history.map((entry) => Object.keys(entry)[0])).toEqual(["System", "User", "EnrichedAssistant"]);
+
+    // DeepCode v1 for a session that has no folder: the dialog asks for one and stays open; nothing is downloaded.
+    await page.getByRole("button", { name: "Export", exact: true }).click();
+    const dialog = page.getByRole("dialog", { name: "Export session" });
+    const folder = dialog.getByRole("textbox", { name: "Working folder" });
+    expect(await folder.isVisible()).toBe(false);
+    await dialog.getByLabel(FORMAT_LABELS.deepcode).check();
+    expect(await folder.inputValue()).toBe("");
+    let downloads = 0;
+    page.on("download", () => downloads++);
+    await dialog.getByRole("button", { name: "Download", exact: true }).click();
+    await page.waitForFunction(() => document.getElementById("export-report")!.textContent!.includes("enter a working folder"));
+    expect(await dialog.isVisible()).toBe(true);
+    expect(downloads).toBe(0);
+    await dialog.getByRole("button", { name: "Cancel", exact: true }).click();
+
+    const deepcode = await exportSession(page, "deepcode", true, "/home/me/project");
+    expect(deepcode.name).toMatch(/\.v1\.jsonl$/);
+    const deepcodeLines = deepcode.text.trim().split("\n").map((line) => JSON.parse(line));
+    expect(deepcodeLines[0]).toMatchObject({ type: "session_meta", schema_version: 1, cwd: "/home/me/project" });
+    expect(deepcodeLines.filter((r) => r.type === "message")).toHaveLength(2);
+
+    const pi = await exportSession(page, "pi", false, "/home/me/project");
+    expect(pi.name).toMatch(/^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_.+\.jsonl$/);
+    const piLines = pi.text.trim().split("\n").map((line) => JSON.parse(line));
+    expect(piLines[0]).toMatchObject({ type: "session", version: 3, cwd: "/home/me/project" });
+    expect(piLines.filter((e) => e.type === "message").map((e) => e.message.role)).toEqual(["user", "assistant"]);
+  }, 60_000);
+
+  it("names the error class of a refused import, as the production build keeps it (FormatError, not a minified name)", async () => {
+    const page = await openPage(await newContext(), `db=${dbName()}&delay=1`, "import-error");
+    await importFixture(page, "broken.v1.jsonl");
+    const notice = page.getByText(/broken\.v1\.jsonl:2: \$\.role: found "system"/);
+    await notice.waitFor();
+    expect(await notice.textContent()).toContain("[FormatError, invalid-input]");
   }, 60_000);
 
   it("validates the agent settings with line and column, and session actions work", async () => {

@@ -18,7 +18,7 @@ function bytesOf(value: unknown, out: Uint8Array[]): void {
   else if (value instanceof ArrayBuffer) out.push(new Uint8Array(value));
   else if (ArrayBuffer.isView(value)) out.push(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
   else if (value instanceof Blob) throw new Error("a Blob value: read it with FileReader");
-  else if (typeof value === "object" && value !== null) for (const inner of Object.values(value)) bytesOf(inner, out);
+  else if (typeof value === "object" && value !== null) { for (const inner of Object.values(value)) bytesOf(inner, out); }
 }
 
 /** Every key and value of the database's object store, as stored. */

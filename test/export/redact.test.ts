@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { LimitExceededError, MAX_JSON_DEPTH } from "../../core/mod.ts";
 import {
   isSecretKeyName,
   REDACTION_DETECTORS,
@@ -433,9 +434,20 @@ describe("redactJson", () => {
     expect(twice.findings).toEqual([]);
   });
 
-  it("refuses absurd nesting instead of overflowing the stack", () => {
+  it("refuses nesting past MAX_JSON_DEPTH with a typed error instead of overflowing the stack (100,000 levels)", () => {
     let deep: unknown = "x";
-    for (let i = 0; i < 3000; i++) deep = [deep];
-    expect(() => redactJson(deep)).toThrow(RangeError);
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const error = (() => {
+      try {
+        redactJson(deep);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(LimitExceededError);
+    expect((error as LimitExceededError).details).toMatchObject({ limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH });
+    let fits: unknown = "x";
+    for (let i = 0; i < MAX_JSON_DEPTH; i++) fits = [fits];
+    expect(redactJson(fits).findings).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 import pg from "pg";
 import { describe } from "vitest";
 import { runEncryptionAttackTests } from "../../testing/encryption-attacks.ts";
-import { POSTGRES_URL, freshStorage } from "./support.ts";
+import { freshStorage, POSTGRES_URL } from "./support.ts";
 
 /** Every row of every table of `schema`, as the server returns it (bytea as its bytes). */
 async function everyRow(schema: string): Promise<Uint8Array> {

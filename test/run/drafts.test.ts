@@ -4,8 +4,8 @@
  * gone after a commit, and is what a crashed run leaves for recovery.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, MessageRecord, parseDraftJson, type RunEvent, type StoragePort } from "../../core/mod.ts";
-import { FaultyStorage, ScriptedProvider, SimulatedCrashError } from "../../testing/mod.ts";
+import { MemoryStorage, MessageRecord, parseDraftJson, type Provider, type RunEvent, type StoragePort, type WriteOptions } from "../../core/mod.ts";
+import { FaultyStorage, ScriptedProvider, SimulatedCrashError, type ScriptedStep } from "../../testing/mod.ts";
 import { P, RecordingStorage, decode, expectContiguous, fullHistory, millisecondClock, readText, registry, REF } from "../support/session.ts";
 import { createSession, drain, forceUnlock, shape, textOf } from "./support.ts";
 
@@ -112,11 +112,17 @@ describe("the draft while a reply streams", () => {
     const recording = new RecordingStorage(storage);
     const session = await registry(recording, { draftFlush: { intervalMs: 0 } }, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
     let duringTool: string | undefined;
+    // The tool reads the draft once the write holding its call has landed (not after a guessed 20 ms).
+    let toolCallStored!: () => void;
+    const stored = new Promise<void>((resolve) => (toolCallStored = resolve));
+    recording.after = (call) => {
+      if (call.op === "replace" && call.path === P.draft && decode(call.bytes)!.includes("input-available")) toolCallStored();
+    };
     const tools = [
       {
         name: "slow",
         execute: async () => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          await stored;
           duringTool = await readText(storage, P.draft);
           return "ok";
         },
@@ -133,6 +139,57 @@ describe("the draft while a reply streams", () => {
   });
 });
 
+/**
+ * The draft writes that reach `faulty`, as they start and settle, so that a provider can wait
+ * for the draft flush of each event instead of betting that a 1 ms delay is enough for it (on
+ * PostgreSQL a write takes longer, writes coalesced and the run finished before the crash).
+ */
+function watchDraftWrites(faulty: FaultyStorage): { storage: StoragePort; flushed(startedBefore: number): Promise<void>; started(): number } {
+  let started = 0;
+  let settled = 0;
+  const waiting: (() => void)[] = [];
+  const storage = new Proxy(faulty, {
+    get(target, property) {
+      if (property === "replace") {
+        return async (path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> => {
+          if (path === P.draft) started += 1;
+          try {
+            await target.replace(path, bytes, options);
+          } finally {
+            if (path === P.draft) settled += 1;
+            for (const wake of waiting.splice(0)) wake();
+          }
+        };
+      }
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return {
+    storage,
+    started: () => started,
+    // A write that started after the event and every write before it settled, or the store died.
+    async flushed(startedBefore) {
+      while (!faulty.crash && !(started > startedBefore && settled === started)) await new Promise<void>((resolve) => waiting.push(resolve));
+    },
+  };
+}
+
+/** `step` streamed one event at a time, each draft-changing event only once the draft holding it was written. */
+function pacedByDraftWrites(step: ScriptedStep, watch: ReturnType<typeof watchDraftWrites>): Provider {
+  const inner = new ScriptedProvider([step], { chunkSize: 5 });
+  return {
+    identity: inner.identity,
+    async *stream(request) {
+      for await (const event of inner.stream(request)) {
+        const startedBefore = watch.started();
+        yield event;
+        if (event.type === "text-delta" || event.type === "reasoning-delta" || event.type === "reasoning-summary") await watch.flushed(startedBefore);
+      }
+    },
+  };
+}
+
 describe("a crash mid-stream leaves a recoverable draft", () => {
   const STEP = { reasoning: "raw reasoning", reasoningSummary: "Summary of thought", text: "The answer has several words in it." };
 
@@ -141,10 +198,11 @@ describe("a crash mid-stream leaves a recoverable draft", () => {
     const inner = new MemoryStorage();
     await seed(inner);
     const faulty = new FaultyStorage(inner, { crashAt: 1 + draftWrite }); // op 1 is the lock
-    const session = await registry(faulty, undefined, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
+    const watch = watchDraftWrites(faulty);
+    const session = await registry(watch.storage, undefined, millisecondClock()).open(REF, { draftFlush: { intervalMs: 0 } });
     let deltas = 0;
     const run = session.run("crash me", {
-      provider: new ScriptedProvider([STEP], { chunkSize: 5, delayMs: 1 }),
+      provider: pacedByDraftWrites(STEP, watch),
       onEvent: (e) => {
         if (e.type === "text-delta") deltas += 1;
       },

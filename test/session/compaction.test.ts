@@ -173,10 +173,11 @@ describe("compact()", () => {
   test("a cancellation while the summarizer is pending fails it", async () => {
     const { storage, session } = await sessionWith(4);
     const gate = deferred<{ text: string }>();
+    const reached = deferred();
     const controller = new AbortController();
     const before = await snapshot(storage);
-    const pending = session.compact({ summarizer: summarizer(() => gate.promise), signal: controller.signal });
-    await new Promise((r) => setTimeout(r, 0));
+    const pending = session.compact({ summarizer: summarizer(() => (reached.resolve(), gate.promise)), signal: controller.signal });
+    await reached.promise; // the summarizer is pending (on PostgreSQL the reads before it take a while)
     controller.abort();
     gate.resolve({ text: "arrived after the abort" });
     const error = await rejection(pending, CompactionFailedError, "compaction-failed");

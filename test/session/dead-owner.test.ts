@@ -10,7 +10,8 @@ import { MemoryStorage, Sessions, WriterLockedError, type LockOwner, type OwnerP
 
 const BOOT = "8409da02-0f18-43e0-b44b-c2cc33e4ebff";
 const STARTED = Date.parse("2026-12-03T10:00:00.000Z");
-const me: WriterIdentity = { pid: 100, hostname: "box", runtime: "node", bootId: BOOT, processStartedAt: new Date(STARTED).toISOString() };
+const NAMESPACE = "pid:[4026531836]";
+const me: WriterIdentity = { pid: 100, hostname: "box", runtime: "node", bootId: BOOT, processStartedAt: new Date(STARTED).toISOString(), pidNamespace: NAMESPACE };
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
@@ -24,6 +25,7 @@ function staleLock(overrides: Partial<LockOwner> = {}): LockOwner {
     pid: 4242,
     hostname: "box",
     boot_id: BOOT,
+    pid_namespace: NAMESPACE,
     process_started_at: "2026-12-03T09:00:00.000Z",
     runtime: "node",
     operation: "append",
@@ -43,7 +45,7 @@ async function setup(probe: OwnerProbe | undefined, lock: LockOwner) {
 }
 
 describe("dead-owner reclaim", () => {
-  it("takes over the lock of a pid that no longer runs, reports it with the old content, and stamps boot_id and process_started_at", async () => {
+  it("takes over the lock of a pid that no longer runs, reports it with the old content, and stamps boot_id, pid_namespace and process_started_at", async () => {
     const { storage, session, reclaimed } = await setup(probeOf({}), staleLock());
     await expect(session.append(text("after the crash"))).resolves.toMatchObject({ revision: 1 });
     expect(reclaimed).toEqual([{ ref: "a1/w1/s1", path: session.paths.lock, owner: staleLock() }]);
@@ -54,7 +56,7 @@ describe("dead-owner reclaim", () => {
     await session.mutate("probe", async () => {
       held = JSON.parse(new TextDecoder().decode(await storage.read(session.paths.lock)));
     });
-    expect(held).toMatchObject({ pid: 100, hostname: "box", boot_id: BOOT, process_started_at: me.processStartedAt, runtime: "node", operation: "probe" });
+    expect(held).toMatchObject({ pid: 100, hostname: "box", boot_id: BOOT, pid_namespace: NAMESPACE, process_started_at: me.processStartedAt, runtime: "node", operation: "probe" });
   });
 
   it("takes over a reused pid: running, but started more than 2 s away from process_started_at", async () => {
@@ -70,6 +72,9 @@ describe("dead-owner reclaim", () => {
     ["another host's lock", probeOf({}), staleLock({ hostname: "other" })],
     ["another boot's lock", probeOf({}), staleLock({ boot_id: "00000000-0000-4000-8000-000000000000" })],
     ["a lock without boot_id", probeOf({}), staleLock({ boot_id: undefined })],
+    // Same host and boot, another PID namespace (a container with host networking): its pid 4242 is not ours.
+    ["another PID namespace's lock", probeOf({}), staleLock({ pid_namespace: "pid:[4026532175]" })],
+    ["a lock without pid_namespace (an older writer: its namespace cannot be told)", probeOf({}), staleLock({ pid_namespace: undefined })],
     ["any lock when the platform cannot tell (no probe)", undefined, staleLock()],
     ["any lock when the probe cannot tell this pid", { processStartTime: () => undefined }, staleLock()],
   ];
@@ -86,13 +91,19 @@ describe("dead-owner reclaim", () => {
     });
   }
 
-  it("takes nothing over when this writer has no boot id (a platform without one)", async () => {
-    const storage = new MemoryStorage();
-    const sessions = new Sessions({ storage, identity: { pid: 1, hostname: "box", runtime: "node" }, probe: probeOf({}) });
-    const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-    await storage.replace(session.paths.lock, encode(staleLock()));
-    await expect(session.append(text("x"))).rejects.toBeInstanceOf(WriterLockedError);
-  });
+  const blind: Array<[string, WriterIdentity]> = [
+    ["no boot id (a platform without one)", { pid: 1, hostname: "box", runtime: "node" }],
+    ["no PID namespace (no /proc, or /proc of another namespace)", { pid: 1, hostname: "box", runtime: "node", bootId: BOOT }],
+  ];
+  for (const [name, identity] of blind) {
+    it(`takes nothing over when this writer has ${name}`, async () => {
+      const storage = new MemoryStorage();
+      const sessions = new Sessions({ storage, identity, probe: probeOf({}) });
+      const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+      await storage.replace(session.paths.lock, encode(staleLock()));
+      await expect(session.append(text("x"))).rejects.toBeInstanceOf(WriterLockedError);
+    });
+  }
 
   it("many writers reclaiming one stale lock at once: one writer at a time, every reclaim reported once", async () => {
     const storage = new MemoryStorage();

@@ -86,8 +86,8 @@ describe("revision on the lines, meta.json lazily", () => {
 
   it("a handle that takes over a dead holder's lock refuses to write over lines it has not read", async () => {
     const storage = new MemoryStorage();
-    const me: WriterIdentity = { pid: 1, hostname: "h", runtime: "node", bootId: "b" };
-    const dead: WriterIdentity = { pid: 2, hostname: "h", runtime: "node", bootId: "b" };
+    const me: WriterIdentity = { pid: 1, hostname: "h", runtime: "node", bootId: "b", pidNamespace: "pid:[4026531836]" };
+    const dead: WriterIdentity = { pid: 2, hostname: "h", runtime: "node", bootId: "b", pidNamespace: "pid:[4026531836]" };
     const probe = { processStartTime: (pid: number) => (pid === 1 ? 0 : null) };
     const stale = await new Sessions({ storage, identity: me, probe }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     // Another process holds the session, commits without writing meta.json, and dies (its lock stays).
@@ -106,8 +106,8 @@ describe("revision on the lines, meta.json lazily", () => {
   for (const cut of ["inside the third line", "at the second line's end"] as const) {
     it(`a handle that takes over a dead holder's lock after a torn batch (${cut}) writes: the torn lines are no commit`, async () => {
       const storage = new MemoryStorage();
-      const me: WriterIdentity = { pid: 1, hostname: "h", runtime: "node", bootId: "b" };
-      const dead: WriterIdentity = { pid: 2, hostname: "h", runtime: "node", bootId: "b" };
+      const me: WriterIdentity = { pid: 1, hostname: "h", runtime: "node", bootId: "b", pidNamespace: "pid:[4026531836]" };
+      const dead: WriterIdentity = { pid: 2, hostname: "h", runtime: "node", bootId: "b", pidNamespace: "pid:[4026531836]" };
       const probe = { processStartTime: (pid: number) => (pid === 1 ? 0 : null) };
       await new Sessions({ storage }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }).then((s) => s.append(text("a")));
       const holder = await new Sessions({ storage, identity: dead }).open("a1/w1/s1", { hold: true });

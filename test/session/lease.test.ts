@@ -1,7 +1,7 @@
 /**
  * Leases (docs/FORMAT.md `writer.lock`): a handle opened to hold the session keeps its lock
- * until `close()`, so its commits are its writes alone (no lock file operation, no revision
- * read); any other writer is refused at once, naming the holder; `close()` gives the
+ * until `close()`, so its commits are its writes and the fence (one read of `writer.lock`, no
+ * lock file created or removed, no revision read); any other writer is refused at once, naming the holder; `close()` gives the
  * session back. Per-operation locking stays the default.
  */
 import { describe, expect, it } from "vitest";
@@ -26,7 +26,7 @@ function counting(inner: MemoryStorage): { storage: StoragePort; calls: string[]
 }
 
 describe("leases", () => {
-  it("a held handle commits with its writes alone, and close() gives the lock back", async () => {
+  it("a held handle commits with its writes and the fence's read of writer.lock alone, and close() gives the lock back", async () => {
     const inner = new MemoryStorage();
     const { storage, calls } = counting(inner);
     const sessions = new Sessions({ storage, identity: { pid: 7, hostname: "h", runtime: "node" } });
@@ -36,8 +36,9 @@ describe("leases", () => {
     calls.length = 0;
     await held.append(text("one"));
     await held.append([text("two"), text("three")]);
-    // meta.json may lag behind the lines under a lease (up to 64 commits or a second).
-    expect(calls).toEqual(["append messages/active.jsonl", "append messages/active.jsonl"]);
+    // meta.json may lag behind the lines under a lease (up to 64 commits or a second); the
+    // fence reads writer.lock before each append (docs/FORMAT.md "Fencing").
+    expect(calls).toEqual(["readTail s1/writer.lock", "append messages/active.jsonl", "readTail s1/writer.lock", "append messages/active.jsonl"]);
     expect(held.revision).toBe(2);
     await held.close();
     expect(held.held).toBe(false);

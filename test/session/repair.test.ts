@@ -126,14 +126,17 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     expect(await readText(storage, P.active)).toBe(lines(msgs(1, 3)));
   });
 
-  test("an exact duplicate line moves; a different message with the same sequence is refused", async () => {
+  test("an exact duplicate line moves; a different message with the same sequence is kept, renumbered after the rest", async () => {
     const { storage, session } = await damaged(lines([...msgs(1, 3), msg(3), msg(4)]), { meta: { message_count: 4 } });
     const report = await planThenApply(storage, session);
     expect(report.moves[0]!.lines).toEqual([{ line: 4, code: "duplicate", reason: "a second copy of message 3, identical to a line kept above", bytes: line(msg(3)).length - 1 }]);
     expect(await readText(storage, P.active)).toBe(lines(msgs(1, 4)));
 
+    // A second writer's message (test/session/repair-duplicates.test.ts has the split brain in full).
     const other = await damaged(lines([...msgs(1, 3), msg(3, { message_id: "m_other" }), msg(4)]), { meta: { message_count: 4 } });
-    expect((await other.session.repair()).refused[0]!.reason).toContain("message sequence 3 where 4 was expected: a different message 3 is kept above");
+    const renumbered = await planThenApply(other.storage, other.session);
+    expect(renumbered.moves[0]!.lines).toEqual([{ line: 4, code: "renumbered", reason: "sequence 3 is held by a message written before it (another writer's); kept as sequence 5", bytes: line(msg(3, { message_id: "m_other" })).length - 1 }]);
+    expect(other.session.active.map((m) => [m.sequence, m.message_id])).toEqual([[1, "m_1"], [2, "m_2"], [3, "m_3"], [4, "m_4"], [5, "m_other"]]);
   });
 
   test("rule 3, messages of Active already in the newest segment: moved", async () => {

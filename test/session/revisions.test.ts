@@ -105,9 +105,10 @@ describe("one mutating operation at a time (SessionBusyError)", () => {
     const session = await registry(storage).create(REF);
     await session.append([user("1"), assistant("2")]);
     const gate = deferred<{ text: string }>();
-    const slow = summarizer(() => gate.promise);
+    const reached = deferred();
+    const slow = summarizer(() => (reached.resolve(), gate.promise));
     const compacting = session.compact({ summarizer: slow });
-    await new Promise((r) => setTimeout(r, 0));
+    await reached.promise; // the compaction runs, waiting for its summary
     const before = await snapshot(storage);
     const error = await rejection(session.append(user("meanwhile")), SessionBusyError, "busy");
     expect(error.details).toMatchObject({ operation: "compact" });
@@ -125,8 +126,9 @@ describe("one mutating operation at a time (SessionBusyError)", () => {
     await a.append([user("1"), assistant("2")]);
     const b = await registry(storage).open(REF);
     const gate = deferred<{ text: string }>();
-    const compacting = a.compact({ summarizer: summarizer(() => gate.promise) });
-    await new Promise((r) => setTimeout(r, 0));
+    const reached = deferred();
+    const compacting = a.compact({ summarizer: summarizer(() => (reached.resolve(), gate.promise)) });
+    await reached.promise; // the compaction runs, waiting for its summary
     const before = await snapshot(storage);
     await rejection(b.append(user("meanwhile")), SessionBusyError, "busy");
     await rejection(b.compact({ summarizer: summarizer() }), SessionBusyError, "busy");

@@ -1,5 +1,5 @@
 import { runStorageTests } from "../../testing/storage-conformance.ts";
-import { WorkerIndexedDbStorage } from "../../runtime-browser/worker-storage.ts";
+import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
 
 let next = 0;
 

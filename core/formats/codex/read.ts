@@ -1,4 +1,5 @@
 import type { Diagnostic } from "../../jsonl/diagnostic.ts";
+import { jsonDepthOver, MAX_JSON_DEPTH } from "../../schema/json-depth.ts";
 import type { MessagePart, ProviderIdentity } from "../../schema/message.ts";
 import type { PortableSegment, PortableSession } from "../../model/mod.ts";
 import { formatError } from "../errors.ts";
@@ -165,8 +166,11 @@ class CodexAssembler {
         return this.#assistant(line, timestamp, parts);
       }
       case "function_call": {
-        const args = item.field("arguments").string();
-        return this.#call(line, timestamp, item.field("call_id").string({ nonEmpty: true }), item.field("name").string({ nonEmpty: true }), parseArguments(args));
+        const argsField = item.field("arguments");
+        const args = parseArguments(argsField.string());
+        // JSON text inside the line: its depth is measured here, where the line is known.
+        if (jsonDepthOver(args) !== undefined) argsField.fail(`arguments nested at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, `arguments nested deeper than ${MAX_JSON_DEPTH} levels`);
+        return this.#call(line, timestamp, item.field("call_id").string({ nonEmpty: true }), item.field("name").string({ nonEmpty: true }), args);
       }
       case "custom_tool_call":
         return this.#call(line, timestamp, item.field("call_id").string({ nonEmpty: true }), item.field("name").string({ nonEmpty: true }), item.field("input").string());

@@ -30,9 +30,9 @@ export type PiEntry = { readonly id: string; readonly parentId: string | null; r
 );
 
 /** The compaction summary wrapper pi's context gives the model (its messages module). */
-export const PI_BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+const PI_BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
 /** Closes {@linkcode PI_BRANCH_SUMMARY_PREFIX}. */
-export const PI_BRANCH_SUMMARY_SUFFIX = "</summary>";
+const PI_BRANCH_SUMMARY_SUFFIX = "</summary>";
 
 const ENTRY_TYPES = '"message", "thinking_level_change", "model_change", "compaction", "branch_summary", "custom", "custom_message", "label" or "session_info"';
 

@@ -6,7 +6,7 @@ import { RHO_EXTENSION_FIELD, RHO_PORTABLE_FALLBACK_KIND, RHO_USAGE_KEYS, type R
 type Json = Record<string, unknown>;
 
 /** The `kind` written for a provider-context part that has none of its own. */
-export const DEFAULT_CONTEXT_KIND = "opaque";
+const DEFAULT_CONTEXT_KIND = "opaque";
 
 /**
  * Turns sessionfold messages into a Rho `history`, the inverse of `rhoEntriesToMessages`:

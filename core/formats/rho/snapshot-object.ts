@@ -27,15 +27,10 @@ export interface RhoSnapshot {
 /**
  * Checks a `schema_version`: 1 or 2.
  *
- * @example
- * ```ts
- * declare const snapshot: { field(name: string): Parameters<typeof rhoSnapshotVersion>[0] };
- * rhoSnapshotVersion(snapshot.field("schema_version")); // 2
- * ```
  * @throws {UnsupportedSchemaError} for any other integer (never guessed).
  * @throws {FormatError} when it is absent or not an integer.
  */
-export function rhoSnapshotVersion(value: Value): 1 | 2 {
+function rhoSnapshotVersion(value: Value): 1 | 2 {
   if (typeof value.raw === "number" && Number.isInteger(value.raw)) {
     if (value.raw === 1 || value.raw === 2) return value.raw;
     throw unsupportedVersion({ format: value.site.format, file: value.site.file, line: value.site.lineOf(value.path), path: pathText(value.path) }, value.raw, RHO_SNAPSHOT_VERSIONS);

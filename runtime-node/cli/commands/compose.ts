@@ -30,7 +30,7 @@ import { loadAgent, openForReading } from "../store.ts";
 import { assertReadable } from "./messages.ts";
 
 /** The identity composed for when no assistant message in Active names its provider. */
-export const NEUTRAL_IDENTITY: ProviderIdentity = { provider: "unknown", api: "unknown", model: "unknown" };
+const NEUTRAL_IDENTITY: ProviderIdentity = { provider: "unknown", api: "unknown", model: "unknown" };
 
 /** `sessionfold compose`: exactly what the next model request would read (read-only). Its `help` says what it prints. */
 export const compose: Command = {
@@ -72,7 +72,7 @@ export const compose: Command = {
 };
 
 /** The provider of the newest assistant message in Active that names one, else {@linkcode NEUTRAL_IDENTITY}. */
-export function continuingIdentity(session: Session): ProviderIdentity {
+function continuingIdentity(session: Session): ProviderIdentity {
   const active = session.active;
   for (let i = active.length - 1; i >= 0; i--) {
     const provider = active[i]!.provider;

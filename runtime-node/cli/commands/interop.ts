@@ -6,12 +6,14 @@
  *
  * @module
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import {
   InvalidInputError,
-  NotFoundError,
+  LimitExceededError,
+  MAX_FILE_BYTES,
   detectDeepCodeLayout,
+  formatBytes,
   formatSessionRef,
   prepareExport,
   readDeepCode,
@@ -32,6 +34,7 @@ import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
 import { openForReading } from "../store.ts";
 import { writeExportFile } from "../write-out.ts";
+import { openInputFile } from "../../fs-boundary.ts";
 
 const IMPORT_FORMATS = ["deepcode", "rho-snapshot", "rho-jsonl", ...STREAMED_FORMATS] as const;
 const EXPORT_FORMATS = ["deepcode", "rho-snapshot", "pi"] as const;
@@ -175,13 +178,22 @@ async function readForeign(format: "deepcode" | "rho-snapshot" | "rho-jsonl", fi
   return readDeepCode(detectDeepCodeLayout(files.length > 0 ? files : [{ name: basename(file), bytes }], id));
 }
 
+/**
+ * Reads a whole source file (DeepCode, Rho): a FIFO or a device is refused before a byte is
+ * read, and a file over `MAX_FILE_BYTES` by its size, so memory stays bounded.
+ */
 async function readInput(file: string): Promise<Uint8Array> {
+  const { handle, size } = await openInputFile(file);
   try {
-    return new Uint8Array(await readFile(file));
+    if (size > MAX_FILE_BYTES) {
+      throw new LimitExceededError(`${file}: a file of ${formatBytes(size)} is over the limit of ${formatBytes(MAX_FILE_BYTES)} (MAX_FILE_BYTES) for a file read whole; nothing was imported`, { limit: "MAX_FILE_BYTES", max: MAX_FILE_BYTES, found: size, file });
+    }
+    return new Uint8Array(await handle.readFile());
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ENOENT") throw new NotFoundError(`${file}: no such file`, { file });
-    throw new InvalidInputError(`${file}: cannot be read (${code ?? (error as Error).message})`, { file });
+    if (error instanceof LimitExceededError) throw error;
+    throw new InvalidInputError(`${file}: cannot be read (${(error as { code?: string }).code ?? (error as Error).message})`, { file });
+  } finally {
+    await handle.close();
   }
 }
 

@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { EncryptedStorage, InvalidInputError, KeyRequiredError } from "../../../core/mod.ts";
 import { keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "../../mod.ts";
-import { stringOption, type Command } from "../command.ts";
+import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 
 /** `sessionfold keygen --out FILE`: a new key file, mode 0600, never over an existing file. */
@@ -61,8 +61,10 @@ export const rekey: Command = {
     }
     const rotating = await EncryptedStorage.open(opened.storage.inner, await keyProviderOf(file));
     const report = await rotating.rotate();
-    return out.result({ kid: report.kid, previous_kid: previous, sessions: report.sessions, data_keys: report.dataKeys }, () =>
-      `rotated ${store.root} from ${previous} to ${report.kid}: ${report.dataKeys} data keys of ${report.sessions} sessions re-wrapped; remove ${previous} from ${path} to retire it`,
+    return out.result(
+      { kid: report.kid, previous_kid: previous, sessions: report.sessions, data_keys: report.dataKeys },
+      () =>
+        `rotated ${store.root} from ${previous} to ${report.kid}: ${report.dataKeys} data keys of ${report.sessions} sessions re-wrapped; remove ${previous} from ${path} to retire it`,
     );
   },
 };

@@ -16,7 +16,25 @@ import { repair } from "./repair.ts";
 import { encrypt, keygen, rekey } from "./keys.ts";
 
 /** Every command, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [ls, show, compose, messages, verify, repair, create, append, compact, fork, archive, unlock, importCommand, exportCommand, keygen, encrypt, rekey];
+export const COMMANDS: readonly Command[] = [
+  ls,
+  show,
+  compose,
+  messages,
+  verify,
+  repair,
+  create,
+  append,
+  compact,
+  fork,
+  archive,
+  unlock,
+  importCommand,
+  exportCommand,
+  keygen,
+  encrypt,
+  rekey,
+];
 
 /** The command named `name`, if there is one. */
 export function findCommand(name: string): Command | undefined {

@@ -10,6 +10,7 @@ import {
   CorruptSessionError,
   MessageRecord,
   NotFoundError,
+  StoreEntryError,
   SummaryRecord,
   UnsupportedSchemaError,
   formatSessionRef,
@@ -25,7 +26,7 @@ import {
 import { refArg, type Command } from "../command.ts";
 import { diagnosticLines, type CliDiagnostic } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
-import { lockDiagnostics, unsupportedSchema } from "../../../core/internal.ts";
+import { lockDiagnostics, unsafeEntry, unsupportedSchema } from "../../../core/internal.ts";
 
 /** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {
@@ -65,15 +66,16 @@ export const show: Command = {
  * @throws {NotFoundError} when there is no such session, live or archived.
  * @throws {CorruptSessionError} when `meta.json` is not JSON.
  */
-export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
+async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
   const { sessions, storage } = store;
   const place: SessionPlace | undefined = (await exists(storage, ref, false)) ? "live" : (await exists(storage, ref, true)) ? "archived" : undefined;
   if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
   const paths = sessionPaths(ref, place);
   const metaBytes = await storage.read(paths.meta);
+  let readableMeta: SessionMeta | undefined;
   if (metaBytes) {
     try {
-      parseMetaJson(metaBytes, "meta.json");
+      readableMeta = parseMetaJson(metaBytes, "meta.json");
     } catch (error) {
       if (error instanceof UnsupportedSchemaError) {
         const raw = JSON.parse(new TextDecoder().decode(metaBytes)) as Record<string, unknown>;
@@ -86,7 +88,14 @@ export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ 
       // A readable meta.json that fails its schema is shown through the open's diagnostics.
     }
   }
-  const session = await sessions.open(ref, { archived: place === "archived" });
+  let session: Awaited<ReturnType<typeof sessions.open>>;
+  try {
+    session = await sessions.open(ref, { archived: place === "archived" });
+  } catch (error) {
+    // docs/CLI.md: show exits 0 whenever meta.json can be read; what the open refused is a diagnostic.
+    if (!(error instanceof StoreEntryError) || !readableMeta) throw error;
+    return { report: refusedOpenReport(readableMeta, unsafeEntry(error, paths)), place };
+  }
   const diagnostics: CliDiagnostic[] = [...session.diagnostics];
   const segments: ShowReport["segments"] = [];
   const newest = session.newestSegment;
@@ -122,6 +131,11 @@ export async function showSession(store: OpenStore, ref: SessionRef): Promise<{ 
     diagnostics,
   };
   return { report, place };
+}
+
+/** The report when the open refused an entry (a link, a file over the limit…): meta.json as read, nothing else interpreted. */
+function refusedOpenReport(meta: SessionMeta, diagnostic: CliDiagnostic): ShowReport {
+  return { meta, segments: [], active: { count: 0, first_sequence: null, last_sequence: null }, draft: null, diagnostics: [diagnostic] };
 }
 
 function showText(ref: SessionRef, place: SessionPlace, report: ShowReport): string {

@@ -14,7 +14,16 @@
  * @module
  */
 import { join } from "node:path";
-import { EncryptedStorage, importKeyEncryptionKey, keyring, Sessions, type KeyProvider, type NewMessage, type Session, type StoragePort } from "../../../core/mod.ts";
+import {
+  EncryptedStorage,
+  importKeyEncryptionKey,
+  type KeyProvider,
+  keyring,
+  type NewMessage,
+  type Session,
+  Sessions,
+  type StoragePort,
+} from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
@@ -126,5 +135,9 @@ export async function encryptionCase(ctx: CaseContext): Promise<void> {
     target: TARGET,
     runs: reps,
   });
-  ctx.log(`case 12: append ${sealedAppend!.toFixed(2)} vs ${clearAppend!.toFixed(2)} ms, open+compose ${sealedOpen!.toFixed(1)} vs ${clearOpen!.toFixed(1)} ms, compaction ${sealedCompact!.toFixed(1)} vs ${clearCompact!.toFixed(1)} ms`);
+  ctx.log(
+    `case 12: append ${sealedAppend!.toFixed(2)} vs ${clearAppend!.toFixed(2)} ms, open+compose ${sealedOpen!.toFixed(1)} vs ${
+      clearOpen!.toFixed(1)
+    } ms, compaction ${sealedCompact!.toFixed(1)} vs ${clearCompact!.toFixed(1)} ms`,
+  );
 }

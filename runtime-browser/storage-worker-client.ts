@@ -1,7 +1,14 @@
+/**
+ * The page's side of the browser storage worker: {@linkcode WorkerIndexedDbStorage} starts
+ * `storage-worker.ts` as a module Web Worker and forwards every storage call to it.
+ *
+ * @module
+ */
 import * as Comlink from "comlink";
 import { StorageError } from "../core/mod.ts";
 import { WorkerStorageClient } from "../core/internal.ts";
 import type { IndexedDbStorageOptions } from "./indexeddb-storage.ts";
+import { webLocks } from "./web-locks.ts";
 
 /** Options of {@linkcode WorkerIndexedDbStorage}: those of the {@linkcode IndexedDbStorage} it runs, and how to start the worker. */
 export interface WorkerIndexedDbStorageOptions extends IndexedDbStorageOptions {
@@ -16,12 +23,6 @@ export interface WorkerIndexedDbStorageOptions extends IndexedDbStorageOptions {
 
 function defaultWorker(): Worker {
   return new Worker(new URL("./storage-worker.ts", import.meta.url), { type: "module" });
-}
-
-/** `true` where the page has Web Locks; every browser that has them gives them to workers too. */
-function pageHasWebLocks(): boolean {
-  const locks = (globalThis as { navigator?: { locks?: LockManager | null } }).navigator?.locks;
-  return !!locks && typeof locks.request === "function";
 }
 
 /**
@@ -55,7 +56,8 @@ export class WorkerIndexedDbStorage extends WorkerStorageClient<IndexedDbStorage
       comlink: Comlink,
       endpoint: worker,
       options: storeOptions,
-      locks: pageHasWebLocks(),
+      // Where the page has Web Locks its worker has them too: the lock calls go through.
+      locks: webLocks() !== undefined,
       details: { db },
       terminate: () => worker.terminate(),
     });

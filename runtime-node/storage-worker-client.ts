@@ -1,8 +1,14 @@
+/**
+ * The host's side of the Node storage worker: {@linkcode WorkerFileStorage} starts
+ * `storage-worker.ts` in a worker thread and forwards every storage call to it.
+ *
+ * @module
+ */
 import { isAbsolute, resolve as resolvePath } from "node:path";
 import { Worker } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { InvalidInputError, StorageError } from "../core/mod.ts";
+import { InvalidInputError, MAX_FILE_BYTES, StorageError } from "../core/mod.ts";
 import { WorkerStorageClient } from "../core/internal.ts";
 import type { NodeFileStorageOptions } from "./fs-storage.ts";
 
@@ -55,6 +61,8 @@ function runsTypeScript(): boolean {
 export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOptions> {
   /** The thread serving this store. Terminating it makes every pending and later call reject. */
   readonly worker: Worker;
+  /** The largest file `read` returns (`maxFileBytes`, sent to the worker's store); writers keep every file within it. */
+  readonly maxFileBytes: number;
 
   constructor(options: WorkerFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -67,7 +75,7 @@ export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOption
     super({
       comlink: Comlink,
       endpoint: nodeEndpoint(worker),
-      options: { root, fsync },
+      options: { root, fsync, maxFileBytes: options.maxFileBytes ?? MAX_FILE_BYTES },
       locks: false,
       details: { root: options.root },
       // Referenced only while an answer is owed, so an idle store never keeps the process alive.
@@ -76,6 +84,7 @@ export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOption
       terminate: () => (worker.ref(), worker.terminate()),
     });
     this.worker = worker;
+    this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     worker.on("error", (error) => this.fail(new StorageError(`storage worker crashed: ${error.message}`, { root: options.root }, { cause: error })));
     worker.on("exit", (code) => this.fail(new StorageError(`storage worker stopped (exit code ${code})`, { root: options.root, exit_code: code })));
   }

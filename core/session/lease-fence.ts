@@ -1,0 +1,63 @@
+/**
+ * Fencing a lease (docs/FORMAT.md `writer.lock`, "Fencing"): every plan a held session runs
+ * carries its lease as the plan's `fence`, so the backend checks, inside the same plan and
+ * before any write, that `writer.lock` still carries this holder's `lock_id`. When it does
+ * not (the lock was removed with `unlock --force`, or taken by a writer that judged this one
+ * dead), nothing is written, the registry's `onLeaseLost` is told, and the commit fails with
+ * a typed {@linkcode LeaseLostError}: a lost lock is noticed before the next write lands,
+ * not after.
+ *
+ * @module
+ */
+import { LeaseLostError, type LockOwner } from "../errors.ts";
+import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
+import { describeLockOwner, readLockOwner, runPlan, type WriterLease } from "./lock.ts";
+
+/**
+ * A lease found lost by a fenced commit (`SessionsOptions.onLeaseLost`): which session, which
+ * lock, and who holds it now. Told by the fence of the stores whose lock is the `writer.lock`
+ * file (files, IndexedDB, memory); `PostgresStorage` tells of a lost connection through its
+ * own `onLeaseLost`.
+ */
+export interface LeaseLostNotice {
+  /** `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly ref: string;
+  /** The lock's storage path. */
+  readonly path: string;
+  /** The `lock_id` this handle held. */
+  readonly lockId: string;
+  /** The lock found in its place, if any (absent when `writer.lock` is gone or unreadable). */
+  readonly owner?: LockOwner;
+}
+
+/**
+ * Runs `plan` fenced by `lease`. Resolves the plan's result when the lease still stands;
+ * otherwise calls `lost` with what was found (before throwing, so the handle drops the
+ * lease whether or not the caller catches) and throws.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * const lease = { path: "s/writer.lock", lockId: "lock_1" };
+ * // No writer.lock carries lock_1: nothing is appended.
+ * await runFencedPlan(storage, { writes: [{ op: "append", path: "s/messages/active.jsonl", bytes: new Uint8Array([0x0a]) }] }, lease, "a1/w1/s1", () => {})
+ *   .catch((e) => console.log(e.name)); // "LeaseLostError"
+ * ```
+ * @throws {LeaseLostError} when `writer.lock` no longer carries `lease.lockId`; nothing was written.
+ * @throws {StorageError} when a storage call fails.
+ */
+export async function runFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, ref: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
+  const result = await runPlan(storage, { ...plan, fence: lease });
+  if (result.outcome !== "locked") return result;
+  const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
+  const event: LeaseLostNotice = { ref, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
+  lost(event);
+  const now = owner ? `is now held by ${describeLockOwner(owner)}` : "is gone";
+  throw new LeaseLostError(`${lease.path}: this handle's lease (${lease.lockId}) was lost: the lock ${now}; nothing was written (reload, then hold again)`, {
+    path: lease.path,
+    lockId: lease.lockId,
+    outcome: "not-written",
+    ...(owner ? { owner } : {}),
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * The record layout of `IndexedDbStorage` in its one object store (out-of-line
+ * string keys):
+ *
+ * - **File header**, key = the docs/FORMAT.md path itself (`agents/a1/…/meta.json`),
+ *   value `{ size, chunks }`: the file's length in bytes and how many chunk records
+ *   hold it. A header exists for every file, an empty one included.
+ * - **Chunk record**, key = `"\0" + path + "\0" + <12-digit zero-padded index>`, value
+ *   a `Uint8Array` of at most {@linkcode MAX_CHUNK_BYTES}. Chunks `0 … chunks-1` in
+ *   order are the file's bytes.
+ *
+ * Paths never contain `\0` (`assertStoragePath`), so every chunk key sorts before every
+ * header key, and the chunks of one file form the exact key range
+ * `["\0" + path + "\0", "\0" + path + "\u0001")`. A folder's descendants are the header
+ * range `[dir + "/", dir + "0")` (`"0"` is the code unit after `"/"`), which holds no
+ * chunk keys: `list` reads header keys only, whatever the number of appends.
+ *
+ * @module
+ */
+import { StorageError } from "../core/mod.ts";
+
+/**
+ * Largest chunk record; bigger writes are split, so a tail read never loads a whole large file.
+ *
+ * @example
+ * ```ts
+ * import { MAX_CHUNK_BYTES } from "sessionfold/browser";
+ * Math.ceil(1_000_000 / MAX_CHUNK_BYTES); // 4: the chunk records of a 1 MB file
+ * ```
+ */
+export const MAX_CHUNK_BYTES = 256 * 1024;
+
+/** The header record of one file. */
+export interface FileHeader {
+  /** Length of the file in bytes. */
+  readonly size: number;
+  /** Number of chunk records (`0 … chunks-1`) holding the bytes. */
+  readonly chunks: number;
+}
+
+/**
+ * Key of chunk `index` of the file at `path`.
+ *
+ * @example
+ * ```ts
+ * chunkKey("a/log.jsonl", 3); // "\u0000a/log.jsonl\u0000000000000003"
+ * ```
+ */
+export function chunkKey(path: string, index: number): string {
+  return `\u0000${path}\u0000${String(index).padStart(12, "0")}`;
+}
+
+/** Every key that starts with `prefix` (the code unit after its last one is the exclusive upper bound). */
+function prefixRange(prefix: string): IDBKeyRange {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  return IDBKeyRange.bound(prefix, prefix.slice(0, -1) + String.fromCharCode(last + 1), false, true);
+}
+
+/** The chunk records of the file at `path`. */
+export const chunksOf = (path: string): IDBKeyRange => prefixRange(`\u0000${path}\u0000`);
+/** The headers of every file below the folder `dir`. */
+export const headersBelow = (dir: string): IDBKeyRange => prefixRange(`${dir}/`);
+/** The chunk records of every file below the folder `dir`. */
+export const chunksBelow = (dir: string): IDBKeyRange => prefixRange(`\u0000${dir}/`);
+/** Every header key (they are paths; chunk keys start with `\0`). */
+export const allHeaders = (): IDBKeyRange => IDBKeyRange.lowerBound("\u0001");
+
+/** The header key that `key` (a header at or below `from`) has once moved to `to`. */
+export const movedHeader = (from: string, to: string) => (key: string): string => to + key.slice(from.length);
+/** The chunk key that `key` (a chunk of a file at or below `from`) has once moved to `to`. */
+export const movedChunk = (from: string, to: string) => (key: string): string => `\u0000${to}${key.slice(1 + from.length)}`;
+
+/** `bytes` cut into copies of at most {@linkcode MAX_CHUNK_BYTES} (none for an empty array). */
+export function split(bytes: Uint8Array): Uint8Array[] {
+  const pieces: Uint8Array[] = [];
+  for (let offset = 0; offset < bytes.length; offset += MAX_CHUNK_BYTES) {
+    pieces.push(bytes.slice(offset, offset + MAX_CHUNK_BYTES));
+  }
+  return pieces;
+}
+
+/** The bytes when they add up to the header's size, else a `StorageError` (records out of step). */
+export function checked(bytes: Uint8Array, header: FileHeader, path: string): Uint8Array {
+  if (bytes.length !== header.size) {
+    throw new StorageError(`IndexedDB file "${path}" is inconsistent: its header says ${header.size} bytes, its chunks hold ${bytes.length}`, {
+      path,
+      size: header.size,
+      found: bytes.length,
+    });
+  }
+  return bytes;
+}

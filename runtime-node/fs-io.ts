@@ -1,0 +1,104 @@
+/**
+ * The system calls of a Node file store, each with the care durability needs: whole reads
+ * of a file that may still grow, tail reads, writes that may be short, fills of a fresh
+ * temporary file, folder fsyncs. Synchronous on purpose (see `NodeFileStorage`).
+ *
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { FileTail } from "../core/mod.ts";
+import { concatBytes } from "../core/internal.ts";
+import { FOLDER_FLAGS, kindOf } from "./fs-boundary.ts";
+import { errno, missingAsUndefined } from "./fs-errors.ts";
+import { TEMP_PREFIX } from "./fs-keys.ts";
+
+/** How many bytes a whole read asks for at a time once the file has grown past its `fstat` size. */
+const GROWTH_STEP = 64 * 1024;
+
+/**
+ * Every byte of the open file `fd`, whose `fstat` gave `size`: it may still grow while it is
+ * read (an append), and is read to its end in steps, never past `max` bytes.
+ *
+ * @throws the result of `tooLarge(bytes)` once the file is over `max`.
+ */
+export function readWhole(fd: number, size: number, max: number, tooLarge: (bytes: number) => Error): Uint8Array {
+  if (size > max) throw tooLarge(size);
+  const bytes = new Uint8Array(size);
+  let got = 0;
+  while (got < size) {
+    const read = readSync(fd, bytes, got, size - got, got);
+    if (read === 0) return bytes.subarray(0, got); // it shrank since fstat
+    got += read;
+  }
+  // Bytes appended since fstat are read too, as a whole-file read would, in steps up to the limit.
+  const pieces = [bytes];
+  for (;;) {
+    const chunk = new Uint8Array(GROWTH_STEP);
+    const read = readSync(fd, chunk, 0, chunk.length, got);
+    if (read === 0) break;
+    got += read;
+    if (got > max) throw tooLarge(got);
+    pieces.push(chunk.subarray(0, read));
+  }
+  return concatBytes(pieces, got);
+}
+
+/** The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`). */
+export function readTailOf(fd: number, size: number, maxBytes: number): FileTail {
+  const length = Math.min(size, Math.max(0, Math.floor(maxBytes)));
+  const bytes = new Uint8Array(length);
+  for (let got = 0; got < length;) {
+    const bytesRead = readSync(fd, bytes, got, length - got, size - length + got);
+    // The file shrank since fstat: return what was there.
+    if (bytesRead === 0) return { bytes: bytes.subarray(0, got), size: size - length + got };
+    got += bytesRead;
+  }
+  return { bytes, size };
+}
+
+/** A temp file beside `file`: same folder, so the rename is atomic; the prefix never parses as an id or a segment. */
+export function tempBeside(file: string): string {
+  return join(dirname(file), `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+}
+
+/** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync when `sync`, close. */
+export function fill(fd: number, bytes: Uint8Array, sync: boolean): void {
+  try {
+    fchmodSync(fd, 0o600);
+    writeAll(fd, bytes, 0);
+    if (sync) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes every byte of `bytes` (a write may be short), at `position` or at the end for `null`. */
+export function writeAll(fd: number, bytes: Uint8Array, position: number | null): void {
+  for (let done = 0; done < bytes.length;) {
+    done += writeSync(fd, bytes, done, bytes.length - done, position === null ? null : position + done);
+  }
+}
+
+/** fsyncs a folder so a rename, a new or a removed entry in it survives a crash. */
+export function syncFolder(folder: string): void {
+  const fd = missingAsUndefined(() => openSync(folder, FOLDER_FLAGS));
+  if (fd === undefined) return;
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    if (errno(error) !== "EINVAL") throw error; // some filesystems cannot fsync a folder
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What stands at `file`, for a message (its entry is not followed). */
+export function kindOfEntry(file: string): string {
+  try {
+    return kindOf(lstatSync(file));
+  } catch {
+    return "an entry that vanished";
+  }
+}

@@ -1,0 +1,64 @@
+/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts). */
+import { describe, expect, it } from "vitest";
+import { InvalidInputError, StorageError, StorageFullError } from "../../core/mod.ts";
+import { concatBytes, isWithin, messageOf, storageFailure } from "../../core/internal.ts";
+
+describe("concatBytes", () => {
+  it("joins parts in order into one fresh array", () => {
+    const a = new Uint8Array([1, 2]);
+    const b = new Uint8Array([3]);
+    const joined = concatBytes([a, new Uint8Array(0), b]);
+    expect([...joined]).toEqual([1, 2, 3]);
+    joined[0] = 9;
+    expect(a[0]).toBe(1);
+  });
+
+  it("returns a lone part of the full size as is, and an empty array for no parts", () => {
+    const only = new Uint8Array([7, 8]);
+    expect(concatBytes([only])).toBe(only);
+    expect(concatBytes([only], 2)).toBe(only);
+    expect(concatBytes([])).toEqual(new Uint8Array(0));
+  });
+
+  it("uses the size the caller counted", () => {
+    expect([...concatBytes([new Uint8Array([1]), new Uint8Array([2, 3])], 3)]).toEqual([1, 2, 3]);
+  });
+});
+
+describe("storageFailure", () => {
+  it("passes a sessionfold error through unchanged", () => {
+    const typed = new InvalidInputError("bad key");
+    expect(storageFailure(typed, { message: "x", full: true, details: {} })).toBe(typed);
+  });
+
+  it("makes a full store a StorageFullError and anything else a StorageError with its cause", () => {
+    const cause = new Error("disk");
+    const full = storageFailure(cause, { message: 'append of "a": no space left', full: true, details: { path: "a" } });
+    expect(full).toBeInstanceOf(StorageFullError);
+    expect(full.details).toEqual({ path: "a" });
+    const failed = storageFailure(cause, { message: 'read of "a" failed', full: false, details: { path: "a" } });
+    expect(failed).toBeInstanceOf(StorageError);
+    expect(failed.message).toBe('read of "a" failed');
+    expect(failed.cause).toBe(cause);
+  });
+
+  it("reads the message of anything thrown", () => {
+    expect(messageOf(new Error("boom"))).toBe("boom");
+    expect(messageOf({ message: "dom" })).toBe("dom");
+    expect(messageOf(42)).toBe("42");
+    expect(messageOf(null)).toBe("null");
+  });
+});
+
+describe("isWithin", () => {
+  it("is true for the key itself and keys below it, false for a sibling that shares a prefix", () => {
+    expect(isWithin("a/b", "a/b")).toBe(true);
+    expect(isWithin("a/b/c.jsonl", "a/b")).toBe(true);
+    expect(isWithin("a/bc", "a/b")).toBe(false);
+    expect(isWithin("a", "a/b")).toBe(false);
+  });
+
+  it("puts every key below the root", () => {
+    expect(isWithin("a/b", "")).toBe(true);
+  });
+});
