@@ -23,7 +23,9 @@ export type ErrorCode =
   | "usage"
   | "internal"
   | "unauthorized"
-  | "sync-refused";
+  | "sync-refused"
+  | "key-required"
+  | "wrong-key";
 
 /** Structured, JSON-safe details carried by an error. */
 export type ErrorDetails = Record<string, unknown>;
@@ -513,5 +515,45 @@ export class SyncRefusedError extends SessionfoldError {
     super(reason === "unauthorized" || reason === "forbidden" || reason === "client-id-taken" ? "unauthorized" : "sync-refused", message, details);
     this.status = details.status;
     this.reason = reason;
+  }
+}
+
+/**
+ * An encrypted store (docs/FORMAT.md "Encrypted stores") was opened without a key, or a
+ * file names a key-encryption key (`kid`) the key provider does not hold. Nothing was
+ * changed. Code `key-required` (CLI exit 4).
+ *
+ * @example
+ * ```ts
+ * import { EncryptedStorage, MemoryStorage } from "sessionfold";
+ * try { await EncryptedStorage.open(new MemoryStorage(), undefined); } catch (e) {
+ *   if (e instanceof KeyRequiredError) console.error(e.code, e.details.kid); // "key-required", "k1"
+ * }
+ * ```
+ */
+export class KeyRequiredError extends SessionfoldError {
+  override readonly name: string = "KeyRequiredError";
+  constructor(message: string, details: ErrorDetails & { kid?: string } = {}) {
+    super("key-required", message, details);
+  }
+}
+
+/**
+ * The key given does not open the encrypted store (its key check or a data key's unwrap
+ * failed). Nothing was changed. Code `wrong-key` (CLI exit 4).
+ *
+ * @example
+ * ```ts
+ * import { EncryptedStorage, MemoryStorage, type KeyProvider } from "sessionfold";
+ * declare const otherKeys: KeyProvider;
+ * try { await EncryptedStorage.open(new MemoryStorage(), otherKeys); } catch (e) {
+ *   if (e instanceof WrongKeyError) console.error(e.code); // "wrong-key"
+ * }
+ * ```
+ */
+export class WrongKeyError extends SessionfoldError {
+  override readonly name: string = "WrongKeyError";
+  constructor(message: string, details: ErrorDetails & { kid?: string } = {}) {
+    super("wrong-key", message, details);
   }
 }

@@ -45,13 +45,7 @@ export {
   usageTokens,
 } from "./compaction/mod.ts";
 // Composing the model input: instruction + cumulative summary + Active.
-export {
-  compose,
-  type ComposedInput,
-  type ComposerState,
-  INTERRUPTED_TOOL_CALL_ERROR,
-  type OmittedContext,
-} from "./composer/mod.ts";
+export { compose, type ComposedInput, type ComposerState, INTERRUPTED_TOOL_CALL_ERROR, type OmittedContext } from "./composer/mod.ts";
 // The typed errors every operation throws, each with a stable `code`.
 export {
   CancelledError,
@@ -63,6 +57,7 @@ export {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  KeyRequiredError,
   LeaseLostError,
   type LimitExceededDetails,
   LimitExceededError,
@@ -78,7 +73,23 @@ export {
   StoreEntryError,
   UnsupportedSchemaError,
   WriterLockedError,
+  WrongKeyError,
 } from "./errors.ts";
+// Encrypted stores: the sealing storage decorator and its keys.
+export {
+  EncryptedStorage,
+  type EncryptedStorageOptions,
+  importKeyEncryptionKey,
+  type KeyProvider,
+  keyring,
+  type MigrationReport,
+  type RotationReport,
+  SEALED_VERSION,
+  type SealRefusal,
+  SESSION_KEYS_FILE,
+  storageForKeys,
+  STORE_MARKER,
+} from "./encryption/mod.ts";
 // Export with redaction.
 export {
   type ExportField,
@@ -139,10 +150,10 @@ export {
   RHO_SNAPSHOT_VERSIONS,
   type RhoJsonlReadOptions,
   type RhoJsonlReadResult,
-  type RhoTreeSummary,
   type RhoMessageExtension,
   type RhoPartialToolCall,
   type RhoSnapshotReadOptions,
+  type RhoTreeSummary,
   type RhoUsage,
   UNKNOWN_PROVIDER,
   writeDeepCodeV1,
@@ -234,21 +245,20 @@ export {
 export {
   type AgentDefinition,
   type AgentPlugin,
+  type CommitNotice,
   type CommitResult,
   type CreateSessionInput,
   type DraftFlushOptions,
-  type ListProblem,
-  type ListSessionsOptions,
+  type ExportPortableOptions,
   type ForkOptions,
   type HoldOption,
-  type ExportPortableOptions,
-  type CommitNotice,
-  type OwnerProbe,
-  type StaleLockReclaimed,
   type LeaseLostNotice,
+  type ListProblem,
+  type ListSessionsOptions,
   type LiveDraft,
   type NewMessage,
   type NoCompaction,
+  type OwnerProbe,
   type RepairReport,
   type ResolvedSessionOptions,
   type RunEvent,
@@ -261,6 +271,7 @@ export {
   SessionView,
   Sessions,
   type SessionsOptions,
+  type StaleLockReclaimed,
   type WriterIdentity,
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
@@ -281,22 +292,8 @@ export {
   type WriteOptions,
 } from "./storage/mod.ts";
 // Verification of a whole session, read only.
-export {
-  listStoredSessions,
-  type StoredSession,
-  type VerifyDiagnostic,
-  type VerifyReport,
-  verifySession,
-} from "./verify/mod.ts";
+export { listStoredSessions, type StoredSession, type VerifyDiagnostic, type VerifyReport, verifySession } from "./verify/mod.ts";
 // The built-in summarizer.
-export {
-  DEFAULT_SUMMARY_MAX_CHARS,
-  ExtractiveSummarizer,
-  type ExtractiveSummarizerOptions,
-} from "./summarizer/mod.ts";
+export { DEFAULT_SUMMARY_MAX_CHARS, ExtractiveSummarizer, type ExtractiveSummarizerOptions } from "./summarizer/mod.ts";
 // Errors as plain data, for any channel between two realms.
-export {
-  deserializeError,
-  type SerializedError,
-  serializeError,
-} from "./worker/error-wire.ts";
+export { deserializeError, type SerializedError, serializeError } from "./worker/error-wire.ts";

@@ -37,10 +37,40 @@ declare class AbortController {
   abort(reason?: unknown): void;
 }
 
+/** An opaque WebCrypto key (the subset the core's encryption uses: AES-GCM, PBKDF2). */
+interface CryptoKey {
+  readonly type: string;
+  readonly extractable: boolean;
+  readonly algorithm: { readonly name: string };
+  readonly usages: string[];
+}
+
+/** The subset of WebCrypto's `SubtleCrypto` that `core/encryption/` uses. */
+interface SubtleCrypto {
+  importKey(
+    format: "raw",
+    keyData: Uint8Array<ArrayBuffer>,
+    algorithm: { name: string; length?: number } | string,
+    extractable: boolean,
+    usages: ("encrypt" | "decrypt" | "deriveKey" | "deriveBits")[],
+  ): Promise<CryptoKey>;
+  encrypt(
+    algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> },
+    key: CryptoKey,
+    data: Uint8Array<ArrayBuffer>,
+  ): Promise<ArrayBuffer>;
+  decrypt(
+    algorithm: { name: "AES-GCM"; iv: Uint8Array<ArrayBuffer>; additionalData?: Uint8Array<ArrayBuffer> },
+    key: CryptoKey,
+    data: Uint8Array<ArrayBuffer>,
+  ): Promise<ArrayBuffer>;
+  digest(algorithm: "SHA-256", data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
+}
+
 declare var crypto: {
   getRandomValues<T extends ArrayBufferView>(array: T): T;
   randomUUID(): string;
-  readonly subtle: { digest(algorithm: "SHA-256", data: Uint8Array): Promise<ArrayBuffer> };
+  readonly subtle: SubtleCrypto;
 };
 
 // fetch's Request, Response and Headers, as far as the sync handler and client use them.

@@ -38,6 +38,7 @@ export { MAX_CHUNK_BYTES } from "./indexeddb-records.ts";
 export { webLockName } from "./web-locks.ts";
 export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./storage-worker-client.ts";
 export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
+export { type BrowserKeyringOptions, openBrowserKeyring, PBKDF2_ITERATIONS } from "./key-store.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {

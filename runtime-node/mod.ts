@@ -17,7 +17,16 @@
  */
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { type LeaseLostNotice, type SessionOptions, Sessions, type StaleLockReclaimed, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import {
+  type KeyProvider,
+  type LeaseLostNotice,
+  type SessionOptions,
+  Sessions,
+  type StaleLockReclaimed,
+  storageForKeys,
+  type StoragePort,
+  type WriterIdentity,
+} from "../core/mod.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./storage-worker-client.ts";
@@ -26,6 +35,7 @@ export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { storageErrorFromFs } from "./fs-errors.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
 export { type FetchServer, serveFetchHandler, type ServeFetchOptions } from "./fetch-server.ts";
+export { type KeyFile, keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "./key-file.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
@@ -76,6 +86,11 @@ export interface OpenNodeSessionsOptions {
   readonly defaults?: SessionOptions;
   /** Called when a dead writer's lock was taken over (`stale_lock_reclaimed`), with its old content. */
   readonly onStaleLockReclaimed?: (event: StaleLockReclaimed) => void;
+  /**
+   * The keys of an encrypted store (docs/FORMAT.md "Encrypted stores"). Without them an
+   * encrypted store is refused with `KeyRequiredError`; with them an empty store becomes encrypted.
+   */
+  readonly keys?: KeyProvider;
   /** Called when a held session's commit finds its lease lost (the commit fails with `LeaseLostError`; docs/FORMAT.md "Fencing"). */
   readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
@@ -112,7 +127,14 @@ export interface NodeSessions {
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const fsync = options.fsync ?? true;
-  const storage: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
+  const files: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
+  let storage: StoragePort;
+  try {
+    storage = await storageForKeys(files, options.keys);
+  } catch (error) {
+    await files.close?.();
+    throw error;
+  }
   const probe = nodeOwnerProbe();
   const sessions = new Sessions({
     storage,

@@ -21,7 +21,7 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import { runCommitPlan, type CommitPlan, type StoragePort } from "../core/mod.ts";
+import { type CommitPlan, runCommitPlan, type StoragePort } from "../core/mod.ts";
 import { concatBytes } from "../core/internal.ts";
 
 /**
@@ -83,7 +83,6 @@ function patterned(size: number, seed = 1): Uint8Array {
   }
   return out;
 }
-
 
 /** `""` when equal, else a short description of the first difference (fast on megabytes). */
 function byteDifference(actual: Uint8Array | undefined, expected: Uint8Array): string {
@@ -353,8 +352,9 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
 
       test("keeps issue order for appends issued concurrently (await Promise.all)", async (storage) => {
-        const chunks = Array.from({ length: 60 }, (_, i) =>
-          utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
+        const chunks = Array.from(
+          { length: 60 },
+          (_, i) => utf8(i % 10 === 3 ? `${String(i).padStart(2, "0")}${"x".repeat(64 * 1024)}\n` : `${String(i).padStart(2, "0")}\n`),
         );
         await Promise.all(chunks.map((chunk) => storage.append("c/log.jsonl", chunk)));
         expectBytes(await storage.read("c/log.jsonl"), concatBytes(chunks), "appends landed in issue order");
@@ -467,9 +467,22 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
 
     // The backend's own runCommitPlan when it has one (a worker), else the core's over its calls.
     describe("commit plans", () => {
-      const owner = (id: string) => utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
+      const owner = (id: string) =>
+        utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
       const meta = (revision: number) =>
-        utf8(JSON.stringify({ schema_version: 1, session_id: "s", agent_id: "a", workspace_id: "w", created_at: "2026-12-02T13:00:00.000Z", updated_at: "2026-12-02T13:00:00.000Z", message_count: revision, history_bytes: 0, revision }));
+        utf8(
+          JSON.stringify({
+            schema_version: 1,
+            session_id: "s",
+            agent_id: "a",
+            workspace_id: "w",
+            created_at: "2026-12-02T13:00:00.000Z",
+            updated_at: "2026-12-02T13:00:00.000Z",
+            message_count: revision,
+            history_bytes: 0,
+            revision,
+          }),
+        );
       const plan = (revision: number | null): CommitPlan => ({
         lock: { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" },
         expect: { path: "s/meta.json", revision },
@@ -515,7 +528,10 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       test("hold releases a lock whose plan did not commit; release leaves another owner's lock", async (storage) => {
         await storage.replace("s/meta.json", meta(2));
         const lock = { path: "s/writer.lock", bytes: owner("lock_mine"), lockId: "lock_mine" };
-        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 1 }, writes: [] })).toEqual({ outcome: "conflict", revision: 2 });
+        expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 1 }, writes: [] })).toEqual({
+          outcome: "conflict",
+          revision: 2,
+        });
         expect(await storage.read("s/writer.lock")).toBeUndefined();
         // Taken and held, then replaced under us (`unlock --force` and another writer): the release removes nothing.
         expect(await run(storage, { lock, hold: true, expect: { path: "s/meta.json", revision: 2 }, writes: [] })).toEqual({ outcome: "committed" });
@@ -764,3 +780,6 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
     });
   });
 }
+
+// The attack suite of encrypted stores, which every backend runs under EncryptedStorage.
+export { type EncryptionAttackTarget, runEncryptionAttackTests } from "./encryption-attacks.ts";

@@ -457,7 +457,7 @@ function tombstonePath(ref: SessionRef): string {
 
 /** The fork's session id, derived from the request: a retried push finds the same fork. */
 async function forkIdOf(ref: string, clientId: string, number: number): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(`${ref}\n${clientId}\n${number}`)));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(`${ref}\n${clientId}\n${number}`) as Uint8Array<ArrayBuffer>));
   const hex = Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
   return `${parseSessionRef(ref).sessionId.slice(0, 100)}.fork-${hex}`;
 }

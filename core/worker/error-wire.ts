@@ -17,6 +17,7 @@ import {
   InternalError,
   InvalidIdError,
   InvalidInputError,
+  KeyRequiredError,
   LeaseLostError,
   LimitExceededError,
   NotFoundError,
@@ -30,6 +31,7 @@ import {
   SyncRefusedError,
   UnsupportedSchemaError,
   WriterLockedError,
+  WrongKeyError,
 } from "../errors.ts";
 import { FormatError } from "../formats/errors.ts";
 
@@ -58,6 +60,8 @@ const errorClasses: Record<string, new (message: string, details: never) => Sess
   FormatError,
   LimitExceededError,
   SyncRefusedError,
+  KeyRequiredError,
+  WrongKeyError,
 };
 
 /** The plain-data form of an error, as it crosses a worker boundary. */

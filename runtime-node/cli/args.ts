@@ -32,6 +32,8 @@ export interface GlobalOptions {
   root: string | undefined;
   /** `--store URL`: a `postgres://` store instead of a folder. */
   store: string | undefined;
+  /** `--key-file FILE`: the key file of an encrypted store. */
+  keyFile: string | undefined;
   json: boolean;
   help: boolean;
   version: boolean;
@@ -56,6 +58,7 @@ type OptionToken = Extract<Token, { kind: "option" }>;
 const GLOBAL_OPTIONS = {
   root: { type: "string", value: "DIR" },
   store: { type: "string", value: "URL (postgres://…)" },
+  "key-file": { type: "string", value: "FILE" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
@@ -76,11 +79,13 @@ function tokenize(args: readonly string[], options: Record<string, { type: "bool
  * @throws {UsageError} for an unknown option before the command or `--root` without a value.
  */
 export function splitArgs(argv: readonly string[]): SplitArgs {
-  const globals: GlobalOptions = { root: undefined, store: undefined, json: false, help: false, version: false };
+  const globals: GlobalOptions = { root: undefined, store: undefined, keyFile: undefined, json: false, help: false, version: false };
   for (const token of tokenize(argv, GLOBAL_OPTIONS)) {
     if (token.kind === "option-terminator") return { globals, command: argv[token.index + 1], rest: argv.slice(token.index + 2) };
     if (token.kind === "positional") return { globals, command: token.value, rest: argv.slice(token.index + 1) };
-    if (!takeGlobal(token, globals)) throw new UsageError(`unknown option ${JSON.stringify(argv[token.index])} (see sessionfold --help)`, { option: argv[token.index] });
+    if (!takeGlobal(token, globals)) {
+      throw new UsageError(`unknown option ${JSON.stringify(argv[token.index])} (see sessionfold --help)`, { option: argv[token.index] });
+    }
   }
   return { globals, command: undefined, rest: [] };
 }
@@ -99,11 +104,17 @@ export function parseCommandArgs(command: string, rest: readonly string[], spec:
     if (token.kind !== "option" || takeGlobal(token, globals)) continue;
     // Commands have long options only: `-x` is unknown even where an option is called `x`.
     const option = token.rawName.startsWith("--") && Object.hasOwn(spec.options, token.name) ? spec.options[token.name] : undefined;
-    if (!option) throw new UsageError(`${command}: unknown option ${JSON.stringify(rest[token.index])} (see sessionfold ${command} --help)`, { option: rest[token.index] });
+    if (!option) {
+      throw new UsageError(`${command}: unknown option ${JSON.stringify(rest[token.index])} (see sessionfold ${command} --help)`, {
+        option: rest[token.index],
+      });
+    }
     const name = `--${token.name}`;
     if (options[token.name] !== undefined) throw new UsageError(`${command}: option ${name} is given twice`, { option: name });
     if (option.type === "boolean" && token.value !== undefined) throw new UsageError(`${command}: option ${name} takes no value`, { option: name });
-    if (option.type === "string" && token.value === undefined) throw new UsageError(`${command}: option ${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: name });
+    if (option.type === "string" && token.value === undefined) {
+      throw new UsageError(`${command}: option ${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: name });
+    }
     options[token.name] = token.value ?? true;
   }
   if (globals.help || globals.version) return { positionals, options };
@@ -132,6 +143,7 @@ function takeGlobal(token: OptionToken, globals: GlobalOptions): boolean {
     return true;
   }
   if (token.value === undefined || token.value === "") throw new UsageError(`option --${name} needs a value ${option.value}`, { option: `--${name}` });
-  globals[name as "root" | "store"] = token.value;
+  if (name === "key-file") globals.keyFile = token.value;
+  else globals[name as "root" | "store"] = token.value;
   return true;
 }

@@ -40,6 +40,8 @@ export function exitStatusOf(code: ErrorCode): number {
     case "unsupported-schema":
     case "corrupt":
     case "invalid-input":
+    case "key-required":
+    case "wrong-key":
       return EXIT.badInput;
     default:
       return EXIT.other;

@@ -10,27 +10,31 @@ import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import {
+  type AgentConfig,
   AgentConfigError,
-  ExtractiveSummarizer,
-  InvalidInputError,
-  NotFoundError,
-  UnsupportedSchemaError,
   agentConfigPath,
   agentModelLabel,
   agentSessionOptions,
+  EncryptedStorage,
+  ExtractiveSummarizer,
   formatSessionRef,
+  InvalidInputError,
+  type KeyProvider,
+  type MigrationReport,
+  NotFoundError,
   parseAgentConfig,
-  sessionPaths,
-  type AgentConfig,
   type Session,
   type SessionOptions,
+  sessionPaths,
   type SessionRef,
   Sessions,
   type StaleLockReclaimed,
+  storageForKeys,
   type StoragePort,
   type Summarizer,
+  UnsupportedSchemaError,
 } from "../../core/mod.ts";
-import { nodeWriterIdentity, openNodeSessions } from "../mod.ts";
+import { keyProviderOf, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
@@ -47,8 +51,14 @@ export interface OpenStore {
 
 /** Where the store is: a folder, or a schema of a PostgreSQL database. */
 export type StoreLocation =
-  | { readonly kind: "files"; readonly root: string }
-  | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined };
+  & (
+    | { readonly kind: "files"; readonly root: string }
+    | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
+  )
+  & {
+    /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
+    readonly keyFile?: string | undefined;
+  };
 
 /**
  * `--store URL`, else `--root DIR`, else `$SESSIONFOLD_STORE`, else the folder of
@@ -57,7 +67,17 @@ export type StoreLocation =
  *
  * @throws {UsageError} for `--root` and `--store` together, or a store that is not a postgres:// URL.
  */
-export function resolveStore(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
+export function resolveStore(
+  globals: { readonly root: string | undefined; readonly store: string | undefined; readonly keyFile?: string | undefined },
+  io: CliIo,
+): StoreLocation {
+  const env = io.env ?? process.env;
+  const keyFile = globals.keyFile ?? (env["SESSIONFOLD_KEY_FILE"] || undefined);
+  const location = resolveStoreLocation(globals, io);
+  return keyFile === undefined ? location : { ...location, keyFile: resolve(io.cwd ?? process.cwd(), keyFile) };
+}
+
+function resolveStoreLocation(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
   if (globals.root !== undefined && globals.store !== undefined) {
     throw new UsageError("give --root DIR or --store URL, not both", { option: "--store" });
   }
@@ -72,7 +92,9 @@ export function resolveStore(globals: { readonly root: string | undefined; reado
     url = new URL("invalid:");
   }
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
-    throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, { option: from });
+    throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, {
+      option: from,
+    });
   }
   const schema = url.searchParams.get("schema") ?? undefined;
   url.searchParams.delete("schema");
@@ -163,6 +185,27 @@ export class Store {
     return this.#open();
   }
 
+  /** The key file the store is opened with (`--key-file`, `$SESSIONFOLD_KEY_FILE`), absolute. */
+  get keyFile(): string | undefined {
+    return this.#location.keyFile;
+  }
+
+  /**
+   * Encrypts the store in place with `keys` (`EncryptedStorage.migrate`, crash-safe), on its
+   * backend alone: the only way the CLI reads a plaintext record of an encrypted store.
+   */
+  async encryptInPlace(keys: KeyProvider): Promise<MigrationReport> {
+    const location = this.#location;
+    const backend: StoragePort = location.kind === "files"
+      ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true })
+      : await postgresBackend(location);
+    try {
+      return await EncryptedStorage.migrate(backend, keys);
+    } finally {
+      await backend.close?.();
+    }
+  }
+
   /** Ends the storage worker, if one was started. */
   async close(): Promise<void> {
     const opened = this.#opened;
@@ -181,22 +224,27 @@ export class Store {
   }
 
   #open(): Promise<OpenStore> {
-    const location = this.#location;
-    this.#opened ??=
-      location.kind === "files"
-        ? openNodeSessions({
-            root: this.root,
-            worker: this.#io.worker ?? !this.#readOnly,
-            fsync: this.#io.fsync ?? true,
-            ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
-          })
-        : openPostgres(location);
+    this.#opened ??= this.#openWithKeys();
     return this.#opened;
+  }
+
+  async #openWithKeys(): Promise<OpenStore> {
+    const location = this.#location;
+    const keys = location.keyFile === undefined ? undefined : await keyProviderOf(await readKeyFile(location.keyFile));
+    return location.kind === "files"
+      ? openNodeSessions({
+        root: this.root,
+        worker: this.#io.worker ?? !this.#readOnly,
+        fsync: this.#io.fsync ?? true,
+        ...(keys ? { keys } : {}),
+        ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
+      })
+      : openPostgres(location, keys);
   }
 }
 
-/** Opens a PostgreSQL store; `pg` (an optional peer dependency) is loaded only here. */
-async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>): Promise<OpenStore> {
+/** The PostgreSQL backend of a store; `pg` (an optional peer dependency) is loaded only here. */
+async function postgresBackend(location: Extract<StoreLocation, { kind: "postgres" }>) {
   let postgres: typeof import("../../runtime-postgres/mod.ts");
   try {
     postgres = await import("../../runtime-postgres/mod.ts");
@@ -211,8 +259,21 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
     if (error instanceof InvalidInputError) throw new UsageError(`--store: ${error.message}`, { option: "--store", ...error.details });
     throw error;
   }
-  const sessions = new Sessions({ storage, identity: nodeWriterIdentity() });
-  return { sessions, storage, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
+  return storage;
+}
+
+/** Opens a PostgreSQL store with its keys (an encrypted store without them is refused). */
+async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStore> {
+  const storage = await postgresBackend(location);
+  let sealed: StoragePort;
+  try {
+    sealed = await storageForKeys(storage, keys);
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  const sessions = new Sessions({ storage: sealed, identity: nodeWriterIdentity() });
+  return { sessions, storage: sealed, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
 }
 
 /**

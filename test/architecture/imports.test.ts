@@ -14,7 +14,7 @@ export const CORE_LAYERS: readonly (readonly string[])[] = [
   ["core/errors.ts"],
   ["core/schema", "core/layout"],
   ["core/model", "core/storage"],
-  ["core/jsonl"],
+  ["core/jsonl", "core/encryption"],
   ["core/composer", "core/compaction", "core/summarizer", "core/formats"],
   ["core/export"],
   ["core/session"],

@@ -24,13 +24,14 @@ import { browserCase } from "./cases/browser.ts";
 import { bundleCase } from "./cases/bundle.ts";
 import { bytesCase } from "./cases/bytes.ts";
 import { compactCase } from "./cases/compact.ts";
+import { encryptionCase } from "./cases/encryption.ts";
 import { packageCase } from "./cases/package.ts";
 import { postgresCase } from "./cases/postgres.ts";
 import { streamCase } from "./cases/stream.ts";
 import { turnCase } from "./cases/turn.ts";
 import { machineInfo } from "./lib/machine.ts";
 import { renderReport } from "./lib/report.ts";
-import { jsonLine, targetMet, type BenchRow, type CaseContext } from "./lib/result.ts";
+import { type BenchRow, type CaseContext, jsonLine, targetMet } from "./lib/result.ts";
 import { round } from "./lib/stats.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -47,6 +48,7 @@ const STEPS: readonly Step[] = [
   { cases: [2, 5], title: "durable append and the worker hop", run: appendCase },
   { cases: [3], title: "streaming with draft persistence", run: streamCase },
   { cases: [4], title: "compaction", run: compactCase },
+  { cases: [12], title: "encrypted store against the same store in the clear", run: encryptionCase },
   { cases: [7], title: "bytes stored per message", run: bytesCase },
   { cases: [1, 6], title: "turn cost against history length (Node) and peak memory", run: turnCase },
   { cases: [1], title: "turn cost against history length (chromium)", run: browserCase },
@@ -113,7 +115,11 @@ async function main(): Promise<void> {
     else {
       const met = targetMet(row);
       const verdict = row.target ? ` [target ${row.target.text}: ${met === null ? "not measured" : met ? "met" : "MISSED"}]` : "";
-      process.stdout.write(`${row.name}: ${row.value === null ? "–" : round(row.value)} ${row.unit}; baseline ${row.baseline === null ? "–" : round(row.baseline)}; ratio ${row.ratio === null ? "–" : round(row.ratio)}${verdict}\n`);
+      process.stdout.write(
+        `${row.name}: ${row.value === null ? "–" : round(row.value)} ${row.unit}; baseline ${row.baseline === null ? "–" : round(row.baseline)}; ratio ${
+          row.ratio === null ? "–" : round(row.ratio)
+        }${verdict}\n`,
+      );
     }
   };
   for (const step of STEPS) {
@@ -126,7 +132,21 @@ async function main(): Promise<void> {
       const message = error instanceof Error ? error.message : String(error);
       log(`cases ${step.cases.join("+")} failed: ${message}`);
       for (const c of step.cases) failures.set(c, `${step.title}: ${message.slice(0, 500)}`);
-      if (args.json) process.stdout.write(`${JSON.stringify({ name: `case-${step.cases.join("+")}.failed`, value: null, unit: "", baseline: null, ratio: null, mode: args.quick ? "quick" : "full", note: message.slice(0, 500) })}\n`);
+      if (args.json) {
+        process.stdout.write(
+          `${
+            JSON.stringify({
+              name: `case-${step.cases.join("+")}.failed`,
+              value: null,
+              unit: "",
+              baseline: null,
+              ratio: null,
+              mode: args.quick ? "quick" : "full",
+              note: message.slice(0, 500),
+            })
+          }\n`,
+        );
+      }
     } finally {
       await rm(tmp, { recursive: true, force: true });
     }

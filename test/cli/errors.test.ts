@@ -91,7 +91,10 @@ describe("usage (exit 2) and help (exit 0)", () => {
     expect(appended.stdout).not.toMatch(/^\{/);
     expect(json(expectOk(await cli(root, ["--json", "messages", REF]))).at(-1).parts).toMatchObject([{ type: "text", text: "--json" }]);
     expectOk(await cli(root, ["append", REF, "--role=assistant", "--text=-1 is odd"]));
-    expect(json(expectOk(await cli(root, ["--json", "messages", REF]))).at(-1)).toMatchObject({ role: "assistant", parts: [{ type: "text", text: "-1 is odd" }] });
+    expect(json(expectOk(await cli(root, ["--json", "messages", REF]))).at(-1)).toMatchObject({
+      role: "assistant",
+      parts: [{ type: "text", text: "-1 is odd" }],
+    });
     // After --, "--json" is the REF (an invalid one: exit 4), and no JSON is printed.
     const ended = await cli(root, ["show", "--", "--json"]);
     expect(ended.status).toBe(4);
@@ -164,7 +167,19 @@ describe("invalid ids (exit 4) are refused before anything is created", () => {
 describe("not found, locks, corruption, schema, agent files", () => {
   it("a missing session is error[not-found], exit 4", async () => {
     const root = await missingRoot();
-    for (const argv of [["show", REF], ["compose", REF], ["messages", REF], ["verify", REF], ["append", REF, "--role", "user", "--text", "x"], ["compact", REF], ["fork", REF, "--as", "s2"], ["archive", REF], ["unlock", REF, "--force"]]) {
+    for (
+      const argv of [
+        ["show", REF],
+        ["compose", REF],
+        ["messages", REF],
+        ["verify", REF],
+        ["append", REF, "--role", "user", "--text", "x"],
+        ["compact", REF],
+        ["fork", REF, "--as", "s2"],
+        ["archive", REF],
+        ["unlock", REF, "--force"],
+      ]
+    ) {
       const result = await cli(root, argv);
       expect(result.status, argv[0]).toBe(4);
       expect(result.stderr).toMatch(/^error\[not-found\]: no session a1\/w1\/s1/);
@@ -227,15 +242,23 @@ describe("not found, locks, corruption, schema, agent files", () => {
     const footer = JSON.parse(lines.at(-1)!);
     await writeFile(first, [...lines.slice(0, -1), JSON.stringify({ ...footer, through_sequence: 3 })].join("\n") + "\n");
     let diagnostics = json(await cli(root, ["--json", "verify", REF])).sessions[0].diagnostics;
-    expect(diagnostics).toEqual([expect.objectContaining({ file: "messages/segments/000000000001-000000000004.jsonl", line: 5, code: "invalid_segment", fatal: true })]);
+    expect(diagnostics).toEqual([
+      expect.objectContaining({ file: "messages/segments/000000000001-000000000004.jsonl", line: 5, code: "invalid_segment", fatal: true }),
+    ]);
     await writeFile(first, lines.slice(0, -1).join("\n") + "\n");
     diagnostics = json(await cli(root, ["--json", "verify", REF])).sessions[0].diagnostics;
     expect(diagnostics).toEqual([
-      expect.objectContaining({ line: 4, code: "invalid_segment", message: expect.stringContaining("the last line is not a summary footer through sequence 4") }),
+      expect.objectContaining({
+        line: 4,
+        code: "invalid_segment",
+        message: expect.stringContaining("the last line is not a summary footer through sequence 4"),
+      }),
     ]);
     await writeFile(first, [lines[0], lines[2], lines[1], lines[3], lines[4]].join("\n") + "\n");
     diagnostics = json(await cli(root, ["--json", "verify", REF])).sessions[0].diagnostics;
-    expect(diagnostics).toEqual([expect.objectContaining({ line: 2, code: "invalid_record", message: expect.stringContaining("message sequence 3 where 2 was expected") })]);
+    expect(diagnostics).toEqual([
+      expect.objectContaining({ line: 2, code: "invalid_record", message: expect.stringContaining("message sequence 3 where 2 was expected") }),
+    ]);
     expect((await cli(root, ["verify", REF])).status).toBe(1);
   });
 
@@ -329,7 +352,9 @@ describe("not found, locks, corruption, schema, agent files", () => {
     await writeFile(file, '{ "context_window": -5 }');
     const schema = await cli(root, ["compose", REF]);
     expect(schema.status).toBe(4);
-    expect(schema.stderr).toMatch(new RegExp(`^error\\[invalid-input\\]: ${file.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}:1:21: context_window: expected a positive integer`));
+    expect(schema.stderr).toMatch(
+      new RegExp(`^error\\[invalid-input\\]: ${file.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}:1:21: context_window: expected a positive integer`),
+    );
     // Commands that do not use the agent are unaffected.
     expect((await cli(root, ["show", REF])).status).toBe(0);
   });
@@ -362,6 +387,8 @@ describe("not found, locks, corruption, schema, agent files", () => {
       internal: 5,
       unauthorized: 5,
       "sync-refused": 5,
+      "key-required": 4,
+      "wrong-key": 4,
     };
     for (const [code, status] of Object.entries(expected)) expect(exitStatusOf(code as ErrorCode), code).toBe(status);
   });
@@ -369,7 +396,15 @@ describe("not found, locks, corruption, schema, agent files", () => {
   it("compact refuses while a streaming draft exists (busy: not a lock, so exit 5)", async () => {
     const root = await missingRoot();
     await seed(root, REF, 2);
-    const draft = { record_type: "message", sequence: 3, message_id: "m_d", role: "assistant", created_at: "2026-12-02T13:00:00.000Z", status: "streaming", parts: [] };
+    const draft = {
+      record_type: "message",
+      sequence: 3,
+      message_id: "m_d",
+      role: "assistant",
+      created_at: "2026-12-02T13:00:00.000Z",
+      status: "streaming",
+      parts: [],
+    };
     await put(join(sessionDir(root, REF), "messages/assistant_message.json"), JSON.stringify(draft));
     const result = await cli(root, ["compact", REF]);
     expect(result.status).toBe(5);

@@ -103,6 +103,24 @@ export const COMMANDS: readonly CommandEntry[] = [
     summary: "bring the store and a remote to the same state",
     load: async () => (await import("./sync.ts")).sync,
   },
+  {
+    name: "keygen",
+    synopsis: "keygen --out FILE",
+    summary: "write a new key file (mode 0600) for an encrypted store",
+    load: async () => (await import("./keys.ts")).keygen,
+  },
+  {
+    name: "encrypt",
+    synopsis: "encrypt",
+    summary: "encrypt a store in the clear in place with the --key-file (crash-safe)",
+    load: async () => (await import("./keys.ts")).encrypt,
+  },
+  {
+    name: "rekey",
+    synopsis: "rekey",
+    summary: "rotate an encrypted store to a new key (re-wraps data keys, rewrites no history)",
+    load: async () => (await import("./keys.ts")).rekey,
+  },
 ];
 
 /** The command named `name`, if there is one. */

@@ -1,0 +1,18 @@
+/** The encrypted-store attack suite on files (NodeFileStorage): the no-plaintext check reads every file on disk. */
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NodeFileStorage } from "../../runtime-node/mod.ts";
+import { runEncryptionAttackTests } from "../../testing/encryption-attacks.ts";
+
+/** Every byte of every file under `root`, as it lies on disk. */
+async function everyFile(root: string): Promise<Uint8Array> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+  return Buffer.concat(await Promise.all(files.map((file) => readFile(file))));
+}
+
+runEncryptionAttackTests("NodeFileStorage", async () => {
+  const root = await mkdtemp(join(tmpdir(), "sessionfold-enc-"));
+  return { storage: new NodeFileStorage({ root }), dump: () => everyFile(root), teardown: () => rm(root, { recursive: true, force: true }) };
+});
