@@ -270,6 +270,8 @@ export {
   MAX_LINE_BYTES,
   MemoryStorage,
   type PlannedWrite,
+  type ReadRequest,
+  type ReadResult,
   runCommitPlan,
   type StoragePort,
   type WriteOptions,
