@@ -22,6 +22,8 @@ import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** How long one statement may run by default (the server's `statement_timeout`). */
 const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
+/** How many sessions' advisory lock numbers a handle keeps computed. */
+const LOCK_KEYS_KEPT = 4096;
 /** How much longer than the statement timeout the client waits for an answer before it drops the connection. */
 const ANSWER_GRACE_MS = 5_000;
 
@@ -127,6 +129,8 @@ export class PostgresStorage implements StoragePort {
   readonly #onLeaseLost: ((event: LeaseLost) => void) | undefined;
   /** Per path, the last write issued: writes to one path run in the order they were issued. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  /** Advisory lock numbers by lock name, at most {@linkcode LOCK_KEYS_KEPT}. */
+  readonly #lockKeys = new Map<string, string>();
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
@@ -310,17 +314,21 @@ export class PostgresStorage implements StoragePort {
       plan.expect?.revision ?? null,
       plan.writes.map((write) => write.op),
       plan.writes.map((write) => write.path),
-      plan.writes.map((write) => Buffer.from(write.bytes)),
+      // The writes' bytes as one value, sent in binary (a bytea[] travels as hex text).
+      Buffer.concat(plan.writes.map((write) => write.bytes)),
+      plan.writes.map((write) => write.bytes.length),
+      plan.writes.map((write) => (write.op === "replace" && write.path.endsWith(META_SUFFIX) ? revisionOf(write.bytes) : null)),
       plan.release ? this.#lockKey(plan.release.path) : null,
       plan.release?.path ?? null,
       plan.release?.lockId ?? null,
     ];
     let outcome: string;
     try {
-      const result = await client.query<{ outcome: string }>(
-        `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10, $11, $12) AS outcome`,
-        parameters,
-      );
+      const result = await client.query<{ outcome: string }>({
+        name: `${this.#schema}.run_plan`,
+        text: `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14) AS outcome`,
+        values: parameters,
+      });
       outcome = result.rows[0]!.outcome;
     } catch (error) {
       if (holder) {
@@ -599,8 +607,37 @@ export class PostgresStorage implements StoragePort {
     return next;
   }
 
+  /** The advisory lock number of `name` (a SHA-256 per name, computed once, not per commit). */
   #lockKey(name: string): string {
-    return advisoryLockKey(this.#schema, name);
+    let key = this.#lockKeys.get(name);
+    if (key === undefined) {
+      if (this.#lockKeys.size >= LOCK_KEYS_KEPT) this.#lockKeys.clear();
+      key = advisoryLockKey(this.#schema, name);
+      this.#lockKeys.set(name, key);
+    }
+    return key;
+  }
+}
+
+/** The name of a session's `meta.json` (docs/FORMAT.md), as the end of a path. */
+const META_SUFFIX = "/meta.json";
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The revision of a `meta.json` a commit writes, which the server keeps beside it
+ * (`entries.revision`) so that the next commit checks it without parsing the document:
+ * the `revision` of a JSON object, when it is a safe integer; `null` for anything else
+ * (then the server parses the document itself when it needs the revision, as before).
+ */
+function revisionOf(bytes: Uint8Array): number | null {
+  // The core writes meta.json as an object; a document that starts otherwise (a BOM,
+  // blank) is left to the server's own reading.
+  if (bytes[0] !== 0x7b) return null;
+  try {
+    const revision = (JSON.parse(strictUtf8.decode(bytes)) as { revision?: unknown }).revision;
+    return typeof revision === "number" && Number.isSafeInteger(revision) ? revision : null;
+  } catch {
+    return null;
   }
 }
 
