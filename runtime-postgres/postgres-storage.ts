@@ -409,7 +409,10 @@ export class PostgresStorage implements StoragePort {
    * One statement for every read of the batch: each request's file (for `lastIn`, the last
    * file of the folder on the `(parent, name)` index), its stored size for the read limit
    * (`octet_length`, so a whole read over the limit sends no chunk), and only the chunks a
-   * tail needs, the first one cut on the server.
+   * tail needs, the first one cut on the server. The files are materialised (each stored
+   * size summed once, not once per chunk), their chunks a lateral lookup per file on the
+   * primary key (`OFFSET 0` keeps it one), never a join the planner could turn into a scan
+   * of every chunk.
    */
   async #sendBatch(): Promise<void> {
     const batch = this.#batch!;
@@ -422,7 +425,7 @@ export class PostgresStorage implements StoragePort {
         {
           name: `${this.#schema}.read_many`,
           text: `WITH r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[]) WITH ORDINALITY AS r(target, tail, last_in, i)),
-       f AS (
+       f AS MATERIALIZED (
          SELECT r.i, e.path, e.file_id, e.size, coalesce(r.tail, e.size) AS tail,
                 CASE WHEN r.tail IS NULL THEN (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) END AS stored
          FROM r CROSS JOIN LATERAL (
@@ -434,7 +437,9 @@ export class PostgresStorage implements StoragePort {
               CASE WHEN c.end_offset - length(c.bytes) < f.size - f.tail
                 THEN substring(c.bytes FROM (f.size - f.tail - (c.end_offset - length(c.bytes)) + 1)::int)
                 ELSE c.bytes END AS bytes
-       FROM f LEFT JOIN ${this.#s}.chunks c ON c.file_id = f.file_id AND c.end_offset > f.size - f.tail AND coalesce(f.stored <= $4, true)
+       FROM f LEFT JOIN LATERAL (
+         SELECT c.end_offset, c.bytes FROM ${this.#s}.chunks c
+         WHERE c.file_id = f.file_id AND c.end_offset > f.size - f.tail AND coalesce(f.stored <= $4, true) OFFSET 0) c ON true
        ORDER BY f.i, c.end_offset`,
         },
         [targets, tails, lastIn, this.#maxFileBytes],
