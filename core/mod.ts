@@ -287,6 +287,8 @@ export {
   MemoryStorage,
   type MemoryStorageOptions,
   type PlannedWrite,
+  type ReadRequest,
+  type ReadResult,
   runCommitPlan,
   type StoragePort,
   type WriteOptions,
