@@ -1,8 +1,8 @@
 /**
- * The registry of sessions (`Sessions`): create, open, list, fork, import, archive and
- * delete, over one store and one writer identity. Listing, the fork's copy, an import's
- * files and the staged folder they are built in have files of their own
- * (`session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`).
+ * The registry of sessions (`Sessions`): create, open, list, fork, import, archive,
+ * delete and purge, over one store and one writer identity. Listing, the fork's copy, an
+ * import's files, the staged folder they are built in and retention have files of their own
+ * (`session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`, `purge.ts`).
  *
  * @module
  */
