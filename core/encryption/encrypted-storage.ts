@@ -36,6 +36,7 @@ import {
   unwrapDataKey,
 } from "./keys.ts";
 import { type SealedKind, sealedKindOf, SESSION_KEYS_FILE, sessionFolderOf, STORE_MARKER } from "./places.ts";
+import { filesUnder } from "../storage/files-under.ts";
 
 /** A line or document the store refused to open: where, and why. */
 export interface SealRefusal {
@@ -714,18 +715,6 @@ export class EncryptedStorage implements StoragePort {
 export async function storageForKeys(inner: StoragePort, provider: KeyProvider | undefined, options: EncryptedStorageOptions = {}): Promise<StoragePort> {
   if (await EncryptedStorage.isEncrypted(inner)) return EncryptedStorage.open(inner, provider, options);
   return provider ? EncryptedStorage.create(inner, provider, options) : inner;
-}
-
-/** Every file under `dir`, through the backend: a name that reads as a file is one, any other is listed as a folder. */
-async function filesUnder(inner: StoragePort, dir: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const name of await inner.list(dir)) {
-    const path = `${dir}/${name}`;
-    // A backend may refuse to read a folder as a file (Node) or find no file there (a key-value store).
-    if (await inner.readTail(path, 0).catch(() => undefined)) found.push(path);
-    else found.push(...(await filesUnder(inner, path)));
-  }
-  return found;
 }
 
 /** The JSON value of a plaintext line or document, or `undefined` when it is not JSON (then nothing of it is in the clear). */

@@ -30,6 +30,7 @@ export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";
 export { toMessageRecord, type NewMessage } from "./message-input.ts";
 export type { CommitResult, SessionWriter } from "./writer.ts";
-export { Sessions, type CreateSessionInput, type ListProblem, type ForkOptions, type HoldOption, type ListSessionsOptions, type SessionsOptions } from "./registry.ts";
+export { Sessions, type CreateSessionInput, type DeletedSession, type ListProblem, type ForkOptions, type HoldOption, type ListSessionsOptions, type SessionsOptions } from "./registry.ts";
+export type { PurgeEntry, PurgeOptions, PurgeResult } from "./purge.ts";
 export { runLoop, type RunInput, type RunOptions } from "./run.ts";
 export { RunHandle, type RunEvent, type RunOutcome } from "./run-events.ts";

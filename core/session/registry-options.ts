@@ -85,3 +85,13 @@ export interface ListProblem {
   readonly ref: string;
   readonly message: string;
 }
+
+/** What `Sessions.delete` removed: every copy's every file, named so nothing goes unseen. */
+export interface DeletedSession {
+  /** `agent/workspace/session`. */
+  readonly ref: string;
+  /** The places it was removed from (`live`, `archived` or both). */
+  readonly places: readonly ("live" | "archived")[];
+  /** Every file removed, store-relative: meta, segments, Active, the draft, quarantine, the lock. */
+  readonly removed: readonly string[];
+}

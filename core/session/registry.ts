@@ -1,8 +1,8 @@
 /**
- * The registry of sessions (`Sessions`): create, open, list, fork, import, archive and
- * delete, over one store and one writer identity. Listing, the fork's copy, an import's
- * files and the staged folder they are built in have files of their own
- * (`session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`).
+ * The registry of sessions (`Sessions`): create, open, list, fork, import, archive,
+ * delete and purge, over one store and one writer identity. Listing, the fork's copy, an
+ * import's files, the staged folder they are built in and retention have files of their own
+ * (`session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`, `purge.ts`).
  *
  * @module
  */
@@ -11,6 +11,7 @@ import { formatSessionRef, parseSessionRef, sessionRef, type SessionRef } from "
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import type { PortableSession } from "../model/mod.ts";
+import { filesUnder } from "../storage/files-under.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { reportReclaimed, type SessionContext } from "./context.ts";
 import { copyForFork } from "./fork.ts";
@@ -20,12 +21,13 @@ import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
-import type { CreateSessionInput, ForkOptions, HoldOption, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
+import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
+import { purgeSessions, type PurgeOptions, type PurgeResult } from "./purge.ts";
 import { Session } from "./session.ts";
 import { listSessions } from "./session-listing.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
 
-export type { CreateSessionInput, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
+export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
 
 /**
  * The sessions of one store: create, open, list, fork, archive and delete.
@@ -224,23 +226,56 @@ export class Sessions {
   }
 
   /**
-   * Deletes a session and its whole history (live or archived). Explicit and final.
+   * Deletes a session and its whole history, explicit and final: every file of the folder
+   * (meta, segments, Active, the draft, `quarantine/`, the lock), from every place it is in
+   * (live and archived) unless `archived` names one. On an encrypted store the data keys go
+   * first (crypto-shredding). Resolves every file it removed (docs/FORMAT.md "Deletion").
    *
    * @throws {NotFoundError} when there is no such session.
-   * @throws {WriterLockedError} when another writer holds it.
+   * @throws {WriterLockedError} when another writer holds it (nothing is removed).
    */
-  async delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<void> {
+  async delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<DeletedSession> {
     const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
-    const place: SessionPlace = options.archived ? "archived" : "live";
-    if (!(await sessionExists(this.storage, valid, place))) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
-    const paths = sessionPaths(valid, place);
-    // Taken so a running writer is never deleted under; the removal takes the lock file with it.
-    const lock = await this.#acquire(valid, paths.lock, "delete");
+    const wanted: SessionPlace[] = options.archived === undefined ? ["live", "archived"] : [options.archived ? "archived" : "live"];
+    const places: SessionPlace[] = [];
+    for (const place of wanted) if (await sessionExists(this.storage, valid, place)) places.push(place);
+    if (places.length === 0) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
+    // Every lock first, so a running writer of either copy is never deleted under and a refusal removes nothing.
+    const locks: WriterLease[] = [];
+    const removed: string[] = [];
     try {
-      await this.storage.remove(paths.dir);
+      for (const place of places) locks.push(await this.#acquire(valid, sessionPaths(valid, place).lock, "delete"));
+      for (const place of places) {
+        const { dir } = sessionPaths(valid, place);
+        removed.push(...(await filesUnder(this.storage, dir)));
+        // The removal takes the lock file with it.
+        await this.storage.remove(dir);
+      }
     } finally {
-      await releaseWriterLock(this.storage, lock);
+      for (const lock of locks) await releaseWriterLock(this.storage, lock);
     }
+    return { ref: formatSessionRef(valid), places, removed };
+  }
+
+  /**
+   * Retention, run only when the host calls it: deletes (through {@linkcode Sessions.delete})
+   * the sessions last active more than `olderThan` ms ago and beyond the `keepNewest` newest
+   * of each workspace, archived sessions first, then the oldest. A session a writer holds or
+   * whose draft is streaming is skipped with the reason; `dryRun` lists and deletes nothing.
+   *
+   * @example
+   * ```ts
+   * import { MemoryStorage, Sessions } from "sessionfold";
+   *
+   * const sessions = new Sessions({ storage: new MemoryStorage() });
+   * await sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "old" });
+   * const plan = await sessions.purge({ keepNewest: 0, dryRun: true });
+   * plan.entries.map((e) => `${e.ref} ${e.outcome}`); // ["coder/repo/old would-delete"]
+   * ```
+   * @throws {InvalidInputError} when neither `olderThan` nor `keepNewest` is given.
+   */
+  async purge(options: PurgeOptions): Promise<PurgeResult> {
+    return purgeSessions(this, this.#ctx.clock(), options);
   }
 
   /** Takes a session's lock for an operation of the registry's own, reporting a dead writer's lock it took over. */

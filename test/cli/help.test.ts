@@ -31,6 +31,7 @@ const PROGRAM_HELP = [
   "  compact REF                                                                           compact Active with the configured summarizer",
   "  fork REF --as SESSION_ID                                                              copy the full history into a new session",
   "  archive REF                                                                           move the session to archived-sessions/",
+  "  purge --older-than D [--keep-newest N] [--agent A] [--workspace W] [--dry-run]        delete sessions by last activity or count, only when run (--dry-run lists)",
   "  unlock REF --force                                                                    remove a writer lock after printing its owner",
   "  import FILE [--from deepcode|rho-snapshot|rho-jsonl|pi|codex|claude-code] --into REF  import another system's session",
   "  export REF --to deepcode|rho-snapshot|pi [--redact] [--out FILE]                      export the full history",
