@@ -22,6 +22,7 @@ import {
 import { type BrowserSessions, IndexedDbStorage, openBrowserSessions, startBackgroundSync } from "../../runtime-browser/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal } from "../../testing/sync-conformance.ts";
+import { withCors } from "./cors.ts";
 import { recordCase } from "./matrix.ts";
 
 let next = 0;
@@ -30,21 +31,6 @@ const databases = () => `sync-dom-${process.pid}-${next++}`;
 function authorize(request: Request) {
   const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
   return match ? testPrincipal(match[1]!) : undefined;
-}
-
-/**
- * The page (happy-dom at its own origin) reaches the loopback server cross-origin, so the
- * server answers CORS as a host mounting the handler for a web app would (Hono's `cors()`).
- */
-function withCors(handler: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
-  const headers = { "access-control-allow-origin": "*", "access-control-allow-headers": "authorization, content-type", "access-control-allow-methods": "POST" };
-  return async (request) => {
-    if (request.method === "OPTIONS") return new Response(null, { status: 204, headers });
-    const response = await handler(request);
-    const answer = new Response(response.body, response);
-    for (const [name, value] of Object.entries(headers)) answer.headers.set(name, value);
-    return answer;
-  };
 }
 
 runSyncTests(
