@@ -170,7 +170,7 @@ class Scheduler implements BackgroundSync {
 
   on<K extends keyof BackgroundSyncEvents>(event: K, listener: (value: BackgroundSyncEvents[K]) => void): () => void {
     let set = this.#listeners.get(event);
-    if (!set) this.#listeners.set(event, (set = new Set()));
+    if (!set) this.#listeners.set(event, set = new Set());
     set.add(listener as (value: never) => void);
     return () => void set.delete(listener as (value: never) => void);
   }
@@ -275,7 +275,8 @@ class Scheduler implements BackgroundSync {
 
   /** One sync; what comes next: `idle` (then the interval), `retrying` after `ms`, or `refused`. */
   async #attempt(): Promise<{ report: SyncReport | undefined; next: { state: "idle" | "retrying" | "refused"; ms: number } }> {
-    const { local, remote, online: _online, intervalMs, debounceMs: _debounce, backoff, timers: _timers, clock: _clock, random, exclusive, ...engine } = this.#options;
+    const { local, remote, online: _online, intervalMs, debounceMs: _debounce, backoff, timers: _timers, clock: _clock, random, exclusive, ...engine } =
+      this.#options;
     const interval = intervalMs ?? 30_000;
     this.#again = false;
     this.#update({ state: "syncing", nextAttemptAt: null });

@@ -21,9 +21,9 @@
  * @module
  */
 export {
-  backoffDelay,
   type BackgroundSync,
   type BackgroundSyncEvents,
+  backoffDelay,
   startSyncScheduler,
   type SyncBackoff,
   type SyncSchedulerOptions,

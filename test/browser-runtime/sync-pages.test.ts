@@ -85,10 +85,14 @@ const say = (device: Device, text: string) => device.page.evaluate(([ref, t]) =>
 
 /** Waits in the page until the device is online, idle and has nothing pending. */
 const synced = (device: Device) =>
-  device.page.waitForFunction(() => {
-    const s = (window as unknown as { sync: Fixture }).sync.status();
-    return s.online && s.state === "idle" && s.pending === 0 && s.lastSuccessAt !== null;
-  }, null, { timeout: 20_000 });
+  device.page.waitForFunction(
+    () => {
+      const s = (window as unknown as { sync: Fixture }).sync.status();
+      return s.online && s.state === "idle" && s.pending === 0 && s.lastSuccessAt !== null;
+    },
+    null,
+    { timeout: 20_000 },
+  );
 
 /** The texts of `ref` on the device, `[]` while it does not have the session. */
 const textsOn = (device: Device, ref: string) =>

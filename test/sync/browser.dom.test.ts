@@ -8,8 +8,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MemoryStorage, type Session, Sessions } from "../../core/mod.ts";
 import {
-  backoffDelay,
   type BackgroundSync,
+  backoffDelay,
   createSyncHandler,
   httpRemote,
   type Mutation,
@@ -338,14 +338,14 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     running.push(sync);
     await statusWhere(sync, (s) => s.state === "idle" && s.lastSuccessAt !== null);
 
-    window.dispatchEvent(new Event("offline"));
+    globalThis.dispatchEvent(new Event("offline"));
     expect(sync.status).toMatchObject({ state: "offline", online: false });
     const session = await browser.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
     await say(session, "written offline");
     await statusWhere(sync, (s) => s.pending === 1);
     expect(server.pushed.flat()).toEqual([]);
 
-    window.dispatchEvent(new Event("online"));
+    globalThis.dispatchEvent(new Event("online"));
     await statusWhere(sync, (s) => s.state === "idle" && s.pending === 0 && server.pushed.length > 0);
     expect(await serverIds(server, "a1/w-alice/s1")).toEqual(session.active.map((m) => m.message_id));
 
@@ -355,8 +355,7 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     expect(await serverIds(server, "a1/w-alice/s1")).toHaveLength(2);
 
     await sync.stop();
-    window.dispatchEvent(new Event("offline"));
+    globalThis.dispatchEvent(new Event("offline"));
     expect(sync.status.online).toBe(true); // stopped: no longer listening
   });
 });
-
