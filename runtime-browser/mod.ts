@@ -6,6 +6,8 @@
  * - {@linkcode openBrowserSessions}: the one call a web app needs.
  * - {@linkcode IndexedDbStorage}: the storage port over IndexedDB (page or worker).
  * - {@linkcode WorkerIndexedDbStorage}: the page's port onto an `IndexedDbStorage` in a worker.
+ * - {@linkcode startBackgroundSync}: syncs those sessions with a sync server in the background
+ *   (docs/SYNC.md "Background sync in the browser").
  *
  * Two tabs on one session: writer ownership is a Web Lock held by the tab's storage
  * worker, so a second tab fails at once with `WriterLockedError` (code `writer-locked`)
@@ -36,6 +38,7 @@ import { readLockOwner } from "../core/internal.ts";
 export { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { MAX_CHUNK_BYTES } from "./indexeddb-records.ts";
 export { webLockName } from "./web-locks.ts";
+export { type BackgroundSyncOptions, startBackgroundSync, type SyncedBrowserSessions } from "./background-sync.ts";
 export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./storage-worker-client.ts";
 export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
 export { type BrowserKeyringOptions, openBrowserKeyring, PBKDF2_ITERATIONS } from "./key-store.ts";
@@ -60,6 +63,8 @@ export interface BrowserSessionsOptions {
 export interface BrowserSessions {
   /** The sessions of this database. */
   readonly sessions: Sessions;
+  /** The IndexedDB database's name. */
+  readonly dbName: string;
   /** The storage under `sessions` (the page-side wrapper). */
   readonly storage: StoragePort;
   /** Who this tab is in `writer.lock`: `{ pid: 0, hostname: "tab-…", runtime: "browser" }`. */
@@ -70,6 +75,8 @@ export interface BrowserSessions {
    * unsubscribe function.
    */
   onCommit(listener: (event: CommitNotice) => void): () => void;
+  /** Calls `listener` for every commit made through `sessions` (this object's own). Returns the unsubscribe function. */
+  onOwnCommit(listener: (event: CommitNotice) => void): () => void;
   /**
    * Who holds `session`'s writer ownership right now (another tab, or this one while it
    * writes), or `undefined` when nobody does: the Web Lock where the browser has Web
@@ -120,19 +127,22 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
   const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerIndexedDbStorage({ dbName });
   const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;
   const listeners = new Set<(event: CommitNotice) => void>();
+  const ownListeners = new Set<(event: CommitNotice) => void>();
+  const notify = (set: Set<(event: CommitNotice) => void>, event: CommitNotice) => {
+    for (const listener of [...set]) {
+      try {
+        listener(event);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  };
   if (channel) {
     channel.onmessage = (message: MessageEvent) => {
       if (!isCommitNotice(message.data)) return;
-      const event: CommitNotice = { ref: message.data.ref, revision: message.data.revision };
-      for (const listener of [...listeners]) {
-        try {
-          listener(event);
-        } catch (error) {
-          queueMicrotask(() => {
-            throw error;
-          });
-        }
-      }
+      notify(listeners, { ref: message.data.ref, revision: message.data.revision });
     };
   }
   const storage = new PageStorage(inner, { onFirstWrite: requestPersistence });
@@ -148,16 +158,24 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
     storage,
     identity,
     ...(options.defaults ? { defaults: options.defaults } : {}),
-    ...(channel ? { onCommit: (event: CommitNotice) => channel.postMessage(event) } : {}),
+    onCommit: (event: CommitNotice) => {
+      channel?.postMessage(event);
+      notify(ownListeners, event);
+    },
   });
   let closed = false;
   return {
     sessions,
+    dbName,
     storage,
     identity,
     onCommit(listener) {
       listeners.add(listener);
       return () => void listeners.delete(listener);
+    },
+    onOwnCommit(listener) {
+      ownListeners.add(listener);
+      return () => void ownListeners.delete(listener);
     },
     async heldBy(session) {
       const locks = typeof navigator !== "undefined" ? navigator.locks : undefined;
@@ -173,6 +191,7 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       if (closed) return;
       closed = true;
       listeners.clear();
+      ownListeners.clear();
       channel?.close();
       await storage.close();
     },

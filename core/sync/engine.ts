@@ -81,7 +81,7 @@ export interface SyncReport {
 }
 
 /** What the local store last agreed with the remote about a session. */
-interface KnownSession {
+export interface KnownSession {
   last_sequence: number;
   last_message_id: string | null;
   labels: SessionLabels;
@@ -96,7 +96,7 @@ interface KnownSession {
 }
 
 /** The local store's sync state for one remote: the outbox and the cursor. */
-interface SyncState {
+export interface SyncState {
   client_id: string;
   next_number: number;
   pending: Mutation[];
@@ -147,7 +147,7 @@ class SyncRun {
     this.#batchMutations = options.batchMutations ?? 20;
     this.#clock = options.clock ?? Date.now;
     this.#writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.#clock };
-    this.#statePath = `sync/remotes/${remoteKey(options.remote.id)}.json`;
+    this.#statePath = syncStatePath(options.remote.id);
   }
 
   async run(): Promise<SyncReport> {
@@ -535,6 +535,11 @@ function startsWith(list: readonly string[], prefix: readonly string[]): boolean
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** Where the local store keeps its sync state for the remote `remoteId` (docs/SYNC.md "The engine"). */
+export function syncStatePath(remoteId: string): string {
+  return `sync/remotes/${remoteKey(remoteId)}.json`;
+}
 
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
 function remoteKey(id: string): string {

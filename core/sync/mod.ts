@@ -20,6 +20,17 @@
  * ```
  * @module
  */
+export {
+  type BackgroundSync,
+  type BackgroundSyncEvents,
+  backoffDelay,
+  startSyncScheduler,
+  type SyncBackoff,
+  type SyncSchedulerOptions,
+  type SyncStatus,
+  type SyncTimers,
+} from "./background.ts";
+export { pendingMessages } from "./pending.ts";
 export { type SyncConflict, type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
 export { createSyncHandler, DEFAULT_MAX_BODY_BYTES, type SyncHandlerOptions } from "./handler.ts";
 export {

@@ -1,0 +1,91 @@
+/**
+ * Background sync in the browser (docs/SYNC.md "Background sync in the browser"): the core's
+ * scheduler ({@linkcode startSyncScheduler}) wired to this platform. It syncs after every
+ * commit of this tab and of the other tabs (their `BroadcastChannel` notices), follows
+ * `navigator.onLine` and the window's `online`/`offline` events, and runs each sync inside the
+ * Web Lock `sessionfold:<dbName>:sync-pusher:<remote id>`, so one tab of the browser
+ * profile pushes at a time and the others leave their commits to it.
+ *
+ * @module
+ */
+import { type BackgroundSync, startSyncScheduler, type SyncSchedulerOptions } from "../core/sync/mod.ts";
+import type { CommitNotice, Sessions } from "../core/mod.ts";
+import { webLockName, webLocks } from "./web-locks.ts";
+
+/** What background sync needs of a `BrowserSessions` (what `openBrowserSessions` gives). */
+export interface SyncedBrowserSessions {
+  readonly sessions: Sessions;
+  readonly dbName: string;
+  onCommit(listener: (event: CommitNotice) => void): () => void;
+  onOwnCommit(listener: (event: CommitNotice) => void): () => void;
+}
+
+/** Options of {@linkcode startBackgroundSync}: the scheduler's, with the browser's sessions for `local`. */
+export interface BackgroundSyncOptions extends Omit<SyncSchedulerOptions, "local" | "online" | "exclusive"> {
+  /** What `openBrowserSessions` gave. */
+  readonly sessions: SyncedBrowserSessions;
+}
+
+interface NetworkEvents {
+  addEventListener(type: "online" | "offline", listener: () => void): void;
+  removeEventListener(type: "online" | "offline", listener: () => void): void;
+}
+
+/**
+ * Syncs the browser's sessions with `remote` in the background until `stop()`.
+ *
+ * @example
+ * ```ts
+ * import { openBrowserSessions, startBackgroundSync } from "sessionfold/browser";
+ * import { httpRemote } from "sessionfold/sync";
+ *
+ * const browser = await openBrowserSessions({ dbName: "my-app" });
+ * const sync = startBackgroundSync({ sessions: browser, remote: httpRemote({ url: "/sync", id: "server" }) });
+ * sync.on("status", ({ state, pending, lastSuccessAt, lastError }) => console.log(state, pending, lastSuccessAt, lastError?.message));
+ * sync.on("fork", ({ ref, forked_as }) => alert(`${ref} continued elsewhere: your messages are in ${forked_as}`));
+ * ```
+ */
+export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundSync {
+  const { sessions, ...rest } = options;
+  const locks = webLocks();
+  const lockName = webLockName(sessions.dbName, `sync-pusher:${options.remote.id}`);
+  const navigatorOnline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine;
+  const scheduler = startSyncScheduler({
+    ...rest,
+    local: sessions.sessions,
+    online: navigatorOnline ?? true,
+    ...(locks
+      ? {
+        exclusive: <T>(sync: () => Promise<T>) =>
+          locks.request(lockName, { ifAvailable: true }, async (lock) => (lock ? { ran: true as const, value: await sync() } : { ran: false as const })),
+      }
+      : {}),
+  });
+  const trigger = () => scheduler.trigger();
+  const online = () => scheduler.setOnline(true);
+  const offline = () => scheduler.setOnline(false);
+  const events = globalThis as Partial<NetworkEvents>;
+  const hasEvents = typeof events.addEventListener === "function" && typeof events.removeEventListener === "function";
+  if (hasEvents) {
+    events.addEventListener!("online", online);
+    events.addEventListener!("offline", offline);
+  }
+  const unsubscribe = [sessions.onCommit(trigger), sessions.onOwnCommit(trigger)];
+  return {
+    get status() {
+      return scheduler.status;
+    },
+    on: (event, listener) => scheduler.on(event, listener),
+    trigger,
+    syncNow: () => scheduler.syncNow(),
+    setOnline: (value) => scheduler.setOnline(value),
+    async stop() {
+      for (const stop of unsubscribe) stop();
+      if (hasEvents) {
+        events.removeEventListener!("online", online);
+        events.removeEventListener!("offline", offline);
+      }
+      await scheduler.stop();
+    },
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * Background sync in Debian's Chromium, over any server store (memory in
+ * sync-pages.test.ts, PostgreSQL in test/postgres/browser-sync.test.ts): two browser contexts
+ * (two profiles: their own IndexedDB, Web Locks and network) are two devices of one user
+ * syncing through a real sync server on loopback, one of them offline (Playwright's `setOffline`, which the
+ * page sees as `navigator.onLine` and the window's `offline`/`online` events). A Vite dev
+ * server serves the fixture page (`sync-fixture/`) with the runtime's real storage worker.
+ */
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { createServer, type ViteDevServer } from "vite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sessions, type StoragePort } from "../../core/mod.ts";
+import { createSyncHandler } from "../../core/sync/mod.ts";
+import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
+import { testPrincipal } from "../../testing/sync-conformance.ts";
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
+import { withCors } from "../sync/cors.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const FIXTURE = "/test/browser-runtime/sync-fixture/index.html";
+const REF = "a1/w-alice/s1";
+
+/** Runs the Chromium case against a sync server over the store `setupStore` gives (a fresh one). */
+export function runBrowserSyncPages(
+  name: string,
+  setupStore: () => Promise<{ storage: StoragePort; teardown?: () => Promise<void> }>,
+): void {
+  let vite: ViteDevServer | undefined;
+  let syncServer: FetchServer | undefined;
+  let browser: Browser | undefined;
+  let baseUrl = "";
+  let serverStore!: StoragePort;
+  let teardownStore: (() => Promise<void>) | undefined;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    ({ storage: serverStore, teardown: teardownStore } = await setupStore());
+    vite = await createServer({
+      configFile: false,
+      root: ROOT,
+      cacheDir: fileURLToPath(new URL(`../../node_modules/.vite/sync-pages-${name.toLowerCase()}`, import.meta.url)),
+      logLevel: "error",
+      clearScreen: false,
+      server: { host: "127.0.0.1", port: 0, hmr: false, watch: null },
+      optimizeDeps: { entries: [FIXTURE.slice(1)], include: ["comlink", "idb-keyval", "zod", "jsonc-parser"] },
+    });
+    await vite.listen();
+    baseUrl = `http://127.0.0.1:${(vite.httpServer!.address() as AddressInfo).port}`;
+    const authorize = (request: Request) => {
+      const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
+      return match ? testPrincipal(match[1]!) : undefined;
+    };
+    syncServer = await serveFetchHandler(withCors(createSyncHandler({ storage: serverStore, authorize, basePath: "/sync" })));
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await syncServer?.close();
+    await vite?.close();
+    await teardownStore?.();
+  });
+
+  interface Device {
+    readonly context: BrowserContext;
+    readonly page: Page;
+  }
+
+  async function openDevice(label: string): Promise<Device> {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    page.on("pageerror", (error) => problems.push(`[${label}] uncaught: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error" && !/Failed to fetch|ERR_INTERNET_DISCONNECTED/.test(message.text())) problems.push(`[${label}] ${message.text()}`);
+    });
+    const query = new URLSearchParams({ db: `sync-${label}`, server: `${syncServer!.url}/sync`, user: "alice" });
+    await page.goto(`${baseUrl}${FIXTURE}?${query}`);
+    await page.waitForFunction(() => (window as unknown as { sync?: { ready?: boolean } }).sync?.ready === true, null, { timeout: 30_000 });
+    return { context, page };
+  }
+
+  type Fixture = {
+    say(ref: string, text: string): Promise<string>;
+    texts(ref: string): Promise<string[]>;
+    refs(): Promise<string[]>;
+    forks: { ref: string; forked_as: string; at_sequence: number }[];
+    states: string[];
+    status(): { state: string; online: boolean; pending: number; lastSuccessAt: number | null };
+  };
+
+  const say = (device: Device, text: string) => device.page.evaluate(([ref, t]) => (window as unknown as { sync: Fixture }).sync.say(ref!, t!), [REF, text]);
+
+  /** Waits in the page until the device is online, idle and has nothing pending. */
+  const synced = (device: Device) =>
+    device.page.waitForFunction(
+      () => {
+        const s = (window as unknown as { sync: Fixture }).sync.status();
+        return s.online && s.state === "idle" && s.pending === 0 && s.lastSuccessAt !== null;
+      },
+      null,
+      { timeout: 20_000 },
+    );
+
+  /** The texts of `ref` on the device, `[]` while it does not have the session. */
+  const textsOn = (device: Device, ref: string) =>
+    device.page.evaluate((r) => (window as unknown as { sync: Fixture }).sync.texts(r).catch(() => [] as string[]), ref);
+
+  async function serverTexts(ref: string): Promise<string[]> {
+    const session = await new Sessions({ storage: serverStore }).open(ref);
+    return session.active.map((m) => m.parts.map((p) => ("text" in p ? p.text : "")).join(""));
+  }
+
+  describe(`background sync between two browser profiles through a real server over ${name}`, () => {
+    it("one device writes offline, the other online: the first tail continues, the offline one becomes a fork, reported as an event", async () => {
+      const laptop = await openDevice("laptop");
+      const phone = await openDevice("phone");
+      try {
+        await say(laptop, "shared");
+        await synced(laptop);
+        // The phone pulls the session on its interval.
+        await expect.poll(() => textsOn(phone, REF), { timeout: 20_000, interval: 100 }).toEqual(["shared"]);
+        await synced(phone);
+
+        await phone.context.setOffline(true);
+        await phone.page.waitForFunction(() => (window as unknown as { sync: Fixture }).sync.status().state === "offline", null, { timeout: 10_000 });
+        await say(phone, "phone, offline");
+        await phone.page.waitForFunction(() => (window as unknown as { sync: Fixture }).sync.status().pending === 1, null, { timeout: 10_000 });
+        await say(laptop, "laptop, online");
+        await synced(laptop);
+        expect(await serverTexts(REF)).toEqual(["shared", "laptop, online"]);
+
+        await phone.context.setOffline(false);
+        await synced(phone);
+        const forks = await phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.forks);
+        expect(forks).toEqual([{ ref: REF, forked_as: expect.stringMatching(/^a1\/w-alice\/s1\.fork-[0-9a-f]{16}$/), at_sequence: 1 }]);
+        expect(await serverTexts(forks[0]!.forked_as)).toEqual(["shared", "phone, offline"]);
+        // The phone re-read the session from the server and holds the fork.
+        expect(await textsOn(phone, REF)).toEqual(["shared", "laptop, online"]);
+        expect(await textsOn(phone, forks[0]!.forked_as)).toEqual(["shared", "phone, offline"]);
+        const states = await phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.states);
+        expect(states).toEqual(expect.arrayContaining(["syncing", "idle", "offline"]));
+        expect(problems).toEqual([]);
+      } finally {
+        await laptop.context.close();
+        await phone.context.close();
+      }
+    }, 90_000);
+  });
+}
