@@ -287,7 +287,7 @@ export {
   MemoryStorage,
   type MemoryStorageOptions,
   type PlannedWrite,
-  runCommitPlan,
+  applyCommitPlanByCalls,
   type StoragePort,
   type WriteOptions,
 } from "./storage/mod.ts";
