@@ -288,6 +288,8 @@ export {
   type MemoryStorageOptions,
   type PlannedWrite,
   applyCommitPlanByCalls,
+  type ReadRequest,
+  type ReadResult,
   type StoragePort,
   type WriteOptions,
 } from "./storage/mod.ts";

@@ -12,6 +12,8 @@ import {
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
+  type ReadRequest,
+  type ReadResult,
   type StoragePort,
 } from "../core/mod.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
@@ -20,6 +22,8 @@ import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** How long one statement may run by default (the server's `statement_timeout`). */
 const DEFAULT_STATEMENT_TIMEOUT_MS = 60_000;
+/** How many sessions' advisory lock numbers a handle keeps computed. */
+const LOCK_KEYS_KEPT = 4096;
 /** How much longer than the statement timeout the client waits for an answer before it drops the connection. */
 const ANSWER_GRACE_MS = 5_000;
 
@@ -86,6 +90,13 @@ interface HeldLock {
 
 type Row = Record<string, unknown>;
 
+/** A read waiting for its batch's statement. */
+interface PendingRead {
+  readonly request: ReadRequest;
+  readonly resolve: (found: ReadResult | undefined) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 /**
  * A {@linkcode StoragePort} over PostgreSQL: the paths of docs/FORMAT.md are keys of a table,
  * a file is the chunks it was appended in (an append is one new row, `readTail` reads only
@@ -119,6 +130,10 @@ export class PostgresStorage implements StoragePort {
   readonly #onLeaseLost: ((event: LeaseLost) => void) | undefined;
   /** Per path, the last write issued: writes to one path run in the order they were issued. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  /** Advisory lock numbers by lock name, at most {@linkcode LOCK_KEYS_KEPT}. */
+  readonly #lockKeys = new Map<string, string>();
+  /** Reads asked for in this turn of the event loop, sent together as one statement. */
+  #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
   #closed = false;
 
@@ -163,42 +178,26 @@ export class PostgresStorage implements StoragePort {
 
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
-    // The stored size first, on the server (`octet_length` reads a value's header, not the
-    // value): a file over the limit sends no chunk at all (docs/FORMAT.md "Limits").
-    const rows = await this.#read(
-      `WITH f AS (
-         SELECT e.file_id, (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) AS stored
-         FROM ${this.#s}.entries e WHERE e.path = $1 AND e.file_id IS NOT NULL)
-       SELECT f.stored, c.bytes FROM f LEFT JOIN ${this.#s}.chunks c ON c.file_id = f.file_id AND f.stored <= $2
-       ORDER BY c.end_offset`,
-      [path, this.maxFileBytes],
-    );
-    if (rows.length === 0) return undefined;
-    const stored = Number(rows[0]!.stored);
-    if (stored > this.maxFileBytes) {
-      const max = formatBytes(this.maxFileBytes);
-      const found = `a file of ${formatBytes(stored)}`;
-      throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
-    }
-    return concat(rows.map((row) => row.bytes as Buffer | null).filter((bytes): bytes is Buffer => bytes !== null));
+    return (await this.#enqueue({ path }))?.bytes;
   }
 
   async readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     assertStoragePath(path);
-    const wanted = Math.max(0, Math.floor(maxBytes));
-    // The chunk the tail starts in is cut on the server: only the tail's bytes travel.
-    const rows = await this.#read(
-      `SELECT e.size, CASE WHEN c.end_offset - length(c.bytes) < e.size - $2
-                THEN substring(c.bytes FROM (e.size - $2 - (c.end_offset - length(c.bytes)) + 1)::int)
-                ELSE c.bytes END AS bytes
-       FROM ${this.#s}.entries e
-       LEFT JOIN ${this.#s}.chunks c ON c.file_id = e.file_id AND c.end_offset > e.size - $2
-       WHERE e.path = $1 AND e.file_id IS NOT NULL ORDER BY c.end_offset`,
-      [path, wanted],
-    );
-    if (rows.length === 0) return undefined;
-    const size = Number(rows[0]!.size);
-    return { bytes: concat(rows.map((row) => row.bytes as Buffer | null).filter((bytes): bytes is Buffer => bytes !== null)), size };
+    const found = await this.#enqueue({ path, tailBytes: maxBytes });
+    return found && { bytes: found.bytes, size: found.size };
+  }
+
+  /**
+   * The reads of `requests` in one statement, so from one snapshot: no commit falls between
+   * two of them. Reads asked for by `read`, `readTail` and `readMany` in the same turn of the
+   * event loop go out together too (an open's existence check joins its reads).
+   */
+  async readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]> {
+    for (const request of requests) {
+      if ("lastIn" in request) assertStoragePath(request.lastIn, true);
+      else assertStoragePath(request.path);
+    }
+    return Promise.all(requests.map((request) => this.#enqueue(request)));
   }
 
   async list(dir: string): Promise<string[]> {
@@ -316,17 +315,21 @@ export class PostgresStorage implements StoragePort {
       plan.expect?.revision ?? null,
       plan.writes.map((write) => write.op),
       plan.writes.map((write) => write.path),
-      plan.writes.map((write) => Buffer.from(write.bytes)),
+      // The writes' bytes as one value, sent in binary (a bytea[] travels as hex text).
+      Buffer.concat(plan.writes.map((write) => write.bytes)),
+      plan.writes.map((write) => write.bytes.length),
+      plan.writes.map((write) => (write.op === "replace" && write.path.endsWith(META_SUFFIX) ? revisionOf(write.bytes) : null)),
       plan.release ? this.#lockKey(plan.release.path) : null,
       plan.release?.path ?? null,
       plan.release?.lockId ?? null,
     ];
     let outcome: string;
     try {
-      const result = await client.query<{ outcome: string }>(
-        `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9::bytea[], $10, $11, $12) AS outcome`,
-        parameters,
-      );
+      const result = await client.query<{ outcome: string }>({
+        name: `${this.#schema}.run_plan`,
+        text: `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14) AS outcome`,
+        values: parameters,
+      });
       outcome = result.rows[0]!.outcome;
     } catch (error) {
       if (holder) {
@@ -392,25 +395,100 @@ export class PostgresStorage implements StoragePort {
     return this.#ready;
   }
 
+  /** Adds `request` to this turn's batch, which a microtask sends once the caller's synchronous code has asked for all it wants. */
+  #enqueue(request: ReadRequest): Promise<ReadResult | undefined> {
+    return new Promise((resolve, reject) => {
+      if (!this.#batch) {
+        this.#batch = [];
+        queueMicrotask(() => void this.#sendBatch());
+      }
+      this.#batch.push({ request, resolve, reject });
+    });
+  }
+
+  /**
+   * One statement for every read of the batch: each request's file (for `lastIn`, the last
+   * file of the folder on the `(parent, name)` index), its stored size for the read limit
+   * (`octet_length`, so a whole read over the limit sends no chunk), and only the chunks a
+   * tail needs, the first one cut on the server. The files are materialised (each stored
+   * size summed once, not once per chunk), their chunks a lateral lookup per file on the
+   * primary key (`OFFSET 0` keeps it one), never a join the planner could turn into a scan
+   * of every chunk.
+   */
+  async #sendBatch(): Promise<void> {
+    const batch = this.#batch!;
+    this.#batch = undefined;
+    try {
+      const targets = batch.map(({ request }) => ("lastIn" in request ? request.lastIn : request.path));
+      const tails = batch.map(({ request }) => (request.tailBytes === undefined ? null : Math.max(0, Math.floor(request.tailBytes))));
+      const lastIn = batch.map(({ request }) => "lastIn" in request);
+      const rows = await this.#read(
+        {
+          name: `${this.#schema}.read_many`,
+          text: `WITH r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[]) WITH ORDINALITY AS r(target, tail, last_in, i)),
+       f AS MATERIALIZED (
+         SELECT r.i, e.path, e.file_id, e.size, coalesce(r.tail, e.size) AS tail,
+                CASE WHEN r.tail IS NULL THEN (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) END AS stored
+         FROM r CROSS JOIN LATERAL (
+           SELECT e.* FROM ${this.#s}.entries e WHERE NOT r.last_in AND e.path = r.target AND e.file_id IS NOT NULL
+           UNION ALL
+           (SELECT e.* FROM ${this.#s}.entries e WHERE r.last_in AND e.parent = r.target AND e.file_id IS NOT NULL ORDER BY e.name DESC LIMIT 1)
+         ) e)
+       SELECT f.i, f.path, f.size, f.stored,
+              CASE WHEN c.end_offset - length(c.bytes) < f.size - f.tail
+                THEN substring(c.bytes FROM (f.size - f.tail - (c.end_offset - length(c.bytes)) + 1)::int)
+                ELSE c.bytes END AS bytes
+       FROM f LEFT JOIN LATERAL (
+         SELECT c.end_offset, c.bytes FROM ${this.#s}.chunks c
+         WHERE c.file_id = f.file_id AND c.end_offset > f.size - f.tail AND coalesce(f.stored <= $4, true) OFFSET 0) c ON true
+       ORDER BY f.i, c.end_offset`,
+        },
+        [targets, tails, lastIn, this.maxFileBytes],
+      );
+      const found = new Map<number, { path: string; size: number; stored: number | null; chunks: Buffer[] }>();
+      for (const row of rows) {
+        const i = Number(row.i) - 1;
+        let file = found.get(i);
+        if (!file) found.set(i, (file = { path: row.path as string, size: Number(row.size), stored: row.stored === null ? null : Number(row.stored), chunks: [] }));
+        if (row.bytes !== null) file.chunks.push(row.bytes as Buffer);
+      }
+      batch.forEach(({ resolve, reject }, i) => {
+        const file = found.get(i);
+        if (!file) return resolve(undefined);
+        if (file.stored !== null && file.stored > this.maxFileBytes) return reject(this.#overLimit(file.path, file.stored));
+        resolve({ path: file.path, bytes: concat(file.chunks), size: file.size });
+      });
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+    }
+  }
+
+  /** A whole read of a file over the read limit (docs/FORMAT.md "Limits"): refused, naming both sizes. */
+  #overLimit(path: string, stored: number): StoreEntryError {
+    const max = formatBytes(this.maxFileBytes);
+    const found = `a file of ${formatBytes(stored)}`;
+    return new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
+  }
+
   /**
    * A read: sent once more on a fresh connection when the first one turns out dead (a pooled
    * connection the server ended while it was idle, as after a restart), which is safe for a read.
    */
-  async #read(text: string, values: unknown[]): Promise<Row[]> {
+  async #read(statement: Statement, values: unknown[]): Promise<Row[]> {
     try {
-      return await this.#query(text, values);
+      return await this.#query(statement, values);
     } catch (error) {
       if (!(error instanceof StorageError) || !isEndedByServer(error.cause)) throw error;
-      return this.#query(text, values);
+      return this.#query(statement, values);
     }
   }
 
-  async #query(text: string, values: unknown[]): Promise<Row[]> {
+  async #query(statement: Statement, values: unknown[]): Promise<Row[]> {
     await this.#ensureReady();
     try {
-      return (await this.#pool.query(text, values)).rows as Row[];
+      return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
-      throw storageError(error, describe(text, values));
+      throw storageError(error, describe(statement, values));
     }
   }
 
@@ -535,8 +613,37 @@ export class PostgresStorage implements StoragePort {
     return next;
   }
 
+  /** The advisory lock number of `name` (a SHA-256 per name, computed once, not per commit). */
   #lockKey(name: string): string {
-    return advisoryLockKey(this.#schema, name);
+    let key = this.#lockKeys.get(name);
+    if (key === undefined) {
+      if (this.#lockKeys.size >= LOCK_KEYS_KEPT) this.#lockKeys.clear();
+      key = advisoryLockKey(this.#schema, name);
+      this.#lockKeys.set(name, key);
+    }
+    return key;
+  }
+}
+
+/** The name of a session's `meta.json` (docs/FORMAT.md), as the end of a path. */
+const META_SUFFIX = "/meta.json";
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The revision of a `meta.json` a commit writes, which the server keeps beside it
+ * (`entries.revision`) so that the next commit checks it without parsing the document:
+ * the `revision` of a JSON object, when it is a safe integer; `null` for anything else
+ * (then the server parses the document itself when it needs the revision, as before).
+ */
+function revisionOf(bytes: Uint8Array): number | null {
+  // The core writes meta.json as an object; a document that starts otherwise (a BOM,
+  // blank) is left to the server's own reading.
+  if (bytes[0] !== 0x7b) return null;
+  try {
+    const revision = (JSON.parse(strictUtf8.decode(bytes)) as { revision?: unknown }).revision;
+    return typeof revision === "number" && Number.isSafeInteger(revision) ? revision : null;
+  } catch {
+    return null;
   }
 }
 
@@ -546,9 +653,16 @@ function parentOf(path: string): string {
   return at < 0 ? "" : path.slice(0, at);
 }
 
-/** `append on agents/…` for an error message: the statement's function and its first argument. */
-function describe(text: string, values: readonly unknown[]): string {
-  return `${text.split("(")[0]!.trim()} on ${String(values[0])}`;
+/**
+ * A statement: its text, or with a name, prepared once per connection (parsed and planned
+ * once, not per call).
+ */
+type Statement = string | { readonly name: string; readonly text: string };
+
+/** `append on agents/…` for an error message: the statement's function (or name) and its first argument. */
+function describe(statement: Statement, values: readonly unknown[]): string {
+  const what = typeof statement === "string" ? statement.split("(")[0]!.trim() : statement.name;
+  return `${what} on ${String(values[0])}`;
 }
 
 /**

@@ -7,10 +7,10 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { PoolClient } from "pg";
+import type { Client, PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
@@ -34,6 +34,7 @@ export function advisoryLockKey(schema: string, name: string): string {
  * - functions that do each write as one statement (and `run_plan`, a whole commit).
  */
 function migrationSql(n: number, s: string): string {
+  if (n === 2) return migration2(s);
   if (n !== 1) throw new Error(`no migration ${n}`);
   return `
 CREATE TABLE ${s}.entries (
@@ -263,12 +264,125 @@ END $$;
 }
 
 /**
- * Creates the schema `schema` or brings it to {@linkcode SCHEMA_VERSION}, in one
- * transaction under an advisory lock (hosts that start together wait for one another).
+ * Migration 2: a commit checks `meta.json`'s revision without parsing it.
+ * - `entries.revision`: the revision of the file read as a `meta.json` document, given by
+ *   the commit that wrote it (the client reads it from the bytes it sends); `NULL` when not
+ *   known. Every other write of the file (`append`, `truncate`, a `replace` without one)
+ *   sets it to `NULL`, so it is never stale; a `NULL` is read the old way (`revision_of`,
+ *   which parses the document inside an exception block, a subtransaction).
+ * - `run_plan` takes the writes' bytes as one `bytea` (sent in binary) with their lengths,
+ *   instead of a `bytea[]` (sent as hex text and parsed back), and each write's revision.
+ */
+function migration2(s: string): string {
+  return `
+ALTER TABLE ${s}.entries ADD COLUMN revision bigint;
+COMMENT ON COLUMN ${s}.entries.revision IS 'the revision of this file as a meta.json document, given by the commit that wrote it; NULL when not known';
+
+CREATE OR REPLACE FUNCTION ${s}.append(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  fid bigint;
+  new_size bigint;
+BEGIN
+  IF length(b) = 0 THEN PERFORM ${s}.open_file(p); RETURN; END IF;
+  UPDATE ${s}.entries SET size = size + length(b), revision = NULL WHERE path = p AND file_id IS NOT NULL RETURNING file_id, size INTO fid, new_size;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = size + length(b), revision = NULL WHERE path = p RETURNING size INTO new_size;
+  END IF;
+  INSERT INTO ${s}.chunks VALUES (fid, new_size, b);
+END $$;
+
+DROP FUNCTION ${s}.replace(text, bytea);
+CREATE FUNCTION ${s}.replace(p text, b bytea, rev bigint DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE fid bigint;
+BEGIN
+  UPDATE ${s}.entries SET size = length(b), revision = rev WHERE path = p AND file_id IS NOT NULL RETURNING file_id INTO fid;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = length(b), revision = rev WHERE path = p;
+  END IF;
+  DELETE FROM ${s}.chunks WHERE file_id = fid;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (fid, length(b), b); END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION ${s}.truncate(p text, len bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  e ${s}.entries;
+  c ${s}.chunks;
+  start bigint;
+BEGIN
+  SELECT * INTO e FROM ${s}.entries WHERE path = p AND file_id IS NOT NULL FOR UPDATE;
+  len := greatest(len, 0);
+  IF NOT FOUND OR len >= e.size THEN RETURN; END IF;
+  SELECT * INTO c FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len ORDER BY end_offset LIMIT 1;
+  DELETE FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len;
+  start := c.end_offset - length(c.bytes);
+  IF len > start THEN INSERT INTO ${s}.chunks VALUES (e.file_id, len, substring(c.bytes FROM 1 FOR (len - start)::int)); END IF;
+  UPDATE ${s}.entries SET size = len, revision = NULL WHERE path = p;
+END $$;
+
+DROP FUNCTION ${s}.run_plan(bigint, boolean, text, bytea, text, bigint, text[], text[], bytea[], bigint, text, text);
+-- As in version 1, with the writes' bytes as one value (data, cut by lengths) and the
+-- revision each write carries (revisions, for a meta.json; else NULL); the revision check
+-- reads entries.revision and parses the document only when that is NULL.
+CREATE FUNCTION ${s}.run_plan(
+  lock_key bigint, hold boolean, lock_path text, lock_bytes bytea,
+  expect_path text, expect_revision bigint,
+  ops text[], paths text[], data bytea, lengths integer[], revisions bigint[],
+  release_key bigint, release_path text, release_lock_id text
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  found_revision bigint;
+  at integer := 1;
+BEGIN
+  IF lock_key IS NOT NULL THEN
+    IF hold THEN
+      IF NOT pg_try_advisory_lock(lock_key) THEN RETURN 'locked'; END IF;
+    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
+      RETURN 'locked';
+    END IF;
+  END IF;
+  IF expect_path IS NOT NULL THEN
+    SELECT revision INTO found_revision FROM ${s}.entries WHERE path = expect_path AND file_id IS NOT NULL;
+    IF FOUND AND found_revision IS NULL THEN found_revision := ${s}.revision_of(expect_path); END IF;
+    IF found_revision = -1 OR found_revision IS DISTINCT FROM expect_revision THEN
+      IF lock_key IS NOT NULL AND hold THEN PERFORM pg_advisory_unlock(lock_key); END IF;
+      RETURN CASE WHEN found_revision = -1 THEN 'check' ELSE 'conflict:' || coalesce(found_revision::text, 'null') END;
+    END IF;
+  END IF;
+  IF lock_key IS NOT NULL THEN
+    -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
+    IF hold THEN
+      PERFORM ${s}.replace(lock_path, lock_bytes);
+    ELSIF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path) THEN
+      PERFORM ${s}.remove(lock_path);
+    END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
+    IF ops[i] = 'append' THEN PERFORM ${s}.append(paths[i], substring(data FROM at FOR lengths[i]));
+    ELSE PERFORM ${s}.replace(paths[i], substring(data FROM at FOR lengths[i]), revisions[i]);
+    END IF;
+    at := at + lengths[i];
+  END LOOP;
+  IF release_key IS NOT NULL THEN
+    PERFORM ${s}.remove_lock_record(release_path, release_lock_id);
+    -- Hand the session lock over to a transaction lock, so it is free only once this commits.
+    PERFORM pg_advisory_xact_lock(release_key);
+    PERFORM pg_advisory_unlock(release_key);
+  END IF;
+  RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Creates the schema `schema` or brings it to {@linkcode SCHEMA_VERSION} (`version`: an
+ * older one, for the tests of a migration), in one transaction under an advisory lock
+ * (hosts that start together wait for one another).
  *
  * @throws {Error} when the store was written by a newer version of this code.
  */
-export async function migrate(client: PoolClient, schema: string, lockKey: string): Promise<void> {
+export async function migrate(client: PoolClient | Client, schema: string, lockKey: string, version = SCHEMA_VERSION): Promise<void> {
   const s = quoteIdent(schema);
   await client.query("BEGIN");
   try {
@@ -280,9 +394,9 @@ export async function migrate(client: PoolClient, schema: string, lockKey: strin
     if (current > SCHEMA_VERSION) {
       throw new Error(`schema ${schema} is at version ${current}; this code knows versions up to ${SCHEMA_VERSION}`);
     }
-    for (let n = current + 1; n <= SCHEMA_VERSION; n++) await client.query(migrationSql(n, s));
-    if (current === 0) await client.query(`INSERT INTO ${s}.schema_version VALUES ($1)`, [SCHEMA_VERSION]);
-    else if (current < SCHEMA_VERSION) await client.query(`UPDATE ${s}.schema_version SET version = $1`, [SCHEMA_VERSION]);
+    for (let n = current + 1; n <= version; n++) await client.query(migrationSql(n, s));
+    if (current === 0) await client.query(`INSERT INTO ${s}.schema_version VALUES ($1)`, [version]);
+    else if (current < version) await client.query(`UPDATE ${s}.schema_version SET version = $1`, [version]);
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);

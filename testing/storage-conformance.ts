@@ -289,6 +289,37 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
     });
 
+    describe("readMany (optional)", () => {
+      test("answers each request in order: whole files, tails, missing paths, the last file of a folder", async (storage, _target, context) => {
+        if (!storage.readMany) context.skip("this backend has no readMany");
+        await storage.replace("s/meta.json", utf8('{"revision":2}'));
+        for (const line of ["one\n", "two\n", "three\n"]) await storage.append("s/active.jsonl", utf8(line));
+        await storage.replace("s/segments/000000000001-000000000004.jsonl", utf8("old\n"));
+        await storage.replace("s/segments/000000000005-000000000009.jsonl", utf8("first\nfooter\n"));
+        await storage.replace("s/segments/000000000010-000000000011/inner.jsonl", utf8("a folder's file\n"));
+        const found = await storage.readMany!([
+          { path: "s/meta.json" },
+          { path: "s/active.jsonl", tailBytes: 9 },
+          { path: "s/missing.json" },
+          { path: "s/active.jsonl", tailBytes: 0 },
+          { lastIn: "s/segments", tailBytes: 7 },
+          { lastIn: "s/nothing-here", tailBytes: 7 },
+          { path: "s/active.jsonl" },
+        ]);
+        expect(found.map((f) => f && { path: f.path, text: decoder.decode(f.bytes), size: f.size })).toEqual([
+          { path: "s/meta.json", text: '{"revision":2}', size: 14 },
+          { path: "s/active.jsonl", text: "wo\nthree\n", size: 14 },
+          undefined,
+          { path: "s/active.jsonl", text: "", size: 14 },
+          { path: "s/segments/000000000005-000000000009.jsonl", text: "footer\n", size: 13 },
+          undefined,
+          { path: "s/active.jsonl", text: "one\ntwo\nthree\n", size: 14 },
+        ]);
+        expect(found[0]!.bytes).toBeInstanceOf(Uint8Array);
+        expect(await storage.readMany!([])).toEqual([]);
+      });
+    });
+
     describe("list", () => {
       test("returns the direct children only, files and folders alike", async (storage) => {
         await storage.replace("root/file.json", utf8("1"));

@@ -16,6 +16,8 @@ export interface LastRecord<T> {
 }
 
 const NEWLINE = 0x0a;
+/** The tail {@linkcode readLastRecord} reads first: a whole final line of almost any record. */
+export const LAST_RECORD_WINDOW = 4096;
 
 /**
  * Reads just the last record of a JSONL file from its tail, growing the window until
@@ -35,11 +37,11 @@ const NEWLINE = 0x0a;
  * ```
  */
 export async function readLastRecord<T = unknown>(
-  storage: StoragePort,
+  storage: Pick<StoragePort, "readTail">,
   path: string,
   options: JsonlDecodeOptions & { readonly initialBytes?: number },
 ): Promise<LastRecord<T> | undefined> {
-  let window = Math.max(16, options.initialBytes ?? 4096);
+  let window = Math.max(16, options.initialBytes ?? LAST_RECORD_WINDOW);
   const limit = options.maxLineBytes ?? MAX_LINE_BYTES;
   let bytesRead = 0;
   for (;;) {

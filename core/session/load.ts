@@ -1,6 +1,7 @@
 import { CorruptSessionError, SessionfoldError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
+import { LAST_RECORD_WINDOW } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
@@ -15,6 +16,7 @@ import {
   type SessionMeta,
 } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
+import { readMany, withPrefetchedTail } from "../storage/read-many.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
@@ -27,8 +29,8 @@ export const PENDING_FIELD = "pending_messages";
 
 /**
  * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
- * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (at once), then the
- * newest segment's tail for its footer: the one `meta.json` names when the files confirm
+ * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (in one step where the
+ * backend offers `readMany`), then the newest segment's tail for its footer: the one `meta.json` names when the files confirm
  * it, else the newest in a listing of `segments/`. Nothing else, and it writes nothing
  * (repairs wait for the next write).
  *
@@ -54,13 +56,17 @@ export async function loadSessionState(
   // writer's commit could fall between the two reads (each PostgreSQL query is its own
   // snapshot) and leave this handle with meta.json's new revision over the old lines: its
   // next commit would pass the revision check with a sequence already taken.
-  const metaBytes = await storage.read(paths.meta);
-  // The other three do not depend on each other: one round trip through a worker, not three.
-  const [activeRead, draftBytes, instructionBytes] = await Promise.all([
-    storage.read(paths.active),
-    storage.read(paths.draft),
-    storage.read(paths.instruction),
+  // One step where the backend reads several files from one state of the store (PostgreSQL:
+  // one statement, one snapshot), with the newest segment's tail as a prefetch for its footer;
+  // elsewhere meta.json first, then the other three at once (one round trip through a worker).
+  const [metaRead, activeRead, draftRead, instructionRead, newestTail] = await readMany(storage, [
+    { path: paths.meta },
+    { path: paths.active },
+    { path: paths.draft },
+    { path: paths.instruction },
+    { lastIn: paths.segmentsDir, tailBytes: LAST_RECORD_WINDOW },
   ]);
+  const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
   if (!metaBytes) {
     report("meta.json", null, "missing_meta", false, "meta.json is missing; rebuilt from the messages");
   } else if (isBlankDocument(metaBytes)) {
@@ -81,7 +87,7 @@ export async function loadSessionState(
 
   // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
   const activeFile = rel(paths.active);
-  const activeBytes = activeRead ?? new Uint8Array(0);
+  const activeBytes = activeRead?.bytes ?? new Uint8Array(0);
   const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
   for (const { record, bytes } of decoded.records) rememberLine(record, bytes!);
   diagnostics.push(...decoded.diagnostics);
@@ -103,11 +109,12 @@ export async function loadSessionState(
   const first = records[0]?.record.sequence;
   let segments: SegmentRange[] | undefined;
   let newest: SegmentRange | undefined;
-  let tail = hint && (await readSegmentFooter(storage, paths, hint));
+  let tail = hint && (await readSegmentFooter(withPrefetchedTail(storage, newestTail), paths, hint));
   if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
     newest = hint;
   } else {
-    segments = await listSegments(storage, paths, report);
+    // Without a hint, a store that answered the prefetch with no file has no segment to list.
+    segments = !hint && storage.readMany && !newestTail ? [] : await listSegments(storage, paths, report);
     newest = segments.at(-1);
     if (newest && !(tail && hint && sameRange(hint, newest))) tail = await readSegmentFooter(storage, paths, newest);
   }

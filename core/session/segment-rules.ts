@@ -72,7 +72,7 @@ export function notAFooter(range: SegmentRange): string {
  * `undefined` when the file is not there.
  */
 export async function readSegmentFooter(
-  storage: StoragePort,
+  storage: Pick<StoragePort, "readTail">,
   paths: SessionPaths,
   range: SegmentRange,
 ): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {

@@ -9,7 +9,7 @@
  * ```
  * @module
  */
-export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, StoragePort, WriteOptions } from "./port.ts";
+export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
 export { applyCommitPlanByCalls } from "./commit-plan.ts";
 export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
 export { assertStoragePath, isWithin, parentPath } from "./path.ts";

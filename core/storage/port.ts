@@ -63,6 +63,14 @@ export interface StoragePort {
   /** Releases a lock taken with {@linkcode StoragePort.acquireLock}. */
   releaseLock?(name: string): Promise<void>;
   /**
+   * Optional: several reads as one step, answered in the order asked. A backend offers it
+   * when it can read them all from one state of the store (one snapshot: a PostgreSQL
+   * statement), so a commit can never fall between two of them, and in one round trip. A
+   * `lastIn` request is a prefetch: the core uses its answer only for the path it names and
+   * reads that path itself otherwise.
+   */
+  readMany?(requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]>;
+  /**
    * Optional: runs a {@linkcode CommitPlan} against the backend itself, in one call (what the
    * core's `applyCommitPlanByCalls` does over the other methods). A
    * backend behind a hop (a worker) offers it so a commit costs one round trip.
@@ -79,6 +87,23 @@ export interface StoragePort {
   unpinFile?(path: string): Promise<void>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
+}
+
+/**
+ * One read of {@linkcode StoragePort.readMany}: the whole file at `path` (as `read`, with its
+ * limits), or with `tailBytes` its last bytes (as `readTail`); or, with `lastIn`, the last
+ * `tailBytes` of the file whose name sorts last in that folder (folders below it skipped).
+ */
+export type ReadRequest = { readonly path: string; readonly tailBytes?: number } | { readonly lastIn: string; readonly tailBytes: number };
+
+/** What one {@linkcode ReadRequest} found (`undefined` in its place when nothing is there). */
+export interface ReadResult {
+  /** The file read (for `lastIn`, the one found). */
+  readonly path: string;
+  /** The whole file, or its last `tailBytes` bytes. */
+  readonly bytes: Uint8Array;
+  /** Size of the whole file in bytes. */
+  readonly size: number;
 }
 
 /** One write of a {@linkcode CommitPlan}, done in order. */

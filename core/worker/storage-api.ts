@@ -14,9 +14,10 @@ import { withTransfer, type ComlinkLike } from "./transfer.ts";
 /**
  * What the host calls through the hop: open once, then the port's methods, every optional
  * one included (the worker answers for what its store lacks), derived from the port so the
- * two never drift apart.
+ * two never drift apart. `readMany` is not offered yet: the host reads through the hop as
+ * before (meta.json, then the rest at once).
  */
-export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes">> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readMany">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
 };

@@ -5,7 +5,7 @@
  * snapshot: four processes committing to the same sessions stored one sequence twice.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, RevisionConflictError, Sessions, sessionPaths, type Session } from "../../core/mod.ts";
+import { MemoryStorage, RevisionConflictError, Sessions, sessionPaths, type Session, type StoragePort } from "../../core/mod.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const PATHS = sessionPaths(REF);
@@ -15,10 +15,29 @@ const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as 
  * A store whose reads may be served in any order, like queries on several connections: a
  * read of `meta.json` is served after a read of `active.jsonl` issued alongside it, and
  * `between` (another writer's commit) lands right after the first of the two is served.
+ * Where the backend reads both in one step (`readMany`), it lands right after that step.
  */
 class ReadsInAnyOrder extends MemoryStorage {
   between: (() => Promise<unknown>) | undefined;
   #activeRead: Promise<unknown> | undefined;
+  readMany?: StoragePort["readMany"];
+
+  constructor() {
+    super();
+    // A backend that reads an open's files in one step (readMany, one snapshot on PostgreSQL)
+    // has no "between" its reads: there the commit lands right after the step.
+    const inOneStep = (this as StoragePort).readMany?.bind(this);
+    if (inOneStep) {
+      this.readMany = async (requests) => {
+        const found = await inOneStep(requests);
+        if (!requests.some((request) => "path" in request && request.path === PATHS.meta)) return found;
+        const between = this.between;
+        this.between = undefined;
+        await between?.();
+        return found;
+      };
+    }
+  }
 
   override async read(path: string): Promise<Uint8Array | undefined> {
     if (!this.between || (path !== PATHS.meta && path !== PATHS.active)) return super.read(path);

@@ -1,0 +1,119 @@
+/**
+ * Schema migrations on a store that already holds sessions (docs/POSTGRES.md "Migrations"):
+ * a version-1 store, written with version 1's own functions, is upgraded in place by the
+ * first handle of the current code, and nothing of it changes. Version 2 keeps each
+ * `meta.json`'s revision beside it (`entries.revision`): the tests check that a commit's
+ * revision check still refuses a stale writer, and that no other write leaves the column stale.
+ */
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { MemoryStorage, RevisionConflictError, Sessions, sessionPaths } from "../../core/mod.ts";
+import { PostgresStorage } from "../../runtime-postgres/mod.ts";
+import { migrate, SCHEMA_VERSION } from "../../runtime-postgres/schema.ts";
+import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+
+const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+const PATHS = sessionPaths(REF);
+const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
+const schemas: string[] = [];
+
+afterAll(async () => {
+  if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
+});
+
+/** Runs `body` with a connection of its own (for what a host of the old version would do). */
+async function withAdmin<T>(body: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  try {
+    return await body(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The stored revision column of `path`, and the schema's version. */
+async function stored(schema: string, path: string): Promise<{ revision: string | null; version: number }> {
+  return withAdmin(async (admin) => {
+    const revision = await admin.query(`SELECT revision FROM "${schema}".entries WHERE path = $1`, [path]);
+    const version = await admin.query(`SELECT version FROM "${schema}".schema_version`);
+    return { revision: revision.rows[0]!.revision as string | null, version: version.rows[0]!.version as number };
+  });
+}
+
+describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
+  it("a version-1 store with a session is upgraded in place: same files, and commits go on", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    // A session of 3 messages as version 1 stored it: its files written by version 1's functions.
+    const source = new MemoryStorage();
+    const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 1" });
+    await original.append([text("one"), text("two")]);
+    await original.append(text("three"));
+    const files = [PATHS.meta, PATHS.active];
+    await withAdmin(async (admin) => {
+      await migrate(admin, schema, "1", 1);
+      for (const path of files) await admin.query(`SELECT "${schema}".replace($1, $2)`, [path, Buffer.from((await source.read(path))!)]);
+      const columns = await admin.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'revision'`, [schema]);
+      expect(columns.rows).toEqual([]);
+    });
+
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+    try {
+      const session = await new Sessions({ storage }).open(REF);
+      expect(await stored(schema, PATHS.meta)).toEqual({ revision: null, version: SCHEMA_VERSION });
+      for (const path of files) expect(await storage.read(path)).toEqual(await source.read(path));
+      expect(session.diagnostics).toEqual([]);
+      expect(session.active.map((m) => m.sequence)).toEqual([1, 2, 3]);
+      // The first commit reads the revision from the document (the column is not known yet)
+      // and leaves the new one beside the new meta.json.
+      await session.append(text("four"));
+      expect((await stored(schema, PATHS.meta)).revision).toBe(String(session.meta.revision));
+      await session.append(text("five"));
+      const reopened = await new Sessions({ storage }).open(REF);
+      expect(reopened.diagnostics).toEqual([]);
+      expect(reopened.active.map((m) => m.sequence)).toEqual([1, 2, 3, 4, 5]);
+      expect(reopened.meta.revision).toBe(session.meta.revision);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("the revision column refuses a stale writer, and a write that is not a commit's leaves it unknown", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+    try {
+      const sessions = new Sessions({ storage });
+      const a = await sessions.create(REF);
+      await a.append(text("1"));
+      const b = await sessions.open(REF);
+      await a.append(text("2 from a"));
+      expect((await stored(schema, PATHS.meta)).revision).toBe(String(a.meta.revision));
+      await expect(b.append(text("2 from b"))).rejects.toBeInstanceOf(RevisionConflictError);
+
+      // A meta.json written outside a commit (a repair, another tool) is never checked
+      // against the column's old figure: the column becomes unknown.
+      const meta = (await storage.read(PATHS.meta))!;
+      const rewritten = new TextEncoder().encode(new TextDecoder().decode(meta).replace(/"revision": \d+/, '"revision": 40'));
+      await storage.replace(PATHS.meta, rewritten);
+      expect((await stored(schema, PATHS.meta)).revision).toBeNull();
+      await expect(a.append(text("3 from a, stale"))).rejects.toBeInstanceOf(RevisionConflictError);
+      await a.reload();
+      expect(a.meta.revision).toBe(40);
+      await a.append(text("3 from a"));
+      expect((await stored(schema, PATHS.meta)).revision).toBe("41");
+      await storage.append(PATHS.meta, new Uint8Array(0));
+      expect((await stored(schema, PATHS.meta)).revision).toBe("41");
+      await storage.append(PATHS.meta, new TextEncoder().encode(" "));
+      expect((await stored(schema, PATHS.meta)).revision).toBeNull();
+      await storage.replace(PATHS.meta, rewritten);
+      await a.reload();
+      await a.append(text("4 from a"));
+      await storage.truncate(PATHS.meta, 10);
+      expect((await stored(schema, PATHS.meta)).revision).toBeNull();
+    } finally {
+      await storage.close();
+    }
+  });
+});
