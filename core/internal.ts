@@ -71,7 +71,7 @@ export {
   applyRepair,
   BATCH_FIELD,
   type DraftFlushOptions,
-  DraftWriter,
+  DraftFlusher,
   describeLockOwner,
   isDeadOwner,
   reclaimDeadLock,
@@ -96,7 +96,7 @@ export {
   stoppedDraftMessages,
   type SessionContext,
   type SessionState,
-  type SessionWriter,
+  type LockedOperation,
   toMessageRecord,
   withoutBatchMark,
 } from "./session/mod.ts";

@@ -291,9 +291,9 @@ export {
   MemoryStorage,
   type MemoryStorageOptions,
   type PlannedWrite,
+  applyCommitPlanByCalls,
   type ReadRequest,
   type ReadResult,
-  runCommitPlan,
   type StoragePort,
   type WriteOptions,
 } from "./storage/mod.ts";

@@ -55,9 +55,9 @@ export class App {
   /** Renders to `view`, follows the worker, the other tabs and the URL, and opens the session the URL names (or the newest). */
   async start(view: AppView): Promise<void> {
     this.#store.connect(view);
-    this.browser.onCommit((event) => void this.#onRemoteCommit(event.ref, event.revision));
+    this.browser.onCommit((event) => void this.#onRemoteCommit(event.refText, event.revision));
     setInterval(() => void this.#pollOwnership(), 1000);
-    window.addEventListener("hashchange", () => void this.navigation.openFromHash());
+    globalThis.addEventListener("hashchange", () => void this.navigation.openFromHash());
     await this.navigation.refreshList();
     await this.navigation.openFromHash(true);
   }
@@ -101,11 +101,11 @@ export class App {
   }
 
   /** Another tab committed to a session: refresh the lists, and follow it if it is the open one. */
-  async #onRemoteCommit(ref: string, revision: number): Promise<void> {
+  async #onRemoteCommit(refText: string, revision: number): Promise<void> {
     this.navigation.scheduleListRefresh();
     const { session, run, busy, archived } = this.#store.state;
     if (!session || run || busy || archived) return;
-    if (ref !== sessionRef(session.ref.sessionId) || revision <= session.revision) return;
+    if (refText !== sessionRef(session.ref.sessionId) || revision <= session.revision) return;
     await withSegments(session, true).catch(() => undefined);
     this.#store.renderAll();
     this.#store.view.scrollToEnd();

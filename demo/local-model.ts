@@ -193,7 +193,7 @@ const TOPICS: readonly Topic[] = [
     why: "**Why it matters:** two windows on one conversation can never interleave their writes.",
     body: "Writer ownership is a Web Lock held by this tab's storage worker. Open this session in a second tab: it follows my commits over a BroadcastChannel, and a write from it while I stream gets a `WriterLockedError`.",
     points: ["A closed or crashed tab frees its lock at once.", "Nobody deletes another owner's lock.", "A stale view gets a `RevisionConflictError` and reloads."],
-    code: "browser.onCommit(({ ref }) => ref === session.ref && session.reload());",
+    code: "browser.onCommit(({ refText }) => refText === formatSessionRef(session.ref) && session.reload());",
   },
   {
     title: "recovery",

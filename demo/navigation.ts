@@ -139,7 +139,7 @@ export class Navigation {
   async refreshList(): Promise<void> {
     const state = this.#store.state;
     const problems: string[] = [];
-    const onProblem = (p: { ref: string; message: string }) => problems.push(`${p.ref}: ${p.message}`);
+    const onProblem = (p: { refText: string; message: string }) => problems.push(`${p.refText}: ${p.message}`);
     state.metas = await this.#browser.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, onProblem });
     state.archivedMetas = await this.#browser.sessions.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID, archived: true, onProblem });
     if (problems.length > 0) this.#store.notify({ id: "list", kind: "warn", title: "Some sessions could not be listed.", items: problems });

@@ -21,8 +21,8 @@
  *
  * const browser = await openBrowserSessions({ dbName: "my-app" });
  * const session = await browser.sessions.create({ agentId: "coder", workspaceId: "web", sessionId: "s1" });
- * browser.onCommit(async ({ ref, revision }) => {
- *   if (ref === "coder/web/s1" && revision > session.revision) await session.reload();
+ * browser.onCommit(async ({ refText, revision }) => {
+ *   if (refText === "coder/web/s1" && revision > session.revision) await session.reload();
  * });
  * await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
  * ```
@@ -106,7 +106,7 @@ function requestPersistence(): void {
 
 function isCommitNotice(data: unknown): data is CommitNotice {
   const event = data as CommitNotice | null;
-  return !!event && typeof event.ref === "string" && typeof event.revision === "number";
+  return !!event && typeof event.refText === "string" && typeof event.revision === "number";
 }
 
 /**
@@ -118,7 +118,7 @@ function isCommitNotice(data: unknown): data is CommitNotice {
  * const summarizer = new ExtractiveSummarizer();
  * const { sessions, onCommit, close } = await openBrowserSessions({ defaults: { contextWindow: 128_000, summarizer } });
  * const session = await sessions.open("coder/web/s1");
- * const stop = onCommit(({ ref }) => ref === "coder/web/s1" && session.reload());
+ * const stop = onCommit(({ refText }) => refText === "coder/web/s1" && session.reload());
  * ```
  * @throws {StorageError} when the database cannot be opened (or the worker cannot start).
  */
@@ -142,7 +142,7 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
   if (channel) {
     channel.onmessage = (message: MessageEvent) => {
       if (!isCommitNotice(message.data)) return;
-      notify(listeners, { ref: message.data.ref, revision: message.data.revision });
+      notify(listeners, { refText: message.data.refText, revision: message.data.revision });
     };
   }
   const storage = new PageStorage(inner, { onFirstWrite: requestPersistence });

@@ -9,7 +9,7 @@ export interface PageStorageOptions {
 /**
  * A thin page-side wrapper over the storage a tab uses: it forwards every call unchanged
  * and runs `onFirstWrite` once before the first mutating call. It adds no rule of its own;
- * `acquireLock` / `releaseLock` and `runCommitPlan` exist exactly when the inner storage
+ * `acquireLock` / `releaseLock` and `applyCommitPlan` exist exactly when the inner storage
  * has them. (Commits are announced by the core's `SessionsOptions.onCommit`, not here.)
  *
  * @example
@@ -23,7 +23,7 @@ export class PageStorage implements StoragePort {
   readonly inner: StoragePort;
   declare readonly acquireLock?: (name: string) => Promise<boolean>;
   declare readonly releaseLock?: (name: string) => Promise<void>;
-  declare readonly runCommitPlan?: (plan: CommitPlan) => Promise<CommitPlanResult>;
+  declare readonly applyCommitPlan?: (plan: CommitPlan) => Promise<CommitPlanResult>;
   readonly #options: PageStorageOptions;
   #wrote = false;
 
@@ -36,9 +36,9 @@ export class PageStorage implements StoragePort {
       Object.defineProperty(this, "acquireLock", { value: (name: string) => (this.#write(), acquire(name)) });
       Object.defineProperty(this, "releaseLock", { value: (name: string) => release(name) });
     }
-    if (inner.runCommitPlan) {
-      const run = inner.runCommitPlan.bind(inner);
-      Object.defineProperty(this, "runCommitPlan", { value: (plan: CommitPlan) => (this.#write(), run(plan)) });
+    if (inner.applyCommitPlan) {
+      const apply = inner.applyCommitPlan.bind(inner);
+      Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)) });
     }
   }
 

@@ -87,7 +87,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
-    return this.#run("read", path, (file) => {
+    return this.#withFile("read", path, (file) => {
       const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
       if (!opened) return undefined;
       try {
@@ -102,7 +102,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
-    return this.#run("readTail", path, (file) => {
+    return this.#withFile("readTail", path, (file) => {
       if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
         throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
       }
@@ -117,7 +117,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   list(dir: string): Promise<string[]> {
-    return this.#run("list", dir, (folder) => {
+    return this.#withFile("list", dir, (folder) => {
       if (this.#boundary.parents(dir, "read") === "missing") return [];
       const info = missingAsUndefined(() => lstatSync(folder));
       if (!info) return [];
@@ -134,7 +134,7 @@ export class NodeFileStorage implements StoragePort {
    */
   replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
     const durable = this.#fsync && options?.durable !== false;
-    return this.#run("replace", path, (file) => {
+    return this.#withFile("replace", path, (file) => {
       this.#pinned.closeBelow(path);
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
@@ -157,7 +157,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#run("append", path, (file) => {
+    return this.#withFile("append", path, (file) => {
       const pinned = this.#pinned.get(path);
       if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
       const { fd, info } = this.#withParents(path, () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600) ?? missingParent(file));
@@ -180,12 +180,12 @@ export class NodeFileStorage implements StoragePort {
    * the handle first; the next append opens the file again, with every check.
    */
   pinFile(path: string): Promise<void> {
-    return this.#run("pinFile", path, () => this.#pinned.pin(path));
+    return this.#withFile("pinFile", path, () => this.#pinned.pin(path));
   }
 
   /** Closes what {@linkcode NodeFileStorage.pinFile} kept open. */
   unpinFile(path: string): Promise<void> {
-    return this.#run("unpinFile", path, () => this.#pinned.unpin(path));
+    return this.#withFile("unpinFile", path, () => this.#pinned.unpin(path));
   }
 
   /** Writes `bytes` at the end of the open file `fd` of `size` bytes; on failure cuts back to `size`. */
@@ -207,7 +207,7 @@ export class NodeFileStorage implements StoragePort {
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
     const durable = this.#fsync && options?.durable !== false;
-    return this.#run("createExclusive", path, (file) => {
+    return this.#withFile("createExclusive", path, (file) => {
       // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
       // it fails with EEXIST when anything is there, but the file appears whole, so a crash
       // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
@@ -249,7 +249,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   truncate(path: string, length: number): Promise<void> {
-    return this.#run("truncate", path, (file) => {
+    return this.#withFile("truncate", path, (file) => {
       this.#pinned.closeBelow(path);
       if (typeof length !== "number" || Number.isNaN(length)) throw new InvalidInputError(`truncate length must be a number, got ${String(length)}`, { path });
       const opened = this.#boundary.open(path, file, TRUNCATE_FLAGS, "write");
@@ -267,7 +267,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   remove(path: string, options?: WriteOptions): Promise<void> {
-    return this.#run("remove", path, (file) => {
+    return this.#withFile("remove", path, (file) => {
       this.#pinned.closeBelow(path);
       // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
       if (this.#boundary.parents(path, "read") === "missing") return;
@@ -282,7 +282,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   move(from: string, to: string): Promise<boolean> {
-    return this.#run("move", from, (source) => {
+    return this.#withFile("move", from, (source) => {
       this.#pinned.closeBelow(from);
       this.#pinned.closeBelow(to);
       const target = this.#keys.file(to);
@@ -310,7 +310,7 @@ export class NodeFileStorage implements StoragePort {
    * `body` runs to completion before the call returns, so calls cannot interleave and writes
    * to one file land in the order they were issued without any per-file queue.
    */
-  #run<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): Promise<T> {
+  #withFile<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): Promise<T> {
     let file = this.root;
     try {
       file = this.#keys.file(path, allowRoot);

@@ -5,7 +5,7 @@ import {
   InvalidInputError,
   LeaseLostError,
   MAX_FILE_BYTES,
-  runCommitPlan,
+  applyCommitPlanByCalls,
   StorageError,
   StorageFullError,
   StoreEntryError,
@@ -289,7 +289,7 @@ export class PostgresStorage implements StoragePort {
    * handle holds runs on that lock's connection, so it commits only while the lock is
    * still held (a lost lock: `LeaseLostError`, nothing sent).
    */
-  async runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+  async applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     await this.#ensureReady();
     for (const write of plan.writes) assertStoragePath(write.path);
     if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
@@ -351,7 +351,7 @@ export class PostgresStorage implements StoragePort {
       if (!holder) client.release();
       // meta.json is not a document the server can read; the core's own steps (over this
       // port's methods, so still fenced) read it and say what is wrong with it.
-      return runCommitPlan(this, plan);
+      return applyCommitPlanByCalls(this, plan);
     }
     if (released) {
       this.#unhold(plan.release!.path);

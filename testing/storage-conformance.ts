@@ -21,7 +21,7 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import { type CommitPlan, runCommitPlan, type StoragePort } from "../core/mod.ts";
+import { type CommitPlan, applyCommitPlanByCalls, type StoragePort } from "../core/mod.ts";
 import { concatBytes } from "../core/internal.ts";
 
 /**
@@ -496,7 +496,7 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
     });
 
-    // The backend's own runCommitPlan when it has one (a worker), else the core's over its calls.
+    // The backend's own applyCommitPlan when it has one (a worker), else the core's `applyCommitPlanByCalls`.
     describe("commit plans", () => {
       const owner = (id: string) =>
         utf8(JSON.stringify({ pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00.000Z", lock_id: id }));
@@ -522,7 +522,7 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
           { op: "replace", path: "s/meta.json", bytes: meta((revision ?? 0) + 1), durable: false },
         ],
       });
-      const run = (storage: StoragePort, p: CommitPlan) => (storage.runCommitPlan ? storage.runCommitPlan(p) : runCommitPlan(storage, p));
+      const run = (storage: StoragePort, p: CommitPlan) => (storage.applyCommitPlan ? storage.applyCommitPlan(p) : applyCommitPlanByCalls(storage, p));
 
       test("commits: the writes land in order and the lock is gone afterwards", async (storage) => {
         await storage.replace("s/meta.json", meta(4));

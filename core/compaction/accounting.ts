@@ -35,8 +35,8 @@ export interface CompactionOutcome {
 }
 
 /**
- * Adds one completed compaction to the session's accounting (seed 004, `meta.json`
- * `compaction`): completed operations, removed messages and estimated tokens are
+ * Adds one completed compaction to the session's accounting (`meta.json`'s
+ * `compaction`, docs/FORMAT.md "`meta.json`"): completed operations, removed messages and estimated tokens are
  * summed; the cost is summed once any is known and stays absent until then, and so is
  * the summarizer's reported usage (`summary_usage`, each count summed); the last
  * before/after estimates are replaced. Unknown fields of `previous` are kept.

@@ -102,6 +102,8 @@ function textPartJsonLength(part: MessagePart): number | undefined {
  */
 const JSON_SPECIAL_RUNS = /[^\x20\x21\x23-\x5b\x5d-\x7e]+/g;
 /** Runs of characters that UTF-8 stores in more than one byte. */
+// The range is every one-byte code point, control characters included: they are the point.
+// deno-lint-ignore no-control-regex
 const NON_ASCII_RUNS = /[^\x00-\x7f]+/g;
 
 /** UTF-8 bytes of `text` inside a JSON string, as `JSON.stringify` escapes it (quotes not counted). */

@@ -14,7 +14,7 @@ export interface FoldedInput {
 
 /**
  * The in-memory fold after a provider refused a request as too long without usage
- * (seed 000). Always applied to the original composed input: fold `depth` halves its
+ * (docs/FORMAT.md "Lines and records", `context_refused`). Always applied to the original composed input: fold `depth` halves its
  * messages `depth` times. Each halving leaves out the oldest `floor(m / 2)` messages,
  * moving the cut forward to the first user message of the kept half when there is
  * one, and never drops the newest message. Tool calls are parts of one assistant

@@ -12,7 +12,7 @@ export interface CompactionPlan {
 }
 
 /**
- * Plans one compaction: seed 000's oldest `floor(n / 2)` messages of Active, with the
+ * Plans one compaction (docs/FORMAT.md "Compaction"): the oldest `floor(n / 2)` messages of Active, with the
  * cut moved to the nearest turn boundary (before a user message; a tie goes to the later
  * one, so at least half is summarized), so Active never starts with a reply whose
  * question went into the summary. A tool call and its result are parts of the one

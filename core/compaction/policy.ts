@@ -2,7 +2,7 @@ import { InvalidInputError } from "../errors.ts";
 
 /**
  * When compaction runs. The default reads the provider's real usage; the two
- * opt-in policies of seed 004 are alternatives a host may choose.
+ * opt-in policies (docs/FORMAT.md "Compaction") are alternatives a host may choose.
  */
 export type CompactionPolicy =
   /** Default: real usage (`total_tokens`, else input + output) ≥ `ratio` (0.95) of `context_window`. */
@@ -20,7 +20,7 @@ export const COMPACTION_TRIGGER_RATIO = 0.95;
 export const COMPACTION_TARGET_RATIO = 0.5;
 
 /**
- * The default policy: compact when real usage reaches 95% of the context window (seed 000).
+ * The default policy: compact when real usage reaches 95% of the context window (docs/FORMAT.md "Compaction").
  *
  * @example
  * ```ts

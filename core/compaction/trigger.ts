@@ -16,7 +16,7 @@ export interface CompactionFacts {
    * only computed by the `at-context-tokens` policy (the default never estimates).
    */
   readonly estimatedTokens?: () => number;
-  /** A validation after the last compaction asked for another, deep one (seed 000). */
+  /** A validation after the last compaction asked for another, deep one (docs/decisions.md "On-disk format"). */
   readonly deepCompactionPending?: boolean;
   /**
    * The provider refused a request as too long since the last compaction: the strongest

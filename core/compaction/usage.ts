@@ -3,7 +3,7 @@ import type { Usage } from "../schema/mod.ts";
 
 /**
  * The tokens a provider step used: `total_tokens`, else `input_tokens + output_tokens`
- * (seed 000). This is the number the default compaction trigger and the
+ * (docs/FORMAT.md "Compaction"). This is the number the default compaction trigger and the
  * post-compaction validation read.
  *
  * @example

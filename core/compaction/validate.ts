@@ -4,7 +4,7 @@ import { assertContextWindow } from "./trigger.ts";
 import { usageTokens } from "./usage.ts";
 
 /**
- * Judges a compaction by the next real usage after it (seed 000): at most 50% of the
+ * Judges a compaction by the next real usage after it (docs/decisions.md "On-disk format", `compaction.last_compacted_sequence`): at most 50% of the
  * context window passes; above schedules a deep compaction before the next step.
  *
  * @example

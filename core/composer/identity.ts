@@ -2,7 +2,7 @@ import type { ProviderIdentity } from "../schema/mod.ts";
 
 /**
  * Whether two provider identities are exactly the same: provider, API and model all
- * equal. Provider context is only ever sent back to its exact producer (seed 004).
+ * equal. Provider context is only ever sent back to its exact producer (docs/decisions.md "On-disk format", "Composer").
  *
  * @example
  * ```ts

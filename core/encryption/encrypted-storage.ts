@@ -11,7 +11,7 @@
  */
 import { InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts";
 import { concatBytes } from "../storage/bytes.ts";
-import { runCommitPlan } from "../storage/commit-plan.ts";
+import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import { fromBase64, toBase64 } from "./base64.ts";
 import {
@@ -443,10 +443,10 @@ export class EncryptedStorage implements StoragePort {
   }
 
   /** Seals the plan's writes, then runs it on the backend (in one call when it offers one). */
-  async runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+  async applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     const writes = await Promise.all(plan.writes.map(async (write) => ({ ...write, bytes: await this.#seal(write.path, write.bytes, write.op === "append") })));
     const sealed = { ...plan, writes };
-    return this.#inner.runCommitPlan ? this.#inner.runCommitPlan(sealed) : runCommitPlan(this.#inner, sealed);
+    return this.#inner.applyCommitPlan ? this.#inner.applyCommitPlan(sealed) : applyCommitPlanByCalls(this.#inner, sealed);
   }
 
   #forget(path: string): void {

@@ -1,5 +1,5 @@
 /**
- * Export safety (seed 004): decide what the recipient of an export receives.
+ * Export safety (docs/FORMAT.md "Importing and exporting other systems' sessions", "Redaction"): decide what the recipient of an export receives.
  *
  * - {@linkcode prepareExport} applies {@linkcode ExportOptions} to a `PortableSession`:
  *   `redact` replaces secrets in every string that can reach an export, and the `drop*`

@@ -1,5 +1,6 @@
 /**
- * What a recipient of an export receives (seed 004, "Export safety"):
+ * What a recipient of an export receives (docs/FORMAT.md "Importing and exporting other
+ * systems' sessions", its "Redaction" item):
  * {@linkcode prepareExport} turns a {@linkcode PortableSession} into a new one with secrets
  * redacted and the parts the user chose to withhold removed, plus an
  * {@linkcode ExportReport} that counts what happened without repeating any secret. Every
@@ -205,7 +206,7 @@ const SESSION_FIELDS = new Set([
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-class Run {
+class ExportTally {
   readonly byDetector: Partial<Record<RedactionDetector, number>> = {};
   readonly byField: Partial<Record<ExportField, number>> = {};
   redactions = 0;
@@ -299,7 +300,7 @@ class Run {
   }
 }
 
-/** The shortest piece of a known secret that {@linkcode Run.summary} replaces (shorter pieces are kept: too little of a secret to use, and too likely to be ordinary text). */
+/** The shortest piece of a known secret that {@linkcode ExportTally.summary} replaces (shorter pieces are kept: too little of a secret to use, and too likely to be ordinary text). */
 const MIN_SECRET_PIECE = 8;
 
 /**
@@ -408,11 +409,11 @@ function latin1(text: string): Uint8Array {
  * Redacts the text inside base64 file data: UTF-8 text of any media type, or Latin-1 text
  * of a text media type. Binary data comes back unchanged (`binary: true`).
  */
-function redactBase64(run: Run, field: ExportField, data: string, mediaType: string): { data: string; binary: boolean } {
+function redactBase64(tally: ExportTally, field: ExportField, data: string, mediaType: string): { data: string; binary: boolean } {
   const bytes = decodeBase64(data);
   if (bytes === undefined) {
     // Not base64 at all: treat the string itself as text.
-    return { data: run.text(field, data), binary: false };
+    return { data: tally.text(field, data), binary: false };
   }
   let text: string;
   let utf8 = true;
@@ -423,7 +424,7 @@ function redactBase64(run: Run, field: ExportField, data: string, mediaType: str
     text = binaryString(bytes);
     utf8 = false;
   }
-  const redacted = run.text(field, text);
+  const redacted = tally.text(field, text);
   if (redacted === text) return { data, binary: false };
   return { data: encodeBase64(utf8 ? encoder.encode(redacted) : latin1(redacted)), binary: false };
 }
@@ -431,14 +432,14 @@ function redactBase64(run: Run, field: ExportField, data: string, mediaType: str
 const DATA_URL = /^data:([^,;]*)((?:;[^,;]*)*?)(;base64)?,/i;
 
 /** A file URL: a `data:` URL has its payload redacted like inline data; any other URL as text. */
-function redactUrl(run: Run, url: string): string {
+function redactUrl(tally: ExportTally, url: string): string {
   const match = DATA_URL.exec(url);
-  if (!match) return run.text("file_url", url);
+  if (!match) return tally.text("file_url", url);
   const head = match[0];
   const payload = url.slice(head.length);
-  if (!match[3]) return run.text("file_url", url);
-  const result = redactBase64(run, "file_url", payload, match[1] || "text/plain");
-  if (result.binary) run.binaryFilesKept += 1;
+  if (!match[3]) return tally.text("file_url", url);
+  const result = redactBase64(tally, "file_url", payload, match[1] || "text/plain");
+  if (result.binary) tally.binaryFilesKept += 1;
   return head + result.data;
 }
 
@@ -446,10 +447,10 @@ function redactUrl(run: Run, url: string): string {
  * The extension fields of a record, as deep-redacted copies: redacted together, so a value
  * under a secret-named field (`"api_key": …`) is replaced whole and field names stay apart.
  */
-function extensions(run: Run, record: Record<string, unknown>, known: ReadonlySet<string>, field: ExportField): Record<string, unknown> {
+function extensions(tally: ExportTally, record: Record<string, unknown>, known: ReadonlySet<string>, field: ExportField): Record<string, unknown> {
   const extra = Object.fromEntries(Object.entries(record).filter(([key]) => !known.has(key)));
   if (Object.keys(extra).length === 0) return {};
-  return run.json(field, extra);
+  return tally.json(field, extra);
 }
 
 /** The text parts of a message and the field each reports to. */
@@ -459,15 +460,15 @@ const TEXT_FIELDS: Readonly<Record<string, ExportField>> = { text: "text", reaso
  * The redacted text of every text-like part of a message, by index: each run of adjacent
  * parts of one type is redacted as one text (a streamed reply splits anywhere, a secret too).
  */
-function textsOf(run: Run, parts: readonly MessagePart[]): Map<number, string> {
+function textsOf(tally: ExportTally, parts: readonly MessagePart[]): Map<number, string> {
   const out = new Map<number, string>();
   for (let i = 0; i < parts.length; ) {
     const type = parts[i]!.type;
     const field = TEXT_FIELDS[type];
     let j = i + 1;
     while (j < parts.length && parts[j]!.type === type) j += 1;
-    if (field && !(run.options.dropReasoning && type !== "text")) {
-      const texts = run.across(field, parts.slice(i, j).map((p) => (p as { text: string }).text));
+    if (field && !(tally.options.dropReasoning && type !== "text")) {
+      const texts = tally.across(field, parts.slice(i, j).map((p) => (p as { text: string }).text));
       texts.forEach((text, k) => out.set(i + k, text));
     }
     i = j;
@@ -475,76 +476,76 @@ function textsOf(run: Run, parts: readonly MessagePart[]): Map<number, string> {
   return out;
 }
 
-function preparePart(run: Run, part: MessagePart, text: string | undefined): MessagePart | undefined {
-  const { options } = run;
+function preparePart(tally: ExportTally, part: MessagePart, text: string | undefined): MessagePart | undefined {
+  const { options } = tally;
   const raw = part as Record<string, unknown>;
   switch (part.type) {
     case "text":
-      return { ...extensions(run, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: text ?? run.text("text", part.text) };
+      return { ...extensions(tally, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: text ?? tally.text("text", part.text) };
     case "reasoning":
       if (options.dropReasoning) {
-        run.dropped.reasoningParts += 1;
+        tally.dropped.reasoningParts += 1;
         return undefined;
       }
-      return { ...extensions(run, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: text ?? run.text("reasoning", part.text) };
+      return { ...extensions(tally, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: text ?? tally.text("reasoning", part.text) };
     case "reasoning-summary":
       if (options.dropReasoning) {
-        run.dropped.reasoningSummaryParts += 1;
+        tally.dropped.reasoningSummaryParts += 1;
         return undefined;
       }
       return {
-        ...extensions(run, raw, PART_FIELDS["reasoning-summary"]!, "part_extension"),
+        ...extensions(tally, raw, PART_FIELDS["reasoning-summary"]!, "part_extension"),
         sequence: part.sequence,
         type: "reasoning-summary",
-        text: text ?? run.text("reasoning_summary", part.text),
+        text: text ?? tally.text("reasoning_summary", part.text),
       };
     case "tool": {
       const out: Mutable<Extract<MessagePart, { type: "tool" }>> = {
-        ...extensions(run, raw, PART_FIELDS.tool!, "part_extension"),
+        ...extensions(tally, raw, PART_FIELDS.tool!, "part_extension"),
         sequence: part.sequence,
         type: "tool",
-        tool_call_id: run.text("tool_call_id", part.tool_call_id),
-        tool_name: run.text("tool_name", part.tool_name),
+        tool_call_id: tally.text("tool_call_id", part.tool_call_id),
+        tool_name: tally.text("tool_name", part.tool_name),
         state: part.state,
-        input: run.json("tool_input", part.input),
+        input: tally.json("tool_input", part.input),
       };
       if (Object.hasOwn(part, "output")) {
         if (options.dropToolOutputs) {
           out.output = OMITTED;
-          run.dropped.toolOutputs += 1;
+          tally.dropped.toolOutputs += 1;
         } else {
-          out.output = run.json("tool_output", part.output);
+          out.output = tally.json("tool_output", part.output);
         }
       }
       if (part.error !== undefined) {
         if (options.dropToolOutputs) {
           out.error = OMITTED;
-          run.dropped.toolErrors += 1;
+          tally.dropped.toolErrors += 1;
         } else {
-          out.error = run.text("tool_error", part.error);
+          out.error = tally.text("tool_error", part.error);
         }
       }
       return out;
     }
     case "file": {
       const out: Mutable<Extract<MessagePart, { type: "file" }>> = {
-        ...extensions(run, raw, PART_FIELDS.file!, "part_extension"),
+        ...extensions(tally, raw, PART_FIELDS.file!, "part_extension"),
         sequence: part.sequence,
         type: "file",
-        media_type: run.text("media_type", part.media_type),
+        media_type: tally.text("media_type", part.media_type),
       };
-      if (part.name !== undefined) out.name = run.text("file_name", part.name);
+      if (part.name !== undefined) out.name = tally.text("file_name", part.name);
       const dataUrl = part.url !== undefined && /^data:/i.test(part.url);
       if (part.url !== undefined) {
-        if (options.dropFileData && dataUrl) run.dropped.fileData += 1;
-        else out.url = options.redact ? redactUrl(run, part.url) : part.url;
+        if (options.dropFileData && dataUrl) tally.dropped.fileData += 1;
+        else out.url = options.redact ? redactUrl(tally, part.url) : part.url;
       }
       if (part.data !== undefined) {
         if (options.dropFileData) {
-          run.dropped.fileData += 1;
+          tally.dropped.fileData += 1;
         } else if (options.redact) {
-          const result = redactBase64(run, "file_data", part.data, part.media_type);
-          if (result.binary) run.binaryFilesKept += 1;
+          const result = redactBase64(tally, "file_data", part.data, part.media_type);
+          if (result.binary) tally.binaryFilesKept += 1;
           out.data = result.data;
         } else {
           out.data = part.data;
@@ -559,20 +560,20 @@ function preparePart(run: Run, part: MessagePart, text: string | undefined): Mes
     }
     case "provider-context":
       if (options.dropProviderContext) {
-        run.dropped.providerContextParts += 1;
+        tally.dropped.providerContextParts += 1;
         return undefined;
       }
       return {
-        ...extensions(run, raw, PART_FIELDS["provider-context"]!, "part_extension"),
+        ...extensions(tally, raw, PART_FIELDS["provider-context"]!, "part_extension"),
         sequence: part.sequence,
         type: "provider-context",
-        ...run.identity({ provider: part.provider, api: part.api, model: part.model }),
-        data: run.json("provider_context", part.data),
+        ...tally.identity({ provider: part.provider, api: part.api, model: part.model }),
+        data: tally.json("provider_context", part.data),
       };
     default: {
       // Not a part type of docs/FORMAT.md (an invalid record): every field but the structure is content.
       const { sequence, type, ...rest } = raw;
-      return { ...run.json("part_extension", rest), sequence, type } as MessagePart;
+      return { ...tally.json("part_extension", rest), sequence, type } as MessagePart;
     }
   }
 }
@@ -583,25 +584,25 @@ function isSystemMessage(message: MessageRecord): boolean {
   return message.role === "user" && typeof extension === "object" && extension !== null && (extension as { entry?: unknown }).entry === "System";
 }
 
-function prepareMessage(run: Run, message: MessageRecord): MessageRecord {
+function prepareMessage(tally: ExportTally, message: MessageRecord): MessageRecord {
   const parts: MessagePart[] = [];
-  const texts = textsOf(run, message.parts);
+  const texts = textsOf(tally, message.parts);
   message.parts.forEach((part, i) => {
-    const prepared = preparePart(run, part, texts.get(i));
+    const prepared = preparePart(tally, part, texts.get(i));
     if (prepared) parts.push(prepared);
   });
   const out: Mutable<MessageRecord> = {
-    ...extensions(run, message as Record<string, unknown>, MESSAGE_FIELDS, "message_extension"),
+    ...extensions(tally, message as Record<string, unknown>, MESSAGE_FIELDS, "message_extension"),
     record_type: message.record_type,
     sequence: message.sequence,
-    message_id: run.text("message_id", message.message_id),
+    message_id: tally.text("message_id", message.message_id),
     role: message.role,
-    created_at: run.text("timestamp", message.created_at),
+    created_at: tally.text("timestamp", message.created_at),
     parts,
   };
   if (message.status !== undefined) out.status = message.status;
-  if (message.usage !== undefined) out.usage = run.json("usage", message.usage);
-  if (message.provider !== undefined) out.provider = run.identity(message.provider);
+  if (message.usage !== undefined) out.usage = tally.json("usage", message.usage);
+  if (message.provider !== undefined) out.provider = tally.identity(message.provider);
   return out;
 }
 
@@ -635,24 +636,24 @@ function normalize(options: ExportOptions): Required<ExportOptions> {
  * @throws {LimitExceededError} when a JSON value inside the session is nested more than `MAX_JSON_DEPTH` (512) levels deep.
  */
 export function prepareExport(session: PortableSession, options: ExportOptions = {}): { session: PortableSession; report: ExportReport } {
-  const run = new Run(normalize(options));
-  const { options: o } = run;
+  const tally = new ExportTally(normalize(options));
+  const { options: o } = tally;
   const out: Mutable<PortableSession> & Record<string, unknown> = {
-    ...extensions(run, session as unknown as Record<string, unknown>, SESSION_FIELDS, "session_extension"),
+    ...extensions(tally, session as unknown as Record<string, unknown>, SESSION_FIELDS, "session_extension"),
     messages: [],
   };
-  if (session.sourceId !== undefined) out.sourceId = run.text("source_id", session.sourceId);
-  if (session.title !== undefined) out.title = run.text("title", session.title);
-  if (session.createdAt !== undefined) out.createdAt = run.text("timestamp", session.createdAt);
-  if (session.updatedAt !== undefined) out.updatedAt = run.text("timestamp", session.updatedAt);
-  if (session.modelLabel !== undefined) out.modelLabel = run.text("model_label", session.modelLabel);
+  if (session.sourceId !== undefined) out.sourceId = tally.text("source_id", session.sourceId);
+  if (session.title !== undefined) out.title = tally.text("title", session.title);
+  if (session.createdAt !== undefined) out.createdAt = tally.text("timestamp", session.createdAt);
+  if (session.updatedAt !== undefined) out.updatedAt = tally.text("timestamp", session.updatedAt);
+  if (session.modelLabel !== undefined) out.modelLabel = tally.text("model_label", session.modelLabel);
   if (session.revision !== undefined) out.revision = session.revision;
   if (session.system !== undefined) {
     if (o.dropSystemPrompt) {
       out.system = null;
-      run.dropped.systemPrompt = session.system !== null && session.system !== "";
+      tally.dropped.systemPrompt = session.system !== null && session.system !== "";
     } else {
-      out.system = session.system === null ? null : run.text("system", session.system);
+      out.system = session.system === null ? null : tally.text("system", session.system);
     }
   }
   const messages: MessageRecord[] = [];
@@ -660,41 +661,41 @@ export function prepareExport(session: PortableSession, options: ExportOptions =
   const keptThrough: number[] = [0];
   for (const message of session.messages) {
     if (o.dropSystemPrompt && isSystemMessage(message)) {
-      run.dropped.systemMessages += 1;
+      tally.dropped.systemMessages += 1;
     } else {
-      messages.push(prepareMessage(run, message));
+      messages.push(prepareMessage(tally, message));
     }
     keptThrough.push(messages.length);
   }
   out.messages = messages;
-  // Summaries after the messages: Run.summary replaces the pieces of the secrets found in them.
-  if (session.summary !== undefined) out.summary = run.summary("summary", session.summary);
+  // Summaries after the messages: ExportTally.summary replaces the pieces of the secrets found in them.
+  if (session.summary !== undefined) out.summary = tally.summary("summary", session.summary);
   if (session.segments !== undefined) {
     out.segments = session.segments.map((segment) => ({
       through: keptThrough[segment.through] ?? segment.through,
-      summary: run.summary("segment_summary", segment.summary),
-      ...(segment.createdAt !== undefined ? { createdAt: run.text("timestamp", segment.createdAt) } : {}),
+      summary: tally.summary("segment_summary", segment.summary),
+      ...(segment.createdAt !== undefined ? { createdAt: tally.text("timestamp", segment.createdAt) } : {}),
     }));
   }
-  if (session.provider !== undefined) out.provider = run.identity(session.provider);
-  if (session.compaction !== undefined) out.compaction = run.json("compaction", session.compaction);
+  if (session.provider !== undefined) out.provider = tally.identity(session.provider);
+  if (session.compaction !== undefined) out.compaction = tally.json("compaction", session.compaction);
   if (session.metadata !== undefined) {
-    if (o.dropMetadata) run.dropped.metadataKeys = Object.keys(session.metadata).length;
-    else out.metadata = run.json("metadata", session.metadata);
+    if (o.dropMetadata) tally.dropped.metadataKeys = Object.keys(session.metadata).length;
+    else out.metadata = tally.json("metadata", session.metadata);
   }
   if (session.promptCacheKey !== undefined) {
-    if (o.dropMetadata) run.dropped.promptCacheKey = true;
-    else out.promptCacheKey = run.text("prompt_cache_key", session.promptCacheKey);
+    if (o.dropMetadata) tally.dropped.promptCacheKey = true;
+    else out.promptCacheKey = tally.text("prompt_cache_key", session.promptCacheKey);
   }
-  if (session.cwd !== undefined) out.cwd = run.text("cwd", session.cwd);
-  if (session.format !== undefined) out.format = run.text("format", session.format);
+  if (session.cwd !== undefined) out.cwd = tally.text("cwd", session.cwd);
+  if (session.format !== undefined) out.format = tally.text("format", session.format);
   const report: ExportReport = {
     options: o,
-    redactions: run.redactions,
-    byDetector: run.byDetector,
-    byField: run.byField,
-    dropped: run.dropped,
-    binaryFilesKept: run.binaryFilesKept,
+    redactions: tally.redactions,
+    byDetector: tally.byDetector,
+    byField: tally.byField,
+    dropped: tally.dropped,
+    binaryFilesKept: tally.binaryFilesKept,
   };
   return { session: out, report };
 }

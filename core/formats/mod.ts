@@ -1,6 +1,6 @@
 /**
  * Import and export of other systems' session files, to and from the format-neutral
- * {@linkcode PortableSession} that `Sessions.importPortable` takes and
+ * `PortableSession` that `Sessions.importPortable` takes and
  * `Session.exportPortable` gives:
  *
  * - DeepCode Session Format v1 (`<id>.v1.jsonl`), read and written, and its two legacy
@@ -33,7 +33,6 @@
  * ```
  * @module
  */
-import type { PortableSession } from "../model/mod.ts";
 
 export { FormatError, type FormatErrorDetails, type FormatLocation, type FormatName } from "./errors.ts";
 export type { FormatWriteOptions, PartOmission } from "./omission.ts";

@@ -72,8 +72,9 @@ export class Value {
 
   /** The JSON path of this value, from the document's (or record's) root. */
   get path(): PathKey[] {
-    const keys: PathKey[] = [];
-    let node: Value | undefined = this;
+    if (this.#parent === undefined) return [...(this.#root ?? [])];
+    const keys: PathKey[] = [this.#key!];
+    let node: Value = this.#parent;
     while (node.#parent !== undefined) {
       keys.push(node.#key!);
       node = node.#parent;

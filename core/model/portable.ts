@@ -31,7 +31,7 @@ export interface PortableSession {
   readonly segments?: readonly PortableSegment[];
   /** The provider identity of the newest assistant message (Rho snapshot `provider`). */
   readonly provider?: ProviderIdentity;
-  /** Compaction accounting (seed 004). */
+  /** Compaction accounting (docs/FORMAT.md "`meta.json`"). */
   readonly compaction?: CompactionAccounting;
   /** String metadata (Rho snapshot `metadata`). */
   readonly metadata?: Readonly<Record<string, string>>;

@@ -3,9 +3,9 @@ import { Count, Timestamp } from "./common.ts";
 import { ProviderIdentity, Usage } from "./message.ts";
 
 /** The only `meta.json` schema version this reader knows. */
-export const META_SCHEMA_VERSION: 1 = 1;
+export const META_SCHEMA_VERSION = 1 as const;
 
-/** Compaction accounting (seed 004), accumulated over the session's life. */
+/** Compaction accounting (docs/FORMAT.md "`meta.json`"), accumulated over the session's life. */
 export const CompactionAccounting: z.ZodObject<
   {
     completed: z.ZodInt;

@@ -3,7 +3,7 @@
  * lock and the optimistic revision check taken as one commit plan, a held lease (the lock
  * kept between operations), and the application of every planned change
  * (`planned-change.ts`: an append, a segment close; `recovery.ts`: recovery's repairs), each
- * written as one commit plan (`run-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a
+ * written as one commit plan (`apply-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a
  * revision conflict leaves the handle refusing writes until `reload()`, which goes through
  * the handle's operation slot (`operation-slot.ts`), so a reload and an operation never
  * overlap.
@@ -24,7 +24,7 @@ import type { ResolvedSessionOptions } from "./options.ts";
 import { appendWrites, planAppend, segmentCloseWrites, type AppendChange, type SegmentClose } from "./planned-change.ts";
 import { planPendingRepairs, unknownActiveLines, type PendingRepairPlan } from "./recovery.ts";
 import { isBlocked, type SessionState } from "./state.ts";
-import type { CommitResult } from "./writer.ts";
+import type { CommitResult } from "./locked-operation.ts";
 
 /** The commit path of one session handle (see the module doc). */
 export class CommitPath {
@@ -151,7 +151,7 @@ export class CommitPath {
     const now = this.ctx.clock();
     const lag = this.#lease.lag;
     const lazy = this.#lease.held !== undefined && !lag.due(now);
-    await this.#lease.run({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
+    await this.#lease.apply({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
     if (!lazy) return this.#appended(change);
     this.state.active.push(...change.sequenced);
     this.state.activeBytes += change.bytes.length;
@@ -168,7 +168,7 @@ export class CommitPath {
     // What meta.json holds now: the operation applied recovery's repairs before this runs.
     const before = encodeJsonDocument(this.state.meta);
     try {
-      await this.#lease.run({ writes: segmentCloseWrites(this.paths, close) });
+      await this.#lease.apply({ writes: segmentCloseWrites(this.paths, close) });
     } catch (error) {
       // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
       // never after a lost lease: meta.json is then the new owner's.
@@ -188,13 +188,13 @@ export class CommitPath {
   async #applyPendingRepairs(plan: PendingRepairPlan): Promise<void> {
     const { storage } = this.ctx;
     if (plan.meta) {
-      await this.#lease.run({ writes: [{ op: "replace", path: this.paths.meta, bytes: encodeJsonDocument(plan.meta) }] });
+      await this.#lease.apply({ writes: [{ op: "replace", path: this.paths.meta, bytes: encodeJsonDocument(plan.meta) }] });
       this.metaWritten(plan.meta);
     }
     const active = plan.active;
-    if (active?.op === "replace") await this.#lease.run({ writes: [{ op: "replace", path: this.paths.active, bytes: active.bytes }] });
+    if (active?.op === "replace") await this.#lease.apply({ writes: [{ op: "replace", path: this.paths.active, bytes: active.bytes }] });
     else if (active?.op === "truncate") await storage.truncate(this.paths.active, active.size);
-    else if (active?.op === "newline") await this.#lease.run({ writes: [{ op: "append", path: this.paths.active, bytes: new TextEncoder().encode("\n") }] });
+    else if (active?.op === "newline") await this.#lease.apply({ writes: [{ op: "append", path: this.paths.active, bytes: new TextEncoder().encode("\n") }] });
     this.state.activeBytes = plan.activeBytes;
     if (plan.removeDraft) await storage.remove(this.paths.draft);
     this.state.repairs = {};
@@ -212,7 +212,7 @@ export class CommitPath {
     const held = this.#lease.held;
     if (held) {
       // The held lease stands for every lock this handle would take.
-      if (writes.length > 0) await this.#lease.run({ writes });
+      if (writes.length > 0) await this.#lease.apply({ writes });
       return held;
     }
     const { storage, identity, clock, probe } = this.ctx;

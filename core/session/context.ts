@@ -27,8 +27,8 @@ export interface SessionContext {
 
 /** A dead writer's `writer.lock` taken over (`stale_lock_reclaimed`): which session, which file, its old content. */
 export interface StaleLockReclaimed {
-  /** `<agent_id>/<workspace_id>/<session_id>`. */
-  readonly ref: string;
+  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly refText: string;
   /** The lock's storage path. */
   readonly path: string;
   /** The dead writer's lock content. */
@@ -37,15 +37,15 @@ export interface StaleLockReclaimed {
 
 /** What {@linkcode SessionContext.onCommit} is told: which session, at which revision now. */
 export interface CommitNotice {
-  /** `<agent_id>/<workspace_id>/<session_id>`. */
-  readonly ref: string;
+  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly refText: string;
   readonly revision: number;
 }
 
 /** Tells `onStaleLockReclaimed` about a lock taken over. Best effort: the listener's failure is its own. */
 export function reportReclaimed(ctx: SessionContext, ref: SessionRef, path: string, owner: LockOwner): void {
   try {
-    ctx.onStaleLockReclaimed?.({ ref: formatSessionRef(ref), path, owner });
+    ctx.onStaleLockReclaimed?.({ refText: formatSessionRef(ref), path, owner });
   } catch {
     // The operation went through; a listener's bug must not make it look failed.
   }
@@ -64,7 +64,7 @@ export function reportLeaseLost(ctx: SessionContext, event: LeaseLostNotice): vo
 export function notifyCommit(ctx: SessionContext, ref: SessionRef, revision: number): void {
   if (!ctx.onCommit) return;
   try {
-    ctx.onCommit({ ref: formatSessionRef(ref), revision });
+    ctx.onCommit({ refText: formatSessionRef(ref), revision });
   } catch {
     // The listener's failure is its own.
   }

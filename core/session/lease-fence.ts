@@ -12,7 +12,7 @@
 import { LeaseLostError, type LockOwner } from "../errors.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
 import { describeLockOwner, readLockOwner, type WriterLease } from "./lock.ts";
-import { runCommitPlan } from "./run-commit-plan.ts";
+import { applyCommitPlan } from "./apply-commit-plan.ts";
 
 /**
  * A lease found lost by a fenced commit (`SessionsOptions.onLeaseLost`): which session, which
@@ -21,8 +21,8 @@ import { runCommitPlan } from "./run-commit-plan.ts";
  * own `onLeaseLost`.
  */
 export interface LeaseLostNotice {
-  /** `<agent_id>/<workspace_id>/<session_id>`. */
-  readonly ref: string;
+  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly refText: string;
   /** The lock's storage path. */
   readonly path: string;
   /** The `lock_id` this handle held. */
@@ -32,7 +32,7 @@ export interface LeaseLostNotice {
 }
 
 /**
- * Runs `plan` fenced by `lease`. Resolves the plan's result when the lease still stands;
+ * Applies `plan` fenced by `lease`. Resolves the plan's result when the lease still stands;
  * otherwise calls `lost` with what was found (before throwing, so the handle drops the
  * lease whether or not the caller catches) and throws.
  *
@@ -42,17 +42,17 @@ export interface LeaseLostNotice {
  * const storage = new MemoryStorage();
  * const lease = { path: "s/writer.lock", lockId: "lock_1" };
  * // No writer.lock carries lock_1: nothing is appended.
- * await runFencedPlan(storage, { writes: [{ op: "append", path: "s/messages/active.jsonl", bytes: new Uint8Array([0x0a]) }] }, lease, "a1/w1/s1", () => {})
+ * await applyFencedPlan(storage, { writes: [{ op: "append", path: "s/messages/active.jsonl", bytes: new Uint8Array([0x0a]) }] }, lease, "a1/w1/s1", () => {})
  *   .catch((e) => console.log(e.name)); // "LeaseLostError"
  * ```
  * @throws {LeaseLostError} when `writer.lock` no longer carries `lease.lockId`; nothing was written.
  * @throws {StorageError} when a storage call fails.
  */
-export async function runFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, ref: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
-  const result = await runCommitPlan(storage, { ...plan, fence: lease });
+export async function applyFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, refText: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
+  const result = await applyCommitPlan(storage, { ...plan, fence: lease });
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
-  const event: LeaseLostNotice = { ref, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
+  const event: LeaseLostNotice = { refText, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
   lost(event);
   const now = owner ? `is now held by ${describeLockOwner(owner)}` : "is gone";
   throw new LeaseLostError(`${lease.path}: this handle's lease (${lease.lockId}) was lost: the lock ${now}; nothing was written (reload, then hold again)`, {

@@ -10,28 +10,28 @@
 import type { SessionPaths } from "../layout/paths.ts";
 import { encodeJsonDocument } from "../schema/mod.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
-import { runFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
+import { applyFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, type WriterLease } from "./lock.ts";
 import { MetaLag } from "./meta-lag.ts";
-import { runCommitPlan } from "./run-commit-plan.ts";
+import { applyCommitPlan } from "./apply-commit-plan.ts";
 import type { SessionState } from "./state.ts";
 
 /** The lease of one handle, held or not. */
 export class Lease {
   readonly #storage: StoragePort;
   readonly #paths: SessionPaths;
-  readonly #ref: string;
+  readonly #refText: string;
   readonly #onLost: (event: LeaseLostNotice) => void;
   /** The lock this handle holds, if it holds the session. */
   #held: WriterLease | undefined;
   /** Held commits `meta.json` does not hold yet. */
   readonly lag = new MetaLag();
 
-  /** `ref`: the session as `<agent_id>/<workspace_id>/<session_id>`; `onLost`: told once a fenced plan found the lease lost. */
-  constructor(storage: StoragePort, paths: SessionPaths, ref: string, onLost: (event: LeaseLostNotice) => void) {
+  /** `refText`: the session as `<agent_id>/<workspace_id>/<session_id>`; `onLost`: told once a fenced plan found the lease lost. */
+  constructor(storage: StoragePort, paths: SessionPaths, refText: string, onLost: (event: LeaseLostNotice) => void) {
     this.#storage = storage;
     this.#paths = paths;
-    this.#ref = ref;
+    this.#refText = refText;
     this.#onLost = onLost;
   }
 
@@ -47,16 +47,16 @@ export class Lease {
   }
 
   /**
-   * Runs `plan` by the one dispatch (`run-commit-plan.ts`); while held, fenced by the lease
+   * Applies `plan` by the one dispatch (`apply-commit-plan.ts`); while held, fenced by the lease
    * (docs/FORMAT.md "Fencing"): it writes only while `writer.lock` is still this handle's, and
    * a lost lease is dropped and reported before the typed error reaches the caller.
    *
    * @throws {LeaseLostError} when the held lease was lost; nothing was written.
    */
-  run(plan: CommitPlan): Promise<CommitPlanResult> {
+  apply(plan: CommitPlan): Promise<CommitPlanResult> {
     const lock = this.#held;
-    if (!lock) return runCommitPlan(this.#storage, plan);
-    return runFencedPlan(this.#storage, plan, lock, this.#ref, (event) => this.#lost(event));
+    if (!lock) return applyCommitPlan(this.#storage, plan);
+    return applyFencedPlan(this.#storage, plan, lock, this.#refText, (event) => this.#lost(event));
   }
 
   /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned file closed. */

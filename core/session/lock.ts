@@ -5,7 +5,7 @@ import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "..
 import { BATCH_FIELD, LINE_REVISION_FIELD } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { isDeadOwner, type OwnerProbe, type WriterIdentity } from "./owner.ts";
-import { runCommitPlan } from "./run-commit-plan.ts";
+import { applyCommitPlan } from "./apply-commit-plan.ts";
 
 /** Lock and guard files guard a live process only: they need no flush (docs/FORMAT.md `writer.lock`). */
 const NOT_DURABLE = { durable: false } as const;
@@ -53,12 +53,12 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
   const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
   const plan: CommitPlan = { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] };
   const lease = { path, lockId: lock.lockId };
-  const result = await runCommitPlan(storage, plan);
+  const result = await applyCommitPlan(storage, plan);
   if (result.outcome !== "locked" || !locked.probe) return result.outcome === "committed" ? { outcome: "committed", lease } : result;
   const found = await readLockOwner(storage, path);
   if (!found || !isDeadOwner(found, locked.identity, locked.probe) || !(await reclaimDeadLock(storage, path, found, lock.bytes, locked))) return result;
   // Taken over: hold the lock alone first, check the lines, then write under it.
-  const taken = await runCommitPlan(storage, { lock, hold: true, writes: [] });
+  const taken = await applyCommitPlan(storage, { lock, hold: true, writes: [] });
   if (taken.outcome !== "committed") return taken;
   if (locked.lines) {
     const lines = await lastCommittedRevision(storage, locked.lines.path);
@@ -67,7 +67,7 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
       return { outcome: "conflict", revision: lines };
     }
   }
-  const rest = await runCommitPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
+  const rest = await applyCommitPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
   if (rest.outcome !== "committed") {
     if (locked.hold) await releaseWriterLock(storage, lease);
     return rest;
@@ -199,7 +199,7 @@ export async function acquireWriterLock(
 
 /** Gives a held lock back; the file is removed only if it still carries this holder's `lock_id`. */
 export async function releaseWriterLock(storage: StoragePort, lease: WriterLease): Promise<void> {
-  await runCommitPlan(storage, { writes: [], release: lease });
+  await applyCommitPlan(storage, { writes: [], release: lease });
 }
 
 /** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */

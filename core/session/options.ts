@@ -1,7 +1,7 @@
 import { realUsage, manualOnly, assertCompactionPolicy, type CompactionPolicy } from "../compaction/mod.ts";
 import { assertContextWindow } from "../compaction/trigger.ts";
 import { InvalidInputError } from "../errors.ts";
-import type { DraftFlushOptions } from "./draft-writer.ts";
+import type { DraftFlushOptions } from "./draft-flusher.ts";
 import type { Summarizer } from "../model/mod.ts";
 
 /** A plugin adds a section to the agent's system instruction. */

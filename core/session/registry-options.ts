@@ -82,7 +82,8 @@ export interface ForkOptions {
 
 /** A session folder whose `meta.json` could not be listed, and why. */
 export interface ListProblem {
-  readonly ref: string;
+  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly refText: string;
   readonly message: string;
 }
 

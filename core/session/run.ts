@@ -16,7 +16,7 @@ import { runTool, streamStep } from "./run-step.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, stoppedDraftMessages } from "./state.ts";
 import { toMessageRecord, type NewMessage } from "./message-input.ts";
-import type { SessionWriter } from "./writer.ts";
+import type { LockedOperation } from "./locked-operation.ts";
 
 /** What the user says to start a run: text, or parts (text, files). Omit it to let the model continue. */
 export type RunInput = string | { readonly parts: NewMessage["parts"] } | undefined;
@@ -44,9 +44,9 @@ const MAX_COMPACTIONS_PER_STEP = 4;
  * provider, policy or run error commits nothing of the run; an automatic
  * compaction is its own commit and stays.
  */
-export async function runLoop(writer: SessionWriter, input: RunInput, options: RunOptions, emit: (event: RunEvent) => void): Promise<RunOutcome> {
-  const { state, clock } = writer;
-  const config = writer.options;
+export async function runLoop(locked: LockedOperation, input: RunInput, options: RunOptions, emit: (event: RunEvent) => void): Promise<RunOutcome> {
+  const { state, clock } = locked;
+  const config = locked.options;
   const signal = options.signal ?? new AbortController().signal;
   const provider = options.provider;
   const tools = options.tools ?? [];
@@ -55,8 +55,8 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
 
   // A draft left by an interrupted run is finished first, so generation order holds.
   if (state.draft) {
-    const recovered = await writer.commit(stoppedDraftMessages(state.draft, false));
-    await writer.removeDraft();
+    const recovered = await locked.commit(stoppedDraftMessages(state.draft, false));
+    await locked.removeDraft();
     emit({ type: "committed", revision: recovered.revision, sequences: recovered.sequences });
   }
 
@@ -68,7 +68,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
   let current: DraftRecord | undefined;
   // Between steps the draft file holds only the run's pending messages (an empty draft).
   const between = newDraft(state, candidate, clock, provider);
-  const drafts = writer.draftWriter(() => ({
+  const drafts = locked.draftFlusher(() => ({
     draft: current ?? { ...between, sequence: lastSequence(state) + candidate.length + 1 },
     pending: candidate,
   }));
@@ -101,19 +101,19 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       revision = committed.revision;
       emit({ type: "committed", revision, sequences: committed.sequences });
     }
-    await writer.removeDraft();
-    throw new CancelledError(`run on ${writer.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
+    await locked.removeDraft();
+    throw new CancelledError(`run on ${locked.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
   };
 
   // Set when the run's own commit failed: its draft then keeps the pending messages.
   let keepDraft = false;
   const commitCandidate = async () => {
     try {
-      return await writer.commit(candidate);
+      return await locked.commit(candidate);
     } catch (error) {
       keepDraft = true;
       // Best effort: leave the whole candidate recoverable in the draft file.
-      const rescue = writer.draftWriter(() => ({ draft: { ...between, sequence: lastSequence(state) + candidate.length + 1 }, pending: candidate }));
+      const rescue = locked.draftFlusher(() => ({ draft: { ...between, sequence: lastSequence(state) + candidate.length + 1 }, pending: candidate }));
       rescue.changed();
       await rescue.flush().catch(() => undefined);
       throw error;
@@ -122,7 +122,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
 
   const discard = async (error: unknown): Promise<never> => {
     await drafts.close();
-    if (!keepDraft) await writer.removeDraft().catch(() => undefined);
+    if (!keepDraft) await locked.removeDraft().catch(() => undefined);
     throw error;
   };
 
@@ -143,7 +143,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
         emit({ type: "compaction-started", reason: decision.reason });
         let outcome: CompactionOutcome | undefined;
         try {
-          outcome = await writer.compact(config.summarizer, signal);
+          outcome = await locked.compact(config.summarizer, signal);
         } catch (error) {
           if (signal.aborted) return await cancel("during compaction");
           compactionFailed = true;
@@ -162,7 +162,7 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
       steps += 1;
       current = newDraft(state, candidate, clock, provider);
       emit({ type: "step-started", step: steps, messageId: current.message_id });
-      const composed = compose({ instruction: writer.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
+      const composed = compose({ instruction: locked.system, footer: state.footer, active: [...state.active, ...candidate], identity: provider.identity });
       if (composed.omittedContext.length > 0 || composed.portableFallbacks.length > 0) {
         emit({ type: "context-omitted", omitted: composed.omittedContext, portableFallbacks: composed.portableFallbacks });
       }
@@ -216,11 +216,11 @@ export async function runLoop(writer: SessionWriter, input: RunInput, options: R
   async function commitRun(stopReason: RunOutcome["stopReason"]): Promise<RunOutcome> {
     await drafts.close();
     if (candidate.length === 0) {
-      await writer.removeDraft();
+      await locked.removeDraft();
       return { revision: state.meta.revision, messages: [], steps, usage: stepUsage, stopReason };
     }
     const committed = await commitCandidate();
-    await writer.removeDraft();
+    await locked.removeDraft();
     emit({ type: "committed", revision: committed.revision, sequences: committed.sequences });
     const messages = state.active.slice(-candidate.length).map(publicRecord);
     return { revision: committed.revision, messages, steps, usage: stepUsage, stopReason };
@@ -267,7 +267,7 @@ function clearRefusals(candidate: readonly MessageRecord[]): false {
   return false;
 }
 
-function newDraft(state: SessionWriter["state"], candidate: readonly MessageRecord[], clock: () => number, provider: Provider): DraftRecord {
+function newDraft(state: LockedOperation["state"], candidate: readonly MessageRecord[], clock: () => number, provider: Provider): DraftRecord {
   return {
     record_type: "message",
     sequence: lastSequence(state) + candidate.length + 1,

@@ -31,10 +31,10 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
             metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
           } else if ((await storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
             // An empty folder (a create interrupted before meta.json) is no session at all.
-            onProblem?.({ ref, message: "meta.json is missing (open the session to rebuild it)" });
+            onProblem?.({ refText: ref, message: "meta.json is missing (open the session to rebuild it)" });
           }
         } catch (error) {
-          onProblem?.({ ref, message: asSessionfoldError(error, ref).message });
+          onProblem?.({ refText: ref, message: asSessionfoldError(error, ref).message });
         }
       }
     }

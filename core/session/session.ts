@@ -20,8 +20,8 @@ import { RunHandle } from "./run-events.ts";
 import { compactActive, resetActive, type NoCompaction } from "./segment-close.ts";
 import { SessionView, partsOf } from "./session-view.ts";
 import { hasRepairs, stoppedDraftMessages } from "./state.ts";
-import { removeDraft, sessionWriter } from "./session-writer.ts";
-import type { CommitResult, SessionWriter } from "./writer.ts";
+import { removeDraft, buildLockedOperation } from "./build-locked-operation.ts";
+import type { CommitResult, LockedOperation } from "./locked-operation.ts";
 
 export type { NoCompaction } from "./segment-close.ts";
 
@@ -109,7 +109,7 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   run(input: RunInput, options: RunOptions): RunHandle {
-    return new RunHandle((emit) => this.#mutate("run", (writer) => runLoop(writer, input, options, emit)), options.onEvent);
+    return new RunHandle((emit) => this.#mutate("run", (locked) => runLoop(locked, input, options, emit)), options.onEvent);
   }
 
   /**
@@ -119,13 +119,13 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   finishDraft(): Promise<CommitResult | undefined> {
-    return this.#mutate("finish-draft", async (writer) => {
+    return this.#mutate("finish-draft", async (locked) => {
       const draft = this.#tx.state.draft;
       if (!draft) return undefined;
       const messages = stoppedDraftMessages(draft, false);
       // A draft without output and without pending messages has nothing to commit: it is only removed.
-      const result = messages.length > 0 ? await writer.commit(messages) : { sequences: [], revision: this.revision };
-      await writer.removeDraft();
+      const result = messages.length > 0 ? await locked.commit(messages) : { sequences: [], revision: this.revision };
+      await locked.removeDraft();
       return result;
     });
   }
@@ -237,8 +237,8 @@ export class Session extends SessionView {
    * Regenerates the system from the agent's current instruction and plugins, and
    * overwrites `instruction.md` only when it already exists.
    */
-  syncshot(): Promise<void> {
-    return this.mutate("syncshot", async () => {
+  regenerateSystem(): Promise<void> {
+    return this.mutate("regenerate-system", async () => {
       const { storage } = this.#tx.ctx;
       const { paths, state } = this.#tx;
       const system = generateSystem(this.#tx.options.agent);
@@ -293,8 +293,8 @@ export class Session extends SessionView {
     return this.#mutate(operation, () => fn());
   }
 
-  /** `mutate` handing `fn` the writer contract (internal: the run loop and drafts). */
-  #mutate<T>(operation: string, fn: (writer: SessionWriter) => Promise<T>): Promise<T> {
-    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(sessionWriter(this.#tx, () => this.system))));
+  /** `mutate` handing `fn` the locked-operation contract (internal: the run loop and drafts). */
+  #mutate<T>(operation: string, fn: (locked: LockedOperation) => Promise<T>): Promise<T> {
+    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, () => fn(buildLockedOperation(this.#tx, () => this.system))));
   }
 }

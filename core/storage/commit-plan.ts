@@ -1,7 +1,7 @@
 /**
  * A commit written down as data: take `writer.lock`, check `meta.json`'s revision, do the
- * writes, release the lock. The core runs it with {@linkcode runCommitPlan}; a backend that
- * sits behind a hop (a worker) offers `StoragePort.runCommitPlan` and runs the same function
+ * writes, release the lock. The core applies it with {@linkcode applyCommitPlanByCalls}; a backend that
+ * sits behind a hop (a worker) offers `StoragePort.applyCommitPlan` and applies it with the same function
  * on its side, so a commit costs one round trip instead of one per storage call.
  *
  * @module
@@ -36,12 +36,12 @@ export interface TakenLock {
  *
  * import type { CommitPlan } from "sessionfold";
  * declare const plan: CommitPlan;
- * const result = await runCommitPlan(storage, plan);
+ * const result = await applyCommitPlanByCalls(storage, plan);
  * if (result.outcome === "conflict") console.log("meta.json is at", result.revision);
  * ```
  * @throws {StorageError} (or a subclass) when a storage call fails.
  */
-export async function runCommitPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
+export async function applyCommitPlanByCalls(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
   const { lock, expect, release } = plan;
   let taken: TakenLock | undefined;
   let committed = false;

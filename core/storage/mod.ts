@@ -10,7 +10,7 @@
  * @module
  */
 export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
-export { runCommitPlan } from "./commit-plan.ts";
+export { applyCommitPlanByCalls } from "./commit-plan.ts";
 export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
 export { assertStoragePath, isWithin, parentPath } from "./path.ts";
 export { concatBytes } from "./bytes.ts";

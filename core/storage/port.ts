@@ -72,10 +72,10 @@ export interface StoragePort {
   readMany?(requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]>;
   /**
    * Optional: runs a {@linkcode CommitPlan} against the backend itself, in one call (what the
-   * core's `runCommitPlan` does over the other methods). A
+   * core's `applyCommitPlanByCalls` does over the other methods). A
    * backend behind a hop (a worker) offers it so a commit costs one round trip.
    */
-  runCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
+  applyCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
   /**
    * Optional: keeps `path` ready for appends (an open file) until `unpinFile`, for a writer
    * that holds a session (a lease) and appends to one file again and again. A backend that

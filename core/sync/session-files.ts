@@ -17,7 +17,7 @@ import { encodeJsonDocument, MessageRecord, nowTimestamp, type SessionMeta, Summ
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
 import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
-import { runCommitPlan } from "../session/run-commit-plan.ts";
+import { applyCommitPlan } from "../session/apply-commit-plan.ts";
 import type { WriterIdentity } from "../session/owner.ts";
 import type { NewMessage } from "../session/message-input.ts";
 import type { Session } from "../session/session.ts";
@@ -261,7 +261,7 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       range,
     );
     // One plan: a backend that runs plans itself (PostgreSQL) does the three writes in one transaction.
-    await runCommitPlan(storage, {
+    await applyCommitPlan(storage, {
       writes: [
         { op: "replace", path: paths.meta, bytes: encodeJsonDocument(meta) },
         { op: "replace", path: paths.segment(range), bytes: segmentBytes },

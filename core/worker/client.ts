@@ -129,8 +129,8 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   }
 
   /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
-  runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    return this.#call(() => this.#remote.runCommitPlan(plan));
+  applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+    return this.#call(() => this.#remote.applyCommitPlan(plan));
   }
 
   /** Ends the worker (its locks go with it). Pending calls reject with a `StorageError`; later calls too. Idempotent. */

@@ -7,7 +7,7 @@
  * @module
  */
 import { InvalidInputError, StorageError } from "../errors.ts";
-import { runCommitPlan } from "../storage/commit-plan.ts";
+import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { withTransfer, type ComlinkLike } from "./transfer.ts";
 
@@ -63,7 +63,7 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     truncate: (path, length) => opened().truncate(path, length),
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
-    runCommitPlan: (plan) => runCommitPlan(opened(), plan),
+    applyCommitPlan: (plan) => applyCommitPlanByCalls(opened(), plan),
     pinFile: async (path) => {
       await opened().pinFile?.(path);
     },

@@ -41,11 +41,11 @@ export class Output {
    */
   staleLockReclaimed(event: StaleLockReclaimed): void {
     this.#reclaimed.push(event);
-    this.note(`note stale_lock_reclaimed: ${event.ref}: took over the writer.lock of a dead writer (${describeLockOwner(event.owner)})`);
+    this.note(`note stale_lock_reclaimed: ${event.refText}: took over the writer.lock of a dead writer (${describeLockOwner(event.owner)})`);
   }
 
   #withReclaimed(value: unknown): unknown {
     if (this.#reclaimed.length === 0 || typeof value !== "object" || value === null || Array.isArray(value)) return value;
-    return { ...value, stale_locks_reclaimed: this.#reclaimed.map(({ ref, path, owner }) => ({ ref, path, owner })) };
+    return { ...value, stale_locks_reclaimed: this.#reclaimed.map(({ refText, path, owner }) => ({ ref: refText, path, owner })) };
   }
 }

@@ -20,16 +20,16 @@ describe("API report", () => {
   it("lists names with signatures", () => {
     const core = reports.get("sessionfold.api.md")!;
     expect(core).toContain("class Sessions {");
-    expect(core).toContain("function runCommitPlan(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult>");
+    expect(core).toContain("function applyCommitPlanByCalls(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult>");
     // Internals stay out of the public surface.
-    for (const internal of ["SessionState", "SessionWriter", "runLoop", "BATCH_FIELD", "ERROR_TRANSFER_HANDLER", "decodeUtf8"]) {
+    for (const internal of ["SessionState", "LockedOperation", "runLoop", "BATCH_FIELD", "ERROR_TRANSFER_HANDLER", "decodeUtf8"]) {
       expect(core).not.toMatch(new RegExp(`\\b(?:const|function|class|interface|type) ${internal}\\b`));
     }
   });
 
-  it("a public signature names only exported types (DraftFlushOptions is exported; the internal SessionWriter appears nowhere)", () => {
+  it("a public signature names only exported types (DraftFlushOptions is exported; the internal LockedOperation appears nowhere)", () => {
     const core = reports.get("sessionfold.api.md")!;
     expect(core).toMatch(/interface DraftFlushOptions \{/);
-    expect(core).not.toMatch(/\bSessionWriter\b/);
+    expect(core).not.toMatch(/\bLockedOperation\b/);
   });
 });

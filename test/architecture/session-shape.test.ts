@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, runCommitPlan, type CommitPlan, type CommitPlanResult } from "../../core/mod.ts";
+import { MemoryStorage, applyCommitPlanByCalls, type CommitPlan, type CommitPlanResult } from "../../core/mod.ts";
 import { P, REF, RecordingStorage, registry } from "../support/session.ts";
 import { assistant, msgs, summarizer, user, writeSession } from "../session/support.ts";
 import { ROOT } from "./import-graph.ts";
@@ -17,7 +17,7 @@ const modules = readdirSync(SESSION_DIR).filter((name) => name.endsWith(".ts"));
 const source = (name: string) => readFileSync(join(SESSION_DIR, name), "utf8");
 
 /** A storage call that writes: the port's mutating methods, on whatever names the store. */
-const WRITE_CALL = /\b(?:storage|#storage)\??\.(?:replace|append|truncate|remove|move|createExclusive|runCommitPlan)\??\.?\(/;
+const WRITE_CALL = /\b(?:storage|#storage)\??\.(?:replace|append|truncate|remove|move|createExclusive|applyCommitPlan)\??\.?\(/;
 
 describe("core/session modules", () => {
   it("are at most 300 lines each", () => {
@@ -29,6 +29,8 @@ describe("core/session modules", () => {
     const writers = modules.filter((name) => WRITE_CALL.test(source(name))).sort();
     // The planners (segment-close, planned-change, recovery, repair-plan, repair-lines, segment-rules, load) are not here.
     expect(writers).toEqual([
+      "apply-commit-plan.ts", // the one dispatch to StoragePort.applyCommitPlan
+      "build-locked-operation.ts", // the streaming draft
       "commit-path.ts", // every commit, segment close and recovery repair (as plans through the lease; truncate/remove where a plan has no such write)
       "fork.ts", // the fork's copy, into a staged folder
       "import-portable.ts", // an import's files, into a staged folder
@@ -36,13 +38,11 @@ describe("core/session modules", () => {
       "lock.ts", // writer.lock itself and its reclaim guards
       "registry.ts", // create, archive, delete
       "repair.ts", // the quarantine plan's apply (create-new and move, which a commit plan has no write for)
-      "run-commit-plan.ts", // the one dispatch to StoragePort.runCommitPlan
-      "session-writer.ts", // the streaming draft
       "session.ts", // instruction.md (snapshot), the draft's removal
       "staging.ts", // meta.json of a staged folder and the move into place
     ]);
     for (const planner of ["segment-close.ts", "planned-change.ts", "recovery.ts", "repair-plan.ts", "repair-lines.ts", "segment-rules.ts", "load.ts"]) {
-      expect(source(planner)).not.toMatch(/runCommitPlan|\.replace\(paths|\.append\(paths/);
+      expect(source(planner)).not.toMatch(/applyCommitPlan|\.replace\(paths|\.append\(paths/);
     }
   });
 });
@@ -50,9 +50,9 @@ describe("core/session modules", () => {
 /** A store that runs commit plans itself (as a worker does) and records them apart from its other calls. */
 class PlanRecordingStorage extends RecordingStorage {
   plans: CommitPlan[] = [];
-  runCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+  applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     this.plans.push(plan);
-    return runCommitPlan(this.inner, plan);
+    return applyCommitPlanByCalls(this.inner, plan);
   }
   /** Each plan as `lock`/`expect`/`release` marks and its writes, paths relative to the session. */
   planned(): string[][] {

@@ -62,9 +62,9 @@ describe("openBrowserSessions (worker: false)", () => {
     other.onCommit((e) => toOther.push(e));
     const session = await a.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     const { revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
-    await vi.waitFor(() => expect(toB).toContainEqual({ ref: "a1/w1/s1", revision }));
+    await vi.waitFor(() => expect(toB).toContainEqual({ refText: "a1/w1/s1", revision }));
     // Creating a session writes meta.json exclusively (no replace): only commits are announced.
-    expect(toB).toEqual([{ ref: "a1/w1/s1", revision }]);
+    expect(toB).toEqual([{ refText: "a1/w1/s1", revision }]);
     expect(toA).toEqual([]); // never its own commits
     expect(toOther).toEqual([]); // another database's channel
     const viewB = await b.sessions.open("a1/w1/s1");
@@ -93,13 +93,13 @@ describe("PageStorage", () => {
     const inner = new MemoryStorage();
     const storage = new PageStorage(inner);
     expect("acquireLock" in storage).toBe(false); // MemoryStorage has no held lock, so neither does its wrapper
-    expect("runCommitPlan" in storage).toBe(false);
+    expect("applyCommitPlan" in storage).toBe(false);
     const planned: unknown[] = [];
     const withPlans = Object.assign(new MemoryStorage(), {
-      runCommitPlan: async (plan: unknown) => (planned.push(plan), { outcome: "committed" as const }),
+      applyCommitPlan: async (plan: unknown) => (planned.push(plan), { outcome: "committed" as const }),
     });
     const wrapped = new PageStorage(withPlans);
-    await expect(wrapped.runCommitPlan!({ writes: [] })).resolves.toEqual({ outcome: "committed" });
+    await expect(wrapped.applyCommitPlan!({ writes: [] })).resolves.toEqual({ outcome: "committed" });
     expect(planned).toEqual([{ writes: [] }]);
   });
 });

@@ -12,12 +12,13 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { createServer, type ViteDevServer } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
+import type { LooseJson } from "../support/loose-json.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/fixture/index.html";
 const REF = "a1/w1/s1";
 
-type Outcome = { ok: true; value: any } | { ok: false; error: { name: string; code: string; message: string; details: any } };
+type Outcome = { ok: true; value: LooseJson } | { ok: false; error: { name: string; code: string; message: string; details: LooseJson } };
 
 let server: ViteDevServer | undefined;
 let browser: Browser | undefined;
@@ -90,7 +91,7 @@ function sf(page: Page, name: string, ...args: unknown[]): Promise<Outcome> {
 }
 
 /** `sf(...)` that must succeed; its value. */
-async function ok(page: Page, name: string, ...args: unknown[]): Promise<any> {
+async function ok(page: Page, name: string, ...args: unknown[]): Promise<LooseJson> {
   const outcome = await sf(page, name, ...args);
   if (!outcome.ok) throw new Error(`sf.${name} failed: ${outcome.error.name} (${outcome.error.code}): ${outcome.error.message}`);
   return outcome.value;
@@ -119,7 +120,7 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
   it("a session compacts and survives a page reload", async () => {
     const { ctx, db } = await freshContext();
     const page = await openTab(ctx, db, "A");
-    let state: any;
+    let state: LooseJson;
     for (let turn = 1; turn <= 12; turn++) {
       await ok(page, "run", `question ${turn}: tell me something`);
       state = await ok(page, "state");
@@ -237,7 +238,7 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
       const seen = await pageB.evaluate(() => (window as unknown as { sf: { commits: unknown[] } }).sf.commits);
       return seen.length > 0 ? seen : undefined;
     });
-    expect(commits).toEqual([{ ref: REF, revision }]);
+    expect(commits).toEqual([{ refText: REF, revision }]);
     expect(await pageA.evaluate(() => (window as unknown as { sf: { commits: unknown[] } }).sf.commits)).toEqual([]);
     expect((await ok(pageB, "state")).revision).toBe(before); // B's view follows only when it reloads
     expect(await ok(pageB, "reload")).toBe(revision);

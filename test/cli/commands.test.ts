@@ -47,7 +47,7 @@ describe("new, append, ls", () => {
     expect(shown.draft).toEqual({ message_id: "m_draft", sequence: 2, parts: [{ sequence: 1, type: "text", text: "partial ans" }] });
     expect(json(expectOk(await cli(root, ["--json", "append", REF, "--role", "user", "--text", "go on"])))).toEqual({ sequence: 3, revision: 2 });
     const listed = json(expectOk(await cli(root, ["--json", "messages", REF])));
-    expect(listed.map((m: any) => [m.sequence, m.message_id === "m_draft" ? "draft" : m.role, m.status])).toEqual([
+    expect(listed.map((m: { sequence: number; message_id: string; role: string; status?: string }) => [m.sequence, m.message_id === "m_draft" ? "draft" : m.role, m.status])).toEqual([
       [1, "user", undefined],
       [2, "draft", "stopped"],
       [3, "user", undefined],
@@ -74,13 +74,13 @@ describe("new, append, ls", () => {
     await seed(root, "a1/w2/s2", 1, "Second");
     await seed(root, "a2/w1/s3", 0, "Third");
     const all = json(expectOk(await cli(root, ["--json", "ls"])));
-    expect(all.map((m: any) => m.session_id)).toEqual(["s3", "s2", "s1"]);
+    expect(all.map((m: { session_id: string }) => m.session_id)).toEqual(["s3", "s2", "s1"]);
     expect(all[2]).toMatchObject({ schema_version: 1, title: "First", message_count: 2, revision: 2 });
-    expect(json(await cli(root, ["--json", "ls", "--agent", "a1"])).map((m: any) => m.session_id)).toEqual(["s2", "s1"]);
-    expect(json(await cli(root, ["--json", "ls", "--workspace", "w1"])).map((m: any) => m.session_id)).toEqual(["s3", "s1"]);
+    expect(json(await cli(root, ["--json", "ls", "--agent", "a1"])).map((m: { session_id: string }) => m.session_id)).toEqual(["s2", "s1"]);
+    expect(json(await cli(root, ["--json", "ls", "--workspace", "w1"])).map((m: { session_id: string }) => m.session_id)).toEqual(["s3", "s1"]);
     expect(json(await cli(root, ["--json", "ls", "--archived"]))).toEqual([]);
     expectOk(await cli(root, ["archive", "a1/w2/s2"]));
-    expect(json(await cli(root, ["--json", "ls", "--archived"])).map((m: any) => m.session_id)).toEqual(["s2"]);
+    expect(json(await cli(root, ["--json", "ls", "--archived"])).map((m: { session_id: string }) => m.session_id)).toEqual(["s2"]);
     const text = expectOk(await cli(root, ["ls", "--agent", "a1"])).stdout.split("\n");
     expect(text[0]).toMatch(/^REF\s+TITLE\s+MESSAGES\s+REVISION\s+UPDATED$/);
     expect(text[1]).toMatch(/^a1\/w1\/s1\s+First\s+2\s+2\s+\d{4}-/);
@@ -132,11 +132,11 @@ describe("show, compose, messages", () => {
     expect(Object.keys(before)).toEqual(["system", "summary", "messages"]);
     expect(before.system).toBe("Be brief.\n\n## git\nUse git.");
     expect(before.summary).toBeNull();
-    expect(before.messages.map((m: any) => m.sequence)).toEqual([1, 2, 3, 4]);
+    expect(before.messages.map((m: { sequence: number }) => m.sequence)).toEqual([1, 2, 3, 4]);
     expectOk(await cli(root, ["compact", REF]));
     const after = json(expectOk(await cli(root, ["--json", "compose", REF])));
     expect(after.summary).toContain("message 1");
-    expect(after.messages.map((m: any) => m.parts[0].text)).toEqual(["message 3", "message 4"]);
+    expect(after.messages.map((m: { parts: { text?: string }[] }) => m.parts[0]!.text)).toEqual(["message 3", "message 4"]);
     const text = expectOk(await cli(root, ["compose", REF])).stdout;
     expect(text).toContain("## system\nBe brief.");
     expect(text).toContain("#3 user: message 3");
@@ -157,8 +157,8 @@ describe("show, compose, messages", () => {
     ];
     await put(join(sessionDir(root, REF), "messages/active.jsonl"), records.map((r) => `${JSON.stringify(r)}\n`).join(""));
     const composed = json(expectOk(await cli(root, ["--json", "compose", REF])));
-    expect(composed.messages[1].parts.map((p: any) => p.type)).toEqual(["text"]);
-    expect(composed.messages[2].parts.map((p: any) => p.type)).toEqual(["text", "provider-context"]);
+    expect(composed.messages[1].parts.map((p: { type: string }) => p.type)).toEqual(["text"]);
+    expect(composed.messages[2].parts.map((p: { type: string }) => p.type)).toEqual(["text", "provider-context"]);
     const text = expectOk(await cli(root, ["compose", REF])).stdout;
     expect(text).toContain("composed for openai/responses/new");
     expect(text).toContain("provider context of openai/responses/old in #2 left out");
@@ -170,9 +170,9 @@ describe("show, compose, messages", () => {
     expectOk(await cli(root, ["compact", REF]));
     const active = json(expectOk(await cli(root, ["--json", "messages", REF])));
     // The compaction cut on the turn boundary nearest floor(6/2): Active starts at a user message.
-    expect(active.map((m: any) => m.sequence)).toEqual([5, 6]);
+    expect(active.map((m: { sequence: number }) => m.sequence)).toEqual([5, 6]);
     expect(active[0]).toMatchObject({ record_type: "message", role: "user", parts: [{ sequence: 1, type: "text", text: "message 5" }] });
-    expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "5"]))).map((m: any) => m.sequence)).toEqual([1, 2, 3, 4]);
+    expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "5"]))).map((m: { sequence: number }) => m.sequence)).toEqual([1, 2, 3, 4]);
     expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "1"])))).toEqual([]);
     expect(expectOk(await cli(root, ["messages", REF, "--before", "5"])).stdout).toBe("#1 user: message 1\n#2 assistant: message 2\n#3 user: message 3\n#4 assistant: message 4\n");
     const bad = await cli(root, ["messages", REF, "--before", "0"]);

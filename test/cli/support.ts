@@ -11,6 +11,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
 import { main, type CliIo } from "../../runtime-node/cli/main.ts";
+import type { LooseJson } from "../support/loose-json.ts";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const BIN = join(REPO, "bin/sessionfold.mjs");
@@ -23,7 +24,7 @@ export interface RunResult {
 }
 
 /** stdout parsed as the one JSON document `--json` promises. */
-export function json<T = any>(result: RunResult): T {
+export function json<T = LooseJson>(result: RunResult): T {
   return JSON.parse(result.stdout) as T;
 }
 

@@ -1,6 +1,6 @@
 /**
- * The redaction audit (seed 004: "Run the redaction audit procedure against any persistence
- * adapter or export path"). A session carries a DIFFERENT planted secret of every kind in
+ * The redaction audit of every export path (docs/FORMAT.md "Importing and exporting other
+ * systems' sessions", its "Redaction" item). A session carries a DIFFERENT planted secret of every kind in
  * EVERY field a writer can emit: each message's text (and a secret split across two
  * adjacent text parts), raw reasoning, reasoning summary, tool call id, tool name, tool input
  * and output (nested, under secret-named keys and as keys), tool error, file name, URL, media

@@ -9,6 +9,7 @@ import type { PortableSession } from "../../core/mod.ts";
 import { detectDeepCodeLayout, readDeepCode, readRhoJsonl, readRhoSnapshot, writeRhoSnapshot } from "../../core/formats/mod.ts";
 import { expectRhoReads, rhoSnapshotProblems } from "./rho-reader.ts";
 import { fixture, memorySessions, text, utf8 } from "./support.ts";
+import type { LooseJson } from "../support/loose-json.ts";
 
 const SNAPSHOTS = ["rho/snapshot-v1.json", "rho/snapshot-v2.json", "rho/snapshot-portable-fallback.json", "rho/upstream/session-snapshot-v1.json", "rho/upstream/session-snapshot-v2.json"];
 const JSONL = ["rho/session-v1.jsonl", "rho/session-v3.jsonl", "rho/session-v3-resumed.jsonl", "rho/session-v4-tree.jsonl", "rho/session-torn.jsonl", "rho/upstream/session-v1.jsonl", "rho/upstream/session-v2.jsonl", "rho/upstream/session-v3.jsonl"];
@@ -41,8 +42,8 @@ describe("Rho reads every snapshot sessionfold writes", () => {
 });
 
 describe("the ported check refuses what Rho refuses (it is not a check that always passes)", () => {
-  const doc = (): Record<string, any> => JSON.parse(text(fixture("rho/snapshot-portable-fallback.json")));
-  const problems = (edit: (d: Record<string, any>) => void) => {
+  const doc = (): Record<string, LooseJson> => JSON.parse(text(fixture("rho/snapshot-portable-fallback.json")));
+  const problems = (edit: (d: Record<string, LooseJson>) => void) => {
     const d = doc();
     edit(d);
     return rhoSnapshotProblems(utf8(JSON.stringify(d)));

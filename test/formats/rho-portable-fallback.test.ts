@@ -8,13 +8,14 @@ import { describe, expect, it } from "vitest";
 import { compose, MessageRecord, type ProviderIdentity } from "../../core/mod.ts";
 import { readRhoSnapshot, writeRhoSnapshot } from "../../core/formats/mod.ts";
 import { expectFormatError, fixture, memorySessions, text, thrown, utf8 } from "./support.ts";
+import type { LooseJson } from "../support/loose-json.ts";
 
 const FILE = "snapshot-portable-fallback.json";
 const SOURCE: ProviderIdentity = { provider: "openai-codex", api: "openai-responses", model: "gpt-test" };
 const FOREIGN: ProviderIdentity = { provider: "anthropic", api: "anthropic-messages", model: "claude-test" };
 const rhoOf = (m: MessageRecord): unknown => (m as Record<string, unknown>).rho;
 
-function doc(): Record<string, any> {
+function doc(): Record<string, LooseJson> {
   return JSON.parse(text(fixture(`rho/${FILE}`)));
 }
 

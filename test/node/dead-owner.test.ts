@@ -66,7 +66,7 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("dea
       expect((refused as WriterLockedError).owner?.pid).toBe(child.pid);
       await child.kill();
       await expect(session.append({ role: "user", parts: [{ type: "text", text: "after the kill" }] })).resolves.toMatchObject({ revision: 1 });
-      expect(reclaimed.map((e) => [e.ref, e.owner.pid, e.owner["lock_id"]])).toEqual([["a1/w1/s1", child.pid, "lock_child"]]);
+      expect(reclaimed.map((e) => [e.refText, e.owner.pid, e.owner["lock_id"]])).toEqual([["a1/w1/s1", child.pid, "lock_child"]]);
     } finally {
       await store.close();
     }
@@ -125,7 +125,7 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("the
       await dead.kill();
       await writeFile(lockPath, lockOf(dead.pid, deadStart, "lock_dead"));
       await expect(append("after a crash")).resolves.toMatchObject({ revision: 1 });
-      expect(reclaimed).toEqual([{ ref: "a1/w1/s1", path: session.paths.lock, owner: expect.objectContaining({ pid: dead.pid, lock_id: "lock_dead" }) }]);
+      expect(reclaimed).toEqual([{ refText: "a1/w1/s1", path: session.paths.lock, owner: expect.objectContaining({ pid: dead.pid, lock_id: "lock_dead" }) }]);
 
       const alive = runningChild();
       try {

@@ -144,7 +144,7 @@ describe.runIf(linux)("lease ownership with real processes", () => {
       expect(json(expectOk(await cli(root, ["--json", "append", REF, "--role", "user", "--text", "cli 2"])))).toMatchObject({ sequence: 2 });
       tell(first, "append first, would be a second sequence 2");
       expect(await first.next("append")).toMatchObject({ result: "failed", name: "LeaseLostError", code: "writer-locked" });
-      expect(await first.next("lease-lost")).toMatchObject({ ref: REF, lockId: firstLock.lock_id });
+      expect(await first.next("lease-lost")).toMatchObject({ refText: REF, lockId: firstLock.lock_id });
       // Another lease holder, a real process, takes the session (the lock was free).
       second = leaseChild(root);
       const secondHeld = await second.next("held");

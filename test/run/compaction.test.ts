@@ -352,7 +352,7 @@ describe("repeated compaction stays bounded under the default policy", () => {
     const { sessions, session } = await createSession(storage, { summarizer, contextWindow: window }, "You are a terse assistant.");
     // "auto" usage grows with Active; the provider also refuses anything over the window.
     const provider = new ScriptedProvider(
-      (request, call) => ({ text: `Answer ${call}: ${"the reply goes on for a while ".repeat(4)}`.trim(), usage: "auto" }),
+      (_request, call) => ({ text: `Answer ${call}: ${"the reply goes on for a while ".repeat(4)}`.trim(), usage: "auto" }),
       { contextWindow: window },
     );
     let compactions = 0;

@@ -1,5 +1,6 @@
 /**
- * run(): seed 004's "History commit contract", row by row, plus the event stream.
+ * run(): what a turn commits and when (docs/FORMAT.md "`assistant_message.json` (the draft)"
+ * and "Revisions"; docs/decisions.md "On-disk format"), row by row, plus the event stream.
  */
 import { describe, expect, it } from "vitest";
 import {

@@ -19,7 +19,7 @@ describe("onCommit", () => {
     await session.append(text("three"));
     await session.compact();
     await session.reset();
-    expect(notices).toEqual([1, 2, 3, 4].map((revision) => ({ ref: "a1/w1/s1", revision })));
+    expect(notices).toEqual([1, 2, 3, 4].map((revision) => ({ refText: "a1/w1/s1", revision })));
   });
 
   it("is not told a refused write, and a throwing listener does not fail the commit", async () => {

@@ -1,5 +1,5 @@
 /**
- * Manual compaction (seed 000 / 004): the oldest messages of Active up to the turn boundary nearest floor(n/2), one
+ * Manual compaction (docs/FORMAT.md "Compaction"): the oldest messages of Active up to the turn boundary nearest floor(n/2), one
  * summarizer call with the previous cumulative summary, a segment with one footer,
  * Active replaced, meta accounting; failures change nothing.
  */

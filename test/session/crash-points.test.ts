@@ -281,7 +281,7 @@ async function checkRecovered(
   expect(leftovers.every((n) => n.startsWith(".")), `${label}: only hidden leftovers`).toBe(true);
   // A live session without meta.json is not listed (until a write rebuilds it); it is reported.
   const problems: string[] = [];
-  const listed = (await sessions.list({ agentId: "a1", workspaceId: "w1", onProblem: (p) => problems.push(p.ref) })).map((m) => m.session_id).sort();
+  const listed = (await sessions.list({ agentId: "a1", workspaceId: "w1", onProblem: (p) => problems.push(p.refText) })).map((m) => m.session_id).sort();
   const metaMissing = liveExists && (await disk.read(P.meta)) === undefined;
   expect(listed, label).toEqual([...(liveExists && !metaMissing ? ["s1"] : []), ...((await disk.list(P2.dir)).length > 0 ? ["s2"] : [])].sort());
   expect(problems, label).toEqual(metaMissing ? ["a1/w1/s1"] : []);

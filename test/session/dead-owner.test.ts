@@ -48,7 +48,7 @@ describe("dead-owner reclaim", () => {
   it("takes over the lock of a pid that no longer runs, reports it with the old content, and stamps boot_id, pid_namespace and process_started_at", async () => {
     const { storage, session, reclaimed } = await setup(probeOf({}), staleLock());
     await expect(session.append(text("after the crash"))).resolves.toMatchObject({ revision: 1 });
-    expect(reclaimed).toEqual([{ ref: "a1/w1/s1", path: session.paths.lock, owner: staleLock() }]);
+    expect(reclaimed).toEqual([{ refText: "a1/w1/s1", path: session.paths.lock, owner: staleLock() }]);
     expect(await storage.read(session.paths.lock)).toBeUndefined(); // the operation's own lock is gone too
     expect(await storage.list(session.paths.dir)).not.toContain("writer.lock.reclaim-lock_dead");
     // The lock this writer takes carries what the next reclaimer needs.

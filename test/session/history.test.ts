@@ -193,7 +193,7 @@ describe("list and delete", () => {
     const problems: string[] = [];
     await storage.replace("agents/a1/workspaces/w1/sessions/broken/meta.json", utf8("not json"));
 
-    expect((await sessions.list({ onProblem: (p) => problems.push(p.ref) })).map((m) => m.session_id)).toEqual(["s1", "s4", "s3", "s2"]);
+    expect((await sessions.list({ onProblem: (p) => problems.push(p.refText) })).map((m) => m.session_id)).toEqual(["s1", "s4", "s3", "s2"]);
     expect(problems).toEqual(["a1/w1/broken"]);
     expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id)).toEqual(["s1", "s4", "s2"]);
     expect((await sessions.list({ agentId: "a1", workspaceId: "w1" })).map((m) => m.session_id)).toEqual(["s1", "s4"]);

@@ -1,6 +1,6 @@
 /**
  * The system text: instruction.md when present, else generated from the agent's
- * instruction and plugins; snapshot() and syncshot(). And the options that are refused.
+ * instruction and plugins; snapshot() and regenerateSystem(). And the options that are refused.
  */
 import { describe, expect, test } from "vitest";
 import { InvalidInputError, MemoryStorage, afterMessages, atContextTokens, realUsage } from "../../core/mod.ts";
@@ -50,7 +50,7 @@ describe("instruction.md", () => {
     expect(await snapshot(storage)).toEqual(before);
   });
 
-  test("syncshot() regenerates from the changed agent and overwrites instruction.md when it exists", async () => {
+  test("regenerateSystem() regenerates from the changed agent and overwrites instruction.md when it exists", async () => {
     const storage = new MemoryStorage();
     await registry(storage).create(REF, { agent });
     const changed = { instruction: "You are a careful coder.", plugins: [{ name: "git", instruction: "Use jj." }] };
@@ -58,17 +58,17 @@ describe("instruction.md", () => {
     await storage.replace(P.instruction, utf8("old snapshot"));
     await session.reload();
     expect(session.system).toBe("old snapshot");
-    await session.syncshot();
+    await session.regenerateSystem();
     expect(session.system).toBe("You are a careful coder.\n\n## git\nUse jj.");
     expect(await readText(storage, P.instruction)).toBe("You are a careful coder.\n\n## git\nUse jj.");
   });
 
-  test("syncshot() regenerates in memory only when instruction.md is absent", async () => {
+  test("regenerateSystem() regenerates in memory only when instruction.md is absent", async () => {
     const storage = new MemoryStorage();
     await registry(storage).create(REF, { agent });
     const session = await registry(storage).open(REF, { agent: { instruction: "changed" } });
     expect(session.system).toBe("changed");
-    await session.syncshot();
+    await session.regenerateSystem();
     expect(session.system).toBe("changed");
     expect(await storage.read(P.instruction)).toBeUndefined();
   });

@@ -40,7 +40,7 @@ describe("a lease is fenced", () => {
     expect(refused).toMatchObject({ code: "writer-locked", name: "LeaseLostError", details: { path: held.paths.lock, lockId: leaseId } });
     expect((refused as LeaseLostError).message).toContain("the lock is gone; nothing was written");
     expect(await storage.read(held.paths.active)).toEqual(before);
-    expect(lost).toEqual([{ ref: "a1/w1/s1", path: held.paths.lock, lockId: leaseId }]);
+    expect(lost).toEqual([{ refText: "a1/w1/s1", path: held.paths.lock, lockId: leaseId }]);
     expect(held.held).toBe(false);
     // The handle re-reads the files before its next write and commits per operation.
     await expect(held.append(text("held 3"))).resolves.toMatchObject({ sequences: [3] });
@@ -61,7 +61,7 @@ describe("a lease is fenced", () => {
     expect(refused).toBeInstanceOf(LeaseLostError);
     expect(refused.owner).toMatchObject({ pid: 2, hostname: "b", operation: "lease" });
     expect(refused.message).toContain('is now held by pid 2 on b (node) for "lease"');
-    expect(lost).toMatchObject([{ ref: "a1/w1/s1", lockId: leaseId, owner: { pid: 2, operation: "lease" } }]);
+    expect(lost).toMatchObject([{ refText: "a1/w1/s1", lockId: leaseId, owner: { pid: 2, operation: "lease" } }]);
     // No longer held: its next write takes a lock per operation, and finds the usurper's.
     await expect(held.append(text("refused again"))).rejects.toSatisfy((e) => e instanceof WriterLockedError && !(e instanceof LeaseLostError));
     await usurper.close();

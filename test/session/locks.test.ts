@@ -42,7 +42,7 @@ describe("a pre-existing writer.lock", () => {
       ["finishDraft", () => session.finishDraft()],
       ["compact", () => session.compact({ summarizer: summarize })],
       ["snapshot", () => session.snapshot()],
-      ["syncshot", () => session.syncshot()],
+      ["regenerateSystem", () => session.regenerateSystem()],
       ["archive", () => sessions.archive(REF)],
       ["fork", () => sessions.fork(REF, "s2")],
       ["delete", () => sessions.delete(REF)],
@@ -93,7 +93,7 @@ describe("the lock of a successful operation", () => {
     await session.compact();
     expect(await lockPaths()).toEqual([]);
     await session.snapshot();
-    await session.syncshot();
+    await session.regenerateSystem();
     expect(await lockPaths()).toEqual([]);
     await storage.replace(P.draft, utf8(draftText(6)));
     await session.reload();

@@ -144,7 +144,7 @@ describe("rule 2: an invalid line anywhere else is corruption", () => {
       ["finishDraft", () => session.finishDraft()],
       ["compact", () => session.compact({ summarizer: { summarize: async () => ({ text: "never" }) } })],
       ["snapshot", () => session.snapshot()],
-      ["syncshot", () => session.syncshot()],
+      ["regenerateSystem", () => session.regenerateSystem()],
       ["archive", () => sessions.archive(REF)],
       ["fork", () => sessions.fork(REF, "s2")],
     ];

@@ -61,7 +61,7 @@ describe("repair keeps both writers' messages", () => {
     // Above every revision the files hold (7), and above the sequences: each renumbered line carries it.
     expect(done.meta.revision).toBe(10);
     const active = (await readText(storage, P.active))!.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(active.slice(7)).toEqual([5, 6, 7].map((n, i) => ({ ...b[i], sequence: 8 + i, revision: 10 })));
+    expect(active.slice(7)).toEqual([5, 6, 7].map((_n, i) => ({ ...b[i], sequence: 8 + i, revision: 10 })));
     // The last key of a renumbered line is its revision, as every writer's line ends.
     expect((await readText(storage, P.active))!.trimEnd().split("\n").at(-1)).toMatch(/"revision":10\}$/);
     const quarantine = (await readText(storage, `${P.dir}/quarantine/messages_active.jsonl.${STAMP}.jsonl`))!.trimEnd().split("\n").map((l) => JSON.parse(l) as { line: number; code: string; text: string });

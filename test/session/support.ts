@@ -7,7 +7,6 @@
  */
 import { expect } from "vitest";
 import {
-  MemoryStorage,
   sessionPaths,
   type MessageRecord,
   type SessionPaths,
@@ -18,7 +17,7 @@ import {
   type SummaryResult,
 } from "../../core/mod.ts";
 import type { Session } from "../../core/session/session.ts";
-import { REF, TS, footer, fullHistory, line, lines, metaFields, metaOnDisk, metaText, msg, restoreStorage, segmentName, snapshot, utf8 } from "../support/session.ts";
+import { REF, TS, footer, fullHistory, line, lines, metaFields, metaOnDisk, metaText, msg, segmentName, utf8 } from "../support/session.ts";
 
 export const REF_STRING = "a1/w1/s1";
 export const ACTIVE = "messages/active.jsonl";

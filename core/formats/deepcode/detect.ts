@@ -11,8 +11,8 @@ function baseName(name: string): string {
 }
 
 /**
- * Finds which DeepCode layout a session's files have (seed 003: "readers prefer v1,
- * otherwise detect either legacy layout"): `<id>.v1.jsonl` is `v1` (legacy files beside it
+ * Finds which DeepCode layout a session's files have (readers prefer v1, otherwise detect
+ * either legacy layout; docs/FORMAT.md "Importing and exporting other systems' sessions"): `<id>.v1.jsonl` is `v1` (legacy files beside it
  * are ignored); otherwise `<id>.jsonl` is `desktop-v0` when its first line is a
  * `session_meta` header without `schema_version` (`v1` with it), and `core-v0` when a
  * `<id>.meta.json` lies beside it. The result

@@ -18,7 +18,7 @@ type Role = "user" | "assistant" | "tool";
  * Reads a DeepCode session — the canonical v1 stream or a legacy `core-v0` / `desktop-v0`
  * one — into the format-neutral shape `Sessions.importPortable` takes.
  *
- * Reading rules (seed 003): an invalid final line without a newline is an interrupted
+ * Reading rules (docs/decisions.md "Interop with what DeepCode and Rho really write"): an invalid final line without a newline is an interrupted
  * append, ignored and reported as a `truncated_tail` diagnostic; an invalid line anywhere
  * else refuses the import with its line number. `text` blocks become text parts, `thinking`
  * reasoning parts, `tool_use` tool parts; a later `tool_result` (in a user or `tool` message)

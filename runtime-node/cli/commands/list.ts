@@ -38,7 +38,7 @@ export const ls: Command = {
           onProblem: (problem) => problems.push(problem),
         })
       : [];
-    for (const problem of problems) out.note(`warning: ${problem.ref}: ${problem.message}`);
+    for (const problem of problems) out.note(`warning: ${problem.refText}: ${problem.message}`);
     return out.result(metas, () => listText(metas, archived));
   },
 };

@@ -66,15 +66,23 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       const page = await context!.newPage();
       const errors: string[] = [];
       page.on("pageerror", (error) => errors.push(error.message));
+      // The page's own errors win over the result and over a failure of the call (the call's
+      // failure is usually their consequence), once the page is closed.
+      const closed = async () => {
+        await page.close();
+        if (errors.length > 0) throw new Error(`bench page errors: ${errors.join("; ")}`);
+      };
+      let result: T;
       try {
         await page.goto(url);
         await page.waitForFunction("globalThis.bench !== undefined", undefined, { timeout: 60_000 });
-        if (method === "ready") return null as T;
-        return (await page.evaluate(`globalThis.bench.${method}(${JSON.stringify(db)}, ${n})`)) as T;
-      } finally {
-        await page.close();
-        if (errors.length > 0) throw new Error(`bench page errors: ${errors.join("; ")}`);
+        result = method === "ready" ? (null as T) : ((await page.evaluate(`globalThis.bench.${method}(${JSON.stringify(db)}, ${n})`)) as T);
+      } catch (error) {
+        await closed();
+        throw error;
       }
+      await closed();
+      return result;
     };
     // A first page load makes Vite transform and pre-bundle everything before any timing.
     await inPage("ready", "warmup", 0);

@@ -21,7 +21,7 @@ export interface DraftFlushOptions {
  * size, so the stream never waits for storage. At most one write is in flight and
  * the newest snapshot always wins; `flush()` waits until the newest one is stored.
  */
-export class DraftWriter {
+export class DraftFlusher {
   readonly #write: (bytes: Uint8Array) => Promise<void>;
   readonly #snapshot: () => Uint8Array;
   readonly #intervalMs: number;

@@ -8,7 +8,7 @@ import type { CompactionOutcome } from "../compaction/mod.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import type { Summarizer } from "../model/mod.ts";
 import type { DraftRecord, MessageRecord } from "../schema/mod.ts";
-import type { DraftWriter } from "./draft-writer.ts";
+import type { DraftFlusher } from "./draft-flusher.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import type { SessionState } from "./state.ts";
 
@@ -21,7 +21,7 @@ export interface CommitResult {
 }
 
 /** Operations available to the code running inside one locked mutating operation. */
-export interface SessionWriter {
+export interface LockedOperation {
   /** The session being written. */
   readonly ref: SessionRef;
   /** The instruction the model reads (`instruction.md`, or the agent's), `null` when none. */
@@ -31,8 +31,8 @@ export interface SessionWriter {
   readonly clock: () => number;
   /** Appends messages as one atomic batch plus one `meta.json` update (revision + 1). */
   commit(messages: readonly MessageRecord[]): Promise<CommitResult>;
-  /** A coalescing writer of the streaming draft; `pending` are the run's uncommitted messages. */
-  draftWriter(current: () => { draft: DraftRecord; pending: readonly MessageRecord[] }): DraftWriter;
+  /** A coalescing flusher of the streaming draft; `pending` are the run's uncommitted messages. */
+  draftFlusher(current: () => { draft: DraftRecord; pending: readonly MessageRecord[] }): DraftFlusher;
   /** Removes the draft file. */
   removeDraft(): Promise<void>;
   /** Compacts Active with one summary call (its own commit). `undefined` when Active has < 2 messages. */

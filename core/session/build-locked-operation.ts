@@ -1,21 +1,21 @@
 /**
- * Builds the {@linkcode SessionWriter} a locked operation hands to the code inside it (the
+ * Builds the {@linkcode LockedOperation} a locked operation hands to the code inside it (the
  * run loop) from the handle's commit path.
  *
  * @module
  */
 import type { CommitPath } from "./commit-path.ts";
-import { DraftWriter } from "./draft-writer.ts";
+import { DraftFlusher } from "./draft-flusher.ts";
 import { PENDING_FIELD } from "./load.ts";
 import { compactActive } from "./segment-close.ts";
-import type { SessionWriter } from "./writer.ts";
+import type { LockedOperation } from "./locked-operation.ts";
 
 /**
- * The {@linkcode SessionWriter} handed to the code inside one locked operation of the
+ * The {@linkcode LockedOperation} handed to the code inside one locked operation of the
  * handle whose commit path is `tx` (the run loop): its commits, draft and compactions go
  * down that commit path.
  */
-export function sessionWriter(tx: CommitPath, system: () => string | null): SessionWriter {
+export function buildLockedOperation(tx: CommitPath, system: () => string | null): LockedOperation {
   const { storage, clock } = tx.ctx;
   return {
     ref: tx.ref,
@@ -26,8 +26,8 @@ export function sessionWriter(tx: CommitPath, system: () => string | null): Sess
     options: tx.options,
     clock,
     commit: (messages) => tx.commit(messages),
-    draftWriter: (current) =>
-      new DraftWriter(
+    draftFlusher: (current) =>
+      new DraftFlusher(
         (bytes) => storage.replace(tx.paths.draft, bytes),
         () => {
           const { draft, pending } = current();
