@@ -49,7 +49,10 @@ export function renderMessage(message: ChatMessage, look: MessageLook = {}): HTM
   article.append(body);
 
   const meta = h("div", { class: "message-meta" });
-  if (sequence && state === "committed") meta.append(h("span", { class: "seq" }, `#${sequence}`));
+  if (sequence && state === "committed") {
+    // A run's turn stores one message per step, in a row: a turn of several steps is `#first–#last`.
+    meta.append(h("span", { class: "seq" }, steps > 1 ? `#${sequence}–#${sequence + steps - 1}` : `#${sequence}`));
+  }
   if (createdAt) meta.append(h("time", { datetime: createdAt }, new Date(createdAt).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
   if (status === "stopped") meta.append(h("span", { class: "badge badge-warn" }, "stopped"));
   if (status === "failed") meta.append(h("span", { class: "badge badge-error" }, "failed"));

@@ -475,10 +475,12 @@ describe("playground", () => {
     const withDraft = await ids();
     expect(withDraft.shown).toEqual(withDraft.loaded);
     expect(withDraft.shown).toEqual([...loaded.shown, withDraft.shown[2], streamingId]);
-    // Finished as stopped, it is committed under that id too.
+    // Finished as stopped, it is committed under that id too (wherever the stream was held:
+    // in the first step, or in the second, with or without its text yet).
     await page.getByRole("button", { name: "Finish as stopped", exact: true }).click();
-    await page.locator("#messages article.message-committed.message-stopped").waitFor();
-    expect(await page.locator("#messages article.message-committed.message-stopped").getAttribute("data-message-id")).toBe(streamingId);
+    await page.locator("[data-testid=draft-banner]").waitFor({ state: "detached" });
+    await page.locator("#messages article.message-draft").waitFor({ state: "detached" });
+    expect((await lastTurn(committed)).id).toBe(streamingId);
     expect((await ids()).shown).toEqual(withDraft.shown);
   }, 60_000);
 
