@@ -2,7 +2,7 @@
  * The playground's built-in model: a {@linkcode Provider} that needs no network. It
  * answers deterministically (the same request gives the same reply), streams its reply
  * in small chunks with a delay per chunk, calls the demo tools when a message asks for
- * the time, arithmetic or dice, and reports realistic usage: input tokens are the core's
+ * the time, arithmetic or dice (thinking aloud first, as reasoning, before such a call), and reports realistic usage: input tokens are the core's
  * estimate of the composed request (`estimateModelInputTokens`), output tokens are
  * characters / 4. Like a real provider it refuses a request longer than its context
  * window with {@linkcode ContextLengthExceededError}, so the engine's fold applies.
@@ -48,6 +48,12 @@ export class LocalModel implements Provider {
     }
     const plan = planReply(request, inputTokens, window);
     let outputChars = 0;
+    for (const chunk of chunks(plan.reasoning ?? "")) {
+      await pause(this.#options.chunkDelayMs(), request.signal);
+      if (request.signal.aborted) return;
+      outputChars += chunk.length;
+      yield { type: "reasoning-delta", text: chunk };
+    }
     for (const chunk of chunks(plan.text)) {
       await pause(this.#options.chunkDelayMs(), request.signal);
       if (request.signal.aborted) return;
@@ -66,6 +72,8 @@ export class LocalModel implements Provider {
 }
 
 interface ReplyPlan {
+  /** Thinking streamed before the text, as a reasoning model does (only when it decides to call a tool). */
+  readonly reasoning?: string;
   readonly text: string;
   readonly toolCall?: { toolCallId: string; toolName: string; input: unknown };
 }
@@ -84,14 +92,18 @@ export function planReply(request: Pick<ModelRequest, "system" | "summary" | "me
 
   const expression = arithmetic(said);
   if (expression && offered.has("calculator")) {
-    return { text: "Let me work that out with the calculator.", toolCall: { toolCallId: callId, toolName: "calculator", input: { expression } } };
+    return {
+      reasoning: `The message asks for ${expression}. Arithmetic done in my head can slip; the calculator tool computes it exactly.`,
+      text: "Let me work that out with the calculator.",
+      toolCall: { toolCallId: callId, toolName: "calculator", input: { expression } },
+    };
   }
   const dice = diceRequest(said);
   if (dice && offered.has("dice")) {
-    return { text: `Rolling ${dice.count}d${dice.sides} for you.`, toolCall: { toolCallId: callId, toolName: "dice", input: dice } };
+    return { reasoning: `A roll of ${dice.count}d${dice.sides} must be random: the dice tool rolls it.`, text: `Rolling ${dice.count}d${dice.sides} for you.`, toolCall: { toolCallId: callId, toolName: "dice", input: dice } };
   }
   if (/\b(time|clock|date|today|what day)\b/i.test(said) && offered.has("clock")) {
-    return { text: "I'll check the clock.", toolCall: { toolCallId: callId, toolName: "clock", input: {} } };
+    return { reasoning: "I cannot know the time without looking: the clock tool reads this page's clock.", text: "I'll check the clock.", toolCall: { toolCallId: callId, toolName: "clock", input: {} } };
   }
   return { text: conversationalReply(request, said, seed, inputTokens, window) };
 }

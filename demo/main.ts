@@ -7,6 +7,7 @@
  * model's first streaming speed in milliseconds per chunk (`?delay=`).
  */
 import "./jitless.ts";
+import { toUIMessages } from "../ai-sdk/ui-messages.ts";
 import { openBrowserSessions } from "../runtime-browser/mod.ts";
 import { loadSettingsText } from "./agent-settings.ts";
 import { App } from "./app.ts";
@@ -23,12 +24,14 @@ try {
   });
   await app.start(mountPage(app));
   document.getElementById("app")!.setAttribute("aria-busy", "false");
-  // What the end-to-end tests reach into: the storage, the open session, and the local model's speed.
+  // What the end-to-end tests reach into: the storage, the open session, its whole history as
+  // `useChat` would load it, and the local model's speed.
   (window as unknown as { playground: object }).playground = {
     browser: app.browser,
     get session() {
       return app.state.session;
     },
+    uiMessages: () => (app.state.session ? toUIMessages(app.state.session) : Promise.resolve([])),
     get chunkDelayMs() {
       return app.chunkDelayMs;
     },

@@ -2,13 +2,18 @@
  * This tab's turn: sending a message (the first one creates the session), streaming the
  * run into the live end of the chat, stopping it, and saying what a failed run means. A
  * refused turn puts its text back into the box; nothing of it was written.
+ *
+ * The reply is read the way a `useChat` client reads it: the run goes through the bridge
+ * (`runToUIMessageStream`, the AI SDK's UI message stream) and the AI SDK's own
+ * `readUIMessageStream` builds the UI message the chat shows.
  */
-import { CancelledError, ContextOverflowError, CorruptSessionError, ProviderError, RevisionConflictError, SessionBusyError, WriterLockedError, type RunEvent } from "../core/mod.ts";
+import { CancelledError, ContextOverflowError, CorruptSessionError, ProviderError, RevisionConflictError, SessionBusyError, WriterLockedError, type RunEvent, type RunHandle } from "../core/mod.ts";
 import { newId } from "../core/internal.ts";
 import type { BrowserSessions } from "../runtime-browser/mod.ts";
 import { AGENT_ID, WORKSPACE_ID } from "./agent-settings.ts";
 import { describeError, ownerName } from "./describe.ts";
-import { applyRunEvent, startLiveRun, type LiveRun } from "./live-run.ts";
+import { runToUIMessageStream } from "../ai-sdk/ui-stream.ts";
+import { noteRunEvent, startLiveRun, type ChatMessage, type LiveRun } from "./live-run.ts";
 import type { Navigation } from "./navigation.ts";
 import type { ProviderChoice } from "./provider-choice.ts";
 import type { SessionActions } from "./session-actions.ts";
@@ -65,12 +70,16 @@ export class Turns {
     store.renderAll();
     store.view.scrollToEnd();
     let restore = false;
+    let reading: Promise<void> | undefined;
     try {
       const handle = session.run(text, { provider: providers.current, tools: demoTools, signal: run.controller.signal, onEvent: (event) => this.#onRunEvent(run, event) });
+      reading = this.#readReply(run, handle);
       await handle.result;
     } catch (error) {
       restore = this.#reportRunError(error);
     } finally {
+      // The stream ends right after the run settles (its `finish` chunk): the reply is whole.
+      await reading;
       state.run = undefined;
       store.view.turnEnded(text, restore);
       store.renderAll();
@@ -123,9 +132,25 @@ export class Turns {
     return true;
   }
 
+  /**
+   * Reads the run's UI message stream into `run.reply`, one UI message growing chunk by
+   * chunk, as `useChat` does. Never rejects: a failed run ends the stream with an `error`
+   * chunk, and the turn reports the run's own typed error.
+   */
+  async #readReply(run: LiveRun, handle: RunHandle): Promise<void> {
+    // The AI SDK's reader is its own chunk, loaded at the first send: the page opens without it.
+    // Nothing is missed meanwhile: the stream reads the run's events from its first one.
+    const { readUIMessageStream } = await import("./chat-reader.ts");
+    const messages = readUIMessageStream<ChatMessage>({ stream: runToUIMessageStream(handle), onError: () => undefined });
+    for await (const message of messages) {
+      run.reply = message;
+      this.#store.render("live");
+    }
+  }
+
   #onRunEvent(run: LiveRun, event: RunEvent): void {
     const store = this.#store;
-    applyRunEvent(run, event, this.#parts.providers.current.identity);
+    noteRunEvent(run, event);
     switch (event.type) {
       case "usage":
       case "compaction-started":
@@ -146,7 +171,8 @@ export class Turns {
         store.render("messages", "panel", "header");
         return;
       default:
-        store.render("live");
+        // The reply's content reaches the chat through the UI message stream (#readReply).
+        return;
     }
   }
 }

@@ -1,14 +1,20 @@
 /**
- * The conversation: the welcome card of a new session, or the committed messages with the
- * older segments paged in above the Active window, a recovered or another tab's draft, and
- * this tab's turn streaming at the end ("live", re-rendered on its own at each event). The
- * view stays at the newest message while the reader is there.
+ * The conversation, as a `useChat`-style client shows it: AI SDK UI messages, one per
+ * user message and one per assistant turn. The welcome card of a new session, or the
+ * committed messages with the older segments paged in above the Active window, a recovered
+ * or another tab's draft, and this tab's reply streaming at the end ("live", re-rendered on
+ * its own at each chunk of the UI message stream). Stored messages become UI messages by
+ * `groupTurns`, the mapping `toUIMessages` applies, over what the view has paged in (all of
+ * history would be `toUIMessages(session)`; the view stays bounded). The view stays at the
+ * newest message while the reader is there.
  */
+import type { MessageRecord } from "../../core/mod.ts";
+import { groupTurns } from "../../ai-sdk/ui-messages.ts";
 import type { App } from "../app.ts";
 import { ownerName } from "../describe.ts";
 import { byId, formatNumber, h, replaceChildren } from "../dom.ts";
 import { welcome } from "./chrome.ts";
-import { renderMessage } from "./messages.ts";
+import { renderMessage, type MessageLook } from "./messages.ts";
 
 /** Renders the whole conversation, its live end included, from `app.state`. */
 export function renderConversation(app: App): void {
@@ -34,7 +40,7 @@ export function renderConversation(app: App): void {
     }
     for (const segment of app.navigation.pagedSegments) {
       nodes.push(h("div", { class: "history-divider" }, h("span", {}, `Segment #${segment.range.start}–#${segment.range.end} · compacted`)));
-      for (const message of segment.messages) nodes.push(renderMessage(message, { state: "committed" }));
+      nodes.push(...renderTurns(segment.messages, { state: "committed" }));
     }
     if ((session.listedSegments ?? []).length > 0 && session.active.length > 0) {
       nodes.push(
@@ -45,12 +51,16 @@ export function renderConversation(app: App): void {
         ),
       );
     }
-    for (const message of session.active) nodes.push(renderMessage(message));
+    nodes.push(...renderTurns(session.active, { state: "committed" }));
     const draft = session.draft;
     if (draft && !run) {
+      // The draft's question (and earlier steps) and its partial reply: the turn toUIMessages ends with.
       const note = remoteOwner ? `streaming in ${ownerName(remoteOwner)}` : "interrupted · draft";
-      for (const pending of draft.pending) nodes.push(renderMessage(pending, { state: "pending", note: "not committed yet" }));
-      nodes.push(renderMessage(draft.record, { state: "draft", note }));
+      nodes.push(
+        ...renderTurns([...draft.pending, draft.record as MessageRecord], (message) =>
+          message.role === "user" ? { state: "pending", note: "not committed yet" } : { state: "draft", note },
+        ),
+      );
     }
   }
   nodes.push(h("div", { class: "live", id: "live" }));
@@ -69,17 +79,24 @@ export function renderLiveTurn(app: App): void {
     root.replaceChildren();
     return;
   }
+  const question = renderMessage({ id: "pending", role: "user", parts: [{ type: "text", text: run.question }] }, { state: "pending" });
+  const reply = run.reply ?? { id: "pending-reply", role: "assistant" as const, parts: [] };
   replaceChildren(
     root,
-    ...run.messages.map((m, i) =>
-      renderMessage(
-        { role: m.role, parts: m.parts, ...(m.usage ? { usage: m.usage } : {}), ...(m.provider ? { provider: m.provider } : {}) },
-        { state: m.role === "user" ? "pending" : "streaming", ...(i === run.messages.length - 1 && m.role === "assistant" ? { note: "streaming" } : {}) },
-      ),
-    ),
+    question,
+    renderMessage(reply, { state: "streaming", note: "streaming", model: app.providers.current.identity.model }),
     run.compacting ? h("div", { class: "history-divider history-compacting" }, h("span", { class: "spinner", "aria-hidden": "true" }), h("span", {}, `Compacting before the next step: ${run.compacting}`)) : null,
   );
   if (atBottom) scrollConversationToEnd();
+}
+
+/** Stored messages as UI messages (one per user message, one per assistant turn), each with its look. */
+function renderTurns(records: readonly MessageRecord[], look: MessageLook | ((message: { role: string }) => MessageLook)): HTMLElement[] {
+  const bySequence = new Map(records.map((record) => [record.sequence, record]));
+  return groupTurns(records).map((message) => {
+    const model = bySequence.get(message.metadata?.sequence ?? -1)?.provider?.model;
+    return renderMessage(message, { ...(typeof look === "function" ? look(message) : look), ...(model ? { model } : {}) });
+  });
 }
 
 /** Scrolls the conversation to its newest message. */

@@ -4,7 +4,9 @@
  *
  * A session compacts within a few turns and the history view shows the new segment;
  * everything survives a reload; a reload in the middle of a stream leaves a draft that is
- * recovered and finished as stopped; a second tab sees who owns the session and follows
+ * recovered and finished as stopped; the chat renders the AI SDK UI messages the bridge
+ * streams (a tool turn is one message with its reasoning, tool result and step boundary,
+ * under the id it keeps across reloads); a second tab sees who owns the session and follows
  * its commits; hostile markup in imported DeepCode v1 and Rho snapshot files runs nothing;
  * exports are redacted on request, a session made here exports by default (a Rho snapshot) and
  * to DeepCode v1 and pi once a working folder is given; a refused import names its error class
@@ -235,17 +237,18 @@ async function compactInTurns(page: Page): Promise<number> {
 }
 
 /**
- * Waits until the streaming reply shows more than `chars` characters, and then holds the
+ * Waits until the streaming reply (or its part matching the CSS selector `within`) shows
+ * more than `chars` characters, and then holds the
  * stream where it is (its next chunk waits an hour). A MutationObserver in the page does it
  * at the very DOM change that crossed the mark, before the next chunk can come: the reply
  * cannot end first, however loaded the machine is.
  */
-async function stallStreamAfter(page: Page, chars: number): Promise<void> {
+async function stallStreamAfter(page: Page, chars: number, within = ""): Promise<void> {
   await page.evaluate(
-    (mark: number) =>
+    ([mark, css]: [number, string]) =>
       new Promise<void>((resolve) => {
         const app = (window as unknown as { playground: { chunkDelayMs: number } }).playground;
-        const crossed = (): boolean => (document.querySelector("#live article[data-role=assistant]")?.textContent?.length ?? 0) > mark;
+        const crossed = (): boolean => (document.querySelector(`#live article[data-role=assistant] ${css}`)?.textContent?.length ?? 0) > mark;
         const hold = (): void => {
           app.chunkDelayMs = 3_600_000;
           resolve();
@@ -258,7 +261,7 @@ async function stallStreamAfter(page: Page, chars: number): Promise<void> {
         });
         observer.observe(document.body, { subtree: true, childList: true, characterData: true });
       }),
-    chars,
+    [chars, within] as [number, string],
   );
 }
 
@@ -387,6 +390,98 @@ describe("playground", () => {
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await page.waitForFunction(() => document.querySelectorAll("#messages article.message-committed.message-stopped").length === 2, null, { timeout: 10_000 });
     expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("which I will stop");
+  }, 60_000);
+
+  it("renders the chat from the AI SDK UI message stream: one message per turn, tool result and step boundary inside, ids kept across reloads", async () => {
+    const page = await openPage(await newContext(), `db=${dbName()}&delay=1`, "ui-stream");
+    /** Every id the streaming reply's UI message had, seen at each DOM change of the live end (none can be missed). */
+    const watchLiveIds = () =>
+      page.evaluate(() => {
+        const seen = new Set<string>();
+        (window as unknown as { liveIds: Set<string> }).liveIds = seen;
+        const observer = new MutationObserver(() => {
+          const id = document.querySelector("#live article[data-role=assistant]")?.getAttribute("data-message-id");
+          if (id && id !== "pending-reply") seen.add(id);
+        });
+        observer.observe(document.getElementById("messages")!, { subtree: true, childList: true });
+      });
+    const liveIds = () => page.evaluate(() => [...(window as unknown as { liveIds: Set<string> }).liveIds]);
+    /** The last assistant turn as the chat shows it: its id, the kinds of its parts in order, and its text. */
+    const lastTurn = (selector: string) =>
+      page.evaluate((css) => {
+        const article = [...document.querySelectorAll(css)].at(-1)!;
+        const kinds = [...article.querySelector(".message-body")!.children].map((part) => [...part.classList].find((c) => c.startsWith("part-") && c !== "part")!);
+        return { id: article.getAttribute("data-message-id"), kinds, text: article.textContent!, tools: article.querySelectorAll(".part-tool").length };
+      }, selector);
+    /** The ids `toUIMessages(session)` gives (all of history and the draft), and the ids the chat shows. */
+    const ids = () =>
+      page.evaluate(async () => ({
+        loaded: (await (window as unknown as { playground: { uiMessages(): Promise<{ id: string }[]> } }).playground.uiMessages()).map((m) => m.id),
+        shown: [...document.querySelectorAll("#messages article[data-message-id]")].map((a) => a.getAttribute("data-message-id")),
+      }));
+
+    // A tool turn: the model thinks (reasoning), says it will calculate, calls the calculator (step 1), then answers (step 2).
+    await watchLiveIds();
+    await sendTurn(page, "What is 17 * 23?");
+    const committed = "#messages article.message-committed[data-role=assistant]";
+    const turn = await lastTurn(committed);
+    expect(turn.kinds).toEqual(["part-reasoning", "part-text", "part-tool", "part-step", "part-text"]);
+    expect(turn.tools).toBe(1);
+    expect(turn.text).toContain("the calculator tool computes it exactly");
+    expect(turn.text).toContain("calculator");
+    expect(turn.text).toContain("391");
+    expect(turn.text).toContain("17 * 23 = 391");
+    expect(await page.locator(`${committed} [data-testid=step-boundary]`).textContent()).toBe("step 2");
+    expect(await page.locator(`${committed} .part-tool`).getAttribute("data-tool-state")).toBe("output-available");
+    // The reply streamed as one UI message whose id is the committed turn's.
+    expect(await liveIds()).toEqual([turn.id]);
+    expect(turn.id).toMatch(/\S/);
+    const loaded = await ids();
+    expect(loaded.shown).toEqual(loaded.loaded);
+    expect(loaded.shown).toHaveLength(2);
+    await shot(page, "ui-message-tool-turn");
+
+    // After a reload the same UI messages come back: same ids, same parts in the same order.
+    await page.reload();
+    await ready(page);
+    expect(await lastTurn(committed)).toEqual(turn);
+    expect((await ids()).shown).toEqual(loaded.shown);
+
+    // A reply interrupted by a reload: the recovered draft is the streamed message, under the same id.
+    await watchLiveIds();
+    await page.getByRole("textbox", { name: "Message" }).fill("Roll 3d20 for me.");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    // Held once text follows the reasoning (in the first step or, after the dice ran, the second).
+    await stallStreamAfter(page, 5, ".part-text");
+    const [streamingId] = await liveIds();
+    expect(streamingId).toBeDefined();
+    // The draft's steps (the pending ones and the one streaming) hold at least what the chat showed.
+    await until("the draft to be stored with the streamed text", () =>
+      page.evaluate(async () => {
+        const app = (window as unknown as { playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } } }).playground;
+        const bytes = await app.browser.storage.read(app.session.paths.draft);
+        if (!bytes) return false;
+        type Message = { role: string; parts: { type: string; text?: string }[] };
+        const draft = JSON.parse(new TextDecoder().decode(bytes)) as Message & { pending_messages?: Message[] };
+        const parts = [...(draft.pending_messages ?? []), draft].filter((m) => m.role === "assistant").flatMap((m) => m.parts);
+        return parts.filter((p) => p.type === "text").reduce((n, p) => n + (p.text?.length ?? 0), 0) > 5;
+      }),
+    );
+    await page.reload();
+    await ready(page);
+    const draft = await lastTurn("#messages article.message-draft");
+    expect(draft.id).toBe(streamingId);
+    expect(draft.kinds[0]).toBe("part-reasoning");
+    const withDraft = await ids();
+    expect(withDraft.shown).toEqual(withDraft.loaded);
+    expect(withDraft.shown).toEqual([...loaded.shown, withDraft.shown[2], streamingId]);
+    // Finished as stopped, it is committed under that id too (wherever the stream was held:
+    // in the first step, or in the second, with or without its text yet).
+    await page.getByRole("button", { name: "Finish as stopped", exact: true }).click();
+    await page.locator("[data-testid=draft-banner]").waitFor({ state: "detached" });
+    await page.locator("#messages article.message-draft").waitFor({ state: "detached" });
+    expect((await lastTurn(committed)).id).toBe(streamingId);
+    expect((await ids()).shown).toEqual(withDraft.shown);
   }, 60_000);
 
   it("shows a second tab who owns the session and follows its commits", async () => {
