@@ -5,7 +5,6 @@ import { playwright } from "@vitest/browser-playwright";
 import { configDefaults } from "vitest/config";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./test/support/chromium.ts";
 
-
 const memoryStorageModule = fileURLToPath(new URL("./core/storage/memory.ts", import.meta.url));
 const memoryOnPostgres = fileURLToPath(new URL("./test/postgres/memory-on-postgres.ts", import.meta.url));
 
@@ -98,7 +97,13 @@ export default defineConfig(({ command }) => ({
           // the file lock's own rules or of one method intercepted around MemoryStorage.
           // Dead-owner reclaim is the file lock's rule too: PostgreSQL's advisory locks are freed by the server.
           // So is the fence of a lease by the file's lock_id: on PostgreSQL the lease is the server's lock.
-          exclude: [...configDefaults.exclude, "test/session/crash-points.test.ts", "test/run/crash.test.ts", "test/session/dead-owner.test.ts", "test/session/lease-fence.test.ts"],
+          exclude: [
+            ...configDefaults.exclude,
+            "test/session/crash-points.test.ts",
+            "test/run/crash.test.ts",
+            "test/session/dead-owner.test.ts",
+            "test/session/lease-fence.test.ts",
+          ],
           testNamePattern: new RegExp(`^(?!.*(${POSTGRES_ENGINE_SKIPS.map(escapeRegExp).join("|")}))`),
           globalSetup: ["test/postgres/global-setup.ts"],
           setupFiles: ["test/postgres/engine-setup.ts"],

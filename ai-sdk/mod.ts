@@ -25,11 +25,11 @@
  * ```
  * @module
  */
-export { aiSdkProvider, type AiSdkLanguageModel, type AiSdkProviderOptions } from "./provider.ts";
+export { type AiSdkLanguageModel, aiSdkProvider, type AiSdkProviderOptions } from "./provider.ts";
 export { aiSdkSummarizer, type AiSdkSummarizerOptions } from "./summarizer.ts";
-export { appendUIMessages, toUIMessages, type AppendUIMessagesOptions, type SessionfoldUIMetadata, type UIMessageSource } from "./ui-messages.ts";
+export { appendUIMessages, type AppendUIMessagesOptions, type SessionfoldUIMetadata, toUIMessages, type UIMessageSource } from "./ui-messages.ts";
 export { storedUsage } from "./usage.ts";
 export { isContextLengthRefusal } from "./context-length.ts";
 export type { StoredProviderMetadata } from "./prompt.ts";
 export { runToUIMessageStream, uiMessageStreamResponse } from "./ui-stream.ts";
-export { chatRoute, type ChatRoute, type ChatRouteOptions } from "./chat-route.ts";
+export { type ChatRoute, chatRoute, type ChatRouteOptions } from "./chat-route.ts";

@@ -67,7 +67,13 @@ function assistantMessages(message: MessageRecord, version: SpecificationVersion
       counters.reasoning++;
     } else if (part.type === "tool") {
       const options = metadata.get(`tool-call:${part.tool_call_id}`);
-      content.push({ type: "tool-call", toolCallId: part.tool_call_id, toolName: part.tool_name, input: part.input ?? {}, ...(options ? { providerOptions: options } : {}) });
+      content.push({
+        type: "tool-call",
+        toolCallId: part.tool_call_id,
+        toolName: part.tool_name,
+        input: part.input ?? {},
+        ...(options ? { providerOptions: options } : {}),
+      });
       results.push({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: toolOutput(part) });
     } else if (part.type === "file") {
       content.push({ type: "file", mediaType: part.media_type, ...(part.name ? { filename: part.name } : {}), data: fileData(part, version) });

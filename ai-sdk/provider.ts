@@ -1,6 +1,6 @@
 import { ContextLengthExceededError, type ModelRequest, type Provider, type ProviderEvent, type ProviderIdentity } from "../core/mod.ts";
 import { isContextLengthRefusal } from "./context-length.ts";
-import { toPrompt, type SpecificationVersion, type StoredProviderMetadata } from "./prompt.ts";
+import { type SpecificationVersion, type StoredProviderMetadata, toPrompt } from "./prompt.ts";
 import { storedUsage } from "./usage.ts";
 
 /**
@@ -107,7 +107,12 @@ interface StreamPart {
   readonly error?: unknown;
 }
 
-async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, callOptions: Readonly<Record<string, unknown>>, reasoningIsSummary: boolean): AsyncGenerator<ProviderEvent> {
+async function* streamModel(
+  model: AiSdkLanguageModel,
+  request: ModelRequest,
+  callOptions: Readonly<Record<string, unknown>>,
+  reasoningIsSummary: boolean,
+): AsyncGenerator<ProviderEvent> {
   const signal = request.signal;
   if (signal.aborted) return;
   const version = model.specificationVersion as SpecificationVersion;
@@ -115,13 +120,20 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
     ...callOptions,
     prompt: toPrompt(request, version),
     ...(request.tools.length > 0
-      ? { tools: request.tools.map((t) => ({ type: "function", name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema ?? { type: "object", properties: {} } })) }
+      ? {
+        tools: request.tools.map((t) => ({
+          type: "function",
+          name: t.name,
+          ...(t.description ? { description: t.description } : {}),
+          inputSchema: t.inputSchema ?? { type: "object", properties: {} },
+        })),
+      }
       : {}),
     abortSignal: signal,
   };
   let stream: ReadableStream<StreamPart>;
   try {
-    ({ stream } = (await (model.doStream as (o: unknown) => PromiseLike<{ stream: ReadableStream<StreamPart> }>)(options)));
+    ({ stream } = await (model.doStream as (o: unknown) => PromiseLike<{ stream: ReadableStream<StreamPart> }>)(options));
   } catch (error) {
     if (signal.aborted) return;
     throw providerFailure(error);
@@ -208,7 +220,9 @@ async function* streamModel(model: AiSdkLanguageModel, request: ModelRequest, ca
  */
 function meaningfulMetadata(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!metadata) return undefined;
-  const kept = Object.entries(metadata).filter(([, value]) => value !== undefined && value !== null && !(typeof value === "object" && Object.keys(value).length === 0));
+  const kept = Object.entries(metadata).filter(([, value]) =>
+    value !== undefined && value !== null && !(typeof value === "object" && Object.keys(value).length === 0)
+  );
   return kept.length > 0 ? Object.fromEntries(kept) : undefined;
 }
 

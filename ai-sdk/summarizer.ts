@@ -1,14 +1,14 @@
 import {
   ContextLengthExceededError,
-  InvalidInputError,
   estimateTextTokens,
+  InvalidInputError,
   type MessageRecord,
   type Summarizer,
   type SummaryRequest,
   type SummaryResult,
   type Usage,
 } from "../core/mod.ts";
-import { aiSdkProvider, type AiSdkLanguageModel } from "./provider.ts";
+import { type AiSdkLanguageModel, aiSdkProvider } from "./provider.ts";
 
 /**
  * Options of {@linkcode aiSdkSummarizer}.
@@ -67,15 +67,24 @@ const MAX_HALVINGS = 4;
 export function aiSdkSummarizer(model: AiSdkLanguageModel, options: AiSdkSummarizerOptions): Summarizer {
   const window = options.contextWindow;
   const maxOutput = options.maxOutputTokens ?? Math.min(2_000, Math.floor(window / 4));
-  if (!Number.isSafeInteger(window) || window <= 0) throw new InvalidInputError(`aiSdkSummarizer: contextWindow must be a positive integer, found ${String(window)}`, { contextWindow: window });
+  if (!Number.isSafeInteger(window) || window <= 0) {
+    throw new InvalidInputError(`aiSdkSummarizer: contextWindow must be a positive integer, found ${String(window)}`, { contextWindow: window });
+  }
   if (!Number.isSafeInteger(maxOutput) || maxOutput <= 0 || maxOutput * 4 > window) {
-    throw new InvalidInputError(`aiSdkSummarizer: maxOutputTokens must be a positive integer of at most a quarter of contextWindow (${window}), found ${String(maxOutput)}`, { maxOutputTokens: maxOutput });
+    throw new InvalidInputError(
+      `aiSdkSummarizer: maxOutputTokens must be a positive integer of at most a quarter of contextWindow (${window}), found ${String(maxOutput)}`,
+      { maxOutputTokens: maxOutput },
+    );
   }
   const instructions = options.instructions ?? DEFAULT_INSTRUCTIONS;
   const provider = aiSdkProvider(model, { callOptions: { ...options.callOptions, maxOutputTokens: maxOutput } });
   // What a call's user message may take: the window less the instruction and the answer.
   const inputBudget = window - maxOutput - estimateTextTokens(instructions) - 64;
-  if (inputBudget < maxOutput * 2) throw new InvalidInputError(`aiSdkSummarizer: contextWindow ${window} leaves no room for a chunk next to the instruction and a ${maxOutput}-token answer`, { contextWindow: window });
+  if (inputBudget < maxOutput * 2) {
+    throw new InvalidInputError(`aiSdkSummarizer: contextWindow ${window} leaves no room for a chunk next to the instruction and a ${maxOutput}-token answer`, {
+      contextWindow: window,
+    });
+  }
 
   return {
     async summarize(request: SummaryRequest): Promise<SummaryResult> {
@@ -83,7 +92,9 @@ export function aiSdkSummarizer(model: AiSdkLanguageModel, options: AiSdkSummari
       const call = async (previous: string | null, text: string): Promise<string> => {
         const prompt = `${previous ? `Previous summary:\n${previous}\n\n` : ""}Conversation:\n${text}`;
         let answer = "";
-        const step = await collect(provider.stream({ system: instructions, summary: null, messages: [userMessage(prompt)], tools: [], signal: request.signal }));
+        const step = await collect(
+          provider.stream({ system: instructions, summary: null, messages: [userMessage(prompt)], tools: [], signal: request.signal }),
+        );
         answer = step.text.trim();
         if (step.usage) addUsage(usage, step.usage);
         if (request.signal.aborted) throw request.signal.reason ?? new Error("summary cancelled");
@@ -146,7 +157,11 @@ function transcriptLine(message: MessageRecord): string {
     else if (part.type === "reasoning-summary") out.push(`(reasoning summary) ${part.text}`);
     else if (part.type === "file") out.push(`[file ${part.name ?? part.media_type}]`);
     else if (part.type === "tool") {
-      const result = part.state === "output-available" ? `→ ${clip(JSON.stringify(part.output ?? null))}` : part.state === "output-error" ? `→ error: ${clip(part.error ?? "")}` : "";
+      const result = part.state === "output-available"
+        ? `→ ${clip(JSON.stringify(part.output ?? null))}`
+        : part.state === "output-error"
+        ? `→ error: ${clip(part.error ?? "")}`
+        : "";
       out.push(`tool ${part.tool_name}(${clip(JSON.stringify(part.input ?? {}))}) ${result}`.trim());
     }
   }
@@ -158,7 +173,14 @@ function clip(text: string): string {
 }
 
 function userMessage(text: string): MessageRecord {
-  return { record_type: "message", sequence: 1, message_id: "summary-input", role: "user", created_at: new Date(0).toISOString(), parts: [{ sequence: 1, type: "text", text }] };
+  return {
+    record_type: "message",
+    sequence: 1,
+    message_id: "summary-input",
+    role: "user",
+    created_at: new Date(0).toISOString(),
+    parts: [{ sequence: 1, type: "text", text }],
+  };
 }
 
 async function collect(events: AsyncIterable<import("../core/mod.ts").ProviderEvent>): Promise<{ text: string; usage?: Usage }> {

@@ -11,7 +11,12 @@ interface FlatUsage {
 
 /** Usage as a v3 or v4 language model reports it: nested input and output counts. */
 interface NestedUsage {
-  readonly inputTokens: { readonly total: number | undefined; readonly noCache?: number | undefined; readonly cacheRead?: number | undefined; readonly cacheWrite?: number | undefined };
+  readonly inputTokens: {
+    readonly total: number | undefined;
+    readonly noCache?: number | undefined;
+    readonly cacheRead?: number | undefined;
+    readonly cacheWrite?: number | undefined;
+  };
   readonly outputTokens: { readonly total: number | undefined; readonly text?: number | undefined; readonly reasoning?: number | undefined };
 }
 
@@ -60,7 +65,11 @@ function fromNested(usage: NestedUsage): Usage | undefined {
   const output = count(outputs.total) ?? sum(outputs.text, outputs.reasoning);
   if (input === undefined && output === undefined) return undefined;
   const stored: Usage = { input_tokens: input ?? 0, output_tokens: output ?? 0, total_tokens: (input ?? 0) + (output ?? 0) };
-  return withCounts(stored, { cache_read_tokens: count(inputs.cacheRead), cache_write_tokens: count(inputs.cacheWrite), reasoning_tokens: count(outputs.reasoning) });
+  return withCounts(stored, {
+    cache_read_tokens: count(inputs.cacheRead),
+    cache_write_tokens: count(inputs.cacheWrite),
+    reasoning_tokens: count(outputs.reasoning),
+  });
 }
 
 function withCounts(usage: Usage, extra: Record<string, number | undefined>): Usage {

@@ -34,22 +34,14 @@ export {
   validateAfterCompaction,
 } from "./compaction/mod.ts";
 // Composing the model input: instruction + cumulative summary + Active.
-export {
-  type ClosedToolCall,
-  sameIdentity,
-} from "./composer/mod.ts";
+export { type ClosedToolCall, sameIdentity } from "./composer/mod.ts";
 // The typed errors every operation throws, each with a stable `code`.
-export {
-  asSessionfoldError,
-} from "./errors.ts";
+export { asSessionfoldError } from "./errors.ts";
 // Foreign formats: the line detection reads, and the strict UTF-8 decoding every reader uses.
 export { firstLine } from "./formats/detect.ts";
 export { decodeUtf8Strict } from "./formats/json-text.ts";
 // The JSONL codec and its recovery diagnostics.
-export {
-  type DecodedRecord,
-  type LastRecord,
-} from "./jsonl/mod.ts";
+export { type DecodedRecord, type LastRecord } from "./jsonl/mod.ts";
 // Records and documents of docs/FORMAT.md, as zod schemas with their types.
 export {
   cumulativeSummary,
@@ -70,16 +62,16 @@ export {
   ANONYMOUS_WRITER,
   applyRepair,
   BATCH_FIELD,
-  type DraftFlushOptions,
-  DraftFlusher,
   describeLockOwner,
-  isDeadOwner,
-  reclaimDeadLock,
+  DraftFlusher,
+  type DraftFlushOptions,
   generateSystem,
   hasRepairs,
   isBlocked,
+  isDeadOwner,
   LAST_COMPACTED_FIELD,
   lastSequence,
+  type LockedOperation,
   type MovedLine,
   NEWEST_SEGMENT_FIELD,
   newId,
@@ -87,42 +79,23 @@ export {
   type PendingRepairs,
   planRepair,
   readLockOwner,
+  reclaimDeadLock,
   type RepairMove,
   type RepairPlan,
   type RepairRefusal,
   type RepairWrites,
   resolveSessionOptions,
   runLoop,
-  stoppedDraftMessages,
   type SessionContext,
   type SessionState,
-  type LockedOperation,
+  stoppedDraftMessages,
   toMessageRecord,
   withoutBatchMark,
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
-export {
-  concatBytes,
-  isWithin,
-  messageOf,
-  parentPath,
-  type StorageFailure,
-  storageFailure,
-} from "./storage/mod.ts";
-export {
-  lockDiagnostics,
-  readSegmentFooter,
-  unsafeEntry,
-  unsupportedSchema,
-} from "./verify/mod.ts";
-export {
-  type ComlinkLike,
-  ERROR_TRANSFER_HANDLER,
-  ownsBuffer,
-  registerErrorTransfer,
-  type TransferHandlerLike,
-  withTransfer,
-} from "./worker/transfer.ts";
+export { concatBytes, isWithin, messageOf, parentPath, type StorageFailure, storageFailure } from "./storage/mod.ts";
+export { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
+export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";
 // The storage hop both runtimes use: the worker's API and the host's client.
-export { storageWorkerApi, type StorageWorkerApi } from "./worker/storage-api.ts";
+export { type StorageWorkerApi, storageWorkerApi } from "./worker/storage-api.ts";
 export { type ComlinkClientLike, type WorkerLink, WorkerStorageClient } from "./worker/client.ts";

@@ -4,13 +4,13 @@
  * `parseAgentConfig` (errors carry the file, line and column).
  */
 import {
+  type AgentConfig,
   AgentConfigError,
-  SessionfoldError,
   agentConfigPath,
   agentSessionOptions,
   formatAgentConfig,
   parseAgentConfig,
-  type AgentConfig,
+  SessionfoldError,
   type SessionOptions,
   type StoragePort,
 } from "../core/mod.ts";

@@ -9,13 +9,13 @@
  */
 import type { Session } from "../core/mod.ts";
 import type { BrowserSessions } from "../runtime-browser/mod.ts";
-import { checkSettings, saveSettingsText, type CheckedSettings } from "./agent-settings.ts";
+import { type CheckedSettings, checkSettings, saveSettingsText } from "./agent-settings.ts";
 import { LocalModel } from "./local-model.ts";
 import { Navigation, sessionRef } from "./navigation.ts";
-import { ProviderChoice, type EndpointProvider } from "./provider-choice.ts";
+import { type EndpointProvider, ProviderChoice } from "./provider-choice.ts";
 import { SessionActions } from "./session-actions.ts";
 import type { PlaygroundState } from "./state.ts";
-import { PlaygroundStore, withSegments, type AppView } from "./store.ts";
+import { type AppView, PlaygroundStore, withSegments } from "./store.ts";
 import { Turns } from "./turn.ts";
 
 /** Options of {@linkcode App}. */
@@ -41,7 +41,9 @@ export class App {
     this.chunkDelayMs = options.chunkDelayMs;
     const store = new PlaygroundStore(settingsText);
     this.#store = store;
-    this.providers = new ProviderChoice(new LocalModel({ contextWindow: () => store.state.config.context_window ?? 2000, chunkDelayMs: () => this.chunkDelayMs }));
+    this.providers = new ProviderChoice(
+      new LocalModel({ contextWindow: () => store.state.config.context_window ?? 2000, chunkDelayMs: () => this.chunkDelayMs }),
+    );
     this.navigation = new Navigation(store, browser, () => this.#pollOwnership());
     this.actions = new SessionActions(store, browser, this.navigation);
     this.turns = new Turns(store, { browser, navigation: this.navigation, providers: this.providers, actions: this.actions });

@@ -2,7 +2,7 @@
  * How the playground words what it reports: errors (with their sessionfold class and code), the
  * owner of a writer lock, and recovery findings with their location.
  */
-import { SessionfoldError, formatLocation, type Diagnostic, type LockOwner } from "../core/mod.ts";
+import { type Diagnostic, formatLocation, type LockOwner, SessionfoldError } from "../core/mod.ts";
 
 /** An error as one line, with its class and code when it is a sessionfold error. */
 export function describeError(error: unknown): string {

@@ -100,10 +100,18 @@ export function planReply(request: Pick<ModelRequest, "system" | "summary" | "me
   }
   const dice = diceRequest(said);
   if (dice && offered.has("dice")) {
-    return { reasoning: `A roll of ${dice.count}d${dice.sides} must be random: the dice tool rolls it.`, text: `Rolling ${dice.count}d${dice.sides} for you.`, toolCall: { toolCallId: callId, toolName: "dice", input: dice } };
+    return {
+      reasoning: `A roll of ${dice.count}d${dice.sides} must be random: the dice tool rolls it.`,
+      text: `Rolling ${dice.count}d${dice.sides} for you.`,
+      toolCall: { toolCallId: callId, toolName: "dice", input: dice },
+    };
   }
   if (/\b(time|clock|date|today|what day)\b/i.test(said) && offered.has("clock")) {
-    return { reasoning: "I cannot know the time without looking: the clock tool reads this page's clock.", text: "I'll check the clock.", toolCall: { toolCallId: callId, toolName: "clock", input: {} } };
+    return {
+      reasoning: "I cannot know the time without looking: the clock tool reads this page's clock.",
+      text: "I'll check the clock.",
+      toolCall: { toolCallId: callId, toolName: "clock", input: {} },
+    };
   }
   return { text: conversationalReply(request, said, seed, inputTokens, window) };
 }
@@ -141,7 +149,9 @@ function answerFromTools(parts: readonly ToolPart[]): string {
       const output = part.output as Record<string, unknown> | null;
       switch (part.tool_name) {
         case "calculator":
-          return `**${String(output?.["expression"])} = ${String(output?.["result"])}**\n\nThe calculator ran in this page; its call and result are stored as one tool part of my previous message.`;
+          return `**${String(output?.["expression"])} = ${
+            String(output?.["result"])
+          }**\n\nThe calculator ran in this page; its call and result are stored as one tool part of my previous message.`;
         case "dice": {
           const rolls = Array.isArray(output?.["rolls"]) ? (output["rolls"] as number[]) : [];
           return `You rolled ${rolls.map((r) => `**${r}**`).join(", ")} — total **${String(output?.["total"])}**.`;
@@ -171,31 +181,44 @@ const TOPICS: readonly Topic[] = [
     title: "commits",
     asks: /\b(commit|commits|stored?|saved?|revisions?|atomic)\b/i,
     why: "**Why it matters:** a crash can only ever lose the turn in flight, and even that is kept as a draft.",
-    body: "Each turn is committed as one atomic batch: your message, any tool steps and my final answer are appended to `active.jsonl` together, then `meta.json` gets the next revision.",
-    points: ["Nothing half-written ever counts as history.", "The revision only goes up.", "A second writer would get a typed error instead of corrupting the file."],
-    code: "const run = session.run(text, { provider, tools });\nfor await (const e of run) if (e.type === \"text-delta\") show(e.text);\nconst { revision } = await run.result;",
+    body:
+      "Each turn is committed as one atomic batch: your message, any tool steps and my final answer are appended to `active.jsonl` together, then `meta.json` gets the next revision.",
+    points: [
+      "Nothing half-written ever counts as history.",
+      "The revision only goes up.",
+      "A second writer would get a typed error instead of corrupting the file.",
+    ],
+    code:
+      'const run = session.run(text, { provider, tools });\nfor await (const e of run) if (e.type === "text-delta") show(e.text);\nconst { revision } = await run.result;',
   },
   {
     title: "drafts",
     asks: /\b(drafts?|stream(ing)?|reload(ing)?)\b/i,
     why: "**Why it matters:** a long answer is never lost to a closed laptop lid or a reloaded tab.",
-    body: "While I stream, the reply lives in `assistant_message.json`, replaced atomically a few times a second. Reload the tab mid-reply and the draft is still there, ready to be finished as *stopped*.",
-    points: ["Draft writes are coalesced, so storage never slows the stream.", "The pending user message is kept in the draft too.", "A stale draft is discarded on open."],
-    code: "const session = await sessions.open(ref);\nif (session.draft) await session.finishDraft(); // commits it as \"stopped\"",
+    body:
+      "While I stream, the reply lives in `assistant_message.json`, replaced atomically a few times a second. Reload the tab mid-reply and the draft is still there, ready to be finished as *stopped*.",
+    points: [
+      "Draft writes are coalesced, so storage never slows the stream.",
+      "The pending user message is kept in the draft too.",
+      "A stale draft is discarded on open.",
+    ],
+    code: 'const session = await sessions.open(ref);\nif (session.draft) await session.finishDraft(); // commits it as "stopped"',
   },
   {
     title: "compaction",
     asks: /\b(compact(ion|ed|s)?|summar(y|ies|ize)|segments?|context window|tokens?)\b/i,
     why: "**Why it matters:** the next request costs the same whether a thousand or a million messages came before it.",
-    body: "When the provider's real usage reaches 95% of the context window, the oldest half of the Active window becomes an immutable segment with one cumulative summary. The next request must fit in 50% of the window.",
+    body:
+      "When the provider's real usage reaches 95% of the context window, the oldest half of the Active window becomes an immutable segment with one cumulative summary. The next request must fit in 50% of the window.",
     points: ["Exactly one summarizer call per compaction.", "Segments are never rewritten.", "Older history stays readable, forkable and exportable."],
-    code: "// messages/segments/000000000001-000000000012.jsonl\n{\"record_type\":\"summary\",\"through_sequence\":12,\"text\":\"#1 user: …\"}",
+    code: '// messages/segments/000000000001-000000000012.jsonl\n{"record_type":"summary","through_sequence":12,"text":"#1 user: …"}',
   },
   {
     title: "bounded opening",
     asks: /\b(open(ing|s)?|fast|speed|slow|million|large|scale|grow)\b/i,
     why: "**Why it matters:** opening the session list and a session stays instant for the life of a project.",
-    body: "Opening a session reads `meta.json`, the tail of the newest segment and the Active window — never older history. A session with a million messages opens as fast as this one.",
+    body:
+      "Opening a session reads `meta.json`, the tail of the newest segment and the Active window — never older history. A session with a million messages opens as fast as this one.",
     points: ["Older segments are paged in only when you scroll back.", "Composing the next request is O(Active).", "The summary carries everything older."],
     code: "let page = await session.messages();\npage = await session.messages({ beforeSequence: page[0].sequence }); // one older segment",
   },
@@ -203,15 +226,21 @@ const TOPICS: readonly Topic[] = [
     title: "tabs and ownership",
     asks: /\b(tabs?|locks?|owners?(hip)?|concurren\w*|windows)\b/i,
     why: "**Why it matters:** two windows on one conversation can never interleave their writes.",
-    body: "Writer ownership is a Web Lock held by this tab's storage worker. Open this session in a second tab: it follows my commits over a BroadcastChannel, and a write from it while I stream gets a `WriterLockedError`.",
-    points: ["A closed or crashed tab frees its lock at once.", "Nobody deletes another owner's lock.", "A stale view gets a `RevisionConflictError` and reloads."],
+    body:
+      "Writer ownership is a Web Lock held by this tab's storage worker. Open this session in a second tab: it follows my commits over a BroadcastChannel, and a write from it while I stream gets a `WriterLockedError`.",
+    points: [
+      "A closed or crashed tab frees its lock at once.",
+      "Nobody deletes another owner's lock.",
+      "A stale view gets a `RevisionConflictError` and reloads.",
+    ],
     code: "browser.onCommit(({ refText }) => refText === formatSessionRef(session.ref) && session.reload());",
   },
   {
     title: "recovery",
     asks: /\b(crash(es|ed)?|recover(y|ed)?|corrupt(ion|ed)?|diagnostics?|torn)\b/i,
     why: "**Why it matters:** a damaged file is reported precisely instead of being silently rewritten.",
-    body: "On open, recovery applies the format's rules in order: a torn final line is ignored, corruption is reported with its file and line, duplicates left by an interrupted compaction are dropped, and a stale draft is discarded.",
+    body:
+      "On open, recovery applies the format's rules in order: a torn final line is ignored, corruption is reported with its file and line, duplicates left by an interrupted compaction are dropped, and a stale draft is discarded.",
     points: ["Diagnostics say what was found and where.", "Corruption blocks writes instead of guessing.", "`meta.json` is rebuilt when it is behind."],
     code: "for (const d of session.diagnostics) console.log(d.code, `${d.file}:${d.line}`, d.message);",
   },
@@ -219,7 +248,8 @@ const TOPICS: readonly Topic[] = [
     title: "portability",
     asks: /\b(export|import|redact(ed|ion)?|deepcode|rho|formats?|portab\w*)\b/i,
     why: "**Why it matters:** your history is a documented set of files, not a prisoner of one tool.",
-    body: "A session can leave as a Rho snapshot, a DeepCode v1 stream or a pi session and come back in; pi, Codex and Claude Code sessions come in too. Redacted exports mask secrets such as API keys before any byte leaves the page.",
+    body:
+      "A session can leave as a Rho snapshot, a DeepCode v1 stream or a pi session and come back in; pi, Codex and Claude Code sessions come in too. Redacted exports mask secrets such as API keys before any byte leaves the page.",
     points: ["Imports are staged and moved into place in one step.", "An import keeps the source's revision.", "Raw reasoning never goes into a Rho snapshot."],
     code: "const portable = await session.exportPortable();\nconst bytes = writeDeepCodeV1(prepareExport(portable, { redact: true }).session);",
   },
@@ -227,9 +257,10 @@ const TOPICS: readonly Topic[] = [
     title: "forks",
     asks: /\b(forks?|branch(es)?|cop(y|ies))\b/i,
     why: "**Why it matters:** you can try a different direction without touching the original conversation.",
-    body: "Forking copies the whole history — every segment, the Active window and the instruction — into a new session with the same sequences and a `forked_from` note. It is the one operation that reads everything.",
+    body:
+      "Forking copies the whole history — every segment, the Active window and the instruction — into a new session with the same sequences and a `forked_from` note. It is the one operation that reads everything.",
     points: ["The copy is staged in a hidden folder first.", "A crash never leaves half a fork.", "Both sessions then grow independently."],
-    code: "const copy = await sessions.fork(session.ref, \"experiment\");\ncopy.meta.forked_from; // { session_id, through_sequence }",
+    code: 'const copy = await sessions.fork(session.ref, "experiment");\ncopy.meta.forked_from; // { session_id, through_sequence }',
   },
 ];
 
@@ -280,7 +311,9 @@ function conversationalReply(request: Pick<ModelRequest, "summary" | "messages">
   const earlier = request.summary ? "the instruction, the cumulative summary of older messages" : "the instruction";
   const share = Math.round((inputTokens / window) * 100);
   parts.push(
-    `_This request carried ${earlier} and ${request.messages.length} message${request.messages.length === 1 ? "" : "s"} of the Active window: about ${inputTokens.toLocaleString("en-US")} of my ${window.toLocaleString("en-US")} tokens (${share}%). At 95% the oldest half of the Active window becomes a segment._`,
+    `_This request carried ${earlier} and ${request.messages.length} message${request.messages.length === 1 ? "" : "s"} of the Active window: about ${
+      inputTokens.toLocaleString("en-US")
+    } of my ${window.toLocaleString("en-US")} tokens (${share}%). At 95% the oldest half of the Active window becomes a segment._`,
   );
   return parts.join("\n\n");
 }

@@ -75,7 +75,8 @@ function startsBlock(line: string): boolean {
  * Inline spans. One regular expression finds the earliest construct; text before it is
  * a text node. Groups: 1 code, 2 bold, 3 italic (*), 4 italic (_), 5+6 link, 7 bare URL.
  */
-const INLINE = /`([^`\n]+)`|\*\*(?=\S)([\s\S]*?\S)\*\*|\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=\S)([^_\n]*?\S)_(?![\w])|\[([^\]\n]+)\]\(([^)\s]*)\)|(https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/;
+const INLINE =
+  /`([^`\n]+)`|\*\*(?=\S)([\s\S]*?\S)\*\*|\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=\S)([^_\n]*?\S)_(?![\w])|\[([^\]\n]+)\]\(([^)\s]*)\)|(https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/;
 
 function inline(text: string): Node[] {
   const nodes: Node[] = [];

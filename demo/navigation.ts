@@ -8,7 +8,7 @@ import type { BrowserSessions } from "../runtime-browser/mod.ts";
 import { AGENT_ID, WORKSPACE_ID } from "./agent-settings.ts";
 import { describeError } from "./describe.ts";
 import type { LoadedSegment } from "./state.ts";
-import { withSegments, type PlaygroundStore } from "./store.ts";
+import { type PlaygroundStore, withSegments } from "./store.ts";
 
 /** The playground's reference of a session id. */
 export function sessionRef(sessionId: string): string {

@@ -5,6 +5,9 @@
  */
 import {
   detectSessionFormat,
+  type Diagnostic,
+  type ExportReport,
+  type PortableSession,
   prepareExport,
   readClaudeCode,
   readCodex,
@@ -15,9 +18,6 @@ import {
   writeDeepCodeV1,
   writePi,
   writeRhoSnapshot,
-  type Diagnostic,
-  type ExportReport,
-  type PortableSession,
 } from "../core/mod.ts";
 
 /** The formats the playground exports. */
@@ -97,7 +97,10 @@ export interface PreparedDownload {
  *
  * @throws {InvalidInputError} for a DeepCode v1 or pi export with no cwd, given or kept.
  */
-export function prepareDownload(portable: PortableSession, options: { format: ExportFormat; redact: boolean; dropSystemPrompt: boolean; cwd?: string }): PreparedDownload {
+export function prepareDownload(
+  portable: PortableSession,
+  options: { format: ExportFormat; redact: boolean; dropSystemPrompt: boolean; cwd?: string },
+): PreparedDownload {
   const { session, report } = prepareExport(portable, { redact: options.redact, dropSystemPrompt: options.dropSystemPrompt });
   const base = (portable.sourceId ?? "session").replace(/[^A-Za-z0-9_.-]/g, "_");
   const where = options.cwd !== undefined ? { cwd: options.cwd } : {};

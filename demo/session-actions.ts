@@ -8,8 +8,8 @@ import type { CompactionOutcome } from "../core/mod.ts";
 import { newId } from "../core/internal.ts";
 import type { BrowserSessions } from "../runtime-browser/mod.ts";
 import { formatNumber } from "./dom.ts";
-import { sessionRef, type Navigation } from "./navigation.ts";
-import { prepareDownload, readImportFile, type ExportFormat, type PreparedDownload } from "./portable-io.ts";
+import { type Navigation, sessionRef } from "./navigation.ts";
+import { type ExportFormat, type PreparedDownload, prepareDownload, readImportFile } from "./portable-io.ts";
 import type { PlaygroundStore } from "./store.ts";
 
 /** The export choices of the Export dialog. */
@@ -47,7 +47,9 @@ export class SessionActions {
   /** Says what a compaction (this action's, or a turn's own) folded, and shows the new segment. */
   announceCompaction(outcome: CompactionOutcome, automatic: boolean): void {
     this.#store.view.toast(
-      `${automatic ? "Compacted automatically" : "Compacted"}: messages #${outcome.segment.start}–#${outcome.segment.end} are now a segment; ≈${formatNumber(outcome.beforeTokens)} → ≈${formatNumber(outcome.afterTokens)} tokens.`,
+      `${automatic ? "Compacted automatically" : "Compacted"}: messages #${outcome.segment.start}–#${outcome.segment.end} are now a segment; ≈${
+        formatNumber(outcome.beforeTokens)
+      } → ≈${formatNumber(outcome.afterTokens)} tokens.`,
     );
     this.#store.render("messages", "panel", "header");
     this.#navigation.scheduleListRefresh();

@@ -4,8 +4,8 @@
  * and then name the regions to render again; notices, toasts and confirmations reach the
  * page the same way, through the {@linkcode AppView} it implements.
  */
-import { RevisionConflictError, WriterLockedError, type Session } from "../core/mod.ts";
-import { DEFAULT_AGENT_TEXT, checkSettings, type CheckedSettings } from "./agent-settings.ts";
+import { RevisionConflictError, type Session, WriterLockedError } from "../core/mod.ts";
+import { type CheckedSettings, checkSettings, DEFAULT_AGENT_TEXT } from "./agent-settings.ts";
 import { describeError, ownerName } from "./describe.ts";
 import { ALL_REGIONS, type Notice, type PlaygroundState, type Region } from "./state.ts";
 
@@ -47,7 +47,12 @@ export class PlaygroundStore {
       run: undefined,
       busy: undefined,
       remoteOwner: undefined,
-      notices: checked.ok ? [] : [{ id: "settings", kind: "error", title: "The stored agent settings are not valid; the defaults are used until you fix them.", body: checked.summary }],
+      notices: checked.ok ? [] : [{
+        id: "settings",
+        kind: "error",
+        title: "The stored agent settings are not valid; the defaults are used until you fix them.",
+        body: checked.summary,
+      }],
       diagnosticsSeen: undefined,
       metas: [],
       archivedMetas: [],
@@ -105,10 +110,20 @@ export class PlaygroundStore {
       return await fn();
     } catch (error) {
       if (error instanceof WriterLockedError) {
-        this.notify({ id: "locked", kind: "warn", title: `Could not ${what}: ${ownerName(error.owner)} is writing this session (WriterLockedError).`, body: "Nothing was changed. Try again when it has finished." });
+        this.notify({
+          id: "locked",
+          kind: "warn",
+          title: `Could not ${what}: ${ownerName(error.owner)} is writing this session (WriterLockedError).`,
+          body: "Nothing was changed. Try again when it has finished.",
+        });
       } else if (error instanceof RevisionConflictError) {
         if (state.session) await withSegments(state.session, true).catch(() => undefined);
-        this.notify({ id: "action", kind: "warn", title: `Could not ${what}: another tab changed this session first.`, body: "This view was reloaded; try again." });
+        this.notify({
+          id: "action",
+          kind: "warn",
+          title: `Could not ${what}: another tab changed this session first.`,
+          body: "This view was reloaded; try again.",
+        });
       } else {
         this.notify({ id: "action", kind: "error", title: `Could not ${what}.`, body: describeError(error) });
       }

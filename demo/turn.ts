@@ -7,17 +7,27 @@
  * (`runToUIMessageStream`, the AI SDK's UI message stream) and the AI SDK's own
  * `readUIMessageStream` builds the UI message the chat shows.
  */
-import { CancelledError, ContextOverflowError, CorruptSessionError, ProviderError, RevisionConflictError, SessionBusyError, WriterLockedError, type RunEvent, type RunHandle } from "../core/mod.ts";
+import {
+  CancelledError,
+  ContextOverflowError,
+  CorruptSessionError,
+  ProviderError,
+  RevisionConflictError,
+  type RunEvent,
+  type RunHandle,
+  SessionBusyError,
+  WriterLockedError,
+} from "../core/mod.ts";
 import { newId } from "../core/internal.ts";
 import type { BrowserSessions } from "../runtime-browser/mod.ts";
 import { AGENT_ID, WORKSPACE_ID } from "./agent-settings.ts";
 import { describeError, ownerName } from "./describe.ts";
 import { runToUIMessageStream } from "../ai-sdk/ui-stream.ts";
-import { noteRunEvent, startLiveRun, type ChatMessage, type LiveRun } from "./live-run.ts";
+import { type ChatMessage, type LiveRun, noteRunEvent, startLiveRun } from "./live-run.ts";
 import type { Navigation } from "./navigation.ts";
 import type { ProviderChoice } from "./provider-choice.ts";
 import type { SessionActions } from "./session-actions.ts";
-import { withSegments, type PlaygroundStore } from "./store.ts";
+import { type PlaygroundStore, withSegments } from "./store.ts";
 import { demoTools } from "./tools.ts";
 
 /** What a turn needs besides the store. */
@@ -50,7 +60,14 @@ export class Turns {
       try {
         const title = text.replace(/\s+/g, " ").slice(0, 60);
         state.session = await browser.sessions.create(
-          { agentId: AGENT_ID, workspaceId: WORKSPACE_ID, sessionId: newId("s"), title, ...(state.config.model_label ? { modelLabel: state.config.model_label } : {}), timezone: Intl.DateTimeFormat().resolvedOptions().timeZone },
+          {
+            agentId: AGENT_ID,
+            workspaceId: WORKSPACE_ID,
+            sessionId: newId("s"),
+            title,
+            ...(state.config.model_label ? { modelLabel: state.config.model_label } : {}),
+            timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+          },
           state.options,
         );
         state.archived = false;
@@ -72,7 +89,12 @@ export class Turns {
     let restore = false;
     let reading: Promise<void> | undefined;
     try {
-      const handle = session.run(text, { provider: providers.current, tools: demoTools, signal: run.controller.signal, onEvent: (event) => this.#onRunEvent(run, event) });
+      const handle = session.run(text, {
+        provider: providers.current,
+        tools: demoTools,
+        signal: run.controller.signal,
+        onEvent: (event) => this.#onRunEvent(run, event),
+      });
       reading = this.#readReply(run, handle);
       await handle.result;
     } catch (error) {
@@ -112,7 +134,12 @@ export class Turns {
       return true;
     }
     if (error instanceof RevisionConflictError) {
-      store.notify({ id: "send", kind: "warn", title: "Another tab committed to this session first (RevisionConflictError).", body: "This view was reloaded; nothing of your message was written. Send it again." });
+      store.notify({
+        id: "send",
+        kind: "warn",
+        title: "Another tab committed to this session first (RevisionConflictError).",
+        body: "This view was reloaded; nothing of your message was written. Send it again.",
+      });
       if (state.session) void withSegments(state.session, true).then(() => store.renderAll());
       return true;
     }
@@ -164,7 +191,10 @@ export class Turns {
         store.render("panel");
         return;
       case "context-folded":
-        store.view.toast(`The model refused the input as too long; it was folded in memory (depth ${event.depth}, ${event.droppedMessages} messages left out of this request).`, "warn");
+        store.view.toast(
+          `The model refused the input as too long; it was folded in memory (depth ${event.depth}, ${event.droppedMessages} messages left out of this request).`,
+          "warn",
+        );
         return;
       case "committed":
         // A recovered draft committed first (its own commit) or the turn's final commit.

@@ -11,8 +11,23 @@
  *
  * @module
  */
-import { chmodSync, closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from "node:fs";
-import { open as openHandle, type FileHandle } from "node:fs/promises";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { type FileHandle, open as openHandle } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/mod.ts";
 import { errno, missingAsUndefined } from "./fs-errors.ts";
@@ -266,7 +281,11 @@ export async function openInputFile(file: string): Promise<InputFile> {
 }
 
 function notRegular(file: string, found: string): InvalidInputError {
-  return new InvalidInputError(`${file}: found ${found} where a regular file belongs; only regular files are read (nothing was read from it)`, { file, found, expected: "a regular file" });
+  return new InvalidInputError(`${file}: found ${found} where a regular file belongs; only regular files are read (nothing was read from it)`, {
+    file,
+    found,
+    expected: "a regular file",
+  });
 }
 
 /** A file of the store that has other hard links, so every write to it is refused. */
@@ -326,7 +345,7 @@ export function detachHardLink(root: string, linked: HardLinkedFile): void {
     const buffer = new Uint8Array(1 << 20);
     out = openSync(temp, "wx", 0o600);
     for (let read = readSync(opened.fd, buffer); read > 0; read = readSync(opened.fd, buffer)) {
-      for (let written = 0; written < read; ) written += writeSync(out, buffer, written, read - written);
+      for (let written = 0; written < read;) written += writeSync(out, buffer, written, read - written);
     }
     fsyncSync(out);
     closeSync(out);

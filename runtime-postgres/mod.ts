@@ -16,5 +16,5 @@
  * ```
  * @module
  */
-export { PostgresStorage, type LeaseLost, type PostgresStorageOptions } from "./postgres-storage.ts";
+export { type LeaseLost, PostgresStorage, type PostgresStorageOptions } from "./postgres-storage.ts";
 export { SCHEMA_VERSION } from "./schema.ts";

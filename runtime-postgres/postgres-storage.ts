@@ -1,20 +1,20 @@
 import pg from "pg";
 import {
+  applyCommitPlanByCalls,
   assertStoragePath,
+  type CommitPlan,
+  type CommitPlanResult,
+  type FileTail,
   formatBytes,
   InvalidInputError,
   LeaseLostError,
   MAX_FILE_BYTES,
-  applyCommitPlanByCalls,
-  StorageError,
-  StorageFullError,
-  StoreEntryError,
-  type CommitPlan,
-  type CommitPlanResult,
-  type FileTail,
   type ReadRequest,
   type ReadResult,
+  StorageError,
+  StorageFullError,
   type StoragePort,
+  StoreEntryError,
 } from "../core/mod.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
@@ -140,7 +140,9 @@ export class PostgresStorage implements StoragePort {
   constructor(options: PostgresStorageOptions = {}) {
     this.#schema = options.schema ?? "sessionfold";
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.#schema)) {
-      throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, { schema: this.#schema });
+      throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, {
+        schema: this.#schema,
+      });
     }
     this.#s = quoteIdent(this.#schema);
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
@@ -449,7 +451,9 @@ export class PostgresStorage implements StoragePort {
       for (const row of rows) {
         const i = Number(row.i) - 1;
         let file = found.get(i);
-        if (!file) found.set(i, (file = { path: row.path as string, size: Number(row.size), stored: row.stored === null ? null : Number(row.stored), chunks: [] }));
+        if (!file) {
+          found.set(i, file = { path: row.path as string, size: Number(row.size), stored: row.stored === null ? null : Number(row.stored), chunks: [] });
+        }
         if (row.bytes !== null) file.chunks.push(row.bytes as Buffer);
       }
       batch.forEach(({ resolve, reject }, i) => {
@@ -467,7 +471,11 @@ export class PostgresStorage implements StoragePort {
   #overLimit(path: string, stored: number): StoreEntryError {
     const max = formatBytes(this.maxFileBytes);
     const found = `a file of ${formatBytes(stored)}`;
-    return new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, { path, found, expected: `a file of at most ${max}` });
+    return new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, {
+      path,
+      found,
+      expected: `a file of at most ${max}`,
+    });
   }
 
   /**
@@ -577,11 +585,14 @@ export class PostgresStorage implements StoragePort {
   #lostError(name: string, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
     const why = cause ? `: ${(cause as { message?: string }).message ?? String(cause)}` : "";
     const what = outcome === "unknown" ? "the write was on its way and may or may not have landed (reload to see)" : "nothing was written";
-    return new LeaseLostError(`${name}: this writer's lock was lost when its PostgreSQL connection ended${why}; another writer may hold the session now; ${what}; close the session and open it again`, {
-      path: name,
-      outcome,
-      ...(cause && (cause as { code?: unknown }).code ? { sqlstate: (cause as { code?: unknown }).code } : {}),
-    });
+    return new LeaseLostError(
+      `${name}: this writer's lock was lost when its PostgreSQL connection ended${why}; another writer may hold the session now; ${what}; close the session and open it again`,
+      {
+        path: name,
+        outcome,
+        ...(cause && (cause as { code?: unknown }).code ? { sqlstate: (cause as { code?: unknown }).code } : {}),
+      },
+    );
   }
 
   #nameOf(held: HeldLock): string {

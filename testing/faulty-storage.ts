@@ -48,14 +48,7 @@
  * ```
  * @module
  */
-import {
-  assertStoragePath,
-  InvalidInputError,
-  SessionfoldError,
-  type FileTail,
-  type StoragePort,
-  type WriteOptions,
-} from "../core/mod.ts";
+import { assertStoragePath, type FileTail, InvalidInputError, SessionfoldError, type StoragePort, type WriteOptions } from "../core/mod.ts";
 
 /**
  * The names of the port's mutating operations, the ones {@linkcode FaultyStorage} counts.
@@ -339,9 +332,7 @@ export class FaultyStorage implements StoragePort {
 
   /** @inheritdoc */
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
-    return this.#mutate({ name: "createExclusive", path, bytes: bytes.length }, undefined, () =>
-      this.inner.createExclusive(path, bytes, options),
-    );
+    return this.#mutate({ name: "createExclusive", path, bytes: bytes.length }, undefined, () => this.inner.createExclusive(path, bytes, options));
   }
 
   /** @inheritdoc */

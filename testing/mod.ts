@@ -14,14 +14,14 @@
  * @module
  */
 export {
-  enumerateCrashPoints,
-  FaultyStorage,
-  SimulatedCrashError,
   type CrashInfo,
   type CrashPoint,
+  enumerateCrashPoints,
+  FaultyStorage,
   type FaultyStorageOptions,
   type MutatingOperation,
   type MutatingOperationName,
+  SimulatedCrashError,
 } from "./faulty-storage.ts";
 export * from "./scripted-provider.ts";
 export * from "./scripted-summarizer.ts";

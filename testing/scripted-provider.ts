@@ -27,9 +27,9 @@
  * @module
  */
 import {
-  InvalidInputError,
   ContextLengthExceededError,
   estimateModelInputTokens,
+  InvalidInputError,
   type ModelRequest,
   type Provider,
   type ProviderEvent,
@@ -329,7 +329,7 @@ export class ScriptedProvider implements Provider {
     // Positions past the end mean "after the last event".
     const hangAt = step.hangAfterEvents === undefined ? undefined : Math.min(step.hangAfterEvents, events.length);
     const failAt = fail === undefined ? undefined : Math.min(step.failAfterEvents ?? 0, events.length);
-    for (let index = 0; ; index++) {
+    for (let index = 0;; index++) {
       if (signal.aborted) return;
       if (hangAt === index) {
         await untilAborted(signal);

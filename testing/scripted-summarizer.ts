@@ -22,9 +22,9 @@
  * @module
  */
 import {
-  InvalidInputError,
   estimateTextTokens,
   estimateTokens,
+  InvalidInputError,
   type MessageRecord,
   type Summarizer,
   type SummaryRequest,
@@ -213,12 +213,11 @@ export class ScriptedSummarizer implements Summarizer {
       });
       throw signal.reason;
     }
-    const raw =
-      fail === "empty"
-        ? ""
-        : this.#text
-          ? this.#text(recorded, call)
-          : scriptedSummaryText(request.previousSummary, request.messages, this.#maxChars);
+    const raw = fail === "empty"
+      ? ""
+      : this.#text
+      ? this.#text(recorded, call)
+      : scriptedSummaryText(request.previousSummary, request.messages, this.#maxChars);
     const text = capText(raw, this.#maxChars);
     const input_tokens = estimateTextTokens(request.previousSummary) + estimateTokens(request.messages);
     const output_tokens = Math.ceil(text.length / 4);

@@ -21,7 +21,7 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import { type CommitPlan, applyCommitPlanByCalls, type StoragePort } from "../core/mod.ts";
+import { applyCommitPlanByCalls, type CommitPlan, type StoragePort } from "../core/mod.ts";
 import { concatBytes } from "../core/internal.ts";
 
 /**

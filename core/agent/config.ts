@@ -7,8 +7,7 @@ const oneOf = (values: readonly string[]): string => values.map((v) => JSON.stri
 
 /** A zod error message that says "required" when the value is absent, else `expected`. */
 function expecting(expected: string, requiredBy?: string): (issue: { input?: unknown }) => string {
-  return (issue: { input?: unknown }): string =>
-    issue.input === undefined ? `required${requiredBy ? ` by ${requiredBy}` : ""}: ${expected}` : expected;
+  return (issue: { input?: unknown }): string => issue.input === undefined ? `required${requiredBy ? ` by ${requiredBy}` : ""}: ${expected}` : expected;
 }
 
 const positiveInt = (requiredBy?: string): z.ZodInt =>

@@ -1,4 +1,4 @@
-import { SessionfoldError, type ErrorDetails } from "../errors.ts";
+import { type ErrorDetails, SessionfoldError } from "../errors.ts";
 
 /**
  * Where an agent file is wrong. `line` and `column` are 1-based (`column` counts

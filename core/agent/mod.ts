@@ -16,14 +16,8 @@
  * ```
  * @module
  */
-export {
-  AgentCompactionConfig,
-  AgentConfig,
-  AgentPluginConfig,
-  AgentSummarizerConfig,
-  DEFAULT_AGENT_CONFIG,
-} from "./config.ts";
+export { AgentCompactionConfig, AgentConfig, AgentPluginConfig, AgentSummarizerConfig, DEFAULT_AGENT_CONFIG } from "./config.ts";
 export { AgentConfigError, type AgentConfigErrorDetails } from "./error.ts";
 export { parseAgentConfig, readAgentConfig } from "./parse.ts";
-export { agentModelLabel, agentSessionOptions, type AgentHost } from "./options.ts";
+export { type AgentHost, agentModelLabel, agentSessionOptions } from "./options.ts";
 export { formatAgentConfig } from "./format.ts";

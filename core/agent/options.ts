@@ -1,10 +1,10 @@
-import { afterMessages, atContextTokens, manualOnly, realUsage, type CompactionPolicy } from "../compaction/policy.ts";
+import { afterMessages, atContextTokens, type CompactionPolicy, manualOnly, realUsage } from "../compaction/policy.ts";
 import { InvalidInputError } from "../errors.ts";
 import { describeIssues } from "../schema/parse.ts";
-import { resolveSessionOptions, type AgentDefinition, type SessionOptions } from "../session/options.ts";
+import { type AgentDefinition, resolveSessionOptions, type SessionOptions } from "../session/options.ts";
 import type { Summarizer } from "../model/mod.ts";
 import { ExtractiveSummarizer } from "../summarizer/extractive.ts";
-import { AgentConfig, type AgentCompactionConfig } from "./config.ts";
+import { type AgentCompactionConfig, AgentConfig } from "./config.ts";
 
 /**
  * What the host plugs into an agent's sessions that a file cannot hold.

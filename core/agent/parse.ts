@@ -1,4 +1,4 @@
-import { parse, parseTree, printParseErrorCode, type Node, type ParseError, type ParseOptions } from "jsonc-parser";
+import { type Node, parse, type ParseError, type ParseOptions, parseTree, printParseErrorCode } from "jsonc-parser";
 import type { z } from "zod";
 import { agentConfigPath } from "../layout/paths.ts";
 import type { StoragePort } from "../storage/port.ts";

@@ -75,9 +75,7 @@ export function compactionTrigger(policy: CompactionPolicy, facts: CompactionFac
       const tokens = usageTokens(facts.lastUsage);
       const share = `${formatPercent(policy.ratio)} of the ${contextWindow}-token context window`;
       // Integer / integer is correctly rounded, so exactly 95% compares equal to 0.95.
-      return tokens / contextWindow >= policy.ratio
-        ? yes(`usage ${tokens} tokens reached ${share}`)
-        : no(`usage ${tokens} tokens is below ${share}`);
+      return tokens / contextWindow >= policy.ratio ? yes(`usage ${tokens} tokens reached ${share}`) : no(`usage ${tokens} tokens is below ${share}`);
     }
     case "after-messages":
       return activeCount >= policy.messages

@@ -163,7 +163,8 @@ export function redactionPlaceholder(detector: RedactionDetector): string {
 const PLACEHOLDER_PREFIX = "[REDACTED:";
 const NOT_PLACEHOLDER = String.raw`(?!\[REDACTED:)`;
 /** Keywords a secret's name ends with (see the module doc). */
-const KEYWORDS = String.raw`(?:pass(?:word|wd|phrase)|(?<![A-Za-z0-9])(?:pass|pwd|pw)|secret|token|api[_-]?key|apikey|(?:access|secret|private|signing|encryption|master)[_-]?key|credentials?)`;
+const KEYWORDS = String
+  .raw`(?:pass(?:word|wd|phrase)|(?<![A-Za-z0-9])(?:pass|pwd|pw)|secret|token|api[_-]?key|apikey|(?:access|secret|private|signing|encryption|master)[_-]?key|credentials?)`;
 /** Words after which a hex token is a secret (`token 3f2a…`, `api key is 9c1e…`). */
 const HEX_KEYWORDS = String.raw`(?:${KEYWORDS}|key|auth(?:orization)?)s?`;
 const SECRET_KEY_NAME = new RegExp(String.raw`${KEYWORDS}$`, "i");
@@ -195,7 +196,8 @@ export function isNonSecretValue(value: string, separator: string, after: string
   return false;
 }
 
-const TYPE_NAMES = /^(?:string|str|number|int|integer|float|double|bool|boolean|bytes|any|unknown|object|optional|option|secretstr|secretbytes|required|char|text|varchar)$/i;
+const TYPE_NAMES =
+  /^(?:string|str|number|int|integer|float|double|bool|boolean|bytes|any|unknown|object|optional|option|secretstr|secretbytes|required|char|text|varchar)$/i;
 
 function hasLetterAndDigit(text: string): boolean {
   return /[A-Za-z]/.test(text) && /[0-9]/.test(text);
@@ -216,7 +218,10 @@ export const DETECTORS: readonly Detector[] = [
   {
     name: "url-credentials",
     description: "user:password in URLs (scheme://user:password@host)",
-    pattern: new RegExp(String.raw`(?<keep>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,20}:\/\/)${NOT_PLACEHOLDER}(?<secret>[^\s\/:@"'<>\[\]]+:[^\s\/@"'<>]+)(?=@)`, "g"),
+    pattern: new RegExp(
+      String.raw`(?<keep>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,20}:\/\/)${NOT_PLACEHOLDER}(?<secret>[^\s\/:@"'<>\[\]]+:[^\s\/@"'<>]+)(?=@)`,
+      "g",
+    ),
   },
   {
     name: "anthropic-api-key",
@@ -251,8 +256,10 @@ export const DETECTORS: readonly Detector[] = [
   },
   {
     name: "service-token",
-    description: "other services' prefixed tokens: npm (npm_), GitLab (glpat-), Shopify (shpat_, shpca_, shppa_, shpss_), Linear (lin_api_), SendGrid (SG.…), Hugging Face (hf_)",
-    pattern: /(?<![A-Za-z0-9_-])(?<secret>npm_[A-Za-z0-9]{36}|glpat-[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|lin_api_[A-Za-z0-9]{40}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|hf_[A-Za-z0-9]{34,})(?![A-Za-z0-9_-])/g,
+    description:
+      "other services' prefixed tokens: npm (npm_), GitLab (glpat-), Shopify (shpat_, shpca_, shppa_, shpss_), Linear (lin_api_), SendGrid (SG.…), Hugging Face (hf_)",
+    pattern:
+      /(?<![A-Za-z0-9_-])(?<secret>npm_[A-Za-z0-9]{36}|glpat-[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|lin_api_[A-Za-z0-9]{40}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|hf_[A-Za-z0-9]{34,})(?![A-Za-z0-9_-])/g,
   },
   {
     name: "aws-access-key-id",
@@ -263,7 +270,8 @@ export const DETECTORS: readonly Detector[] = [
     name: "aws-secret-access-key",
     description: "AWS secret access keys after aws_secret_access_key / SecretAccessKey",
     pattern: new RegExp(
-      String.raw`(?<keep>(?<![A-Za-z0-9_.-])(?:aws[_-]?)?secret[_-]?access[_-]?key\\?["']?[ \t]*(?:=>|[:=])[ \t]*\\?["']?)${NOT_PLACEHOLDER}(?<secret>[A-Za-z0-9\/+=]{40})(?![A-Za-z0-9\/+=])`,
+      String
+        .raw`(?<keep>(?<![A-Za-z0-9_.-])(?:aws[_-]?)?secret[_-]?access[_-]?key\\?["']?[ \t]*(?:=>|[:=])[ \t]*\\?["']?)${NOT_PLACEHOLDER}(?<secret>[A-Za-z0-9\/+=]{40})(?![A-Za-z0-9\/+=])`,
       "gi",
     ),
   },
@@ -282,17 +290,19 @@ export const DETECTORS: readonly Detector[] = [
     name: "auth-header",
     description: "Authorization header credentials (Basic, Token, …) and Cookie / Set-Cookie values",
     pattern: new RegExp(
-      String.raw`(?<![A-Za-z0-9_-])(?:(?<keep>(?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?:basic|token|digest|bot|apikey|negotiate|ntlm)[ \t]+)?)(?!bearer[ \t])${NOT_PLACEHOLDER}(?<credential>[^\s"'\\,;]{6,})|(?<ckeep>(?:set-)?cookie\\?["']?[ \t]*:[ \t]*\\?["']?)${NOT_PLACEHOLDER}(?<cookie>[^\s"'\\][^\r\n"'\\]*))`,
+      String
+        .raw`(?<![A-Za-z0-9_-])(?:(?<keep>(?:proxy-)?authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?(?:(?:basic|token|digest|bot|apikey|negotiate|ntlm)[ \t]+)?)(?!bearer[ \t])${NOT_PLACEHOLDER}(?<credential>[^\s"'\\,;]{6,})|(?<ckeep>(?:set-)?cookie\\?["']?[ \t]*:[ \t]*\\?["']?)${NOT_PLACEHOLDER}(?<cookie>[^\s"'\\][^\r\n"'\\]*))`,
       "gi",
     ),
     accept: (_secret, groups) => groups.cookie !== undefined || !isWord(groups.credential ?? ""),
   },
   {
     name: "secret-assignment",
-    description: "password=…, token: …, \"api_key\": \"…\" and other values of secret-named keys",
+    description: 'password=…, token: …, "api_key": "…" and other values of secret-named keys',
     pattern: new RegExp(
       String.raw`(?<keep>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?${KEYWORDS}(?![A-Za-z0-9_.-])\\?["']?\]?(?<sep>[ \t]*(?:===?|!==?|:=|=>|[:=])[ \t]*))` +
-        String.raw`(?:(?<open>")${NOT_PLACEHOLDER}(?<dq>(?:[^"\\\n]|\\.){1,1024})(?<close>")|(?<eopen>\\")${NOT_PLACEHOLDER}(?<eq>(?:[^"\\\n]|\\[^"\n]){1,1024})(?<eclose>\\")|(?<sopen>')${NOT_PLACEHOLDER}(?<sq>(?:[^'\\\n]|\\.){1,1024})(?<sclose>')|(?<bopen>\\?["']?)${NOT_PLACEHOLDER}(?<bare>[^\s"'\\&,;<>(\x60=:][^\s"'\\&,;<>(\x60]*))`,
+        String
+          .raw`(?:(?<open>")${NOT_PLACEHOLDER}(?<dq>(?:[^"\\\n]|\\.){1,1024})(?<close>")|(?<eopen>\\")${NOT_PLACEHOLDER}(?<eq>(?:[^"\\\n]|\\[^"\n]){1,1024})(?<eclose>\\")|(?<sopen>')${NOT_PLACEHOLDER}(?<sq>(?:[^'\\\n]|\\.){1,1024})(?<sclose>')|(?<bopen>\\?["']?)${NOT_PLACEHOLDER}(?<bare>[^\s"'\\&,;<>(\x60=:][^\s"'\\&,;<>(\x60]*))`,
       "gi",
     ),
     accept: (_secret, groups, after) => {
@@ -304,7 +314,8 @@ export const DETECTORS: readonly Detector[] = [
     name: "keyed-hex-token",
     description: "hex tokens (≥ 16 hex digits) within two words after token, key, secret, password, auth… (token 3f2a…, api key is 9c1e…)",
     pattern: new RegExp(
-      String.raw`(?<keep>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?${HEX_KEYWORDS}(?![A-Za-z0-9_.-])\\?["']?(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:(?:is|was|of|for|value|id|=|:)[ \t]+){0,2})\\?["']?)${NOT_PLACEHOLDER}(?<secret>[0-9a-fA-F]{16,})(?![0-9A-Za-z_])`,
+      String
+        .raw`(?<keep>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?${HEX_KEYWORDS}(?![A-Za-z0-9_.-])\\?["']?(?:[ \t]*(?:=>|:=|[:=])[ \t]*|[ \t]+(?:(?:is|was|of|for|value|id|=|:)[ \t]+){0,2})\\?["']?)${NOT_PLACEHOLDER}(?<secret>[0-9a-fA-F]{16,})(?![0-9A-Za-z_])`,
       "gi",
     ),
   },

@@ -31,13 +31,13 @@
 export {
   isSecretKeyName,
   REDACTION_DETECTORS,
-  redactionPlaceholder,
-  redactJson,
-  redactText,
   type RedactionDetector,
   type RedactionDetectorInfo,
   type RedactionFinding,
+  redactionPlaceholder,
+  redactJson,
   type RedactJsonResult,
+  redactText,
   type RedactTextResult,
 } from "./redact.ts";
-export { OMITTED, prepareExport, type ExportField, type ExportOptions, type ExportReport } from "./policy.ts";
+export { type ExportField, type ExportOptions, type ExportReport, OMITTED, prepareExport } from "./policy.ts";

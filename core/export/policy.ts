@@ -11,7 +11,7 @@
 import type { PortableSession } from "../model/mod.ts";
 import type { MessagePart, MessageRecord } from "../schema/mod.ts";
 import { RHO_EXTENSION_FIELD } from "../formats/rho/types.ts";
-import { redactAcross, redactJson, redactText, type PlaceholderNamer, type RedactionDetector, type RedactionFinding } from "./redact.ts";
+import { type PlaceholderNamer, redactAcross, type RedactionDetector, type RedactionFinding, redactJson, redactText } from "./redact.ts";
 
 /**
  * What to withhold from an export. Every flag defaults to `false`: without options the
@@ -367,7 +367,8 @@ function isTextMediaType(mediaType: string): boolean {
   return (
     type.startsWith("text/") ||
     /\+(?:json|xml|yaml)$/.test(type) ||
-    /^application\/(?:json|xml|yaml|x-yaml|toml|javascript|x-javascript|ecmascript|x-sh|x-shellscript|sql|graphql|x-www-form-urlencoded|x-ndjson|jsonl|x-pem-file|x-httpd-php)$/.test(type)
+    /^application\/(?:json|xml|yaml|x-yaml|toml|javascript|x-javascript|ecmascript|x-sh|x-shellscript|sql|graphql|x-www-form-urlencoded|x-ndjson|jsonl|x-pem-file|x-httpd-php)$/
+      .test(type)
   );
 }
 
@@ -462,7 +463,7 @@ const TEXT_FIELDS: Readonly<Record<string, ExportField>> = { text: "text", reaso
  */
 function textsOf(tally: ExportTally, parts: readonly MessagePart[]): Map<number, string> {
   const out = new Map<number, string>();
-  for (let i = 0; i < parts.length; ) {
+  for (let i = 0; i < parts.length;) {
     const type = parts[i]!.type;
     const field = TEXT_FIELDS[type];
     let j = i + 1;
@@ -481,13 +482,23 @@ function preparePart(tally: ExportTally, part: MessagePart, text: string | undef
   const raw = part as Record<string, unknown>;
   switch (part.type) {
     case "text":
-      return { ...extensions(tally, raw, PART_FIELDS.text!, "part_extension"), sequence: part.sequence, type: "text", text: text ?? tally.text("text", part.text) };
+      return {
+        ...extensions(tally, raw, PART_FIELDS.text!, "part_extension"),
+        sequence: part.sequence,
+        type: "text",
+        text: text ?? tally.text("text", part.text),
+      };
     case "reasoning":
       if (options.dropReasoning) {
         tally.dropped.reasoningParts += 1;
         return undefined;
       }
-      return { ...extensions(tally, raw, PART_FIELDS.reasoning!, "part_extension"), sequence: part.sequence, type: "reasoning", text: text ?? tally.text("reasoning", part.text) };
+      return {
+        ...extensions(tally, raw, PART_FIELDS.reasoning!, "part_extension"),
+        sequence: part.sequence,
+        type: "reasoning",
+        text: text ?? tally.text("reasoning", part.text),
+      };
     case "reasoning-summary":
       if (options.dropReasoning) {
         tally.dropped.reasoningSummaryParts += 1;

@@ -15,18 +15,25 @@
 import { LimitExceededError } from "../errors.ts";
 import { MAX_JSON_DEPTH } from "../schema/json-depth.ts";
 import {
+  type Detector,
   DETECTORS,
+  type Groups,
   highEntropyKeep,
   isNonSecretValue,
   isSecretKeyName,
-  redactionPlaceholder,
-  type Detector,
-  type Groups,
   type RedactionDetector,
   type RedactionFinding,
+  redactionPlaceholder,
 } from "./detectors.ts";
 
-export { isSecretKeyName, REDACTION_DETECTORS, redactionPlaceholder, type RedactionDetector, type RedactionDetectorInfo, type RedactionFinding } from "./detectors.ts";
+export {
+  isSecretKeyName,
+  REDACTION_DETECTORS,
+  type RedactionDetector,
+  type RedactionDetectorInfo,
+  type RedactionFinding,
+  redactionPlaceholder,
+} from "./detectors.ts";
 
 /**
  * What {@linkcode redactText} returns: the redacted text and one finding per replacement.
@@ -212,7 +219,6 @@ export function redactText(text: string, name?: PlaceholderNamer): RedactTextRes
   return { text: redacted, findings: spans.map((span) => ({ detector: span.detector })) };
 }
 
-
 function isWholePlaceholder(text: string): boolean {
   return /^\[REDACTED:[a-z-]+(?:#\d+)?\]$/.test(text);
 }
@@ -233,7 +239,11 @@ function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecre
   }
   if (value === null || typeof value !== "object") return value;
   if (depth >= MAX_JSON_DEPTH) {
-    throw new LimitExceededError(`a JSON value nested deeper than ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH) cannot be redacted`, { limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH, found: depth + 1 });
+    throw new LimitExceededError(`a JSON value nested deeper than ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH) cannot be redacted`, {
+      limit: "MAX_JSON_DEPTH",
+      max: MAX_JSON_DEPTH,
+      found: depth + 1,
+    });
   }
   if (Array.isArray(value)) return value.map((item) => redactJsonInto(item, findings, underSecretKey, depth + 1, name));
   const entries: [string, unknown][] = [];
@@ -248,7 +258,6 @@ function redactJsonInto(value: unknown, findings: RedactionFinding[], underSecre
   }
   return Object.fromEntries(entries);
 }
-
 
 /**
  * Redacts every string inside a JSON value, object keys included, and returns a new value

@@ -51,7 +51,9 @@ export function detectSessionFormat(head: Uint8Array): FormatDetection | undefin
     if (/^\d+$/.test(r.timestamp)) return { format: "rho-jsonl", reason: 'first line is a {type:"session"} header with a Unix-seconds timestamp' };
   }
   if (r.type === "session_meta") {
-    if (r.payload !== undefined && typeof r.timestamp === "string") return { format: "codex", reason: 'first line is a {timestamp, type:"session_meta", payload} rollout line' };
+    if (r.payload !== undefined && typeof r.timestamp === "string") {
+      return { format: "codex", reason: 'first line is a {timestamp, type:"session_meta", payload} rollout line' };
+    }
     return { format: "deepcode", reason: 'first line is a DeepCode {type:"session_meta"} header' };
   }
   if ((typeof r.uuid === "string" && typeof r.sessionId === "string") || (r.type === "summary" && "leafUuid" in r) || r.type === "file-history-snapshot") {

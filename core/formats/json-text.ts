@@ -2,7 +2,7 @@ import { type Node, parseTree } from "jsonc-parser";
 import { jsonSyntaxErrorAt, STRICT_JSON } from "../schema/json-error.ts";
 import { jsonDepthOver } from "../schema/json-depth.ts";
 import { MAX_JSON_DEPTH } from "../storage/limits.ts";
-import { type FormatError, type FormatLocation, type FormatName, formatError } from "./errors.ts";
+import { type FormatError, formatError, type FormatLocation, type FormatName } from "./errors.ts";
 import type { PathKey, Site } from "./shape.ts";
 
 const NEWLINE = 0x0a;
@@ -161,5 +161,10 @@ export function tooDeepError(value: unknown, text: string, where: FormatLocation
     } else if (c === 0x5d || c === 0x7d) depth -= 1;
     else if (c === 0x0a) line += 1;
   }
-  return formatError({ ...where, line }, `a value nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`, `at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, { limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH });
+  return formatError(
+    { ...where, line },
+    `a value nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`,
+    `at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`,
+    { limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH },
+  );
 }

@@ -1,5 +1,5 @@
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { FormatError, type FormatName, formatError } from "./errors.ts";
+import { FormatError, formatError, type FormatName } from "./errors.ts";
 import { concatBytes } from "../storage/bytes.ts";
 import { describeJsonError } from "../schema/json-error.ts";
 import { tooDeepError } from "./json-text.ts";
@@ -165,7 +165,8 @@ class JsonlLineReader {
         line,
         code: "truncated_tail",
         fatal: false,
-        message: `${file}:${line}: interrupted append: the final ${piece.length} bytes have no newline and are not a valid record (${error.details.found}); ignored`,
+        message:
+          `${file}:${line}: interrupted append: the final ${piece.length} bytes have no newline and are not a valid record (${error.details.found}); ignored`,
       });
     }
   }

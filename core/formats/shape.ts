@@ -1,4 +1,4 @@
-import { describeValue, type FormatName, formatError } from "./errors.ts";
+import { describeValue, formatError, type FormatName } from "./errors.ts";
 
 /** One step of a JSON path: an object key or an array index. */
 export type PathKey = string | number;

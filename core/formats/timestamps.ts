@@ -39,7 +39,7 @@ export function isIsoTimestamp(text: string): boolean {
  * @throws {FormatError} when the value is not an ISO-8601 date-time with an offset.
  */
 export function isoTimestamp(value: Value): string {
-  const expected = "an ISO-8601 date-time with an offset, e.g. \"2026-12-02T13:00:00.000Z\"";
+  const expected = 'an ISO-8601 date-time with an offset, e.g. "2026-12-02T13:00:00.000Z"';
   if (typeof value.raw !== "string" || !isIsoTimestamp(value.raw)) value.fail(expected);
   return value.raw;
 }

@@ -53,7 +53,10 @@ export class ToolCallJoiner<T> {
       const used = taken.get(id) ?? 0;
       if (used >= open.length) {
         const why = open.length === 0 && used === 0 ? "no earlier" : "no other earlier";
-        at.fail(`the id of an earlier ${this.#label} that has no result yet`, `${JSON.stringify(id)}, but ${why} ${this.#label} with that id waits for a result`);
+        at.fail(
+          `the id of an earlier ${this.#label} that has no result yet`,
+          `${JSON.stringify(id)}, but ${why} ${this.#label} with that id waits for a result`,
+        );
       }
       taken.set(id, used + 1);
       return open[open.length - 1 - used]!;

@@ -123,7 +123,7 @@ export class JsonlDecoder<T = unknown> {
       if (this.#pendingBytes > this.#maxLine) this.#dropPending(true);
       else this.#pending.push(chunk.slice(start));
     }
-    if (this.#all) for (const record of out) this.#all.push(record);
+    if (this.#all) { for (const record of out) this.#all.push(record); }
     return out;
   }
 
@@ -148,14 +148,19 @@ export class JsonlDecoder<T = unknown> {
         this.#validBytes = this.#consumed;
         if (parsed.record) tail.push(parsed.record);
       } else if (this.#options.tornTailRecoverable ?? true) {
-        this.#report(line, "truncated_tail", false, `interrupted append: ${parsed.reason}; the final ${lineBytes.length} bytes have no newline and are ignored`);
+        this.#report(
+          line,
+          "truncated_tail",
+          false,
+          `interrupted append: ${parsed.reason}; the final ${lineBytes.length} bytes have no newline and are ignored`,
+        );
         this.#consumed += lineBytes.length;
       } else {
         this.#report(line, parsed.code, true, parsed.reason);
         this.#consumed += lineBytes.length;
       }
     }
-    if (this.#all) for (const record of tail) this.#all.push(record);
+    if (this.#all) { for (const record of tail) this.#all.push(record); }
     this.#finished = {
       records: this.#all ?? tail,
       diagnostics: this.#diagnostics,

@@ -1,6 +1,6 @@
 import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { JsonlDecoder, type JsonlDecodeOptions } from "./decode.ts";
+import { type JsonlDecodeOptions, JsonlDecoder } from "./decode.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
 /** What {@linkcode readLastRecord} found at the end of a file. */
@@ -54,11 +54,20 @@ export async function readLastRecord<T = unknown>(
     const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
     const wholeFileSeen = bytes.length >= size;
     if (start > 0 || wholeFileSeen) {
-      const decoder = new JsonlDecoder<T>({ file: options.file, schemas: options.schemas, tornTailRecoverable: options.tornTailRecoverable, maxLineBytes: limit });
+      const decoder = new JsonlDecoder<T>({
+        file: options.file,
+        schemas: options.schemas,
+        tornTailRecoverable: options.tornTailRecoverable,
+        maxLineBytes: limit,
+      });
       const decoded = decoder.push(bytes.subarray(start));
       const result = decoder.finish();
       const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
-      const diagnostics = result.diagnostics.map((d) => ({ ...d, line: null, message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `) }));
+      const diagnostics = result.diagnostics.map((d) => ({
+        ...d,
+        line: null,
+        message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `),
+      }));
       return { record, diagnostics, size, bytesRead };
     }
     if (end > limit) {

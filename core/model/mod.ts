@@ -17,6 +17,14 @@
  * ```
  * @module
  */
-export { ContextLengthExceededError, type ModelInput, type ModelRequest, type Provider, type ProviderEvent, type Tool, type ToolDefinition } from "./provider.ts";
+export {
+  ContextLengthExceededError,
+  type ModelInput,
+  type ModelRequest,
+  type Provider,
+  type ProviderEvent,
+  type Tool,
+  type ToolDefinition,
+} from "./provider.ts";
 export type { Summarizer, SummaryRequest, SummaryResult } from "./summarizer.ts";
 export type { ImportedFrom, PortableSegment, PortableSession } from "./portable.ts";

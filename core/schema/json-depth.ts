@@ -51,5 +51,10 @@ export function jsonDepthOver(value: unknown, max: number = MAX_JSON_DEPTH): num
 export function assertJsonDepth(value: unknown, where: string, location: { file?: string; line?: number | null } = {}, max: number = MAX_JSON_DEPTH): void {
   const found = jsonDepthOver(value, max);
   if (found === undefined) return;
-  throw new LimitExceededError(`${where}: nested deeper than ${max} levels of arrays and objects (MAX_JSON_DEPTH)`, { limit: "MAX_JSON_DEPTH", max, found, ...location });
+  throw new LimitExceededError(`${where}: nested deeper than ${max} levels of arrays and objects (MAX_JSON_DEPTH)`, {
+    limit: "MAX_JSON_DEPTH",
+    max,
+    found,
+    ...location,
+  });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parse as parseLenient, printParseErrorCode, type ParseError } from "jsonc-parser";
+import { parse as parseLenient, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { escapedExcerpt } from "./excerpt.ts";
 
 /** jsonc-parser options that accept exactly what `JSON.parse` accepts. */

@@ -7,7 +7,11 @@ type TextLikeShape<T extends string> = { sequence: z.ZodInt; type: z.ZodLiteral<
 /** Plain text the model or the user wrote. */
 export const TextPart: z.ZodObject<TextLikeShape<"text">, z.core.$loose> = z.looseObject({ sequence: Sequence, type: z.literal("text"), text: z.string() });
 /** Raw reasoning as streamed by the provider. */
-export const ReasoningPart: z.ZodObject<TextLikeShape<"reasoning">, z.core.$loose> = z.looseObject({ sequence: Sequence, type: z.literal("reasoning"), text: z.string() });
+export const ReasoningPart: z.ZodObject<TextLikeShape<"reasoning">, z.core.$loose> = z.looseObject({
+  sequence: Sequence,
+  type: z.literal("reasoning"),
+  text: z.string(),
+});
 /** A provider-produced summary of reasoning. */
 export const ReasoningSummaryPart: z.ZodObject<TextLikeShape<"reasoning-summary">, z.core.$loose> = z.looseObject({
   sequence: Sequence,
@@ -16,7 +20,11 @@ export const ReasoningSummaryPart: z.ZodObject<TextLikeShape<"reasoning-summary"
 });
 
 /** The lifecycle of a tool call inside the assistant message that made it. */
-export const ToolState: z.ZodEnum<{ "input-available": "input-available"; "output-available": "output-available"; "output-error": "output-error" }> = z.enum(["input-available", "output-available", "output-error"]);
+export const ToolState: z.ZodEnum<{ "input-available": "input-available"; "output-available": "output-available"; "output-error": "output-error" }> = z.enum([
+  "input-available",
+  "output-available",
+  "output-error",
+]);
 
 /** A tool call and, once known, its result. */
 export const ToolPart: z.ZodObject<
@@ -109,7 +117,12 @@ export const ProviderIdentity: z.ZodObject<{ provider: z.ZodString; api: z.ZodSt
 });
 
 /** Status of an assistant message; `streaming` exists only in the draft file. */
-export const MessageStatus: z.ZodEnum<{ completed: "completed"; stopped: "stopped"; failed: "failed"; streaming: "streaming" }> = z.enum(["completed", "stopped", "failed", "streaming"]);
+export const MessageStatus: z.ZodEnum<{ completed: "completed"; stopped: "stopped"; failed: "failed"; streaming: "streaming" }> = z.enum([
+  "completed",
+  "stopped",
+  "failed",
+  "streaming",
+]);
 
 /** The zod shape shared by a committed message and the draft. */
 type MessageShape = {
@@ -143,7 +156,7 @@ function uniquePartSequences(parts: readonly { sequence: number }[]): boolean {
 /** A committed message: one line of `active.jsonl` or of a segment. */
 export const MessageRecord: z.ZodObject<MessageShape, z.core.$loose> = z
   .looseObject(messageShape)
-  .refine((m) => m.status !== "streaming", { message: "status \"streaming\" exists only in assistant_message.json", path: ["status"] })
+  .refine((m) => m.status !== "streaming", { message: 'status "streaming" exists only in assistant_message.json', path: ["status"] })
   .refine((m) => uniquePartSequences(m.parts), { message: "part sequences must be unique within a message", path: ["parts"] });
 
 /** The one streaming draft, `assistant_message.json`. */

@@ -29,7 +29,10 @@ export const CompactionAccounting: z.ZodObject<
 });
 
 /** Where a forked session came from. */
-export const ForkOrigin: z.ZodObject<{ session_id: z.ZodString; through_sequence: z.ZodInt }, z.core.$loose> = z.looseObject({ session_id: z.string().min(1), through_sequence: Count });
+export const ForkOrigin: z.ZodObject<{ session_id: z.ZodString; through_sequence: z.ZodInt }, z.core.$loose> = z.looseObject({
+  session_id: z.string().min(1),
+  through_sequence: Count,
+});
 
 /** `meta.json`, schema version 1. */
 export const SessionMeta: z.ZodObject<

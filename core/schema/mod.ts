@@ -15,5 +15,5 @@ export * from "./message.ts";
 export * from "./summary.ts";
 export * from "./meta.ts";
 export * from "./parse.ts";
-export { EXCERPT_CHARS, escapedExcerpt } from "./excerpt.ts";
+export { escapedExcerpt, EXCERPT_CHARS } from "./excerpt.ts";
 export { describeJsonError, jsonSyntaxErrorAt, STRICT_JSON } from "./json-error.ts";

@@ -82,7 +82,9 @@ export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): S
     const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;
     if (version !== META_SCHEMA_VERSION) {
       // A missing version is refused too: a reader never guesses that an unversioned document is version 1.
-      const found = version === undefined ? "is missing" : `${typeof version === "string" ? escapedExcerpt(version) : describeScalar(version)} is not supported`;
+      const found = version === undefined
+        ? "is missing"
+        : `${typeof version === "string" ? escapedExcerpt(version) : describeScalar(version)} is not supported`;
       throw new UnsupportedSchemaError(`${file}: schema_version ${found} (this reader knows ${META_SCHEMA_VERSION})`, {
         file,
         schema_version: version ?? null,

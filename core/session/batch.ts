@@ -42,7 +42,10 @@ export function lineRevision(message: MessageRecord): number {
 /** A message as a host sees it: without the fields only its line needs (batch mark, line revision). */
 export function publicRecord(message: MessageRecord): MessageRecord {
   if (!(BATCH_FIELD in message) && !(LINE_REVISION_FIELD in message)) return message;
-  const { [BATCH_FIELD]: _mark, [LINE_REVISION_FIELD]: _revision, ...rest } = message as MessageRecord & { [BATCH_FIELD]?: unknown; [LINE_REVISION_FIELD]?: unknown };
+  const { [BATCH_FIELD]: _mark, [LINE_REVISION_FIELD]: _revision, ...rest } = message as MessageRecord & {
+    [BATCH_FIELD]?: unknown;
+    [LINE_REVISION_FIELD]?: unknown;
+  };
   return rest as MessageRecord;
 }
 

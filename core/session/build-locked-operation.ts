@@ -6,7 +6,7 @@
  */
 import type { CommitPath } from "./commit-path.ts";
 import { DraftFlusher } from "./draft-flusher.ts";
-import { PENDING_FIELD } from "./load.ts";
+import { PENDING_FIELD } from "./load-draft.ts";
 import { compactActive } from "./segment-close.ts";
 import type { LockedOperation } from "./locked-operation.ts";
 

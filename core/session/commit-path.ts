@@ -10,20 +10,21 @@
  *
  * @module
  */
-import { CorruptSessionError, InvalidInputError, LeaseLostError, RevisionConflictError, asSessionfoldError } from "../errors.ts";
+import { asSessionfoldError, InvalidInputError, LeaseLostError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
-import { encodeJsonDocument, nowTimestamp, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
 import { loadSessionState } from "./load.ts";
 import { Lease } from "./lease.ts";
-import { releaseWriterLock, takeWriterLock, writerLockedError, type WriterLease } from "./lock.ts";
+import { releaseWriterLock, takeWriterLock, type WriterLease, writerLockedError } from "./lock.ts";
 import { OperationSlot } from "./operation-slot.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
-import { appendWrites, planAppend, segmentCloseWrites, type AppendChange, type SegmentClose } from "./planned-change.ts";
-import { planPendingRepairs, unknownActiveLines, type PendingRepairPlan } from "./recovery.ts";
-import { isBlocked, type SessionState } from "./state.ts";
+import { type AppendChange, appendWrites, planAppend, type SegmentClose, segmentCloseWrites } from "./planned-change.ts";
+import { type PendingRepairPlan, planPendingRepairs, unknownActiveLines } from "./recovery.ts";
+import { assertWritable, revisionConflict } from "./commit-guards.ts";
+import type { SessionState } from "./state.ts";
 import type { CommitResult } from "./locked-operation.ts";
 
 /** The commit path of one session handle (see the module doc). */
@@ -43,7 +44,15 @@ export class CommitPath {
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
 
-  constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions, onReload: (state: SessionState) => void) {
+  constructor(
+    ctx: SessionContext,
+    ref: SessionRef,
+    place: SessionPlace,
+    paths: SessionPaths,
+    state: SessionState,
+    options: ResolvedSessionOptions,
+    onReload: (state: SessionState) => void,
+  ) {
     this.ctx = ctx;
     this.ref = ref;
     this.place = place;
@@ -106,7 +115,7 @@ export class CommitPath {
       if (!repairing) {
         if (this.#conflict) throw this.#conflict;
         if (this.#needsReload) await this.#reloadNow();
-        this.#assertWritable();
+        assertWritable(this.state, this.ref);
       }
       return await body();
     });
@@ -172,7 +181,9 @@ export class CommitPath {
     } catch (error) {
       // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
       // never after a lost lease: meta.json is then the new owner's.
-      if (!(error instanceof LeaseLostError) && !(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) await storage.replace(this.paths.meta, before).catch(() => undefined);
+      if (!(error instanceof LeaseLostError) && !(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) {
+        await storage.replace(this.paths.meta, before).catch(() => undefined);
+      }
       throw error;
     }
     const state = this.state;
@@ -235,7 +246,8 @@ export class CommitPath {
       throw await this.failed(operation, error);
     }
     if (taken.outcome === "locked") throw await writerLockedError(storage, path);
-    if (taken.outcome === "conflict") throw this.#revisionConflict(read, taken.revision ?? null);
+    // A conflict marks the handle stale: every write is refused until `reload()`.
+    if (taken.outcome === "conflict") throw (this.#conflict = revisionConflict(this.ref, read, taken.revision ?? null));
     if (taken.reclaimed) reportReclaimed(this.ctx, this.ref, path, taken.reclaimed);
     return taken.lease;
   }
@@ -277,23 +289,5 @@ export class CommitPath {
     this.state.activeBytes += change.bytes.length;
     this.metaWritten(change.meta);
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
-  }
-
-  #assertWritable(): void {
-    if (!isBlocked(this.state)) return;
-    const first = this.state.diagnostics.find((d) => d.fatal)!;
-    throw new CorruptSessionError(`${formatSessionRef(this.ref)} is read-only until repaired: ${first.message}`, {
-      file: first.file,
-      line: first.line,
-      diagnostic: first.code,
-    });
-  }
-
-  /** Marks the handle stale: every write is refused until `reload()`. `read`: the revision the check expected. */
-  #revisionConflict(read: number | null, found: number | null): RevisionConflictError {
-    return (this.#conflict = new RevisionConflictError(
-      `${formatSessionRef(this.ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${read ?? "none"}; another writer committed (reload, then try again)`,
-      { expected: read, found },
-    ));
   }
 }

@@ -101,7 +101,9 @@ export class DraftFlusher {
     const bytes = this.#snapshot();
     if (bytes.length > MAX_DRAFT_BYTES) {
       this.#error ??= new LimitExceededError(
-        `the reply being streamed is ${formatBytes(bytes.length)}, over the line limit of ${formatBytes(MAX_LINE_BYTES)} (MAX_LINE_BYTES) a committed message must fit in; the draft keeps what was written before`,
+        `the reply being streamed is ${formatBytes(bytes.length)}, over the line limit of ${
+          formatBytes(MAX_LINE_BYTES)
+        } (MAX_LINE_BYTES) a committed message must fit in; the draft keeps what was written before`,
         { limit: "MAX_LINE_BYTES", max: MAX_LINE_BYTES, found: bytes.length, file: "messages/assistant_message.json" },
       );
       return;

@@ -9,7 +9,7 @@
 import { CorruptSessionError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { PortableSegment, PortableSession } from "../model/mod.ts";
-import { cumulativeSummary, metaRevisionOf, type MessageRecord, type SessionMeta } from "../schema/mod.ts";
+import { cumulativeSummary, type MessageRecord, metaRevisionOf, type SessionMeta } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { readSegment, segmentRanges } from "./read-view.ts";
 import type { CommitPath } from "./commit-path.ts";
@@ -48,16 +48,25 @@ export async function exportSession(tx: CommitPath, system: () => string | null,
   for (const message of tx.state.active) messages.push(publicRecord(message));
   const found = metaRevisionOf(await tx.ctx.storage.read(tx.paths.meta));
   if (found !== tx.state.diskRevision) {
-    throw new RevisionConflictError(`${formatSessionRef(tx.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, { expected: revision, found: found ?? null });
+    throw new RevisionConflictError(`${formatSessionRef(tx.ref)} changed while it was exported (revision ${revision} → ${found ?? "none"}); export again`, {
+      expected: revision,
+      found: found ?? null,
+    });
   }
   onProgress?.(segments.length + 1, segments.length + 1);
-  const meta = tx.state.meta as SessionMeta & { metadata?: Record<string, string>; prompt_cache_key?: string; imported_from?: { cwd?: string; session_id?: string; updated_at?: string } };
+  const meta = tx.state.meta as SessionMeta & {
+    metadata?: Record<string, string>;
+    prompt_cache_key?: string;
+    imported_from?: { cwd?: string; session_id?: string; updated_at?: string };
+  };
   // docs/FORMAT.md: meta.json's provider, else the newest assistant message's.
   const provider = meta.provider ?? messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
   const newest = messages.at(-1)?.created_at;
   const sourceUpdatedAt = meta.imported_from?.updated_at;
   // An imported session with no message newer than its source's own updatedAt gives that time back.
-  const updatedAt = typeof sourceUpdatedAt === "string" && (newest === undefined || Date.parse(newest) <= Date.parse(sourceUpdatedAt)) ? sourceUpdatedAt : meta.updated_at;
+  const updatedAt = typeof sourceUpdatedAt === "string" && (newest === undefined || Date.parse(newest) <= Date.parse(sourceUpdatedAt))
+    ? sourceUpdatedAt
+    : meta.updated_at;
   const summary = cumulativeSummary(tx.state.footer);
   return {
     // An imported session goes back out under its source's id (a round trip keeps it).

@@ -23,7 +23,13 @@ import { lastSequence } from "./state.ts";
  *
  * @throws {CorruptSessionError} when a source segment has an invalid line (named by file and line).
  */
-export async function copyForFork(storage: StoragePort, clock: () => number, from: Session, staging: Staging, onProgress?: (done: number, total: number) => void): Promise<{ meta: SessionMeta; total: number }> {
+export async function copyForFork(
+  storage: StoragePort,
+  clock: () => number,
+  from: Session,
+  staging: Staging,
+  onProgress?: (done: number, total: number) => void,
+): Promise<{ meta: SessionMeta; total: number }> {
   const fromPaths = from.paths;
   let historyBytes = 0;
   const segments = await from.segments();

@@ -33,13 +33,21 @@ export interface ImportedHistoryFiles {
  * @throws {InvalidInputError} when boundaries are not increasing within 1..n or a summary is empty.
  * @throws {LimitExceededError} when a message's line or a file would be over a read limit.
  */
-export function importedHistoryFiles(sessionId: string, messages: readonly MessageRecord[], boundaries: readonly PortableSegment[], now: string, maxFileBytes: number = MAX_FILE_BYTES): ImportedHistoryFiles {
+export function importedHistoryFiles(
+  sessionId: string,
+  messages: readonly MessageRecord[],
+  boundaries: readonly PortableSegment[],
+  now: string,
+  maxFileBytes: number = MAX_FILE_BYTES,
+): ImportedHistoryFiles {
   const segments: { name: string; bytes: Uint8Array }[] = [];
   let start = 1;
   let historyBytes = 0;
   for (const [i, boundary] of boundaries.entries()) {
     if (!Number.isSafeInteger(boundary.through) || boundary.through < start || boundary.through > messages.length) {
-      throw new InvalidInputError(`imported segment ${i + 1} ends at message ${boundary.through}; expected a message from ${start} to ${messages.length}`, { index: i });
+      throw new InvalidInputError(`imported segment ${i + 1} ends at message ${boundary.through}; expected a message from ${start} to ${messages.length}`, {
+        index: i,
+      });
     }
     if (boundary.summary.length === 0) throw new InvalidInputError(`imported segment ${i + 1} has an empty summary`, { index: i });
     const footer: SummaryRecord = {

@@ -10,7 +10,7 @@
 import { InvalidInputError } from "../errors.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import type { ImportedFrom, PortableSession } from "../model/mod.ts";
-import { MessageRecord, describeIssues, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { describeIssues, MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { importedHistoryFiles } from "./import-history.ts";
@@ -27,7 +27,7 @@ export function importedMessages(portable: PortableSession): { messages: Message
     assertJsonDepth(message, `imported message ${i + 1}`);
     const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
     if (!parsed.success || parsed.data.status === "streaming") {
-      const why = parsed.success ? "status \"streaming\" cannot be imported" : describeIssues(parsed.error);
+      const why = parsed.success ? 'status "streaming" cannot be imported' : describeIssues(parsed.error);
       throw new InvalidInputError(`imported message ${i + 1} is not a valid message record: ${why}`, { index: i });
     }
     return parsed.data;
@@ -43,7 +43,15 @@ export function importedMessages(portable: PortableSession): { messages: Message
  *
  * @throws {LimitExceededError} when a message's line or a file would be over a read limit (the store's `maxFileBytes`); nothing is written.
  */
-export async function writeImported(storage: StoragePort, clock: () => number, ref: SessionRef, portable: PortableSession, messages: readonly MessageRecord[], revision: number, staging: Staging): Promise<SessionMeta> {
+export async function writeImported(
+  storage: StoragePort,
+  clock: () => number,
+  ref: SessionRef,
+  portable: PortableSession,
+  messages: readonly MessageRecord[],
+  revision: number,
+  staging: Staging,
+): Promise<SessionMeta> {
   const now = nowTimestamp(clock);
   const createdAt = portable.createdAt ?? messages[0]?.created_at ?? now;
   const history = importedHistoryFiles(ref.sessionId, messages, portable.segments ?? [], now, storage.maxFileBytes);

@@ -48,7 +48,13 @@ export interface LeaseLostNotice {
  * @throws {LeaseLostError} when `writer.lock` no longer carries `lease.lockId`; nothing was written.
  * @throws {StorageError} when a storage call fails.
  */
-export async function applyFencedPlan(storage: StoragePort, plan: CommitPlan, lease: WriterLease, refText: string, lost: (event: LeaseLostNotice) => void): Promise<CommitPlanResult> {
+export async function applyFencedPlan(
+  storage: StoragePort,
+  plan: CommitPlan,
+  lease: WriterLease,
+  refText: string,
+  lost: (event: LeaseLostNotice) => void,
+): Promise<CommitPlanResult> {
   const result = await applyCommitPlan(storage, { ...plan, fence: lease });
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);

@@ -5,27 +5,17 @@ import { LAST_RECORD_WINDOW } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
-import {
-  MessageRecord,
-  decodeUtf8,
-  isBlankDocument,
-  describeIssues,
-  nowTimestamp,
-  parseDraftJson,
-  parseMetaJson,
-  type SessionMeta,
-} from "../schema/mod.ts";
+import { decodeUtf8, describeIssues, isBlankDocument, MessageRecord, nowTimestamp, parseDraftJson, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readMany, withPrefetchedTail } from "../storage/read-many.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { describeOrderBreak, readSegmentFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
-import { lastSequence, type LiveDraft, type PendingRepairs, type SessionState } from "./state.ts";
+import { loadDraft } from "./load-draft.ts";
+import { lastSequence, type LiveDraft, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
-/** Extension field of the draft file: the run's uncommitted messages (docs/decisions.md). */
-export const PENDING_FIELD = "pending_messages";
 
 /**
  * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
@@ -81,7 +71,13 @@ export async function loadSessionState(
       report("meta.json", null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(/^meta\.json: /, ""));
     }
     if (meta && (meta.session_id !== ref.sessionId || meta.agent_id !== ref.agentId || meta.workspace_id !== ref.workspaceId)) {
-      report("meta.json", null, "invalid_record", true, `meta.json names ${meta.agent_id}/${meta.workspace_id}/${meta.session_id} but lies in ${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`);
+      report(
+        "meta.json",
+        null,
+        "invalid_record",
+        true,
+        `meta.json names ${meta.agent_id}/${meta.workspace_id}/${meta.session_id} but lies in ${ref.agentId}/${ref.workspaceId}/${ref.sessionId}`,
+      );
     }
   }
 
@@ -99,7 +95,13 @@ export async function loadSessionState(
     const first = records[torn]!;
     keptBytes = lineStart(activeBytes, first.line);
     repairs.truncateActiveTo = keptBytes;
-    report(activeFile, first.line, "truncated_tail", false, `interrupted commit: ${records.length - torn} of ${String((first.record as Record<string, unknown>)["batch_size"])} messages were written; ignored`);
+    report(
+      activeFile,
+      first.line,
+      "truncated_tail",
+      false,
+      `interrupted commit: ${records.length - torn} of ${String((first.record as Record<string, unknown>)["batch_size"])} messages were written; ignored`,
+    );
     records = records.slice(0, torn);
   } else if (decoded.missingNewline) {
     repairs.addNewline = true;
@@ -121,11 +123,19 @@ export async function loadSessionState(
   diagnostics.push(...(tail?.diagnostics ?? []));
   const footer = tail?.footer;
   const segmentEnd = newest?.end ?? 0;
-  const staleHint = hint && !(newest && sameRange(hint, newest)) ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm` : undefined;
+  const staleHint = hint && !(newest && sameRange(hint, newest))
+    ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm`
+    : undefined;
 
   const overlap = records.filter((r) => sequenceStep(r.record.sequence, segmentEnd + 1, segmentEnd) === "overlap");
   if (overlap.length > 0) {
-    report(activeFile, overlap[0]!.line, "overlap_removed", false, `${overlap.length} messages through sequence ${segmentEnd} are already in the newest segment; dropped from Active`);
+    report(
+      activeFile,
+      overlap[0]!.line,
+      "overlap_removed",
+      false,
+      `${overlap.length} messages through sequence ${segmentEnd} are already in the newest segment; dropped from Active`,
+    );
     records = records.filter((r) => r.record.sequence > segmentEnd);
     repairs.rewriteActive = true;
   }
@@ -186,12 +196,12 @@ export async function loadSessionState(
   const behind = !meta
     ? undefined
     : meta.message_count !== last
-      ? `meta.json counts ${meta.message_count} messages but the files hold ${last}`
-      : overlap.length > 0
-        ? "meta.json predates the newest segment"
-        : repairs.addNewline
-          ? "the final line of active.jsonl lacks its newline"
-          : staleHint;
+    ? `meta.json counts ${meta.message_count} messages but the files hold ${last}`
+    : overlap.length > 0
+    ? "meta.json predates the newest segment"
+    : repairs.addNewline
+    ? "the final line of active.jsonl lacks its newline"
+    : staleHint;
   if (!meta || behind !== undefined) {
     // Rebuilding reads every segment's size, so it lists them too.
     segments ??= state.segments = await listSegments(storage, paths, report);
@@ -214,8 +224,6 @@ export async function loadSessionState(
   return state;
 }
 
-type Report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => void;
-
 /**
  * The names in `segments/` as ranges, oldest first, reporting names that are not segments
  * and breaks of the segment order (corruption: it blocks writes).
@@ -223,47 +231,14 @@ type Report = (file: string, line: number | null, code: Diagnostic["code"], fata
 export async function listSegments(storage: StoragePort, paths: SessionPaths, report: Report): Promise<SegmentRange[]> {
   const { ranges, strangers } = segmentListing(await storage.list(paths.segmentsDir));
   for (const name of strangers) report(`messages/segments/${name}`, null, "unexpected_file", false, "not a segment name; ignored");
-  for (const found of segmentOrderBreaks(ranges)) report(relativeToSession(paths, paths.segment(found.range)), null, "invalid_segment", true, describeOrderBreak(found));
+  for (const found of segmentOrderBreaks(ranges)) {
+    report(relativeToSession(paths, paths.segment(found.range)), null, "invalid_segment", true, describeOrderBreak(found));
+  }
   return ranges;
 }
 
 function sameRange(a: SegmentRange, b: SegmentRange): boolean {
   return a.start === b.start && a.end === b.end;
-}
-
-function loadDraft(
-  bytes: Uint8Array | undefined,
-  paths: SessionPaths,
-  active: readonly MessageRecord[],
-  report: Report,
-  repairs: PendingRepairs,
-): LiveDraft | undefined {
-  const file = relativeToSession(paths, paths.draft);
-  if (!bytes) return undefined;
-  let draft: LiveDraft;
-  try {
-    const record = parseDraftJson(bytes, file);
-    const rawPending = (record as Record<string, unknown>)[PENDING_FIELD];
-    const pending: MessageRecord[] = [];
-    for (const [i, value] of (Array.isArray(rawPending) ? rawPending : []).entries()) {
-      const parsed = MessageRecord.safeParse(value);
-      if (!parsed.success) throw new CorruptSessionError(`${file}: ${PENDING_FIELD}[${i}] is not a valid message: ${describeIssues(parsed.error)}`, { file, line: null, code: "invalid_record" });
-      pending.push(parsed.data);
-    }
-    const { [PENDING_FIELD]: _pending, ...plain } = record as Record<string, unknown>;
-    draft = { record: plain as typeof record, pending };
-  } catch (error) {
-    if (!(error instanceof SessionfoldError)) throw error;
-    report(file, null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(`${file}: `, ""));
-    return undefined;
-  }
-  const committed = new Set(active.map((m) => m.message_id));
-  if (committed.has(draft.record.message_id) || draft.pending.some((m) => committed.has(m.message_id))) {
-    report(file, null, "stale_draft", false, `draft ${draft.record.message_id} is already committed in Active; discarded`);
-    repairs.removeStaleDraft = true;
-    return undefined;
-  }
-  return draft;
 }
 
 function safeUtf8(bytes: Uint8Array, file: string, report: Report): string | undefined {

@@ -1,4 +1,4 @@
-import { WriterLockedError, type LockOwner } from "../errors.ts";
+import { type LockOwner, WriterLockedError } from "../errors.ts";
 import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
 import { nowTimestamp } from "../schema/common.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
@@ -67,7 +67,11 @@ export async function takeWriterLock(storage: StoragePort, path: string, locked:
       return { outcome: "conflict", revision: lines };
     }
   }
-  const rest = await applyCommitPlan(storage, { ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [], ...(locked.hold ? {} : { release: lease }) });
+  const rest = await applyCommitPlan(storage, {
+    ...(locked.expect ? { expect: locked.expect } : {}),
+    writes: locked.writes ?? [],
+    ...(locked.hold ? {} : { release: lease }),
+  });
   if (rest.outcome !== "committed") {
     if (locked.hold) await releaseWriterLock(storage, lease);
     return rest;
@@ -88,7 +92,7 @@ const LINE_REVISION = /"revision":(\d+)\}$/;
  * before it.
  */
 async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
-  for (let want = TAIL_BYTES; ; want *= 16) {
+  for (let want = TAIL_BYTES;; want *= 16) {
     const tail = await storage.readTail(path, want);
     if (!tail || tail.size === 0) return 0;
     const whole = tail.bytes.length >= tail.size;
@@ -150,7 +154,13 @@ const MAX_GUARD_DEPTH = 8;
  * holder's lock_id>`). Guards are removed once the stale lock is gone.
  * Resolves whether the stale lock is gone.
  */
-export async function reclaimDeadLock(storage: StoragePort, path: string, stale: LockOwner, guardBytes: Uint8Array, me: Pick<LockedWrites, "identity" | "probe">): Promise<boolean> {
+export async function reclaimDeadLock(
+  storage: StoragePort,
+  path: string,
+  stale: LockOwner,
+  guardBytes: Uint8Array,
+  me: Pick<LockedWrites, "identity" | "probe">,
+): Promise<boolean> {
   const staleId = stale["lock_id"];
   if (typeof staleId !== "string" || !/^[A-Za-z0-9_-]+$/.test(staleId)) return false;
   const chain: string[] = [];
@@ -230,9 +240,10 @@ export async function writerLockedError(storage: StoragePort, path: string): Pro
 
 /** `pid 123 on host (node) for "append" since …`, with `?` for what the record lacks. */
 export function describeLockOwner(owner: Partial<LockOwner>): string {
-  return `pid ${String(owner.pid ?? "?")} on ${owner.hostname ?? "?"} (${owner.runtime ?? "?"}) for "${owner.operation ?? "?"}" since ${owner.created_at ?? "?"}`;
+  return `pid ${String(owner.pid ?? "?")} on ${owner.hostname ?? "?"} (${owner.runtime ?? "?"}) for "${owner.operation ?? "?"}" since ${
+    owner.created_at ?? "?"
+  }`;
 }
-
 
 /** The content of a `writer.lock`, or `undefined` when there is none or it cannot be parsed. */
 export async function readLockOwner(storage: StoragePort, path: string): Promise<LockOwner | undefined> {

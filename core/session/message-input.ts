@@ -6,7 +6,7 @@
  */
 import { InvalidInputError } from "../errors.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
-import { MessageRecord, nowTimestamp, type MessagePart, type ProviderIdentity, type Usage } from "../schema/mod.ts";
+import { type MessagePart, MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
 
 /** A message to commit: sequence, id, time and part sequences are filled in when absent. */

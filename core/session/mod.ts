@@ -17,20 +17,29 @@ export * from "./state.ts";
 export { newId } from "./ids.ts";
 export { DraftFlusher, type DraftFlushOptions } from "./draft-flusher.ts";
 export { BATCH_FIELD, withoutBatchMark } from "./batch.ts";
-export { PENDING_FIELD } from "./load.ts";
+export { PENDING_FIELD } from "./load-draft.ts";
 export { NEWEST_SEGMENT_FIELD } from "./segment-hint.ts";
 export { describeLockOwner, readLockOwner, reclaimDeadLock } from "./lock.ts";
-export { planRepair, type MovedLine, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
+export { type MovedLine, planRepair, type RepairMove, type RepairPlan, type RepairRefusal, type RepairReport, type RepairWrites } from "./repair-plan.ts";
 export { applyRepair } from "./repair.ts";
-export { Session, type NoCompaction } from "./session.ts";
+export { type NoCompaction, Session } from "./session.ts";
 export { SessionView } from "./session-view.ts";
 export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
 export type { LeaseLostNotice } from "./lease-fence.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";
-export { toMessageRecord, type NewMessage } from "./message-input.ts";
+export { type NewMessage, toMessageRecord } from "./message-input.ts";
 export type { CommitResult, LockedOperation } from "./locked-operation.ts";
-export { Sessions, type CreateSessionInput, type DeletedSession, type ListProblem, type ForkOptions, type HoldOption, type ListSessionsOptions, type SessionsOptions } from "./registry.ts";
+export {
+  type CreateSessionInput,
+  type DeletedSession,
+  type ForkOptions,
+  type HoldOption,
+  type ListProblem,
+  type ListSessionsOptions,
+  Sessions,
+  type SessionsOptions,
+} from "./registry.ts";
 export type { PurgeEntry, PurgeOptions, PurgeResult } from "./purge.ts";
-export { runLoop, type RunInput, type RunOptions } from "./run.ts";
-export { RunHandle, type RunEvent, type RunOutcome } from "./run-events.ts";
+export { type RunInput, runLoop, type RunOptions } from "./run.ts";
+export { type RunEvent, RunHandle, type RunOutcome } from "./run-events.ts";

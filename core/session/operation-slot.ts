@@ -28,7 +28,7 @@ export class OperationSlot {
   /** `name` is how errors call the session (`<agent>/<workspace>/<session>`). */
   constructor(storage: StoragePort, dir: string, name: string) {
     let busy = busyByStorage.get(storage);
-    if (!busy) busyByStorage.set(storage, (busy = new Map()));
+    if (!busy) busyByStorage.set(storage, busy = new Map());
     this.#busy = busy;
     this.#dir = dir;
     this.#name = name;

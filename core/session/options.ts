@@ -1,4 +1,4 @@
-import { realUsage, manualOnly, assertCompactionPolicy, type CompactionPolicy } from "../compaction/mod.ts";
+import { assertCompactionPolicy, type CompactionPolicy, manualOnly, realUsage } from "../compaction/mod.ts";
 import { assertContextWindow } from "../compaction/trigger.ts";
 import { InvalidInputError } from "../errors.ts";
 import type { DraftFlushOptions } from "./draft-flusher.ts";

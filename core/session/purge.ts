@@ -10,7 +10,7 @@
  * @module
  */
 import { InvalidInputError, WriterLockedError } from "../errors.ts";
-import { formatSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
+import { formatSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import type { SessionMeta } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "./lock.ts";
@@ -76,13 +76,22 @@ export async function purgeSessions(sessions: PurgeTarget, now: number, options:
   if (olderThan === undefined && keepNewest === undefined) {
     throw new InvalidInputError("purge: give olderThan or keepNewest (a purge without a policy would delete every session)", { field: "olderThan" });
   }
-  if (olderThan !== undefined && !(Number.isFinite(olderThan) && olderThan >= 0)) throw new InvalidInputError(`purge: olderThan must be a non-negative number of milliseconds, found ${olderThan}`, { field: "olderThan" });
-  if (keepNewest !== undefined && !(Number.isInteger(keepNewest) && keepNewest >= 0)) throw new InvalidInputError(`purge: keepNewest must be a non-negative integer, found ${keepNewest}`, { field: "keepNewest" });
-  const filter = { ...(options.agentId !== undefined ? { agentId: options.agentId } : {}), ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}) };
+  if (olderThan !== undefined && !(Number.isFinite(olderThan) && olderThan >= 0)) {
+    throw new InvalidInputError(`purge: olderThan must be a non-negative number of milliseconds, found ${olderThan}`, { field: "olderThan" });
+  }
+  if (keepNewest !== undefined && !(Number.isInteger(keepNewest) && keepNewest >= 0)) {
+    throw new InvalidInputError(`purge: keepNewest must be a non-negative integer, found ${keepNewest}`, { field: "keepNewest" });
+  }
+  const filter = {
+    ...(options.agentId !== undefined ? { agentId: options.agentId } : {}),
+    ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}),
+  };
   const candidates: Candidate[] = (await sessions.list(filter)).map((meta) => ({ meta, place: "live" }));
   if (options.includeArchived) candidates.push(...(await sessions.list({ ...filter, archived: true })).map((meta) => ({ meta, place: "archived" as const })));
   const selected = candidates.filter((c) => (olderThan === undefined || Date.parse(c.meta.updated_at) < now - olderThan) && !kept(c, candidates, keepNewest));
-  selected.sort((a, b) => (a.place === b.place ? 0 : a.place === "archived" ? -1 : 1) || a.meta.updated_at.localeCompare(b.meta.updated_at) || refOf(a).localeCompare(refOf(b)));
+  selected.sort((a, b) =>
+    (a.place === b.place ? 0 : a.place === "archived" ? -1 : 1) || a.meta.updated_at.localeCompare(b.meta.updated_at) || refOf(a).localeCompare(refOf(b))
+  );
   const entries: PurgeEntry[] = [];
   for (const candidate of selected) entries.push(await purgeOne(sessions, candidate, options.dryRun === true));
   return { dryRun: options.dryRun === true, entries };
@@ -108,7 +117,9 @@ async function purgeOne(sessions: PurgeTarget, { meta, place }: Candidate, dryRu
   const paths = sessionPaths(ref, place);
   // Any writer.lock is a reason to skip, even a dead owner's: purge never takes a lock over, so a dry run and a run agree.
   const owner = await readLockOwner(sessions.storage, paths.lock);
-  if (owner || (await sessions.storage.readTail(paths.lock, 0))) return { ...base, outcome: "skipped", reason: `locked by ${owner ? describeLockOwner(owner) : "an unreadable lock"}` };
+  if (owner || (await sessions.storage.readTail(paths.lock, 0))) {
+    return { ...base, outcome: "skipped", reason: `locked by ${owner ? describeLockOwner(owner) : "an unreadable lock"}` };
+  }
   if (await sessions.storage.readTail(paths.draft, 0)) return { ...base, outcome: "skipped", reason: "a draft is streaming (messages/assistant_message.json)" };
   if (dryRun) return { ...base, outcome: "would-delete" };
   try {

@@ -29,7 +29,9 @@ export async function segmentRanges(source: ReadSource): Promise<readonly Segmen
   const { state } = source;
   if (!state.segments) {
     const report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => {
-      if (!state.diagnostics.some((d) => d.file === file && d.code === code)) state.diagnostics.push({ file, line, code, fatal, message: `${file}: ${message}` });
+      if (!state.diagnostics.some((d) => d.file === file && d.code === code)) {
+        state.diagnostics.push({ file, line, code, fatal, message: `${file}: ${message}` });
+      }
     };
     const listed = await listSegments(source.storage, source.paths, report);
     // A compaction of this handle may have closed a segment while the listing ran.

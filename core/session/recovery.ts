@@ -11,7 +11,7 @@ import type { SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { nextMeta } from "./planned-change.ts";
 import type { SessionState } from "./state.ts";
-import { encodeWithUnknown, unknownLines, type UnknownLine } from "./unknown-lines.ts";
+import { encodeWithUnknown, type UnknownLine, unknownLines } from "./unknown-lines.ts";
 
 /**
  * Recovery's repairs as a value. Applied in this order: `meta.json` first, with the figures
@@ -45,10 +45,10 @@ export function planPendingRepairs(state: SessionState, unknown: readonly Unknow
   const active: PendingRepairPlan["active"] = rewritten
     ? { op: "replace", bytes: rewritten }
     : repairs.truncateActiveTo !== undefined
-      ? { op: "truncate", size: repairs.truncateActiveTo }
-      : repairs.addNewline
-        ? { op: "newline" }
-        : undefined;
+    ? { op: "truncate", size: repairs.truncateActiveTo }
+    : repairs.addNewline
+    ? { op: "newline" }
+    : undefined;
   return {
     ...(resized || repairs.writeMeta ? { meta: nextMeta(state, patch, now()) } : {}),
     ...(active ? { active } : {}),
@@ -58,7 +58,9 @@ export function planPendingRepairs(state: SessionState, unknown: readonly Unknow
 }
 
 /** Lines of unknown record types in `active.jsonl`, which a rewrite must carry along (read only when recovery saw some). */
-export async function unknownActiveLines(handle: { readonly ctx: { readonly storage: StoragePort }; readonly paths: SessionPaths; readonly state: SessionState }): Promise<UnknownLine[]> {
+export async function unknownActiveLines(
+  handle: { readonly ctx: { readonly storage: StoragePort }; readonly paths: SessionPaths; readonly state: SessionState },
+): Promise<UnknownLine[]> {
   const file = relativeToSession(handle.paths, handle.paths.active);
   if (!handle.state.diagnostics.some((d) => d.code === "unknown_record" && d.file === file)) return [];
   return unknownLines((await handle.ctx.storage.read(handle.paths.active)) ?? new Uint8Array(0));

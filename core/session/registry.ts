@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { InvalidInputError, NotFoundError, CorruptSessionError, asSessionfoldError } from "../errors.ts";
-import { formatSessionRef, parseSessionRef, sessionRef, type SessionRef } from "../layout/ids.ts";
+import { asSessionfoldError, CorruptSessionError, InvalidInputError, NotFoundError } from "../errors.ts";
+import { formatSessionRef, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import type { PortableSession } from "../model/mod.ts";
@@ -22,7 +22,7 @@ import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.t
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
 import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
-import { purgeSessions, type PurgeOptions, type PurgeResult } from "./purge.ts";
+import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
 import { listSessions } from "./session-listing.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
@@ -112,7 +112,10 @@ export class Sessions {
     const paths = sessionPaths(valid, place);
     // The existence check and the reads go out together (one round trip through a worker);
     // a load that fails on a session that does not exist is reported as not found.
-    const [exists, state] = await Promise.allSettled([sessionExists(this.storage, valid, place), loadSessionState(this.storage, paths, valid, this.#ctx.clock)]);
+    const [exists, state] = await Promise.allSettled([
+      sessionExists(this.storage, valid, place),
+      loadSessionState(this.storage, paths, valid, this.#ctx.clock),
+    ]);
     if (exists.status === "rejected") throw exists.reason;
     if (!exists.value) {
       throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });

@@ -79,7 +79,8 @@ export class SecondWriterLines {
     for (const taken of this.#lines) {
       const same = keptById.get(taken.record.message_id);
       if (same && sameMessage(same, taken.record)) {
-        const reason = `message ${taken.record.message_id} committed a second time as sequence ${taken.record.sequence}, identical to the kept sequence ${same.sequence}`;
+        const reason =
+          `message ${taken.record.message_id} committed a second time as sequence ${taken.record.sequence}, identical to the kept sequence ${same.sequence}`;
         moved.push({ line: taken.line.line, code: "duplicate", reason, bytes: taken.line.bytes.length, lineBytes: taken.line.bytes });
       } else {
         renumber.push(taken);
@@ -118,7 +119,9 @@ function renumbered(raw: Record<string, unknown>, sequence: number, revision: nu
 /** Whether two records are one message: equal but for what each commit stamps (sequence, revision, batch mark, time). */
 function sameMessage(a: MessageRecord, b: MessageRecord): boolean {
   const strip = (record: MessageRecord) => {
-    const { sequence: _sequence, created_at: _at, [LINE_REVISION_FIELD]: _revision, [BATCH_FIELD]: _batch, ...rest } = record as MessageRecord & Record<string, unknown>;
+    const { sequence: _sequence, created_at: _at, [LINE_REVISION_FIELD]: _revision, [BATCH_FIELD]: _batch, ...rest } = record as
+      & MessageRecord
+      & Record<string, unknown>;
     return JSON.stringify(rest);
   };
   return strip(a) === strip(b);

@@ -18,7 +18,7 @@ import { incompleteFinalBatch } from "./batch.ts";
 import { joinLines } from "./lines.ts";
 import { SecondWriterLines } from "./repair-duplicates.ts";
 import type { MovedLine, RepairRefusal } from "./repair-report.ts";
-import { SEGMENT_RECORDS, isFooterOf, sequenceStep } from "./segment-rules.ts";
+import { isFooterOf, SEGMENT_RECORDS, sequenceStep } from "./segment-rules.ts";
 
 /** One line of a file, without its newline. */
 export interface Line {
@@ -90,13 +90,24 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
         break;
       }
       if (footer && sameBytes(footer.bytes, line.bytes)) moved.push(duplicate(line, "a second copy of the footer"));
-      else if (footer || !isFooterOf(record, frame.range)) refused.push({ file, line: line.line, reason: `${file}:${line.line}: a summary through sequence ${record.through_sequence} where only one footer through ${frame.range.end} belongs, last` });
-      else kept.push((footer = line));
+      else if (footer || !isFooterOf(record, frame.range)) {
+        refused.push({
+          file,
+          line: line.line,
+          reason: `${file}:${line.line}: a summary through sequence ${record.through_sequence} where only one footer through ${frame.range.end} belongs, last`,
+        });
+      } else kept.push(footer = line);
     } else if (record?.record_type === "message") {
       const step = sequenceStep(record.sequence, expected, segmentEnd);
       const earlier = keptBySequence.get(record.sequence);
       if (step === "overlap") {
-        moved.push({ line: line.line, code: "overlap_removed", reason: `message ${record.sequence} is already in the newest segment (through ${segmentEnd})`, bytes: line.bytes.length, lineBytes: line.bytes });
+        moved.push({
+          line: line.line,
+          code: "overlap_removed",
+          reason: `message ${record.sequence} is already in the newest segment (through ${segmentEnd})`,
+          bytes: line.bytes.length,
+          lineBytes: line.bytes,
+        });
       } else if (earlier && sameBytes(earlier, line.bytes)) {
         moved.push(duplicate(line, `a second copy of message ${record.sequence}`));
       } else if (active && earlier) {
@@ -106,8 +117,16 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
         // In Active only a gap is left here: a sequence already kept is a second writer's (above).
         const where = active
           ? `where ${expected} was expected: ${missing}`
-          : footer ? "after the footer" : step === "gap" ? `where ${expected} was expected: ${missing}` : `where ${expected} was expected`;
-        refused.push({ file, line: line.line, reason: `${file}:${line.line}: message sequence ${record.sequence} ${where}${mayHaveHeld()}; repair never renumbers messages` });
+          : footer
+          ? "after the footer"
+          : step === "gap"
+          ? `where ${expected} was expected: ${missing}`
+          : `where ${expected} was expected`;
+        refused.push({
+          file,
+          line: line.line,
+          reason: `${file}:${line.line}: message sequence ${record.sequence} ${where}${mayHaveHeld()}; repair never renumbers messages`,
+        });
         break;
       } else {
         keptBySequence.set(record.sequence, line.bytes);
@@ -120,17 +139,31 @@ export function planLines(bytes: Uint8Array, file: string, frame: LineFrame): Fi
     }
   }
   if (!active && refused.length === 0 && expected !== frame.range.end + 1) {
-    refused.push({ file, line: null, reason: `${file}: sequences ${expected}–${frame.range.end} are missing${mayHaveHeld()}; repair never renumbers messages` });
+    refused.push({
+      file,
+      line: null,
+      reason: `${file}: sequences ${expected}–${frame.range.end} are missing${mayHaveHeld()}; repair never renumbers messages`,
+    });
   }
   if (!active && refused.length === 0 && !footer) {
-    refused.push({ file, line: null, reason: `${file}: no readable summary footer through sequence ${frame.range.end}; repair cannot write a summary (it would need the summarizer)` });
+    refused.push({
+      file,
+      line: null,
+      reason: `${file}: no readable summary footer through sequence ${frame.range.end}; repair cannot write a summary (it would need the summarizer)`,
+    });
   }
   // A final batch of Active with fewer lines than its batch_size was never committed (recovery cuts it): its lines move.
   const torn = active ? incompleteFinalBatch(messages) : -1;
   if (torn >= 0) {
     const lineNumbers = new Set(messages.slice(torn).map((m) => m.line));
     for (const line of kept.filter((l) => lineNumbers.has(l.line))) {
-      moved.push({ line: line.line, code: "interrupted_commit", reason: "part of a final commit whose other messages were never written", bytes: line.bytes.length, lineBytes: line.bytes });
+      moved.push({
+        line: line.line,
+        code: "interrupted_commit",
+        reason: "part of a final commit whose other messages were never written",
+        bytes: line.bytes.length,
+        lineBytes: line.bytes,
+      });
     }
     moved.sort((a, b) => a.line - b.line);
     kept.splice(0, kept.length, ...kept.filter((l) => !lineNumbers.has(l.line)));
@@ -186,7 +219,13 @@ function linesWord(lines: readonly number[]): string {
 
 /** A line recovery reported (unreadable, torn, over the limit), as it moves. */
 function reported(line: Line, problem: { code: string; message: string }, file: string): Moving {
-  return { line: line.line, code: problem.code, reason: problem.message.replace(`${file}:${line.line}: `, ""), bytes: line.bytes.length, lineBytes: line.bytes };
+  return {
+    line: line.line,
+    code: problem.code,
+    reason: problem.message.replace(`${file}:${line.line}: `, ""),
+    bytes: line.bytes.length,
+    lineBytes: line.bytes,
+  };
 }
 
 function duplicate(line: Line, what: string): Moving {

@@ -12,20 +12,11 @@
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
-import {
-  MessageRecord,
-  SessionMeta,
-  decodeUtf8,
-  encodeJsonDocument,
-  isBlankDocument,
-  nowTimestamp,
-  parseDraftJson,
-  parseMetaJson,
-} from "../schema/mod.ts";
+import { decodeUtf8, encodeJsonDocument, isBlankDocument, MessageRecord, nowTimestamp, parseDraftJson, parseMetaJson, SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { joinLines } from "./lines.ts";
-import { PENDING_FIELD } from "./load.ts";
-import { planLines, quarantineLines, type FilePlan } from "./repair-lines.ts";
+import { PENDING_FIELD } from "./load-draft.ts";
+import { type FilePlan, planLines, quarantineLines } from "./repair-lines.ts";
 import type { RepairMove, RepairPlan, RepairRefusal, RepairReport } from "./repair-report.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { segmentListing, segmentOrderBreaks } from "./segment-rules.ts";
@@ -66,7 +57,13 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
     if (plan.moved.length > 0) {
       const to = quarantinePath(file, ".jsonl");
       quarantine.push({ path: to, bytes: quarantineLines(file, plan.moved, now) });
-      moves.push({ from: file, to: rel(to), lines: plan.moved.map(({ lineBytes: _bytes, ...line }) => line), bytes: plan.moved.reduce((sum, l) => sum + l.bytes, 0), reason });
+      moves.push({
+        from: file,
+        to: rel(to),
+        lines: plan.moved.map(({ lineBytes: _bytes, ...line }) => line),
+        bytes: plan.moved.reduce((sum, l) => sum + l.bytes, 0),
+        reason,
+      });
     }
     const bytes = joinLines(plan.kept.map((l) => l.bytes));
     if (plan.moved.length > 0 || plan.rewrite) replace.push({ path, bytes });
@@ -93,7 +90,9 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
     const file = rel(path);
     const expected = breaks.get(range);
     if (expected !== undefined) {
-      const missing = range.start > expected ? `sequences ${expected}–${range.start - 1} are in no segment` : `it overlaps the segment before (which ends at ${expected - 1})`;
+      const missing = range.start > expected
+        ? `sequences ${expected}–${range.start - 1} are in no segment`
+        : `it overlaps the segment before (which ends at ${expected - 1})`;
       refused.push({ file, line: null, reason: `${file}: ${missing}; repair never renumbers messages` });
     }
     const bytes = (await storage.read(path)) ?? new Uint8Array(0);
@@ -115,7 +114,9 @@ export async function planRepair(storage: StoragePort, paths: SessionPaths, ref:
   const [draftBytes, instructionBytes] = await Promise.all([storage.read(paths.draft), storage.read(paths.instruction)]);
   const draftProblem = draftBytes && judgeDraft(draftBytes, rel(paths.draft), new Set(activePlan.messages.map((m) => m.message_id)));
   if (draftProblem) moveFile(paths.draft, draftBytes!, draftProblem);
-  if (instructionBytes && !isUtf8(instructionBytes, rel(paths.instruction))) moveFile(paths.instruction, instructionBytes, "instruction.md is not valid UTF-8 (the agent's instruction is used instead)");
+  if (instructionBytes && !isUtf8(instructionBytes, rel(paths.instruction))) {
+    moveFile(paths.instruction, instructionBytes, "instruction.md is not valid UTF-8 (the agent's instruction is used instead)");
+  }
 
   if (refused.length > 0) return refusedPlan(ref, refused);
   const changed = moves.length > 0 || replace.length > 0;
@@ -170,7 +171,9 @@ function judgeMeta(bytes: Uint8Array | undefined, ref: SessionRef): {
   try {
     meta = parseMetaJson(bytes, "meta.json");
   } catch (error) {
-    if (error instanceof UnsupportedSchemaError) return { refusal: { file: "meta.json", line: null, reason: `${error.message}; repair never guesses what a newer format means` }, salvage: {} };
+    if (error instanceof UnsupportedSchemaError) {
+      return { refusal: { file: "meta.json", line: null, reason: `${error.message}; repair never guesses what a newer format means` }, salvage: {} };
+    }
     if (!(error instanceof CorruptSessionError)) throw error;
     return { unreadable: `meta.json cannot be read: ${error.message.replace(/^meta\.json: /, "")}`, ...salvageFrom(bytes) };
   }

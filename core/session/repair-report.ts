@@ -68,7 +68,12 @@ export interface RepairReport {
    * missing or unreadable: made anew, with the fields of the old one that were still valid,
    * listed in `salvaged`), or `"unchanged"`.
    */
-  readonly meta: { readonly action: "unchanged" | "updated" | "rebuilt"; readonly previousRevision: number | null; readonly revision: number; readonly salvaged?: readonly string[] };
+  readonly meta: {
+    readonly action: "unchanged" | "updated" | "rebuilt";
+    readonly previousRevision: number | null;
+    readonly revision: number;
+    readonly salvaged?: readonly string[];
+  };
 }
 
 /** The writes of a plan, in the order they must happen (quarantine first: nothing is removed before it is kept). */

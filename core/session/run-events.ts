@@ -81,7 +81,9 @@ export class RunHandle implements AsyncIterable<RunEvent> {
         onEvent(event);
       } catch (error) {
         // An event-delivery error is fatal to the run; typed, so it is never taken for a provider's.
-        throw new InternalError(`onEvent failed on a "${event.type}" event: ${error instanceof Error ? error.message : String(error)}`, { event: event.type }, { cause: error });
+        throw new InternalError(`onEvent failed on a "${event.type}" event: ${error instanceof Error ? error.message : String(error)}`, { event: event.type }, {
+          cause: error,
+        });
       }
     };
     this.result = start(emit).then(

@@ -42,7 +42,14 @@ export async function streamStep(
       case "tool-call":
         // Stored, stringified and estimated by recursive walkers: refused typed when too deep.
         assertJsonDepth(event.input, `provider ${provider.identity.provider}: the input of tool call ${event.toolCallId}`);
-        parts.push({ sequence: nextSequence(), type: "tool", tool_call_id: event.toolCallId, tool_name: event.toolName, state: "input-available", input: event.input });
+        parts.push({
+          sequence: nextSequence(),
+          type: "tool",
+          tool_call_id: event.toolCallId,
+          tool_name: event.toolName,
+          state: "input-available",
+          input: event.input,
+        });
         break;
       case "file":
         parts.push({

@@ -5,17 +5,17 @@
  *
  * @module
  */
-import { compactionTrigger, estimateTokens, nextFold, validateAfterCompaction, type CompactionOutcome } from "../compaction/mod.ts";
+import { type CompactionOutcome, compactionTrigger, estimateTokens, nextFold, validateAfterCompaction } from "../compaction/mod.ts";
 import { compose } from "../composer/mod.ts";
-import { CancelledError, ProviderError, SessionfoldError, asSessionfoldError } from "../errors.ts";
-import { nowTimestamp, type DraftRecord, type MessageRecord, type ToolPart, type Usage } from "../schema/mod.ts";
+import { asSessionfoldError, CancelledError, ProviderError, SessionfoldError } from "../errors.ts";
+import { type DraftRecord, type MessageRecord, nowTimestamp, type ToolPart, type Usage } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "../model/mod.ts";
 import { runTool, streamStep } from "./run-step.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, stoppedDraftMessages } from "./state.ts";
-import { toMessageRecord, type NewMessage } from "./message-input.ts";
+import { type NewMessage, toMessageRecord } from "./message-input.ts";
 import type { LockedOperation } from "./locked-operation.ts";
 
 /** What the user says to start a run: text, or parts (text, files). Omit it to let the model continue. */
@@ -80,8 +80,7 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
   let stepUsage: Usage | undefined;
   let validating = usage.validating;
   // A compaction validated as insufficient by an earlier run's step is still due (docs/FORMAT.md "Compaction").
-  let deepPending =
-    usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
+  let deepPending = usage.validatedBy !== undefined && config.contextWindow !== undefined && config.summarizer !== undefined &&
     validateAfterCompaction(usage.validatedBy, config.contextWindow) === "deep";
   let compactionFailed = false;
   // A refusal for length since the last compaction: the next step compacts first (FORMAT.md).
@@ -102,7 +101,9 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
       emit({ type: "committed", revision, sequences: committed.sequences });
     }
     await locked.removeDraft();
-    throw new CancelledError(`run on ${locked.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, { revision });
+    throw new CancelledError(`run on ${locked.ref.sessionId} was cancelled (${reason}); its recoverable work is committed at revision ${revision}`, {
+      revision,
+    });
   };
 
   // Set when the run's own commit failed: its draft then keeps the pending messages.
@@ -167,7 +168,7 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
         emit({ type: "context-omitted", omitted: composed.omittedContext, portableFallbacks: composed.portableFallbacks });
       }
 
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0;; attempt++) {
         const modelInput: ModelInput = attempt === 0 ? composed.input : nextFold(composed.input, attempt).input;
         if (attempt > 0) emit({ type: "context-folded", depth: attempt, droppedMessages: composed.input.messages.length - modelInput.messages.length });
         try {
@@ -179,7 +180,13 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
           if (error instanceof ContextLengthExceededError && current.parts.length === 0 && current.usage === undefined) continue;
           if (error instanceof SessionfoldError) throw error;
           const { provider: name, api, model } = provider.identity;
-          throw new ProviderError(`provider ${name}/${api}/${model} failed at step ${steps}: ${error instanceof Error ? error.message : String(error)}; nothing of the run was committed`, { provider: name, api, model, step: steps }, { cause: error });
+          throw new ProviderError(
+            `provider ${name}/${api}/${model} failed at step ${steps}: ${
+              error instanceof Error ? error.message : String(error)
+            }; nothing of the run was committed`,
+            { provider: name, api, model, step: steps },
+            { cause: error },
+          );
         }
       }
       if (signal.aborted) return await cancel("while streaming");
@@ -232,7 +239,10 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
  * has to validate that compaction, and the first usage after it (the one that validated
  * it: a deep compaction it asked for stays scheduled across runs until one happens).
  */
-function usageSinceCompaction(active: readonly MessageRecord[], lastCompacted: unknown): { lastUsage: Usage | undefined; validating: boolean; validatedBy: Usage | undefined } {
+function usageSinceCompaction(
+  active: readonly MessageRecord[],
+  lastCompacted: unknown,
+): { lastUsage: Usage | undefined; validating: boolean; validatedBy: Usage | undefined } {
   const boundary = typeof lastCompacted === "number" ? lastCompacted : 0;
   let lastUsage: Usage | undefined;
   let firstUsage: Usage | undefined;

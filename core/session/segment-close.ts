@@ -9,11 +9,11 @@
  *
  * @module
  */
-import { accumulateCompaction, estimateTextTokens, estimateTokens, planCompaction, type CompactionOutcome, type CompactionPlan } from "../compaction/mod.ts";
+import { accumulateCompaction, type CompactionOutcome, type CompactionPlan, estimateTextTokens, estimateTokens, planCompaction } from "../compaction/mod.ts";
 import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { Summarizer } from "../model/mod.ts";
-import { RESET_FIELD, cumulativeSummary, type SummaryRecord, type Usage } from "../schema/mod.ts";
+import { cumulativeSummary, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/mod.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { newId } from "./ids.ts";
@@ -76,7 +76,13 @@ export async function resetActive(path: CommitPath): Promise<{ revision: number 
  *
  * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary.
  */
-export async function summarize(ref: SessionRef, state: Pick<SessionState, "footer">, selection: CompactionPlan, summarizer: Summarizer, signal: AbortSignal): Promise<Summary> {
+export async function summarize(
+  ref: SessionRef,
+  state: Pick<SessionState, "footer">,
+  selection: CompactionPlan,
+  summarizer: Summarizer,
+  signal: AbortSignal,
+): Promise<Summary> {
   let text: string;
   let cost: number | undefined;
   let usage: Usage | undefined;
@@ -89,10 +95,14 @@ export async function summarize(ref: SessionRef, state: Pick<SessionState, "foot
     usage = result?.usage;
   } catch (error) {
     const reason = signal.aborted ? "it was cancelled" : `the summarizer failed: ${error instanceof Error ? error.message : String(error)}`;
-    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, { cause: error });
+    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: ${reason}; nothing changed`, { cancelled: signal.aborted }, {
+      cause: error,
+    });
   }
   if (text.trim() === "") {
-    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: the summarizer returned an empty summary; nothing changed`, { empty: true });
+    throw new CompactionFailedError(`compaction of ${formatSessionRef(ref)} failed: the summarizer returned an empty summary; nothing changed`, {
+      empty: true,
+    });
   }
   return { text, ...(cost !== undefined ? { costUsdMicros: cost } : {}), ...(usage !== undefined ? { usage } : {}) };
 }

@@ -77,7 +77,11 @@ export async function readSegmentFooter(
   range: SegmentRange,
 ): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {
   const file = relativeToSession(paths, paths.segment(range));
-  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), { file, schemas: SEGMENT_RECORDS, tornTailRecoverable: false });
+  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), {
+    file,
+    schemas: SEGMENT_RECORDS,
+    tornTailRecoverable: false,
+  });
   if (!last) return undefined;
   if (isFooterOf(last.record, range)) return { footer: last.record, diagnostics: last.diagnostics };
   const diagnostics = [...last.diagnostics];

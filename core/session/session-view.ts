@@ -16,9 +16,9 @@ import type { MessageRecord, ProviderIdentity, SessionMeta, SummaryRecord } from
 import { publicRecord } from "./batch.ts";
 import { CommitPath } from "./commit-path.ts";
 import type { SessionContext } from "./context.ts";
-import { exportSession, type ExportPortableOptions } from "./export-portable.ts";
+import { type ExportPortableOptions, exportSession } from "./export-portable.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
-import { messagesBefore, readSegment, segmentRanges, type ReadSource } from "./read-view.ts";
+import { messagesBefore, readSegment, type ReadSource, segmentRanges } from "./read-view.ts";
 import type { LiveDraft, SessionState } from "./state.ts";
 
 /** What the write side (`Session`) reaches of its view: the commit path and the system text. */
@@ -232,5 +232,4 @@ export class SessionView {
   #read(): ReadSource {
     return { storage: this.#tx.ctx.storage, paths: this.#tx.paths, state: this.#tx.state };
   }
-
 }

@@ -2,7 +2,7 @@
  * The session handle's writes (`Session`, over its read side `SessionView`): each goes through
  * the commit path (`commit-path.ts`) in the handle's operation slot, recovery's repairs first;
  * compaction and reset are segment closes (`segment-close.ts`), repair a quarantine plan
- * (`repair-plan.ts`), the agent turn the run loop (`run.ts`). This file wires them to the methods.
+ * (`repair-plan.ts`), the agent turn the run loop (`run.ts`); this file wires them.
  *
  * @module
  */
@@ -11,16 +11,16 @@ import { InvalidInputError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { Summarizer } from "../model/mod.ts";
 import type { CommitPath } from "./commit-path.ts";
-import { toMessageRecord, type NewMessage } from "./message-input.ts";
+import { type NewMessage, toMessageRecord } from "./message-input.ts";
 import { generateSystem } from "./options.ts";
 import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
-import { runLoop, type RunInput, type RunOptions } from "./run.ts";
+import { type RunInput, runLoop, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
-import { compactActive, resetActive, type NoCompaction } from "./segment-close.ts";
-import { SessionView, partsOf } from "./session-view.ts";
+import { compactActive, type NoCompaction, resetActive } from "./segment-close.ts";
+import { partsOf, SessionView } from "./session-view.ts";
 import { hasRepairs, stoppedDraftMessages } from "./state.ts";
-import { removeDraft, buildLockedOperation } from "./build-locked-operation.ts";
+import { buildLockedOperation, removeDraft } from "./build-locked-operation.ts";
 import type { CommitResult, LockedOperation } from "./locked-operation.ts";
 
 export type { NoCompaction } from "./segment-close.ts";
@@ -155,12 +155,13 @@ export class Session extends SessionView {
       tx.locked("compact", async () => {
         const state = tx.state;
         if (state.draft) {
-          throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, { draft: state.draft.record.message_id });
+          throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, {
+            draft: state.draft.record.message_id,
+          });
         }
         const outcome = await compactActive(tx, summarizer, options.signal ?? new AbortController().signal);
         return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
-      }),
-    );
+      }));
   }
 
   /**
@@ -285,12 +286,11 @@ export class Session extends SessionView {
 
   /**
    * Runs `fn` as one mutating operation: one at a time per session in this process
-   * (`SessionBusyError`), under the session's `writer.lock` (`WriterLockedError`),
-   * after the optimistic revision check (`RevisionConflictError`) and the repairs that
-   * recovery postponed. Used by `run()` and by hosts that build their own operations.
+   * (`SessionBusyError`), under the session's `writer.lock` (`WriterLockedError`), after the
+   * revision check (`RevisionConflictError`) and the repairs recovery postponed.
    */
   mutate<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    return this.#mutate(operation, () => fn());
+    return this.#tx.exclusive(operation, () => this.#tx.locked(operation, fn));
   }
 
   /** `mutate` handing `fn` the locked-operation contract (internal: the run loop and drafts). */

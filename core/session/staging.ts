@@ -8,7 +8,7 @@
  */
 import { InvalidInputError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
-import { sessionPaths, sessionsDir, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
+import { type SessionPaths, sessionPaths, type SessionPlace, sessionsDir } from "../layout/paths.ts";
 import { encodeJsonDocument, type SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";

@@ -77,3 +77,6 @@ export function stoppedDraftMessages(draft: LiveDraft, clearReasoning: boolean):
   const hasOutput = stopped.parts.length > 0 || stopped.usage !== undefined;
   return [...draft.pending, ...(hasOutput ? [stopped] : [])];
 }
+
+/** How an open reports what recovery found: one diagnostic (docs/FORMAT.md "Recovery"). */
+export type Report = (file: string, line: number | null, code: Diagnostic["code"], fatal: boolean, message: string) => void;

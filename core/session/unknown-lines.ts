@@ -42,7 +42,12 @@ export function unknownLines(bytes: Uint8Array): UnknownLine[] {
  * JSONL bytes of `messages` with the unknown lines that belong before each of them and,
  * with `withTrailing`, those left at the end of Active.
  */
-export function encodeWithUnknown(messages: readonly MessageRecord[], unknown: readonly UnknownLine[], withTrailing: boolean, tail: readonly unknown[] = []): Uint8Array {
+export function encodeWithUnknown(
+  messages: readonly MessageRecord[],
+  unknown: readonly UnknownLine[],
+  withTrailing: boolean,
+  tail: readonly unknown[] = [],
+): Uint8Array {
   const before = new Map<number, string[]>();
   for (const line of unknown) {
     if (line.beforeSequence === null) continue;
@@ -54,7 +59,7 @@ export function encodeWithUnknown(messages: readonly MessageRecord[], unknown: r
     for (const line of before.get(message.sequence) ?? []) lines.push(encoder.encode(line));
     lines.push(lineOf(message));
   }
-  if (withTrailing) for (const line of unknown) if (line.beforeSequence === null) lines.push(encoder.encode(line.text));
+  if (withTrailing) { for (const line of unknown) if (line.beforeSequence === null) lines.push(encoder.encode(line.text)); }
   for (const record of tail) lines.push(lineOf(record as object));
   return joinLines(lines);
 }

@@ -63,7 +63,12 @@ export interface JsonlWriteTarget {
  * ```
  * @throws {LimitExceededError} naming the limit, the file and the line (nothing was written).
  */
-export function assertJsonlFits(bytes: Uint8Array, target: JsonlWriteTarget, maxLineBytes: number = MAX_LINE_BYTES, maxFileBytes: number = MAX_FILE_BYTES): void {
+export function assertJsonlFits(
+  bytes: Uint8Array,
+  target: JsonlWriteTarget,
+  maxLineBytes: number = MAX_LINE_BYTES,
+  maxFileBytes: number = MAX_FILE_BYTES,
+): void {
   const { file, sizeBefore, describeLine } = target;
   if (bytes.length > maxLineBytes) {
     let start = 0;
@@ -71,12 +76,17 @@ export function assertJsonlFits(bytes: Uint8Array, target: JsonlWriteTarget, max
       const newline = bytes.indexOf(0x0a, start);
       const end = newline === -1 ? bytes.length : newline;
       if (end - start > maxLineBytes) {
-        throw new LimitExceededError(`${file}: ${describeLine(index)} would be a line of ${formatBytes(end - start)}, over the line limit of ${formatBytes(maxLineBytes)} (MAX_LINE_BYTES) that every reader applies; nothing was written`, {
-          limit: "MAX_LINE_BYTES",
-          max: maxLineBytes,
-          found: end - start,
-          file,
-        });
+        throw new LimitExceededError(
+          `${file}: ${describeLine(index)} would be a line of ${formatBytes(end - start)}, over the line limit of ${
+            formatBytes(maxLineBytes)
+          } (MAX_LINE_BYTES) that every reader applies; nothing was written`,
+          {
+            limit: "MAX_LINE_BYTES",
+            max: maxLineBytes,
+            found: end - start,
+            file,
+          },
+        );
       }
       start = end + 1;
     }
@@ -84,7 +94,9 @@ export function assertJsonlFits(bytes: Uint8Array, target: JsonlWriteTarget, max
   const size = sizeBefore + bytes.length;
   if (size > maxFileBytes) {
     throw new LimitExceededError(
-      `${file}: this write would make the file ${formatBytes(size)}, over the file limit of ${formatBytes(maxFileBytes)} (MAX_FILE_BYTES) that every reader applies; nothing was written${sizeBefore > 0 ? " (compact the session to move older messages into a segment)" : ""}`,
+      `${file}: this write would make the file ${formatBytes(size)}, over the file limit of ${
+        formatBytes(maxFileBytes)
+      } (MAX_FILE_BYTES) that every reader applies; nothing was written${sizeBefore > 0 ? " (compact the session to move older messages into a segment)" : ""}`,
       { limit: "MAX_FILE_BYTES", max: maxFileBytes, found: size, file },
     );
   }

@@ -48,7 +48,11 @@ export class MemoryStorage implements StoragePort {
     // From the stored size, before the chunks are joined: as every backend does.
     if (file.size > this.maxFileBytes) {
       const max = formatBytes(this.maxFileBytes);
-      throw new StoreEntryError(`store entry "${path}": found a file of ${formatBytes(file.size)} where a file of at most ${max} belongs; it is not read`, { path, found: `a file of ${formatBytes(file.size)}`, expected: `a file of at most ${max}` });
+      throw new StoreEntryError(`store entry "${path}": found a file of ${formatBytes(file.size)} where a file of at most ${max} belongs; it is not read`, {
+        path,
+        found: `a file of ${formatBytes(file.size)}`,
+        expected: `a file of at most ${max}`,
+      });
     }
     return concat(file);
   }

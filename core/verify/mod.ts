@@ -15,4 +15,13 @@
  * @module
  */
 export { readSegmentFooter } from "../session/segment-rules.ts";
-export { listStoredSessions, lockDiagnostics, unsafeEntry, unsupportedSchema, verifySession, type StoredSession, type VerifyDiagnostic, type VerifyReport } from "./verify.ts";
+export {
+  listStoredSessions,
+  lockDiagnostics,
+  type StoredSession,
+  unsafeEntry,
+  unsupportedSchema,
+  type VerifyDiagnostic,
+  type VerifyReport,
+  verifySession,
+} from "./verify.ts";

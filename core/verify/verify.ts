@@ -13,10 +13,20 @@
  */
 import { StoreEntryError, UnsupportedSchemaError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/mod.ts";
-import { formatSessionRef, isValidId, sessionPaths, sessionsDir, workspacesDir, type SegmentRange, type SessionPaths, type SessionPlace, type SessionRef } from "../layout/mod.ts";
+import {
+  formatSessionRef,
+  isValidId,
+  type SegmentRange,
+  type SessionPaths,
+  sessionPaths,
+  type SessionPlace,
+  type SessionRef,
+  sessionsDir,
+  workspacesDir,
+} from "../layout/mod.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "../session/lock.ts";
-import { SEGMENT_RECORDS, describeOrderBreak, notAFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "../session/segment-rules.ts";
+import { describeOrderBreak, notAFooter, SEGMENT_RECORDS, segmentListing, segmentOrderBreaks, sequenceStep } from "../session/segment-rules.ts";
 import type { Sessions } from "../session/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 
@@ -142,7 +152,13 @@ export function unsupportedSchema(error: UnsupportedSchemaError): VerifyDiagnost
  */
 export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
   const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
-  return { file, line: null, code: "unsafe_entry", message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`, fatal: true };
+  return {
+    file,
+    line: null,
+    code: "unsafe_entry",
+    message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`,
+    fatal: true,
+  };
 }
 
 async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: VerifyDiagnostic[]; bytes: number }> {
@@ -172,7 +188,9 @@ function checkSegment(content: Uint8Array, file: string, range: SegmentRange): V
   let sequenceBroken = result.fatal;
   for (const { record, line } of result.records) {
     if (record.record_type === "summary") {
-      if (line !== lines) diagnostics.push(finding(file, line, "invalid_record", true, "a summary footer before the last line; the footer is the last line only"));
+      if (line !== lines) {
+        diagnostics.push(finding(file, line, "invalid_record", true, "a summary footer before the last line; the footer is the last line only"));
+      }
       continue;
     }
     if (!sequenceBroken && sequenceStep(record.sequence, expected) !== "next") {
@@ -185,16 +203,22 @@ function checkSegment(content: Uint8Array, file: string, range: SegmentRange): V
   const lastLineBad = result.diagnostics.some((d) => d.fatal && d.line === lines);
   const last = result.records.at(-1);
   if (lines === 0) {
-    diagnostics.push(finding(file, null, "invalid_segment", true, `the segment is empty; its last line must be a summary footer through sequence ${range.end}`));
+    diagnostics.push(
+      finding(file, null, "invalid_segment", true, `the segment is empty; its last line must be a summary footer through sequence ${range.end}`),
+    );
   } else if (!lastLineBad) {
     if (last?.line !== lines || last.record.record_type !== "summary") {
       diagnostics.push(finding(file, lines, "invalid_segment", true, notAFooter(range)));
     } else if (last.record.through_sequence !== range.end) {
-      diagnostics.push(finding(file, lines, "invalid_segment", true, `the footer's through_sequence is ${last.record.through_sequence}; the segment ends at ${range.end}`));
+      diagnostics.push(
+        finding(file, lines, "invalid_segment", true, `the footer's through_sequence is ${last.record.through_sequence}; the segment ends at ${range.end}`),
+      );
     }
   }
   if (!sequenceBroken && result.diagnostics.length === 0 && expected - 1 !== range.end) {
-    diagnostics.push(finding(file, null, "invalid_segment", true, `the segment holds messages ${range.start}..${expected - 1}; its name says ${range.start}..${range.end}`));
+    diagnostics.push(
+      finding(file, null, "invalid_segment", true, `the segment holds messages ${range.start}..${expected - 1}; its name says ${range.start}..${range.end}`),
+    );
   }
   return diagnostics;
 }

@@ -10,7 +10,7 @@ import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
-import { ownsBuffer, registerErrorTransfer, type ComlinkLike } from "./transfer.ts";
+import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
 
 /** The slice of Comlink the client needs beyond {@linkcode ComlinkLike}: wrapping an endpoint. */
 export interface ComlinkClientLike extends ComlinkLike {

@@ -9,7 +9,7 @@
 import { InvalidInputError, StorageError } from "../errors.ts";
 import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { withTransfer, type ComlinkLike } from "./transfer.ts";
+import { type ComlinkLike, withTransfer } from "./transfer.ts";
 
 /**
  * What the host calls through the hop: open once, then the port's methods, every optional

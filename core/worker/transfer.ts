@@ -1,4 +1,4 @@
-import { deserializeError, serializeError, type SerializedError } from "./error-wire.ts";
+import { deserializeError, type SerializedError, serializeError } from "./error-wire.ts";
 import { InternalError } from "../errors.ts";
 
 /** One Comlink transfer handler, as far as these helpers use it. */

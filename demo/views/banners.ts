@@ -24,7 +24,11 @@ export function renderBanners(app: App): void {
     const chars = draft.record.parts.reduce((n, p) => n + ("text" in p && typeof p.text === "string" ? p.text.length : 0), 0);
     banners.push(
       banner("warn", "An interrupted reply was recovered.", {
-        body: `${formatNumber(chars)} characters had streamed${draft.pending.length > 0 ? `, with ${draft.pending.length} message${draft.pending.length === 1 ? "" : "s"} of the same turn` : ""} when the tab went away (started ${new Date(draft.record.created_at).toLocaleTimeString()}). Finish it as “stopped” to commit it, or just send a new message.`,
+        body: `${formatNumber(chars)} characters had streamed${
+          draft.pending.length > 0 ? `, with ${draft.pending.length} message${draft.pending.length === 1 ? "" : "s"} of the same turn` : ""
+        } when the tab went away (started ${
+          new Date(draft.record.created_at).toLocaleTimeString()
+        }). Finish it as “stopped” to commit it, or just send a new message.`,
         action: h("button", { type: "button", class: "button button-primary", onclick: () => void app.actions.finishDraft() }, "Finish as stopped"),
         testId: "draft-banner",
       }),
@@ -34,11 +38,17 @@ export function renderBanners(app: App): void {
   if (session && session.diagnostics.length > 0 && (diagnosticsSeen !== session || session.diagnostics.some((d) => d.fatal))) {
     const fatal = session.diagnostics.some((d) => d.fatal);
     banners.push(
-      banner(fatal ? "error" : "info", fatal ? "Recovery found corruption: this session is read-only." : `Recovery made ${session.diagnostics.length} finding${session.diagnostics.length === 1 ? "" : "s"} when this session was opened.`, {
-        items: session.diagnostics.map(describeDiagnostic),
-        testId: "diagnostics-banner",
-        dismiss: () => app.dismissDiagnostics(session),
-      }),
+      banner(
+        fatal ? "error" : "info",
+        fatal
+          ? "Recovery found corruption: this session is read-only."
+          : `Recovery made ${session.diagnostics.length} finding${session.diagnostics.length === 1 ? "" : "s"} when this session was opened.`,
+        {
+          items: session.diagnostics.map(describeDiagnostic),
+          testId: "diagnostics-banner",
+          dismiss: () => app.dismissDiagnostics(session),
+        },
+      ),
     );
   }
   if (archived) banners.push(banner("info", "This session is archived and read-only.", { body: "You can read, export, fork or delete it." }));

@@ -44,14 +44,17 @@ export function welcome(send: (text: string) => void, enabled: boolean): HTMLEle
       { class: "welcome-points" },
       h("li", {}, h("strong", {}, "Reload mid-reply"), " — the streaming draft is recovered."),
       h("li", {}, h("strong", {}, "Open a second tab"), " — it follows commits and shows who owns the session."),
-      h("li", {}, h("strong", {}, "Import / Export"), " — import from DeepCode, Rho, pi, Codex and Claude Code; export to Rho, DeepCode v1 and pi, redacted or not."),
+      h(
+        "li",
+        {},
+        h("strong", {}, "Import / Export"),
+        " — import from DeepCode, Rho, pi, Codex and Claude Code; export to Rho, DeepCode v1 and pi, redacted or not.",
+      ),
     ),
     h(
       "div",
       { class: "suggestions", role: "group", "aria-label": "Suggestions" },
-      ...suggestions.map((s) =>
-        h("button", { type: "button", class: "chip", onclick: () => send(s), disabled: !enabled }, s),
-      ),
+      ...suggestions.map((s) => h("button", { type: "button", class: "chip", onclick: () => send(s), disabled: !enabled }, s)),
     ),
   );
 }

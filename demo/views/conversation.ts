@@ -14,7 +14,7 @@ import type { App } from "../app.ts";
 import { ownerName } from "../describe.ts";
 import { byId, formatNumber, h, replaceChildren } from "../dom.ts";
 import { welcome } from "./chrome.ts";
-import { renderMessage, type MessageLook } from "./messages.ts";
+import { type MessageLook, renderMessage } from "./messages.ts";
 
 /** Renders the whole conversation, its live end included, from `app.state`. */
 export function renderConversation(app: App): void {
@@ -33,7 +33,13 @@ export function renderConversation(app: App): void {
         h(
           "div",
           { class: "history-divider history-more" },
-          h("span", {}, `${formatNumber(last - first + 1)} earlier message${last === first ? "" : "s"} in ${unpaged.length} segment${unpaged.length === 1 ? "" : "s"} (#${first}–#${last})`),
+          h(
+            "span",
+            {},
+            `${formatNumber(last - first + 1)} earlier message${last === first ? "" : "s"} in ${unpaged.length} segment${
+              unpaged.length === 1 ? "" : "s"
+            } (#${first}–#${last})`,
+          ),
           h("button", { type: "button", class: "button button-small", onclick: () => void loadEarlier(app) }, "Load earlier messages"),
         ),
       );
@@ -57,8 +63,9 @@ export function renderConversation(app: App): void {
       // The draft's question (and earlier steps) and its partial reply: the turn toUIMessages ends with.
       const note = remoteOwner ? `streaming in ${ownerName(remoteOwner)}` : "interrupted · draft";
       nodes.push(
-        ...renderTurns([...draft.pending, draft.record as MessageRecord], (message) =>
-          message.role === "user" ? { state: "pending", note: "not committed yet" } : { state: "draft", note },
+        ...renderTurns(
+          [...draft.pending, draft.record as MessageRecord],
+          (message) => message.role === "user" ? { state: "pending", note: "not committed yet" } : { state: "draft", note },
         ),
       );
     }
@@ -85,7 +92,14 @@ export function renderLiveTurn(app: App): void {
     root,
     question,
     renderMessage(reply, { state: "streaming", note: "streaming", model: app.providers.current.identity.model }),
-    run.compacting ? h("div", { class: "history-divider history-compacting" }, h("span", { class: "spinner", "aria-hidden": "true" }), h("span", {}, `Compacting before the next step: ${run.compacting}`)) : null,
+    run.compacting
+      ? h(
+        "div",
+        { class: "history-divider history-compacting" },
+        h("span", { class: "spinner", "aria-hidden": "true" }),
+        h("span", {}, `Compacting before the next step: ${run.compacting}`),
+      )
+      : null,
   );
   if (atBottom) scrollConversationToEnd();
 }

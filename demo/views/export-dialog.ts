@@ -8,7 +8,7 @@ import type { SessionMeta } from "../../core/mod.ts";
 import type { App } from "../app.ts";
 import { describeError } from "../describe.ts";
 import { byId, h, replaceChildren } from "../dom.ts";
-import { download, needsCwd, type ExportFormat } from "../portable-io.ts";
+import { download, type ExportFormat, needsCwd } from "../portable-io.ts";
 import { toast } from "./toast.ts";
 
 /** The folder an imported session brought (`meta.json` `imported_from.cwd`), if any. */
@@ -49,7 +49,14 @@ export function bindExportDialog(app: App): void {
     const cwd = cwdInput.value.trim();
     if (needsCwd(format) && cwd === "") {
       // Never a guessed folder in the file: the browser has no current folder to stand in.
-      replaceChildren(byId("export-report"), h("p", { class: "error" }, "A DeepCode v1 stream and a pi session record the folder the session worked in, and this session has none: enter a working folder, or export a Rho snapshot."));
+      replaceChildren(
+        byId("export-report"),
+        h(
+          "p",
+          { class: "error" },
+          "A DeepCode v1 stream and a pi session record the folder the session worked in, and this session has none: enter a working folder, or export a Rho snapshot.",
+        ),
+      );
       cwdInput.focus();
       return;
     }

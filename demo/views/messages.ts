@@ -58,7 +58,13 @@ export function renderMessage(message: ChatMessage, look: MessageLook = {}): HTM
   if (status === "failed") meta.append(h("span", { class: "badge badge-error" }, "failed"));
   if (look.note) meta.append(h("span", { class: `badge ${state === "draft" ? "badge-warn" : "badge-info"}` }, look.note));
   if (usage) {
-    meta.append(h("span", { class: "usage", title: "Real usage reported by the provider for the turn's last step" }, `in ${formatNumber(usage.input_tokens)} · out ${formatNumber(usage.output_tokens)}`));
+    meta.append(
+      h(
+        "span",
+        { class: "usage", title: "Real usage reported by the provider for the turn's last step" },
+        `in ${formatNumber(usage.input_tokens)} · out ${formatNumber(usage.output_tokens)}`,
+      ),
+    );
   }
   if (look.model && role === "assistant") meta.append(h("span", { class: "model" }, look.model));
   if (meta.childNodes.length > 0) article.append(meta);
@@ -77,7 +83,12 @@ function renderPart(part: UIPart): HTMLElement | undefined {
       if ((part.providerMetadata?.["sessionfold"] as { kind?: string } | undefined)?.kind === "reasoning-summary") {
         return h("div", { class: "part part-reasoning-summary" }, h("span", { class: "label" }, "Reasoning summary"), h("div", {}, part.text));
       }
-      return h("details", { class: "part part-reasoning", ...(part.state === "streaming" ? { open: true } : {}) }, h("summary", {}, "Reasoning"), h("div", { class: "reasoning-text" }, part.text));
+      return h(
+        "details",
+        { class: "part part-reasoning", ...(part.state === "streaming" ? { open: true } : {}) },
+        h("summary", {}, "Reasoning"),
+        h("div", { class: "reasoning-text" }, part.text),
+      );
     case "file": {
       const url = safeUrl(part.url);
       const label = `${part.filename ?? "file"} (${part.mediaType})`;
@@ -95,7 +106,9 @@ function renderPart(part: UIPart): HTMLElement | undefined {
   }
   if (part.type === "dynamic-tool") return renderTool(part.toolName, part);
   if (part.type.startsWith("tool-")) return renderTool(part.type.slice("tool-".length), part as unknown as ToolLike);
-  if (part.type.startsWith("data-")) return h("div", { class: "part part-data" }, h("span", { class: "label" }, part.type), " ", h("code", {}, compactJson((part as { data?: unknown }).data)));
+  if (part.type.startsWith("data-")) {
+    return h("div", { class: "part part-data" }, h("span", { class: "label" }, part.type), " ", h("code", {}, compactJson((part as { data?: unknown }).data)));
+  }
   return undefined;
 }
 
@@ -110,7 +123,13 @@ interface ToolLike {
 function renderTool(name: string, part: ToolLike): HTMLElement {
   const state = part.state === "output-available" ? "done" : part.state === "output-error" || part.state === "output-denied" ? "error" : "running";
   const card = h("div", { class: `part part-tool tool-${state}`, "data-tool-state": part.state });
-  const head = h("div", { class: "tool-head" }, h("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"), h("span", { class: "tool-name" }, name), h("code", { class: "tool-input" }, compactJson(part.input)));
+  const head = h(
+    "div",
+    { class: "tool-head" },
+    h("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"),
+    h("span", { class: "tool-name" }, name),
+    h("code", { class: "tool-input" }, compactJson(part.input)),
+  );
   card.append(head);
   if (part.state === "output-available") card.append(h("div", { class: "tool-output" }, "→ ", h("code", {}, compactJson(part.output))));
   else if (part.state === "output-error") card.append(h("div", { class: "tool-output tool-error-text" }, `✕ ${part.errorText ?? "failed"}`));

@@ -24,17 +24,20 @@ export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
   let active: EndpointProvider | undefined;
   const status = h("p", { class: "small", id: "model-status", "aria-live": "polite" });
   const describeStatus = () => {
-    status.textContent =
-      active
-        ? `Using ${active.identity.model} at ${active.origin}. The key is held in this tab's memory only.`
-        : "Using the built-in local model: offline, deterministic, with the clock, calculator and dice tools.";
+    status.textContent = active
+      ? `Using ${active.identity.model} at ${active.origin}. The key is held in this tab's memory only.`
+      : "Using the built-in local model: offline, deterministic, with the clock, calculator and dice tools.";
   };
   const speed = h(
     "select",
     { id: "model-speed", onchange: (e: Event) => host.setChunkDelayMs(Number((e.target as HTMLSelectElement).value)) },
-    ...Object.entries(host.speeds).map(([name, ms]) => h("option", { value: ms, selected: ms === host.chunkDelayMs() }, `${name[0]!.toUpperCase()}${name.slice(1)} (${ms} ms per chunk)`)),
+    ...Object.entries(host.speeds).map(([name, ms]) =>
+      h("option", { value: ms, selected: ms === host.chunkDelayMs() }, `${name[0]!.toUpperCase()}${name.slice(1)} (${ms} ms per chunk)`)
+    ),
   );
-  if (!Object.values(host.speeds).includes(host.chunkDelayMs() as never)) speed.append(h("option", { value: host.chunkDelayMs(), selected: true }, `Custom (${host.chunkDelayMs()} ms per chunk)`));
+  if (!Object.values(host.speeds).includes(host.chunkDelayMs() as never)) {
+    speed.append(h("option", { value: host.chunkDelayMs(), selected: true }, `Custom (${host.chunkDelayMs()} ms per chunk)`));
+  }
   const baseUrl = h("input", { id: "openai-base-url", type: "url", value: "https://api.openai.com/v1", autocomplete: "off", spellcheck: "false" });
   const model = h("input", { id: "openai-model", type: "text", value: "gpt-4o-mini", autocomplete: "off", spellcheck: "false" });
   const key = h("input", { id: "openai-key", type: "password", autocomplete: "off", spellcheck: "false", placeholder: "sk-…" });
@@ -67,7 +70,11 @@ export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
       "div",
       { class: "card" },
       h("h3", {}, "Built-in local model"),
-      h("p", { class: "small muted" }, "Streams deterministic replies in small chunks, calls a tool now and then, and reports usage: input = the core's estimate of the composed request, output = characters / 4."),
+      h(
+        "p",
+        { class: "small muted" },
+        "Streams deterministic replies in small chunks, calls a tool now and then, and reports usage: input = the core's estimate of the composed request, output = characters / 4.",
+      ),
       h("label", { class: "field-label", for: "model-speed" }, "Streaming speed"),
       speed,
       h("div", { class: "row" }, useLocal),
@@ -75,15 +82,19 @@ export function bindModelPanel(root: HTMLElement, host: ModelPanelHost): void {
     endpointForm,
   );
   endpointForm.append(
-      h("h3", {}, "OpenAI-compatible endpoint"),
-      h("p", { class: "small muted" }, "Calls /chat/completions with streaming from this page, through the AI SDK (@ai-sdk/openai-compatible) and sessionfold/ai-sdk. The base URL, model and key stay in memory: never stored, exported or logged. Reloading forgets them."),
-      h("label", { class: "field-label", for: "openai-base-url" }, "Base URL"),
-      baseUrl,
-      h("label", { class: "field-label", for: "openai-model" }, "Model"),
-      model,
-      h("label", { class: "field-label", for: "openai-key" }, "API key"),
-      key,
-      error,
-      h("div", { class: "row" }, useEndpoint),
+    h("h3", {}, "OpenAI-compatible endpoint"),
+    h(
+      "p",
+      { class: "small muted" },
+      "Calls /chat/completions with streaming from this page, through the AI SDK (@ai-sdk/openai-compatible) and sessionfold/ai-sdk. The base URL, model and key stay in memory: never stored, exported or logged. Reloading forgets them.",
+    ),
+    h("label", { class: "field-label", for: "openai-base-url" }, "Base URL"),
+    baseUrl,
+    h("label", { class: "field-label", for: "openai-model" }, "Model"),
+    model,
+    h("label", { class: "field-label", for: "openai-key" }, "API key"),
+    key,
+    error,
+    h("div", { class: "row" }, useEndpoint),
   );
 }

@@ -4,8 +4,21 @@
  * (what the model reads now, the live draft, every closed segment with its summary,
  * loaded one segment at a time, and the session's figures).
  */
-import { COMPACTION_TARGET_RATIO, estimateModelInputTokens, formatLocation, formatSessionRef, usageTokens, type Diagnostic, type MessageRecord, type ProviderIdentity, type SummaryRecord, type Session, type ToolDefinition, type Usage } from "../../core/mod.ts";
-import { LAST_COMPACTED_FIELD, generateSystem } from "../../core/internal.ts";
+import {
+  COMPACTION_TARGET_RATIO,
+  type Diagnostic,
+  estimateModelInputTokens,
+  formatLocation,
+  formatSessionRef,
+  type MessageRecord,
+  type ProviderIdentity,
+  type Session,
+  type SummaryRecord,
+  type ToolDefinition,
+  type Usage,
+  usageTokens,
+} from "../../core/mod.ts";
+import { generateSystem, LAST_COMPACTED_FIELD } from "../../core/internal.ts";
 import type { App } from "../app.ts";
 import { ownerName } from "../describe.ts";
 import { byId, formatBytes, formatNumber, h, replaceChildren } from "../dom.ts";
@@ -87,7 +100,13 @@ export function renderGauge(root: HTMLElement, facts: GaugeFacts): void {
   const shown = used ?? facts.estimate ?? 0;
   const share = Math.min(1, shown / facts.window);
   const percent = Math.round((shown / facts.window) * 100);
-  const level = used === undefined ? "estimate" : used / facts.window >= facts.trigger ? "over" : facts.compacted && used / facts.window > COMPACTION_TARGET_RATIO ? "warn" : "ok";
+  const level = used === undefined
+    ? "estimate"
+    : used / facts.window >= facts.trigger
+    ? "over"
+    : facts.compacted && used / facts.window > COMPACTION_TARGET_RATIO
+    ? "warn"
+    : "ok";
 
   const fill = h("div", { class: `gauge-fill gauge-${level}` });
   fill.style.setProperty("width", `${(share * 100).toFixed(2)}%`);
@@ -126,7 +145,9 @@ export function renderGauge(root: HTMLElement, facts: GaugeFacts): void {
   );
   const lines: (HTMLElement | string)[] = [];
   if (facts.compacting) {
-    lines.push(h("div", { class: "gauge-note gauge-note-busy" }, h("span", { class: "spinner", "aria-hidden": "true" }), `Compacting now: ${facts.compacting}`));
+    lines.push(
+      h("div", { class: "gauge-note gauge-note-busy" }, h("span", { class: "spinner", "aria-hidden": "true" }), `Compacting now: ${facts.compacting}`),
+    );
   } else if (used === undefined) {
     lines.push(
       h(
@@ -142,7 +163,9 @@ export function renderGauge(root: HTMLElement, facts: GaugeFacts): void {
       h(
         "div",
         { class: "gauge-note" },
-        `Real usage of the ${facts.live ? "step streaming now" : "last step"}: in ${formatNumber(facts.usage!.input_tokens)} · out ${formatNumber(facts.usage!.output_tokens)}.`,
+        `Real usage of the ${facts.live ? "step streaming now" : "last step"}: in ${formatNumber(facts.usage!.input_tokens)} · out ${
+          formatNumber(facts.usage!.output_tokens)
+        }.`,
       ),
     );
     if (facts.policy === "real-usage" && used / facts.window >= facts.trigger) {
@@ -172,7 +195,14 @@ function disclosure(key: string, defaultOpen: boolean, attributes: Record<string
 /** Renders the history view of `session` into `root`. */
 export function renderHistory(root: HTMLElement, session: Session | undefined, extra: { diagnostics: readonly Diagnostic[]; draftOwner?: string }): void {
   if (!session) {
-    replaceChildren(root, h("p", { class: "muted empty" }, "Send a message to start a session. Its history appears here: the Active window, the live draft, and every compacted segment with its summary."));
+    replaceChildren(
+      root,
+      h(
+        "p",
+        { class: "muted empty" },
+        "Send a message to start a session. Its history appears here: the Active window, the live draft, and every compacted segment with its summary.",
+      ),
+    );
     return;
   }
   const meta = session.meta;
@@ -181,7 +211,15 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
   // What the next model request reads.
   const context = h("div", { class: "history-block" }, h("h3", {}, "Model context now"));
   if (session.system) {
-    context.append(disclosure("instruction", false, { class: "history-item" }, h("summary", {}, h("span", { class: "tag" }, "instruction"), ` ${formatNumber(session.system.length)} chars`), h("div", { class: "prewrap small" }, session.system)));
+    context.append(
+      disclosure(
+        "instruction",
+        false,
+        { class: "history-item" },
+        h("summary", {}, h("span", { class: "tag" }, "instruction"), ` ${formatNumber(session.system.length)} chars`),
+        h("div", { class: "prewrap small" }, session.system),
+      ),
+    );
   }
   const footer = session.summary;
   if (footer) {
@@ -212,7 +250,9 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
         "div",
         { class: "history-item history-draft" },
         h("span", { class: "tag tag-draft" }, "draft"),
-        ` ${extra.draftOwner ? `streaming in ${extra.draftOwner}` : "recovered"} · ${formatNumber(chars)} chars${draft.pending.length > 0 ? ` · ${draft.pending.length} pending` : ""}`,
+        ` ${extra.draftOwner ? `streaming in ${extra.draftOwner}` : "recovered"} · ${formatNumber(chars)} chars${
+          draft.pending.length > 0 ? ` · ${draft.pending.length} pending` : ""
+        }`,
       ),
     );
   }
@@ -221,7 +261,11 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
   // Closed segments, newest first; each loads its messages and footer when opened.
   const segments = [...(session.listedSegments ?? [])].reverse();
   const list = h("div", { class: "history-block" }, h("h3", {}, `Segments (${segments.length})`));
-  if (segments.length === 0) list.append(h("p", { class: "muted small" }, "None yet. When real usage reaches the trigger, the oldest half of the Active window becomes the first segment."));
+  if (segments.length === 0) {
+    list.append(
+      h("p", { class: "muted small" }, "None yet. When real usage reaches the trigger, the oldest half of the Active window becomes the first segment."),
+    );
+  }
   segments.forEach((range, index) => {
     const number = segments.length - index;
     const key = `${formatSessionRef(session.ref)}#${range.start}-${range.end}`;
@@ -230,14 +274,33 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
       key,
       false,
       { class: "history-item segment", "data-testid": "segment", "data-start": range.start, "data-end": range.end },
-      h("summary", {}, h("span", { class: "tag tag-segment" }, `segment ${number}`), ` #${range.start}–#${range.end} · ${range.end - range.start + 1} messages`),
+      h(
+        "summary",
+        {},
+        h("span", { class: "tag tag-segment" }, `segment ${number}`),
+        ` #${range.start}–#${range.end} · ${range.end - range.start + 1} messages`,
+      ),
       body,
     );
     const show = ({ messages, footer }: { messages: MessageRecord[]; footer: SummaryRecord | undefined }) =>
       replaceChildren(
         body,
-        footer ? h("div", { class: "prewrap small summary-text", "data-testid": "segment-summary" }, footer.text) : h("p", { class: "muted small" }, "(no summary footer)"),
-        h("ol", { class: "digest-list" }, ...messages.map((m) => h("li", {}, h("span", { class: "seq" }, `#${m.sequence}`), h("span", { class: `role role-${m.role}` }, m.role === "user" ? "you" : "assistant"), messageDigest(m)))),
+        footer
+          ? h("div", { class: "prewrap small summary-text", "data-testid": "segment-summary" }, footer.text)
+          : h("p", { class: "muted small" }, "(no summary footer)"),
+        h(
+          "ol",
+          { class: "digest-list" },
+          ...messages.map((m) =>
+            h(
+              "li",
+              {},
+              h("span", { class: "seq" }, `#${m.sequence}`),
+              h("span", { class: `role role-${m.role}` }, m.role === "user" ? "you" : "assistant"),
+              messageDigest(m),
+            )
+          ),
+        ),
       );
     const load = () => {
       const cached = segmentCache.get(key);
@@ -282,7 +345,20 @@ export function renderHistory(root: HTMLElement, session: Session | undefined, e
         "div",
         { class: "history-block" },
         h("h3", {}, "Recovery diagnostics"),
-        h("ul", { class: "diagnostics" }, ...extra.diagnostics.map((d) => h("li", { class: d.fatal ? "fatal" : "" }, h("code", {}, d.code), " ", h("span", { class: "muted" }, formatLocation(d)), h("div", { class: "small" }, d.message)))),
+        h(
+          "ul",
+          { class: "diagnostics" },
+          ...extra.diagnostics.map((d) =>
+            h(
+              "li",
+              { class: d.fatal ? "fatal" : "" },
+              h("code", {}, d.code),
+              " ",
+              h("span", { class: "muted" }, formatLocation(d)),
+              h("div", { class: "small" }, d.message),
+            )
+          ),
+        ),
       ),
     );
   }

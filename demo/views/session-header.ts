@@ -40,7 +40,12 @@ export function renderSessionHeader(app: App): void {
     const m = session.meta;
     const segments = (session.listedSegments ?? []).length;
     title.textContent = m.title || m.session_id;
-    const facts = [`revision ${m.revision}`, `${formatNumber(m.message_count)} message${m.message_count === 1 ? "" : "s"}`, `${segments} segment${segments === 1 ? "" : "s"}`, formatBytes(m.history_bytes)];
+    const facts = [
+      `revision ${m.revision}`,
+      `${formatNumber(m.message_count)} message${m.message_count === 1 ? "" : "s"}`,
+      `${segments} segment${segments === 1 ? "" : "s"}`,
+      formatBytes(m.history_bytes),
+    ];
     if (archived) facts.unshift("archived · read-only");
     if (m.forked_from) facts.push(`forked from ${m.forked_from.session_id.slice(0, 10)}… at #${m.forked_from.through_sequence}`);
     const importedFrom = (m as { imported_from?: { format?: string } }).imported_from;

@@ -25,7 +25,12 @@ export function renderSessionList(app: App): void {
         onclick: () => void app.navigation.openSession(meta.session_id, isArchived),
       },
       h("span", { class: "session-item-title" }, meta.title || meta.session_id),
-      h("span", { class: "session-item-meta" }, `${meta.message_count} message${meta.message_count === 1 ? "" : "s"} · ${relativeTime(meta.updated_at)}`, ...tags),
+      h(
+        "span",
+        { class: "session-item-meta" },
+        `${meta.message_count} message${meta.message_count === 1 ? "" : "s"} · ${relativeTime(meta.updated_at)}`,
+        ...tags,
+      ),
     );
     return h("li", {}, button);
   };

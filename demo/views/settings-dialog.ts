@@ -3,7 +3,7 @@
  * with `parseAgentConfig`. Each problem is listed with its line and column; choosing one
  * puts the caret there.
  */
-import { DEFAULT_AGENT_TEXT, checkSettings, type CheckedSettings } from "../agent-settings.ts";
+import { type CheckedSettings, checkSettings, DEFAULT_AGENT_TEXT } from "../agent-settings.ts";
 import { h, replaceChildren } from "../dom.ts";
 
 /** What the dialog needs from the app. */
@@ -54,7 +54,13 @@ export function bindSettingsDialog(host: SettingsHost): void {
           "p",
           { class: "settings-ok" },
           "✓ Valid. ",
-          h("span", { class: "muted" }, `context_window ${c.context_window ?? "unset"} · compaction ${c.compaction?.policy ?? "default"} · summarizer ${c.summarizer?.kind ?? "extractive"}`),
+          h(
+            "span",
+            { class: "muted" },
+            `context_window ${c.context_window ?? "unset"} · compaction ${c.compaction?.policy ?? "default"} · summarizer ${
+              c.summarizer?.kind ?? "extractive"
+            }`,
+          ),
         ),
       );
       save.disabled = false;
@@ -76,7 +82,7 @@ export function bindSettingsDialog(host: SettingsHost): void {
                 `Line ${p.line}, column ${p.column}`,
               ),
               ` — ${p.path ? `${p.path}: ` : ""}${p.message}`,
-            ),
+            )
           ),
         ),
       );

@@ -6,7 +6,16 @@
  * @module
  */
 import { basename } from "node:path";
-import { InvalidInputError, detectSessionFormat, readClaudeCode, readCodex, readPi, type Diagnostic, type FormatDetection, type PortableSession } from "../../core/mod.ts";
+import {
+  detectSessionFormat,
+  type Diagnostic,
+  type FormatDetection,
+  InvalidInputError,
+  type PortableSession,
+  readClaudeCode,
+  readCodex,
+  readPi,
+} from "../../core/mod.ts";
 import { decodeUtf8Strict, firstLine } from "../../core/internal.ts";
 import { openInputFile } from "../fs-boundary.ts";
 
@@ -57,7 +66,11 @@ export async function detectFileFormat(file: string): Promise<FormatDetection | 
   const first = detected ? undefined : firstLine(bytes);
   // A first line that is not UTF-8 is bad input at a known line, as a reader would say it.
   if (first && first.bytes.length < HEAD_BYTES && !decodeUtf8Strict(first.bytes).ok) {
-    throw new InvalidInputError(`${basename(file)}:${first.line}: found bytes that are not UTF-8; expected one UTF-8 JSON object per line`, { file: basename(file), line: first.line, found: "bytes that are not UTF-8" });
+    throw new InvalidInputError(`${basename(file)}:${first.line}: found bytes that are not UTF-8; expected one UTF-8 JSON object per line`, {
+      file: basename(file),
+      line: first.line,
+      found: "bytes that are not UTF-8",
+    });
   }
   return detected;
 }

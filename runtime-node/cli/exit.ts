@@ -5,7 +5,7 @@
  */
 // The errors alone, not the core's entry points: `--help` and usage errors print without
 // loading the core (docs/ARCHITECTURE.md "What each entry point is").
-import { SessionfoldError, asSessionfoldError, type ErrorCode } from "../../core/errors.ts";
+import { asSessionfoldError, type ErrorCode, SessionfoldError } from "../../core/errors.ts";
 
 /** Exit statuses of docs/CLI.md. */
 export const EXIT = {

@@ -60,4 +60,3 @@ function withLocation(d: CliDiagnostic): string {
   const where = d.line === null ? d.file : `${d.file}:${d.line}`;
   return d.message.startsWith(d.file) ? d.message : `${where}: ${d.message}`;
 }
-

@@ -13,11 +13,11 @@
  * ```
  * @module
  */
-import { splitArgs, parseCommandArgs } from "./args.ts";
+import { parseCommandArgs, splitArgs } from "./args.ts";
 import { COMMANDS, findCommand } from "./commands/mod.ts";
-import { UsageError, errorDocument, errorLine, exitStatusOf, toCliError, EXIT } from "./exit.ts";
+import { errorDocument, errorLine, EXIT, exitStatusOf, toCliError, UsageError } from "./exit.ts";
 import { commandHelp, programHelp } from "./help.ts";
-import { processIo, type CliIo } from "./io.ts";
+import { type CliIo, processIo } from "./io.ts";
 import { packageVersion } from "./version.ts";
 import type { Store } from "./store.ts";
 

@@ -26,17 +26,30 @@ async function serve(replies: readonly WireReply[]): Promise<WireServer> {
   return server;
 }
 
-const echo: Tool = { name: "echo", description: "echoes", inputSchema: { type: "object", properties: { say: { type: "string" } } }, execute: (input) => ({ echoed: input }) };
+const echo: Tool = {
+  name: "echo",
+  description: "echoes",
+  inputSchema: { type: "object", properties: { say: { type: "string" } } },
+  execute: (input) => ({ echoed: input }),
+};
 
 /** A session that already holds one exchange, so a fold has something to drop. */
 async function sessionWithHistory() {
   const { session } = await createSession(new MemoryStorage());
-  await session.append([{ role: "user", parts: [{ type: "text", text: "earlier question" }] }, { role: "assistant", parts: [{ type: "text", text: "earlier answer" }] }]);
+  await session.append([{ role: "user", parts: [{ type: "text", text: "earlier question" }] }, {
+    role: "assistant",
+    parts: [{ type: "text", text: "earlier answer" }],
+  }]);
   return session;
 }
 
 const chatAnswer = (text: string): WireReply => ({
-  events: [chat.chunk({ role: "assistant", content: text }), chat.chunk({}, "stop"), chat.usage({ prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }), chat.done],
+  events: [
+    chat.chunk({ role: "assistant", content: text }),
+    chat.chunk({}, "stop"),
+    chat.usage({ prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }),
+    chat.done,
+  ],
 });
 
 describe("OpenAI chat-completions through @ai-sdk/openai", () => {
@@ -44,11 +57,21 @@ describe("OpenAI chat-completions through @ai-sdk/openai", () => {
     const wire = await serve([
       {
         events: [
-          chat.chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "echo", arguments: "" } }] }),
+          chat.chunk({
+            role: "assistant",
+            content: null,
+            tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "echo", arguments: "" } }],
+          }),
           chat.chunk({ tool_calls: [{ index: 0, function: { arguments: '{"say":' } }] }),
           chat.chunk({ tool_calls: [{ index: 0, function: { arguments: '"hi"}' } }] }),
           chat.chunk({}, "tool_calls"),
-          chat.usage({ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220, prompt_tokens_details: { cached_tokens: 150 }, completion_tokens_details: { reasoning_tokens: 7 } }),
+          chat.usage({
+            prompt_tokens: 200,
+            completion_tokens: 20,
+            total_tokens: 220,
+            prompt_tokens_details: { cached_tokens: 150 },
+            completion_tokens_details: { reasoning_tokens: 7 },
+          }),
           chat.done,
         ],
       },
@@ -71,7 +94,17 @@ describe("OpenAI chat-completions through @ai-sdk/openai", () => {
 
   it("a 400 context_length_exceeded folds the input and retries once", async () => {
     const wire = await serve([
-      { status: 400, body: { error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", type: "invalid_request_error", param: "messages", code: "context_length_exceeded" } } },
+      {
+        status: 400,
+        body: {
+          error: {
+            message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+            type: "invalid_request_error",
+            param: "messages",
+            code: "context_length_exceeded",
+          },
+        },
+      },
       chatAnswer("fits"),
     ]);
     const model = createOpenAI({ baseURL: `${wire.baseUrl}/v1`, apiKey: "k" }).chat("gpt-test");
@@ -108,15 +141,50 @@ describe("OpenAI Responses through @ai-sdk/openai", () => {
       {
         events: [
           responsesEvent("response.created", { response: { id: "resp_1", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
-          responsesEvent("response.output_item.added", { output_index: 0, item: { type: "reasoning", id: "rs_1", encrypted_content: "enc-1", summary: [] } }, n++),
-          responsesEvent("response.reasoning_summary_part.added", { item_id: "rs_1", output_index: 0, summary_index: 0, part: { type: "summary_text", text: "" } }, n++),
+          responsesEvent(
+            "response.output_item.added",
+            { output_index: 0, item: { type: "reasoning", id: "rs_1", encrypted_content: "enc-1", summary: [] } },
+            n++,
+          ),
+          responsesEvent("response.reasoning_summary_part.added", {
+            item_id: "rs_1",
+            output_index: 0,
+            summary_index: 0,
+            part: { type: "summary_text", text: "" },
+          }, n++),
           responsesEvent("response.reasoning_summary_text.delta", { item_id: "rs_1", output_index: 0, summary_index: 0, delta: "Check the facts." }, n++),
-          responsesEvent("response.reasoning_summary_part.done", { item_id: "rs_1", output_index: 0, summary_index: 0, part: { type: "summary_text", text: "Check the facts." } }, n++),
-          responsesEvent("response.output_item.done", { output_index: 0, item: { type: "reasoning", id: "rs_1", encrypted_content: "enc-1", summary: [{ type: "summary_text", text: "Check the facts." }] } }, n++),
-          responsesEvent("response.output_item.added", { output_index: 1, item: { type: "message", id: "msg_1", role: "assistant", status: "in_progress", content: [] } }, n++),
+          responsesEvent("response.reasoning_summary_part.done", {
+            item_id: "rs_1",
+            output_index: 0,
+            summary_index: 0,
+            part: { type: "summary_text", text: "Check the facts." },
+          }, n++),
+          responsesEvent("response.output_item.done", {
+            output_index: 0,
+            item: { type: "reasoning", id: "rs_1", encrypted_content: "enc-1", summary: [{ type: "summary_text", text: "Check the facts." }] },
+          }, n++),
+          responsesEvent("response.output_item.added", {
+            output_index: 1,
+            item: { type: "message", id: "msg_1", role: "assistant", status: "in_progress", content: [] },
+          }, n++),
           responsesEvent("response.output_text.delta", { item_id: "msg_1", output_index: 1, content_index: 0, delta: "Paris." }, n++),
-          responsesEvent("response.output_item.done", { output_index: 1, item: { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Paris.", annotations: [] }] } }, n++),
-          responsesEvent("response.completed", { response: { id: "resp_1", status: "completed", usage: { input_tokens: 300, input_tokens_details: { cached_tokens: 200 }, output_tokens: 40, output_tokens_details: { reasoning_tokens: 30 }, total_tokens: 340 } } }, n++),
+          responsesEvent("response.output_item.done", {
+            output_index: 1,
+            item: { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Paris.", annotations: [] }] },
+          }, n++),
+          responsesEvent("response.completed", {
+            response: {
+              id: "resp_1",
+              status: "completed",
+              usage: {
+                input_tokens: 300,
+                input_tokens_details: { cached_tokens: 200 },
+                output_tokens: 40,
+                output_tokens_details: { reasoning_tokens: 30 },
+                total_tokens: 340,
+              },
+            },
+          }, n++),
         ],
       },
     ]);
@@ -138,13 +206,29 @@ describe("OpenAI Responses through @ai-sdk/openai", () => {
   it("a 400 context_length_exceeded from the Responses API folds and retries", async () => {
     let n = 0;
     const wire = await serve([
-      { status: 400, body: { error: { message: "Your input exceeds the context window of this model. Please adjust your input and try again.", type: "invalid_request_error", param: "input", code: "context_length_exceeded" } } },
+      {
+        status: 400,
+        body: {
+          error: {
+            message: "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            type: "invalid_request_error",
+            param: "input",
+            code: "context_length_exceeded",
+          },
+        },
+      },
       {
         events: [
           responsesEvent("response.created", { response: { id: "resp_2", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
-          responsesEvent("response.output_item.added", { output_index: 0, item: { type: "message", id: "msg_2", role: "assistant", status: "in_progress", content: [] } }, n++),
+          responsesEvent("response.output_item.added", {
+            output_index: 0,
+            item: { type: "message", id: "msg_2", role: "assistant", status: "in_progress", content: [] },
+          }, n++),
           responsesEvent("response.output_text.delta", { item_id: "msg_2", output_index: 0, content_index: 0, delta: "ok" }, n++),
-          responsesEvent("response.output_item.done", { output_index: 0, item: { type: "message", id: "msg_2", role: "assistant", status: "completed", content: [] } }, n++),
+          responsesEvent("response.output_item.done", {
+            output_index: 0,
+            item: { type: "message", id: "msg_2", role: "assistant", status: "completed", content: [] },
+          }, n++),
           responsesEvent("response.completed", { response: { id: "resp_2", status: "completed", usage: { input_tokens: 10, output_tokens: 1 } } }, n++),
         ],
       },
@@ -161,17 +245,34 @@ describe("OpenAI Responses through @ai-sdk/openai", () => {
 it("a Responses stream that fails with context_length_exceeded folds and retries", async () => {
   let n = 0;
   const wire = await serve([
-    { events: [
-      responsesEvent("response.created", { response: { id: "resp_3", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
-      responsesEvent("error", { error: { type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model.", param: null } }, n++),
-    ] },
-    { events: [
-      responsesEvent("response.created", { response: { id: "resp_4", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
-      responsesEvent("response.output_item.added", { output_index: 0, item: { type: "message", id: "msg_4", role: "assistant", status: "in_progress", content: [] } }, n++),
-      responsesEvent("response.output_text.delta", { item_id: "msg_4", output_index: 0, content_index: 0, delta: "ok" }, n++),
-      responsesEvent("response.output_item.done", { output_index: 0, item: { type: "message", id: "msg_4", role: "assistant", status: "completed", content: [] } }, n++),
-      responsesEvent("response.completed", { response: { id: "resp_4", status: "completed", usage: { input_tokens: 10, output_tokens: 1 } } }, n++),
-    ] },
+    {
+      events: [
+        responsesEvent("response.created", { response: { id: "resp_3", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
+        responsesEvent("error", {
+          error: {
+            type: "invalid_request_error",
+            code: "context_length_exceeded",
+            message: "Your input exceeds the context window of this model.",
+            param: null,
+          },
+        }, n++),
+      ],
+    },
+    {
+      events: [
+        responsesEvent("response.created", { response: { id: "resp_4", created_at: 1_700_000_000, model: "gpt-test" } }, n++),
+        responsesEvent("response.output_item.added", {
+          output_index: 0,
+          item: { type: "message", id: "msg_4", role: "assistant", status: "in_progress", content: [] },
+        }, n++),
+        responsesEvent("response.output_text.delta", { item_id: "msg_4", output_index: 0, content_index: 0, delta: "ok" }, n++),
+        responsesEvent("response.output_item.done", {
+          output_index: 0,
+          item: { type: "message", id: "msg_4", role: "assistant", status: "completed", content: [] },
+        }, n++),
+        responsesEvent("response.completed", { response: { id: "resp_4", status: "completed", usage: { input_tokens: 10, output_tokens: 1 } } }, n++),
+      ],
+    },
   ]);
   const model = createOpenAI({ baseURL: `${wire.baseUrl}/v1`, apiKey: "k" }).responses("gpt-test");
   const session = await sessionWithHistory();
@@ -183,7 +284,9 @@ it("a Responses stream that fails with context_length_exceeded folds and retries
 
 describe("Anthropic messages through @ai-sdk/anthropic", () => {
   const start = (usage: Record<string, unknown>) =>
-    anthropicEvent("message_start", { message: { id: "msg_01", type: "message", role: "assistant", model: "claude-test", content: [], stop_reason: null, stop_sequence: null, usage } });
+    anthropicEvent("message_start", {
+      message: { id: "msg_01", type: "message", role: "assistant", model: "claude-test", content: [], stop_reason: null, stop_sequence: null, usage },
+    });
 
   it("thinking with its signature, a tool loop, and cache usage", async () => {
     const wire = await serve([
@@ -252,11 +355,20 @@ describe("Anthropic messages through @ai-sdk/anthropic", () => {
 });
 
 describe("OpenAI-compatible servers through @ai-sdk/openai-compatible", () => {
-  const compatible = (wire: WireServer) => createOpenAICompatible({ name: "local", baseURL: `${wire.baseUrl}/v1`, apiKey: "k", includeUsage: true }).chatModel("qwen-test");
+  const compatible = (wire: WireServer) =>
+    createOpenAICompatible({ name: "local", baseURL: `${wire.baseUrl}/v1`, apiKey: "k", includeUsage: true }).chatModel("qwen-test");
 
   it("reasoning_content, text and usage", async () => {
     const wire = await serve([
-      { events: [chat.chunk({ role: "assistant", reasoning_content: "hmm" }), chat.chunk({ content: "answer" }), chat.chunk({}, "stop"), chat.usage({ prompt_tokens: 30, completion_tokens: 6, total_tokens: 36 }), chat.done] },
+      {
+        events: [
+          chat.chunk({ role: "assistant", reasoning_content: "hmm" }),
+          chat.chunk({ content: "answer" }),
+          chat.chunk({}, "stop"),
+          chat.usage({ prompt_tokens: 30, completion_tokens: 6, total_tokens: 36 }),
+          chat.done,
+        ],
+      },
     ]);
     const { session } = await createSession(new MemoryStorage());
     const { outcome, error } = await drain(session.run("q", { provider: aiSdkProvider(compatible(wire)) }));
@@ -268,8 +380,23 @@ describe("OpenAI-compatible servers through @ai-sdk/openai-compatible", () => {
   });
 
   it.each([
-    ["vLLM", { object: "error", message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", type: "BadRequestError", param: null, code: 400 }],
-    ["llama.cpp", { error: { code: 400, message: "the request exceeds the available context size, try increasing it", type: "exceed_context_size_error", n_prompt_tokens: 5000, n_ctx: 4096 } }],
+    ["vLLM", {
+      object: "error",
+      message:
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+      type: "BadRequestError",
+      param: null,
+      code: 400,
+    }],
+    ["llama.cpp", {
+      error: {
+        code: 400,
+        message: "the request exceeds the available context size, try increasing it",
+        type: "exceed_context_size_error",
+        n_prompt_tokens: 5000,
+        n_ctx: 4096,
+      },
+    }],
   ])("a %s context-size refusal folds and retries", async (_name, body) => {
     const wire = await serve([{ status: 400, body }, chatAnswer("ok")]);
     const session = await sessionWithHistory();

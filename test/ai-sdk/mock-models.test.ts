@@ -6,7 +6,7 @@
  */
 import type { LanguageModelV2, LanguageModelV2StreamPart, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { streamText } from "ai";
-import { MockLanguageModelV3, MockLanguageModelV4, convertArrayToReadableStream } from "ai/test";
+import { convertArrayToReadableStream, MockLanguageModelV3, MockLanguageModelV4 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { CancelledError, MemoryStorage, type RunEvent, type Tool } from "../../core/mod.ts";
 import { aiSdkProvider, aiSdkSummarizer, storedUsage } from "../../ai-sdk/mod.ts";
@@ -40,7 +40,11 @@ function v2Model(steps: LanguageModelV2StreamPart[][]): LanguageModelV2 & { call
 describe("usage mapping", () => {
   it("v2 flat usage is stored as reported", () => {
     expect(storedUsage({ inputTokens: 120, outputTokens: 30, totalTokens: 150, reasoningTokens: 10, cachedInputTokens: 100 })).toEqual({
-      input_tokens: 120, output_tokens: 30, total_tokens: 150, cache_read_tokens: 100, reasoning_tokens: 10,
+      input_tokens: 120,
+      output_tokens: 30,
+      total_tokens: 150,
+      cache_read_tokens: 100,
+      reasoning_tokens: 10,
     });
     expect(storedUsage({ inputTokens: 5, outputTokens: 2, totalTokens: undefined })).toEqual({ input_tokens: 5, output_tokens: 2, total_tokens: 7 });
     expect(storedUsage({ inputTokens: undefined, outputTokens: undefined, totalTokens: undefined })).toBeUndefined();
@@ -48,12 +52,31 @@ describe("usage mapping", () => {
 
   it("v3/v4 nested usage: totals, else the sum of the details; cache and reasoning kept", () => {
     expect(storedUsage(v3Usage(1200, 40, { cacheRead: 1000, cacheWrite: 50, reasoning: 10 }))).toEqual({
-      input_tokens: 1200, output_tokens: 40, total_tokens: 1240, cache_read_tokens: 1000, cache_write_tokens: 50, reasoning_tokens: 10,
+      input_tokens: 1200,
+      output_tokens: 40,
+      total_tokens: 1240,
+      cache_read_tokens: 1000,
+      cache_write_tokens: 50,
+      reasoning_tokens: 10,
     });
-    expect(storedUsage({ inputTokens: { total: undefined, noCache: 10, cacheRead: 90, cacheWrite: undefined }, outputTokens: { total: undefined, text: 3, reasoning: 4 } })).toEqual({
-      input_tokens: 100, output_tokens: 7, total_tokens: 107, cache_read_tokens: 90, reasoning_tokens: 4,
+    expect(
+      storedUsage({
+        inputTokens: { total: undefined, noCache: 10, cacheRead: 90, cacheWrite: undefined },
+        outputTokens: { total: undefined, text: 3, reasoning: 4 },
+      }),
+    ).toEqual({
+      input_tokens: 100,
+      output_tokens: 7,
+      total_tokens: 107,
+      cache_read_tokens: 90,
+      reasoning_tokens: 4,
     });
-    expect(storedUsage({ inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } })).toBeUndefined();
+    expect(
+      storedUsage({
+        inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+      }),
+    ).toBeUndefined();
   });
 });
 
@@ -86,7 +109,12 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
     expect(step1!.usage).toEqual({ input_tokens: 100, output_tokens: 20, total_tokens: 120, reasoning_tokens: 5 });
     expect(step1!.parts.map((p) => p.type)).toEqual(["reasoning", "provider-context", "tool"]);
     expect(step1!.parts[2]).toMatchObject({ tool_name: "echo", input: { say: "hi" }, state: "output-available", output: { echoed: { say: "hi" } } });
-    expect(step1!.parts[1]).toMatchObject({ provider: "mock", api: "chat", model: "m-3", data: { part: "reasoning", key: 0, providerMetadata: { anthropic: { signature: "sig-1" } } } });
+    expect(step1!.parts[1]).toMatchObject({
+      provider: "mock",
+      api: "chat",
+      model: "m-3",
+      data: { part: "reasoning", key: 0, providerMetadata: { anthropic: { signature: "sig-1" } } },
+    });
     expect(step2!.usage).toEqual({ input_tokens: 140, output_tokens: 8, total_tokens: 148, cache_read_tokens: 100 });
     expect(events.filter((e) => e.type === "text-delta").map((e) => (e as { text: string }).text).join("")).toBe("Hello there");
     // The second call got the signed reasoning back, the tool call and its result.
@@ -103,13 +131,21 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
         { type: "text-start", id: "t1", providerMetadata: { loopback: {} } },
         { type: "text-delta", id: "t1", delta: "hi" },
         { type: "text-end", id: "t1", providerMetadata: { loopback: {} } },
-        { type: "finish", usage: v3Usage(10, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {}, other: { responseId: "r1" } } },
+        {
+          type: "finish",
+          usage: v3Usage(10, 1),
+          finishReason: { unified: "stop", raw: "stop" },
+          providerMetadata: { loopback: {}, other: { responseId: "r1" } },
+        },
       ],
       [{ type: "finish", usage: v3Usage(12, 1), finishReason: { unified: "stop", raw: "stop" }, providerMetadata: { loopback: {} } }],
     ]);
     const { session } = await createSession(new MemoryStorage());
     const first = await drain(session.run("hi", { provider: aiSdkProvider(model) }));
-    expect(first.outcome!.messages[1]!.parts).toMatchObject([{ type: "text", text: "hi" }, { type: "provider-context", data: { part: "finish", providerMetadata: { other: { responseId: "r1" } } } }]);
+    expect(first.outcome!.messages[1]!.parts).toMatchObject([{ type: "text", text: "hi" }, {
+      type: "provider-context",
+      data: { part: "finish", providerMetadata: { other: { responseId: "r1" } } },
+    }]);
     expect(JSON.stringify(first.outcome!.messages[1]!.parts)).not.toContain("loopback");
     const second = await drain(session.run("again", { provider: aiSdkProvider(model) }));
     expect(second.outcome!.messages[1]!.parts).toEqual([]);
@@ -146,7 +182,12 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
           { type: "text-start", id: "t" },
           { type: "text-delta", id: "t", delta: "Yes." },
           { type: "text-end", id: "t", providerMetadata: { openai: { itemId: "msg_1" } } },
-          { type: "finish", usage: v3Usage(10, 4), finishReason: { unified: "stop", raw: "completed" }, providerMetadata: { openai: { responseId: "resp_1" } } },
+          {
+            type: "finish",
+            usage: v3Usage(10, 4),
+            finishReason: { unified: "stop", raw: "completed" },
+            providerMetadata: { openai: { responseId: "resp_1" } },
+          },
         ]),
       },
     });
@@ -164,10 +205,22 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
       { type: "reasoning-start", id: "r" },
       { type: "reasoning-delta", id: "r", delta: "secret" },
       { type: "reasoning-end", id: "r", providerMetadata: { anthropic: { signature: "only-for-m-3" } } },
-      { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "one" }, { type: "text-end", id: "t" },
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "one" },
+      { type: "text-end", id: "t" },
       { type: "finish", usage: v3Usage(5, 2), finishReason: { unified: "stop", raw: "stop" } },
     ]]);
-    const second = new MockLanguageModelV3({ provider: "other.chat", modelId: "o-1", doStream: { stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([{ type: "finish", usage: v3Usage(5, 0), finishReason: { unified: "stop", raw: "stop" } }]) } });
+    const second = new MockLanguageModelV3({
+      provider: "other.chat",
+      modelId: "o-1",
+      doStream: {
+        stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([{
+          type: "finish",
+          usage: v3Usage(5, 0),
+          finishReason: { unified: "stop", raw: "stop" },
+        }]),
+      },
+    });
     const { session } = await createSession(new MemoryStorage());
     await drain(session.run("one", { provider: aiSdkProvider(first) }));
     const { events } = await drain(session.run("two", { provider: aiSdkProvider(second) }));
@@ -190,7 +243,13 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
     });
     const abort = new AbortController();
     const { session } = await createSession(new MemoryStorage());
-    const run = session.run("go", { provider: aiSdkProvider(model), signal: abort.signal, onEvent: (e: RunEvent) => { if (e.type === "text-delta") abort.abort(); } });
+    const run = session.run("go", {
+      provider: aiSdkProvider(model),
+      signal: abort.signal,
+      onEvent: (e: RunEvent) => {
+        if (e.type === "text-delta") abort.abort();
+      },
+    });
     const { error } = await drain(run);
     expect(error).toBeInstanceOf(CancelledError);
     expect(controller).toBeDefined();
@@ -201,7 +260,11 @@ describe("aiSdkProvider over the AI SDK's mock models", () => {
   it("a context-length error part folds the input and retries once", async () => {
     const model = v3Model([
       [{ type: "error", error: { type: "error", error: { type: "invalid_request_error", message: "prompt is too long: 210000 tokens > 200000 maximum" } } }],
-      [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "fits now" }, { type: "text-end", id: "t" }, { type: "finish", usage: v3Usage(9, 2), finishReason: { unified: "stop", raw: "stop" } }],
+      [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "fits now" }, { type: "text-end", id: "t" }, {
+        type: "finish",
+        usage: v3Usage(9, 2),
+        finishReason: { unified: "stop", raw: "stop" },
+      }],
     ]);
     const { session } = await createSession(new MemoryStorage());
     await session.append([{ role: "user", parts: [{ type: "text", text: "old" }] }, { role: "assistant", parts: [{ type: "text", text: "old answer" }] }]);
@@ -220,16 +283,24 @@ describe("aiSdkSummarizer", () => {
       doStream: async (options) => {
         const text = JSON.stringify(options.prompt);
         prompts.push(text);
-        return { stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
-          { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: `summary ${prompts.length}` }, { type: "text-end", id: "t" },
-          { type: "finish", usage: v3Usage(Math.ceil(text.length / 4), 3), finishReason: { unified: "stop", raw: "stop" } },
-        ]) };
+        return {
+          stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: `summary ${prompts.length}` },
+            { type: "text-end", id: "t" },
+            { type: "finish", usage: v3Usage(Math.ceil(text.length / 4), 3), finishReason: { unified: "stop", raw: "stop" } },
+          ]),
+        };
       },
     });
     const summarizer = aiSdkSummarizer(model, { contextWindow: window, maxOutputTokens: 200 });
     const messages = Array.from({ length: 40 }, (_, i) => ({
-      record_type: "message" as const, sequence: i + 1, message_id: `m${i}`, role: i % 2 === 0 ? ("user" as const) : ("assistant" as const),
-      created_at: "2026-01-01T00:00:00.000Z", parts: [{ sequence: 1, type: "text" as const, text: `message ${i} ${"word ".repeat(400)}` }],
+      record_type: "message" as const,
+      sequence: i + 1,
+      message_id: `m${i}`,
+      role: i % 2 === 0 ? ("user" as const) : ("assistant" as const),
+      created_at: "2026-01-01T00:00:00.000Z",
+      parts: [{ sequence: 1, type: "text" as const, text: `message ${i} ${"word ".repeat(400)}` }],
     }));
     const totalChars = messages.reduce((n, m) => n + m.parts[0]!.text.length, 0);
     expect(totalChars / 4).toBeGreaterThan(window * 10);
@@ -249,14 +320,23 @@ describe("the summarizer's own usage", () => {
     const model = new MockLanguageModelV3({
       doStream: async () => {
         call += 1;
-        return { stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
-          { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: `summary ${call}` }, { type: "text-end", id: "t" },
-          { type: "finish", usage: v3Usage(100 * call, 10 * call, {}), finishReason: { unified: "stop", raw: "stop" } },
-        ]) };
+        return {
+          stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: `summary ${call}` },
+            { type: "text-end", id: "t" },
+            { type: "finish", usage: v3Usage(100 * call, 10 * call, {}), finishReason: { unified: "stop", raw: "stop" } },
+          ]),
+        };
       },
     });
     const { session } = await createSession(new MemoryStorage(), { summarizer: aiSdkSummarizer(model, { contextWindow: 8_000 }) });
-    const turn = (i: number) => [{ role: "user" as const, parts: [{ type: "text" as const, text: `q${i}` }] }, { role: "assistant" as const, parts: [{ type: "text" as const, text: `a${i}` }] }];
+    const turn = (
+      i: number,
+    ) => [{ role: "user" as const, parts: [{ type: "text" as const, text: `q${i}` }] }, {
+      role: "assistant" as const,
+      parts: [{ type: "text" as const, text: `a${i}` }],
+    }];
     await session.append([...turn(1), ...turn(2)]);
     const first = await session.compact();
     expect(first).toMatchObject({ summaryUsage: { input_tokens: 100, output_tokens: 10, total_tokens: 110 } });
@@ -269,13 +349,23 @@ describe("the summarizer's own usage", () => {
 describe("the same mock stream through streamText", () => {
   it("streamText and the adapter read the same text and usage", async () => {
     const parts: LanguageModelV3StreamPart[] = [
-      { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "same" }, { type: "text-end", id: "t" },
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "same" },
+      { type: "text-end", id: "t" },
       { type: "finish", usage: v3Usage(3, 1), finishReason: { unified: "stop", raw: "stop" } },
     ];
     const direct = streamText({ model: new MockLanguageModelV3({ doStream: { stream: convertArrayToReadableStream(parts) } }), prompt: "x" });
     expect(await direct.text).toBe("same");
     const events: string[] = [];
-    for await (const e of aiSdkProvider(new MockLanguageModelV3({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream({ system: null, summary: null, messages: [], tools: [], signal: new AbortController().signal })) events.push(e.type);
+    for await (
+      const e of aiSdkProvider(new MockLanguageModelV3({ doStream: { stream: convertArrayToReadableStream(parts) } })).stream({
+        system: null,
+        summary: null,
+        messages: [],
+        tools: [],
+        signal: new AbortController().signal,
+      })
+    ) events.push(e.type);
     expect(events).toEqual(["text-delta", "usage"]);
     expect((await direct.usage).inputTokens).toBe(3);
   });

@@ -25,7 +25,7 @@ afterAll(() => rmSync(WORK, { recursive: true, force: true }));
 it("the README's Node and browser hosts and its Next.js and Hono chat routes typecheck", async () => {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   const section = readme.split("## On the Vercel AI SDK")[1]?.split("\n## ")[0];
-  expect(section, "README.md has no \"On the Vercel AI SDK\" section").toBeDefined();
+  expect(section, 'README.md has no "On the Vercel AI SDK" section').toBeDefined();
   const blocks = [...section!.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
   expect(blocks).toHaveLength(4);
   // Each a dozen lines or so, as a newcomer copies them.
@@ -40,12 +40,19 @@ it("the README's Node and browser hosts and its Next.js and Hono chat routes typ
   });
   writeFileSync(
     join(WORK, "tsconfig.json"),
-    JSON.stringify({ extends: "../../../tsconfig.base.json", compilerOptions: { lib: ["ES2023", "DOM", "DOM.Iterable"], types: ["node"] }, files: [...files, "../../../runtime-node/comlink-node-adapter.d.ts"] }),
+    JSON.stringify({
+      extends: "../../../tsconfig.base.json",
+      compilerOptions: { lib: ["ES2023", "DOM", "DOM.Iterable"], types: ["node"] },
+      files: [...files, "../../../runtime-node/comlink-node-adapter.d.ts"],
+    }),
   );
   const result = await new Promise<{ code: number; output: string }>((resolve) =>
-    execFile(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(WORK, "tsconfig.json")], { cwd: ROOT }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    ),
+    execFile(
+      process.execPath,
+      [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(WORK, "tsconfig.json")],
+      { cwd: ROOT },
+      (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
+    )
   );
   expect(result.output).toBe("");
   expect(result.code).toBe(0);

@@ -2,7 +2,7 @@
  * toUIMessages / appendUIMessages: the AI SDK UI message shape (`useChat`) in and out
  * of a session, checked with the AI SDK's own `validateUIMessages`.
  */
-import { validateUIMessages, type UIMessage } from "ai";
+import { type UIMessage, validateUIMessages } from "ai";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, MemoryStorage } from "../../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "../../ai-sdk/mod.ts";
@@ -12,7 +12,11 @@ describe("UI messages", () => {
   it("a session's history becomes valid UI messages and comes back unchanged", async () => {
     const { session } = await createSession(new MemoryStorage());
     await session.append([
-      { role: "user", message_id: "u1", parts: [{ type: "text", text: "look" }, { type: "file", media_type: "image/png", name: "a.png", data: "iVBORw0KGgo=" }] },
+      {
+        role: "user",
+        message_id: "u1",
+        parts: [{ type: "text", text: "look" }, { type: "file", media_type: "image/png", name: "a.png", data: "iVBORw0KGgo=" }],
+      },
       {
         role: "assistant",
         message_id: "a1",
@@ -50,10 +54,25 @@ describe("UI messages", () => {
     expect((await appendUIMessages(session, first)).sequences).toEqual([1]);
     const second: UIMessage[] = [
       ...first,
-      { id: "a1", role: "assistant", parts: [{ type: "step-start" }, { type: "text", text: "hello" }, { type: "tool-weather", toolCallId: "w1", state: "output-available", input: { city: "Oslo" }, output: "cold" }] },
+      {
+        id: "a1",
+        role: "assistant",
+        parts: [{ type: "step-start" }, { type: "text", text: "hello" }, {
+          type: "tool-weather",
+          toolCallId: "w1",
+          state: "output-available",
+          input: { city: "Oslo" },
+          output: "cold",
+        }],
+      },
     ];
     expect((await appendUIMessages(session, second)).sequences).toEqual([2]);
-    expect(session.active[1]!.parts).toMatchObject([{ type: "text", text: "hello" }, { type: "tool", tool_name: "weather", tool_call_id: "w1", output: "cold" }]);
+    expect(session.active[1]!.parts).toMatchObject([{ type: "text", text: "hello" }, {
+      type: "tool",
+      tool_name: "weather",
+      tool_call_id: "w1",
+      output: "cold",
+    }]);
     expect((await appendUIMessages(session, second)).sequences).toEqual([]);
   });
 

@@ -71,19 +71,28 @@ export async function startWireServer(replies: readonly WireReply[]): Promise<Wi
     requests,
     disconnected,
     hanging,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** OpenAI chat-completions chunks: `choices[0].delta`, usage in the last chunk, then `[DONE]`. */
 export const chat = {
   chunk: (delta: Record<string, unknown>, finish: string | null = null): WireEvent => ({
-    data: { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-test", choices: [{ index: 0, delta, finish_reason: finish }] },
+    data: {
+      id: "chatcmpl-1",
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: "gpt-test",
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    },
   }),
-  usage: (usage: Record<string, unknown>): WireEvent => ({ data: { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-test", choices: [], usage } }),
+  usage: (usage: Record<string, unknown>): WireEvent => ({
+    data: { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-test", choices: [], usage },
+  }),
   done: { data: "[DONE]" } as WireEvent,
 };
 

@@ -4,11 +4,11 @@
  * twice: over the sources (which modules write to storage at all) and by counting the
  * storage calls of a compaction, a reset and recovery's repairs.
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, applyCommitPlanByCalls, type CommitPlan, type CommitPlanResult } from "../../core/mod.ts";
-import { P, REF, RecordingStorage, registry } from "../support/session.ts";
+import { applyCommitPlanByCalls, type CommitPlan, type CommitPlanResult, MemoryStorage } from "../../core/mod.ts";
+import { P, RecordingStorage, REF, registry } from "../support/session.ts";
 import { assistant, msgs, summarizer, user, writeSession } from "../session/support.ts";
 import { ROOT } from "./import-graph.ts";
 

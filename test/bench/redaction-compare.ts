@@ -102,7 +102,11 @@ async function clean(): Promise<void> {
     for (const finding of await secretlintRanges(text)) theirs.set(finding.rule, (theirs.get(finding.rule) ?? 0) + 1);
   }
   const list = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(", ") || "none";
-  console.log(`\nClean corpus: ${files.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MB (docs/*.md, then README.md and .d.ts files of node_modules, sorted; e.g. ${relative(ROOT, files.at(-1)!)})`);
+  console.log(
+    `\nClean corpus: ${files.length} files, ${(bytes / 1024 / 1024).toFixed(2)} MB (docs/*.md, then README.md and .d.ts files of node_modules, sorted; e.g. ${
+      relative(ROOT, files.at(-1)!)
+    })`,
+  );
   console.log(`| | findings | by detector / rule |`);
   console.log(`| --- | ---: | --- |`);
   console.log(`| sessionfold | ${[...ours.values()].reduce((a, b) => a + b, 0)} | ${list(ours)} |`);

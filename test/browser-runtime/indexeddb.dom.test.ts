@@ -3,9 +3,9 @@
  * fake-indexeddb under happy-dom (which has no Web Locks: the core's writer.lock fallback).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Sessions, StorageError, StorageFullError, WriterLockedError, type MessageRecord } from "../../core/mod.ts";
+import { type MessageRecord, Sessions, StorageError, StorageFullError, WriterLockedError } from "../../core/mod.ts";
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
-import { MAX_CHUNK_BYTES, chunkKey } from "../../runtime-browser/indexeddb-records.ts";
+import { chunkKey, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -67,7 +67,9 @@ async function records(dbName: string): Promise<Map<string, unknown>> {
 const chunkKeysOf = (all: Map<string, unknown>, path: string) => [...all.keys()].filter((k) => k.startsWith(`\u0000${path}\u0000`));
 
 /** Records the key of every `put` and counts transactions while `fn` runs. */
-async function observe<T>(fn: () => Promise<T>): Promise<{ result: T; puts: string[]; transactions: IDBTransactionMode[]; cursorSteps: number; getAlls: number }> {
+async function observe<T>(
+  fn: () => Promise<T>,
+): Promise<{ result: T; puts: string[]; transactions: IDBTransactionMode[]; cursorSteps: number; getAlls: number }> {
   const puts: string[] = [];
   const transactions: IDBTransactionMode[] = [];
   let cursorSteps = 0;

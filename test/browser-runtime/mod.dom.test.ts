@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
-import { PageStorage, openBrowserSessions, type BrowserSessions } from "../../runtime-browser/mod.ts";
+import { type BrowserSessions, openBrowserSessions, PageStorage } from "../../runtime-browser/mod.ts";
 import type { CommitNotice as CommitEvent } from "../../core/mod.ts";
 
 const opened: BrowserSessions[] = [];

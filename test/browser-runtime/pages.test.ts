@@ -8,7 +8,7 @@
  */
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { createServer, type ViteDevServer } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
@@ -138,7 +138,7 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
 
     const after = await ok(page, "run", "one more after the reload");
     expect(after.revision).toBeGreaterThan(state.revision); // +1, or +2 when it compacted again first
-    expect((await ok(page, "storedLock"))).toBeNull();
+    expect(await ok(page, "storedLock")).toBeNull();
   }, 60_000);
 
   it("recovers the draft after a reload in the middle of a stream, and finishes it as stopped", async () => {

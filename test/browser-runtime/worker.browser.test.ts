@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import * as Comlink from "comlink";
-import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, WriterLockedError, type WriterIdentity } from "../../core/mod.ts";
+import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, type WriterIdentity, WriterLockedError } from "../../core/mod.ts";
 
 import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";

@@ -2,7 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import { REPO, cli, expectOk, json, missingRoot, seed, snapshot, tempDir } from "./support.ts";
+import { cli, expectOk, json, missingRoot, REPO, seed, snapshot, tempDir } from "./support.ts";
 
 const FIXTURES = join(REPO, "test/formats/fixtures");
 const CODEX = join(FIXTURES, "codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl");
@@ -12,9 +12,24 @@ async function piFile(): Promise<string> {
   const manager = SessionManager.create("/work/p", await tempDir());
   manager.appendMessage({ role: "user", content: "hi", timestamp: 0 } as never);
   const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
-  manager.appendMessage({ role: "assistant", content: [{ type: "toolCall", id: "t1", name: "ls", arguments: {} }], api: "a", provider: "p", model: "m", usage, stopReason: "toolUse", timestamp: 0 } as never);
-  manager.appendMessage({ role: "toolResult", toolCallId: "t1", toolName: "ls", content: [{ type: "text", text: "a.ts" }], isError: false, timestamp: 0 } as never);
-  manager.appendMessage({ role: "assistant", content: [{ type: "text", text: "a.ts" }], api: "a", provider: "p", model: "m", usage, stopReason: "stop", timestamp: 0 } as never);
+  manager.appendMessage(
+    {
+      role: "assistant",
+      content: [{ type: "toolCall", id: "t1", name: "ls", arguments: {} }],
+      api: "a",
+      provider: "p",
+      model: "m",
+      usage,
+      stopReason: "toolUse",
+      timestamp: 0,
+    } as never,
+  );
+  manager.appendMessage(
+    { role: "toolResult", toolCallId: "t1", toolName: "ls", content: [{ type: "text", text: "a.ts" }], isError: false, timestamp: 0 } as never,
+  );
+  manager.appendMessage(
+    { role: "assistant", content: [{ type: "text", text: "a.ts" }], api: "a", provider: "p", model: "m", usage, stopReason: "stop", timestamp: 0 } as never,
+  );
   return manager.getSessionFile()!;
 }
 

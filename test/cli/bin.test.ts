@@ -45,7 +45,12 @@ describe("bin/sessionfold.mjs in a child process", () => {
       expect(json(compacted)).toMatchObject({ revision: 4, removedMessages: 2, keptMessages: 1, segment: { start: 1, end: 2 } });
       const shown = await bin(["--root", root, "--json", "show", REF]);
       expect(shown.status).toBe(0);
-      expect(json(shown)).toMatchObject({ segments: [{ start: 1, end: 2 }], active: { count: 1, first_sequence: 3, last_sequence: 3 }, draft: null, diagnostics: [] });
+      expect(json(shown)).toMatchObject({
+        segments: [{ start: 1, end: 2 }],
+        active: { count: 1, first_sequence: 3, last_sequence: 3 },
+        draft: null,
+        diagnostics: [],
+      });
       const verified = await bin(["--root", root, "--json", "verify"]);
       expect(verified.status).toBe(0);
       expect(json(verified)).toEqual({ sessions: [{ ref: REF, ok: true, diagnostics: [] }] });
@@ -93,7 +98,16 @@ describe("bin/sessionfold.mjs in a child process", () => {
       const root = await missingRoot();
       expect((await bin(["--root", root, "new", REF])).status).toBe(0);
       const at = "2026-12-02T13:00:00.000Z";
-      const records = [1, 2, 3].map((n) => JSON.stringify({ record_type: "message", sequence: n, message_id: `m${n}`, role: "user", created_at: at, parts: [{ sequence: 1, type: "text", text: `t${n}` }] }));
+      const records = [1, 2, 3].map((n) =>
+        JSON.stringify({
+          record_type: "message",
+          sequence: n,
+          message_id: `m${n}`,
+          role: "user",
+          created_at: at,
+          parts: [{ sequence: 1, type: "text", text: `t${n}` }],
+        })
+      );
       records[1] = '{"record_type": "message", "sequence": 2, "role": "user"}';
       await put(join(sessionDir(root, REF), "messages/active.jsonl"), records.map((r) => `${r}\n`).join(""));
       const verified = await bin(["--root", root, "verify"]);
@@ -126,8 +140,17 @@ describe("bin/sessionfold.mjs in a child process", () => {
       expect((await bin(["--root", root, "new", REF])).status).toBe(0);
       const at = "2026-12-02T13:00:00.000Z";
       const text = "x".repeat(2000);
-      const lines = Array.from({ length: 1500 }, (_, i) =>
-        JSON.stringify({ record_type: "message", sequence: i + 1, message_id: `m${i + 1}`, role: "user", created_at: at, parts: [{ sequence: 1, type: "text", text }] }),
+      const lines = Array.from(
+        { length: 1500 },
+        (_, i) =>
+          JSON.stringify({
+            record_type: "message",
+            sequence: i + 1,
+            message_id: `m${i + 1}`,
+            role: "user",
+            created_at: at,
+            parts: [{ sequence: 1, type: "text", text }],
+          }),
       );
       await put(join(sessionDir(root, REF), "messages/active.jsonl"), lines.map((l) => `${l}\n`).join(""));
       const result = await bin(["--root", root, "--json", "messages", REF]);

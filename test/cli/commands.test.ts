@@ -15,7 +15,16 @@ describe("new, append, ls", () => {
     const root = await missingRoot();
     const result = expectOk(await cli(root, ["--json", "new", REF, "--title", "Fix the build"]));
     const meta = json(result);
-    expect(meta).toMatchObject({ schema_version: 1, agent_id: "a1", workspace_id: "w1", session_id: "s1", title: "Fix the build", message_count: 0, history_bytes: 0, revision: 0 });
+    expect(meta).toMatchObject({
+      schema_version: 1,
+      agent_id: "a1",
+      workspace_id: "w1",
+      session_id: "s1",
+      title: "Fix the build",
+      message_count: 0,
+      history_bytes: 0,
+      revision: 0,
+    });
     expect(meta.created_at).toMatch(ISO_MS);
     expect(result.stderr).toBe("");
     const onDisk = JSON.parse(await readFile(join(sessionDir(root, REF), "meta.json"), "utf8"));
@@ -41,13 +50,25 @@ describe("new, append, ls", () => {
   it("append first finishes a live draft as stopped, in the same commit", async () => {
     const root = await missingRoot();
     await seed(root, REF, 1);
-    const draft = { record_type: "message", sequence: 2, message_id: "m_draft", role: "assistant", created_at: "2026-12-02T13:00:00.000Z", status: "streaming", parts: [{ sequence: 1, type: "text", text: "partial ans" }] };
+    const draft = {
+      record_type: "message",
+      sequence: 2,
+      message_id: "m_draft",
+      role: "assistant",
+      created_at: "2026-12-02T13:00:00.000Z",
+      status: "streaming",
+      parts: [{ sequence: 1, type: "text", text: "partial ans" }],
+    };
     await put(join(sessionDir(root, REF), "messages/assistant_message.json"), JSON.stringify(draft));
     const shown = json(expectOk(await cli(root, ["--json", "show", REF])));
     expect(shown.draft).toEqual({ message_id: "m_draft", sequence: 2, parts: [{ sequence: 1, type: "text", text: "partial ans" }] });
     expect(json(expectOk(await cli(root, ["--json", "append", REF, "--role", "user", "--text", "go on"])))).toEqual({ sequence: 3, revision: 2 });
     const listed = json(expectOk(await cli(root, ["--json", "messages", REF])));
-    expect(listed.map((m: { sequence: number; message_id: string; role: string; status?: string }) => [m.sequence, m.message_id === "m_draft" ? "draft" : m.role, m.status])).toEqual([
+    expect(
+      listed.map((
+        m: { sequence: number; message_id: string; role: string; status?: string },
+      ) => [m.sequence, m.message_id === "m_draft" ? "draft" : m.role, m.status]),
+    ).toEqual([
       [1, "user", undefined],
       [2, "draft", "stopped"],
       [3, "user", undefined],
@@ -110,7 +131,7 @@ describe("show, compose, messages", () => {
     expect(report.draft).toBeNull();
     expect(report.diagnostics).toEqual([]);
     const text = expectOk(await cli(root, ["show", REF])).stdout;
-    expect(text).toContain("a1/w1/s1  \"Seeded\"");
+    expect(text).toContain('a1/w1/s1  "Seeded"');
     expect(text).toContain(`1-4  summary ${footers[0].text.length} chars`);
     expect(text).toContain("active: 1 message (#7-#7)");
     expect(text).toContain("diagnostics: none");
@@ -119,14 +140,22 @@ describe("show, compose, messages", () => {
   it("show of an empty session and of an archived one", async () => {
     const root = await missingRoot();
     await seed(root, REF, 0);
-    expect(json(expectOk(await cli(root, ["--json", "show", REF])))).toMatchObject({ segments: [], active: { count: 0, first_sequence: null, last_sequence: null }, draft: null, diagnostics: [] });
+    expect(json(expectOk(await cli(root, ["--json", "show", REF])))).toMatchObject({
+      segments: [],
+      active: { count: 0, first_sequence: null, last_sequence: null },
+      draft: null,
+      diagnostics: [],
+    });
     expectOk(await cli(root, ["archive", REF]));
     expect(expectOk(await cli(root, ["show", REF])).stdout).toContain("(archived)");
   });
 
   it("compose prints system, summary and Active exactly as the next request reads them", async () => {
     const root = await missingRoot();
-    await put(join(root, "agents/a1/agent.jsonc"), '{\n  // the agent\n  "instruction": "Be brief.",\n  "plugins": [{ "name": "git", "instruction": "Use git." }],\n}\n');
+    await put(
+      join(root, "agents/a1/agent.jsonc"),
+      '{\n  // the agent\n  "instruction": "Be brief.",\n  "plugins": [{ "name": "git", "instruction": "Use git." }],\n}\n',
+    );
     await seed(root, REF, 4);
     const before = json(expectOk(await cli(root, ["--json", "compose", REF])));
     expect(Object.keys(before)).toEqual(["system", "summary", "messages"]);
@@ -152,8 +181,26 @@ describe("show, compose, messages", () => {
     const ctx = (n: number, model: string) => ({ sequence: n, type: "provider-context", provider: "openai", api: "responses", model, data: { id: model } });
     const records = [
       { record_type: "message", sequence: 1, message_id: "m1", role: "user", created_at: at, parts: [{ sequence: 1, type: "text", text: "q" }] },
-      { record_type: "message", sequence: 2, message_id: "m2", role: "assistant", created_at: at, status: "completed", provider: { provider: "openai", api: "responses", model: "old" }, parts: [{ sequence: 1, type: "text", text: "a" }, ctx(2, "old")] },
-      { record_type: "message", sequence: 3, message_id: "m3", role: "assistant", created_at: at, status: "completed", provider: { provider: "openai", api: "responses", model: "new" }, parts: [{ sequence: 1, type: "text", text: "b" }, ctx(2, "new")] },
+      {
+        record_type: "message",
+        sequence: 2,
+        message_id: "m2",
+        role: "assistant",
+        created_at: at,
+        status: "completed",
+        provider: { provider: "openai", api: "responses", model: "old" },
+        parts: [{ sequence: 1, type: "text", text: "a" }, ctx(2, "old")],
+      },
+      {
+        record_type: "message",
+        sequence: 3,
+        message_id: "m3",
+        role: "assistant",
+        created_at: at,
+        status: "completed",
+        provider: { provider: "openai", api: "responses", model: "new" },
+        parts: [{ sequence: 1, type: "text", text: "b" }, ctx(2, "new")],
+      },
     ];
     await put(join(sessionDir(root, REF), "messages/active.jsonl"), records.map((r) => `${JSON.stringify(r)}\n`).join(""));
     const composed = json(expectOk(await cli(root, ["--json", "compose", REF])));
@@ -174,7 +221,9 @@ describe("show, compose, messages", () => {
     expect(active[0]).toMatchObject({ record_type: "message", role: "user", parts: [{ sequence: 1, type: "text", text: "message 5" }] });
     expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "5"]))).map((m: { sequence: number }) => m.sequence)).toEqual([1, 2, 3, 4]);
     expect(json(expectOk(await cli(root, ["--json", "messages", REF, "--before", "1"])))).toEqual([]);
-    expect(expectOk(await cli(root, ["messages", REF, "--before", "5"])).stdout).toBe("#1 user: message 1\n#2 assistant: message 2\n#3 user: message 3\n#4 assistant: message 4\n");
+    expect(expectOk(await cli(root, ["messages", REF, "--before", "5"])).stdout).toBe(
+      "#1 user: message 1\n#2 assistant: message 2\n#3 user: message 3\n#4 assistant: message 4\n",
+    );
     const bad = await cli(root, ["messages", REF, "--before", "0"]);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^error\[usage\]: messages: --before expects a positive integer/);
@@ -209,12 +258,20 @@ describe("compact, fork, archive, unlock, verify", () => {
     await seed(root, REF, 6);
     expectOk(await cli(root, ["compact", REF]));
     const meta = json(expectOk(await cli(root, ["--json", "fork", REF, "--as", "s2"])));
-    expect(meta).toMatchObject({ session_id: "s2", agent_id: "a1", workspace_id: "w1", message_count: 6, forked_from: { session_id: "s1", through_sequence: 6 } });
+    expect(meta).toMatchObject({
+      session_id: "s2",
+      agent_id: "a1",
+      workspace_id: "w1",
+      message_count: 6,
+      forked_from: { session_id: "s1", through_sequence: 6 },
+    });
     const source = json(await cli(root, ["--json", "show", REF]));
     const copy = json(await cli(root, ["--json", "show", "a1/w1/s2"]));
     expect(copy.segments).toEqual(source.segments);
     expect(copy.active).toEqual(source.active);
-    expect(json(await cli(root, ["--json", "messages", "a1/w1/s2", "--before", "4"]))).toEqual(json(await cli(root, ["--json", "messages", REF, "--before", "4"])));
+    expect(json(await cli(root, ["--json", "messages", "a1/w1/s2", "--before", "4"]))).toEqual(
+      json(await cli(root, ["--json", "messages", REF, "--before", "4"])),
+    );
     expect((await cli(root, ["fork", REF, "--as", "s2"])).status).toBe(4);
     const missingAs = await cli(root, ["fork", REF]);
     expect(missingAs.status).toBe(2);
@@ -302,7 +359,13 @@ describe("compact, fork, archive, unlock, verify", () => {
     const report = json(expectOk(await cli(root, ["--json", "verify", REF])));
     expect(report.sessions[0].ok).toBe(true);
     expect(report.sessions[0].diagnostics).toEqual([
-      expect.objectContaining({ file: "writer.lock", line: null, code: "writer_locked", fatal: false, message: expect.stringContaining("pid 99 on gone-host") }),
+      expect.objectContaining({
+        file: "writer.lock",
+        line: null,
+        code: "writer_locked",
+        fatal: false,
+        message: expect.stringContaining("pid 99 on gone-host"),
+      }),
     ]);
   });
 });

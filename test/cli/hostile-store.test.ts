@@ -15,7 +15,7 @@ import { link, mkdir, open, readFile, rename, rm, symlink, writeFile } from "nod
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MAX_FILE_BYTES, MAX_LINE_BYTES } from "../../core/mod.ts";
-import { binMany, cliRaw, seed, sessionDir, snapshot, tempDir, type RunResult } from "./support.ts";
+import { binMany, cliRaw, type RunResult, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
 

@@ -1,7 +1,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO, bin, cli, expectOk, json, missingRoot, put, seed, snapshot, tempDir } from "./support.ts";
+import { bin, cli, expectOk, json, missingRoot, put, REPO, seed, snapshot, tempDir } from "./support.ts";
 
 const FIXTURES = join(REPO, "test/formats/fixtures");
 const OPENAI_KEY = "sk-proj-Zx81hQv7T2mB9wK4pL6nR3sD0fG5jH8kYcVbN1aE";
@@ -20,9 +20,15 @@ describe("import", () => {
     const file = join(FIXTURES, "rho/session-v4-tree.jsonl");
     const result = expectOk(await cli(root, ["--json", "import", file, "--into", "a1/w1/tree"]));
     const meta = json(result);
-    expect(meta).toMatchObject({ message_count: 5, revision: 3, tree: { branchCount: 1, offBranchNodes: 1, otherLeafIds: ["9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"] } });
+    expect(meta).toMatchObject({
+      message_count: 5,
+      revision: 3,
+      tree: { branchCount: 1, offBranchNodes: 1, otherLeafIds: ["9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"] },
+    });
     expect(result.stderr).toMatch(/1 nodes on 1 other branches were not imported \(--branch ID: 9e8d7c6b/);
-    const other = json(expectOk(await cli(root, ["--json", "import", file, "--from", "rho-jsonl", "--branch", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "--into", "a1/w1/other"])));
+    const other = json(
+      expectOk(await cli(root, ["--json", "import", file, "--from", "rho-jsonl", "--branch", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "--into", "a1/w1/other"])),
+    );
     expect(other).toMatchObject({ message_count: 4, tree: { importedLeafId: "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b" } });
   });
 
@@ -115,7 +121,8 @@ describe("export", () => {
     const out = join(await tempDir(), "s1.json");
     expectOk(await bin(["--root", root, "export", "a1/w1/s1", "--to", "rho-snapshot", "--out", out]));
     expectOk(await bin(["--root", root, "import", out, "--from", "rho-snapshot", "--into", "a1/w1/back"]));
-    const text = (ref: string) => cli(root, ["--json", "messages", ref]).then((r) => json<{ parts: { text?: string }[] }[]>(r).map((m) => m.parts.map((p) => p.text)));
+    const text = (ref: string) =>
+      cli(root, ["--json", "messages", ref]).then((r) => json<{ parts: { text?: string }[] }[]>(r).map((m) => m.parts.map((p) => p.text)));
     expect(await text("a1/w1/back")).toEqual(await text("a1/w1/s1"));
   });
 

@@ -23,7 +23,8 @@ import { bin, binMany, cli, expectOk, json, seed, sessionDir, tempDir } from "./
 
 const REF = "a1/w1/s1";
 const CODEX = join(import.meta.dirname, "../formats/fixtures/codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl");
-const CODEX_HEADER = '{"timestamp":"2025-09-10T12:00:00.000Z","type":"session_meta","payload":{"id":"5f2c","timestamp":"2025-09-10T12:00:00.000Z","cwd":"/home/dev/app"}}\n';
+const CODEX_HEADER =
+  '{"timestamp":"2025-09-10T12:00:00.000Z","type":"session_meta","payload":{"id":"5f2c","timestamp":"2025-09-10T12:00:00.000Z","cwd":"/home/dev/app"}}\n';
 
 /** A Codex user message line whose text is `text`. */
 function codexMessage(text: string): string {
@@ -42,7 +43,10 @@ describe("import refuses what it cannot read back, and never waits", () => {
     execFileSync("mkfifo", [fifo]);
     const root = join(dir, "store");
     const formats = [undefined, "codex", "deepcode", "rho-snapshot", "rho-jsonl", "pi", "claude-code"];
-    const results = await binMany(formats.map((format, i) => ["--root", root, "import", fifo, ...(format ? ["--from", format] : []), "--into", `a1/w1/fifo${i}`]), 60_000);
+    const results = await binMany(
+      formats.map((format, i) => ["--root", root, "import", fifo, ...(format ? ["--from", format] : []), "--into", `a1/w1/fifo${i}`]),
+      60_000,
+    );
     for (const [i, result] of results.entries()) {
       expect(result.status, `${formats[i] ?? "detected"}: ${result.stderr}`).toBe(4);
       expect(result.stderr).toMatch(/found a FIFO where a regular file belongs; only regular files are read/);
@@ -149,7 +153,10 @@ describe("commands over a 100,000-level line in the store", () => {
     const root = join(await tempDir(), "store");
     await seed(root, REF, 2);
     const active = join(sessionDir(root, REF), "messages", "active.jsonl");
-    const line = `{"record_type":"message","sequence":3,"message_id":"m3","role":"user","created_at":"2026-12-02T13:00:00.000Z","parts":[{"sequence":1,"type":"text","text":"x","deep":${nested(100_000)}}],"revision":3}\n`;
+    const line =
+      `{"record_type":"message","sequence":3,"message_id":"m3","role":"user","created_at":"2026-12-02T13:00:00.000Z","parts":[{"sequence":1,"type":"text","text":"x","deep":${
+        nested(100_000)
+      }}],"revision":3}\n`;
     await writeFile(active, (await readFile(active, "utf8")) + line);
     for (const args of [["messages", REF], ["compose", REF], ["export", REF, "--to", "pi"], ["append", REF, "--role", "user", "--text", "more"]]) {
       const result = await cli(root, args);
@@ -183,7 +190,9 @@ describe("show keeps its promise: exit 0 whenever meta.json can be read", () => 
       expect(report.meta).toMatchObject({ agent_id: "a1", message_count: 2 });
       expect(report.diagnostics).toEqual([expect.objectContaining({ code: "unsafe_entry", fatal: true })]);
     }
-    expect(JSON.parse(results[0]!.stdout).diagnostics[0].message).toMatch(/messages\/active\.jsonl: found a file of 256 MiB where a file of at most 256 MiB belongs/);
+    expect(JSON.parse(results[0]!.stdout).diagnostics[0].message).toMatch(
+      /messages\/active\.jsonl: found a file of 256 MiB where a file of at most 256 MiB belongs/,
+    );
     expect(JSON.parse(results[1]!.stdout).diagnostics[0].message).toMatch(/found a symbolic link where a folder belongs/);
   }, 90_000);
 });
@@ -219,13 +228,23 @@ describe("export --to pi --redact leaves no piece of a secret in a compaction su
     const sessions = new Sessions({ storage: new NodeFileStorage({ root, fsync: false }) });
     const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     const split = token.length / 2;
-    await session.append({ role: "user", parts: [{ type: "text", text: `deploy with ${token.slice(0, split)}` }, { type: "text", text: `${token.slice(split)} please` }] });
+    await session.append({
+      role: "user",
+      parts: [{ type: "text", text: `deploy with ${token.slice(0, split)}` }, { type: "text", text: `${token.slice(split)} please` }],
+    });
     // Cut at 160 inside the token: 141 characters without a space come before it.
     await session.append({ role: "assistant", parts: [{ type: "text", text: `${"a".repeat(140)}=${token} is set` }] });
     // Cut at 60 inside the key: the end of a tool input.
     await session.append({
       role: "assistant",
-      parts: [{ type: "tool", tool_call_id: "c1", tool_name: "env", state: "output-available", input: { note: "set the aws credentials for ci!", id: aws }, output: "ok" }],
+      parts: [{
+        type: "tool",
+        tool_call_id: "c1",
+        tool_name: "env",
+        state: "output-available",
+        input: { note: "set the aws credentials for ci!", id: aws },
+        output: "ok",
+      }],
     });
     for (const text of ["thanks", "more", "done"]) await session.append({ role: "user", parts: [{ type: "text", text }] });
     await session.compact({ summarizer: new ExtractiveSummarizer() });

@@ -51,7 +51,9 @@ describe("purge", () => {
     const run = json<{ dryRun: boolean; entries: Entry[] }>(expectOk(await cli(root, ["--json", "purge", "--older-than", "30d", "--archived"])));
     expect(run.dryRun).toBe(false);
     expect(run.entries.map((e) => [e.ref, e.place, e.outcome])).toEqual(plan.entries.map((e) => [e.ref, e.place, "deleted"]));
-    expect(run.entries[1]!.removed).toEqual(expect.arrayContaining(["agents/a1/workspaces/w2/sessions/ancient/meta.json", "agents/a1/workspaces/w2/sessions/ancient/messages/active.jsonl"]));
+    expect(run.entries[1]!.removed).toEqual(
+      expect.arrayContaining(["agents/a1/workspaces/w2/sessions/ancient/meta.json", "agents/a1/workspaces/w2/sessions/ancient/messages/active.jsonl"]),
+    );
     expect(await readdir(join(root, "agents/a1/workspaces/w1/sessions"))).toEqual(["recent"]);
     expect(await readdir(join(root, "agents/a1/workspaces/w1/archived-sessions")).catch(() => [])).toEqual([]);
     expect(await readdir(join(root, "agents/a1/workspaces/w2/sessions")).catch(() => [])).toEqual([]);
@@ -86,7 +88,9 @@ describe("purge", () => {
     const plan = json<{ entries: Entry[] }>(expectOk(await cli(root, ["--json", "purge", "--older-than", "12h", "--dry-run"])));
     expect(plan.entries.map((e) => [e.ref, e.outcome, e.reason])).toEqual(expected);
     const run = json<{ entries: Entry[] }>(expectOk(await cli(root, ["--json", "purge", "--older-than", "720h"])));
-    expect(run.entries.map((e) => [e.ref, e.outcome, e.reason])).toEqual(expected.map(([ref, outcome, reason]) => [ref, outcome === "would-delete" ? "deleted" : outcome, reason]));
+    expect(run.entries.map((e) => [e.ref, e.outcome, e.reason])).toEqual(
+      expected.map(([ref, outcome, reason]) => [ref, outcome === "would-delete" ? "deleted" : outcome, reason]),
+    );
     expect((await readdir(join(root, "agents/a1/workspaces/w1/sessions"))).sort()).toEqual(["old", "older", "recent"]);
     expect(await readFile(join(sessionDir(root, "a1/w1/old"), "writer.lock"), "utf8")).toBe(lockContent(31337, "build-box"));
   });
@@ -94,13 +98,15 @@ describe("purge", () => {
   it("a bad duration, a bad count or no policy at all is a usage error (exit 2) that touches nothing", async () => {
     const root = await store();
     const before = await snapshot(root);
-    for (const [args, message] of [
-      [["--older-than", "30x"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "30x"'],
-      [["--older-than", "-5d"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "-5d"'],
-      [["--older-than", "90"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "90"'],
-      [["--keep-newest", "two"], 'purge: --keep-newest expects a non-negative integer, got "two"'],
-      [[], "purge: give --older-than D or --keep-newest N (or both)"],
-    ] as const) {
+    for (
+      const [args, message] of [
+        [["--older-than", "30x"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "30x"'],
+        [["--older-than", "-5d"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "-5d"'],
+        [["--older-than", "90"], 'purge: --older-than expects a duration such as 30d, 12h or 90m, got "90"'],
+        [["--keep-newest", "two"], 'purge: --keep-newest expects a non-negative integer, got "two"'],
+        [[], "purge: give --older-than D or --keep-newest N (or both)"],
+      ] as const
+    ) {
       const result = await cli(root, ["purge", ...args]);
       expect(result.status).toBe(2);
       expect(result.stderr).toMatch(new RegExp(`^error\\[usage\\]: ${message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
@@ -132,7 +138,9 @@ describe("purge", () => {
     const run = json<{ entries: Entry[] }>(expectOk(await cli(root, ["--key-file", keyFile, "--json", "purge", "--keep-newest", "1"])));
     expect(run.entries.map((e) => [e.ref, e.outcome])).toEqual([["a1/w1/first", "deleted"]]);
     // The result names the session's files; keys.json, which the encrypted store keeps out of listings, went first.
-    expect(run.entries[0]!.removed).toEqual(expect.arrayContaining(["agents/a1/workspaces/w1/sessions/first/meta.json", "agents/a1/workspaces/w1/sessions/first/messages/active.jsonl"]));
+    expect(run.entries[0]!.removed).toEqual(
+      expect.arrayContaining(["agents/a1/workspaces/w1/sessions/first/meta.json", "agents/a1/workspaces/w1/sessions/first/messages/active.jsonl"]),
+    );
     expect(Object.keys(before!)).toEqual(expect.arrayContaining(["agents/a1/workspaces/w1/sessions/first/keys.json"]));
     expect(Object.keys((await snapshot(root))!).filter((path) => path.includes("/first/"))).toEqual([]);
     expect(await readdir(join(root, "agents/a1/workspaces/w1/sessions"))).toEqual(["second"]);

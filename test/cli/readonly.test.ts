@@ -35,7 +35,15 @@ async function richStore(): Promise<string> {
   // A torn tail and a live draft: both repaired only by the next write.
   await seed(root, "a1/w1/torn", 3);
   await appendFile(join(sessionDir(root, "a1/w1/torn"), "messages/active.jsonl"), '{"record_type":"message","seq');
-  const draft = { record_type: "message", sequence: 4, message_id: "m_live", role: "assistant", created_at: "2026-12-02T13:00:00.000Z", status: "streaming", parts: [{ sequence: 1, type: "text", text: "half" }] };
+  const draft = {
+    record_type: "message",
+    sequence: 4,
+    message_id: "m_live",
+    role: "assistant",
+    created_at: "2026-12-02T13:00:00.000Z",
+    status: "streaming",
+    parts: [{ sequence: 1, type: "text", text: "half" }],
+  };
   await put(join(sessionDir(root, "a1/w1/torn"), "messages/assistant_message.json"), JSON.stringify(draft));
   // meta.json behind the messages, and a stale draft.
   await seed(root, "a1/w1/behind", 2);
@@ -100,7 +108,10 @@ describe("read-only commands change no byte", () => {
     expect(JSON.parse(await readFile(join(sessionDir(root, "a1/w1/behind"), "meta.json"), "utf8")).message_count).toBe(1);
   });
 
-  it.each([["ls"], ["ls", "--archived"], ["show", "a/b/c"], ["compose", "a/b/c"], ["messages", "a/b/c"], ["messages", "a/b/c", "--before", "2"], ["verify"], ["verify", "a/b/c"]])(
+  it.each([["ls"], ["ls", "--archived"], ["show", "a/b/c"], ["compose", "a/b/c"], ["messages", "a/b/c"], ["messages", "a/b/c", "--before", "2"], ["verify"], [
+    "verify",
+    "a/b/c",
+  ]])(
     "%j on a missing root creates nothing",
     async (...argv) => {
       const root = await missingRoot();
@@ -123,7 +134,13 @@ describe("read-only commands change no byte", () => {
     expect(show.status).toBe(4);
     expect(show.stderr).toBe(`error[not-found]: no session a/b/c (the store ${root} does not exist)\n`);
     // Writers other than `new` do not create it either.
-    for (const argv of [["append", "a/b/c", "--role", "user", "--text", "x"], ["compact", "a/b/c"], ["fork", "a/b/c", "--as", "d"], ["archive", "a/b/c"], ["unlock", "a/b/c", "--force"]]) {
+    for (
+      const argv of [["append", "a/b/c", "--role", "user", "--text", "x"], ["compact", "a/b/c"], ["fork", "a/b/c", "--as", "d"], ["archive", "a/b/c"], [
+        "unlock",
+        "a/b/c",
+        "--force",
+      ]]
+    ) {
       expect((await cli(root, argv)).status).toBe(4);
     }
     expect(await snapshot(root)).toBeNull();

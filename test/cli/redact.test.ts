@@ -5,7 +5,7 @@
  * has a place for (the control, as in test/export/redaction-audit.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import { Sessions, prepareExport } from "../../core/mod.ts";
+import { prepareExport, Sessions } from "../../core/mod.ts";
 import * as formats from "../../core/formats/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 import { findCommand } from "../../runtime-node/cli/commands/mod.ts";
@@ -14,7 +14,11 @@ import { cli, expectOk, missingRoot } from "./support.ts";
 
 const REF = "a1/w1/audit";
 /** The writer behind each `--to`. */
-const WRITER_OF: Record<string, (typeof formats)[keyof typeof formats]> = { deepcode: formats.writeDeepCodeV1, "rho-snapshot": formats.writeRhoSnapshot, pi: formats.writePi };
+const WRITER_OF: Record<string, (typeof formats)[keyof typeof formats]> = {
+  deepcode: formats.writeDeepCodeV1,
+  "rho-snapshot": formats.writeRhoSnapshot,
+  pi: formats.writePi,
+};
 const TARGETS = String((await findCommand("export")!.load()).spec.options["to"]!.value).split("|");
 
 async function auditStore(): Promise<{ root: string; sessions: Sessions }> {

@@ -20,7 +20,11 @@ describe("sessionfold repair after two writers", () => {
     const active = join(sessionDir(root, REF), "messages", "active.jsonl");
     const firstWriter = (await readFile(active, "utf8")).trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     // A second writer that had read two messages committed sequences 3 and 4 again, with its own messages.
-    const second = [3, 4].map((sequence) => ({ ...firstWriter[sequence - 1], message_id: `second_${sequence}`, parts: [{ sequence: 1, type: "text", text: `second writer's ${sequence}` }] }));
+    const second = [3, 4].map((sequence) => ({
+      ...firstWriter[sequence - 1],
+      message_id: `second_${sequence}`,
+      parts: [{ sequence: 1, type: "text", text: `second writer's ${sequence}` }],
+    }));
     await writeFile(active, `${[...firstWriter, ...second].map((r) => JSON.stringify(r)).join("\n")}\n`);
     const refused = await cli(root, ["append", REF, "--role", "user", "--text", "refused"]);
     expect(refused.status).toBe(4);
@@ -28,7 +32,9 @@ describe("sessionfold repair after two writers", () => {
 
     const before = await snapshot(root);
     const plan = expectOk(await cli(root, ["repair", REF]));
-    expect(plan.stdout).toMatch(/move messages\/active\.jsonl:5 \(renumbered, \d+ bytes: sequence 3 is held by a message written before it \(another writer's\); kept as sequence 5\) -> quarantine\//);
+    expect(plan.stdout).toMatch(
+      /move messages\/active\.jsonl:5 \(renumbered, \d+ bytes: sequence 3 is held by a message written before it \(another writer's\); kept as sequence 5\) -> quarantine\//,
+    );
     expect(plan.stdout).toContain("kept: 6 messages (2 renumbered after the rest with their ids, the others untouched, last 6)");
     expect(await snapshot(root)).toEqual(before);
 

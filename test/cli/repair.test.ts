@@ -29,11 +29,20 @@ describe("sessionfold repair", () => {
     const before = await snapshot(root);
     const plan = expectOk(await cli(root, ["repair", REF]));
     expect(plan.stdout).toContain("repair plan (nothing changed yet; run again with --apply)");
-    expect(plan.stdout).toMatch(/move messages\/active\.jsonl:3 \(invalid_json, 28 bytes: invalid JSON .*\) -> quarantine\/messages_active\.jsonl\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z\.jsonl/);
+    expect(plan.stdout).toMatch(
+      /move messages\/active\.jsonl:3 \(invalid_json, 28 bytes: invalid JSON .*\) -> quarantine\/messages_active\.jsonl\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z\.jsonl/,
+    );
     expect(await snapshot(root)).toEqual(before);
 
     const done = json(expectOk(await cli(root, ["--json", "repair", REF, "--apply"])));
-    expect(done).toMatchObject({ ref: REF, applied: true, clean: false, rewritten: ["messages/active.jsonl"], kept: { messages: 4, lastSequence: 4 }, meta: { action: "updated", revision: 5 } });
+    expect(done).toMatchObject({
+      ref: REF,
+      applied: true,
+      clean: false,
+      rewritten: ["messages/active.jsonl"],
+      kept: { messages: 4, lastSequence: 4 },
+      meta: { action: "updated", revision: 5 },
+    });
     expect(done.moves).toHaveLength(1);
     expect(await readFile(active, "utf8")).toBe(valid);
     const quarantine = await readdir(join(sessionDir(root, REF), "quarantine"));
@@ -56,7 +65,9 @@ describe("sessionfold repair", () => {
     for (const args of [["repair", REF], ["repair", REF, "--apply"]]) {
       const result = await cli(root, args);
       expect(result.status).toBe(4);
-      expect(result.stderr).toMatch(/^error\[corrupt\]: a1\/w1\/s1 cannot be repaired: messages\/active\.jsonl:3: message sequence 3 where 2 was expected: sequences 2–2 are missing \(line 2 could not be read and may have held them\); repair never renumbers messages/);
+      expect(result.stderr).toMatch(
+        /^error\[corrupt\]: a1\/w1\/s1 cannot be repaired: messages\/active\.jsonl:3: message sequence 3 where 2 was expected: sequences 2–2 are missing \(line 2 could not be read and may have held them\); repair never renumbers messages/,
+      );
     }
     expect(await snapshot(root)).toEqual(before);
   });
@@ -64,7 +75,12 @@ describe("sessionfold repair", () => {
   it(`repairs a line over ${MAX_LINE_BYTES / 2 ** 20} MiB: moved out unread, every message kept`, async () => {
     const { root } = await damagedStore(`{"record_type":"message","text":"${"x".repeat(MAX_LINE_BYTES)}"}`);
     const done = json(expectOk(await cli(root, ["--json", "repair", REF, "--apply"])));
-    expect(done.moves[0].lines).toEqual([{ line: 3, code: "oversized_line", reason: expect.stringContaining("over the limit of 64 MiB; not read"), bytes: MAX_LINE_BYTES + 35 }]);
+    expect(done.moves[0].lines).toEqual([{
+      line: 3,
+      code: "oversized_line",
+      reason: expect.stringContaining("over the limit of 64 MiB; not read"),
+      bytes: MAX_LINE_BYTES + 35,
+    }]);
     expect(done.kept).toMatchObject({ messages: 4, lastSequence: 4 });
     expectOk(await cli(root, ["append", REF, "--role", "user", "--text", "after"]));
   });

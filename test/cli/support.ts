@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import { main, type CliIo } from "../../runtime-node/cli/main.ts";
+import { type CliIo, main } from "../../runtime-node/cli/main.ts";
 import type { LooseJson } from "../support/loose-json.ts";
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");

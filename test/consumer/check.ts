@@ -17,7 +17,7 @@
  *   npx tsx test/consumer/check.ts [--keep]    (--keep leaves the temporary project)
  */
 import { execFile } from "node:child_process";
-import { cp, mkdtemp, readdir, rm, stat, writeFile, readFile } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { extname, join } from "node:path";
@@ -59,7 +59,9 @@ step("npm pack (prepack builds dist/)", async () => {
   const [info] = JSON.parse(stdout.slice(stdout.indexOf("["))) as { filename: string; size: number; entryCount: number; files: { path: string }[] }[];
   if (!info) throw new Error(`npm pack printed no package: ${stdout}`);
   tarball = join(work, info.filename);
-  const stray = info.files.map((f) => f.path).filter((p) => !/^(dist\/|bin\/|docs\/(FORMAT|CLI)\.md$|README\.md$|LICENSE$|package\.json$)/.test(p) || p.startsWith("dist/demo/"));
+  const stray = info.files.map((f) => f.path).filter((p) =>
+    !/^(dist\/|bin\/|docs\/(FORMAT|CLI)\.md$|README\.md$|LICENSE$|package\.json$)/.test(p) || p.startsWith("dist/demo/")
+  );
   if (stray.length > 0) throw new Error(`the tarball holds files outside the allowlist: ${stray.join(", ")}`);
   for (const needed of ["LICENSE", "README.md", "docs/FORMAT.md", "docs/CLI.md", "bin/sessionfold.mjs", "dist/core/mod.js", "dist/core/mod.d.ts"]) {
     if (!info.files.some((f) => f.path === needed)) throw new Error(`the tarball lacks ${needed}`);
@@ -86,8 +88,13 @@ step("npx sessionfold --help, new / append / show", async () => {
   if (!help.stdout.includes("Usage: sessionfold")) throw new Error(`--help printed no usage:\n${help.stdout}`);
   const root = ["--root", join(work, "cli-store"), "--json"];
   await run("npx", ["--no-install", "sessionfold", ...root, "new", "a/w/s1", "--title", "consumer"], project);
-  const appended = JSON.parse((await run("npx", ["--no-install", "sessionfold", ...root, "append", "a/w/s1", "--role", "user", "--text", "hi"], project)).stdout) as { sequence: number };
-  const shown = JSON.parse((await run("npx", ["--no-install", "sessionfold", ...root, "show", "a/w/s1"], project)).stdout) as { meta: { message_count: number; title: string }; active: { count: number } };
+  const appended = JSON.parse(
+    (await run("npx", ["--no-install", "sessionfold", ...root, "append", "a/w/s1", "--role", "user", "--text", "hi"], project)).stdout,
+  ) as { sequence: number };
+  const shown = JSON.parse((await run("npx", ["--no-install", "sessionfold", ...root, "show", "a/w/s1"], project)).stdout) as {
+    meta: { message_count: number; title: string };
+    active: { count: number };
+  };
   if (appended.sequence !== 1 || shown.meta.message_count !== 1 || shown.active.count !== 1 || shown.meta.title !== "consumer") {
     throw new Error(`unexpected round trip: append ${JSON.stringify(appended)}, show ${JSON.stringify(shown)}`);
   }
@@ -107,7 +114,10 @@ step("bun: the same host", async () => {
 });
 
 step("deno: the same host", async () => {
-  const { stdout } = await run(join(BIN, "deno"), ["run", "--quiet", "--allow-all", "host.mjs", join(work, "deno-store")], project, { DENO_NO_PROMPT: "1", DENO_NO_UPDATE_CHECK: "1" });
+  const { stdout } = await run(join(BIN, "deno"), ["run", "--quiet", "--allow-all", "host.mjs", join(work, "deno-store")], project, {
+    DENO_NO_PROMPT: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+  });
   return expectHost(stdout);
 });
 
@@ -125,7 +135,9 @@ step("vite build of an app importing sessionfold/browser, in chromium", async ()
     await page.goto(`${origin}/?read`);
     const read = await result(page, "read");
     const texts = (read as { texts: unknown[] }).texts;
-    if (texts.length !== 1 || texts[0] !== "stored in IndexedDB") throw new Error(`read back ${JSON.stringify(read)}${errors.length ? `; page errors: ${errors.join("; ")}` : ""}`);
+    if (texts.length !== 1 || texts[0] !== "stored in IndexedDB") {
+      throw new Error(`read back ${JSON.stringify(read)}${errors.length ? `; page errors: ${errors.join("; ")}` : ""}`);
+    }
     const chunks = await readdir(join(web, "dist/assets"));
     return `written at revision ${(written as { revision: number }).revision}, read back after reload; assets: ${chunks.join(", ")}`;
   } finally {

@@ -93,14 +93,14 @@ describe("parseAgentConfig: valid files", () => {
 
 describe("parseAgentConfig: syntax errors", () => {
   test("a missing comma is located at the exact line and column", () => {
-    const error = configError(['{', '  "instruction": "x"', '  "context_window": 5', '}'].join("\n"));
+    const error = configError(["{", '  "instruction": "x"', '  "context_window": 5', "}"].join("\n"));
     expect(error.message).toBe(`${FILE}:3:3: syntax error: comma expected`);
     expectAt(error, 3, 3, null);
     expect(error.details.syntax_error).toBe("CommaExpected");
   });
 
   test("an invalid token after a comment", () => {
-    const error = configError(['{', '  // ok so far', '  "context_window": 12x', '}'].join("\n"));
+    const error = configError(["{", "  // ok so far", '  "context_window": 12x', "}"].join("\n"));
     expectAt(error, 3, 23, null);
     expect(error.message).toMatch(/syntax error: /);
   });
@@ -173,7 +173,7 @@ describe("parseAgentConfig: schema errors at the offending value", () => {
   });
 
   test("several problems: the first in the document is reported, all are listed", () => {
-    const text = ['{', '  "summarizer": { "kind": "x" },', '  "context_window": 0', '}'].join("\n");
+    const text = ["{", '  "summarizer": { "kind": "x" },', '  "context_window": 0', "}"].join("\n");
     const error = configError(text);
     expect(error.message).toMatch(new RegExp(`^${FILE}:2:27: summarizer\\.kind: .* \\(and 1 more\\)$`));
     expect(error.details.issues).toEqual([
@@ -225,13 +225,15 @@ describe("parseAgentConfig: fields each policy requires", () => {
 });
 
 describe("agentSessionOptions", () => {
-  test.each([
-    [{ policy: "real-usage", ratio: 0.8 }, realUsage(0.8)],
-    [{ policy: "real-usage" }, realUsage(0.95)],
-    [{ policy: "after-messages", messages: 200 }, afterMessages(200)],
-    [{ policy: "at-context-tokens", tokens: 100_000 }, atContextTokens(100_000)],
-    [{ policy: "manual" }, manualOnly()],
-  ] as const)("maps compaction %j", (compaction, policy) => {
+  test.each(
+    [
+      [{ policy: "real-usage", ratio: 0.8 }, realUsage(0.8)],
+      [{ policy: "real-usage" }, realUsage(0.95)],
+      [{ policy: "after-messages", messages: 200 }, afterMessages(200)],
+      [{ policy: "at-context-tokens", tokens: 100_000 }, atContextTokens(100_000)],
+      [{ policy: "manual" }, manualOnly()],
+    ] as const,
+  )("maps compaction %j", (compaction, policy) => {
     const options = agentSessionOptions({ context_window: 128_000, compaction });
     expect(options.policy).toEqual(policy);
     expect(options.contextWindow).toBe(128_000);
@@ -312,7 +314,7 @@ describe("DEFAULT_AGENT_CONFIG and formatAgentConfig", () => {
 
   test("round-trips unknown fields, multi-line strings and an empty config", () => {
     const config: AgentConfig = {
-      instruction: "Line one.\nLine \"two\".",
+      instruction: 'Line one.\nLine "two".',
       plugins: [{ name: "a", instruction: "b", extra: [1, { c: null }] }],
       model_label: "m",
       context_window: 10,

@@ -5,6 +5,7 @@ import {
   afterMessages,
   assertCompactionPolicy,
   atContextTokens,
+  type CompactionPolicy,
   compactionTrigger,
   estimateModelInputTokens,
   estimateTextTokens,
@@ -19,7 +20,6 @@ import {
   realUsage,
   usageTokens,
   validateAfterCompaction,
-  type CompactionPolicy,
 } from "../../core/compaction/mod.ts";
 import { ContextOverflowError, InvalidInputError } from "../../core/errors.ts";
 import type { CompactionAccounting, MessageRecord } from "../../core/schema/mod.ts";
@@ -30,7 +30,11 @@ function message(sequence: number, role: "user" | "assistant" = sequence % 2 ? "
   return { record_type: "message", sequence, message_id: `m${sequence}`, role, created_at: AT, parts: [{ sequence: 1, type: "text", text: body }] };
 }
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => message(from + i));
-const usage = (input: number, output = 0, total?: number) => ({ input_tokens: input, output_tokens: output, ...(total === undefined ? {} : { total_tokens: total }) });
+const usage = (input: number, output = 0, total?: number) => ({
+  input_tokens: input,
+  output_tokens: output,
+  ...(total === undefined ? {} : { total_tokens: total }),
+});
 
 describe("usageTokens", () => {
   test("reads total_tokens when present", () => {
@@ -70,7 +74,21 @@ describe("planCompaction", () => {
   });
   test("cuts on a turn boundary: Active never starts with a reply whose question was summarized", () => {
     // Turns of one user message and 1–4 assistant steps (tool calls with their results inside a step).
-    const roles = ["user", "assistant", "assistant", "assistant", "user", "assistant", "user", "assistant", "assistant", "assistant", "assistant", "user", "assistant"] as const;
+    const roles = [
+      "user",
+      "assistant",
+      "assistant",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "assistant",
+      "assistant",
+      "assistant",
+      "user",
+      "assistant",
+    ] as const;
     const active = roles.map((role, i) => message(i + 1, role));
     for (let n = 3; n <= active.length; n++) {
       const plan = planCompaction(active.slice(0, n))!;
@@ -195,7 +213,10 @@ describe("estimateTokens", () => {
     expect(estimateModelInputTokens(input, tools)).toBe(3 + 1 + a);
   });
   test("rejects values that are not JSON", () => {
-    const bad = { ...message(1), parts: [{ sequence: 1, type: "tool" as const, tool_call_id: "c", tool_name: "t", state: "input-available" as const, input: 1n }] };
+    const bad = {
+      ...message(1),
+      parts: [{ sequence: 1, type: "tool" as const, tool_call_id: "c", tool_name: "t", state: "input-available" as const, input: 1n }],
+    };
     expect(() => estimateTokens([bad])).toThrow(InvalidInputError);
   });
 });
@@ -203,19 +224,32 @@ describe("estimateTokens", () => {
 describe("estimateTokens of text parts", () => {
   test("property: a text part counts exactly the UTF-8 bytes of its JSON, whatever it holds", () => {
     const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
-    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }));
+    const text = fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.string({ unit: "grapheme" }),
+      fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }),
+    );
     fc.assert(
-      fc.property(fc.constantFrom("text", "reasoning", "reasoning-summary"), text, fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (type, body, sequence) => {
-        const part = { sequence, type, text: body } as MessageRecord["parts"][number];
-        const m: MessageRecord = { ...message(1), parts: [part] };
-        expect(estimateTokens([m])).toBe(4 + Math.ceil(utf8Bytes(JSON.stringify(part)) / 4));
-      }),
+      fc.property(
+        fc.constantFrom("text", "reasoning", "reasoning-summary"),
+        text,
+        fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+        (type, body, sequence) => {
+          const part = { sequence, type, text: body } as MessageRecord["parts"][number];
+          const m: MessageRecord = { ...message(1), parts: [part] };
+          expect(estimateTokens([m])).toBe(4 + Math.ceil(utf8Bytes(JSON.stringify(part)) / 4));
+        },
+      ),
       { numRuns: 2000 },
     );
   });
   test("property: plain text counts exactly its UTF-8 bytes (lone surrogates as U+FFFD)", () => {
     const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
-    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }));
+    const text = fc.oneof(
+      fc.string({ unit: "binary" }),
+      fc.string({ unit: "grapheme" }),
+      fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }),
+    );
     fc.assert(
       fc.property(text, (body) => {
         // ASCII padding 0–3 pins the byte count exactly, not just its quarter rounded up.
@@ -239,7 +273,14 @@ describe("foldModelInput", () => {
     expect(foldModelInput(input(messages, null), 1)!.input.summary).toBe(foldNote(2));
   });
   test("starts the kept part at a user message when the kept half has one", () => {
-    const messages = [message(1, "user"), message(2, "assistant"), message(3, "assistant"), message(4, "user"), message(5, "assistant"), message(6, "assistant")];
+    const messages = [
+      message(1, "user"),
+      message(2, "assistant"),
+      message(3, "assistant"),
+      message(4, "user"),
+      message(5, "assistant"),
+      message(6, "assistant"),
+    ];
     expect(foldModelInput(input(messages), 1)!.input.messages.map((m) => m.sequence)).toEqual([4, 5, 6]);
     const later = [message(1, "user"), message(2, "assistant"), message(3, "assistant"), message(4, "assistant"), message(5, "user"), message(6, "assistant")];
     expect(foldModelInput(input(later), 1)!.input.messages.map((m) => m.sequence)).toEqual([5, 6]);
@@ -274,9 +315,21 @@ describe("accumulateCompaction", () => {
   test("accumulates over several steps", () => {
     let accounting: CompactionAccounting | undefined;
     accounting = accumulateCompaction(accounting, { removedMessages: 450, removedTokensEstimate: 90_000, beforeTokens: 121_600, afterTokens: 40_100 });
-    expect(accounting).toEqual({ completed: 1, removed_messages: 450, removed_tokens_estimate: 90_000, last_before_tokens: 121_600, last_after_tokens: 40_100 });
+    expect(accounting).toEqual({
+      completed: 1,
+      removed_messages: 450,
+      removed_tokens_estimate: 90_000,
+      last_before_tokens: 121_600,
+      last_after_tokens: 40_100,
+    });
     expect("cost_usd_micros" in accounting).toBe(false);
-    accounting = accumulateCompaction(accounting, { removedMessages: 300, removedTokensEstimate: 60_000, costUsdMicros: 700, beforeTokens: 120_000, afterTokens: 39_000 });
+    accounting = accumulateCompaction(accounting, {
+      removedMessages: 300,
+      removedTokensEstimate: 60_000,
+      costUsdMicros: 700,
+      beforeTokens: 120_000,
+      afterTokens: 39_000,
+    });
     accounting = accumulateCompaction(accounting, { removedMessages: 150, removedTokensEstimate: 30_000, beforeTokens: 118_000, afterTokens: 41_000 });
     accounting = accumulateCompaction(accounting, { removedMessages: 0, removedTokensEstimate: 0, costUsdMicros: 500, beforeTokens: 1, afterTokens: 1 });
     expect(accounting).toEqual({
@@ -296,8 +349,12 @@ describe("accumulateCompaction", () => {
     expect(previous).toEqual(snapshot);
   });
   test("rejects bad figures", () => {
-    expect(() => accumulateCompaction(undefined, { removedMessages: -1, removedTokensEstimate: 0, beforeTokens: 0, afterTokens: 0 })).toThrow(InvalidInputError);
-    expect(() => accumulateCompaction(undefined, { removedMessages: 1, removedTokensEstimate: 0.5, beforeTokens: 0, afterTokens: 0 })).toThrow(InvalidInputError);
+    expect(() => accumulateCompaction(undefined, { removedMessages: -1, removedTokensEstimate: 0, beforeTokens: 0, afterTokens: 0 })).toThrow(
+      InvalidInputError,
+    );
+    expect(() => accumulateCompaction(undefined, { removedMessages: 1, removedTokensEstimate: 0.5, beforeTokens: 0, afterTokens: 0 })).toThrow(
+      InvalidInputError,
+    );
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { compose, INTERRUPTED_TOOL_CALL_ERROR, sameIdentity, type ComposerState } from "../../core/composer/mod.ts";
+import { compose, type ComposerState, INTERRUPTED_TOOL_CALL_ERROR, sameIdentity } from "../../core/composer/mod.ts";
 import { InvalidInputError } from "../../core/errors.ts";
 import type { MessagePart, MessageRecord, ProviderIdentity, SummaryRecord } from "../../core/schema/mod.ts";
 
@@ -122,7 +122,14 @@ describe("compose", () => {
     const other = { provider: "anthropic", api: "messages", model: "claude" };
     const active = [
       message(5, "user", [text(1, "q"), { sequence: 2, type: "file", media_type: "image/png", data: "iVBORw0KGgo=" }]),
-      message(6, "assistant", [context(1, other), { sequence: 2, type: "tool", tool_call_id: "c", tool_name: "t", state: "input-available", input: { a: [1] } }], {
+      message(6, "assistant", [context(1, other), {
+        sequence: 2,
+        type: "tool",
+        tool_call_id: "c",
+        tool_name: "t",
+        state: "input-available",
+        input: { a: [1] },
+      }], {
         status: "stopped",
         custom_field: { keep: true },
       }),
@@ -174,7 +181,14 @@ describe("compose", () => {
 describe("compose: a portable fallback (Rho's handoff)", () => {
   const CLAUDE: ProviderIdentity = { provider: "anthropic", api: "messages", model: "claude" };
   const withFallback = (sequence: number, fallback: string, extra: Partial<MessageRecord> = {}): MessageRecord =>
-    ({ ...message(sequence, "assistant", [{ sequence: 1, type: "reasoning-summary", text: "thought" }, context(2, GPT), text(3, "done")], { status: "completed", provider: GPT, ...extra }), rho: { portable_fallback: fallback } }) as MessageRecord;
+    ({
+      ...message(sequence, "assistant", [{ sequence: 1, type: "reasoning-summary", text: "thought" }, context(2, GPT), text(3, "done")], {
+        status: "completed",
+        provider: GPT,
+        ...extra,
+      }),
+      rho: { portable_fallback: fallback },
+    }) as MessageRecord;
 
   test("is sent as a last text part instead of foreign context, the summary giving way", () => {
     const active = [message(5, "user", [text(1, "go")]), withFallback(6, "the gist")];

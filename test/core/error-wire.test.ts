@@ -13,7 +13,9 @@ import { registerErrorTransfer } from "../../core/internal.ts";
 type ErrorClass = new (message: string, details: never) => core.SessionfoldError;
 
 const CLASSES = (Object.entries(core) as [string, unknown][])
-  .filter((entry): entry is [string, ErrorClass] => typeof entry[1] === "function" && (entry[1] as { prototype?: unknown }).prototype instanceof core.SessionfoldError)
+  .filter((entry): entry is [string, ErrorClass] =>
+    typeof entry[1] === "function" && (entry[1] as { prototype?: unknown }).prototype instanceof core.SessionfoldError
+  )
   .sort(([a], [b]) => a.localeCompare(b));
 
 registerErrorTransfer(Comlink);
@@ -34,7 +36,9 @@ afterAll(() => {
 
 describe("typed errors on the wire", () => {
   it("finds the error classes of core, those of agent and formats included", () => {
-    expect(CLASSES.map(([name]) => name)).toEqual(expect.arrayContaining(["AgentConfigError", "CorruptSessionError", "FormatError", "StoreEntryError", "StorageFullError"]));
+    expect(CLASSES.map(([name]) => name)).toEqual(
+      expect.arrayContaining(["AgentConfigError", "CorruptSessionError", "FormatError", "StoreEntryError", "StorageFullError"]),
+    );
   });
 
   it.each(CLASSES)("%s crosses with its class, code and details", async (name, Class) => {

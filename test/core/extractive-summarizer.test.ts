@@ -18,8 +18,7 @@ function msg(sequence: number, role: "user" | "assistant", parts: NewPart[], ext
     ...extra,
   };
 }
-const say = (sequence: number, text: string, role: "user" | "assistant" = sequence % 2 ? "user" : "assistant") =>
-  msg(sequence, role, [{ type: "text", text }]);
+const say = (sequence: number, text: string, role: "user" | "assistant" = sequence % 2 ? "user" : "assistant") => msg(sequence, role, [{ type: "text", text }]);
 const signal = () => new AbortController().signal;
 
 async function summarize(

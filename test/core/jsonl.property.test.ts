@@ -1,11 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeJsonl, encodeJsonl, JsonlDecoder, type JsonlDecodeOptions, type JsonlDecodeResult } from "../../core/mod.ts";
-import { ACTIVE, SCHEMAS, concatBytes, jsonLine, lineEnds, messages, splitAt, utf8, viaJson } from "./support.ts";
+import { decodeJsonl, encodeJsonl, type JsonlDecodeOptions, JsonlDecoder, type JsonlDecodeResult } from "../../core/mod.ts";
+import { ACTIVE, concatBytes, jsonLine, lineEnds, messages, SCHEMAS, splitAt, utf8, viaJson } from "./support.ts";
 
 const options: JsonlDecodeOptions = { file: ACTIVE, schemas: SCHEMAS };
-const decode = (bytes: Uint8Array, extra: Partial<JsonlDecodeOptions> = {}): JsonlDecodeResult =>
-  decodeJsonl(bytes, { ...options, ...extra });
+const decode = (bytes: Uint8Array, extra: Partial<JsonlDecodeOptions> = {}): JsonlDecodeResult => decodeJsonl(bytes, { ...options, ...extra });
 
 describe("property: generated records round-trip through encodeJsonl / decodeJsonl", () => {
   it("decodes exactly the records written, at lines 1..n, with no diagnostics", () => {
@@ -132,7 +131,7 @@ describe("property (b): a corrupted complete line is reported at exactly that li
         // a line torn by a crash and then followed by further appends is corruption too
         fc.nat().map((n) => ({ code: "invalid_json" as const, bytes: "" as string | Uint8Array, tornAt: n })),
       ),
-    ),
+    )
   );
 
   it("fatal, with invalid_json / invalid_record, and every other record still decoded", () => {
@@ -176,7 +175,11 @@ describe("property: JsonlDecoder.push/finish equals decodeJsonl for every chunki
         ),
         { maxLength: 3 },
       ),
-      fc.oneof(fc.constant(""), fc.constant('{"record_type":"message","text":"😀'), fc.string({ unit: "binary", maxLength: 12 }).map((s) => s.replaceAll("\n", ""))),
+      fc.oneof(
+        fc.constant(""),
+        fc.constant('{"record_type":"message","text":"😀'),
+        fc.string({ unit: "binary", maxLength: 12 }).map((s) => s.replaceAll("\n", "")),
+      ),
       fc.boolean(),
     )
     .map(([records, inserts, tail, dropLastNewline]) => {
@@ -187,9 +190,7 @@ describe("property: JsonlDecoder.push/finish equals decodeJsonl for every chunki
       return utf8(text);
     });
 
-  const chunked = file.chain((bytes) =>
-    fc.tuple(fc.constant(bytes), fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 10 }), fc.boolean()),
-  );
+  const chunked = file.chain((bytes) => fc.tuple(fc.constant(bytes), fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 10 }), fc.boolean()));
 
   it("gives exactly the same records and diagnostics", () => {
     fc.assert(

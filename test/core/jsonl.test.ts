@@ -5,24 +5,13 @@ import {
   encodeJsonlLine,
   formatLocation,
   InternalError,
+  type JsonlDecodeOptions,
   JsonlDecoder,
+  type JsonlDecodeResult,
   MessageRecord,
   SummaryRecord,
-  type JsonlDecodeOptions,
-  type JsonlDecodeResult,
 } from "../../core/mod.ts";
-import {
-  ACTIVE,
-  SCHEMAS,
-  byteLength,
-  concatBytes,
-  expectDiagnostic,
-  jsonLine,
-  message,
-  splitAt,
-  summary,
-  utf8,
-} from "./support.ts";
+import { ACTIVE, byteLength, concatBytes, expectDiagnostic, jsonLine, message, SCHEMAS, splitAt, summary, utf8 } from "./support.ts";
 
 function decode(input: string | Uint8Array, options: Partial<JsonlDecodeOptions> = {}): JsonlDecodeResult {
   return decodeJsonl(typeof input === "string" ? utf8(input) : input, { file: ACTIVE, schemas: SCHEMAS, ...options });
@@ -35,8 +24,7 @@ function decodeChunks(chunks: Uint8Array[], options: Partial<JsonlDecodeOptions>
   return decoder.finish();
 }
 
-const sequences = (result: JsonlDecodeResult) =>
-  result.records.map(({ record, line }) => ({ line, sequence: (record as { sequence?: number }).sequence }));
+const sequences = (result: JsonlDecodeResult) => result.records.map(({ record, line }) => ({ line, sequence: (record as { sequence?: number }).sequence }));
 
 describe("decodeJsonl: clean files", () => {
   it("decodes every record with its 1-based line and no diagnostics", () => {

@@ -6,6 +6,7 @@ import {
   assertId,
   formatSegmentName,
   formatSessionRef,
+  type IdKind,
   InvalidIdError,
   InvalidInputError,
   isValidId,
@@ -13,13 +14,12 @@ import {
   parseSessionRef,
   relativeToSession,
   SEGMENT_DIGITS,
+  type SegmentRange,
   SessionfoldError,
   sessionPaths,
   sessionRef,
   sessionsDir,
   workspacesDir,
-  type IdKind,
-  type SegmentRange,
 } from "../../core/mod.ts";
 
 const MAX = 10 ** 12 - 1;
@@ -131,13 +131,15 @@ describe("parseSessionRef / sessionRef / formatSessionRef", () => {
     expectInvalidId(() => parseSessionRef(ref));
   });
 
-  it.each([
-    ["a1//s1", "workspace_id"],
-    ["../w1/s1", "agent_id"],
-    ["a1/w1/..", "session_id"],
-    ["a1/w 1/s1", "workspace_id"],
-    ["a1/w1/.s", "session_id"],
-  ] as const)("rejects %j naming the bad part (%s)", (ref, kind) => {
+  it.each(
+    [
+      ["a1//s1", "workspace_id"],
+      ["../w1/s1", "agent_id"],
+      ["a1/w1/..", "session_id"],
+      ["a1/w 1/s1", "workspace_id"],
+      ["a1/w1/.s", "session_id"],
+    ] as const,
+  )("rejects %j naming the bad part (%s)", (ref, kind) => {
     expectInvalidId(() => parseSessionRef(ref), kind);
   });
 

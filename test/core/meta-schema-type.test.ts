@@ -37,8 +37,16 @@ describe("meta.json schema type", () => {
     expectTypeOf<Meta["provider"]>().toEqualTypeOf<ProviderIdentity | undefined>();
     expectTypeOf<z.input<typeof SessionMeta>["provider"]>().toEqualTypeOf<z.input<typeof ProviderIdentity> | undefined>();
     const meta = SessionMeta.parse({
-      schema_version: 1, session_id: "s", agent_id: "a", workspace_id: "w", created_at: "2026-12-02T13:00:00.000Z", updated_at: "2026-12-02T13:00:00.000Z",
-      message_count: 0, history_bytes: 0, revision: 0, provider: { provider: "openai", api: "responses", model: "gpt-5" },
+      schema_version: 1,
+      session_id: "s",
+      agent_id: "a",
+      workspace_id: "w",
+      created_at: "2026-12-02T13:00:00.000Z",
+      updated_at: "2026-12-02T13:00:00.000Z",
+      message_count: 0,
+      history_bytes: 0,
+      revision: 0,
+      provider: { provider: "openai", api: "responses", model: "gpt-5" },
     });
     expect(meta.provider).toEqual({ provider: "openai", api: "responses", model: "gpt-5" });
     expect(SessionMeta.safeParse({ ...meta, provider: { provider: "openai" } }).success).toBe(false);

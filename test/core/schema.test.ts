@@ -1,7 +1,26 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CorruptSessionError, DraftRecord, encodeJsonDocument, FilePart, MessagePart, MessageRecord, parseDraftJson, parseLockJson, parseMetaJson, ProviderContextPart, SessionfoldError, SessionMeta, SummaryRecord, Timestamp, ToolPart, UnsupportedSchemaError, Usage, WriterLockRecord } from "../../core/mod.ts";
-import { TS, extras, message, messages, summary, utf8, viaJson } from "./support.ts";
+import {
+  CorruptSessionError,
+  DraftRecord,
+  encodeJsonDocument,
+  FilePart,
+  MessagePart,
+  MessageRecord,
+  parseDraftJson,
+  parseLockJson,
+  parseMetaJson,
+  ProviderContextPart,
+  SessionfoldError,
+  SessionMeta,
+  SummaryRecord,
+  Timestamp,
+  ToolPart,
+  UnsupportedSchemaError,
+  Usage,
+  WriterLockRecord,
+} from "../../core/mod.ts";
+import { extras, message, messages, summary, TS, utf8, viaJson } from "./support.ts";
 import { describeIssues, nowTimestamp } from "../../core/internal.ts";
 
 const roundTrip = <T>(schema: { parse(v: unknown): T }, value: unknown): unknown => schema.parse(JSON.parse(JSON.stringify(schema.parse(value))));
@@ -211,7 +230,9 @@ describe("unknown fields survive parse → JSON.stringify → parse (read-modify
   });
 
   it("a __proto__ key never pollutes the parsed object's prototype", () => {
-    const value = JSON.parse(`{"record_type":"summary","session_id":"s","summary_id":"x","through_sequence":1,"text":"t","created_at":"${TS}","__proto__":{"polluted":1}}`);
+    const value = JSON.parse(
+      `{"record_type":"summary","session_id":"s","summary_id":"x","through_sequence":1,"text":"t","created_at":"${TS}","__proto__":{"polluted":1}}`,
+    );
     const parsed = SummaryRecord.parse(value) as Record<string, unknown>;
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
     expect(parsed.polluted).toBeUndefined();
@@ -278,7 +299,7 @@ describe("parseMetaJson", () => {
     expect((error as CorruptSessionError).details).toMatchObject({ file: "x/meta.json", code: "invalid_record" });
   });
 
-  it.each(["[]", "null", "42", '"meta"', "[{\"schema_version\":1}]"])("a JSON non-object (%s) is corrupt, not an unknown schema", (text) => {
+  it.each(["[]", "null", "42", '"meta"', '[{"schema_version":1}]'])("a JSON non-object (%s) is corrupt, not an unknown schema", (text) => {
     expect(() => parseMetaJson(text)).toThrow(CorruptSessionError);
   });
 });

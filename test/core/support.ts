@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { expect } from "vitest";
-import { MessageRecord, SummaryRecord, type Diagnostic, type RecordSchemas } from "../../core/mod.ts";
+import { type Diagnostic, MessageRecord, type RecordSchemas, SummaryRecord } from "../../core/mod.ts";
 import { concatBytes as joinBytes } from "../../core/internal.ts";
 
 export const TS = "2026-12-02T13:00:00.000Z";

@@ -1,15 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  decodeJsonl,
-  encodeJsonl,
-  MemoryStorage,
-  readLastRecord,
-  type FileTail,
-  type JsonlDecodeOptions,
-  type StoragePort,
-} from "../../core/mod.ts";
-import { ACTIVE, SCHEMAS, byteLength, concatBytes, jsonLine, lineEnds, message, messages, summary, utf8 } from "./support.ts";
+import { decodeJsonl, encodeJsonl, type FileTail, type JsonlDecodeOptions, MemoryStorage, readLastRecord, type StoragePort } from "../../core/mod.ts";
+import { ACTIVE, byteLength, concatBytes, jsonLine, lineEnds, message, messages, SCHEMAS, summary, utf8 } from "./support.ts";
 
 const PATH = "agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl";
 const options: JsonlDecodeOptions = { file: ACTIVE, schemas: SCHEMAS };

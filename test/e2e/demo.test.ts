@@ -14,13 +14,13 @@
  * the endpoint and nothing else (IndexedDB, localStorage, exports, logs). No page may log
  * a console error. Screenshots go to test-results/screenshots/.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
@@ -147,7 +147,8 @@ async function sendTurn(page: Page, text: string): Promise<void> {
 /** Every byte this origin keeps in IndexedDB (chunks joined in key order) and localStorage, as text. */
 function storedText(page: Page): Promise<string> {
   return page.evaluate(async () => {
-    const request = <T>(r: IDBRequest<T>) => new Promise<T>((resolve, reject) => ((r.onsuccess = () => resolve(r.result)), (r.onerror = () => reject(r.error))));
+    const request = <T>(r: IDBRequest<T>) =>
+      new Promise<T>((resolve, reject) => ((r.onsuccess = () => resolve(r.result)), (r.onerror = () => reject(r.error))));
     const decoder = new TextDecoder();
     const out: string[] = [];
     for (const info of await indexedDB.databases()) {
@@ -181,7 +182,12 @@ function storedText(page: Page): Promise<string> {
 const FORMAT_LABELS = { rho: /Rho snapshot/, deepcode: /DeepCode v1/, pi: /session version 3/ } as const;
 
 /** Downloads the open session through the Export dialog (a format left out: the dialog's default); the file's text. */
-async function exportSession(page: Page, format: keyof typeof FORMAT_LABELS | undefined, redact: boolean, cwd?: string): Promise<{ name: string; text: string }> {
+async function exportSession(
+  page: Page,
+  format: keyof typeof FORMAT_LABELS | undefined,
+  redact: boolean,
+  cwd?: string,
+): Promise<{ name: string; text: string }> {
   await page.getByRole("button", { name: "Export", exact: true }).click();
   const dialog = page.getByRole("dialog", { name: "Export session" });
   if (format) await dialog.getByLabel(FORMAT_LABELS[format]).check();
@@ -205,7 +211,9 @@ async function importFixture(page: Page, file: string): Promise<void> {
 async function expectInert(page: Page): Promise<void> {
   const report = await page.evaluate(() => ({
     pwned: (window as unknown as { __pwned?: unknown }).__pwned ?? null,
-    injected: document.querySelectorAll("#messages script, #messages img, #messages iframe, #messages svg, #messages marquee, #messages b, #app [onerror], #app [onload], #app [onmouseover]").length,
+    injected: document.querySelectorAll(
+      "#messages script, #messages img, #messages iframe, #messages svg, #messages marquee, #messages b, #app [onerror], #app [onload], #app [onmouseover]",
+    ).length,
     jsLinks: Array.from(document.querySelectorAll("a[href]")).filter((a) => !/^https?:/i.test(a.getAttribute("href")!)).length,
     links: Array.from(document.querySelectorAll("#messages a[href]")).map((a) => ({ href: a.getAttribute("href"), rel: a.getAttribute("rel") })),
   }));
@@ -226,7 +234,18 @@ async function shot(page: Page, name: string): Promise<string> {
 /** Sends messages until the first compaction shows a segment in the history view; returns the turns it took. */
 async function compactInTurns(page: Page): Promise<number> {
   await page.getByRole("heading", { name: "Sessions that never lose a message" }).waitFor();
-  const topics = ["What is this playground?", "How are messages stored?", "What happens on a crash?", "Tell me about drafts.", "And about forks?", "How do tabs share a session?", "What is a segment?", "Explain revisions.", "One more question.", "And another one."];
+  const topics = [
+    "What is this playground?",
+    "How are messages stored?",
+    "What happens on a crash?",
+    "Tell me about drafts.",
+    "And about forks?",
+    "How do tabs share a session?",
+    "What is a segment?",
+    "Explain revisions.",
+    "One more question.",
+    "And another one.",
+  ];
   let turns = 0;
   for (const topic of topics) {
     await sendTurn(page, topic);
@@ -332,7 +351,9 @@ describe("playground", () => {
 
     // A crash in the middle of an append leaves a torn final line: recovery reports it on open.
     await page.evaluate(async () => {
-      const app = (window as unknown as { playground: { session: { paths: { active: string } }; browser: { storage: { append(p: string, b: Uint8Array): Promise<void> } } } }).playground;
+      const app = (window as unknown as {
+        playground: { session: { paths: { active: string } }; browser: { storage: { append(p: string, b: Uint8Array): Promise<void> } } };
+      }).playground;
       await app.browser.storage.append(app.session.paths.active, new TextEncoder().encode('{"record_type":"message","sequ'));
     });
     await page.reload();
@@ -360,13 +381,14 @@ describe("playground", () => {
     // The coalesced draft writer stores a snapshot: wait for it in IndexedDB, not for a time.
     await until("the draft to be stored with its text", () =>
       page.evaluate(async () => {
-        const app = (window as unknown as { playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } } }).playground;
+        const app = (window as unknown as {
+          playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } };
+        }).playground;
         const bytes = await app.browser.storage.read(app.session.paths.draft);
         if (!bytes) return false;
         const draft = JSON.parse(new TextDecoder().decode(bytes)) as { parts: { type: string; text?: string }[] };
         return draft.parts.filter((p) => p.type === "text").reduce((n, p) => n + (p.text?.length ?? 0), 0) > 40;
-      }),
-    );
+      }));
     await page.reload();
     await ready(page);
     const banner = page.locator("[data-testid=draft-banner]");
@@ -410,7 +432,9 @@ describe("playground", () => {
     const lastTurn = (selector: string) =>
       page.evaluate((css) => {
         const article = [...document.querySelectorAll(css)].at(-1)!;
-        const kinds = [...article.querySelector(".message-body")!.children].map((part) => [...part.classList].find((c) => c.startsWith("part-") && c !== "part")!);
+        const kinds = [...article.querySelector(".message-body")!.children].map((part) =>
+          [...part.classList].find((c) => c.startsWith("part-") && c !== "part")!
+        );
         return { id: article.getAttribute("data-message-id"), kinds, text: article.textContent!, tools: article.querySelectorAll(".part-tool").length };
       }, selector);
     /** The ids `toUIMessages(session)` gives (all of history and the draft), and the ids the chat shows. */
@@ -458,15 +482,16 @@ describe("playground", () => {
     // The draft's steps (the pending ones and the one streaming) hold at least what the chat showed.
     await until("the draft to be stored with the streamed text", () =>
       page.evaluate(async () => {
-        const app = (window as unknown as { playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } } }).playground;
+        const app = (window as unknown as {
+          playground: { session: { paths: { draft: string } }; browser: { storage: { read(p: string): Promise<Uint8Array | undefined> } } };
+        }).playground;
         const bytes = await app.browser.storage.read(app.session.paths.draft);
         if (!bytes) return false;
         type Message = { role: string; parts: { type: string; text?: string }[] };
         const draft = JSON.parse(new TextDecoder().decode(bytes)) as Message & { pending_messages?: Message[] };
         const parts = [...(draft.pending_messages ?? []), draft].filter((m) => m.role === "assistant").flatMap((m) => m.parts);
         return parts.filter((p) => p.type === "text").reduce((n, p) => n + (p.text?.length ?? 0), 0) > 5;
-      }),
-    );
+      }));
     await page.reload();
     await ready(page);
     const draft = await lastTurn("#messages article.message-draft");
@@ -499,7 +524,9 @@ describe("playground", () => {
     await a.getByRole("button", { name: "Send", exact: true }).click();
     const owner = b.locator("[data-testid=owner-banner]");
     await owner.waitFor({ timeout: 10_000 });
-    await b.waitForFunction(() => /Tab tab-[0-9a-f]{4} owns this session/.test(document.querySelector("[data-testid=owner-banner]")?.textContent ?? ""), null, { timeout: 5_000 });
+    await b.waitForFunction(() => /Tab tab-[0-9a-f]{4} owns this session/.test(document.querySelector("[data-testid=owner-banner]")?.textContent ?? ""), null, {
+      timeout: 5_000,
+    });
     await b.locator("#messages article.message-draft").waitFor();
     // A write from tab B fails at once with WriterLockedError and keeps the typed text.
     await b.getByRole("textbox", { name: "Message" }).fill("Can I write too?");

@@ -4,7 +4,7 @@
  * and the control table of which planted fields each writer carries. Shared with the CLI's
  * audit of `export --redact` for every `--to`. Not a test file itself.
  */
-import { MemoryStorage, Sessions, type MessagePart, type MessageRecord, type PortableSession } from "../../core/mod.ts";
+import { MemoryStorage, type MessagePart, type MessageRecord, type PortableSession, Sessions } from "../../core/mod.ts";
 import * as formats from "../../core/formats/mod.ts";
 import { ALNUM, BASE64, BASE64URL, findLeaks, plantAll, SecretFactory } from "./secrets.ts";
 import { base64Of, PNG_1X1, readableViews, TS } from "./support.ts";
@@ -139,12 +139,40 @@ export function auditSession(): PortableSession {
       { sequence: 1, type: "reasoning", text: p.reasoning.text },
       { sequence: 2, type: "reasoning-summary", text: p.reasoningSummary.text },
       { sequence: 3, type: "text", text: p.assistantText.text, annotations: nested("partExtension") },
-      { sequence: 4, type: "tool", tool_call_id: `call_${token("toolCallId")}`, tool_name: `lookup_${token("toolName")}`, state: "output-available", input: nested("toolInput"), output: nested("toolOutput") },
-      { sequence: 5, type: "tool", tool_call_id: "call_b", tool_name: "read", state: "output-available", input: { path: "x" }, output: p.toolOutputString.text },
+      {
+        sequence: 4,
+        type: "tool",
+        tool_call_id: `call_${token("toolCallId")}`,
+        tool_name: `lookup_${token("toolName")}`,
+        state: "output-available",
+        input: nested("toolInput"),
+        output: nested("toolOutput"),
+      },
+      {
+        sequence: 5,
+        type: "tool",
+        tool_call_id: "call_b",
+        tool_name: "read",
+        state: "output-available",
+        input: { path: "x" },
+        output: p.toolOutputString.text,
+      },
       { sequence: 6, type: "tool", tool_call_id: "call_c", tool_name: "bash", state: "output-error", input: { command: "env" }, error: p.toolError.text },
-      { sequence: 7, type: "file", media_type: "application/pdf", name: "report.pdf", url: `https://files.example.com/report.pdf?access_token=${p.fileUrl.raw[0]}&sig=${encodeURIComponent(p.fileUrl.raw[1]!)}&t=${p.fileUrl.raw[2]}` },
+      {
+        sequence: 7,
+        type: "file",
+        media_type: "application/pdf",
+        name: "report.pdf",
+        url: `https://files.example.com/report.pdf?access_token=${p.fileUrl.raw[0]}&sig=${encodeURIComponent(p.fileUrl.raw[1]!)}&t=${p.fileUrl.raw[2]}`,
+      },
       { sequence: 8, type: "file", media_type: "text/plain", url: p.fileUrl.text },
-      { sequence: 9, type: "provider-context", ...provider, kind: p.contextKind.text, data: { ...nested("providerContext"), signature: p.providerContext.raw[1] } },
+      {
+        sequence: 9,
+        type: "provider-context",
+        ...provider,
+        kind: p.contextKind.text,
+        data: { ...nested("providerContext"), signature: p.providerContext.raw[1] },
+      },
     ] as MessagePart[],
     rho: { portable_fallback: p.extension.text },
   } as MessageRecord;
@@ -287,4 +315,3 @@ export async function viaRealSession(portable: PortableSession): Promise<Portabl
   const session = await sessions.importPortable("a1/w1/audit", portable);
   return session.exportPortable();
 }
-

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { MessageRecord, type PortableSession } from "../../core/mod.ts";
-import { OMITTED, prepareExport, type ExportOptions } from "../../core/export/mod.ts";
-import { ALNUM, SecretFactory, plantedText } from "./secrets.ts";
+import { type ExportOptions, OMITTED, prepareExport } from "../../core/export/mod.ts";
+import { ALNUM, plantedText, SecretFactory } from "./secrets.ts";
 import { base64Of, deepFreeze, MARKERS, PNG_1X1, sessionWith, textOfBase64 } from "./support.ts";
 
 const f = new SecretFactory(777);
@@ -51,7 +51,15 @@ describe("prepareExport without options", () => {
 });
 
 describe("prepareExport never mutates its input", () => {
-  const all: ExportOptions = { redact: true, dropSystemPrompt: true, dropToolOutputs: true, dropFileData: true, dropProviderContext: true, dropMetadata: true, dropReasoning: true };
+  const all: ExportOptions = {
+    redact: true,
+    dropSystemPrompt: true,
+    dropToolOutputs: true,
+    dropFileData: true,
+    dropProviderContext: true,
+    dropMetadata: true,
+    dropReasoning: true,
+  };
   const combos: [string, ExportOptions][] = [
     ["none", {}],
     ["redact", { redact: true }],
@@ -61,7 +69,13 @@ describe("prepareExport never mutates its input", () => {
 
   it.each(combos)("%s", (_name, options) => {
     const planted = plantedText(31);
-    const input = sessionWith({ userText: planted.text, toolOutput: planted.text, fileText: planted.text, providerContext: planted.text, metadataValue: planted.text });
+    const input = sessionWith({
+      userText: planted.text,
+      toolOutput: planted.text,
+      fileText: planted.text,
+      providerContext: planted.text,
+      metadataValue: planted.text,
+    });
     const before = JSON.stringify(input);
     deepFreeze(input);
     prepareExport(input, options);
@@ -83,7 +97,12 @@ describe("drop flags", () => {
     const { session, report } = prepareExport(sessionWith(), { dropToolOutputs: true });
     const tools = partsOf(session).filter((p) => p.type === "tool");
     expect(tools).toEqual([
-      expect.objectContaining({ tool_call_id: "call_1", state: "output-available", output: OMITTED, input: partsOf(sessionWith()).find((p) => p.tool_call_id === "call_1")!.input }),
+      expect.objectContaining({
+        tool_call_id: "call_1",
+        state: "output-available",
+        output: OMITTED,
+        input: partsOf(sessionWith()).find((p) => p.tool_call_id === "call_1")!.input,
+      }),
       expect.objectContaining({ tool_call_id: "call_2", state: "output-error", error: OMITTED }),
     ]);
     const text = JSON.stringify(session);
@@ -111,7 +130,13 @@ describe("drop flags", () => {
     };
     const { session, report } = prepareExport(withDataUrl, { dropFileData: true });
     const parts = partsOf(session);
-    expect(parts.filter((p) => p.type === "file")).toEqual([{ sequence: 5, type: "file", media_type: "text/plain", name: MARKERS.fileName, url: MARKERS.fileUrl }]);
+    expect(parts.filter((p) => p.type === "file")).toEqual([{
+      sequence: 5,
+      type: "file",
+      media_type: "text/plain",
+      name: MARKERS.fileName,
+      url: MARKERS.fileUrl,
+    }]);
     expect(parts.filter((p) => typeof p.text === "string" && String(p.text).startsWith("[file omitted"))).toEqual([
       { sequence: 2, type: "text", text: `[file omitted: ${MARKERS.fileName} (text/plain)]` },
       { sequence: 3, type: "text", text: "[file omitted: pixel.png (image/png)]" },
@@ -176,7 +201,26 @@ describe("redaction through prepareExport", () => {
     expect(session.provider).toEqual(input.provider);
     expect(report.redactions).toBeGreaterThan(100);
     expect(Object.keys(report.byField).sort()).toEqual(
-      ["cwd", "file_data", "file_name", "file_url", "message_extension", "metadata", "model_label", "prompt_cache_key", "provider_context", "reasoning", "reasoning_summary", "summary", "system", "text", "title", "tool_error", "tool_input", "tool_output"].sort(),
+      [
+        "cwd",
+        "file_data",
+        "file_name",
+        "file_url",
+        "message_extension",
+        "metadata",
+        "model_label",
+        "prompt_cache_key",
+        "provider_context",
+        "reasoning",
+        "reasoning_summary",
+        "summary",
+        "system",
+        "text",
+        "title",
+        "tool_error",
+        "tool_input",
+        "tool_output",
+      ].sort(),
     );
   });
 

@@ -6,15 +6,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LimitExceededError, MAX_JSON_DEPTH } from "../../core/mod.ts";
-import {
-  isSecretKeyName,
-  REDACTION_DETECTORS,
-  redactionPlaceholder,
-  redactJson,
-  redactText,
-  type RedactionDetector,
-} from "../../core/export/mod.ts";
-import { ALNUM, BASE64, BASE64URL, DIGITS, SecretFactory, UPPER, plantAll } from "./secrets.ts";
+import { isSecretKeyName, REDACTION_DETECTORS, type RedactionDetector, redactionPlaceholder, redactJson, redactText } from "../../core/export/mod.ts";
+import { ALNUM, BASE64, BASE64URL, DIGITS, plantAll, SecretFactory, UPPER } from "./secrets.ts";
 
 const f = new SecretFactory(20261202);
 
@@ -68,7 +61,12 @@ const positives: Positive[] = [
     secret: awsSecret,
     expected: "[default]\naws_secret_access_key = [REDACTED:aws-secret-access-key]\n",
   },
-  { detector: "aws-secret-access-key", input: `{"SecretAccessKey": "${awsSecret}"}`, secret: awsSecret, expected: '{"SecretAccessKey": "[REDACTED:aws-secret-access-key]"}' },
+  {
+    detector: "aws-secret-access-key",
+    input: `{"SecretAccessKey": "${awsSecret}"}`,
+    secret: awsSecret,
+    expected: '{"SecretAccessKey": "[REDACTED:aws-secret-access-key]"}',
+  },
   { detector: "aws-secret-access-key", input: `export AWS_SECRET_ACCESS_KEY=${awsSecret}`, secret: awsSecret },
   {
     detector: "bearer-token",
@@ -91,25 +89,45 @@ const positives: Positive[] = [
   { detector: "private-key", input: `-----BEGIN OPENSSH PRIVATE KEY-----\n${pemBody}\n[output truncated]`, secret: pemBody },
   { detector: "jwt", input: `token ${jwt} expires`, secret: jwt, expected: "token [REDACTED:jwt] expires" },
   { detector: "jwt", input: `Authorization: Bearer ${jwt}`, secret: jwt, expected: "Authorization: Bearer [REDACTED:jwt]" },
-  { detector: "auth-header", input: "Authorization: Basic dXNlcjpodW50ZXIy", secret: "dXNlcjpodW50ZXIy", expected: "Authorization: Basic [REDACTED:auth-header]" },
+  {
+    detector: "auth-header",
+    input: "Authorization: Basic dXNlcjpodW50ZXIy",
+    secret: "dXNlcjpodW50ZXIy",
+    expected: "Authorization: Basic [REDACTED:auth-header]",
+  },
   { detector: "auth-header", input: `Authorization: token ${f.pick(ALNUM, 20)}`, secret: "" },
-  { detector: "auth-header", input: "Cookie: session=abc123def; theme=dark\nHost: x", secret: "session=abc123def", expected: "Cookie: [REDACTED:auth-header]\nHost: x" },
+  {
+    detector: "auth-header",
+    input: "Cookie: session=abc123def; theme=dark\nHost: x",
+    secret: "session=abc123def",
+    expected: "Cookie: [REDACTED:auth-header]\nHost: x",
+  },
   { detector: "secret-assignment", input: "password=hunter2", secret: "hunter2", expected: "password=[REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "db passwd: hunter2!", secret: "hunter2!", expected: "db passwd: [REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "client_secret = 'tiger tiger'", secret: "tiger tiger", expected: "client_secret = '[REDACTED:secret-assignment]'" },
-  { detector: "secret-assignment", input: '{"password": "pa\\"ss word"}', secret: "pa\\\"ss word", expected: '{"password": "[REDACTED:secret-assignment]"}' },
+  { detector: "secret-assignment", input: '{"password": "pa\\"ss word"}', secret: 'pa\\"ss word', expected: '{"password": "[REDACTED:secret-assignment]"}' },
   { detector: "secret-assignment", input: '{\\"apiKey\\": \\"hunter2\\"}', secret: "hunter2", expected: '{\\"apiKey\\": \\"[REDACTED:secret-assignment]\\"}' },
   { detector: "secret-assignment", input: "GITHUB_TOKEN=abc123 npm test", secret: "abc123", expected: "GITHUB_TOKEN=[REDACTED:secret-assignment] npm test" },
-  { detector: "secret-assignment", input: "https://x.test/cb?access_token=abc.def&state=1", secret: "abc.def", expected: "https://x.test/cb?access_token=[REDACTED:secret-assignment]&state=1" },
+  {
+    detector: "secret-assignment",
+    input: "https://x.test/cb?access_token=abc.def&state=1",
+    secret: "abc.def",
+    expected: "https://x.test/cb?access_token=[REDACTED:secret-assignment]&state=1",
+  },
   { detector: "secret-assignment", input: "mysql --password=hunter2 db", secret: "hunter2", expected: "mysql --password=[REDACTED:secret-assignment] db" },
   { detector: "secret-assignment", input: "pin: password=1234", secret: "1234" },
   { detector: "secret-assignment", input: "$config['db_secret'] => 'hunter2';", secret: "hunter2" },
-  { detector: "secret-assignment", input: "if password == \"hunter2\":", secret: "hunter2" },
+  { detector: "secret-assignment", input: 'if password == "hunter2":', secret: "hunter2" },
   { detector: "secret-assignment", input: "SIGNING_KEY=s3cr3t-value", secret: "s3cr3t-value" },
   { detector: "secret-assignment", input: "password=$up3rS3cret", secret: "$up3rS3cret", expected: "password=[REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "password=%40dm1n", secret: "%40dm1n", expected: "password=[REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "DB_PASS=hunter2x psql", secret: "hunter2x", expected: "DB_PASS=[REDACTED:secret-assignment] psql" },
-  { detector: "secret-assignment", input: "export MYSQL_PWD='s3cret value'", secret: "s3cret value", expected: "export MYSQL_PWD='[REDACTED:secret-assignment]'" },
+  {
+    detector: "secret-assignment",
+    input: "export MYSQL_PWD='s3cret value'",
+    secret: "s3cret value",
+    expected: "export MYSQL_PWD='[REDACTED:secret-assignment]'",
+  },
   { detector: "secret-assignment", input: "smtp.pw: hunter2", secret: "hunter2", expected: "smtp.pw: [REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "JWT_SECRET=x9y8z7w6", secret: "x9y8z7w6", expected: "JWT_SECRET=[REDACTED:secret-assignment]" },
   { detector: "secret-assignment", input: "password=abc.DEF_ghi9 please", secret: "abc.DEF_ghi9", expected: "password=[REDACTED:secret-assignment] please" },
@@ -117,8 +135,18 @@ const positives: Positive[] = [
   { detector: "service-token", input: `//registry.npmjs.org/:_authToken=npm_${f.pick(ALNUM, 36)}`, secret: "npm_" },
   { detector: "service-token", input: `GITLAB glpat-${f.pick(ALNUM, 20)} ok`, secret: "glpat-" },
   { detector: "service-token", input: `SG.${f.pick(ALNUM, 22)}.${f.pick(ALNUM, 43)}`, secret: "SG." },
-  { detector: "keyed-hex-token", input: "token 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a end", secret: "3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a", expected: "token [REDACTED:keyed-hex-token] end" },
-  { detector: "keyed-hex-token", input: "the API key is 0123456789ABCDEF0123456789ABCDEF.", secret: "0123456789ABCDEF0123456789ABCDEF", expected: "the API key is [REDACTED:keyed-hex-token]." },
+  {
+    detector: "keyed-hex-token",
+    input: "token 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a end",
+    secret: "3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a",
+    expected: "token [REDACTED:keyed-hex-token] end",
+  },
+  {
+    detector: "keyed-hex-token",
+    input: "the API key is 0123456789ABCDEF0123456789ABCDEF.",
+    secret: "0123456789ABCDEF0123456789ABCDEF",
+    expected: "the API key is [REDACTED:keyed-hex-token].",
+  },
   { detector: "keyed-hex-token", input: "api key: 9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c", secret: "9c1e5b7a3d2f4e6c8b0a9d8e7f6a5b4c" },
   {
     detector: "url-credentials",
@@ -128,7 +156,12 @@ const positives: Positive[] = [
   },
   { detector: "url-credentials", input: "git clone https://x-access-token:abc123@github.com/o/r.git", secret: "abc123" },
   { detector: "high-entropy", input: `opaque ${random40} value`, secret: random40, expected: "opaque [REDACTED:high-entropy] value" },
-  { detector: "high-entropy", input: `https://x.test/reset?code=${random40}&y=1`, secret: random40, expected: "https://x.test/reset?code=[REDACTED:high-entropy]&y=1" },
+  {
+    detector: "high-entropy",
+    input: `https://x.test/reset?code=${random40}&y=1`,
+    secret: random40,
+    expected: "https://x.test/reset?code=[REDACTED:high-entropy]&y=1",
+  },
   { detector: "high-entropy", input: `blob ${f.pick(BASE64, 30)}/${f.pick(BASE64, 30)}== end`, secret: "" },
   {
     detector: "high-entropy",
@@ -197,9 +230,9 @@ const negatives: [string, string][] = [
   ["SRI hash", "integrity: sha512-Q3awXrwOfEV+qc3WmO5ONyE0yO7Q1gQ9/oyHxGLZ/pl7N3NO/ZztqQwKLuwMkV+CA1JYSIeO3gkHnRDIo4AVaA=="],
   ["token counts", 'max_tokens: 4096, "input_tokens": 900, output_tokens=120, tokenizer=cl100k_base, num_tokens: 12'],
   ["type annotations", "function login(password: str, token: Optional[str]) -> None:\ninterface Creds { password: string; apiKey: string }"],
-  ["code", "const token = getToken();\napiKey = process.env.OPENAI_API_KEY\npassword = os.environ[\"DB_PASSWORD\"]\nsecret = self.secret\n"],
+  ["code", 'const token = getToken();\napiKey = process.env.OPENAI_API_KEY\npassword = os.environ["DB_PASSWORD"]\nsecret = self.secret\n'],
   ["references", "password=${DB_PASSWORD} token=$TOKEN api_key=%(key)s secret={secret} client_secret={{ secret }}"],
-  ["masks and literals", "password=*** token=null secret: true api_key=\"\" password: xxxxx"],
+  ["masks and literals", 'password=*** token=null secret: true api_key="" password: xxxxx'],
   ["non-secret keys", "password_file=/run/secrets/db sort_key=created_at prompt_cache_key=abc cache_key=v1 secrets: 3"],
   ["urls without credentials", "https://github.com/octo-org/octo-repo/blob/main/src/index.ts https://user@example.com/x"],
   ["versions and timestamps", "node v20.19.0, typescript@7.0.2, 2026-12-02T13:00:00.000Z, 1.0.0-beta.12"],
@@ -209,10 +242,19 @@ const negatives: [string, string][] = [
   ["short base64", "aGVsbG8= dGVzdA=="],
   ["placeholder", "[REDACTED:openai-api-key] and password=[REDACTED:secret-assignment]"],
   ["words ending in pass", "compass=north bypass=yes surpass: 3 overpass=closed passport=x"],
-  ["hex after other words", "commit 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a sha1 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a checksum 0123456789abcdef0123 tokenizer 0123456789abcdef0123"],
+  [
+    "hex after other words",
+    "commit 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a sha1 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a checksum 0123456789abcdef0123 tokenizer 0123456789abcdef0123",
+  ],
   ["short hex after a key word", "key 0123456789abcde token deadbeef"],
-  ["types and code after a secret's name", "setCredentials(credentials: AwsCredentialIdentity | undefined): void\ntype AuthCredential = ApiKeyCredential | OAuthCredential\nvalidate: (token: TokenIdentity) => boolean\nconst token = await provider();\nnew Client({ apiKey: result.apiKey });\nconst cfg = { token: { value: 1 } }"],
-  ["constants, paths and fill-in examples", 'apiKey: GEMINI_API_KEY, nextToken: "STRING_VALUE", PASSWORD: "PASSWORD"\nGOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json\nexport ANTHROPIC_API_KEY=sk-ant-...\napi_key: your-api-key token=<your_token_here>'],
+  [
+    "types and code after a secret's name",
+    "setCredentials(credentials: AwsCredentialIdentity | undefined): void\ntype AuthCredential = ApiKeyCredential | OAuthCredential\nvalidate: (token: TokenIdentity) => boolean\nconst token = await provider();\nnew Client({ apiKey: result.apiKey });\nconst cfg = { token: { value: 1 } }",
+  ],
+  [
+    "constants, paths and fill-in examples",
+    'apiKey: GEMINI_API_KEY, nextToken: "STRING_VALUE", PASSWORD: "PASSWORD"\nGOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account.json\nexport ANTHROPIC_API_KEY=sk-ant-...\napi_key: your-api-key token=<your_token_here>',
+  ],
 ];
 
 describe("redactText: what it keeps (negative examples)", () => {
@@ -320,10 +362,10 @@ describe("redactText: adversarial long inputs (linear time; run, no timing asser
     ["repeated dashes", "-".repeat(N)],
     ["BEGIN without END, repeated", "-----BEGIN RSA PRIVATE KEY-----\n".repeat(N / 32)],
     ["BEGIN then a long body", `-----BEGIN PRIVATE KEY-----\n${"A-".repeat(N / 2)}`],
-    ["repeated password=\" unterminated", 'password="\\'.repeat(N / 11)],
+    ['repeated password=" unterminated', 'password="\\'.repeat(N / 11)],
     ["repeated key prefixes", "password_".repeat(N / 9)],
     ["keyword-laden run", "token-secret_password.".repeat(N / 22)],
-    ["quoted escapes without close", `password="${"\\\"".repeat(N / 2)}`],
+    ["quoted escapes without close", `password="${'\\"'.repeat(N / 2)}`],
     ["escaped JSON without close", `{\\"password\\": \\"${"a".repeat(N)}`],
     ["scheme without @", `https://user:${"p".repeat(N)}`],
     ["many schemes", "a://b:c".repeat(N / 7)],
@@ -358,11 +400,45 @@ describe("redactText: adversarial long inputs (linear time; run, no timing asser
 });
 
 describe("isSecretKeyName", () => {
-  it.each(["password", "PASSWORD", "db_password", "DB-PASSWD", "passphrase", "client_secret", "clientSecret", "GITHUB_TOKEN", "accessToken", "refresh_token", "api_key", "apiKey", "x-api-key", "secretAccessKey", "private_key", "credentials", "Authorization", "proxy-authorization", "Cookie", "set-cookie"])(
+  it.each([
+    "password",
+    "PASSWORD",
+    "db_password",
+    "DB-PASSWD",
+    "passphrase",
+    "client_secret",
+    "clientSecret",
+    "GITHUB_TOKEN",
+    "accessToken",
+    "refresh_token",
+    "api_key",
+    "apiKey",
+    "x-api-key",
+    "secretAccessKey",
+    "private_key",
+    "credentials",
+    "Authorization",
+    "proxy-authorization",
+    "Cookie",
+    "set-cookie",
+  ])(
     "%s is secret",
     (key) => expect(isSecretKeyName(key)).toBe(true),
   );
-  it.each(["max_tokens", "input_tokens", "tokenizer", "password_file", "prompt_cache_key", "sort_key", "key", "secrets", "path", "command", "accessKeyId", "passwordHash"])(
+  it.each([
+    "max_tokens",
+    "input_tokens",
+    "tokenizer",
+    "password_file",
+    "prompt_cache_key",
+    "sort_key",
+    "key",
+    "secrets",
+    "path",
+    "command",
+    "accessKeyId",
+    "passwordHash",
+  ])(
     "%s is not",
     (key) => expect(isSecretKeyName(key)).toBe(false),
   );

@@ -20,10 +20,24 @@
  * - Every detector has a planted secret that it finds.
  */
 import { describe, expect, it } from "vitest";
-import { REDACTION_DETECTORS, redactText, type MessagePart } from "../../core/mod.ts";
+import { type MessagePart, REDACTION_DETECTORS, redactText } from "../../core/mod.ts";
 import * as formats from "../../core/formats/mod.ts";
-import { prepareExport, type ExportOptions } from "../../core/export/mod.ts";
-import { auditSession, carried, expectedCarried, FIELDS, leaksIn, NOT_CARRIED, outputsOf, PLANTS, secretsOf, token, viaRealSession, WRITERS, type Output } from "./audit.ts";
+import { type ExportOptions, prepareExport } from "../../core/export/mod.ts";
+import {
+  auditSession,
+  carried,
+  expectedCarried,
+  FIELDS,
+  leaksIn,
+  NOT_CARRIED,
+  type Output,
+  outputsOf,
+  PLANTS,
+  secretsOf,
+  token,
+  viaRealSession,
+  WRITERS,
+} from "./audit.ts";
 import { plantAll } from "./secrets.ts";
 import { base64Of, MARKERS, PNG_1X1, readableViews, sessionWith } from "./support.ts";
 
@@ -65,7 +79,15 @@ describe("redaction audit: no planted secret leaves, through any export path", (
   });
 
   it("also with every drop flag on top of redaction", () => {
-    const options: ExportOptions = { redact: true, dropSystemPrompt: true, dropToolOutputs: true, dropFileData: true, dropProviderContext: true, dropMetadata: true, dropReasoning: true };
+    const options: ExportOptions = {
+      redact: true,
+      dropSystemPrompt: true,
+      dropToolOutputs: true,
+      dropFileData: true,
+      dropProviderContext: true,
+      dropMetadata: true,
+      dropReasoning: true,
+    };
     for (const output of outputsOf(prepareExport(auditSession(), options).session)) expect(leaksIn(output), output.name).toEqual([]);
   });
 
@@ -79,14 +101,24 @@ describe("redaction audit: no planted secret leaves, through any export path", (
     const rho = formats.readRhoSnapshot(formats.writeRhoSnapshot(session), "audit.json");
     const deepcode = formats.readDeepCode({ file: "audit.v1.jsonl", bytes: formats.writeDeepCodeV1(session) });
     for (const [name, read] of [["pi", pi], ["rho", rho], ["deepcode", deepcode.session]] as const) {
-      const calls = read.messages.flatMap((m) => m.parts).filter((p): p is Extract<MessagePart, { type: "tool" }> => p.type === "tool" && p.tool_call_id === tool.tool_call_id);
+      const calls = read.messages.flatMap((m) => m.parts).filter((p): p is Extract<MessagePart, { type: "tool" }> =>
+        p.type === "tool" && p.tool_call_id === tool.tool_call_id
+      );
       expect(calls.map((c) => c.state), name).toEqual(["output-available"]);
     }
   });
 
   it("the same secret gets the same placeholder throughout an export, a different one another", () => {
     const [a, b] = [PLANTS.toolCallId.text, PLANTS.toolName.text];
-    const tool = (id: string, sequence: number) => ({ sequence, type: "tool" as const, tool_call_id: id, tool_name: "t", state: "output-available" as const, input: {}, output: `ran ${id}` });
+    const tool = (id: string, sequence: number) => ({
+      sequence,
+      type: "tool" as const,
+      tool_call_id: id,
+      tool_name: "t",
+      state: "output-available" as const,
+      input: {},
+      output: `ran ${id}`,
+    });
     const session = auditSession();
     const message = { ...session.messages[2]!, parts: [tool(`call_${a}`, 1), tool(`call_${b}`, 2), tool(`call_${a}`, 3)] };
     const { session: safe } = prepareExport({ ...session, messages: [message] }, { redact: true });
@@ -133,4 +165,3 @@ describe("redaction audit: each drop flag removes its data from every format", (
     }
   });
 });
-

@@ -5,7 +5,7 @@
  * in the messages is replaced by that secret's placeholder; nothing is redacted without `redact`.
  */
 import { describe, expect, it } from "vitest";
-import { prepareExport, type PortableSession } from "../../core/mod.ts";
+import { type PortableSession, prepareExport } from "../../core/mod.ts";
 
 const TOKEN = "ghp_Q7wErTy9UiOp3AsDfGhJkL1zXcVbNm0Qw2Er";
 const AWS = "AKIAZ7Q4M2X9R5T8W3YB";

@@ -27,8 +27,7 @@ export function textOfBase64(data: string): string | undefined {
 }
 
 /** A tiny valid PNG (1×1), as base64: binary data that redaction cannot look into. */
-export const PNG_1X1 =
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
+export const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
 
 /** Field texts of {@linkcode sessionWith}; each defaults to a plain marker. */
 export interface SessionTexts {
@@ -167,7 +166,7 @@ export function sessionWith(overrides: Partial<SessionTexts> = {}): PortableSess
 /** Every string inside a JSON value (keys included), depth-first. */
 export function stringsOf(value: unknown, out: string[] = []): string[] {
   if (typeof value === "string") out.push(value);
-  else if (Array.isArray(value)) for (const item of value) stringsOf(item, out);
+  else if (Array.isArray(value)) { for (const item of value) stringsOf(item, out); }
   else if (value !== null && typeof value === "object") {
     for (const [key, item] of Object.entries(value)) {
       out.push(key);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { MessageRecord, NewMessage } from "../../core/mod.ts";
-import { readClaudeCode, readCodex, readPi, writePi, type PartOmission } from "../../core/formats/mod.ts";
+import { type PartOmission, readClaudeCode, readCodex, readPi, writePi } from "../../core/formats/mod.ts";
 import { comparable, fixture, memorySessions } from "./support.ts";
 
 const ID = { provider: "anthropic", api: "anthropic-messages", model: "claude-sonnet-4-5" };
@@ -21,11 +21,37 @@ interface Row {
 
 const ROWS: Row[] = [
   { what: "user text", messages: [{ role: "user", parts: [{ type: "text", text: "hi ünï 😀" }] }], back: "exact" },
-  { what: "user image (inline base64)", messages: [{ role: "user", parts: [{ type: "text", text: "see" }, { type: "file", media_type: "image/png", data: "iVBORw0KGgo=" }] }], back: "exact" },
-  { what: "user file by URL", messages: [{ role: "user", parts: [{ type: "text", text: "see" }, { type: "file", media_type: "application/pdf", url: "https://x/y.pdf" }] }], back: ["user:text"], omitted: ["0:file"] },
-  { what: "assistant text, provider and usage", messages: [{ role: "user", parts: [{ type: "text", text: "q" }] }, { role: "assistant", provider: ID, usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 }, parts: [{ type: "text", text: "a" }] }], back: "exact" },
-  { what: "raw reasoning", messages: [{ role: "assistant", provider: ID, parts: [{ type: "reasoning", text: "think" }, { type: "text", text: "a" }] }], back: "exact" },
-  { what: "reasoning summary", messages: [{ role: "assistant", provider: ID, parts: [{ type: "reasoning-summary", text: "sum" }] }], back: ["assistant:reasoning"] },
+  {
+    what: "user image (inline base64)",
+    messages: [{ role: "user", parts: [{ type: "text", text: "see" }, { type: "file", media_type: "image/png", data: "iVBORw0KGgo=" }] }],
+    back: "exact",
+  },
+  {
+    what: "user file by URL",
+    messages: [{ role: "user", parts: [{ type: "text", text: "see" }, { type: "file", media_type: "application/pdf", url: "https://x/y.pdf" }] }],
+    back: ["user:text"],
+    omitted: ["0:file"],
+  },
+  {
+    what: "assistant text, provider and usage",
+    messages: [{ role: "user", parts: [{ type: "text", text: "q" }] }, {
+      role: "assistant",
+      provider: ID,
+      usage: { input_tokens: 10, output_tokens: 2, total_tokens: 12 },
+      parts: [{ type: "text", text: "a" }],
+    }],
+    back: "exact",
+  },
+  {
+    what: "raw reasoning",
+    messages: [{ role: "assistant", provider: ID, parts: [{ type: "reasoning", text: "think" }, { type: "text", text: "a" }] }],
+    back: "exact",
+  },
+  {
+    what: "reasoning summary",
+    messages: [{ role: "assistant", provider: ID, parts: [{ type: "reasoning-summary", text: "sum" }] }],
+    back: ["assistant:reasoning"],
+  },
   {
     what: "tool calls: text output, error, JSON output, no result",
     messages: [
@@ -42,9 +68,28 @@ const ROWS: Row[] = [
     ],
     back: ["assistant:tool,tool,tool,tool"],
   },
-  { what: "provider context", messages: [{ role: "assistant", provider: ID, parts: [{ type: "provider-context", ...ID, data: { x: 1 } }, { type: "text", text: "a" }] }], back: ["assistant:text"], omitted: ["0:provider-context"] },
-  { what: "stopped and failed assistant messages", messages: [{ role: "assistant", provider: ID, status: "stopped", parts: [{ type: "text", text: "par" }] }, { role: "assistant", provider: ID, status: "failed", parts: [] }], back: "exact" },
-  { what: "tool part in a user message", messages: [{ role: "user", parts: [{ type: "tool", tool_call_id: "h", tool_name: "n", state: "output-available", input: {}, output: "x" }] }], back: ["user:"], omitted: ["0:tool"] },
+  {
+    what: "provider context",
+    messages: [{ role: "assistant", provider: ID, parts: [{ type: "provider-context", ...ID, data: { x: 1 } }, { type: "text", text: "a" }] }],
+    back: ["assistant:text"],
+    omitted: ["0:provider-context"],
+  },
+  {
+    what: "stopped and failed assistant messages",
+    messages: [{ role: "assistant", provider: ID, status: "stopped", parts: [{ type: "text", text: "par" }] }, {
+      role: "assistant",
+      provider: ID,
+      status: "failed",
+      parts: [],
+    }],
+    back: "exact",
+  },
+  {
+    what: "tool part in a user message",
+    messages: [{ role: "user", parts: [{ type: "tool", tool_call_id: "h", tool_name: "n", state: "output-available", input: {}, output: "x" }] }],
+    back: ["user:"],
+    omitted: ["0:tool"],
+  },
 ];
 
 const shape = (messages: readonly MessageRecord[]) => messages.map((m) => `${m.role}:${m.parts.map((p) => p.type).join(",")}`);
@@ -71,7 +116,8 @@ describe("round trip sessionfold → pi → sessionfold", () => {
       else expect(shape(back)).toEqual(row.back);
       // Times and tool pairing survive every row.
       expect(back.map((m) => m.created_at)).toEqual(portable.messages.map((m) => m.created_at));
-      const pairs = (ms: readonly MessageRecord[]) => ms.flatMap((m) => m.parts.flatMap((p) => (p.type === "tool" && m.role === "assistant" ? [`${p.tool_call_id}:${p.state}`] : [])));
+      const pairs = (ms: readonly MessageRecord[]) =>
+        ms.flatMap((m) => m.parts.flatMap((p) => (p.type === "tool" && m.role === "assistant" ? [`${p.tool_call_id}:${p.state}`] : [])));
       expect(pairs(back)).toEqual(pairs(portable.messages));
     });
   }
@@ -89,10 +135,12 @@ describe("round trip sessionfold → pi → sessionfold", () => {
 });
 
 describe("carrying Codex and Claude Code conversations to pi", () => {
-  for (const [name, read] of [
-    ["Codex", async () => (await readCodex(fixture("codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl"), "r.jsonl")).session],
-    ["Claude Code", async () => (await readClaudeCode(fixture("claude-code/6a1f0c2e-session.jsonl"), "c.jsonl")).session],
-  ] as const) {
+  for (
+    const [name, read] of [
+      ["Codex", async () => (await readCodex(fixture("codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl"), "r.jsonl")).session],
+      ["Claude Code", async () => (await readClaudeCode(fixture("claude-code/6a1f0c2e-session.jsonl"), "c.jsonl")).session],
+    ] as const
+  ) {
     it(`${name} → sessionfold → pi → sessionfold keeps every message, text, time and tool pairing; provider context is reported`, async () => {
       const sessions = memorySessions();
       const portable = await (await sessions.importPortable("a1/w1/src", await read())).exportPortable();

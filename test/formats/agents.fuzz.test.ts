@@ -7,10 +7,25 @@
  */
 import fc from "fast-check";
 import { afterAll, describe, it } from "vitest";
-import { SessionfoldError, UnsupportedSchemaError, type MessageRecord } from "../../core/mod.ts";
+import { type MessageRecord, SessionfoldError, UnsupportedSchemaError } from "../../core/mod.ts";
 import { FormatError, readClaudeCode, readCodex, readPi } from "../../core/formats/mod.ts";
 import type { Diagnostic } from "../../core/mod.ts";
-import { check, cutArb, EXACT_RUNS, expectErrorAt, garbageLines, isUnterminatedLast, layoutLines, printFuzzLog, replaceLine, RUNS, same, textArb, truncationOutcome, fuzzLog } from "./fuzz-support.ts";
+import {
+  check,
+  cutArb,
+  EXACT_RUNS,
+  expectErrorAt,
+  fuzzLog,
+  garbageLines,
+  isUnterminatedLast,
+  layoutLines,
+  printFuzzLog,
+  replaceLine,
+  RUNS,
+  same,
+  textArb,
+  truncationOutcome,
+} from "./fuzz-support.ts";
 
 interface Read {
   readonly messages: readonly MessageRecord[];
@@ -38,7 +53,13 @@ const enc = (v: unknown) => JSON.stringify(v);
 const ISO = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
 
 // ---- pi ------------------------------------------------------------------------------
-const piTurn = fc.record({ kind: fc.integer({ min: 0, max: 5 }), text: textArb, calls: fc.integer({ min: 0, max: 2 }), error: fc.boolean(), back: fc.nat({ max: 3 }) });
+const piTurn = fc.record({
+  kind: fc.integer({ min: 0, max: 5 }),
+  text: textArb,
+  calls: fc.integer({ min: 0, max: 2 }),
+  error: fc.boolean(),
+  back: fc.nat({ max: 3 }),
+});
 const piGenerate = fc.array(piTurn, { maxLength: 7 }).map((turns): Generated => {
   const lines = [enc({ type: "session", version: 3, id: "fz", timestamp: ISO(0), cwd: "/fz" })];
   let n = 0;
@@ -56,14 +77,43 @@ const piGenerate = fc.array(piTurn, { maxLength: 7 }).map((turns): Generated => 
   const toolStates: string[] = [];
   for (const [t, turn] of turns.entries()) {
     if (turn.kind <= 1) {
-      entry({ type: "message", message: { role: "user", content: turn.kind === 0 ? turn.text : [{ type: "text", text: turn.text }, { type: "image", data: "AA==", mimeType: "image/png" }], timestamp: n } });
+      entry({
+        type: "message",
+        message: {
+          role: "user",
+          content: turn.kind === 0 ? turn.text : [{ type: "text", text: turn.text }, { type: "image", data: "AA==", mimeType: "image/png" }],
+          timestamp: n,
+        },
+      });
       messages += 1;
     } else if (turn.kind <= 3) {
       const calls = Array.from({ length: turn.calls }, (_, k) => ({ type: "toolCall", id: `c${t}_${k}`, name: "read", arguments: { k } }));
-      entry({ type: "message", message: { role: "assistant", content: [{ type: "thinking", thinking: turn.text }, { type: "text", text: turn.text }, ...calls], api: "a", provider: "p", model: "m", usage: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0, totalTokens: 3, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop", timestamp: n } });
+      entry({
+        type: "message",
+        message: {
+          role: "assistant",
+          content: [{ type: "thinking", thinking: turn.text }, { type: "text", text: turn.text }, ...calls],
+          api: "a",
+          provider: "p",
+          model: "m",
+          usage: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0, totalTokens: 3, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          stopReason: "stop",
+          timestamp: n,
+        },
+      });
       messages += 1;
       for (const call of calls) {
-        entry({ type: "message", message: { role: "toolResult", toolCallId: call.id, toolName: "read", content: [{ type: "text", text: turn.text }], isError: turn.error, timestamp: n } });
+        entry({
+          type: "message",
+          message: {
+            role: "toolResult",
+            toolCallId: call.id,
+            toolName: "read",
+            content: [{ type: "text", text: turn.text }],
+            isError: turn.error,
+            timestamp: n,
+          },
+        });
         toolStates.push(turn.error ? "output-error" : "output-available");
       }
     } else if (turn.kind === 4) {
@@ -90,7 +140,7 @@ function piCorrupt(lines: readonly string[], index: number): string[] {
 const codexTurn = fc.record({ kind: fc.integer({ min: 0, max: 5 }), text: textArb, ok: fc.boolean() });
 const codexGenerate = fc.array(codexTurn, { maxLength: 8 }).map((turns): Generated => {
   let s = 0;
-  const line = (type: string, payload: unknown) => enc({ timestamp: ISO((s += 1)), type, payload });
+  const line = (type: string, payload: unknown) => enc({ timestamp: ISO(s += 1), type, payload });
   const lines = [line("session_meta", { id: "fz", timestamp: ISO(0), cwd: "/fz", originator: "t", cli_version: "0" })];
   let messages = 0;
   let inTurn = false;
@@ -116,7 +166,9 @@ const codexGenerate = fc.array(codexTurn, { maxLength: 8 }).map((turns): Generat
         break;
       case 3:
         lines.push(line("response_item", { type: "function_call", name: "shell", arguments: enc({ t }), call_id: `c${t}` }));
-        lines.push(line("response_item", { type: "function_call_output", call_id: `c${t}`, output: turn.ok ? turn.text : { content: turn.text, success: false } }));
+        lines.push(
+          line("response_item", { type: "function_call_output", call_id: `c${t}`, output: turn.ok ? turn.text : { content: turn.text, success: false } }),
+        );
         toolStates.push(turn.ok ? "output-available" : "output-error");
         modelOutput();
         break;
@@ -163,11 +215,29 @@ const claudeGenerate = fc.array(claudeTurn, { maxLength: 7 }).map((turns): Gener
     } else if (turn.kind === 2) {
       const calls = Array.from({ length: turn.calls }, (_, k) => ({ type: "tool_use", id: `t${t}_${k}`, name: "Read", input: { k } }));
       // One API message split over two records, as Claude Code writes it.
-      record({ type: "assistant", message: { id: `msg${t}`, role: "assistant", model: "claude", content: [{ type: "thinking", thinking: turn.text, signature: "s" }] } });
-      record({ type: "assistant", message: { id: `msg${t}`, role: "assistant", model: "claude", content: [{ type: "text", text: turn.text }, ...calls], usage: { input_tokens: 1, output_tokens: 2 } } });
+      record({
+        type: "assistant",
+        message: { id: `msg${t}`, role: "assistant", model: "claude", content: [{ type: "thinking", thinking: turn.text, signature: "s" }] },
+      });
+      record({
+        type: "assistant",
+        message: {
+          id: `msg${t}`,
+          role: "assistant",
+          model: "claude",
+          content: [{ type: "text", text: turn.text }, ...calls],
+          usage: { input_tokens: 1, output_tokens: 2 },
+        },
+      });
       messages += 1;
       if (calls.length > 0) {
-        record({ type: "user", message: { role: "user", content: calls.map((c) => ({ type: "tool_result", tool_use_id: c.id, content: turn.text, ...(turn.error ? { is_error: true } : {}) })) } });
+        record({
+          type: "user",
+          message: {
+            role: "user",
+            content: calls.map((c) => ({ type: "tool_result", tool_use_id: c.id, content: turn.text, ...(turn.error ? { is_error: true } : {}) })),
+          },
+        });
         for (const _ of calls) toolStates.push(turn.error ? "output-error" : "output-available");
       }
     } else if (turn.kind === 3) {
@@ -180,7 +250,13 @@ const claudeGenerate = fc.array(claudeTurn, { maxLength: 7 }).map((turns): Gener
 });
 function claudeCorrupt(lines: readonly string[], index: number): string[] {
   const original = JSON.parse(lines[index]!) as { uuid?: string; parentUuid?: string | null; timestamp?: string };
-  const base = { uuid: original.uuid ?? "zz-u", parentUuid: original.parentUuid ?? null, timestamp: original.timestamp ?? ISO(1), sessionId: "fz", isSidechain: false };
+  const base = {
+    uuid: original.uuid ?? "zz-u",
+    parentUuid: original.parentUuid ?? null,
+    timestamp: original.timestamp ?? ISO(1),
+    sessionId: "fz",
+    isSidechain: false,
+  };
   return [
     enc({ ...base, type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "zz-none", content: "x" }] } }),
     enc({ ...base, type: "assistant", message: { role: "assistant", model: "m", content: [{ type: "hologram" }] } }),
@@ -190,9 +266,36 @@ function claudeCorrupt(lines: readonly string[], index: number): string[] {
 }
 
 const FORMATS: Format[] = [
-  { name: "pi", file: "fz.jsonl", generate: piGenerate, corrupt: piCorrupt, read: async (c, f) => { const r = await readPi(c, f); return { messages: r.session.messages, diagnostics: r.diagnostics }; } },
-  { name: "codex", file: "rollout-fz.jsonl", generate: codexGenerate, corrupt: codexCorrupt, read: async (c, f) => { const r = await readCodex(c, f); return { messages: r.session.messages, diagnostics: r.diagnostics }; } },
-  { name: "claude-code", file: "fz-claude.jsonl", generate: claudeGenerate, corrupt: claudeCorrupt, read: async (c, f) => { const r = await readClaudeCode(c, f); return { messages: r.session.messages, diagnostics: r.diagnostics }; } },
+  {
+    name: "pi",
+    file: "fz.jsonl",
+    generate: piGenerate,
+    corrupt: piCorrupt,
+    read: async (c, f) => {
+      const r = await readPi(c, f);
+      return { messages: r.session.messages, diagnostics: r.diagnostics };
+    },
+  },
+  {
+    name: "codex",
+    file: "rollout-fz.jsonl",
+    generate: codexGenerate,
+    corrupt: codexCorrupt,
+    read: async (c, f) => {
+      const r = await readCodex(c, f);
+      return { messages: r.session.messages, diagnostics: r.diagnostics };
+    },
+  },
+  {
+    name: "claude-code",
+    file: "fz-claude.jsonl",
+    generate: claudeGenerate,
+    corrupt: claudeCorrupt,
+    read: async (c, f) => {
+      const r = await readClaudeCode(c, f);
+      return { messages: r.session.messages, diagnostics: r.diagnostics };
+    },
+  },
 ];
 
 async function* chunked(bytes: Uint8Array, size: number): AsyncIterable<Uint8Array> {
@@ -204,7 +307,9 @@ async function outcome(format: Format, bytes: Uint8Array, chunk: number): Promis
     return { ok: true, value: await format.read(chunked(bytes, chunk), format.file) };
   } catch (error) {
     if (!(error instanceof SessionfoldError)) throw new Error(`untyped error: ${String(error)}`, { cause: error });
-    if (!(error instanceof FormatError || error instanceof UnsupportedSchemaError)) throw new Error(`unexpected error class ${error.name}: ${error.message}`, { cause: error });
+    if (!(error instanceof FormatError || error instanceof UnsupportedSchemaError)) {
+      throw new Error(`unexpected error class ${error.name}: ${error.message}`, { cause: error });
+    }
     return { ok: false, error };
   }
 }
@@ -248,12 +353,14 @@ for (const format of FORMATS) {
             check(result.ok, () => `undamaged file refused: ${!result.ok ? result.error.message : ""}`);
             if (!result.ok) return;
             check(result.value.messages.length === generated.messages, () => `expected ${generated.messages} messages, got ${result.value.messages.length}`);
-            same(result.value.messages.flatMap((m) => m.parts.filter((p) => p.type === "tool").map((p) => (p as { state: string }).state)), generated.toolStates);
+            same(
+              result.value.messages.flatMap((m) => m.parts.filter((p) => p.type === "tool").map((p) => (p as { state: string }).state)),
+              generated.toolStates,
+            );
             same(result.value.diagnostics, []);
           }),
           { numRuns: EXACT_RUNS },
-        ),
-      );
+        ));
     });
 
     it(`truncated at any byte: the undamaged prefix exactly, the torn line reported (${RUNS} cases)`, async () => {
@@ -269,8 +376,7 @@ for (const format of FORMATS) {
             sameOutcome(actual, await prefixOutcome(format, generated.lines, kept), tornLine, format.file);
           }),
           { numRuns: RUNS },
-        ),
-      );
+        ));
     });
 
     it(`a corrupted line: refused at its line, or, as an unterminated final line, ignored exactly (${RUNS} cases)`, async () => {
@@ -296,8 +402,7 @@ for (const format of FORMATS) {
             if (!actual.ok) expectErrorAt(actual.error, format.file, index + 1, actual.error instanceof UnsupportedSchemaError ? "unsupported" : "format");
           }),
           { numRuns: RUNS },
-        ),
-      );
+        ));
     });
   });
 }

@@ -4,14 +4,15 @@
  * imported whole; corruption and torn tails as the JSONL rules say; format detection.
  */
 import { describe, expect, it } from "vitest";
-import { readClaudeCode, readCodex, detectSessionFormat, FormatError } from "../../core/formats/mod.ts";
+import { detectSessionFormat, FormatError, readClaudeCode, readCodex } from "../../core/formats/mod.ts";
 import type { MessageRecord } from "../../core/mod.ts";
 import { fixture, memorySessions, text, utf8 } from "./support.ts";
 
 const CODEX = "codex/rollout-2025-09-10T12-00-00-5f2c9a1e.jsonl";
 const CLAUDE = "claude-code/6a1f0c2e-session.jsonl";
 
-const shape = (messages: readonly MessageRecord[]) => messages.map((m) => `${m.role}:${m.parts.map((p) => (p.type === "tool" ? `tool(${(p as { state: string }).state})` : p.type)).join(",")}`);
+const shape = (messages: readonly MessageRecord[]) =>
+  messages.map((m) => `${m.role}:${m.parts.map((p) => (p.type === "tool" ? `tool(${(p as { state: string }).state})` : p.type)).join(",")}`);
 
 describe("readCodex", () => {
   it("imports messages, reasoning, calls with their outputs and a compaction boundary", async () => {
@@ -20,7 +21,13 @@ describe("readCodex", () => {
     const { session, diagnostics } = await readCodex(bytes, "rollout.jsonl");
     expect(bytes).toEqual(copy);
     expect(diagnostics).toEqual([]);
-    expect(session).toMatchObject({ sourceId: "5f2c9a1e-0000-4000-8000-000000000001", cwd: "/home/dev/app", system: "You are Codex.", modelLabel: "gpt-5-codex", format: "codex-rollout" });
+    expect(session).toMatchObject({
+      sourceId: "5f2c9a1e-0000-4000-8000-000000000001",
+      cwd: "/home/dev/app",
+      system: "You are Codex.",
+      modelLabel: "gpt-5-codex",
+      format: "codex-rollout",
+    });
     expect(shape(session.messages)).toEqual([
       "user:text",
       "user:text,file",
@@ -29,12 +36,26 @@ describe("readCodex", () => {
       "assistant:tool(output-available),text",
     ]);
     const turn = session.messages[2]!;
-    expect(turn.parts[1]).toMatchObject({ type: "provider-context", provider: "openai", api: "responses", model: "gpt-5-codex", data: { encrypted_content: "gAAAAB-opaque" } });
-    expect(turn.parts[2]).toMatchObject({ tool_name: "shell", input: { command: ["npm", "test"] }, output: '{"output":"1 failing","metadata":{"exit_code":1}}' });
+    expect(turn.parts[1]).toMatchObject({
+      type: "provider-context",
+      provider: "openai",
+      api: "responses",
+      model: "gpt-5-codex",
+      data: { encrypted_content: "gAAAAB-opaque" },
+    });
+    expect(turn.parts[2]).toMatchObject({
+      tool_name: "shell",
+      input: { command: ["npm", "test"] },
+      output: '{"output":"1 failing","metadata":{"exit_code":1}}',
+    });
     expect(turn.parts[4]).toMatchObject({ tool_name: "local_shell", error: "permission denied" });
     expect(session.messages[0]).toMatchObject({ codex: { role: "developer" } });
     expect(session.messages[1]!.parts[1]).toMatchObject({ type: "file", media_type: "image/png", data: "iVBORw0KGgo=" });
-    expect(session.segments).toEqual([{ through: 3, summary: "The user asked why tests failed; the expectation was fixed.", createdAt: "2025-09-10T12:10:00.000Z" }]);
+    expect(session.segments).toEqual([{
+      through: 3,
+      summary: "The user asked why tests failed; the expectation was fixed.",
+      createdAt: "2025-09-10T12:10:00.000Z",
+    }]);
     const imported = await memorySessions().importPortable("a1/w1/codex", session);
     expect(imported.summary?.text).toBe("The user asked why tests failed; the expectation was fixed.");
     expect(imported.active.length).toBe(2);
@@ -52,7 +73,9 @@ describe("readCodex", () => {
     const torn = `${lines.join("\n")}\n${lines[3]!.slice(0, 40)}`;
     const read = await readCodex(utf8(torn), "r.jsonl");
     expect(read.diagnostics.map((d) => [d.code, d.line])).toEqual([["truncated_tail", lines.length + 1]]);
-    await expect(readCodex(utf8(lines.slice(1).join("\n")), "r.jsonl")).rejects.toThrow(/^r\.jsonl:1: \$\.type: found "response_item"; expected "session_meta"/);
+    await expect(readCodex(utf8(lines.slice(1).join("\n")), "r.jsonl")).rejects.toThrow(
+      /^r\.jsonl:1: \$\.type: found "response_item"; expected "session_meta"/,
+    );
   });
 });
 
@@ -62,7 +85,12 @@ describe("readClaudeCode", () => {
     const { session, diagnostics, offChainRecords } = await readClaudeCode(bytes, "s.jsonl");
     expect(diagnostics).toEqual([]);
     expect(offChainRecords).toBe(1);
-    expect(session).toMatchObject({ sourceId: "6a1f0c2e-0000-4000-8000-000000000000", cwd: "/Users/dev/site", title: "Fix the flaky date test", format: "claude-code" });
+    expect(session).toMatchObject({
+      sourceId: "6a1f0c2e-0000-4000-8000-000000000000",
+      cwd: "/Users/dev/site",
+      title: "Fix the flaky date test",
+      format: "claude-code",
+    });
     expect(shape(session.messages)).toEqual([
       "user:text",
       "assistant:reasoning,provider-context,tool(output-available)",
@@ -70,10 +98,19 @@ describe("readClaudeCode", () => {
       "user:text,file",
       "assistant:provider-context,text",
     ]);
-    expect(session.messages[1]!.parts[1]).toMatchObject({ provider: "anthropic", api: "messages", model: "claude-sonnet-4-5-20250929", data: { type: "thinking", signature: "EqoBsig==" } });
+    expect(session.messages[1]!.parts[1]).toMatchObject({
+      provider: "anthropic",
+      api: "messages",
+      model: "claude-sonnet-4-5-20250929",
+      data: { type: "thinking", signature: "EqoBsig==" },
+    });
     expect(session.messages[1]!.usage).toMatchObject({ input_tokens: 10, output_tokens: 40 });
     expect(session.messages[2]!.parts[1]).toMatchObject({ error: "exit 1" });
-    expect(session.segments).toEqual([{ through: 3, summary: "This session is being continued from a previous conversation. Summary: the date test used local time.", createdAt: "2025-10-01T09:30:00.100Z" }]);
+    expect(session.segments).toEqual([{
+      through: 3,
+      summary: "This session is being continued from a previous conversation. Summary: the date test used local time.",
+      createdAt: "2025-10-01T09:30:00.100Z",
+    }]);
     const imported = await memorySessions().importPortable("a1/w1/claude", session);
     expect(imported.active.length).toBe(2);
   });
@@ -81,7 +118,9 @@ describe("readClaudeCode", () => {
   it("refuses a result without its tool_use and a parent that is not earlier, at their lines; tolerates a torn tail", async () => {
     const lines = text(fixture(CLAUDE)).trimEnd().split("\n");
     const orphan = [lines[1]!, JSON.stringify({ ...JSON.parse(lines[4]!), parentUuid: "a0000000-0000-4000-8000-000000000001" })];
-    await expect(readClaudeCode(utf8(orphan.join("\n") + "\n"), "s.jsonl")).rejects.toThrow(/^s\.jsonl:2: \$\.message\.content\[0\]\.tool_use_id: found "toolu_01"/);
+    await expect(readClaudeCode(utf8(orphan.join("\n") + "\n"), "s.jsonl")).rejects.toThrow(
+      /^s\.jsonl:2: \$\.message\.content\[0\]\.tool_use_id: found "toolu_01"/,
+    );
     const wrongParent = [lines[1]!, JSON.stringify({ ...JSON.parse(lines[2]!), parentUuid: "nope" })];
     await expect(readClaudeCode(utf8(wrongParent.join("\n") + "\n"), "s.jsonl")).rejects.toThrow(/^s\.jsonl:2: \$\.parentUuid: found "nope"/);
     const torn = `${lines.join("\n")}\n${lines[2]!.slice(0, 50)}`;

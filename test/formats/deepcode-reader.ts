@@ -39,13 +39,19 @@ export function deepCodeReaderProblems(bytes: Uint8Array): string[] {
       if (value.schema_version !== 1) problems.push(`line ${line}: header schema_version ${String(value.schema_version)} (canonical v1 needs 1)`);
       if (typeof value.id !== "string") problems.push(`line ${line}: header id is not a string (desktopMeta drops the header)`);
       if (typeof value.cwd !== "string") problems.push(`line ${line}: header cwd is not a string`);
-      for (const key of ["created_at", "updated_at"]) if (typeof value[key] !== "string") problems.push(`line ${line}: header ${key} is not a string (DeepCode would use the file's mtime)`);
-      for (const key of ["model", "title"]) if (value[key] !== undefined && typeof value[key] !== "string") problems.push(`line ${line}: header ${key} is not a string`);
+      for (const key of ["created_at", "updated_at"]) {
+        if (typeof value[key] !== "string") problems.push(`line ${line}: header ${key} is not a string (DeepCode would use the file's mtime)`);
+      }
+      for (const key of ["model", "title"]) {
+        if (value[key] !== undefined && typeof value[key] !== "string") problems.push(`line ${line}: header ${key} is not a string`);
+      }
       return;
     }
     if (value.type !== "message") return void problems.push(`line ${line}: record type ${JSON.stringify(value.type)} is skipped by DeepCode (not a message)`);
     if (value.schema_version !== 1) problems.push(`line ${line}: message schema_version is not 1`);
-    if (value.role !== "user" && value.role !== "assistant") problems.push(`line ${line}: role ${JSON.stringify(value.role)} (isStoredMessage accepts only "user" and "assistant")`);
+    if (value.role !== "user" && value.role !== "assistant") {
+      problems.push(`line ${line}: role ${JSON.stringify(value.role)} (isStoredMessage accepts only "user" and "assistant")`);
+    }
     if (!Array.isArray(value.content)) return void problems.push(`line ${line}: content is not an array`);
     if (value.timestamp !== undefined && typeof value.timestamp !== "string") problems.push(`line ${line}: timestamp is not a string (DeepCode drops it)`);
     value.content.forEach((block: unknown, i: number) => {

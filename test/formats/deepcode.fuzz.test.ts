@@ -8,26 +8,26 @@
 import fc from "fast-check";
 import { afterAll, describe, it } from "vitest";
 import type { MessagePart, MessageRecord } from "../../core/mod.ts";
-import { readDeepCode, type DeepCodeLayout, type DeepCodeReadResult } from "../../core/formats/mod.ts";
+import { type DeepCodeLayout, type DeepCodeReadResult, readDeepCode } from "../../core/formats/mod.ts";
 import {
   check,
   cutArb,
+  EXACT_RUNS,
   expectErrorAt,
   failed,
   garbageLines,
   isUnterminatedLast,
   layoutLines,
+  type LineFile,
   outcome,
   printFuzzLog,
   replaceLine,
-  EXACT_RUNS,
   RUNS,
   same,
   succeeded,
   textArb,
   timed,
   truncationOutcome,
-  type LineFile,
 } from "./fuzz-support.ts";
 
 type Block =
@@ -92,7 +92,9 @@ function buildRecords(turns: readonly Turn[]): Rec[] {
       });
       return { role: "assistant", content, stamp: t.stamp };
     }
-    if (t.kind === 3) return t.alt ? { role: "user", content: [], stamp: t.stamp } : { role: "assistant", content: [{ type: "thinking", text: text(0) }], stamp: t.stamp };
+    if (t.kind === 3) {
+      return t.alt ? { role: "user", content: [], stamp: t.stamp } : { role: "assistant", content: [{ type: "thinking", text: text(0) }], stamp: t.stamp };
+    }
     if (t.alt && t.texts.length === 1) return { role: "user", content: text(0), stamp: t.stamp };
     return { role: "user", content: t.texts.map((s) => ({ type: "text", text: s })), stamp: t.stamp };
   });
@@ -151,7 +153,14 @@ function expectedMessages(records: readonly Rec[], firstLine: number): MessageRe
     const parts = kept.map((b, k): MessagePart => {
       if (b.type === "text") return { sequence: k + 1, type: "text", text: b.text };
       if (b.type === "thinking") return { sequence: k + 1, type: "reasoning", text: b.text };
-      const part = { sequence: k + 1, type: "tool" as const, tool_call_id: b.type === "tool_use" ? b.id : "", tool_name: b.type === "tool_use" ? b.name : "", state: "input-available" as const, input: b.type === "tool_use" ? b.input : null };
+      const part = {
+        sequence: k + 1,
+        type: "tool" as const,
+        tool_call_id: b.type === "tool_use" ? b.id : "",
+        tool_name: b.type === "tool_use" ? b.name : "",
+        state: "input-available" as const,
+        input: b.type === "tool_use" ? b.input : null,
+      };
       const list = open.get(part.tool_call_id) ?? [];
       list.push(part);
       open.set(part.tool_call_id, list);
@@ -185,10 +194,20 @@ function generated(layout: DeepCodeLayout): fc.Arbitrary<{ records: Rec[]; file:
 }
 
 /** Asserts the result is exactly what the first `kept` lines give, with a truncated_tail at `tornLine`. */
-function expectRecovery(layout: DeepCodeLayout, result: DeepCodeReadResult, records: readonly Rec[], firstLine: number, kept: number, tornLine: number | null): void {
+function expectRecovery(
+  layout: DeepCodeLayout,
+  result: DeepCodeReadResult,
+  records: readonly Rec[],
+  firstLine: number,
+  kept: number,
+  tornLine: number | null,
+): void {
   const messageRecords = records.slice(0, kept - (firstLine - 1));
   const { session } = result;
-  check(result.layout === layout && session.sourceId === META.id && session.cwd === META.cwd && session.createdAt === META.createdAt, () => `metadata: ${JSON.stringify(session)}`);
+  check(
+    result.layout === layout && session.sourceId === META.id && session.cwd === META.cwd && session.createdAt === META.createdAt,
+    () => `metadata: ${JSON.stringify(session)}`,
+  );
   same(session.messages, expectedMessages(messageRecords, firstLine));
   same(
     result.diagnostics.map((d) => [d.code, d.line, d.file, d.fatal]),
@@ -225,8 +244,7 @@ describe.each(LAYOUTS)("fuzz: DeepCode %s", (layout) => {
           same(file.bytes, whole);
         }),
         { numRuns: EXACT_RUNS },
-      ),
-    );
+      ));
   });
 
   it(`truncated at any byte: exact recovery by the rules or a located typed error (${RUNS} cases)`, () => {
@@ -241,8 +259,7 @@ describe.each(LAYOUTS)("fuzz: DeepCode %s", (layout) => {
           else expectRecovery(layout, succeeded(result), records, firstLine, kept, tornLine);
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 
   it(`a corrupted line: refused with its line number, or, as an unterminated final line, ignored exactly (${RUNS} cases)`, () => {
@@ -270,8 +287,7 @@ describe.each(LAYOUTS)("fuzz: DeepCode %s", (layout) => {
           expectErrorAt(failed(result), FILES[layout], line, unsupported && !headerLine ? "unsupported" : "format");
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 });
 

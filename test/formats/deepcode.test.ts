@@ -8,7 +8,8 @@ const CORE = "deepcode/core-v0/c0de.jsonl";
 const CORE_META = "deepcode/core-v0/c0de.meta.json";
 const DESKTOP = "deepcode/desktop-v0/b91c.jsonl";
 
-const HEADER = '{"type":"session_meta","schema_version":1,"id":"s","cwd":"/r","created_at":"2026-03-01T09:00:00.000Z","updated_at":"2026-03-01T09:00:00.000Z"}\n';
+const HEADER =
+  '{"type":"session_meta","schema_version":1,"id":"s","cwd":"/r","created_at":"2026-03-01T09:00:00.000Z","updated_at":"2026-03-01T09:00:00.000Z"}\n';
 const line = (record: unknown): string => `${JSON.stringify(record)}\n`;
 const msg = (role: string, content: unknown, extra: Record<string, unknown> = {}): string =>
   line({ type: "message", schema_version: 1, role, content, ...extra });
@@ -36,8 +37,26 @@ describe("DeepCode v1 (hand-written fixture)", () => {
     expect(assistant!.parts).toEqual([
       { sequence: 1, type: "reasoning", text: "Check the tokenizer first." },
       { sequence: 2, type: "text", text: "Let me look at the code." },
-      { sequence: 3, type: "tool", tool_call_id: "call_1", tool_name: "read_file", state: "output-available", input: { path: "src/parse.ts" }, output: "export function parse(s) { return s[0]; }", deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" } },
-      { sequence: 4, type: "tool", tool_call_id: "call_2", tool_name: "run", state: "output-error", input: { cmd: "npm test" }, error: "1 failing", deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" } },
+      {
+        sequence: 3,
+        type: "tool",
+        tool_call_id: "call_1",
+        tool_name: "read_file",
+        state: "output-available",
+        input: { path: "src/parse.ts" },
+        output: "export function parse(s) { return s[0]; }",
+        deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" },
+      },
+      {
+        sequence: 4,
+        type: "tool",
+        tool_call_id: "call_2",
+        tool_name: "run",
+        state: "output-error",
+        input: { cmd: "npm test" },
+        error: "1 failing",
+        deepcode: { result_timestamp: "2026-03-01T09:00:09.000Z" },
+      },
     ]);
     // A message without a timestamp takes the newest time seen before it.
     expect(session.messages[3]!.created_at).toBe("2026-03-01T09:00:12.000Z");
@@ -89,7 +108,11 @@ describe("DeepCode v1 (hand-written fixture)", () => {
         msg("user", [{ type: "tool_result", tool_use_id: "x", content: "first" }, { type: "text", text: "and a remark" }]),
     );
     const { session } = readDeepCode({ file: "s.v1.jsonl", bytes });
-    expect(session.messages.map((m) => (m.parts[0] as { output?: unknown }).output ?? (m.parts[0] as { text?: string }).text)).toEqual(["first", "second", "and a remark"]);
+    expect(session.messages.map((m) => (m.parts[0] as { output?: unknown }).output ?? (m.parts[0] as { text?: string }).text)).toEqual([
+      "first",
+      "second",
+      "and a remark",
+    ]);
   });
 });
 
@@ -100,7 +123,14 @@ describe("DeepCode legacy layouts (hand-written fixtures)", () => {
     const { session, layout, diagnostics } = readDeepCode({ file: "c0de.jsonl", bytes, metaBytes });
     expect(layout).toBe("core-v0");
     expect(diagnostics).toEqual([]);
-    expect(session).toMatchObject({ sourceId: "c0de", cwd: "/home/dev/project", title: "Files", modelLabel: "deepseek-coder", createdAt: "2025-11-20T10:00:00.000Z", format: "deepcode-core-v0" });
+    expect(session).toMatchObject({
+      sourceId: "c0de",
+      cwd: "/home/dev/project",
+      title: "Files",
+      modelLabel: "deepseek-coder",
+      createdAt: "2025-11-20T10:00:00.000Z",
+      format: "deepcode-core-v0",
+    });
     expect(session.messages.map((m) => m.role)).toEqual(["user", "assistant", "assistant"]);
     expect(session.messages[1]!.parts[0]).toMatchObject({ type: "tool", tool_call_id: "t1", state: "output-available", output: "a.ts\nb.ts" });
     expect(session.messages[2]!.parts).toEqual([{ sequence: 1, type: "text", text: "There are two files: a.ts and b.ts." }]);
@@ -123,7 +153,10 @@ describe("DeepCode legacy layouts (hand-written fixtures)", () => {
       { name: "dir/7f3a.v1.jsonl", bytes: fixture(V1) },
     ]);
     expect(v1).toMatchObject({ layout: "v1", id: "7f3a", file: "dir/7f3a.v1.jsonl" });
-    const core = detectDeepCodeLayout([{ name: "c0de.jsonl", bytes: fixture(CORE) }, { name: "c0de.meta.json", bytes: fixture(CORE_META) }, { name: "notes.txt", bytes: utf8("x") }]);
+    const core = detectDeepCodeLayout([{ name: "c0de.jsonl", bytes: fixture(CORE) }, { name: "c0de.meta.json", bytes: fixture(CORE_META) }, {
+      name: "notes.txt",
+      bytes: utf8("x"),
+    }]);
     expect(core).toMatchObject({ layout: "core-v0", id: "c0de", metaFile: "c0de.meta.json" });
     expect(readDeepCode(core).session.messages).toHaveLength(3);
     const desktop = detectDeepCodeLayout([{ name: "b91c.jsonl", bytes: fixture(DESKTOP) }]);
@@ -133,9 +166,15 @@ describe("DeepCode legacy layouts (hand-written fixtures)", () => {
 
   it("detectDeepCodeLayout refuses ambiguity and a legacy stream it cannot place", () => {
     expect(thrown(() => detectDeepCodeLayout([]))).toBeInstanceOf(InvalidInputError);
-    expect(thrown(() => detectDeepCodeLayout([{ name: "a.v1.jsonl", bytes: fixture(V1) }, { name: "b.jsonl", bytes: fixture(DESKTOP) }]))).toBeInstanceOf(InvalidInputError);
+    expect(thrown(() => detectDeepCodeLayout([{ name: "a.v1.jsonl", bytes: fixture(V1) }, { name: "b.jsonl", bytes: fixture(DESKTOP) }]))).toBeInstanceOf(
+      InvalidInputError,
+    );
     expect(detectDeepCodeLayout([{ name: "a.v1.jsonl", bytes: fixture(V1) }, { name: "b.jsonl", bytes: fixture(DESKTOP) }], "b").layout).toBe("desktop-v0");
-    expectFormatError(thrown(() => detectDeepCodeLayout([{ name: "c0de.jsonl", bytes: fixture(CORE) }])), { file: "c0de.jsonl", line: 1, message: /meta\.json/ });
+    expectFormatError(thrown(() => detectDeepCodeLayout([{ name: "c0de.jsonl", bytes: fixture(CORE) }])), {
+      file: "c0de.jsonl",
+      line: 1,
+      message: /meta\.json/,
+    });
   });
 });
 
@@ -143,7 +182,11 @@ describe("DeepCode refusals: typed errors naming file and line, nothing created"
   it("an invalid line in the middle", async () => {
     const bytes = fixture("deepcode/refusals/corrupt-middle.v1.jsonl");
     const copy = bytes.slice();
-    expectFormatError(thrown(() => readDeepCode({ file: "corrupt-middle.v1.jsonl", bytes })), { file: "corrupt-middle.v1.jsonl", line: 3, message: /invalid JSON/ });
+    expectFormatError(thrown(() => readDeepCode({ file: "corrupt-middle.v1.jsonl", bytes })), {
+      file: "corrupt-middle.v1.jsonl",
+      line: 3,
+      message: /invalid JSON/,
+    });
     expect(bytes).toEqual(copy);
   });
 
@@ -167,12 +210,23 @@ describe("DeepCode refusals: typed errors naming file and line, nothing created"
   });
 
   it("an unknown content block type", () => {
-    expectFormatError(thrown(() => readDeepCode({ file: "u.v1.jsonl", bytes: fixture("deepcode/refusals/unknown-block.v1.jsonl") })), { file: "u.v1.jsonl", line: 2, path: "$.content[1].type" });
+    expectFormatError(thrown(() => readDeepCode({ file: "u.v1.jsonl", bytes: fixture("deepcode/refusals/unknown-block.v1.jsonl") })), {
+      file: "u.v1.jsonl",
+      line: 2,
+      path: "$.content[1].type",
+    });
   });
 
   it("an unknown schema_version is unsupported-schema, on the header or a message", () => {
-    expectUnsupported(thrown(() => readDeepCode({ file: "future.v1.jsonl", bytes: fixture("deepcode/refusals/future.v1.jsonl") })), { file: "future.v1.jsonl", line: 1, found: 2 });
-    expectUnsupported(thrown(() => readDeepCode({ file: "s.v1.jsonl", bytes: utf8(HEADER + line({ type: "message", schema_version: 3, role: "user", content: [] })) })), { file: "s.v1.jsonl", line: 2, found: 3 });
+    expectUnsupported(thrown(() => readDeepCode({ file: "future.v1.jsonl", bytes: fixture("deepcode/refusals/future.v1.jsonl") })), {
+      file: "future.v1.jsonl",
+      line: 1,
+      found: 2,
+    });
+    expectUnsupported(
+      thrown(() => readDeepCode({ file: "s.v1.jsonl", bytes: utf8(HEADER + line({ type: "message", schema_version: 3, role: "user", content: [] })) })),
+      { file: "s.v1.jsonl", line: 2, found: 3 },
+    );
   });
 
   it("wrong roles and block placements", () => {
@@ -195,7 +249,11 @@ describe("DeepCode refusals: typed errors naming file and line, nothing created"
 
   it("a missing or torn header; an empty file", () => {
     expectFormatError(thrown(() => readDeepCode({ file: "e.v1.jsonl", bytes: new Uint8Array(0) })), { file: "e.v1.jsonl", line: 1, message: /empty file/ });
-    expectFormatError(thrown(() => readDeepCode({ file: "t.v1.jsonl", bytes: utf8('{"type":"session_me') })), { file: "t.v1.jsonl", line: 1, message: /interrupted/ });
+    expectFormatError(thrown(() => readDeepCode({ file: "t.v1.jsonl", bytes: utf8('{"type":"session_me') })), {
+      file: "t.v1.jsonl",
+      line: 1,
+      message: /interrupted/,
+    });
     expectFormatError(thrown(() => readDeepCode({ file: "m.v1.jsonl", bytes: utf8(msg("user", [])) })), { file: "m.v1.jsonl", line: 1, path: "$.type" });
   });
 
@@ -209,14 +267,28 @@ describe("DeepCode refusals: typed errors naming file and line, nothing created"
     expect(error).toBeInstanceOf(FormatError);
     expect((error as FormatError).details.file).toBe("c0de.meta.json");
     const meta = utf8('{\n  "id": "c0de",\n  "cwd": "/x",\n  "createdAt": 5,\n  "updatedAt": "2025-11-20T10:00:04.000Z"\n}\n');
-    expectFormatError(thrown(() => readDeepCode({ file: "c0de.jsonl", bytes: fixture(CORE), metaBytes: meta })), { file: "c0de.meta.json", line: 4, path: "$.createdAt" });
-    expectFormatError(thrown(() => readDeepCode({ file: "c0de.jsonl", bytes: fixture(CORE), metaBytes: utf8('{\n  "id": "c0de",\n  oops\n}') })), { file: "c0de.meta.json", line: 3 });
+    expectFormatError(thrown(() => readDeepCode({ file: "c0de.jsonl", bytes: fixture(CORE), metaBytes: meta })), {
+      file: "c0de.meta.json",
+      line: 4,
+      path: "$.createdAt",
+    });
+    expectFormatError(thrown(() => readDeepCode({ file: "c0de.jsonl", bytes: fixture(CORE), metaBytes: utf8('{\n  "id": "c0de",\n  oops\n}') })), {
+      file: "c0de.meta.json",
+      line: 3,
+    });
   });
 
   it("desktop-v0 refuses schema_version on a message and a non-numeric created_at", () => {
     const header = line({ type: "session_meta", id: "d", cwd: "/", created_at: 1764680400 });
-    expectFormatError(thrown(() => readDeepCode({ file: "d.jsonl", bytes: utf8(header + line({ type: "message", schema_version: 1, role: "user", content: [] })) })), { file: "d.jsonl", line: 2, path: "$.schema_version" });
-    expectFormatError(thrown(() => readDeepCode({ file: "d.jsonl", bytes: utf8(line({ type: "session_meta", id: "d", cwd: "/", created_at: "soon" })) })), { file: "d.jsonl", line: 1, path: "$.created_at" });
+    expectFormatError(
+      thrown(() => readDeepCode({ file: "d.jsonl", bytes: utf8(header + line({ type: "message", schema_version: 1, role: "user", content: [] })) })),
+      { file: "d.jsonl", line: 2, path: "$.schema_version" },
+    );
+    expectFormatError(thrown(() => readDeepCode({ file: "d.jsonl", bytes: utf8(line({ type: "session_meta", id: "d", cwd: "/", created_at: "soon" })) })), {
+      file: "d.jsonl",
+      line: 1,
+      path: "$.created_at",
+    });
   });
 
   it("a v1 file name holding a desktop header is refused, not read as another layout", () => {

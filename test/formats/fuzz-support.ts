@@ -92,7 +92,9 @@ export function outcome<T>(read: () => T): { ok: true; value: T } | { ok: false;
     return { ok: true, value: read() };
   } catch (error) {
     if (!(error instanceof SessionfoldError)) throw new Error(`untyped error: ${String(error)}`, { cause: error });
-    if (!(error instanceof FormatError || error instanceof UnsupportedSchemaError)) throw new Error(`unexpected error class ${error.name}: ${error.message}`, { cause: error });
+    if (!(error instanceof FormatError || error instanceof UnsupportedSchemaError)) {
+      throw new Error(`unexpected error class ${error.name}: ${error.message}`, { cause: error });
+    }
     return { ok: false, error };
   }
 }
@@ -113,8 +115,7 @@ export function check(condition: boolean, detail: () => string): void {
 /** Asserts a typed error naming `file` and exactly `line` (in details and message). */
 export function expectErrorAt(error: FormatError | UnsupportedSchemaError, file: string, line: number, kind: "format" | "unsupported" = "format"): void {
   const details = error.details as { file?: unknown; line?: unknown };
-  const ok =
-    error instanceof (kind === "format" ? FormatError : UnsupportedSchemaError) &&
+  const ok = error instanceof (kind === "format" ? FormatError : UnsupportedSchemaError) &&
     details.file === file &&
     details.line === line &&
     error.message.startsWith(`${file}:${line}: `);

@@ -5,7 +5,7 @@
  * gives the source's times back.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, type PortableSession } from "../../core/mod.ts";
+import { MemoryStorage, type PortableSession, Sessions } from "../../core/mod.ts";
 import { readClaudeCode, readCodex, readDeepCode, readPi, readRhoJsonl, readRhoSnapshot, writeDeepCodeV1, writePi } from "../../core/formats/mod.ts";
 import { fixture, text } from "./support.ts";
 
@@ -27,7 +27,11 @@ async function piFile(): Promise<Uint8Array> {
 
 const SOURCES: { format: string; read: () => Promise<PortableSession> | PortableSession }[] = [
   { format: "deepcode-v1", read: () => readDeepCode({ file: "7f3a.v1.jsonl", bytes: fixture("deepcode/v1/7f3a.v1.jsonl") }).session },
-  { format: "deepcode-core-v0", read: () => readDeepCode({ file: "c0de.jsonl", bytes: fixture("deepcode/core-v0/c0de.jsonl"), metaBytes: fixture("deepcode/core-v0/c0de.meta.json") }).session },
+  {
+    format: "deepcode-core-v0",
+    read: () =>
+      readDeepCode({ file: "c0de.jsonl", bytes: fixture("deepcode/core-v0/c0de.jsonl"), metaBytes: fixture("deepcode/core-v0/c0de.meta.json") }).session,
+  },
   { format: "rho-snapshot", read: () => readRhoSnapshot(fixture("rho/snapshot-v2.json"), "snapshot-v2.json", { timestamp: "2026-02-02T02:02:02.000Z" }) },
   { format: "rho-jsonl", read: () => readRhoJsonl(fixture("rho/session-v3.jsonl"), "session-v3.jsonl").session },
   { format: "pi", read: async () => (await readPi(await piFile(), "pi.jsonl")).session },

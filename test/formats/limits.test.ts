@@ -6,10 +6,11 @@
  * to report, with its line.
  */
 import { describe, expect, it } from "vitest";
-import { FormatError, MAX_JSON_DEPTH, MAX_LINE_BYTES, detectSessionFormat, readCodex, readJsonlStream, readRhoSnapshot } from "../../core/mod.ts";
+import { detectSessionFormat, FormatError, MAX_JSON_DEPTH, MAX_LINE_BYTES, readCodex, readJsonlStream, readRhoSnapshot } from "../../core/mod.ts";
 
 const encoder = new TextEncoder();
-const CODEX_HEADER = '{"timestamp":"2025-09-10T12:00:00.000Z","type":"session_meta","payload":{"id":"5f2c","timestamp":"2025-09-10T12:00:00.000Z","cwd":"/app"}}\n';
+const CODEX_HEADER =
+  '{"timestamp":"2025-09-10T12:00:00.000Z","type":"session_meta","payload":{"id":"5f2c","timestamp":"2025-09-10T12:00:00.000Z","cwd":"/app"}}\n';
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -48,14 +49,20 @@ describe("nesting past MAX_JSON_DEPTH is a FormatError at its line", () => {
   const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
 
   it("a JSONL line (Codex)", async () => {
-    const error = await rejection(readCodex([encoder.encode(`${CODEX_HEADER}{"timestamp":"2025-09-10T12:00:01.000Z","type":"response_item","payload":${deep}}\n`)], "rollout.jsonl"));
+    const error = await rejection(
+      readCodex([encoder.encode(`${CODEX_HEADER}{"timestamp":"2025-09-10T12:00:01.000Z","type":"response_item","payload":${deep}}\n`)], "rollout.jsonl"),
+    );
     expect(error).toBeInstanceOf(FormatError);
     expect((error as FormatError).line).toBe(2);
     expect((error as Error).message).toMatch(new RegExp(`found a value nested deeper than ${MAX_JSON_DEPTH} levels`));
   });
 
   it("JSON text inside a line (Codex function_call arguments), at that line and path", async () => {
-    const call = JSON.stringify({ timestamp: "2025-09-10T12:00:01.000Z", type: "response_item", payload: { type: "function_call", call_id: "c1", name: "t", arguments: deep } });
+    const call = JSON.stringify({
+      timestamp: "2025-09-10T12:00:01.000Z",
+      type: "response_item",
+      payload: { type: "function_call", call_id: "c1", name: "t", arguments: deep },
+    });
     const error = await rejection(readCodex([encoder.encode(`${CODEX_HEADER}${call}\n`)], "rollout.jsonl"));
     expect(error).toBeInstanceOf(FormatError);
     expect((error as FormatError).line).toBe(2);

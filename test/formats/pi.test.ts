@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, describe, expect, it } from "vitest";
-import { UnsupportedSchemaError, type MessageRecord } from "../../core/mod.ts";
-import { readPi, writePi, FormatError } from "../../core/formats/mod.ts";
+import { type MessageRecord, UnsupportedSchemaError } from "../../core/mod.ts";
+import { FormatError, readPi, writePi } from "../../core/formats/mod.ts";
 import { memorySessions, utf8 } from "./support.ts";
 
 const dirs: string[] = [];
@@ -22,11 +22,20 @@ function tempDir(): string {
   return dir;
 }
 
-const USAGE = { input: 120, output: 30, cacheRead: 0, cacheWrite: 0, totalTokens: 150, cost: { input: 0.001, output: 0.002, cacheRead: 0, cacheWrite: 0, total: 0.003 } };
+const USAGE = {
+  input: 120,
+  output: 30,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 150,
+  cost: { input: 0.001, output: 0.002, cacheRead: 0, cacheWrite: 0, total: 0.003 },
+};
 const IDENTITY = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5" } as const;
-const assistant = (content: unknown[], stopReason = "stop", extra: Record<string, unknown> = {}) => ({ role: "assistant", content, ...IDENTITY, usage: USAGE, stopReason, timestamp: 1_767_000_000_000, ...extra }) as never;
+const assistant = (content: unknown[], stopReason = "stop", extra: Record<string, unknown> = {}) =>
+  ({ role: "assistant", content, ...IDENTITY, usage: USAGE, stopReason, timestamp: 1_767_000_000_000, ...extra }) as never;
 const user = (content: unknown) => ({ role: "user", content, timestamp: 1_767_000_000_000 }) as never;
-const result = (toolCallId: string, text: string, isError = false) => ({ role: "toolResult", toolCallId, toolName: "read", content: [{ type: "text", text }], isError, timestamp: 1_767_000_000_000 }) as never;
+const result = (toolCallId: string, text: string, isError = false) =>
+  ({ role: "toolResult", toolCallId, toolName: "read", content: [{ type: "text", text }], isError, timestamp: 1_767_000_000_000 }) as never;
 
 /** A pi session with every kind of entry the importer reads, written by pi itself. */
 function piSession(): { file: string; manager: SessionManager } {
@@ -35,7 +44,14 @@ function piSession(): { file: string; manager: SessionManager } {
   manager.appendModelChange("anthropic", "claude-sonnet-4-5");
   manager.appendThinkingLevelChange("high");
   manager.appendMessage(user("Why does parse() fail?"));
-  manager.appendMessage(assistant([{ type: "thinking", thinking: "Read the tokenizer.", thinkingSignature: "sig-1" }, { type: "text", text: "Reading it." }, { type: "toolCall", id: "t1", name: "read", arguments: { path: "src/parse.ts" } }], "toolUse"));
+  manager.appendMessage(
+    assistant([{ type: "thinking", thinking: "Read the tokenizer.", thinkingSignature: "sig-1" }, { type: "text", text: "Reading it." }, {
+      type: "toolCall",
+      id: "t1",
+      name: "read",
+      arguments: { path: "src/parse.ts" },
+    }], "toolUse"),
+  );
   manager.appendMessage(result("t1", "export function parse() {}"));
   const branchPoint = manager.appendMessage(assistant([{ type: "text", text: "Found it." }]));
   // An abandoned branch: not on the active path.
@@ -48,7 +64,9 @@ function piSession(): { file: string; manager: SessionManager } {
   manager.appendCompaction("The user fixed parse(); b.ts is missing.", kept, 4000);
   manager.appendMessage(user("Continue"));
   manager.appendMessage(assistant([{ type: "text", text: "Partial" }], "aborted"));
-  manager.appendMessage({ role: "bashExecution", command: "ls", output: "a.ts", exitCode: 0, cancelled: false, truncated: false, timestamp: 1_767_000_000_000 } as never);
+  manager.appendMessage(
+    { role: "bashExecution", command: "ls", output: "a.ts", exitCode: 0, cancelled: false, truncated: false, timestamp: 1_767_000_000_000 } as never,
+  );
   manager.appendCustomMessageEntry("note", "An extension's note", true, { k: 1 });
   manager.appendMessage(assistant([{ type: "text", text: "Done." }]));
   return { file: manager.getSessionFile()!, manager };
@@ -58,12 +76,19 @@ function piSession(): { file: string; manager: SessionManager } {
 function contextShape(manager: SessionManager): unknown[] {
   return manager.buildSessionContext().messages.map((m) => {
     const message = m as { role: string; content?: unknown; summary?: string; toolCallId?: string };
-    return { role: message.role, ...(message.content !== undefined ? { content: message.content } : {}), ...(message.summary !== undefined ? { summary: message.summary } : {}), ...(message.toolCallId !== undefined ? { toolCallId: message.toolCallId } : {}) };
+    return {
+      role: message.role,
+      ...(message.content !== undefined ? { content: message.content } : {}),
+      ...(message.summary !== undefined ? { summary: message.summary } : {}),
+      ...(message.toolCallId !== undefined ? { toolCallId: message.toolCallId } : {}),
+    };
   });
 }
 
 function toolPairs(messages: readonly MessageRecord[]): string[] {
-  return messages.flatMap((m) => m.parts.filter((p) => p.type === "tool").map((p) => `${(p as { tool_call_id: string }).tool_call_id}:${(p as { state: string }).state}`));
+  return messages.flatMap((m) =>
+    m.parts.filter((p) => p.type === "tool").map((p) => `${(p as { tool_call_id: string }).tool_call_id}:${(p as { state: string }).state}`)
+  );
 }
 
 describe("readPi on files pi's SessionManager wrote", () => {
@@ -124,7 +149,9 @@ describe("readPi on files pi's SessionManager wrote", () => {
     await expect(readPi(utf8(`${broken.join("\n")}\n`), "s.jsonl")).rejects.toMatchObject({ constructor: FormatError, file: "s.jsonl", line: 6 });
     const wrongParent = [...lines];
     wrongParent[5] = JSON.stringify({ ...JSON.parse(lines[5]!), parentId: "nope" });
-    await expect(readPi(utf8(`${wrongParent.join("\n")}\n`), "s.jsonl")).rejects.toThrow(/^s\.jsonl:6: \$\.parentId: found "nope"; expected the id of an earlier entry/);
+    await expect(readPi(utf8(`${wrongParent.join("\n")}\n`), "s.jsonl")).rejects.toThrow(
+      /^s\.jsonl:6: \$\.parentId: found "nope"; expected the id of an earlier entry/,
+    );
     const future = [JSON.stringify({ ...JSON.parse(lines[0]!), version: 4 }), ...lines.slice(1)];
     await expect(readPi(utf8(future.join("\n")), "s.jsonl")).rejects.toBeInstanceOf(UnsupportedSchemaError);
   });
@@ -149,12 +176,24 @@ describe("readPi on files pi's SessionManager wrote", () => {
     expect(one.session.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const v2 = [
       { type: "session", version: 2, id: "mid", timestamp: "2025-08-01T00:00:00.000Z", cwd: "/p" },
-      { type: "message", id: "a", parentId: null, timestamp: "2025-08-01T00:00:01.000Z", message: { role: "hookMessage", customType: "h", content: "from a hook", display: true, timestamp: 0 } },
+      {
+        type: "message",
+        id: "a",
+        parentId: null,
+        timestamp: "2025-08-01T00:00:01.000Z",
+        message: { role: "hookMessage", customType: "h", content: "from a hook", display: true, timestamp: 0 },
+      },
     ];
     const two = await readPi(utf8(v2.map((l) => JSON.stringify(l)).join("\n")), "v2.jsonl");
-    expect(two.session.messages[0]).toMatchObject({ role: "user", parts: [{ type: "text", text: "from a hook" }], pi: { entry: "custom", message: { role: "custom" } } });
+    expect(two.session.messages[0]).toMatchObject({
+      role: "user",
+      parts: [{ type: "text", text: "from a hook" }],
+      pi: { entry: "custom", message: { role: "custom" } },
+    });
     const v3 = [{ ...v2[0], version: 3 }, v2[1]];
-    await expect(readPi(utf8(v3.map((l) => JSON.stringify(l)).join("\n") + "\n"), "v3.jsonl")).rejects.toThrow(/^v3\.jsonl:2: \$\.message\.role: found "hookMessage"/);
+    await expect(readPi(utf8(v3.map((l) => JSON.stringify(l)).join("\n") + "\n"), "v3.jsonl")).rejects.toThrow(
+      /^v3\.jsonl:2: \$\.message\.role: found "hookMessage"/,
+    );
   });
 
   it("streams: the same result from chunks of any size", async () => {

@@ -11,9 +11,30 @@ import { expectRhoReads, rhoSnapshotProblems } from "./rho-reader.ts";
 import { fixture, memorySessions, text, utf8 } from "./support.ts";
 import type { LooseJson } from "../support/loose-json.ts";
 
-const SNAPSHOTS = ["rho/snapshot-v1.json", "rho/snapshot-v2.json", "rho/snapshot-portable-fallback.json", "rho/upstream/session-snapshot-v1.json", "rho/upstream/session-snapshot-v2.json"];
-const JSONL = ["rho/session-v1.jsonl", "rho/session-v3.jsonl", "rho/session-v3-resumed.jsonl", "rho/session-v4-tree.jsonl", "rho/session-torn.jsonl", "rho/upstream/session-v1.jsonl", "rho/upstream/session-v2.jsonl", "rho/upstream/session-v3.jsonl"];
-const DEEPCODE = ["deepcode/v1/7f3a.v1.jsonl", "deepcode/as-written/2025-12-02-1a2b3c4d.v1.jsonl", "deepcode/as-written/20251120100000-k3j9x1.v1.jsonl", "deepcode/as-written/5e1f.v1.jsonl", "deepcode/as-written/9a0b.v1.jsonl"];
+const SNAPSHOTS = [
+  "rho/snapshot-v1.json",
+  "rho/snapshot-v2.json",
+  "rho/snapshot-portable-fallback.json",
+  "rho/upstream/session-snapshot-v1.json",
+  "rho/upstream/session-snapshot-v2.json",
+];
+const JSONL = [
+  "rho/session-v1.jsonl",
+  "rho/session-v3.jsonl",
+  "rho/session-v3-resumed.jsonl",
+  "rho/session-v4-tree.jsonl",
+  "rho/session-torn.jsonl",
+  "rho/upstream/session-v1.jsonl",
+  "rho/upstream/session-v2.jsonl",
+  "rho/upstream/session-v3.jsonl",
+];
+const DEEPCODE = [
+  "deepcode/v1/7f3a.v1.jsonl",
+  "deepcode/as-written/2025-12-02-1a2b3c4d.v1.jsonl",
+  "deepcode/as-written/20251120100000-k3j9x1.v1.jsonl",
+  "deepcode/as-written/5e1f.v1.jsonl",
+  "deepcode/as-written/9a0b.v1.jsonl",
+];
 
 const base = (path: string) => path.split("/").at(-1)!;
 
@@ -61,7 +82,9 @@ describe("the ported check refuses what Rho refuses (it is not a check that alwa
     expect(problems((d) => delete d.compaction.removed_messages)).toEqual(["$.compaction.removed_messages: not a u64"]);
     expect(problems((d) => (d.history[1] = { User: [{ Video: {} }] }))).toEqual(['$.history[1].User[0]: unknown ContentBlock variant "Video"']);
     expect(problems((d) => (d.history[1] = { Tool: {} }))).toEqual(['$.history[1]: unknown Message variant "Tool"']);
-    expect(problems((d) => delete d.history[4].EnrichedAssistant.provider_context[0].data)).toEqual(["$.history[4].EnrichedAssistant.provider_context[0].data: missing"]);
+    expect(problems((d) => delete d.history[4].EnrichedAssistant.provider_context[0].data)).toEqual([
+      "$.history[4].EnrichedAssistant.provider_context[0].data: missing",
+    ]);
     expect(problems((d) => d.history.push({ AbortedAssistant: { content: [], reasoning: "" } }))).toEqual([
       "$.history[7].AbortedAssistant.tool_calls: not an array of PartialToolCall",
       "$.history[7].AbortedAssistant.usage: not a ModelUsage object",
@@ -69,7 +92,11 @@ describe("the ported check refuses what Rho refuses (it is not a check that alwa
   });
 
   it("refuses a fallback written the older way or not as with_portable_fallback writes it", () => {
-    expect(problems((d) => (d.history[4].EnrichedAssistant.portable_fallback = "x"))).toEqual(["$.history[4].EnrichedAssistant.portable_fallback: the older field; Rho writes the fallback as a provider_context block"]);
-    expect(problems((d) => d.history[2].EnrichedAssistant.provider_context.reverse())).toEqual(["$.history[2].EnrichedAssistant.provider_context: the portable fallback block is not the last (with_portable_fallback appends it)"]);
+    expect(problems((d) => (d.history[4].EnrichedAssistant.portable_fallback = "x"))).toEqual([
+      "$.history[4].EnrichedAssistant.portable_fallback: the older field; Rho writes the fallback as a provider_context block",
+    ]);
+    expect(problems((d) => d.history[2].EnrichedAssistant.provider_context.reverse())).toEqual([
+      "$.history[2].EnrichedAssistant.provider_context: the portable fallback block is not the last (with_portable_fallback appends it)",
+    ]);
   });
 });

@@ -76,7 +76,9 @@ export function rhoSnapshotProblems(bytes: Uint8Array): string[] {
     });
     const fallbacks = value.filter((b) => isObject(b) && b.kind === FALLBACK_KIND && b.position === undefined && typeof b.data === "string");
     if (fallbacks.length > 1) problem(path, "more than one portable fallback block (with_portable_fallback keeps one)");
-    if (fallbacks.length === 1 && value.at(-1) !== fallbacks[0]) problem(path, "the portable fallback block is not the last (with_portable_fallback appends it)");
+    if (fallbacks.length === 1 && value.at(-1) !== fallbacks[0]) {
+      problem(path, "the portable fallback block is not the last (with_portable_fallback appends it)");
+    }
   };
   const assistant = (body: unknown, path: string, aborted: boolean) => {
     if (!isObject(body)) return problem(path, "not an object");
@@ -88,7 +90,7 @@ export function rhoSnapshotProblems(bytes: Uint8Array): string[] {
     if (!aborted) return;
     string(body.reasoning, `${path}.reasoning`);
     if (!Array.isArray(body.tool_calls)) problem(`${path}.tool_calls`, "not an array of PartialToolCall");
-    else
+    else {
       body.tool_calls.forEach((call, i) => {
         const at = `${path}.tool_calls[${i}]`;
         if (!isObject(call)) return problem(at, "not a PartialToolCall object");
@@ -96,8 +98,11 @@ export function rhoSnapshotProblems(bytes: Uint8Array): string[] {
         optional(call.name, `${at}.name`, string);
         string(call.arguments, `${at}.arguments`);
       });
+    }
     if (!isObject(body.usage)) problem(`${path}.usage`, "not a ModelUsage object");
-    else for (const key of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens", "context_window", "cost_usd_micros"]) optional(body.usage[key], `${path}.usage.${key}`, u64);
+    else {for (const key of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens", "context_window", "cost_usd_micros"]) {
+        optional(body.usage[key], `${path}.usage.${key}`, u64);
+      }}
   };
 
   if (!(doc.schema_version === 1 || doc.schema_version === 2)) problem("$.schema_version", `${String(doc.schema_version)}, not 1 or 2`);
@@ -120,7 +125,7 @@ export function rhoSnapshotProblems(bytes: Uint8Array): string[] {
   }
   optional(doc.prompt_cache_key, "$.prompt_cache_key", string);
   if (!Array.isArray(doc.history)) problem("$.history", "not an array of Message");
-  else
+  else {
     doc.history.forEach((entry, i) => {
       const at = `$.history[${i}]`;
       const tags = isObject(entry) ? Object.keys(entry) : [];
@@ -146,6 +151,7 @@ export function rhoSnapshotProblems(bytes: Uint8Array): string[] {
           return problem(at, `unknown Message variant ${JSON.stringify(tags[0])}`);
       }
     });
+  }
   return problems;
 }
 

@@ -20,16 +20,34 @@ describe("Rho session JSONL version 4", () => {
     const { session, diagnostics, tree } = readRhoJsonl(fixture("rho/session-v4-tree.jsonl"), "tree.jsonl");
     expect(diagnostics).toEqual([]);
     expect(tree).toEqual({ activeLeafId: N2, importedLeafId: N2, nodeCount: 3, branchCount: 1, offBranchNodes: 1, otherLeafIds: [N3] });
-    expect(session).toMatchObject({ sourceId: "44444444-4444-4444-8444-444444444444", cwd: "/work/project", revision: 3, promptCacheKey: "rho:tree-fixture", format: "rho-jsonl-v4", provider: { provider: "openai", api: "responses", model: "gpt-5" } });
+    expect(session).toMatchObject({
+      sourceId: "44444444-4444-4444-8444-444444444444",
+      cwd: "/work/project",
+      revision: 3,
+      promptCacheKey: "rho:tree-fixture",
+      format: "rho-jsonl-v4",
+      provider: { provider: "openai", api: "responses", model: "gpt-5" },
+    });
     expect(session.messages.map(texts)).toEqual(["Add a test for parse()", "Added test/parse.test.ts.", "Run it", "", "It passes."]);
     expect(session.messages[3]!.parts[0]).toMatchObject({ type: "tool", tool_call_id: "call_1", state: "output-available", output: "1 passing" });
-    expect(session.messages.map((m) => m.created_at)).toEqual(["2026-01-05T08:00:10.000Z", "2026-01-05T08:00:10.000Z", "2026-01-05T08:00:20.000Z", "2026-01-05T08:00:20.000Z", "2026-01-05T08:00:20.000Z"]);
+    expect(session.messages.map((m) => m.created_at)).toEqual([
+      "2026-01-05T08:00:10.000Z",
+      "2026-01-05T08:00:10.000Z",
+      "2026-01-05T08:00:20.000Z",
+      "2026-01-05T08:00:20.000Z",
+      "2026-01-05T08:00:20.000Z",
+    ]);
   });
 
   it("--branch: any node's branch, or a typed refusal naming the leaves", async () => {
     const { session, tree } = readRhoJsonl(fixture("rho/session-v4-tree.jsonl"), "tree.jsonl", { branch: N3 });
     expect(tree).toMatchObject({ activeLeafId: N2, importedLeafId: N3, offBranchNodes: 1, otherLeafIds: [N2] });
-    expect(session.messages.map(texts)).toEqual(["Add a test for parse()", "Added test/parse.test.ts.", "Explain the test instead", "It checks that the last token is kept."]);
+    expect(session.messages.map(texts)).toEqual([
+      "Add a test for parse()",
+      "Added test/parse.test.ts.",
+      "Explain the test instead",
+      "It checks that the last token is kept.",
+    ]);
     expect(readRhoJsonl(fixture("rho/session-v4-tree.jsonl"), "t.jsonl", { branch: N1 }).session.messages).toHaveLength(2);
     const error = thrown(() => readRhoJsonl(fixture("rho/session-v4-tree.jsonl"), "t.jsonl", { branch: "nope" }));
     expect(error).toBeInstanceOf(InvalidInputError);
@@ -46,7 +64,11 @@ describe("Rho session JSONL version 4", () => {
       [`${header}\n${root}\n${root}\n`, 3, "$.id"],
       [`${header}\n${root}\n${JSON.stringify({ ...node, parent_id: "missing" })}\n`, 3, "$.parent_id"],
       [`${header}\n${root}\n${JSON.stringify({ ...node, parent_id: undefined })}\n`, 3, "$.parent_id"],
-      [`${header}\n${root}\n${JSON.stringify({ ...node, transition: { ...node.transition, delta: { ...node.transition.delta, base_revision: 1 } } })}\n`, 3, "$.transition.delta.base_revision"],
+      [
+        `${header}\n${root}\n${JSON.stringify({ ...node, transition: { ...node.transition, delta: { ...node.transition.delta, base_revision: 1 } } })}\n`,
+        3,
+        "$.transition.delta.base_revision",
+      ],
       [`${header}\n${root}\n${JSON.stringify({ ...node, kind: "compaction" })}\n`, 3, "$.transition.type"],
       [`${header}\n${root}\n${JSON.stringify({ type: "set_leaf", timestamp: "1", target_id: "x" })}\n`, 3, "$.target_id"],
       [`${header}\n${root}\n${JSON.stringify({ type: "upgrade", timestamp: "1", active_leaf_id: N1 })}\n`, 3, "$.type"],
@@ -64,7 +86,12 @@ describe("Rho session JSONL v1–v3 resumed by Rho (upgrade + node records)", ()
     expect(session.revision).toBe(3);
     expect(session.messages.map(texts)).toEqual(["delta prompt", "delta answer", "resumed prompt", "resumed answer"]);
     // Entries the new snapshot keeps unchanged keep the times of the records that added them.
-    expect(session.messages.map((m) => m.created_at)).toEqual(["1970-01-01T00:05:01.000Z", "1970-01-01T00:05:02.000Z", "1970-01-01T00:05:10.000Z", "1970-01-01T00:05:10.000Z"]);
+    expect(session.messages.map((m) => m.created_at)).toEqual([
+      "1970-01-01T00:05:01.000Z",
+      "1970-01-01T00:05:02.000Z",
+      "1970-01-01T00:05:10.000Z",
+      "1970-01-01T00:05:10.000Z",
+    ]);
     expect(tree).toMatchObject({ nodeCount: 3, branchCount: 0, offBranchNodes: 0, activeLeafId: "7c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e5f" });
   });
 

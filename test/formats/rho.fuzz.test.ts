@@ -11,22 +11,22 @@ import { readRhoJsonl, readRhoSnapshot, type RhoJsonlReadResult } from "../../co
 import {
   check,
   cutArb,
+  EXACT_RUNS,
   expectErrorAt,
   failed,
   garbageLines,
   isUnterminatedLast,
   layoutLines,
+  type LineFile,
   outcome,
   printFuzzLog,
   replaceLine,
-  EXACT_RUNS,
   RUNS,
   same,
   succeeded,
   textArb,
   timed,
   truncationOutcome,
-  type LineFile,
 } from "./fuzz-support.ts";
 
 type Json = Record<string, unknown>;
@@ -91,7 +91,14 @@ function buildEntries(specs: readonly EntrySpec[], open: string[], ids: { next: 
             // last provider_context block, identity the provenance or three empty strings).
             ...(s.pick & 2 && !(s.pick & 32) ? { portable_fallback: `fb ${text(0)}` } : {}),
             ...(context.length > 0 || s.pick & 2
-              ? { provider_context: [...context, ...(s.pick & 2 && s.pick & 32 ? [{ identity: s.alt ? identity : { provider: "", api: "", model: "" }, kind: FALLBACK_KIND, data: `fb ${text(0)}` }] : [])] }
+              ? {
+                provider_context: [
+                  ...context,
+                  ...(s.pick & 2 && s.pick & 32
+                    ? [{ identity: s.alt ? identity : { provider: "", api: "", model: "" }, kind: FALLBACK_KIND, data: `fb ${text(0)}` }]
+                    : []),
+                ],
+              }
               : {}),
           },
         };
@@ -104,12 +111,19 @@ function buildEntries(specs: readonly EntrySpec[], open: string[], ids: { next: 
             ...(s.pick & 2 ? { reasoning_summary: text(1) } : {}),
             ...(context.length > 0 ? { provider_context: context } : {}),
             tool_calls: s.pick & 32 ? [{ id: "p1", name: null, arguments: '{"a' }] : [],
-            usage:
-              s.pick & 128
-                ? { input_tokens: 5, output_tokens: 6, cache_read_tokens: null, cache_write_tokens: 2, total_tokens: 11, context_window: null, cost_usd_micros: null }
-                : s.pick & 16
-                  ? { input_tokens: null, output_tokens: 3 }
-                  : {},
+            usage: s.pick & 128
+              ? {
+                input_tokens: 5,
+                output_tokens: 6,
+                cache_read_tokens: null,
+                cache_write_tokens: 2,
+                total_tokens: 11,
+                context_window: null,
+                cost_usd_micros: null,
+              }
+              : s.pick & 16
+              ? { input_tokens: null, output_tokens: 3 }
+              : {},
           },
         };
       case 4:
@@ -220,7 +234,15 @@ function snapshotArb(version: 1 | 2): fc.Arbitrary<SnapshotCase> {
     .record({
       specs: fc.array(entryArb, { maxLength: 7 }),
       revision: fc.nat({ max: 1000 }),
-      compaction: fc.option(fc.record({ completed_compactions: fc.nat(9), removed_messages: fc.nat(99), removed_tokens: fc.nat(9999), last_revision: fc.option(fc.nat(99), { nil: null }) }), { nil: undefined }),
+      compaction: fc.option(
+        fc.record({
+          completed_compactions: fc.nat(9),
+          removed_messages: fc.nat(99),
+          removed_tokens: fc.nat(9999),
+          last_revision: fc.option(fc.nat(99), { nil: null }),
+        }),
+        { nil: undefined },
+      ),
       metadata: fc.dictionary(fc.constantFrom("title", "host", "k"), textArb, { maxKeys: 2 }),
       key: fc.option(textArb, { nil: undefined }),
       finalNewline: fc.boolean(),
@@ -246,13 +268,13 @@ function snapshotArb(version: 1 | 2): fc.Arbitrary<SnapshotCase> {
         provider: ID_A,
         ...(compaction
           ? {
-              compaction: {
-                completed: compaction.completed_compactions,
-                removed_messages: compaction.removed_messages,
-                removed_tokens_estimate: compaction.removed_tokens,
-                ...(compaction.last_revision !== null ? { last_revision: compaction.last_revision } : {}),
-              },
-            }
+            compaction: {
+              completed: compaction.completed_compactions,
+              removed_messages: compaction.removed_messages,
+              removed_tokens_estimate: compaction.removed_tokens,
+              ...(compaction.last_revision !== null ? { last_revision: compaction.last_revision } : {}),
+            },
+          }
           : {}),
         ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
         ...(key !== undefined && version === 2 ? { promptCacheKey: key } : {}),
@@ -264,7 +286,12 @@ function snapshotArb(version: 1 | 2): fc.Arbitrary<SnapshotCase> {
 
 const SNAPSHOT_FILE = "snapshot.json";
 const readSnapshot = (bytes: Uint8Array): PortableSession => readRhoSnapshot(bytes, SNAPSHOT_FILE, { timestamp: T });
-const snapshotGarbage = [new TextEncoder().encode("@@ garbage"), new TextEncoder().encode("  # not json"), new Uint8Array([0x20, 0xff, 0xfe]), new Uint8Array([0xc3])];
+const snapshotGarbage = [
+  new TextEncoder().encode("@@ garbage"),
+  new TextEncoder().encode("  # not json"),
+  new Uint8Array([0x20, 0xff, 0xfe]),
+  new Uint8Array([0xc3]),
+];
 
 describe.each([1, 2] as const)("fuzz: Rho snapshot schema %i", (version) => {
   const format = `rho snapshot v${version}`;
@@ -278,8 +305,7 @@ describe.each([1, 2] as const)("fuzz: Rho snapshot schema %i", (version) => {
           same(file.bytes, copy);
         }),
         { numRuns: EXACT_RUNS },
-      ),
-    );
+      ));
   });
 
   it(`truncated at any byte: the same session (only trailing whitespace cut) or a located typed error (${RUNS} cases)`, () => {
@@ -300,12 +326,13 @@ describe.each([1, 2] as const)("fuzz: Rho snapshot schema %i", (version) => {
           expectErrorAt(failed(result), SNAPSHOT_FILE, Math.max(1, lastLine));
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 
   it(`a corrupted line is refused with its exact line number (${RUNS} cases)`, () => {
-    const cases = snapshotArb(version).chain((c) => fc.tuple(fc.constant(c), fc.nat({ max: c.file.starts.length - 1 }), fc.nat({ max: snapshotGarbage.length - 1 })));
+    const cases = snapshotArb(version).chain((c) =>
+      fc.tuple(fc.constant(c), fc.nat({ max: c.file.starts.length - 1 }), fc.nat({ max: snapshotGarbage.length - 1 }))
+    );
     timed(format, RUNS, () =>
       fc.assert(
         fc.property(cases, ([{ file }, index, kind]) => {
@@ -315,8 +342,7 @@ describe.each([1, 2] as const)("fuzz: Rho snapshot schema %i", (version) => {
           same(bytes, copy);
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 });
 
@@ -389,9 +415,27 @@ function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Js
         const compaction = { completed_compactions: spec.n, removed_messages: 2 * spec.n };
         const metadata: Record<string, string> = spec.n === 3 ? { title: "t" } : {};
         const key = spec.schema === 2 && spec.n > 0 ? `key-${spec.n}` : undefined;
-        const snapshot = { schema_version: spec.schema, session_id: "fz-j", revision, history, provider: ID_B, compaction, metadata, ...(key !== undefined ? { prompt_cache_key: key } : {}) };
+        const snapshot = {
+          schema_version: spec.schema,
+          session_id: "fz-j",
+          revision,
+          history,
+          provider: ID_B,
+          compaction,
+          metadata,
+          ...(key !== undefined ? { prompt_cache_key: key } : {}),
+        };
         records.push({ type: "snapshot", timestamp, snapshot, display_messages: history.slice(0, 1).map((message) => ({ timestamp, message })) });
-        model = { history, stamps: carried(history), revision, provider: ID_B, compaction: { completed: spec.n, removed_messages: 2 * spec.n, removed_tokens_estimate: 0 }, metadata, ...(key !== undefined ? { key } : {}), updated: at };
+        model = {
+          history,
+          stamps: carried(history),
+          revision,
+          provider: ID_B,
+          compaction: { completed: spec.n, removed_messages: 2 * spec.n, removed_tokens_estimate: 0 },
+          metadata,
+          ...(key !== undefined ? { key } : {}),
+          updated: at,
+        };
         snapshotSeen = true;
       } else if (op === 1) {
         const appended = buildEntries(spec.entries, open, ids);
@@ -401,7 +445,16 @@ function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Js
         records.push({
           type: "snapshot_delta",
           timestamp,
-          delta: { base_revision: model.revision, session_id: "fz-j", revision, appended_history: appended, provider: ID_A, compaction, metadata, ...(spec.n > 1 ? { prompt_cache_key: "dk" } : {}) },
+          delta: {
+            base_revision: model.revision,
+            session_id: "fz-j",
+            revision,
+            appended_history: appended,
+            provider: ID_A,
+            compaction,
+            metadata,
+            ...(spec.n > 1 ? { prompt_cache_key: "dk" } : {}),
+          },
           display_messages: [],
         });
         const { key: _drop, ...rest } = model;
@@ -423,21 +476,31 @@ function jsonlArb(): fc.Arbitrary<{ file: LineFile; models: Model[]; records: Js
           return;
         }
       } else if (op === 2) {
-        const [entry] = buildEntries(spec.entries.length > 0 ? spec.entries.slice(0, 1) : [{ kind: 0, texts: ["m"], flags: [0], pick: 0, alt: false }], open, ids);
+        const [entry] = buildEntries(
+          spec.entries.length > 0 ? spec.entries.slice(0, 1) : [{ kind: 0, texts: ["m"], flags: [0], pick: 0, alt: false }],
+          open,
+          ids,
+        );
         records.push({ type: "message", timestamp, message: entry, ...(spec.n === 1 ? { display_message: { User: [{ Text: "/shown" }] } } : {}) });
         model = { ...model, history: [...model.history, entry!], stamps: [...model.stamps, at], revision: model.revision + 1, updated: at };
       } else {
         open = [];
         const history = buildEntries(spec.entries, open, ids);
         const revision = model.revision + 1;
-        const previous = (model.compaction as { completed: number; removed_messages: number } | undefined) ?? { completed: 0, removed_messages: 0, removed_tokens_estimate: 0 };
+        const previous = (model.compaction as { completed: number; removed_messages: number } | undefined) ??
+          { completed: 0, removed_messages: 0, removed_tokens_estimate: 0 };
         records.push({ type: "replace_history", timestamp, messages: history });
         model = {
           ...model,
           history,
           stamps: carried(history),
           revision,
-          compaction: { ...previous, completed: previous.completed + 1, removed_messages: previous.removed_messages + Math.max(0, model.history.length - history.length), last_revision: revision },
+          compaction: {
+            ...previous,
+            completed: previous.completed + 1,
+            removed_messages: previous.removed_messages + Math.max(0, model.history.length - history.length),
+            last_revision: revision,
+          },
           updated: at,
         };
       }
@@ -483,8 +546,7 @@ describe("fuzz: Rho app JSONL", () => {
           same(file.bytes, copy);
         }),
         { numRuns: EXACT_RUNS },
-      ),
-    );
+      ));
   });
 
   it(`truncated at any byte: exact recovery by the rules or a located typed error (${RUNS} cases)`, () => {
@@ -498,8 +560,7 @@ describe("fuzz: Rho app JSONL", () => {
           else expectJsonl(succeeded(result), models[kept - 1]!, version, tornLine);
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 
   it(`a corrupted line (syntax, shape, wrong base revision, orphan result, unknown version): refused at its line, or ignored as a torn tail (${RUNS} cases)`, () => {
@@ -524,7 +585,9 @@ describe("fuzz: Rho app JSONL", () => {
           else if (kind === KINDS - 3) {
             // The record with its base revision off by one (a delta), else an orphan result.
             const record = records[index]!;
-            payload = record.type === "snapshot_delta" ? enc({ ...record, delta: { ...(record.delta as Json), base_revision: ((record.delta as Json).base_revision as number) + 1 } }) : semantic[1]!;
+            payload = record.type === "snapshot_delta"
+              ? enc({ ...record, delta: { ...(record.delta as Json), base_revision: ((record.delta as Json).base_revision as number) + 1 } })
+              : semantic[1]!;
           } else {
             payload = index === 0 ? unsupportedHeader : unsupportedSnapshot;
             unsupported = true;
@@ -541,8 +604,7 @@ describe("fuzz: Rho app JSONL", () => {
           expectErrorAt(failed(result), JSONL_FILE, index + 1, unsupported ? "unsupported" : "format");
         }),
         { numRuns: RUNS },
-      ),
-    );
+      ));
   });
 
   it("the generator is not trivial: it produces every record type and every history entry type", () => {
@@ -551,14 +613,27 @@ describe("fuzz: Rho app JSONL", () => {
       fc.property(jsonlArb(), ({ records }) => {
         for (const r of records) {
           seen.add(r.type as string);
-          const history = (r.snapshot as Json | undefined)?.history ?? (r.delta as Json | undefined)?.appended_history ?? r.messages ?? (r.message ? [r.message] : []);
+          const history = (r.snapshot as Json | undefined)?.history ?? (r.delta as Json | undefined)?.appended_history ?? r.messages ??
+            (r.message ? [r.message] : []);
           for (const e of history as Json[]) seen.add(Object.keys(e)[0]!);
         }
       }),
       { numRuns: 300, seed: 42 },
     );
     check(
-      ["session", "snapshot", "snapshot_delta", "message", "replace_history", "System", "User", "Assistant", "EnrichedAssistant", "AbortedAssistant", "ToolResult"].every((t) => seen.has(t)),
+      [
+        "session",
+        "snapshot",
+        "snapshot_delta",
+        "message",
+        "replace_history",
+        "System",
+        "User",
+        "Assistant",
+        "EnrichedAssistant",
+        "AbortedAssistant",
+        "ToolResult",
+      ].every((t) => seen.has(t)),
       () => `missing: ${[...seen].join(", ")}`,
     );
   });

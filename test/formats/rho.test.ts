@@ -17,13 +17,27 @@ describe("Rho snapshot schema 2 (hand-written fixture)", () => {
       revision: 9,
       system: "You are a careful coding agent.",
       provider: OPENAI,
-      compaction: { completed: 2, removed_messages: 7, removed_tokens_estimate: 5100, cost_usd_micros: 350, last_before_tokens: 9000, last_after_tokens: 3900, last_revision: 6 },
+      compaction: {
+        completed: 2,
+        removed_messages: 7,
+        removed_tokens_estimate: 5100,
+        cost_usd_micros: 350,
+        last_before_tokens: 9000,
+        last_after_tokens: 3900,
+        last_revision: 6,
+      },
       metadata: { title: "Fix the add test", host: "rho-cli" },
       promptCacheKey: "rho:cache-7",
       format: "rho-snapshot-v2",
     });
     // 8 entries: System (system prompt) and two ToolResults (joined) are not messages.
-    expect(s.messages.map((m) => `${m.role}/${m.status ?? "-"}`)).toEqual(["user/-", "assistant/completed", "assistant/completed", "user/-", "assistant/stopped"]);
+    expect(s.messages.map((m) => `${m.role}/${m.status ?? "-"}`)).toEqual([
+      "user/-",
+      "assistant/completed",
+      "assistant/completed",
+      "user/-",
+      "assistant/stopped",
+    ]);
     expect(s.messages[0]!.parts).toEqual([
       { sequence: 1, type: "text", text: "What is in this screenshot?" },
       { sequence: 2, type: "file", media_type: "image/png", data: "iVBORw0KGgo=" },
@@ -31,7 +45,14 @@ describe("Rho snapshot schema 2 (hand-written fixture)", () => {
     const enriched = s.messages[1]!;
     expect(enriched.provider).toEqual(OPENAI);
     expect(enriched.parts.map((p) => p.type)).toEqual(["reasoning-summary", "provider-context", "text", "tool", "tool"]);
-    expect(enriched.parts[1]).toEqual({ sequence: 2, type: "provider-context", ...OPENAI, data: { encrypted_content: "gAAAAB-opaque" }, kind: "reasoning", position: 0 });
+    expect(enriched.parts[1]).toEqual({
+      sequence: 2,
+      type: "provider-context",
+      ...OPENAI,
+      data: { encrypted_content: "gAAAAB-opaque" },
+      kind: "reasoning",
+      position: 0,
+    });
     expect(enriched.parts[3]).toMatchObject({ tool_call_id: "call_a", state: "output-available", output: "it('adds', () => expect(add(1, 1)).toBe(3));" });
     expect(enriched.parts[4]).toMatchObject({ tool_call_id: "call_b", state: "output-error", error: "exit code 1" });
     const aborted = s.messages[4]!;
@@ -77,7 +98,12 @@ describe("Rho snapshot schema 1 (hand-written fixture) is migrated", () => {
     doc.prompt_cache_key = "not in schema 1";
     for (const bytes of [fixture("rho/snapshot-v1.json"), utf8(JSON.stringify(doc))]) {
       const s = readRhoSnapshot(bytes, "snapshot-v1.json");
-      expect(s).toMatchObject({ revision: 3, format: "rho-snapshot-v1", metadata: { title: "snapshot v1" }, compaction: { completed: 1, removed_messages: 4, removed_tokens_estimate: 0, last_revision: 2 } });
+      expect(s).toMatchObject({
+        revision: 3,
+        format: "rho-snapshot-v1",
+        metadata: { title: "snapshot v1" },
+        compaction: { completed: 1, removed_messages: 4, removed_tokens_estimate: 0, last_revision: 2 },
+      });
       expect(s.promptCacheKey).toBeUndefined();
       expect(s.messages.map((m) => m.parts[0])).toEqual([
         { sequence: 1, type: "text", text: "historical prompt" },
@@ -106,13 +132,21 @@ describe("Rho snapshot refusals: typed errors naming file, line and JSON path", 
   });
 
   it("a ToolResult without its ToolCall", () => {
-    expectFormatError(thrown(() => readRhoSnapshot(fixture("rho/snapshot-orphan-result.json"), "o.json")), { file: "o.json", line: 7, path: "$.history[1].ToolResult.id" });
+    expectFormatError(thrown(() => readRhoSnapshot(fixture("rho/snapshot-orphan-result.json"), "o.json")), {
+      file: "o.json",
+      line: 7,
+      path: "$.history[1].ToolResult.id",
+    });
   });
 
   it("truncated or invalid JSON, invalid UTF-8, an empty file", () => {
     expectFormatError(thrown(() => readRhoSnapshot(fixture("rho/snapshot-truncated.json"), "t.json")), { file: "t.json", line: 1, message: /invalid JSON/ });
     expectFormatError(thrown(() => readRhoSnapshot(utf8('{\n  "a": 1,\n  @\n}'), "t.json")), { file: "t.json", line: 3 });
-    expectFormatError(thrown(() => readRhoSnapshot(new Uint8Array([0x7b, 0x0a, 0xc3, 0x28, 0x0a, 0x7d]), "u.json")), { file: "u.json", line: 2, message: /UTF-8/ });
+    expectFormatError(thrown(() => readRhoSnapshot(new Uint8Array([0x7b, 0x0a, 0xc3, 0x28, 0x0a, 0x7d]), "u.json")), {
+      file: "u.json",
+      line: 2,
+      message: /UTF-8/,
+    });
     expectFormatError(thrown(() => readRhoSnapshot(new Uint8Array(0), "e.json")), { file: "e.json", line: 1, message: /empty/ });
   });
 
@@ -131,7 +165,10 @@ describe("Rho snapshot refusals: typed errors naming file, line and JSON path", 
       [{ ...base, history: [{ User: [{ Image: { data: "x", mime_type: "" } }] }] }, "$.history[0].User[0].Image.mime_type"],
       [{ ...base, history: [{ User: [], Assistant: [] }] }, "$.history[0]"],
       [{ ...base, history: ["System"] }, "$.history[0]"],
-      [{ ...base, history: [{ EnrichedAssistant: { content: [], provider_context: [{ identity: OPENAI, kind: "k" }] } }] }, "$.history[0].EnrichedAssistant.provider_context[0].data"],
+      [
+        { ...base, history: [{ EnrichedAssistant: { content: [], provider_context: [{ identity: OPENAI, kind: "k" }] } }] },
+        "$.history[0].EnrichedAssistant.provider_context[0].data",
+      ],
     ];
     for (const [doc, path] of cases) {
       const bytes = utf8(JSON.stringify(doc, null, 2));
@@ -171,7 +208,15 @@ describe("Rho app JSONL (hand-written fixtures)", () => {
     });
     expect(session.messages.map((m) => m.created_at)).toEqual(["2025-12-02T13:00:01.000Z", "2025-12-02T13:00:05.000Z", "2025-12-02T13:00:09.000Z"]);
     expect(session.messages[1]!.parts).toEqual([
-      { sequence: 1, type: "provider-context", provider: "anthropic", api: "messages", model: "claude-sonnet-4-5", data: { signature: "sig-1", thinking: "opaque" }, kind: "thinking" },
+      {
+        sequence: 1,
+        type: "provider-context",
+        provider: "anthropic",
+        api: "messages",
+        model: "claude-sonnet-4-5",
+        data: { signature: "sig-1", thinking: "opaque" },
+        kind: "thinking",
+      },
       { sequence: 2, type: "tool", tool_call_id: "toolu_1", tool_name: "ls", state: "output-available", input: {}, output: "a.ts\nb.ts" },
     ]);
   });
@@ -203,13 +248,45 @@ describe("Rho app JSONL (hand-written fixtures)", () => {
 describe("Rho app JSONL refusals", () => {
   const header = '{"type":"session","version":3,"id":"s","timestamp":"1","cwd":"/"}\n';
   const snap = (revision: number, history: unknown[] = []): string =>
-    `${JSON.stringify({ type: "snapshot", timestamp: "2", snapshot: { schema_version: 2, session_id: "s", revision, history, provider: OPENAI }, display_messages: [] })}\n`;
+    `${
+      JSON.stringify({
+        type: "snapshot",
+        timestamp: "2",
+        snapshot: { schema_version: 2, session_id: "s", revision, history, provider: OPENAI },
+        display_messages: [],
+      })
+    }\n`;
   const delta = (base: number, revision: number, extra: Record<string, unknown> = {}): string =>
-    `${JSON.stringify({ type: "snapshot_delta", timestamp: "3", delta: { base_revision: base, session_id: "s", revision, appended_history: [], provider: OPENAI, compaction: { completed_compactions: 0, removed_messages: 0 }, metadata: {}, ...extra }, display_messages: [] })}\n`;
+    `${
+      JSON.stringify({
+        type: "snapshot_delta",
+        timestamp: "3",
+        delta: {
+          base_revision: base,
+          session_id: "s",
+          revision,
+          appended_history: [],
+          provider: OPENAI,
+          compaction: { completed_compactions: 0, removed_messages: 0 },
+          metadata: {},
+          ...extra,
+        },
+        display_messages: [],
+      })
+    }\n`;
 
   it("a delta whose base_revision is not the previous revision names its line", () => {
-    expectFormatError(thrown(() => readRhoJsonl(fixture("rho/session-bad-base.jsonl"), "bad.jsonl")), { file: "bad.jsonl", line: 3, path: "$.delta.base_revision", message: /expected 4/ });
-    expectFormatError(thrown(() => readRhoJsonl(utf8(header + snap(1) + delta(1, 2) + delta(1, 3)), "b.jsonl")), { file: "b.jsonl", line: 4, path: "$.delta.base_revision" });
+    expectFormatError(thrown(() => readRhoJsonl(fixture("rho/session-bad-base.jsonl"), "bad.jsonl")), {
+      file: "bad.jsonl",
+      line: 3,
+      path: "$.delta.base_revision",
+      message: /expected 4/,
+    });
+    expectFormatError(thrown(() => readRhoJsonl(utf8(header + snap(1) + delta(1, 2) + delta(1, 3)), "b.jsonl")), {
+      file: "b.jsonl",
+      line: 4,
+      path: "$.delta.base_revision",
+    });
   });
 
   it("even as the final unterminated line, a refused delta is an interrupted append only when it has no newline", () => {
@@ -229,7 +306,11 @@ describe("Rho app JSONL refusals", () => {
       ['{"type":"message","timestamp":"soon","message":{"User":[]}}\n', 2, "$.timestamp"],
       ['{"type":"node","id":"n1"}\n', 2, "$.type"],
       [header, 2, "$.type"],
-      ['{"type":"snapshot","timestamp":"2","snapshot":{"schema_version":2,"session_id":"s","revision":1,"history":[],"provider":{"provider":"p","api":"a","model":"m"}}}\n', 2, "$.display_messages"],
+      [
+        '{"type":"snapshot","timestamp":"2","snapshot":{"schema_version":2,"session_id":"s","revision":1,"history":[],"provider":{"provider":"p","api":"a","model":"m"}}}\n',
+        2,
+        "$.display_messages",
+      ],
     ];
     for (const [records, line, path] of cases) {
       expectFormatError(thrown(() => readRhoJsonl(utf8(header + records), "r.jsonl")), { file: "r.jsonl", line, ...(path ? { path } : {}) });
@@ -237,7 +318,11 @@ describe("Rho app JSONL refusals", () => {
   });
 
   it("unknown versions: the header's and an embedded snapshot's", () => {
-    expectUnsupported(thrown(() => readRhoJsonl(utf8('{"type":"session","version":5,"id":"s-new","timestamp":"400","cwd":"/w"}\n'), "v5.jsonl")), { file: "v5.jsonl", line: 1, found: 5 });
+    expectUnsupported(thrown(() => readRhoJsonl(utf8('{"type":"session","version":5,"id":"s-new","timestamp":"400","cwd":"/w"}\n'), "v5.jsonl")), {
+      file: "v5.jsonl",
+      line: 1,
+      found: 5,
+    });
     const embedded = `${JSON.stringify({ type: "snapshot", timestamp: "2", snapshot: { schema_version: 9 }, display_messages: [] })}\n`;
     expectUnsupported(thrown(() => readRhoJsonl(utf8(header + embedded), "e.jsonl")), { file: "e.jsonl", line: 2, found: 9 });
   });

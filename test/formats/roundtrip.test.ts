@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MessageRecord, NewMessage, Session } from "../../core/mod.ts";
-import { readDeepCode, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot, type PartOmission } from "../../core/formats/mod.ts";
+import { type PartOmission, readDeepCode, readRhoSnapshot, writeDeepCodeV1, writeRhoSnapshot } from "../../core/formats/mod.ts";
 import { comparable, memorySessions, text } from "./support.ts";
 import { expectDeepCodeReads } from "./deepcode-reader.ts";
 import { expectRhoReads } from "./rho-reader.ts";
@@ -58,7 +58,10 @@ const rhoConversation: NewMessage[] = [
   { role: "user", parts: [{ type: "text", text: "Continue." }] },
 ];
 
-async function sessionWith(messages: NewMessage[], input: { instruction?: string } = {}): Promise<{ session: Session; sessions: ReturnType<typeof memorySessions> }> {
+async function sessionWith(
+  messages: NewMessage[],
+  input: { instruction?: string } = {},
+): Promise<{ session: Session; sessions: ReturnType<typeof memorySessions> }> {
   const sessions = memorySessions();
   const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "src", title: "Round trip", ...input });
   await session.append(messages);
@@ -66,11 +69,18 @@ async function sessionWith(messages: NewMessage[], input: { instruction?: string
 }
 
 function withJsonTextOutputs(message: MessageRecord): MessageRecord {
-  return { ...message, parts: message.parts.map((p) => (p.type === "tool" && p.output !== undefined && typeof p.output !== "string" ? { ...p, output: JSON.stringify(p.output) } : p)) };
+  return {
+    ...message,
+    parts: message.parts.map((
+      p,
+    ) => (p.type === "tool" && p.output !== undefined && typeof p.output !== "string" ? { ...p, output: JSON.stringify(p.output) } : p)),
+  };
 }
 
 function toolPairs(messages: readonly MessageRecord[]): string[] {
-  return messages.flatMap((m, i) => m.parts.filter((p) => p.type === "tool").map((p) => `${i}:${(p as { tool_call_id: string }).tool_call_id}:${(p as { state: string }).state}`));
+  return messages.flatMap((m, i) =>
+    m.parts.filter((p) => p.type === "tool").map((p) => `${i}:${(p as { tool_call_id: string }).tool_call_id}:${(p as { state: string }).state}`)
+  );
 }
 
 describe("round trip sessionfold → DeepCode v1 → sessionfold", () => {
@@ -115,7 +125,13 @@ describe("round trip sessionfold → DeepCode v1 → sessionfold", () => {
     expect(() => writeDeepCodeV1(portable)).toThrow(/cwd/);
     const omitted: PartOmission[] = [];
     writeDeepCodeV1(portable, { cwd: "/", onOmitted: (o) => omitted.push(o) });
-    expect(omitted.map((o) => `${o.message}:${o.part}:${o.type}`)).toEqual(["0:2:file", "1:2:provider-context", "1:3:provider-context", "3:1:tool", "4:1:provider-context"]);
+    expect(omitted.map((o) => `${o.message}:${o.part}:${o.type}`)).toEqual([
+      "0:2:file",
+      "1:2:provider-context",
+      "1:3:provider-context",
+      "3:1:tool",
+      "4:1:provider-context",
+    ]);
   });
 });
 
@@ -162,7 +178,11 @@ describe("round trip sessionfold → Rho snapshot → sessionfold", () => {
     const MARKER = "RAW-REASONING-MARKER-7c1e9";
     const { session } = await sessionWith([
       { role: "user", parts: [{ type: "text", text: "think" }] },
-      { role: "assistant", provider: OPENAI, parts: [{ type: "reasoning", text: `${MARKER} completed` }, { type: "reasoning-summary", text: "summary kept" }, { type: "text", text: "ok" }] },
+      {
+        role: "assistant",
+        provider: OPENAI,
+        parts: [{ type: "reasoning", text: `${MARKER} completed` }, { type: "reasoning-summary", text: "summary kept" }, { type: "text", text: "ok" }],
+      },
       { role: "assistant", status: "stopped", parts: [{ type: "reasoning", text: `${MARKER} stopped` }, { type: "text", text: "part" }] },
       { role: "user", parts: [{ type: "reasoning", text: `${MARKER} user` }] },
     ]);

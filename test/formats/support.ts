@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
-import { MemoryStorage, Sessions, SessionfoldError, UnsupportedSchemaError, type MessageRecord } from "../../core/mod.ts";
+import { MemoryStorage, type MessageRecord, SessionfoldError, Sessions, UnsupportedSchemaError } from "../../core/mod.ts";
 import { FormatError } from "../../core/formats/mod.ts";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));

@@ -29,11 +29,11 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NotFoundError, Session, type DiagnosticCode, type LiveDraft, type MessageRecord, type StaleLockReclaimed } from "../../core/mod.ts";
+import { type DiagnosticCode, type LiveDraft, type MessageRecord, NotFoundError, Session, type StaleLockReclaimed } from "../../core/mod.ts";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { linuxProcessStartTime } from "../../runtime-node/process-probe.ts";
 import { prng } from "../support/prng.ts";
-import { bundledLauncher, fullHistory, pagedHistory, rawHistory, sleep, startChild, tsxLauncher, type ChildLauncher, type Report } from "./process-support.ts";
+import { bundledLauncher, type ChildLauncher, fullHistory, pagedHistory, rawHistory, type Report, sleep, startChild, tsxLauncher } from "./process-support.ts";
 
 const RUNS = Number(process.env["CRASH_RUNS"] ?? 200);
 const SEED = Number(process.env["CRASH_SEED"] ?? 20261202);
@@ -286,7 +286,7 @@ interface Chain {
 function planChains(): Chain[] {
   const random = prng(SEED);
   const chains: Chain[] = [];
-  for (let total = 0; total < RUNS; ) {
+  for (let total = 0; total < RUNS;) {
     const kills = Math.min(1 + Math.floor(random() * 6), RUNS - total);
     chains.push({ index: chains.length, kills, sessions: random() < 0.3 ? 2 : 1, seed: Math.floor(random() * 2 ** 31) });
     total += kills;
@@ -394,9 +394,13 @@ describe("Node runtime: SIGKILL at random moments", () => {
     expect(stats.manualUnlocks, "sessions that needed a manual unlock").toBe(0);
     const fmt = (map: Map<string, number>) => [...map].sort().map(([k, v]) => `${k}=${v}`).join(" ");
     console.log(
-      `crash: ${stats.kills} kills (${chains.length} chains, seed ${SEED}, ${bundle?.kind ?? "tsx"}) in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
+      `crash: ${stats.kills} kills (${chains.length} chains, seed ${SEED}, ${bundle?.kind ?? "tsx"}) in ${
+        ((performance.now() - started) / 1000).toFixed(1)
+      } s; ` +
         `${stats.acks} acks, ${stats.idsChecked} acknowledged ids checked; locks left ${stats.locksLeft}, taken over ${stats.locksReclaimed}, manual unlocks needed ${stats.manualUnlocks}; ` +
-        `kills into a big write ${stats.bigWriteKills}, torn tails recovered ${stats.diagnostics.get("truncated_tail") ?? 0}; sessions created ${stats.createdSessions} (unacknowledged but opened clean ${stats.adoptedSessions}, empty folders ${stats.emptyFolders}); ` +
+        `kills into a big write ${stats.bigWriteKills}, torn tails recovered ${
+          stats.diagnostics.get("truncated_tail") ?? 0
+        }; sessions created ${stats.createdSessions} (unacknowledged but opened clean ${stats.adoptedSessions}, empty folders ${stats.emptyFolders}); ` +
         `drafts seen ${stats.draftsSeen} (finishDraft ${stats.draftsFinished}, by append ${stats.draftsByAppend}, left to the child ${stats.draftsLeftToChild}, child saw ${stats.childRecoveredDrafts}); ` +
         `reopened clean ${stats.reopenedClean}; diagnostics: ${fmt(stats.diagnostics)}; killed during: ${fmt(stats.killedDuring)}`,
     );

@@ -11,7 +11,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { WriterLockedError, type StaleLockReclaimed } from "../../core/mod.ts";
+import { type StaleLockReclaimed, WriterLockedError } from "../../core/mod.ts";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime } from "../../runtime-node/process-probe.ts";
 import { cli, expectOk, json, sessionDir } from "../cli/support.ts";
@@ -94,7 +94,11 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("dea
     const lockPath = join(sessionDir(root, "a1/w1/s1"), "writer.lock");
     await writeFile(lockPath, lockOf(child.pid, startedAt, "lock_gone"));
     const result = expectOk(await cli(root, ["--json", "append", "a1/w1/s1", "--role", "user", "--text", "hello"]));
-    expect(json(result)).toMatchObject({ sequence: 1, revision: 1, stale_locks_reclaimed: [{ ref: "a1/w1/s1", owner: { pid: child.pid, lock_id: "lock_gone" } }] });
+    expect(json(result)).toMatchObject({
+      sequence: 1,
+      revision: 1,
+      stale_locks_reclaimed: [{ ref: "a1/w1/s1", owner: { pid: child.pid, lock_id: "lock_gone" } }],
+    });
     expect(result.stderr).toContain(`note stale_lock_reclaimed: a1/w1/s1: took over the writer.lock of a dead writer (pid ${child.pid} on ${hostname()}`);
     await expect(readFile(lockPath)).rejects.toMatchObject({ code: "ENOENT" });
   });
@@ -109,7 +113,17 @@ describe.runIf(process.platform === "linux" && linuxBootId() !== undefined)("the
   const claim = readme.slice(readme.indexOf("A crashed writer's `writer.lock`"), readme.indexOf("way to remove it.") + "way to remove it.".length);
 
   it("the README states the rule, the hook and the way out", () => {
-    for (const phrase of ["taken over by the next writer", "this host during this boot", "no longer runs", "`onStaleLockReclaimed`", "`WriterLockedError`", "`sessionfold unlock REF --force`", "of another host or of an earlier boot"]) {
+    for (
+      const phrase of [
+        "taken over by the next writer",
+        "this host during this boot",
+        "no longer runs",
+        "`onStaleLockReclaimed`",
+        "`WriterLockedError`",
+        "`sessionfold unlock REF --force`",
+        "of another host or of an earlier boot",
+      ]
+    ) {
       expect(claim, phrase).toContain(phrase);
     }
   });

@@ -113,7 +113,6 @@ describe("NodeFileStorage", () => {
     expect(await storage.createExclusive("writer.lock", utf8("{}"))).toBe(true);
   });
 
-
   it("maps every other failure to a typed StorageError carrying path and errno", async () => {
     faults.open = "EACCES";
     const denied = await storage.append("a.json", utf8("x")).catch((e: unknown) => e);
@@ -128,7 +127,10 @@ describe("NodeFileStorage", () => {
     await expect(storage.readTail("folder", 4)).rejects.toMatchObject(folderForFile);
     await expect(storage.append("folder", utf8("x"))).rejects.toMatchObject(folderForFile);
     await expect(storage.truncate("folder", 0)).rejects.toMatchObject(folderForFile);
-    await expect(storage.replace("file/x", utf8("x"))).rejects.toMatchObject({ code: "corrupt", details: { path: "file/x", found: "a regular file", expected: "a folder" } });
+    await expect(storage.replace("file/x", utf8("x"))).rejects.toMatchObject({
+      code: "corrupt",
+      details: { path: "file/x", found: "a regular file", expected: "a folder" },
+    });
     await expect(storage.append("file/x", utf8("x"))).rejects.toMatchObject({ code: "corrupt", details: { found: "a regular file", expected: "a folder" } });
     // Reading under a file finds nothing there; listing a file as a folder is corrupt.
     expect(await storage.read("file/x")).toBeUndefined();
@@ -192,6 +194,9 @@ describe("NodeFileStorage", () => {
     await writeFile(join(base, "a-file"), "x");
     const blocked = new NodeFileStorage({ root: join(base, "a-file", "store") });
     expect(await blocked.read("x")).toBeUndefined();
-    await expect(blocked.append("x", utf8("x"))).rejects.toMatchObject({ code: "internal", message: expect.stringMatching(/file is where a folder was expected/) });
+    await expect(blocked.append("x", utf8("x"))).rejects.toMatchObject({
+      code: "internal",
+      message: expect.stringMatching(/file is where a folder was expected/),
+    });
   });
 });

@@ -15,11 +15,11 @@ import { readFile, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WriterLockedError, type StaleLockReclaimed } from "../../core/mod.ts";
+import { type StaleLockReclaimed, WriterLockedError } from "../../core/mod.ts";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { linuxBootId, linuxPidNamespace } from "../../runtime-node/process-probe.ts";
 import { cli, expectOk, json, sessionDir, tempDir } from "../cli/support.ts";
-import { bundledLauncher, rawHistory, startChild, type ChildLauncher, type RunningChild } from "./process-support.ts";
+import { bundledLauncher, type ChildLauncher, rawHistory, type RunningChild, startChild } from "./process-support.ts";
 
 const REF = "a1/w1/s1";
 const linux = process.platform === "linux" && linuxBootId() !== undefined && linuxPidNamespace() !== undefined;
@@ -39,12 +39,12 @@ function leaseChild(root: string, unshare?: readonly string[]): RunningChild {
   const inner = launcher;
   const wrapped: ChildLauncher = unshare
     ? {
-        kind: inner.kind,
-        command: (args) => {
-          const { file, args: rest } = inner.command(args);
-          return { file: "unshare", args: [...unshare, file, ...rest] };
-        },
-      }
+      kind: inner.kind,
+      command: (args) => {
+        const { file, args: rest } = inner.command(args);
+        return { file: "unshare", args: [...unshare, file, ...rest] };
+      },
+    }
     : inner;
   return startChild(wrapped, [root, REF], "pipe");
 }

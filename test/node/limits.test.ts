@@ -9,7 +9,7 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, LimitExceededError, MAX_FILE_BYTES, MemoryStorage, Sessions, StoreEntryError, type PortableSession } from "../../core/mod.ts";
+import { ExtractiveSummarizer, LimitExceededError, MAX_FILE_BYTES, MemoryStorage, type PortableSession, Sessions, StoreEntryError } from "../../core/mod.ts";
 import { NodeFileStorage, WorkerFileStorage } from "../../runtime-node/mod.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
@@ -95,7 +95,14 @@ describe("importPortable keeps every file within the backend's limit; nothing is
   it("Active over maxFileBytes", async () => {
     const root = await tempRoot();
     const storage = new NodeFileStorage({ root, fsync: false, maxFileBytes: 32 * 1024 });
-    const messages = ["a", "b"].map((letter, i) => ({ record_type: "message", sequence: i + 1, message_id: `m${i}`, created_at: "2026-12-02T13:00:00.000Z", role: "user", parts: [{ sequence: 1, type: "text", text: letter.repeat(20_000) }] }));
+    const messages = ["a", "b"].map((letter, i) => ({
+      record_type: "message",
+      sequence: i + 1,
+      message_id: `m${i}`,
+      created_at: "2026-12-02T13:00:00.000Z",
+      role: "user",
+      parts: [{ sequence: 1, type: "text", text: letter.repeat(20_000) }],
+    }));
     const error = await rejection(new Sessions({ storage }).importPortable(REF, { messages } as unknown as PortableSession));
     expect(error).toBeInstanceOf(LimitExceededError);
     expect((error as LimitExceededError).details).toMatchObject({ limit: "MAX_FILE_BYTES", file: "messages/active.jsonl" });

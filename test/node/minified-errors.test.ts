@@ -17,7 +17,16 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = join(ROOT, "test/node/fixtures/minified");
 
 interface Report {
-  seen: { export: string; className: string; localName: string; localCode: unknown; hopName: string; hopInstanceOf: boolean; hopCode: unknown; hopDetails: unknown }[];
+  seen: {
+    export: string;
+    className: string;
+    localName: string;
+    localCode: unknown;
+    hopName: string;
+    hopInstanceOf: boolean;
+    hopCode: unknown;
+    hopDetails: unknown;
+  }[];
   testing: { export: string; className: string; localName: string }[];
   storageWorker: { call: string; name: string; instanceOf: boolean }[];
 }

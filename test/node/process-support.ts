@@ -4,7 +4,7 @@
  * lines, reading a session's whole history, and an independent raw read of its files.
  * Not a test file itself.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -106,7 +106,11 @@ export function startChild(launcher: ChildLauncher, args: readonly string[], std
       } else if (ended || reports.some((r) => r.type === "fatal")) {
         waiters.splice(waiters.indexOf(waiter), 1);
         const fatal = reports.find((r) => r.type === "fatal");
-        waiter.reject(new Error(`child ${child.pid} ended before "${waiter.type}" #${waiter.count}${fatal ? `: ${JSON.stringify(fatal)}` : ""}; stderr: ${stderr.slice(-2000)}`));
+        waiter.reject(
+          new Error(
+            `child ${child.pid} ended before "${waiter.type}" #${waiter.count}${fatal ? `: ${JSON.stringify(fatal)}` : ""}; stderr: ${stderr.slice(-2000)}`,
+          ),
+        );
       }
     }
   };

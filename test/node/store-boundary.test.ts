@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CorruptSessionError, StoreEntryError, type StoragePort } from "../../core/mod.ts";
+import { CorruptSessionError, type StoragePort, StoreEntryError } from "../../core/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -45,7 +45,9 @@ async function hashTree(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const name of (await readdir(dir, { recursive: true })) as string[]) {
     const info = await stat(join(dir, name));
-    out[name] = info.isDirectory() ? `dir ${(info.mode & 0o777).toString(8)}` : `${(info.mode & 0o777).toString(8)} ${createHash("sha256").update(await readFile(join(dir, name))).digest("hex")}`;
+    out[name] = info.isDirectory()
+      ? `dir ${(info.mode & 0o777).toString(8)}`
+      : `${(info.mode & 0o777).toString(8)} ${createHash("sha256").update(await readFile(join(dir, name))).digest("hex")}`;
   }
   return out;
 }
@@ -79,7 +81,14 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     const before = await hashTree(outside);
     await symlink(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));
     const link = { found: "a symbolic link", expected: "a regular file" };
-    expect(await refusals("s/active.jsonl")).toEqual({ read: link, readTail: link, replace: link, append: link, createExclusive: { resolved: false }, truncate: link });
+    expect(await refusals("s/active.jsonl")).toEqual({
+      read: link,
+      readTail: link,
+      replace: link,
+      append: link,
+      createExclusive: { resolved: false },
+      truncate: link,
+    });
     expect(await hashTree(outside)).toEqual(before);
   });
 
@@ -102,7 +111,14 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     const before = await hashTree(outside);
     await link(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));
     const linked = { found: "a file with 2 hard links", expected: "a file of its own" };
-    expect(await refusals("s/active.jsonl")).toEqual({ read: { resolved: "bytes" }, readTail: { resolved: { bytes: expect.any(Uint8Array), size: 26 } }, replace: linked, append: linked, createExclusive: { resolved: false }, truncate: linked });
+    expect(await refusals("s/active.jsonl")).toEqual({
+      read: { resolved: "bytes" },
+      readTail: { resolved: { bytes: expect.any(Uint8Array), size: 26 } },
+      replace: linked,
+      append: linked,
+      createExclusive: { resolved: false },
+      truncate: linked,
+    });
     expect(await hashTree(outside)).toEqual(before);
   });
 
@@ -113,16 +129,37 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     await symlink("/dev/zero", join(root, "s", "zero"));
     for (const [key, found] of [["s/fifo", "a FIFO"], ["s/socket", "a socket"], ["s/zero", "a symbolic link"]] as const) {
       const refused = { found, expected: "a regular file" };
-      expect(await refusals(key), key).toEqual({ read: refused, readTail: refused, replace: refused, append: refused, createExclusive: { resolved: false }, truncate: refused });
+      expect(await refusals(key), key).toEqual({
+        read: refused,
+        readTail: refused,
+        replace: refused,
+        append: refused,
+        createExclusive: { resolved: false },
+        truncate: refused,
+      });
     }
   });
 
   it("a folder where a file belongs, and a file where a folder belongs (for a write)", async () => {
     await mkdir(join(root, "s", "active.jsonl"));
     const folder = { found: "a folder", expected: "a regular file" };
-    expect(await refusals("s/active.jsonl")).toEqual({ read: folder, readTail: folder, replace: folder, append: folder, createExclusive: { resolved: false }, truncate: folder });
+    expect(await refusals("s/active.jsonl")).toEqual({
+      read: folder,
+      readTail: folder,
+      replace: folder,
+      append: folder,
+      createExclusive: { resolved: false },
+      truncate: folder,
+    });
     const file = { found: "a regular file", expected: "a folder" };
-    expect(await refusals("s/meta.json/x")).toEqual({ read: { resolved: undefined }, readTail: { resolved: undefined }, replace: file, append: file, createExclusive: file, truncate: file });
+    expect(await refusals("s/meta.json/x")).toEqual({
+      read: { resolved: undefined },
+      readTail: { resolved: undefined },
+      replace: file,
+      append: file,
+      createExclusive: file,
+      truncate: file,
+    });
   });
 
   it("a file over maxFileBytes is refused unread; a tail of it can still be read", async () => {

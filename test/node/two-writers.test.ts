@@ -13,9 +13,9 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RevisionConflictError, Sessions, WriterLockedError, type Session } from "../../core/mod.ts";
+import { RevisionConflictError, type Session, Sessions, WriterLockedError } from "../../core/mod.ts";
 import { NodeFileStorage, openNodeSessions } from "../../runtime-node/mod.ts";
-import { bundledLauncher, fullHistory, pagedHistory, rawHistory, startChild, type ChildLauncher } from "./process-support.ts";
+import { bundledLauncher, type ChildLauncher, fullHistory, pagedHistory, rawHistory, startChild } from "./process-support.ts";
 
 const APPENDS = Number(process.env["TWO_WRITERS_APPENDS"] ?? 100);
 const REF = "tw/ws/s1";
@@ -52,7 +52,9 @@ async function createSession(root: string): Promise<void> {
 async function checkStore(root: string, attempts: readonly Attempt[], otherRevisions: readonly number[] = []): Promise<{ landed: number; failed: number }> {
   const landed = attempts.filter((a) => a.result === "landed");
   const failed = attempts.filter((a) => a.result === "failed");
-  expect([...new Set(failed.map((a) => a.code))].filter((c) => c !== "writer-locked" && c !== "revision-conflict"), "only typed contention failures").toEqual([]);
+  expect([...new Set(failed.map((a) => a.code))].filter((c) => c !== "writer-locked" && c !== "revision-conflict"), "only typed contention failures").toEqual(
+    [],
+  );
   expect(new Set(attempts.map((a) => a.id)).size, "attempt ids are unique").toBe(attempts.length);
 
   const store = await openNodeSessions({ root, worker: false });
@@ -108,7 +110,9 @@ describe("two writers on one session", () => {
     expect(landed).toBe(2 * APPENDS);
     // The two really contended (otherwise this test proved nothing).
     expect(failed, "typed failures seen").toBeGreaterThan(0);
-    expect(new Set(attempts.filter((x) => x.result === "failed").map((x) => x.code)), "both kinds of contention seen").toEqual(new Set(["writer-locked", "revision-conflict"]));
+    expect(new Set(attempts.filter((x) => x.result === "failed").map((x) => x.code)), "both kinds of contention seen").toEqual(
+      new Set(["writer-locked", "revision-conflict"]),
+    );
     expect(compactRevisions.length, "compactions that landed").toBeGreaterThan(0);
   }, 180_000);
 
@@ -123,7 +127,7 @@ describe("two writers on one session", () => {
     const attempts: Attempt[] = [];
     const writer = async (session: Session, tag: string, count: number) => {
       for (let i = 0; i < count; i++) {
-        for (let n = 0; ; n++) {
+        for (let n = 0;; n++) {
           const id = `${tag}-${i}-${n}`;
           try {
             const result = await session.append({ role: "user", parts: [{ type: "text", text: `payload ${id}` }], message_id: id });

@@ -33,7 +33,11 @@ describe("WorkerFileStorage", () => {
     const linked = await storage.append("full.jsonl", utf8("x\n")).catch((e: unknown) => e);
     expect(linked).toBeInstanceOf(StoreEntryError);
     expect(linked).toBeInstanceOf(CorruptSessionError);
-    expect(linked).toMatchObject({ name: "StoreEntryError", code: "corrupt", details: { path: "full.jsonl", found: "a symbolic link", expected: "a regular file" } });
+    expect(linked).toMatchObject({
+      name: "StoreEntryError",
+      code: "corrupt",
+      details: { path: "full.jsonl", found: "a symbolic link", expected: "a regular file" },
+    });
 
     const hostile = await storage.read("../etc/passwd").catch((e: unknown) => e);
     expect(hostile).toBeInstanceOf(InvalidInputError);

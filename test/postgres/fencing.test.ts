@@ -10,8 +10,8 @@
  */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { LeaseLostError, Sessions, StorageError, WriterLockedError, type Session } from "../../core/mod.ts";
-import { PostgresStorage, type LeaseLost } from "../../runtime-postgres/mod.ts";
+import { LeaseLostError, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
+import { type LeaseLost, PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { fullHistory } from "../node/process-support.ts";
 import { dropSchemas, freshSchema, POSTGRES_URL, terminateApplication, terminateLockHolder } from "./support.ts";
 
@@ -101,7 +101,9 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
       }
 
       // Before fencing: the lease holder appended on with no error (issue 27, attack 1).
-      const refused = await held.append({ role: "user", parts: [{ type: "text", text: "after the kill" }], message_id: "a-late" }).catch((error: unknown) => error);
+      const refused = await held.append({ role: "user", parts: [{ type: "text", text: "after the kill" }], message_id: "a-late" }).catch((error: unknown) =>
+        error
+      );
       expect(refused).toBeInstanceOf(LeaseLostError);
       expect((refused as LeaseLostError).code).toBe("writer-locked");
       expect((refused as LeaseLostError).details).toMatchObject({ path: LOCK, outcome: "not-written" });
@@ -133,7 +135,7 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
       const held = await a.sessions.create({ ...REF, title: "lease" }, { hold: true });
       let refusal: unknown;
       const writing = (async () => {
-        for (let i = 0; ; i++) {
+        for (let i = 0;; i++) {
           try {
             await held.append({ role: "user", parts: [{ type: "text", text: `held ${i}` }], message_id: `a${i}` });
             acknowledged.push(`a${i}`);
@@ -225,7 +227,7 @@ describe.skipIf(!POSTGRES_URL)("a lost connection is a typed error, never a host
       // a commit meeting one (which the pool may not have noticed yet) gets a typed error and
       // the next takes a live connection.
       const reopened = await a.sessions.open(REF);
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0;; attempt++) {
         try {
           await reopened.append({ role: "user", parts: [{ type: "text", text: "after the restart" }], message_id: `a1-${attempt}` });
           acknowledged.push(`a1-${attempt}`);

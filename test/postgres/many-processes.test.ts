@@ -5,7 +5,7 @@
  * once, every refusal typed (`writer-locked`, `revision-conflict`), every history contiguous.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startChild, type ChildLauncher, type RunningChild } from "../node/process-support.ts";
+import { type ChildLauncher, type RunningChild, startChild } from "../node/process-support.ts";
 import { checkStore, createSessions, writerLauncher } from "./process-support.ts";
 import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
 

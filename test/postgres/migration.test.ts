@@ -7,7 +7,7 @@
  */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { MemoryStorage, RevisionConflictError, Sessions, sessionPaths } from "../../core/mod.ts";
+import { MemoryStorage, RevisionConflictError, sessionPaths, Sessions } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { migrate, SCHEMA_VERSION } from "../../runtime-postgres/schema.ts";
 import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";

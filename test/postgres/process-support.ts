@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { Sessions } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
-import { bundledLauncher, fullHistory, type ChildLauncher, type Report } from "../node/process-support.ts";
+import { bundledLauncher, type ChildLauncher, fullHistory, type Report } from "../node/process-support.ts";
 import { POSTGRES_URL } from "./support.ts";
 
 /** The writer fixture (fixtures/pg-writer.ts) as one bundle; `pg-native` is an addon `pg` loads only when asked. */
@@ -50,7 +50,8 @@ export async function checkStore(schema: string, refs: readonly string[], report
   for (const a of [...attempts, ...(reports.filter((r) => r.type === "compact") as unknown as { result: string; code?: string }[])]) {
     if (a.result === "failed") refused[a.code ?? "?"] = (refused[a.code ?? "?"] ?? 0) + 1;
   }
-  expect(Object.keys(refused).filter((code) => code !== "writer-locked" && code !== "revision-conflict" && code !== "lease-lost"), "only typed refusals").toEqual([]);
+  expect(Object.keys(refused).filter((code) => code !== "writer-locked" && code !== "revision-conflict" && code !== "lease-lost"), "only typed refusals")
+    .toEqual([]);
   const refusedIds = new Set(attempts.filter((a) => a.result === "failed").map((a) => a.id));
   const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
   let segments = 0;

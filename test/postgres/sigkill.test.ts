@@ -19,7 +19,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RevisionConflictError, Sessions, WriterLockedError } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
-import { startChild, type ChildLauncher, type Report, type RunningChild } from "../node/process-support.ts";
+import { type ChildLauncher, type Report, type RunningChild, startChild } from "../node/process-support.ts";
 import { checkStore, createSessions, writerLauncher } from "./process-support.ts";
 import { dropSchemas, freshSchema, POSTGRES_URL, terminateLockHolder } from "./support.ts";
 
@@ -122,82 +122,91 @@ describe.skipIf(!POSTGRES_URL)("SIGKILL in the middle of commits", () => {
     expect(ownIds).toHaveLength(KILLS * SESSIONS_PER_WRITER);
     console.log(
       `sigkill: ${KILLS} kills in ${seconds.toFixed(1)} s; ${result.landed} acknowledged commits (${ownIds.length} by the test right after a kill, ` +
-        `${lockedRetries} refused writer-locked first, ${lateCommits} revision-conflict with a dead process's last commit), ${result.compactions} compactions, refusals ${JSON.stringify(result.refused)}`,
+        `${lockedRetries} refused writer-locked first, ${lateCommits} revision-conflict with a dead process's last commit), ${result.compactions} compactions, refusals ${
+          JSON.stringify(result.refused)
+        }`,
     );
   }, 300_000);
 });
 
 describe.skipIf(!POSTGRES_URL)("the lock holder's connection killed in the middle of commits", () => {
-  it(`${CONNECTION_KILLS} lease connections killed: the holder is refused typed, the test's writes land, nothing acknowledged is lost or stored twice`, async () => {
-    const slots = Array.from({ length: WRITERS / 2 }, (_, w) => Array.from({ length: SESSIONS_PER_WRITER }, (_, s) => `conn/w${w}/s${s}`));
-    await createSessions(connSchema, slots.flat());
-    const reports: Report[] = [];
-    const ownIds: string[] = [];
-    let lockedRetries = 0;
-    let lateCommits = 0;
-    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema: connSchema });
-    const sessions = new Sessions({ storage });
+  it(
+    `${CONNECTION_KILLS} lease connections killed: the holder is refused typed, the test's writes land, nothing acknowledged is lost or stored twice`,
+    async () => {
+      const slots = Array.from({ length: WRITERS / 2 }, (_, w) => Array.from({ length: SESSIONS_PER_WRITER }, (_, s) => `conn/w${w}/s${s}`));
+      await createSessions(connSchema, slots.flat());
+      const reports: Report[] = [];
+      const ownIds: string[] = [];
+      let lockedRetries = 0;
+      let lateCommits = 0;
+      const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema: connSchema });
+      const sessions = new Sessions({ storage });
 
-    const run = async (refs: readonly string[], w: number, kills: number): Promise<void> => {
-      const child = startChild(launcher, [POSTGRES_URL, connSchema, `c${w}`, refs.join(","), "forever", "3", "hold"], "pipe");
-      await child.next("ready");
-      child.process.stdin!.write("go\n");
-      const landedSoFar = () => child.reports.filter((r) => r.type === "attempt" && r.result === "landed").length;
-      for (let k = 0; k < kills; k++) {
-        const target = landedSoFar() + 1 + Math.floor(Math.random() * 8);
-        while (landedSoFar() < target) await child.next("attempt", child.reports.filter((r) => r.type === "attempt").length + 1);
-        const ref = refs[k % refs.length]!;
-        const [agentId, workspaceId, sessionId] = ref.split("/") as [string, string, string];
-        expect(await terminateLockHolder(connSchema, `agents/${agentId}/workspaces/${workspaceId}/sessions/${sessionId}/writer.lock`), `the lease on ${ref}`).toBe(1);
-        // The writer is refused on its next commit of that session, typed; meanwhile this process writes there.
-        const lost = await child.next("lost", k + 1);
-        expect(lost.ref).toBe(ref);
-        const session = await sessions.open(ref);
-        const id = `test-${ref.replaceAll("/", ".")}-${k}`;
-        for (;;) {
-          try {
-            await session.append({ role: "user", parts: [{ type: "text", text: `after connection kill ${k}` }], message_id: id });
-            break;
-          } catch (error) {
-            if (error instanceof RevisionConflictError) {
-              lateCommits += 1;
-              await session.reload();
-            } else if (error instanceof WriterLockedError) {
-              // The killed backend is still on its way out: the server frees its lock as it exits.
-              lockedRetries += 1;
-              await new Promise((resolve) => setTimeout(resolve, 5));
-            } else {
-              throw error;
+      const run = async (refs: readonly string[], w: number, kills: number): Promise<void> => {
+        const child = startChild(launcher, [POSTGRES_URL, connSchema, `c${w}`, refs.join(","), "forever", "3", "hold"], "pipe");
+        await child.next("ready");
+        child.process.stdin!.write("go\n");
+        const landedSoFar = () => child.reports.filter((r) => r.type === "attempt" && r.result === "landed").length;
+        for (let k = 0; k < kills; k++) {
+          const target = landedSoFar() + 1 + Math.floor(Math.random() * 8);
+          while (landedSoFar() < target) await child.next("attempt", child.reports.filter((r) => r.type === "attempt").length + 1);
+          const ref = refs[k % refs.length]!;
+          const [agentId, workspaceId, sessionId] = ref.split("/") as [string, string, string];
+          expect(await terminateLockHolder(connSchema, `agents/${agentId}/workspaces/${workspaceId}/sessions/${sessionId}/writer.lock`), `the lease on ${ref}`)
+            .toBe(1);
+          // The writer is refused on its next commit of that session, typed; meanwhile this process writes there.
+          const lost = await child.next("lost", k + 1);
+          expect(lost.ref).toBe(ref);
+          const session = await sessions.open(ref);
+          const id = `test-${ref.replaceAll("/", ".")}-${k}`;
+          for (;;) {
+            try {
+              await session.append({ role: "user", parts: [{ type: "text", text: `after connection kill ${k}` }], message_id: id });
+              break;
+            } catch (error) {
+              if (error instanceof RevisionConflictError) {
+                lateCommits += 1;
+                await session.reload();
+              } else if (error instanceof WriterLockedError) {
+                // The killed backend is still on its way out: the server frees its lock as it exits.
+                lockedRetries += 1;
+                await new Promise((resolve) => setTimeout(resolve, 5));
+              } else {
+                throw error;
+              }
             }
           }
+          ownIds.push(id);
+          child.process.stdin!.write(`resume ${ref}\n`);
+          expect((await child.next("held", k + 1)).ref).toBe(ref);
         }
-        ownIds.push(id);
-        child.process.stdin!.write(`resume ${ref}\n`);
-        expect((await child.next("held", k + 1)).ref).toBe(ref);
-      }
-      child.process.kill("SIGKILL");
-      const end = await child.closed;
-      expect(child.reports.filter((r) => r.type === "fatal"), end.stderr.slice(-2000)).toEqual([]);
-      reports.push(...child.reports);
-    };
+        child.process.kill("SIGKILL");
+        const end = await child.closed;
+        expect(child.reports.filter((r) => r.type === "fatal"), end.stderr.slice(-2000)).toEqual([]);
+        reports.push(...child.reports);
+      };
 
-    const started = performance.now();
-    try {
-      await Promise.all(slots.map((refs, w) => run(refs, w, CONNECTION_KILLS / slots.length)));
-    } finally {
-      await storage.close();
-    }
-    const seconds = (performance.now() - started) / 1000;
-    const result = await checkStore(connSchema, slots.flat(), reports, ownIds);
-    expect(ownIds).toHaveLength(CONNECTION_KILLS);
-    const leaseLost = reports.filter((r) => r.code === "lease-lost");
-    expect(reports.filter((r) => r.type === "lost"), "every kill was met by a typed refusal").toHaveLength(CONNECTION_KILLS);
-    expect(leaseLost).toHaveLength(CONNECTION_KILLS);
-    const unknown = leaseLost.filter((r) => r.result === "unknown").length;
-    console.log(
-      `connection kills: ${CONNECTION_KILLS} in ${seconds.toFixed(1)} s; ${result.landed} acknowledged commits (${ownIds.length} by the test after a kill, ` +
-        `${lockedRetries} refused writer-locked first, ${lateCommits} revision-conflict), ${result.compactions} compactions, refusals ${JSON.stringify(result.refused)}, ` +
-        `${unknown} of them met a commit on its way (outcome unknown)`,
-    );
-  }, 300_000);
+      const started = performance.now();
+      try {
+        await Promise.all(slots.map((refs, w) => run(refs, w, CONNECTION_KILLS / slots.length)));
+      } finally {
+        await storage.close();
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const result = await checkStore(connSchema, slots.flat(), reports, ownIds);
+      expect(ownIds).toHaveLength(CONNECTION_KILLS);
+      const leaseLost = reports.filter((r) => r.code === "lease-lost");
+      expect(reports.filter((r) => r.type === "lost"), "every kill was met by a typed refusal").toHaveLength(CONNECTION_KILLS);
+      expect(leaseLost).toHaveLength(CONNECTION_KILLS);
+      const unknown = leaseLost.filter((r) => r.result === "unknown").length;
+      console.log(
+        `connection kills: ${CONNECTION_KILLS} in ${seconds.toFixed(1)} s; ${result.landed} acknowledged commits (${ownIds.length} by the test after a kill, ` +
+          `${lockedRetries} refused writer-locked first, ${lateCommits} revision-conflict), ${result.compactions} compactions, refusals ${
+            JSON.stringify(result.refused)
+          }, ` +
+          `${unknown} of them met a commit on its way (outcome unknown)`,
+      );
+    },
+    300_000,
+  );
 });

@@ -59,10 +59,12 @@ afterAll(async () => {
 });
 
 describe("a server that accepts and never answers", () => {
-  for (const [name, url] of [
-    ["on 127.0.0.1", () => `postgres://app@127.0.0.1:${port}/app?connect_timeout=1`],
-    ["on a Unix socket", () => `postgres://app@localhost/app?host=${encodeURIComponent(socketDir)}&connect_timeout=1`],
-  ] as const) {
+  for (
+    const [name, url] of [
+      ["on 127.0.0.1", () => `postgres://app@127.0.0.1:${port}/app?connect_timeout=1`],
+      ["on a Unix socket", () => `postgres://app@localhost/app?host=${encodeURIComponent(socketDir)}&connect_timeout=1`],
+    ] as const
+  ) {
     it(`${name}: ls and show fail within the URL's connect_timeout, typed`, async () => {
       for (const command of [["ls"], ["show", "a1/w1/s1"]]) {
         const result = await cliRaw(["--store", url(), ...command]);

@@ -6,7 +6,7 @@
  * Not a test file itself.
  */
 import { describe, expect, it } from "vitest";
-import { InvalidInputError, NotFoundError, Sessions, WriterLockedError, sessionPaths, type SessionRef, type StoragePort } from "../../core/mod.ts";
+import { InvalidInputError, NotFoundError, sessionPaths, type SessionRef, Sessions, type StoragePort, WriterLockedError } from "../../core/mod.ts";
 import { filesUnder } from "../../core/storage/files-under.ts";
 
 const DAY = 86_400_000;
@@ -57,7 +57,9 @@ export function runRetentionTests(name: string, fresh: StoreFactory): void {
         // An archived copy beside the live one (as a sync of an archive can leave): delete takes both.
         await storage.replace(archived.meta, (await storage.read(live.meta))!);
         const before = [...(await filesUnder(storage, live.dir)), ...(await filesUnder(storage, archived.dir))];
-        expect(before).toEqual(expect.arrayContaining([live.meta, live.active, live.draft, archived.meta, `${live.dir}/quarantine/active.jsonl.2026-01-01T00-00-00.000Z.jsonl`]));
+        expect(before).toEqual(
+          expect.arrayContaining([live.meta, live.active, live.draft, archived.meta, `${live.dir}/quarantine/active.jsonl.2026-01-01T00-00-00.000Z.jsonl`]),
+        );
         const result = await sessions.delete(ref);
         expect(result.ref).toBe("a1/w1/s1");
         expect(result.places).toEqual(["live", "archived"]);
@@ -122,13 +124,18 @@ export function runRetentionTests(name: string, fresh: StoreFactory): void {
       "purge by count keeps the N newest of each workspace, scoped by agent and workspace; archived only when asked",
       withStore(async (storage) => {
         const { clock, sessions } = clocked(storage);
-        for (const [ref, day] of [["a1/w1/s1", 1], ["a1/w1/s2", 2], ["a1/w1/s3", 3], ["a1/w2/t1", 1], ["a1/w2/t2", 2], ["a2/w1/u1", 1]] as const) await sessionAt(sessions, clock, ref, day);
+        for (const [ref, day] of [["a1/w1/s1", 1], ["a1/w1/s2", 2], ["a1/w1/s3", 3], ["a1/w2/t1", 1], ["a1/w2/t2", 2], ["a2/w1/u1", 1]] as const) {
+          await sessionAt(sessions, clock, ref, day);
+        }
         await sessionAt(sessions, clock, "a1/w1/arch", 9);
         await sessions.archive("a1/w1/arch");
         const refs = (r: { entries: readonly { ref: string }[] }) => r.entries.map((e) => e.ref);
         expect(refs(await sessions.purge({ keepNewest: 1, agentId: "a1", dryRun: true }))).toEqual(["a1/w1/s1", "a1/w2/t1", "a1/w1/s2"]);
         // Archived sessions rank after live ones, so with them the newest live sessions are the ones kept.
-        expect(refs(await sessions.purge({ keepNewest: 2, agentId: "a1", workspaceId: "w1", includeArchived: true, dryRun: true }))).toEqual(["a1/w1/arch", "a1/w1/s1"]);
+        expect(refs(await sessions.purge({ keepNewest: 2, agentId: "a1", workspaceId: "w1", includeArchived: true, dryRun: true }))).toEqual([
+          "a1/w1/arch",
+          "a1/w1/s1",
+        ]);
         // With both criteria a session must match both.
         clock.now = T0 + 2.5 * DAY;
         expect(refs(await sessions.purge({ keepNewest: 1, olderThan: DAY, dryRun: true }))).toEqual(["a1/w1/s1", "a1/w2/t1"]);
@@ -149,7 +156,8 @@ export function runRetentionTests(name: string, fresh: StoreFactory): void {
         const holder = await new Sessions({ storage }).open("a1/w1/held", { hold: true });
         await storage.replace(sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "streaming" }).draft, utf8('{"partial":true}'));
         clock.now = T0 + 10 * DAY;
-        const outcomes = (r: { entries: readonly { ref: string; outcome: string; reason?: string }[] }) => r.entries.map((e) => [e.ref, e.outcome, e.reason?.replace(/locked by .*/, "locked by …")]);
+        const outcomes = (r: { entries: readonly { ref: string; outcome: string; reason?: string }[] }) =>
+          r.entries.map((e) => [e.ref, e.outcome, e.reason?.replace(/locked by .*/, "locked by …")]);
         const plan = await sessions.purge({ olderThan: DAY, dryRun: true });
         expect(outcomes(plan)).toEqual([
           ["a1/w1/held", "skipped", "locked by …"],

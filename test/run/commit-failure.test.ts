@@ -6,7 +6,7 @@ import { ScriptedProvider } from "../../testing/mod.ts";
 function failingAppends(inner: MemoryStorage): StoragePort & { failNext: boolean } {
   const wrapper = {
     failNext: false,
-        read: (path: string) => inner.read(path),
+    read: (path: string) => inner.read(path),
     readTail: (path: string, max: number) => inner.readTail(path, max),
     list: (dir: string) => inner.list(dir),
     replace: (path: string, bytes: Uint8Array) => inner.replace(path, bytes),

@@ -5,9 +5,26 @@
  * policies, and repeated compaction staying bounded.
  */
 import { describe, expect, it } from "vitest";
-import { ContextOverflowError, InvalidInputError, MemoryStorage, ProviderError, ContextLengthExceededError, afterMessages, atContextTokens, estimateModelInputTokens, estimateTokens, realUsage, type CompactionOutcome, type NewMessage, type RunEvent, type SessionOptions, type Tool, type Usage } from "../../core/mod.ts";
+import {
+  afterMessages,
+  atContextTokens,
+  type CompactionOutcome,
+  ContextLengthExceededError,
+  ContextOverflowError,
+  estimateModelInputTokens,
+  estimateTokens,
+  InvalidInputError,
+  MemoryStorage,
+  type NewMessage,
+  ProviderError,
+  realUsage,
+  type RunEvent,
+  type SessionOptions,
+  type Tool,
+  type Usage,
+} from "../../core/mod.ts";
 import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
-import { P, metaOnDisk, millisecondClock, readText, registry, rejection, snapshot, REF, fullHistory, expectContiguous } from "../support/session.ts";
+import { expectContiguous, fullHistory, metaOnDisk, millisecondClock, P, readText, REF, registry, rejection, snapshot } from "../support/session.ts";
 import { activeOnDisk, createSession, drain, shape, textOf } from "./support.ts";
 import { foldNote, toMessageRecord } from "../../core/internal.ts";
 
@@ -45,12 +62,14 @@ describe("default policy: real usage ≥ 95% of the context window", () => {
     expect(manual.options.policy).toEqual({ kind: "manual" });
   });
 
-  it.each([
-    ["949 = 900 + 49 (no total)", { input_tokens: 900, output_tokens: 49 }, false],
-    ["950 = 900 + 50 (no total)", { input_tokens: 900, output_tokens: 50 }, true],
-    ["total 949 wins over 950 + 50", { input_tokens: 950, output_tokens: 50, total_tokens: 949 }, false],
-    ["total 950 wins over 10 + 10", { input_tokens: 10, output_tokens: 10, total_tokens: 950 }, true],
-  ] as const)("a previous run's usage of %s → compaction: %s", async (_name, usage, expected) => {
+  it.each(
+    [
+      ["949 = 900 + 49 (no total)", { input_tokens: 900, output_tokens: 49 }, false],
+      ["950 = 900 + 50 (no total)", { input_tokens: 900, output_tokens: 50 }, true],
+      ["total 949 wins over 950 + 50", { input_tokens: 950, output_tokens: 50, total_tokens: 949 }, false],
+      ["total 950 wins over 10 + 10", { input_tokens: 10, output_tokens: 10, total_tokens: 950 }, true],
+    ] as const,
+  )("a previous run's usage of %s → compaction: %s", async (_name, usage, expected) => {
     const { session, summarizer } = await sessionWith(4, usage);
     const provider = ScriptedProvider.replies("ok");
     const { events, outcome } = await drain(session.run("next", { provider }));
@@ -115,16 +134,18 @@ describe("what a compaction in a run does", () => {
     expect(summarizer.calls[0]!.previousSummary).toBeNull();
     expect(summarizer.calls[0]!.messages.map((m) => m.sequence)).toEqual([1, 2, 3, 4]);
     const [done] = completed(events);
-    expect(done).toEqual({
-      revision: 2,
-      removedMessages: 4,
-      keptMessages: 3,
-      segment: { start: 1, end: 4 },
-      beforeTokens: done!.beforeTokens,
-      afterTokens: done!.afterTokens,
-      summaryUsage: done!.summaryUsage!,
-      summaryChars: session.summary!.text.length,
-    } satisfies CompactionOutcome);
+    expect(done).toEqual(
+      {
+        revision: 2,
+        removedMessages: 4,
+        keptMessages: 3,
+        segment: { start: 1, end: 4 },
+        beforeTokens: done!.beforeTokens,
+        afterTokens: done!.afterTokens,
+        summaryUsage: done!.summaryUsage!,
+        summaryChars: session.summary!.text.length,
+      } satisfies CompactionOutcome,
+    );
     expect(done!.afterTokens).toBeLessThan(done!.beforeTokens);
     // The segment on storage: messages 1..4 and the cumulative footer.
     const segment = (await readText(storage, `${P.segmentsDir}/000000000001-000000000004.jsonl`))!.trimEnd().split("\n").map((l) => JSON.parse(l));
@@ -180,7 +201,16 @@ describe("what a compaction in a run does", () => {
     if (deep) {
       const started = events.filter((e) => e.type === "compaction-started") as { reason: string }[];
       expect(started[1]!.reason).toContain("deep compaction");
-      expect(shape(events).slice(0, 8)).toEqual(["compaction-started", "compaction-completed", "step-started", "tool-call", "usage", "tool-result", "compaction-started", "compaction-completed"]);
+      expect(shape(events).slice(0, 8)).toEqual([
+        "compaction-started",
+        "compaction-completed",
+        "step-started",
+        "tool-call",
+        "usage",
+        "tool-result",
+        "compaction-started",
+        "compaction-completed",
+      ]);
       expect(provider.requests[1]!.summary).toBe(session.summary!.text);
     }
   });

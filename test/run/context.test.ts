@@ -7,9 +7,6 @@ import { describe, expect, it } from "vitest";
 import { INTERRUPTED_TOOL_CALL_ERROR, MemoryStorage, type ProviderIdentity } from "../../core/mod.ts";
 import { ScriptedProvider } from "../../testing/mod.ts";
 import {
-  P,
-  RecordingStorage,
-  REF,
   footer,
   lines,
   metaFields,
@@ -17,16 +14,14 @@ import {
   metaText,
   millisecondClock,
   msg,
+  P,
+  RecordingStorage,
+  REF,
   registry,
   segmentName,
   utf8,
 } from "../support/session.ts";
-import {
-  activeOnDisk,
-  createSession,
-  drain,
-  shape,
-} from "./support.ts";
+import { activeOnDisk, createSession, drain, shape } from "./support.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../core/internal.ts";
 
 const SCRIPTED: ProviderIdentity = { provider: "scripted", api: "test", model: "scripted-1" };
@@ -165,7 +160,8 @@ describe("an interrupted tool part in history", () => {
           }),
       },
     ];
-    await session.run("go", { provider: new ScriptedProvider([{ toolCalls: [{ id: "w1", name: "wait", input: {} }] }]), tools, signal: controller.signal }).result.catch(() => undefined);
+    await session.run("go", { provider: new ScriptedProvider([{ toolCalls: [{ id: "w1", name: "wait", input: {} }] }]), tools, signal: controller.signal })
+      .result.catch(() => undefined);
     expect(session.active[1]!.parts[0]).toMatchObject({ state: "input-available" });
     const provider = ScriptedProvider.replies("ok");
     await session.run("next", { provider }).result;
@@ -197,7 +193,23 @@ describe("bounded reads for a normal step", () => {
     await storage.replace(P.active, utf8(activeText));
     historyBytes += utf8(activeText).length;
     await storage.replace(P.instruction, utf8("You are the long-history agent."));
-    await storage.replace(P.meta, utf8(metaText(metaFields({ message_count: last + 2, history_bytes: historyBytes, revision: 1234, ...(hint ? { [NEWEST_SEGMENT_FIELD]: { start: last - 2, end: last } } : {}) }, REF, null))));
+    await storage.replace(
+      P.meta,
+      utf8(
+        metaText(
+          metaFields(
+            {
+              message_count: last + 2,
+              history_bytes: historyBytes,
+              revision: 1234,
+              ...(hint ? { [NEWEST_SEGMENT_FIELD]: { start: last - 2, end: last } } : {}),
+            },
+            REF,
+            null,
+          ),
+        ),
+      ),
+    );
 
     const recording = new RecordingStorage(storage);
     const session = await registry(recording, undefined, millisecondClock()).open(REF);

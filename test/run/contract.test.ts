@@ -3,33 +3,10 @@
  * and "Revisions"; docs/decisions.md "On-disk format"), row by row, plus the event stream.
  */
 import { describe, expect, it } from "vitest";
-import {
-  CancelledError,
-  InternalError,
-  MemoryStorage,
-  ProviderError,
-  SessionBusyError,
-  type MessageRecord,
-  type RunEvent,
-  type Tool,
-} from "../../core/mod.ts";
+import { CancelledError, InternalError, MemoryStorage, type MessageRecord, ProviderError, type RunEvent, SessionBusyError, type Tool } from "../../core/mod.ts";
 import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
-import {
-  P,
-  RecordingStorage,
-  deferred,
-  metaOnDisk,
-  readText,
-  rejection,
-  snapshot,
-} from "../support/session.ts";
-import {
-  activeOnDisk,
-  createSession,
-  drain,
-  shape,
-  textOf,
-} from "./support.ts";
+import { deferred, metaOnDisk, P, readText, RecordingStorage, rejection, snapshot } from "../support/session.ts";
+import { activeOnDisk, createSession, drain, shape, textOf } from "./support.ts";
 
 const readTool: Tool = {
   name: "read",

@@ -9,8 +9,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type MessageRecord, type SessionOptions, type StoragePort, type Tool } from "../../core/mod.ts";
-import { FaultyStorage, ScriptedProvider, ScriptedSummarizer, SimulatedCrashError, type MutatingOperation, type ScriptedStep } from "../../testing/mod.ts";
-import { P, REF, expectContiguous, fullHistory, registry, millisecondClock } from "../support/session.ts";
+import { FaultyStorage, type MutatingOperation, ScriptedProvider, type ScriptedStep, ScriptedSummarizer, SimulatedCrashError } from "../../testing/mod.ts";
+import { expectContiguous, fullHistory, millisecondClock, P, REF, registry } from "../support/session.ts";
 import { forceUnlock, textOf } from "./support.ts";
 
 /** What a message looks like for these checks: role, status, text and tool states. */
@@ -90,7 +90,8 @@ const scenarios: Scenario[] = [
   {
     name: "a 2-step tool run with an automatic compaction before step 2",
     options: { ...FLUSH, contextWindow: 1000, summarizer: new ScriptedSummarizer() },
-    prepare: (storage) => createWith(storage, FLUSH, [...PRE, ...PRE.map((m) => ({ ...m, parts: [{ type: "text" as const, text: `${m.parts[0]!.text} again` }] }))]),
+    prepare: (storage) =>
+      createWith(storage, FLUSH, [...PRE, ...PRE.map((m) => ({ ...m, parts: [{ type: "text" as const, text: `${m.parts[0]!.text} again` }] }))]),
     async process(storage) {
       const options = { ...FLUSH, contextWindow: 1000, summarizer: new ScriptedSummarizer() };
       const session = await registry(storage, options, millisecondClock()).open(REF, options);
@@ -117,7 +118,14 @@ const scenarios: Scenario[] = [
         parts: [{ sequence: 1, type: "text", text: "DRAFT-PARTIAL half an answ" }],
         provider: { provider: "scripted", api: "test", model: "scripted-1" },
         pending_messages: [
-          { record_type: "message", sequence: 3, message_id: "m_recovered_user", role: "user", created_at: "2026-12-02T13:00:00.000Z", parts: [{ sequence: 1, type: "text", text: "DRAFT-USER" }] },
+          {
+            record_type: "message",
+            sequence: 3,
+            message_id: "m_recovered_user",
+            role: "user",
+            created_at: "2026-12-02T13:00:00.000Z",
+            parts: [{ sequence: 1, type: "text", text: "DRAFT-USER" }],
+          },
         ],
       };
       await storage.replace(P.draft, new TextEncoder().encode(`${JSON.stringify(draft)}\n`));
@@ -330,7 +338,12 @@ describe("crash points of run() commits", () => {
       expect(points).toBeGreaterThan(30);
       // Recovered drafts cover the user message alone, a partial first step, and a completed step plus a partial second one.
       expect(new Set(draftShapes)).toEqual(
-        new Set(["user:", "user: assistant:stopped", "user: assistant:completed assistant:stopped", ...(draftShapes.includes("user: assistant:completed") ? ["user: assistant:completed"] : [])]),
+        new Set([
+          "user:",
+          "user: assistant:stopped",
+          "user: assistant:completed assistant:stopped",
+          ...(draftShapes.includes("user: assistant:completed") ? ["user: assistant:completed"] : []),
+        ]),
       );
     }, 20_000);
   }

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, MessageRecord, parseDraftJson, type Provider, type RunEvent, type StoragePort, type WriteOptions } from "../../core/mod.ts";
-import { FaultyStorage, ScriptedProvider, SimulatedCrashError, type ScriptedStep } from "../../testing/mod.ts";
-import { P, RecordingStorage, decode, expectContiguous, fullHistory, millisecondClock, readText, registry, REF } from "../support/session.ts";
+import { FaultyStorage, ScriptedProvider, type ScriptedStep, SimulatedCrashError } from "../../testing/mod.ts";
+import { decode, expectContiguous, fullHistory, millisecondClock, P, readText, RecordingStorage, REF, registry } from "../support/session.ts";
 import { createSession, drain, forceUnlock, shape, textOf } from "./support.ts";
 
 /** A session on `storage` with one committed exchange (sequences 1, 2; revision 1). */

@@ -5,10 +5,14 @@
  * Not a test file itself.
  */
 import type { MessageRecord, RunEvent, RunHandle, RunOutcome, Session, SessionOptions, SessionPaths, Sessions, StoragePort } from "../../core/mod.ts";
-import { P, REF, millisecondClock, readText, registry } from "../support/session.ts";
+import { millisecondClock, P, readText, REF, registry } from "../support/session.ts";
 
 /** Creates session a1/w1/s1 (optionally with an instruction) and returns it opened with `options`. */
-export async function createSession(storage: StoragePort, options: SessionOptions = {}, instruction?: string): Promise<{ sessions: Sessions; session: Session }> {
+export async function createSession(
+  storage: StoragePort,
+  options: SessionOptions = {},
+  instruction?: string,
+): Promise<{ sessions: Sessions; session: Session }> {
   const sessions = registry(storage, options, millisecondClock());
   const session = await sessions.create({ ...REF, ...(instruction !== undefined ? { instruction } : {}) }, options);
   return { sessions, session };
@@ -51,7 +55,6 @@ export async function activeOnDisk(storage: StoragePort, paths: SessionPaths = P
 export function textOf(message: Pick<MessageRecord, "parts">): string {
   return message.parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
 }
-
 
 /** A user-visible "unlock --force": removes a writer.lock a crashed process left behind. */
 export async function forceUnlock(storage: StoragePort, paths: SessionPaths = P): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { expect, test } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
-import { P, REF, RecordingStorage, registry, segmentName, utf8, lines, metaFields, metaText } from "../support/session.ts";
+import { lines, metaFields, metaText, P, RecordingStorage, REF, registry, segmentName, utf8 } from "../support/session.ts";
 import { historyBytesOnDisk, msgs, segmentText, user } from "./support.ts";
 
 const SEGMENTS = 1000;

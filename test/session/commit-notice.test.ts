@@ -4,7 +4,7 @@
  * the write succeeded, never for a refused one, and a throwing listener fails nothing.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, WriterLockedError, type CommitNotice } from "../../core/mod.ts";
+import { type CommitNotice, MemoryStorage, Sessions, WriterLockedError } from "../../core/mod.ts";
 import { ExtractiveSummarizer } from "../../core/mod.ts";
 
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
@@ -27,7 +27,10 @@ describe("onCommit", () => {
     const notices: CommitNotice[] = [];
     const sessions = new Sessions({ storage, onCommit: (n) => notices.push(n) });
     const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-    await storage.createExclusive(session.paths.lock, new TextEncoder().encode('{"pid":1,"hostname":"h","runtime":"node","operation":"x","created_at":"2026-01-01T00:00:00.000Z","lock_id":"lock_x"}'));
+    await storage.createExclusive(
+      session.paths.lock,
+      new TextEncoder().encode('{"pid":1,"hostname":"h","runtime":"node","operation":"x","created_at":"2026-01-01T00:00:00.000Z","lock_id":"lock_x"}'),
+    );
     await expect(session.append(text("refused"))).rejects.toBeInstanceOf(WriterLockedError);
     expect(notices).toEqual([]);
     await storage.remove(session.paths.lock);

@@ -6,28 +6,20 @@
 import { describe, expect, test } from "vitest";
 import { InvalidInputError, MemoryStorage, type NewMessage } from "../../core/mod.ts";
 import {
-  P,
-  REF,
-  RecordingStorage,
-  TS,
   decode,
   expectContiguous,
   fullHistory,
   metaOnDisk,
+  P,
   readText,
+  RecordingStorage,
+  REF,
   registry,
   rejection,
   snapshot,
+  TS,
 } from "../support/session.ts";
-import {
-  ISO_MS,
-  assistant,
-  expectMetaConsistent,
-  historyBytesOnDisk,
-  msgs,
-  user,
-  writeSession,
-} from "./support.ts";
+import { assistant, expectMetaConsistent, historyBytesOnDisk, ISO_MS, msgs, user, writeSession } from "./support.ts";
 
 describe("a commit", () => {
   test("of a batch is exactly one append to active.jsonl and one replace of meta.json, under the lock", async () => {

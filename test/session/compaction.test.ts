@@ -6,37 +6,32 @@
 import { describe, expect, test } from "vitest";
 import {
   CompactionFailedError,
-  InvalidInputError,
-  MemoryStorage,
-  StorageFullError,
   estimateTextTokens,
   estimateTokens,
+  InvalidInputError,
+  MemoryStorage,
   type MessageRecord,
+  StorageFullError,
 } from "../../core/mod.ts";
 import type { Session } from "../../core/session/session.ts";
 import {
-  P,
-  REF,
-  RecordingStorage,
   deferred,
   expectContiguous,
   fullHistory,
   line,
   lines,
   metaOnDisk,
+  P,
   readText,
+  RecordingStorage,
+  REF,
   registry,
   rejection,
   segmentName,
   snapshot,
   withoutLineRevisions,
 } from "../support/session.ts";
-import {
-  assistant,
-  expectMetaConsistent,
-  summarizer,
-  user,
-} from "./support.ts";
+import { assistant, expectMetaConsistent, summarizer, user } from "./support.ts";
 
 async function sessionWith(count: number, storage = new MemoryStorage()): Promise<{ storage: MemoryStorage; session: Session }> {
   const session = await registry(storage).create(REF);
@@ -85,7 +80,10 @@ describe("compact()", () => {
 
   test("the next compaction gets the previous cumulative summary and only the new oldest half", async () => {
     const { storage, session } = await sessionWith(8);
-    const summarize = summarizer((r) => ({ text: `${r.previousSummary ?? ""}+${r.messages.map((m) => m.sequence).join(",")}`, usage: { input_tokens: 10, output_tokens: 5, cost_usd_micros: 1200 } }));
+    const summarize = summarizer((r) => ({
+      text: `${r.previousSummary ?? ""}+${r.messages.map((m) => m.sequence).join(",")}`,
+      usage: { input_tokens: 10, output_tokens: 5, cost_usd_micros: 1200 },
+    }));
     await session.compact({ summarizer: summarize });
     await session.append([user("9"), assistant("10")]);
     const active = [...session.active];
@@ -147,13 +145,23 @@ describe("compact()", () => {
   });
 
   test.each<[string, (signal: AbortController) => ReturnType<typeof summarizer>, boolean]>([
-    ["the summarizer throws", () => summarizer(() => { throw new Error("provider down"); }), false],
+    ["the summarizer throws", () =>
+      summarizer(() => {
+        throw new Error("provider down");
+      }), false],
     ["the summarizer rejects", () => summarizer(async () => Promise.reject(new Error("503"))), false],
     ["the summary is empty", () => summarizer(() => ({ text: "" })), false],
     ["the summary is whitespace", () => summarizer(() => ({ text: " \n\t " })), false],
     ["the summary is not a string", () => summarizer(() => ({}) as { text: string }), false],
-    ["it is cancelled before the call", (c) => { c.abort(); return summarizer(); }, true],
-    ["it is cancelled during the call", (c) => summarizer(() => { c.abort(); return { text: "too late" }; }), true],
+    ["it is cancelled before the call", (c) => {
+      c.abort();
+      return summarizer();
+    }, true],
+    ["it is cancelled during the call", (c) =>
+      summarizer(() => {
+        c.abort();
+        return { text: "too late" };
+      }), true],
   ])("fails with CompactionFailedError and changes nothing when %s", async (_name, make, cancelled) => {
     const { storage, session } = await sessionWith(6);
     const controller = new AbortController();

@@ -5,7 +5,7 @@
  * snapshot: four processes committing to the same sessions stored one sequence twice.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, RevisionConflictError, Sessions, sessionPaths, type Session, type StoragePort } from "../../core/mod.ts";
+import { MemoryStorage, RevisionConflictError, type Session, sessionPaths, Sessions, type StoragePort } from "../../core/mod.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const PATHS = sessionPaths(REF);

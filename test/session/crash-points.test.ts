@@ -11,39 +11,31 @@ import { describe, expect, test } from "vitest";
 import {
   InvalidInputError,
   MemoryStorage,
-  NotFoundError,
-  WriterLockedError,
-  sessionPaths,
   type MessageRecord,
+  NotFoundError,
+  sessionPaths,
   type Sessions,
   type StoragePort,
+  WriterLockedError,
 } from "../../core/mod.ts";
 import type { Session } from "../../core/session/session.ts";
 import { FaultyStorage, SimulatedCrashError } from "../../testing/faulty-storage.ts";
 import {
-  IDENTITY,
-  MUTATING,
-  P,
-  REF,
-  RecordingStorage,
-  restoreStorage,
   fullHistory,
+  IDENTITY,
   line,
   lines,
   msg,
+  MUTATING,
+  P,
   readText,
+  RecordingStorage,
+  REF,
   registry,
+  restoreStorage,
   snapshot,
 } from "../support/session.ts";
-import {
-  assistant,
-  draftText,
-  expectMetaConsistent,
-  msgs,
-  summarizer,
-  user,
-  writeSession,
-} from "./support.ts";
+import { assistant, draftText, expectMetaConsistent, msgs, summarizer, user, writeSession } from "./support.ts";
 
 const S2 = { ...REF, sessionId: "s2" };
 const P2 = sessionPaths(S2);
@@ -66,16 +58,27 @@ const BASES: Base[] = [
   { name: "clean", write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), instruction: "sys", revision: 14 })) },
   {
     name: "torn tail",
-    write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), activeSuffix: line(msg(11)).slice(0, 40), meta: { history_bytes: 0 } }).then(fixBytes(s, 40))),
+    write: async (s) =>
+      void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), activeSuffix: line(msg(11)).slice(0, 40), meta: { history_bytes: 0 } }).then(
+        fixBytes(s, 40),
+      )),
   },
-  { name: "missing newline", write: async (s) => void (await writeSession(s, { segments: SEGS, activeText: lines(msgs(5, 10)).slice(0, -1), meta: { message_count: 10 } })) },
+  {
+    name: "missing newline",
+    write: async (s) => void (await writeSession(s, { segments: SEGS, activeText: lines(msgs(5, 10)).slice(0, -1), meta: { message_count: 10 } })),
+  },
   {
     name: "incomplete batch",
     write: async (s) =>
-      void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), activeSuffix: lines([{ ...msg(11), batch_size: 3 }, msg(12)]) }).then(fixBytes(s, byteLen(lines([{ ...msg(11), batch_size: 3 }, msg(12)]))))),
+      void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), activeSuffix: lines([{ ...msg(11), batch_size: 3 }, msg(12)]) }).then(
+        fixBytes(s, byteLen(lines([{ ...msg(11), batch_size: 3 }, msg(12)]))),
+      )),
   },
   { name: "overlap", write: async (s) => void (await writeSession(s, { segments: [[1, 2], [3, 6]], active: msgs(3, 10), meta: { message_count: 10 } })) },
-  { name: "stale draft", write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), draft: draftText(10, { id: "m_10", pendingIds: [] }) })) },
+  {
+    name: "stale draft",
+    write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), draft: draftText(10, { id: "m_10", pendingIds: [] }) })),
+  },
   { name: "missing meta", write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), instruction: "sys", meta: null })) },
   { name: "live draft", liveDraft: true, write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), draft: draftText(12) })) },
 ];
@@ -153,7 +156,8 @@ const SCENARIOS: Record<string, Scenario> = {
 function tornLengths(bytes: Uint8Array): number[] {
   const out = new Set<number>([0, 1, bytes.length - 1, bytes.length]);
   for (let i = 0; i < bytes.length; i++) {
-    if (bytes[i] === 0x0a) for (const d of [0, 1, 2]) out.add(i + d); // line without its newline, with it, and one byte of the next
+    if (bytes[i] === 0x0a) { for (const d of [0, 1, 2]) out.add(i + d); // line without its newline, with it, and one byte of the next
+     }
   }
   for (let j = 1; j < 12; j++) out.add(Math.floor((bytes.length * j) / 12));
   return [...out].filter((n) => n >= 0 && n <= bytes.length).sort((a, b) => a - b);
@@ -208,7 +212,9 @@ async function runCrashPoints(base: Base, scenarioName: string): Promise<number>
     const k = index + 1;
     const torn = call.op === "append" ? tornLengths(call.bytes!) : [0];
     for (const tornBytes of torn) {
-      const label = `${base.name} / ${scenarioName} / crash at ${k} (${call.op} ${call.path.replace(`${P.dir}/`, "")}${call.op === "append" ? `, ${tornBytes} of ${call.bytes!.length} bytes` : ""})`;
+      const label = `${base.name} / ${scenarioName} / crash at ${k} (${call.op} ${call.path.replace(`${P.dir}/`, "")}${
+        call.op === "append" ? `, ${tornBytes} of ${call.bytes!.length} bytes` : ""
+      })`;
       const faulty = new FaultyStorage(await restoreStorage(files), { crashAt: k, tornBytes });
       let error: unknown;
       try {
@@ -324,7 +330,15 @@ async function checkForkTarget(disk: StoragePort, before: Before, sourceHistory:
 }
 
 /** A further append after the crash: through an explicit unlock when the crash left the lock. */
-async function appendAfter(disk: StoragePort, sessions: Sessions, session: Session, ids: string[], operation: string, label: string, options: RecoveryExpectation): Promise<void> {
+async function appendAfter(
+  disk: StoragePort,
+  sessions: Sessions,
+  session: Session,
+  ids: string[],
+  operation: string,
+  label: string,
+  options: RecoveryExpectation,
+): Promise<void> {
   const lock = await readText(disk, P.lock);
   if (lock !== undefined) {
     expect(options.expectDone, `${label}: an uncrashed run leaves no lock`).not.toBe(true);
@@ -364,7 +378,11 @@ for (const base of BASES) {
   }
   if (base.liveDraft) plan.push([base, "finish draft"]);
 }
-plan.push([{ name: "live draft, no output", liveDraft: true, write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), draft: draftText(12, { parts: [] }) })) }, "finish draft"]);
+plan.push([{
+  name: "live draft, no output",
+  liveDraft: true,
+  write: async (s) => void (await writeSession(s, { segments: SEGS, active: msgs(5, 10), draft: draftText(12, { parts: [] }) })),
+}, "finish draft"]);
 
 describe("crash points", () => {
   test.each(plan.map(([base, name]) => [`${name} from a ${base.name} session`, base, name] as const))("%s", async (_title, base, name) => {

@@ -6,12 +6,19 @@
  * left behind) never leaves the session locked.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, WriterLockedError, type LockOwner, type OwnerProbe, type StaleLockReclaimed, type WriterIdentity } from "../../core/mod.ts";
+import { type LockOwner, MemoryStorage, type OwnerProbe, Sessions, type StaleLockReclaimed, type WriterIdentity, WriterLockedError } from "../../core/mod.ts";
 
 const BOOT = "8409da02-0f18-43e0-b44b-c2cc33e4ebff";
 const STARTED = Date.parse("2026-12-03T10:00:00.000Z");
 const NAMESPACE = "pid:[4026531836]";
-const me: WriterIdentity = { pid: 100, hostname: "box", runtime: "node", bootId: BOOT, processStartedAt: new Date(STARTED).toISOString(), pidNamespace: NAMESPACE };
+const me: WriterIdentity = {
+  pid: 100,
+  hostname: "box",
+  runtime: "node",
+  bootId: BOOT,
+  processStartedAt: new Date(STARTED).toISOString(),
+  pidNamespace: NAMESPACE,
+};
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
@@ -56,7 +63,15 @@ describe("dead-owner reclaim", () => {
     await session.mutate("probe", async () => {
       held = JSON.parse(new TextDecoder().decode(await storage.read(session.paths.lock)));
     });
-    expect(held).toMatchObject({ pid: 100, hostname: "box", boot_id: BOOT, pid_namespace: NAMESPACE, process_started_at: me.processStartedAt, runtime: "node", operation: "probe" });
+    expect(held).toMatchObject({
+      pid: 100,
+      hostname: "box",
+      boot_id: BOOT,
+      pid_namespace: NAMESPACE,
+      process_started_at: me.processStartedAt,
+      runtime: "node",
+      operation: "probe",
+    });
   });
 
   it("takes over a reused pid: running, but started more than 2 s away from process_started_at", async () => {
@@ -112,8 +127,13 @@ describe("dead-owner reclaim", () => {
     const livePids = probeOf(Object.fromEntries(Array.from({ length: 12 }, (_, i) => [200 + i, STARTED])));
     // One view of the store per writer, as separate processes have (the in-process busy check is per storage object).
     const view = (): MemoryStorage =>
-      new Proxy(storage, { get: (target, key) => (typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)) });
-    const writers = Array.from({ length: 12 }, (_, i) => new Sessions({ storage: view(), identity: { ...me, pid: 200 + i }, probe: livePids, onStaleLockReclaimed: (e) => reclaimed.push(e) }));
+      new Proxy(storage, {
+        get: (target, key) => (typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)),
+      });
+    const writers = Array.from(
+      { length: 12 },
+      (_, i) => new Sessions({ storage: view(), identity: { ...me, pid: 200 + i }, probe: livePids, onStaleLockReclaimed: (e) => reclaimed.push(e) }),
+    );
     const created = await writers[0]!.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     await storage.replace(created.paths.lock, encode(staleLock()));
     const handles = await Promise.all(writers.map((w) => w.open("a1/w1/s1")));
@@ -126,7 +146,7 @@ describe("dead-owner reclaim", () => {
           most = Math.max(most, inside);
           await new Promise((r) => setTimeout(r, 5));
           inside -= 1;
-        }),
+        })
       ),
     );
     expect(most).toBe(1);

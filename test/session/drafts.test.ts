@@ -3,29 +3,9 @@
  * reopen, finished as `stopped` together with the run's pending messages in one batch.
  */
 import { describe, expect, test } from "vitest";
-import { MemoryStorage, SessionBusyError, type MessageRecord } from "../../core/mod.ts";
-import {
-  P,
-  REF,
-  RecordingStorage,
-  decode,
-  expectContiguous,
-  fullHistory,
-  lines,
-  readText,
-  registry,
-  rejection,
-  snapshot,
-} from "../support/session.ts";
-import {
-  DRAFT_PARTS,
-  draftText,
-  expectMetaConsistent,
-  msgs,
-  summarizer,
-  user,
-  writeSession,
-} from "./support.ts";
+import { MemoryStorage, type MessageRecord, SessionBusyError } from "../../core/mod.ts";
+import { decode, expectContiguous, fullHistory, lines, P, readText, RecordingStorage, REF, registry, rejection, snapshot } from "../support/session.ts";
+import { DRAFT_PARTS, draftText, expectMetaConsistent, msgs, summarizer, user, writeSession } from "./support.ts";
 
 async function withDraft(spec: { pendingIds?: string[]; parts?: unknown[] } = {}) {
   const inner = new MemoryStorage();

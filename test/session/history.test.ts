@@ -4,30 +4,21 @@
 import { describe, expect, test } from "vitest";
 import { CorruptSessionError, InvalidIdError, InvalidInputError, MemoryStorage, NotFoundError, sessionPaths } from "../../core/mod.ts";
 import {
-  P,
-  REF,
   expectContiguous,
   fullHistory,
   lines,
   metaOnDisk,
   msg,
+  P,
   readText,
+  REF,
   registry,
   rejection,
   segmentName,
   snapshot,
   utf8,
 } from "../support/session.ts";
-import {
-  assistant,
-  expectMetaConsistent,
-  historyBytesOnDisk,
-  msgs,
-  segmentText,
-  summarizer,
-  user,
-  writeSession,
-} from "./support.ts";
+import { assistant, expectMetaConsistent, historyBytesOnDisk, msgs, segmentText, summarizer, user, writeSession } from "./support.ts";
 
 const S2 = { ...REF, sessionId: "s2" };
 const P2 = sessionPaths(S2);
@@ -65,7 +56,10 @@ describe("messages()", () => {
     const storage = new MemoryStorage();
     await writeSession(storage, { segments: [[1, 3], [4, 5]], active: msgs(6, 7) });
     const bad = `${P.segmentsDir}/${segmentName(1, 3)}`;
-    await storage.replace(bad, utf8(lines(msgs(1, 1)) + '{"record_type":"message","sequence":\n' + segmentText(3, 3).split("\n").slice(0, 2).join("\n") + "\n"));
+    await storage.replace(
+      bad,
+      utf8(lines(msgs(1, 1)) + '{"record_type":"message","sequence":\n' + segmentText(3, 3).split("\n").slice(0, 2).join("\n") + "\n"),
+    );
     const session = await registry(storage).open(REF);
     expect(session.diagnostics).toEqual([]);
     expect(await session.messages({ beforeSequence: 6 })).toEqual(msgs(4, 5));
@@ -96,7 +90,14 @@ describe("fork", () => {
     expect(await readText(storage, P2.instruction)).toBe("You are terse.");
     expect(fork.system).toBe("You are terse.");
     const meta = await metaOnDisk(storage, P2);
-    expect(meta).toMatchObject({ session_id: "s2", agent_id: "a1", workspace_id: "w1", title: "original", message_count: 8, forked_from: { session_id: "s1", through_sequence: 8 } });
+    expect(meta).toMatchObject({
+      session_id: "s2",
+      agent_id: "a1",
+      workspace_id: "w1",
+      title: "original",
+      message_count: 8,
+      forked_from: { session_id: "s1", through_sequence: 8 },
+    });
     expect(meta["history_bytes"]).toBe(await historyBytesOnDisk(storage, P2));
     expect(meta["revision"]).toBeGreaterThanOrEqual(17);
     expect(fork.diagnostics).toEqual([]);
@@ -228,7 +229,18 @@ test("create refuses an existing id, and an invalid id before anything is writte
   const sessions = registry(storage);
   await sessions.create({ ...REF, title: "t", modelLabel: "gpt-5", timezone: "Europe/Berlin" });
   const meta = await metaOnDisk(storage);
-  expect(meta).toMatchObject({ schema_version: 1, session_id: "s1", agent_id: "a1", workspace_id: "w1", title: "t", model_label: "gpt-5", timezone: "Europe/Berlin", message_count: 0, history_bytes: 0, revision: 0 });
+  expect(meta).toMatchObject({
+    schema_version: 1,
+    session_id: "s1",
+    agent_id: "a1",
+    workspace_id: "w1",
+    title: "t",
+    model_label: "gpt-5",
+    timezone: "Europe/Berlin",
+    message_count: 0,
+    history_bytes: 0,
+    revision: 0,
+  });
   const before = await snapshot(storage);
   await rejection(sessions.create(REF), InvalidInputError, "invalid-input");
   await rejection(sessions.create({ ...REF, sessionId: ".hidden" }), InvalidIdError, "invalid-id");

@@ -3,11 +3,14 @@
  * instruction and plugins; snapshot() and regenerateSystem(). And the options that are refused.
  */
 import { describe, expect, test } from "vitest";
-import { InvalidInputError, MemoryStorage, afterMessages, atContextTokens, realUsage } from "../../core/mod.ts";
-import { P, REF, readText, registry, rejection, snapshot, utf8 } from "../support/session.ts";
+import { afterMessages, atContextTokens, InvalidInputError, MemoryStorage, realUsage } from "../../core/mod.ts";
+import { P, readText, REF, registry, rejection, snapshot, utf8 } from "../support/session.ts";
 import { msgs, summarizer, writeSession } from "./support.ts";
 
-const agent = { instruction: "You are a careful coder.", plugins: [{ name: "git", instruction: "Use git." }, { name: "tests", instruction: "Run the tests." }] };
+const agent = {
+  instruction: "You are a careful coder.",
+  plugins: [{ name: "git", instruction: "Use git." }, { name: "tests", instruction: "Run the tests." }],
+};
 const generated = "You are a careful coder.\n\n## git\nUse git.\n\n## tests\nRun the tests.";
 const identity = { provider: "openai", api: "responses", model: "gpt-5" };
 

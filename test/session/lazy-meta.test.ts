@@ -74,10 +74,23 @@ describe("revision on the lines, meta.json lazily", () => {
     const storage = new MemoryStorage();
     const sessions = new Sessions({ storage });
     const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-    const old = (seq: number) => JSON.stringify({ record_type: "message", sequence: seq, message_id: `m${seq}`, role: "user", created_at: "2026-01-01T00:00:00.000Z", parts: [{ sequence: 1, type: "text", text: `old ${seq}` }] });
+    const old = (seq: number) =>
+      JSON.stringify({
+        record_type: "message",
+        sequence: seq,
+        message_id: `m${seq}`,
+        role: "user",
+        created_at: "2026-01-01T00:00:00.000Z",
+        parts: [{ sequence: 1, type: "text", text: `old ${seq}` }],
+      });
     await storage.replace(session.paths.active, new TextEncoder().encode(`${old(1)}\n${old(2)}\n`));
     const meta = await metaOf(storage, session.paths.meta);
-    await storage.replace(session.paths.meta, new TextEncoder().encode(JSON.stringify({ ...meta, message_count: 2, revision: 7, history_bytes: (await storage.readTail(session.paths.active, 0))!.size })));
+    await storage.replace(
+      session.paths.meta,
+      new TextEncoder().encode(
+        JSON.stringify({ ...meta, message_count: 2, revision: 7, history_bytes: (await storage.readTail(session.paths.active, 0))!.size }),
+      ),
+    );
     const reopened = await sessions.open("a1/w1/s1");
     expect(reopened.diagnostics).toEqual([]);
     expect(reopened.revision).toBe(7);

@@ -7,19 +7,26 @@
  * message is read back exactly once.
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, LeaseLostError, MemoryStorage, Sessions, WriterLockedError, type LeaseLostNotice, type StoragePort } from "../../core/mod.ts";
+import { ExtractiveSummarizer, LeaseLostError, type LeaseLostNotice, MemoryStorage, Sessions, type StoragePort, WriterLockedError } from "../../core/mod.ts";
 
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const texts = (messages: readonly { parts: readonly unknown[] }[]) => messages.map((m) => (m.parts[0] as { text: string }).text);
 
 /** A view of `storage` as another process has it (the in-process busy check is per storage object). */
 const view = (storage: MemoryStorage): StoragePort =>
-  new Proxy(storage, { get: (target, key) => (typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)) });
+  new Proxy(storage, {
+    get: (target, key) => (typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)),
+  });
 
 async function setup() {
   const storage = new MemoryStorage();
   const lost: LeaseLostNotice[] = [];
-  const holder = new Sessions({ storage: view(storage), identity: { pid: 1, hostname: "a", runtime: "node" }, onLeaseLost: (e) => lost.push(e), defaults: { summarizer: new ExtractiveSummarizer() } });
+  const holder = new Sessions({
+    storage: view(storage),
+    identity: { pid: 1, hostname: "a", runtime: "node" },
+    onLeaseLost: (e) => lost.push(e),
+    defaults: { summarizer: new ExtractiveSummarizer() },
+  });
   const other = new Sessions({ storage: view(storage), identity: { pid: 2, hostname: "b", runtime: "node" } });
   const held = await holder.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }, { hold: true });
   await held.append(text("held 1"));

@@ -5,7 +5,7 @@
  * session back. Per-operation locking stays the default.
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, MemoryStorage, Sessions, WriterLockedError, type StoragePort } from "../../core/mod.ts";
+import { ExtractiveSummarizer, MemoryStorage, Sessions, type StoragePort, WriterLockedError } from "../../core/mod.ts";
 
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ScriptedProvider } from "../../testing/mod.ts";
-import { LimitExceededError, MAX_JSON_DEPTH, MAX_LINE_BYTES, MemoryStorage, Sessions, type PortableSession, type Provider } from "../../core/mod.ts";
+import { LimitExceededError, MAX_JSON_DEPTH, MAX_LINE_BYTES, MemoryStorage, type PortableSession, type Provider, Sessions } from "../../core/mod.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 
@@ -41,7 +41,9 @@ describe("append refuses a message an open could not read back", () => {
     const error = await rejection(session.append({ role: "user", parts: [{ type: "text", text: "x".repeat(MAX_LINE_BYTES + 1024 * 1024) }] }));
     expect(error).toBeInstanceOf(LimitExceededError);
     expect((error as LimitExceededError).details).toMatchObject({ limit: "MAX_LINE_BYTES", max: MAX_LINE_BYTES, file: "messages/active.jsonl" });
-    expect((error as Error).message).toMatch(/message 1 of 1 in this commit \(sequence 2\) would be a line of 65 MiB, over the line limit of 64 MiB \(MAX_LINE_BYTES\)/);
+    expect((error as Error).message).toMatch(
+      /message 1 of 1 in this commit \(sequence 2\) would be a line of 65 MiB, over the line limit of 64 MiB \(MAX_LINE_BYTES\)/,
+    );
     const reopened = await new Sessions({ storage }).open(REF);
     expect(reopened.diagnostics).toEqual([]);
     expect(reopened.active.map((m) => m.sequence)).toEqual([1]);
@@ -88,7 +90,9 @@ describe("nesting past MAX_JSON_DEPTH is a typed refusal, never a stack overflow
   it.each([6_000, 100_000])("append of a message nested %i deep throws LimitExceededError (not RangeError)", async (depth) => {
     const storage = new MemoryStorage();
     const session = await new Sessions({ storage }).create(REF);
-    const error = await rejection(session.append({ role: "assistant", parts: [{ type: "tool", tool_call_id: "c1", tool_name: "t", state: "input-available", input: deepInput(depth) }] }));
+    const error = await rejection(
+      session.append({ role: "assistant", parts: [{ type: "tool", tool_call_id: "c1", tool_name: "t", state: "input-available", input: deepInput(depth) }] }),
+    );
     expect(error).toBeInstanceOf(LimitExceededError);
     expect((error as LimitExceededError).details).toMatchObject({ limit: "MAX_JSON_DEPTH", max: MAX_JSON_DEPTH });
     expect((error as Error).message).toMatch(/^messages\[0\]: nested deeper than 512 levels/);
@@ -124,7 +128,10 @@ describe("nesting past MAX_JSON_DEPTH is a typed refusal, never a stack overflow
   it("a message within the limit is committed and read back", async () => {
     const storage = new MemoryStorage();
     const session = await new Sessions({ storage }).create(REF);
-    await session.append({ role: "assistant", parts: [{ type: "tool", tool_call_id: "c1", tool_name: "t", state: "input-available", input: deepInput(MAX_JSON_DEPTH - 4) }] });
+    await session.append({
+      role: "assistant",
+      parts: [{ type: "tool", tool_call_id: "c1", tool_name: "t", state: "input-available", input: deepInput(MAX_JSON_DEPTH - 4) }],
+    });
     const reopened = await new Sessions({ storage }).open(REF);
     expect(reopened.diagnostics).toEqual([]);
     expect(reopened.active).toHaveLength(1);
@@ -135,7 +142,10 @@ describe("nesting past MAX_JSON_DEPTH is a typed refusal, never a stack overflow
     const session = await new Sessions({ storage }).create(REF);
     await session.append({ role: "user", parts: [{ type: "text", text: "one" }] });
     const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
-    await storage.append("agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl", new TextEncoder().encode(`{"record_type":"message","sequence":2,"deep":${deep}}\n`));
+    await storage.append(
+      "agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl",
+      new TextEncoder().encode(`{"record_type":"message","sequence":2,"deep":${deep}}\n`),
+    );
     const reopened = await new Sessions({ storage }).open(REF);
     expect(reopened.diagnostics).toEqual([expect.objectContaining({ file: "messages/active.jsonl", line: 2, code: "invalid_record", fatal: true })]);
     expect(reopened.diagnostics[0]!.message).toMatch(/nested deeper than 512 levels/);
@@ -153,11 +163,19 @@ describe("importPortable refuses what an open could not read back; nothing is cr
 
   it("a message whose line is over MAX_LINE_BYTES (real size)", async () => {
     const storage = new MemoryStorage();
-    const big = { messages: [{ record_type: "message", sequence: 1, message_id: "m1", created_at: "2026-12-02T13:00:00.000Z", role: "user", parts: [{ sequence: 1, type: "text", text: "x".repeat(MAX_LINE_BYTES) }] }] } as unknown as PortableSession;
+    const big = {
+      messages: [{
+        record_type: "message",
+        sequence: 1,
+        message_id: "m1",
+        created_at: "2026-12-02T13:00:00.000Z",
+        role: "user",
+        parts: [{ sequence: 1, type: "text", text: "x".repeat(MAX_LINE_BYTES) }],
+      }],
+    } as unknown as PortableSession;
     const error = await rejection(new Sessions({ storage }).importPortable(REF, big));
     expect(error).toBeInstanceOf(LimitExceededError);
     expect((error as Error).message).toMatch(/^messages\/active\.jsonl: imported message 1 would be a line of 64 MiB, over the line limit/);
     expect(await storage.list("agents/a1/workspaces/w1/sessions")).toEqual([]);
   }, 60_000);
 });
-

@@ -3,27 +3,9 @@
  * docs/FORMAT.md says, never removed by a writer that finds someone else's.
  */
 import { describe, expect, test } from "vitest";
-import { MemoryStorage, WriterLockedError, type SessionRef } from "../../core/mod.ts";
-import {
-  IDENTITY,
-  P,
-  REF,
-  RecordingStorage,
-  readText,
-  registry,
-  rejection,
-  snapshot,
-  utf8,
-} from "../support/session.ts";
-import {
-  FOREIGN_LOCK,
-  ISO_MS,
-  draftText,
-  msgs,
-  summarizer,
-  user,
-  writeSession,
-} from "./support.ts";
+import { MemoryStorage, type SessionRef, WriterLockedError } from "../../core/mod.ts";
+import { IDENTITY, P, readText, RecordingStorage, REF, registry, rejection, snapshot, utf8 } from "../support/session.ts";
+import { draftText, FOREIGN_LOCK, ISO_MS, msgs, summarizer, user, writeSession } from "./support.ts";
 
 const lockText = `${JSON.stringify(FOREIGN_LOCK)}\n`;
 

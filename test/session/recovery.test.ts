@@ -3,18 +3,18 @@
  * writes nothing: repairs wait for the next write.
  */
 import { describe, expect, test } from "vitest";
-import { CorruptSessionError, MemoryStorage, UnsupportedSchemaError, sessionPaths, type Diagnostic } from "../../core/mod.ts";
+import { CorruptSessionError, type Diagnostic, MemoryStorage, sessionPaths, UnsupportedSchemaError } from "../../core/mod.ts";
 import {
-  P,
-  REF,
-  RecordingStorage,
   expectContiguous,
   fullHistory,
   line,
   lines,
   metaOnDisk,
   msg,
+  P,
   readText,
+  RecordingStorage,
+  REF,
   registry,
   rejection,
   segmentName,
@@ -22,17 +22,7 @@ import {
   utf8,
   withoutLineRevisions,
 } from "../support/session.ts";
-import {
-  ACTIVE,
-  DRAFT,
-  DRAFT_PARTS,
-  draftText,
-  expectMetaConsistent,
-  msgs,
-  segmentText,
-  user,
-  writeSession,
-} from "./support.ts";
+import { ACTIVE, DRAFT, DRAFT_PARTS, draftText, expectMetaConsistent, msgs, segmentText, user, writeSession } from "./support.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../core/internal.ts";
 
 function only(diagnostics: readonly Diagnostic[], code: Diagnostic["code"]): Diagnostic {
@@ -209,10 +199,12 @@ describe("rule 3: overlap between the newest segment and Active", () => {
 });
 
 test("repairs write meta.json before they touch active.jsonl, so a crash between leaves the damage that rebuilds it", async () => {
-  for (const spec of [
-    { segments: [[1, 3]] as [number, number][], active: msgs(1, 6), meta: { message_count: 6 } },
-    { activeText: lines(msgs(1, 3)).slice(0, -1), meta: { message_count: 3 } },
-  ]) {
+  for (
+    const spec of [
+      { segments: [[1, 3]] as [number, number][], active: msgs(1, 6), meta: { message_count: 6 } },
+      { activeText: lines(msgs(1, 3)).slice(0, -1), meta: { message_count: 3 } },
+    ]
+  ) {
     const inner = new MemoryStorage();
     await writeSession(inner, spec);
     const storage = new RecordingStorage(inner);

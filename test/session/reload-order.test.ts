@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { MemoryStorage, RevisionConflictError, type StoragePort } from "../../core/mod.ts";
-import { P, REF, deferred, fullHistory, registry, rejection } from "../support/session.ts";
+import { deferred, fullHistory, P, REF, registry, rejection } from "../support/session.ts";
 import { assistant, expectMetaConsistent, summarizer, user } from "./support.ts";
 
 /**

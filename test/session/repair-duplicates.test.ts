@@ -9,7 +9,7 @@
  */
 import { describe, expect, test } from "vitest";
 import { CorruptSessionError, MemoryStorage, type MessageRecord } from "../../core/mod.ts";
-import { P, REF, TS, fullHistory, line, lines, msg, readText, registry, utf8 } from "../support/session.ts";
+import { fullHistory, line, lines, msg, P, readText, REF, registry, TS, utf8 } from "../support/session.ts";
 import { user, writeSession } from "./support.ts";
 
 const STAMP = "2026-12-02T13-00-00-000Z";
@@ -50,7 +50,12 @@ describe("repair keeps both writers' messages", () => {
       {
         from: "messages/active.jsonl",
         to: `quarantine/messages_active.jsonl.${STAMP}.jsonl`,
-        lines: [8, 9, 10].map((n, i) => ({ line: n, code: "renumbered", reason: `sequence ${5 + i} is held by a message written before it (another writer's); kept as sequence ${8 + i}`, bytes: line(b[i]).length - 1 })),
+        lines: [8, 9, 10].map((n, i) => ({
+          line: n,
+          code: "renumbered",
+          reason: `sequence ${5 + i} is held by a message written before it (another writer's); kept as sequence ${8 + i}`,
+          bytes: line(b[i]).length - 1,
+        })),
         bytes: b.reduce((sum, r) => sum + line(r).length - 1, 0),
         reason: "lines recovery reports or cuts: unreadable, torn, duplicated or already in a segment",
       },
@@ -64,7 +69,9 @@ describe("repair keeps both writers' messages", () => {
     expect(active.slice(7)).toEqual([5, 6, 7].map((_n, i) => ({ ...b[i], sequence: 8 + i, revision: 10 })));
     // The last key of a renumbered line is its revision, as every writer's line ends.
     expect((await readText(storage, P.active))!.trimEnd().split("\n").at(-1)).toMatch(/"revision":10\}$/);
-    const quarantine = (await readText(storage, `${P.dir}/quarantine/messages_active.jsonl.${STAMP}.jsonl`))!.trimEnd().split("\n").map((l) => JSON.parse(l) as { line: number; code: string; text: string });
+    const quarantine = (await readText(storage, `${P.dir}/quarantine/messages_active.jsonl.${STAMP}.jsonl`))!.trimEnd().split("\n").map((l) =>
+      JSON.parse(l) as { line: number; code: string; text: string }
+    );
     expect(quarantine.map((q) => [q.line, q.code, q.text])).toEqual(b.map((r, i) => [8 + i, "renumbered", line(r).trimEnd()]));
 
     await expect(session.append(user("after the repair"))).resolves.toEqual({ sequences: [11], revision: 11 });
@@ -91,7 +98,10 @@ describe("repair keeps both writers' messages", () => {
     expect(done.refused).toEqual([]);
     expect(done.moves[0]!.lines!.map((l) => [l.line, l.code])).toEqual([[6, "renumbered"], [8, "renumbered"], [10, "renumbered"]]);
     const { pairs, ids } = await everyMessage(sessions);
-    expect(pairs).toEqual([[1, "a_1"], [2, "a_2"], [3, "a_3"], [4, "a_4"], [5, "a_5"], [6, "b_6"], [7, "b_7"], [8, "a_8"], [9, "b_5"], [10, "a_6"], [11, "a_7"]]);
+    expect(pairs).toEqual([[1, "a_1"], [2, "a_2"], [3, "a_3"], [4, "a_4"], [5, "a_5"], [6, "b_6"], [7, "b_7"], [8, "a_8"], [9, "b_5"], [10, "a_6"], [
+      11,
+      "a_7",
+    ]]);
     expect(ids).toEqual(records.map((r) => r.message_id).sort());
     // The renumbered lines carry no batch mark: no commit is left looking torn.
     expect(session.active.every((m) => !("batch_size" in m) || m.sequence < 9)).toBe(true);
@@ -99,11 +109,20 @@ describe("repair keeps both writers' messages", () => {
   });
 
   test("the same message committed twice (same id and content, another sequence and time) is kept once; its second copy is quarantined", async () => {
-    const records = [...[1, 2, 3].map((n) => by("a", n, n)), by("a", 4, 4), { ...by("a", 4, 4), sequence: 3, created_at: "2026-12-02T13:00:05.000Z" } as MessageRecord];
+    const records = [
+      ...[1, 2, 3].map((n) => by("a", n, n)),
+      by("a", 4, 4),
+      { ...by("a", 4, 4), sequence: 3, created_at: "2026-12-02T13:00:05.000Z" } as MessageRecord,
+    ];
     // The retried copy of a_4 landed as sequence 3 of a writer that had read two messages.
     const { sessions, session } = await splitBrain(records, 4);
     const done = await session.repair({ apply: true });
-    expect(done.moves[0]!.lines).toEqual([{ line: 5, code: "duplicate", reason: "message a_4 committed a second time as sequence 3, identical to the kept sequence 4", bytes: line(records[4]).length - 1 }]);
+    expect(done.moves[0]!.lines).toEqual([{
+      line: 5,
+      code: "duplicate",
+      reason: "message a_4 committed a second time as sequence 3, identical to the kept sequence 4",
+      bytes: line(records[4]).length - 1,
+    }]);
     const { pairs } = await everyMessage(sessions);
     expect(pairs).toEqual([[1, "a_1"], [2, "a_2"], [3, "a_3"], [4, "a_4"]]);
   });

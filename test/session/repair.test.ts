@@ -6,8 +6,8 @@
  * moved; a gap it cannot close is refused with the reason and nothing changes.
  */
 import { describe, expect, test } from "vitest";
-import { CorruptSessionError, MemoryStorage, sessionPaths, type RepairReport } from "../../core/mod.ts";
-import { P, REF, TS, fullHistory, line, lines, metaOnDisk, msg, readText, registry, rejection, segmentName, snapshot, utf8 } from "../support/session.ts";
+import { CorruptSessionError, MemoryStorage, type RepairReport, sessionPaths } from "../../core/mod.ts";
+import { fullHistory, line, lines, metaOnDisk, msg, P, readText, REF, registry, rejection, segmentName, snapshot, TS, utf8 } from "../support/session.ts";
 import { DRAFT, draftText, expectMetaConsistent, msgs, segmentText, user, writeSession } from "./support.ts";
 import { planRepair } from "../../core/internal.ts";
 
@@ -24,7 +24,13 @@ async function quarantined(storage: MemoryStorage, path: string): Promise<Record
 async function damaged(text: string, spec: Parameters<typeof writeSession>[1] = {}) {
   const storage = new MemoryStorage();
   // meta.json counts the highest sequence written, as the writer that wrote them would have.
-  const sequences = text.split("\n").map((l) => { try { return (JSON.parse(l) as { sequence?: unknown }).sequence; } catch { return undefined; } });
+  const sequences = text.split("\n").map((l) => {
+    try {
+      return (JSON.parse(l) as { sequence?: unknown }).sequence;
+    } catch {
+      return undefined;
+    }
+  });
   const last = Math.max(0, ...sequences.filter((n): n is number => typeof n === "number"));
   await writeSession(storage, { activeText: text, ...spec, meta: { message_count: last, revision: last, history_bytes: utf8(text).length, ...spec.meta } });
   const sessions = registry(storage, undefined, () => Date.parse(TS));
@@ -62,16 +68,34 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
       {
         from: "messages/active.jsonl",
         to: ACTIVE_QUARANTINE,
-        lines: [{ line: 3, code: "invalid_json", reason: expect.stringMatching(/^invalid JSON .* near "this is not JSON \\u001b\[2J"$/), bytes: utf8(garbage).length }],
+        lines: [{
+          line: 3,
+          code: "invalid_json",
+          reason: expect.stringMatching(/^invalid JSON .* near "this is not JSON \\u001b\[2J"$/),
+          bytes: utf8(garbage).length,
+        }],
         bytes: utf8(garbage).length,
         reason: expect.any(String),
       },
     ]);
-    expect(report).toMatchObject({ clean: false, rewritten: ["messages/active.jsonl"], kept: { messages: 4, segments: 0, lastSequence: 4 }, meta: { action: "updated", previousRevision: 4, revision: 5 } });
+    expect(report).toMatchObject({
+      clean: false,
+      rewritten: ["messages/active.jsonl"],
+      kept: { messages: 4, segments: 0, lastSequence: 4 },
+      meta: { action: "updated", previousRevision: 4, revision: 5 },
+    });
     // Every valid line is kept byte for byte; the bad one is in the quarantine, exactly.
     expect(await readText(storage, P.active)).toBe(lines(msgs(1, 4)));
     expect(await quarantined(storage, ACTIVE_QUARANTINE)).toEqual([
-      { record_type: "quarantined_line", file: "messages/active.jsonl", line: 3, code: "invalid_json", reason: report.moves[0]!.lines![0]!.reason, quarantined_at: TS, text: garbage },
+      {
+        record_type: "quarantined_line",
+        file: "messages/active.jsonl",
+        line: 3,
+        code: "invalid_json",
+        reason: report.moves[0]!.lines![0]!.reason,
+        quarantined_at: TS,
+        text: garbage,
+      },
     ]);
     expect((await fullHistory(session)).map((m) => m.sequence)).toEqual([1, 2, 3, 4]);
     await expectMetaConsistent(storage, session);
@@ -82,7 +106,12 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     const text = lines(msgs(1, 2)) + line({ record_type: "message", note: "no sequence" }) + lines(msgs(3, 3));
     const { storage, session } = await damaged(text);
     const report = await planThenApply(storage, session);
-    expect(report.moves[0]!.lines).toEqual([{ line: 3, code: "invalid_record", reason: expect.stringContaining("invalid message record"), bytes: expect.any(Number) }]);
+    expect(report.moves[0]!.lines).toEqual([{
+      line: 3,
+      code: "invalid_record",
+      reason: expect.stringContaining("invalid message record"),
+      bytes: expect.any(Number),
+    }]);
     expect(await readText(storage, P.active)).toBe(lines(msgs(1, 3)));
   });
 
@@ -92,7 +121,12 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     const before = await snapshot(storage);
     const plan = await session.repair();
     expect(plan.refused).toEqual([
-      { file: "messages/active.jsonl", line: 4, reason: "messages/active.jsonl:4: message sequence 4 where 3 was expected: sequences 3–3 are missing (line 3 could not be read and may have held them); repair never renumbers messages" },
+      {
+        file: "messages/active.jsonl",
+        line: 4,
+        reason:
+          "messages/active.jsonl:4: message sequence 4 where 3 was expected: sequences 3–3 are missing (line 3 could not be read and may have held them); repair never renumbers messages",
+      },
     ]);
     const error = await rejection(session.repair({ apply: true }), CorruptSessionError);
     expect(error.message).toContain("cannot be repaired: messages/active.jsonl:4: message sequence 4 where 3 was expected");
@@ -129,13 +163,23 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
   test("an exact duplicate line moves; a different message with the same sequence is kept, renumbered after the rest", async () => {
     const { storage, session } = await damaged(lines([...msgs(1, 3), msg(3), msg(4)]), { meta: { message_count: 4 } });
     const report = await planThenApply(storage, session);
-    expect(report.moves[0]!.lines).toEqual([{ line: 4, code: "duplicate", reason: "a second copy of message 3, identical to a line kept above", bytes: line(msg(3)).length - 1 }]);
+    expect(report.moves[0]!.lines).toEqual([{
+      line: 4,
+      code: "duplicate",
+      reason: "a second copy of message 3, identical to a line kept above",
+      bytes: line(msg(3)).length - 1,
+    }]);
     expect(await readText(storage, P.active)).toBe(lines(msgs(1, 4)));
 
     // A second writer's message (test/session/repair-duplicates.test.ts has the split brain in full).
     const other = await damaged(lines([...msgs(1, 3), msg(3, { message_id: "m_other" }), msg(4)]), { meta: { message_count: 4 } });
     const renumbered = await planThenApply(other.storage, other.session);
-    expect(renumbered.moves[0]!.lines).toEqual([{ line: 4, code: "renumbered", reason: "sequence 3 is held by a message written before it (another writer's); kept as sequence 5", bytes: line(msg(3, { message_id: "m_other" })).length - 1 }]);
+    expect(renumbered.moves[0]!.lines).toEqual([{
+      line: 4,
+      code: "renumbered",
+      reason: "sequence 3 is held by a message written before it (another writer's); kept as sequence 5",
+      bytes: line(msg(3, { message_id: "m_other" })).length - 1,
+    }]);
     expect(other.session.active.map((m) => [m.sequence, m.message_id])).toEqual([[1, "m_1"], [2, "m_2"], [3, "m_3"], [4, "m_4"], [5, "m_other"]]);
   });
 
@@ -156,15 +200,36 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     await storage.replace(segment, utf8([...good.slice(0, 2), "{broken", ...good.slice(2)].join("\n")));
     const session = await registry(storage, undefined, () => Date.parse(TS)).open(REF);
     const report = await session.repair({ apply: true });
-    expect(report.moves).toEqual([expect.objectContaining({ from: `messages/segments/${segmentName(1, 4)}`, to: `quarantine/messages_segments_${segmentName(1, 4)}.${STAMP}.jsonl`, lines: [expect.objectContaining({ line: 3, code: "invalid_json" })] })]);
+    expect(report.moves).toEqual([
+      expect.objectContaining({
+        from: `messages/segments/${segmentName(1, 4)}`,
+        to: `quarantine/messages_segments_${segmentName(1, 4)}.${STAMP}.jsonl`,
+        lines: [expect.objectContaining({ line: 3, code: "invalid_json" })],
+      }),
+    ]);
     expect(await readText(storage, segment)).toBe(segmentText(1, 4));
     await expectMetaConsistent(storage, session);
   });
 
   test("a segment that lost a message, a segment without a readable footer, a gap between segments: refused", async () => {
     const cases: [string, (storage: MemoryStorage) => Promise<void>, RegExp][] = [
-      ["lost message", async (s) => s.replace(`${P.segmentsDir}/${segmentName(1, 4)}`, utf8(lines([msg(1), msg(2), msg(4)]) + line({ record_type: "summary", session_id: "s1", summary_id: "sum_1", through_sequence: 4, text: "t", created_at: TS }))), /message sequence 4 where 3 was expected: sequences 3–3 are missing; repair never renumbers/],
-      ["broken footer", async (s) => s.replace(`${P.segmentsDir}/${segmentName(1, 4)}`, utf8(lines(msgs(1, 4)) + '{"record_type":"summ\n')), /no readable summary footer through sequence 4; repair cannot write a summary/],
+      [
+        "lost message",
+        async (s) =>
+          s.replace(
+            `${P.segmentsDir}/${segmentName(1, 4)}`,
+            utf8(
+              lines([msg(1), msg(2), msg(4)]) +
+                line({ record_type: "summary", session_id: "s1", summary_id: "sum_1", through_sequence: 4, text: "t", created_at: TS }),
+            ),
+          ),
+        /message sequence 4 where 3 was expected: sequences 3–3 are missing; repair never renumbers/,
+      ],
+      [
+        "broken footer",
+        async (s) => s.replace(`${P.segmentsDir}/${segmentName(1, 4)}`, utf8(lines(msgs(1, 4)) + '{"record_type":"summ\n')),
+        /no readable summary footer through sequence 4; repair cannot write a summary/,
+      ],
       ["gap", async (s) => s.remove(`${P.segmentsDir}/${segmentName(1, 4)}`), /sequences 1–4 are in no segment; repair never renumbers messages/],
     ];
     for (const [name, breakIt, reason] of cases) {
@@ -184,7 +249,12 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     await storage.replace(P.meta, utf8(broken));
     const session = await registry(storage, undefined, () => Date.parse(TS)).open(REF);
     const report = await planThenApply(storage, session);
-    expect(report.moves).toEqual([{ from: "meta.json", to: `quarantine/meta.json.${STAMP}`, bytes: utf8(broken).length, reason: expect.stringContaining("meta.json cannot be read: not a valid meta.json record") }]);
+    expect(report.moves).toEqual([{
+      from: "meta.json",
+      to: `quarantine/meta.json.${STAMP}`,
+      bytes: utf8(broken).length,
+      reason: expect.stringContaining("meta.json cannot be read: not a valid meta.json record"),
+    }]);
     expect(await readText(storage, `${P.dir}/quarantine/meta.json.${STAMP}`)).toBe(broken);
     expect(report.meta).toEqual({ action: "rebuilt", previousRevision: 3, revision: 4, salvaged: ["title", "created_at"] });
     expect(await metaOnDisk(storage)).toMatchObject({ title: "hand-written", created_at: TS, message_count: 3, revision: 4 });
@@ -200,24 +270,40 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
 
     const missing = new MemoryStorage();
     await writeSession(missing, { active: msgs(1, 2), meta: null });
-    expect((await planRepair(missing, P, REF, () => Date.parse(TS))).report).toMatchObject({ moves: [], meta: { action: "rebuilt", previousRevision: null, revision: 2 } });
+    expect((await planRepair(missing, P, REF, () => Date.parse(TS))).report).toMatchObject({
+      moves: [],
+      meta: { action: "rebuilt", previousRevision: null, revision: 2 },
+    });
 
     const behind = new MemoryStorage();
     await writeSession(behind, { active: msgs(1, 5), meta: { message_count: 3, revision: 3 } });
-    expect((await planRepair(behind, P, REF, () => Date.parse(TS))).report).toMatchObject({ moves: [], rewritten: [], meta: { action: "updated", previousRevision: 3, revision: 5 } });
+    expect((await planRepair(behind, P, REF, () => Date.parse(TS))).report).toMatchObject({
+      moves: [],
+      rewritten: [],
+      meta: { action: "updated", previousRevision: 3, revision: 5 },
+    });
   });
 
   test("meta.json of a version this reader does not know: refused, never guessed", async () => {
     const storage = new MemoryStorage();
     await writeSession(storage, { active: msgs(1, 2), meta: { schema_version: 2 } });
     const { report } = await planRepair(storage, P, REF, () => Date.parse(TS));
-    expect(report.refused).toEqual([{ file: "meta.json", line: null, reason: expect.stringMatching(/schema_version 2 is not supported .*; repair never guesses/) }]);
+    expect(report.refused).toEqual([{
+      file: "meta.json",
+      line: null,
+      reason: expect.stringMatching(/schema_version 2 is not supported .*; repair never guesses/),
+    }]);
   });
 
   test("rule 4, a stale draft and an unreadable draft: moved whole, not deleted", async () => {
     const stale = await damaged(lines(msgs(1, 3)), { draft: draftText(3, { id: msg(3).message_id, pendingIds: [] }) });
     const report = await planThenApply(stale.storage, stale.session);
-    expect(report.moves).toEqual([{ from: DRAFT, to: `quarantine/messages_assistant_message.json.${STAMP}`, bytes: expect.any(Number), reason: `${DRAFT}: the draft is already committed in Active (a stale draft)` }]);
+    expect(report.moves).toEqual([{
+      from: DRAFT,
+      to: `quarantine/messages_assistant_message.json.${STAMP}`,
+      bytes: expect.any(Number),
+      reason: `${DRAFT}: the draft is already committed in Active (a stale draft)`,
+    }]);
     expect(await readText(stale.storage, P.draft)).toBeUndefined();
 
     const unreadable = await damaged(lines(msgs(1, 3)), { draft: "{not a draft" });
@@ -232,7 +318,12 @@ describe("repair: a plan by default, the plan carried out with apply", () => {
     await storage.replace(P.instruction, new Uint8Array([0x68, 0xff, 0xfe]));
     const session = await registry(storage, undefined, () => Date.parse(TS)).open(REF);
     const report = await planThenApply(storage, session);
-    expect(report.moves).toEqual([{ from: "instruction.md", to: `quarantine/instruction.md.${STAMP}`, bytes: 3, reason: expect.stringContaining("not valid UTF-8") }]);
+    expect(report.moves).toEqual([{
+      from: "instruction.md",
+      to: `quarantine/instruction.md.${STAMP}`,
+      bytes: 3,
+      reason: expect.stringContaining("not valid UTF-8"),
+    }]);
     expect(await storage.read(`${P.dir}/quarantine/instruction.md.${STAMP}`)).toEqual(new Uint8Array([0x68, 0xff, 0xfe]));
   });
 

@@ -5,23 +5,8 @@
  */
 import { describe, expect, test } from "vitest";
 import { MemoryStorage, RevisionConflictError, SessionBusyError } from "../../core/mod.ts";
-import {
-  P,
-  REF,
-  deferred,
-  expectContiguous,
-  fullHistory,
-  metaOnDisk,
-  registry,
-  rejection,
-  snapshot,
-} from "../support/session.ts";
-import {
-  assistant,
-  expectMetaConsistent,
-  summarizer,
-  user,
-} from "./support.ts";
+import { deferred, expectContiguous, fullHistory, metaOnDisk, P, REF, registry, rejection, snapshot } from "../support/session.ts";
+import { assistant, expectMetaConsistent, summarizer, user } from "./support.ts";
 
 describe("revisions", () => {
   test("+1 per commit (whatever its size) and per compaction; nothing else moves it", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CorruptSessionError, MemoryStorage, RevisionConflictError } from "../../core/mod.ts";
 import { P, registry, rejection, segmentName, snapshot, utf8 } from "../support/session.ts";
-import { REF_STRING, msgs, segmentText, user, writeSession } from "./support.ts";
+import { msgs, REF_STRING, segmentText, user, writeSession } from "./support.ts";
 
 describe("errors that stay until the host acts", () => {
   it("a revision conflict refuses every write until reload(), then writes land after the other writer's", async () => {

@@ -7,9 +7,9 @@
  */
 import { expect } from "vitest";
 import {
-  sessionPaths,
   type MessageRecord,
   type SessionPaths,
+  sessionPaths,
   type SessionRef,
   type StoragePort,
   type Summarizer,
@@ -17,7 +17,7 @@ import {
   type SummaryResult,
 } from "../../core/mod.ts";
 import type { Session } from "../../core/session/session.ts";
-import { REF, TS, footer, fullHistory, line, lines, metaFields, metaOnDisk, metaText, msg, segmentName, utf8 } from "../support/session.ts";
+import { footer, fullHistory, line, lines, metaFields, metaOnDisk, metaText, msg, REF, segmentName, TS, utf8 } from "../support/session.ts";
 
 export const REF_STRING = "a1/w1/s1";
 export const ACTIVE = "messages/active.jsonl";
@@ -134,7 +134,6 @@ export async function writeSession(storage: StoragePort, spec: HandWrittenSessio
 // ---------------------------------------------------------------------------
 // Storage inspection
 // ---------------------------------------------------------------------------
-
 
 /** The sum of the bytes of every `.jsonl` file of a session, as found on storage. */
 export async function historyBytesOnDisk(storage: StoragePort, paths: SessionPaths): Promise<number> {

@@ -12,9 +12,6 @@
  */
 import {
   CancelledError,
-  Sessions,
-  type Provider,
-  type ProviderEvent,
   decodeJsonl,
   encodeJsonDocument,
   encodeJsonl,
@@ -23,12 +20,15 @@ import {
   MessageRecord,
   parseMetaJson,
   parseSessionRef,
+  type Provider,
+  type ProviderEvent,
   readLastRecord,
-  sessionPaths,
-  SummaryRecord,
   type SessionMeta,
   type SessionPaths,
+  sessionPaths,
+  Sessions,
   type StoragePort,
+  SummaryRecord,
 } from "../../core/mod.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -225,7 +225,10 @@ const steps: Step[] = [
       };
       const tools = [{ name: "clock", execute: () => ({ time: "12:00" }) }];
       const outcome = await session.run("What time is it?", { provider, tools }).result;
-      assert(outcome.revision === 1 && outcome.messages.length === 3, `run committed 3 messages at revision 1 (got ${outcome.messages.length} at ${outcome.revision})`);
+      assert(
+        outcome.revision === 1 && outcome.messages.length === 3,
+        `run committed 3 messages at revision 1 (got ${outcome.messages.length} at ${outcome.revision})`,
+      );
       const controller = new AbortController();
       const cancelled = session.run("And tomorrow?", { provider, tools, signal: controller.signal });
       setTimeout(() => controller.abort(), 5);
@@ -234,12 +237,21 @@ const steps: Step[] = [
       assert(session.active.at(-1)?.status === "stopped", "the cancelled reply is committed as stopped");
       const compaction = await session.compact();
       // The cut falls on the turn boundary nearest floor(5/2): before the user message 4.
-      assert(compaction.segment?.start === 1 && compaction.segment.end === 3 && compaction.revision === 3, "compaction closes the first turn, sequences 1..3, as a segment at revision 3");
+      assert(
+        compaction.segment?.start === 1 && compaction.segment.end === 3 && compaction.revision === 3,
+        "compaction closes the first turn, sequences 1..3, as a segment at revision 3",
+      );
       const reopened = await sessions.open("agent/workspace/engine");
-      assert(reopened.revision === 3 && reopened.summary?.text === "summary of 3 messages" && reopened.diagnostics.length === 0, "reopening sees the compacted state");
+      assert(
+        reopened.revision === 3 && reopened.summary?.text === "summary of 3 messages" && reopened.diagnostics.length === 0,
+        "reopening sees the compacted state",
+      );
       assert(reopened.compose(provider.identity).input.system === "Be brief.", "the instruction snapshot is the system");
       const fork = await sessions.fork("agent/workspace/engine", "engine-fork");
-      assert(fork.meta.forked_from?.through_sequence === 5 && (await fork.messages({ beforeSequence: 4 })).length === 3, "the fork keeps every message and sequence");
+      assert(
+        fork.meta.forked_from?.through_sequence === 5 && (await fork.messages({ beforeSequence: 4 })).length === 3,
+        "the fork keeps every message and sequence",
+      );
       await sessions.archive("agent/workspace/engine-fork");
       assert((await sessions.list({ archived: true })).length === 1, "the archived fork is listed as archived");
     },

@@ -193,7 +193,7 @@ describe("FaultyStorage crash model", () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const slow: StoragePort = {
-            read: (path) => inner.read(path),
+      read: (path) => inner.read(path),
       readTail: (path, maxBytes) => inner.readTail(path, maxBytes),
       list: (dir) => inner.list(dir),
       replace: (path, b) => inner.replace(path, b),

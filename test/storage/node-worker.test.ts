@@ -21,7 +21,7 @@ afterAll(async () => {
 function under(prefix: string, inner: StoragePort): StoragePort {
   const at = (path: string) => `${prefix}/${path}`;
   return {
-        read: (path) => inner.read(at(path)),
+    read: (path) => inner.read(at(path)),
     readTail: (path, maxBytes) => inner.readTail(at(path), maxBytes),
     list: (dir) => inner.list(dir === "" ? prefix : at(dir)),
     replace: (path, bytes) => inner.replace(at(path), bytes),
@@ -38,7 +38,7 @@ runStorageTests("NodeFileStorage via WorkerFileStorage", () => {
   const prefix = `t${++count}`;
   return {
     storage: under(prefix, first),
-    reopen: async () => under(prefix, (second ??= new WorkerFileStorage({ root }))),
+    reopen: async () => under(prefix, second ??= new WorkerFileStorage({ root })),
     teardown: () => first.remove(prefix),
   };
 });

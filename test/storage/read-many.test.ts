@@ -4,7 +4,7 @@
  * from a prefetched tail only when it is the file asked for and holds enough of it.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type FileTail } from "../../core/mod.ts";
+import { type FileTail, MemoryStorage } from "../../core/mod.ts";
 import { readMany, withPrefetchedTail } from "../../core/storage/read-many.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -27,7 +27,10 @@ describe("readMany without a backend's own", () => {
     await storage.replace("s/meta.json", utf8("{}"));
     await storage.replace("s/active.jsonl", utf8("one\ntwo\n"));
     await storage.replace("s/segments/1-2.jsonl", utf8("footer\n"));
-    const found = await readMany(storage, [{ path: "s/meta.json" }, { path: "s/active.jsonl" }, { path: "s/draft.json" }, { path: "s/active.jsonl", tailBytes: 4 }, { lastIn: "s/segments", tailBytes: 7 }]);
+    const found = await readMany(storage, [{ path: "s/meta.json" }, { path: "s/active.jsonl" }, { path: "s/draft.json" }, {
+      path: "s/active.jsonl",
+      tailBytes: 4,
+    }, { lastIn: "s/segments", tailBytes: 7 }]);
     expect(found.map((f) => f && { path: f.path, text: text(f.bytes), size: f.size })).toEqual([
       { path: "s/meta.json", text: "{}", size: 2 },
       { path: "s/active.jsonl", text: "one\ntwo\n", size: 8 },

@@ -7,15 +7,15 @@
  */
 import { expect } from "vitest";
 import {
-  MemoryStorage,
-  Sessions,
-  sessionPaths,
   type FileTail,
+  MemoryStorage,
   type MessageRecord,
   type Session,
   type SessionOptions,
   type SessionPaths,
+  sessionPaths,
   type SessionRef,
+  Sessions,
   type StoragePort,
   type WriteOptions,
   type WriterIdentity,
@@ -28,8 +28,7 @@ export const IDENTITY: WriterIdentity = { pid: 4242, hostname: "test-host", runt
 
 const encoder = new TextEncoder();
 export const utf8 = (text: string): Uint8Array => encoder.encode(text);
-export const decode = (bytes: Uint8Array | undefined): string | undefined =>
-  bytes === undefined ? undefined : new TextDecoder().decode(bytes);
+export const decode = (bytes: Uint8Array | undefined): string | undefined => bytes === undefined ? undefined : new TextDecoder().decode(bytes);
 
 // ---------------------------------------------------------------------------
 // Clocks and the registry

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   ContextLengthExceededError,
-  InvalidInputError,
   estimateModelInputTokens,
+  InvalidInputError,
   type MessageRecord,
   type ModelRequest,
   type ProviderEvent,
   type Tool,
 } from "../../core/mod.ts";
-import { ScriptedProvider, scriptedAutoUsage, type ScriptedStep } from "../../testing/scripted-provider.ts";
+import { scriptedAutoUsage, ScriptedProvider, type ScriptedStep } from "../../testing/scripted-provider.ts";
 
 const TS = "2026-12-02T13:00:00.000Z";
 

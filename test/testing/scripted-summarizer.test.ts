@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInputError, estimateTextTokens, estimateTokens, type MessageRecord, type SummaryRequest } from "../../core/mod.ts";
+import { estimateTextTokens, estimateTokens, InvalidInputError, type MessageRecord, type SummaryRequest } from "../../core/mod.ts";
 import { SCRIPTED_SUMMARY_MAX_CHARS, ScriptedSummarizer, scriptedSummaryText } from "../../testing/scripted-summarizer.ts";
 
 const TS = "2026-12-02T13:00:00.000Z";

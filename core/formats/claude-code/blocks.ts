@@ -36,8 +36,15 @@ export function userBlocks(content: Value): { parts: LooseClaudePart[]; results:
     else if (type.raw === "tool_result") {
       const idField = block.field("tool_use_id");
       const inner = block.field("content");
-      if (inner.raw !== undefined && typeof inner.raw !== "string") for (const item of inner.array("a string or an array of text and image blocks")) resultBlock(item);
-      results.push({ id: idField.string({ nonEmpty: true }), at: idField, isError: block.field("is_error").optional()?.boolean() ?? false, content: inner.raw ?? "" });
+      if (inner.raw !== undefined && typeof inner.raw !== "string") {
+        for (const item of inner.array("a string or an array of text and image blocks")) resultBlock(item);
+      }
+      results.push({
+        id: idField.string({ nonEmpty: true }),
+        at: idField,
+        isError: block.field("is_error").optional()?.boolean() ?? false,
+        content: inner.raw ?? "",
+      });
     } else type.fail('"text", "image" or "tool_result"');
   }
   return { parts, results };
@@ -55,7 +62,13 @@ function imagePart(block: Value): LooseClaudePart {
   const source = block.field("source").object("the image source object");
   const kind = source.field("type");
   if (kind.raw === "base64") return { type: "file", media_type: source.field("media_type").string({ nonEmpty: true }), data: source.field("data").string() };
-  if (kind.raw === "url") return { type: "file", media_type: source.field("media_type").optional()?.string({ nonEmpty: true }) ?? "image/*", url: source.field("url").string({ nonEmpty: true }) };
+  if (kind.raw === "url") {
+    return {
+      type: "file",
+      media_type: source.field("media_type").optional()?.string({ nonEmpty: true }) ?? "image/*",
+      url: source.field("url").string({ nonEmpty: true }),
+    };
+  }
   return kind.fail('"base64" or "url"');
 }
 
@@ -94,12 +107,23 @@ export function assistantBlocks(content: Value, identity: { provider: string; ap
         break;
       }
       case "redacted_thinking":
-        parts.push({ type: "provider-context", ...identity, kind: "redacted_thinking", data: { type: "redacted_thinking", data: block.field("data").string() } });
+        parts.push({
+          type: "provider-context",
+          ...identity,
+          kind: "redacted_thinking",
+          data: { type: "redacted_thinking", data: block.field("data").string() },
+        });
         break;
       case "tool_use": {
         const input = block.field("input");
         if (input.raw === undefined) input.fail("the tool's input (any JSON value)");
-        parts.push({ type: "tool", tool_call_id: block.field("id").string({ nonEmpty: true }), tool_name: block.field("name").string({ nonEmpty: true }), state: "input-available", input: input.raw });
+        parts.push({
+          type: "tool",
+          tool_call_id: block.field("id").string({ nonEmpty: true }),
+          tool_name: block.field("name").string({ nonEmpty: true }),
+          state: "input-available",
+          input: input.raw,
+        });
         break;
       }
       default:

@@ -9,7 +9,6 @@ import { ToolCallJoiner } from "../tool-joiner.ts";
 import type { MutableMessage, MutableToolPart } from "../mutable.ts";
 import { assistantBlocks, type ClaudeToolResult, type LooseClaudePart, userBlocks } from "./blocks.ts";
 
-
 /** The extension field for Claude Code facts with no sessionfold place (`isMeta` user messages). */
 export const CLAUDE_CODE_EXTENSION_FIELD = "claude_code";
 
@@ -27,12 +26,20 @@ const SKIPPED_TYPES = new Set(["file-history-snapshot", "queue-operation"]);
 const RECORD_TYPES = '"user", "assistant", "system", "summary", "file-history-snapshot" or "queue-operation"';
 
 /** One validated chain record, kept until the main chain is known. */
-type ChainRecord = { readonly uuid: string; readonly parent: string | null; readonly line: number; readonly timestamp: string; readonly sidechain: boolean } & (
-  | { readonly kind: "user"; readonly parts: LooseClaudePart[]; readonly results: ClaudeToolResult[]; readonly meta: boolean; readonly compactSummary: boolean }
-  | { readonly kind: "assistant"; readonly messageId: string | undefined; readonly parts: LooseClaudePart[]; readonly model: string; readonly usage?: Usage }
-  | { readonly kind: "boundary" }
-  | { readonly kind: "system" }
-);
+type ChainRecord =
+  & { readonly uuid: string; readonly parent: string | null; readonly line: number; readonly timestamp: string; readonly sidechain: boolean }
+  & (
+    | {
+      readonly kind: "user";
+      readonly parts: LooseClaudePart[];
+      readonly results: ClaudeToolResult[];
+      readonly meta: boolean;
+      readonly compactSummary: boolean;
+    }
+    | { readonly kind: "assistant"; readonly messageId: string | undefined; readonly parts: LooseClaudePart[]; readonly model: string; readonly usage?: Usage }
+    | { readonly kind: "boundary" }
+    | { readonly kind: "system" }
+  );
 
 /**
  * Reads a Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`): records
@@ -77,13 +84,24 @@ export async function readClaudeCode(source: JsonlSource, file: string): Promise
     if (typeof type.raw === "string" && SKIPPED_TYPES.has(type.raw)) return;
     if (type.raw !== "user" && type.raw !== "assistant" && type.raw !== "system") return type.fail(RECORD_TYPES);
     const parsed = parseChainRecord(record, type.raw, line);
-    if (byUuid.has(parsed.uuid)) record.field("uuid").fail("a uuid no earlier record has", `${JSON.stringify(parsed.uuid)}, the uuid of the record on line ${byUuid.get(parsed.uuid)!.line}`);
-    if (parsed.parent !== null && !byUuid.has(parsed.parent)) (record.field("parentUuid").absent ? record.field("logicalParentUuid") : record.field("parentUuid")).fail("the uuid of an earlier record, or null");
-    if (parsed.kind === "user") for (const r of parsed.results) if (!callIds.has(r.id)) r.at.fail("the id of an earlier tool_use", `${JSON.stringify(r.id)}, but no earlier tool_use has that id`);
+    if (byUuid.has(parsed.uuid)) {
+      record.field("uuid").fail(
+        "a uuid no earlier record has",
+        `${JSON.stringify(parsed.uuid)}, the uuid of the record on line ${byUuid.get(parsed.uuid)!.line}`,
+      );
+    }
+    if (parsed.parent !== null && !byUuid.has(parsed.parent)) {
+      (record.field("parentUuid").absent ? record.field("logicalParentUuid") : record.field("parentUuid")).fail("the uuid of an earlier record, or null");
+    }
+    if (parsed.kind === "user") {
+      for (const r of parsed.results) {
+        if (!callIds.has(r.id)) r.at.fail("the id of an earlier tool_use", `${JSON.stringify(r.id)}, but no earlier tool_use has that id`);
+      }
+    }
     const sessionId = record.field("sessionId").string({ nonEmpty: true });
     const cwd = record.field("cwd").optional()?.string();
     byUuid.set(parsed.uuid, parsed);
-    if (parsed.kind === "assistant") for (const part of parsed.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string);
+    if (parsed.kind === "assistant") { for (const part of parsed.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string); }
     first ??= { sessionId, ...(cwd !== undefined ? { cwd } : {}), timestamp: parsed.timestamp };
     lastTimestamp = parsed.timestamp;
     if (!parsed.sidechain) leaf = parsed;
@@ -106,7 +124,13 @@ export async function readClaudeCode(source: JsonlSource, file: string): Promise
     ...(messages.findLast((m) => m.provider)?.provider ? { modelLabel: messages.findLast((m) => m.provider)!.provider!.model } : {}),
     ...(first.cwd !== undefined ? { cwd: first.cwd } : {}),
     messages,
-    ...(segments.length > 0 ? { segments, summary: segments.at(-1)!.summary, compaction: { completed: segments.length, removed_messages: segments.at(-1)!.through, removed_tokens_estimate: 0 } } : {}),
+    ...(segments.length > 0
+      ? {
+        segments,
+        summary: segments.at(-1)!.summary,
+        compaction: { completed: segments.length, removed_messages: segments.at(-1)!.through, removed_tokens_estimate: 0 },
+      }
+      : {}),
     format: "claude-code",
   };
   return { session, diagnostics, offChainRecords: byUuid.size - chain.length };
@@ -121,14 +145,27 @@ function parseChainRecord(record: Value, type: "user" | "assistant" | "system", 
   const boundary = type === "system" && subtype === "compact_boundary";
   // A compact boundary starts a new chain (parentUuid null) but names the one it continues.
   const parent = parentRaw ?? (boundary ? (logical ?? null) : null);
-  const base = { uuid, parent, line, timestamp: isoTimestamp(record.field("timestamp")), sidechain: record.field("isSidechain").optional()?.boolean() ?? false };
+  const base = {
+    uuid,
+    parent,
+    line,
+    timestamp: isoTimestamp(record.field("timestamp")),
+    sidechain: record.field("isSidechain").optional()?.boolean() ?? false,
+  };
   if (type === "system") return { ...base, kind: boundary ? "boundary" : "system" };
   const message = record.field("message").object("the message object");
   const role = message.field("role");
   if (role.raw !== type) role.fail(JSON.stringify(type));
   if (type === "user") {
     const { parts, results } = userBlocks(message.field("content"));
-    return { ...base, kind: "user", parts, results, meta: record.field("isMeta").optional()?.boolean() ?? false, compactSummary: record.field("isCompactSummary").optional()?.boolean() ?? false };
+    return {
+      ...base,
+      kind: "user",
+      parts,
+      results,
+      meta: record.field("isMeta").optional()?.boolean() ?? false,
+      compactSummary: record.field("isCompactSummary").optional()?.boolean() ?? false,
+    };
   }
   const model = message.field("model").string({ nonEmpty: true });
   const parts = assistantBlocks(message.field("content"), { provider: "anthropic", api: "messages", model });
@@ -143,7 +180,12 @@ function parseUsage(value: Value): Usage | undefined {
   const output = usage.field("output_tokens").count();
   const cacheRead = usage.field("cache_read_input_tokens").optional()?.count();
   const cacheWrite = usage.field("cache_creation_input_tokens").optional()?.count();
-  return { input_tokens: input, output_tokens: output, ...(cacheRead !== undefined ? { cache_read_tokens: cacheRead } : {}), ...(cacheWrite !== undefined ? { cache_write_tokens: cacheWrite } : {}) };
+  return {
+    input_tokens: input,
+    output_tokens: output,
+    ...(cacheRead !== undefined ? { cache_read_tokens: cacheRead } : {}),
+    ...(cacheWrite !== undefined ? { cache_write_tokens: cacheWrite } : {}),
+  };
 }
 
 /** The main chain as messages: one assistant message per API message, results joined, compactions as boundaries. */
@@ -196,7 +238,14 @@ function assemble(chain: readonly ChainRecord[]): { messages: MessageRecord[]; s
     }
     if (record.parts.length === 0) continue;
     open = undefined;
-    const message: MutableMessage = { record_type: "message", sequence: messages.length + 1, message_id: `m_claude_${record.line}`, role: "user", created_at: record.timestamp, parts: [] };
+    const message: MutableMessage = {
+      record_type: "message",
+      sequence: messages.length + 1,
+      message_id: `m_claude_${record.line}`,
+      role: "user",
+      created_at: record.timestamp,
+      parts: [],
+    };
     if (record.meta) (message as Record<string, unknown>)[CLAUDE_CODE_EXTENSION_FIELD] = { isMeta: true };
     push(message, record.parts);
     messages.push(message);
@@ -216,5 +265,7 @@ function settle(part: MutableToolPart, result: ClaudeToolResult): void {
 
 function textOfBlocks(content: unknown): string {
   if (!Array.isArray(content)) return JSON.stringify(content);
-  return content.map((b) => (b && typeof b === "object" && (b as { type?: unknown }).type === "text" ? String((b as { text: unknown }).text) : JSON.stringify(b))).join("\n");
+  return content.map((
+    b,
+  ) => (b && typeof b === "object" && (b as { type?: unknown }).type === "text" ? String((b as { text: unknown }).text) : JSON.stringify(b))).join("\n");
 }

@@ -10,7 +10,6 @@ import { ToolCallJoiner } from "../tool-joiner.ts";
 import type { MutableMessage, MutableToolPart } from "../mutable.ts";
 import { contentParts, type LooseCodexPart, parseFunctionOutput } from "./items.ts";
 
-
 /** The extension field on messages whose Codex role has no sessionfold equivalent (`developer`, `system`). */
 export const CODEX_EXTENSION_FIELD = "codex";
 
@@ -68,7 +67,9 @@ export async function readCodex(source: JsonlSource, file: string): Promise<Code
     cwd: meta.cwd,
     messages: reader.messages,
     ...(reader.segments.length > 0 ? { segments: reader.segments, summary: reader.segments.at(-1)!.summary } : {}),
-    ...(reader.compactions > 0 ? { compaction: { completed: reader.compactions, removed_messages: reader.segments.at(-1)?.through ?? 0, removed_tokens_estimate: 0 } } : {}),
+    ...(reader.compactions > 0
+      ? { compaction: { completed: reader.compactions, removed_messages: reader.segments.at(-1)?.through ?? 0, removed_tokens_estimate: 0 } }
+      : {}),
     format: "codex-rollout",
   };
   return { session, diagnostics };
@@ -121,7 +122,9 @@ class CodexAssembler {
         replacement?.array("an array of response items");
         this.compactions += 1;
         this.#open = undefined;
-        if (summary.length > 0 && this.messages.length > (this.segments.at(-1)?.through ?? 0)) this.segments.push({ through: this.messages.length, summary, createdAt: timestamp });
+        if (summary.length > 0 && this.messages.length > (this.segments.at(-1)?.through ?? 0)) {
+          this.segments.push({ through: this.messages.length, summary, createdAt: timestamp });
+        }
         break;
       }
       case "response_item":
@@ -159,8 +162,12 @@ class CodexAssembler {
       }
       case "reasoning": {
         const parts: LooseCodexPart[] = [];
-        for (const s of item.field("summary").array("an array of summary_text items")) parts.push({ type: "reasoning-summary", text: textOf(s, ["summary_text"]) });
-        for (const c of item.field("content").optional()?.array("an array of reasoning_text items") ?? []) parts.push({ type: "reasoning", text: textOf(c, ["reasoning_text", "text"]) });
+        for (const s of item.field("summary").array("an array of summary_text items")) {
+          parts.push({ type: "reasoning-summary", text: textOf(s, ["summary_text"]) });
+        }
+        for (const c of item.field("content").optional()?.array("an array of reasoning_text items") ?? []) {
+          parts.push({ type: "reasoning", text: textOf(c, ["reasoning_text", "text"]) });
+        }
         const encrypted = item.field("encrypted_content").optional()?.string();
         if (encrypted !== undefined) parts.push({ type: "provider-context", ...this.#identity(), kind: "reasoning", data: { encrypted_content: encrypted } });
         return this.#assistant(line, timestamp, parts);
@@ -169,20 +176,36 @@ class CodexAssembler {
         const argsField = item.field("arguments");
         const args = parseArguments(argsField.string());
         // JSON text inside the line: its depth is measured here, where the line is known.
-        if (jsonDepthOver(args) !== undefined) argsField.fail(`arguments nested at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, `arguments nested deeper than ${MAX_JSON_DEPTH} levels`);
+        if (jsonDepthOver(args) !== undefined) {
+          argsField.fail(`arguments nested at most ${MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)`, `arguments nested deeper than ${MAX_JSON_DEPTH} levels`);
+        }
         return this.#call(line, timestamp, item.field("call_id").string({ nonEmpty: true }), item.field("name").string({ nonEmpty: true }), args);
       }
       case "custom_tool_call":
-        return this.#call(line, timestamp, item.field("call_id").string({ nonEmpty: true }), item.field("name").string({ nonEmpty: true }), item.field("input").string());
+        return this.#call(
+          line,
+          timestamp,
+          item.field("call_id").string({ nonEmpty: true }),
+          item.field("name").string({ nonEmpty: true }),
+          item.field("input").string(),
+        );
       case "local_shell_call": {
         const action = item.field("action").object("the shell action object");
-        const id = item.field("call_id").optional()?.string({ nonEmpty: true }) ?? item.field("id").optional()?.string({ nonEmpty: true }) ?? `local_shell_${line}`;
+        const id = item.field("call_id").optional()?.string({ nonEmpty: true }) ?? item.field("id").optional()?.string({ nonEmpty: true }) ??
+          `local_shell_${line}`;
         return this.#call(line, timestamp, id, "local_shell", action.raw);
       }
       case "web_search_call": {
         const action = item.field("action").object("the web search action object");
         const status = item.field("status").optional()?.string() ?? null;
-        const part: LooseCodexPart = { type: "tool", tool_call_id: `web_search_${line}`, tool_name: "web_search", state: "output-available", input: action.raw, output: { status } };
+        const part: LooseCodexPart = {
+          type: "tool",
+          tool_call_id: `web_search_${line}`,
+          tool_name: "web_search",
+          state: "output-available",
+          input: action.raw,
+          output: { status },
+        };
         return this.#assistant(line, timestamp, [part]);
       }
       case "function_call_output":
@@ -203,7 +226,12 @@ class CodexAssembler {
       case "compaction":
       case "compaction_summary": {
         const encrypted = item.field("encrypted_content").string();
-        return this.#assistant(line, timestamp, [{ type: "provider-context", ...this.#identity(), kind: "compaction", data: { encrypted_content: encrypted } }]);
+        return this.#assistant(line, timestamp, [{
+          type: "provider-context",
+          ...this.#identity(),
+          kind: "compaction",
+          data: { encrypted_content: encrypted },
+        }]);
       }
       case "ghost_snapshot":
         item.field("ghost_commit").object("the ghost commit object");
@@ -222,7 +250,15 @@ class CodexAssembler {
   #assistant(line: number, timestamp: string, loose: LooseCodexPart[]): void {
     let message = this.#open;
     if (message === undefined) {
-      message = { record_type: "message", sequence: this.messages.length + 1, message_id: `m_codex_${line}`, role: "assistant", created_at: timestamp, status: "completed", parts: [] };
+      message = {
+        record_type: "message",
+        sequence: this.messages.length + 1,
+        message_id: `m_codex_${line}`,
+        role: "assistant",
+        created_at: timestamp,
+        status: "completed",
+        parts: [],
+      };
       if (this.model !== undefined) message.provider = this.#identity();
       this.messages.push(message);
       this.#open = message;
@@ -241,7 +277,9 @@ function numbered(parts: readonly LooseCodexPart[], first: number): MessagePart[
 
 function parseMeta(payload: Value): CodexMeta {
   const base = payload.field("base_instructions").optional();
-  const instructions = base !== undefined ? base.object("the base instructions object").field("text").string() : payload.field("instructions").optional()?.string();
+  const instructions = base !== undefined
+    ? base.object("the base instructions object").field("text").string()
+    : payload.field("instructions").optional()?.string();
   return {
     id: payload.field("id").string({ nonEmpty: true }),
     timestamp: isoTimestamp(payload.field("timestamp")),

@@ -63,14 +63,24 @@ export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
     const type = record.object("a message record object").field("type").raw;
     // DeepCode reserves other typed records for lifecycle items and its reader skips them.
     if (layout !== "core-v0" && typeof type === "string" && type !== "message") {
-      skipped.push({ file, line, code: "unknown_record", fatal: false, message: `${file}:${line}: skipped a record of type ${JSON.stringify(type)} (not a message; DeepCode's reader skips it too)` });
+      skipped.push({
+        file,
+        line,
+        code: "unknown_record",
+        fatal: false,
+        message: `${file}:${line}: skipped a record of type ${JSON.stringify(type)} (not a message; DeepCode's reader skips it too)`,
+      });
       return;
     }
     reader.apply(record, line);
   });
   if (meta === undefined) {
     if (layout === "core-v0") {
-      throw formatError({ format: "deepcode", file: metaFile, line: null }, "no meta.json and no session_meta header", "the core-v0 <id>.meta.json beside the stream (or the header DeepCode adds on rename)");
+      throw formatError(
+        { format: "deepcode", file: metaFile, line: null },
+        "no meta.json and no session_meta header",
+        "the core-v0 <id>.meta.json beside the stream (or the header DeepCode adds on rename)",
+      );
     }
     const torn = diagnostics[0];
     const found = torn ? "only an interrupted (unterminated, invalid) first line" : lines === 0 ? "an empty file" : "only blank lines";
@@ -82,7 +92,9 @@ export function readDeepCode(input: DeepCodeInput): DeepCodeReadResult {
   const updatedAt = found.updatedAt ?? filled.last ?? createdAt;
   const notes: Diagnostic[] = [];
   if (found.createdAt === undefined || found.updatedAt === undefined) {
-    const missing = [found.createdAt === undefined ? "created_at" : undefined, found.updatedAt === undefined ? "updated_at" : undefined].filter((x) => x !== undefined).join(" and ");
+    const missing = [found.createdAt === undefined ? "created_at" : undefined, found.updatedAt === undefined ? "updated_at" : undefined].filter((x) =>
+      x !== undefined
+    ).join(" and ");
     const how = createdAt === undefined ? "no message has a time either, so the import time stands in" : "taken from the first / last message";
     notes.push({ file, line: 1, code: "time_from_messages", fatal: false, message: `${file}:1: the header has no ${missing}; ${how}` });
   }
@@ -236,7 +248,9 @@ function roleOf(value: Value): Role {
 
 function checkRoleBlocks(role: Role, blocks: readonly DeepCodeBlock[]): void {
   for (const block of blocks) {
-    if (block.type === "tool_result" && role === "assistant") block.at.fail("tool_result blocks only in a user or tool message", "a tool_result in an assistant message");
+    if (block.type === "tool_result" && role === "assistant") {
+      block.at.fail("tool_result blocks only in a user or tool message", "a tool_result in an assistant message");
+    }
     if (block.type === "tool_use" && role !== "assistant") block.at.fail("tool_use blocks only in an assistant message", `a tool_use in a ${role} message`);
     if (role === "tool" && block.type !== "tool_result") block.at.fail("only tool_result blocks in a tool message", `a ${block.type} block in a tool message`);
   }

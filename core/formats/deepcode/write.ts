@@ -110,7 +110,9 @@ function blocksOf(message: MessageRecord, index: number, options: DeepCodeWriteO
         }
         content.push({ type: "tool_use", id: part.tool_call_id, name: part.tool_name, input: part.input ?? null });
         if (part.state === "output-available") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: resultText(part.output) });
-        if (part.state === "output-error") results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: resultText(part.error ?? ""), is_error: true });
+        if (part.state === "output-error") {
+          results.push({ type: "tool_result", tool_use_id: part.tool_call_id, content: resultText(part.error ?? ""), is_error: true });
+        }
         break;
       case "file":
         omit(part.sequence, part.type, "DeepCode v1 has no file or image blocks");

@@ -19,15 +19,32 @@ export interface PiHeader {
 }
 
 /** One entry of the tree, validated at its line and reduced to what the import needs. */
-export type PiEntry = { readonly id: string; readonly parentId: string | null; readonly timestamp: string; readonly line: number } & (
-  | { readonly kind: "user"; readonly parts: LoosePart[]; readonly ext?: PiMessageExtension }
-  | { readonly kind: "assistant"; readonly parts: LoosePart[]; readonly provider: ProviderIdentity; readonly usage?: Usage; readonly status: "completed" | "stopped" | "failed"; readonly ext: PiMessageExtension }
-  | { readonly kind: "tool-result"; readonly callId: string; readonly at: Value; readonly isError: boolean; readonly output: unknown; readonly error: string; readonly ext: Record<string, unknown> }
-  | { readonly kind: "compaction"; readonly summary: string; readonly firstKeptEntryId: string }
-  | { readonly kind: "model"; readonly provider: string; readonly modelId: string }
-  | { readonly kind: "name"; readonly name: string }
-  | { readonly kind: "other" }
-);
+export type PiEntry =
+  & { readonly id: string; readonly parentId: string | null; readonly timestamp: string; readonly line: number }
+  & (
+    | { readonly kind: "user"; readonly parts: LoosePart[]; readonly ext?: PiMessageExtension }
+    | {
+      readonly kind: "assistant";
+      readonly parts: LoosePart[];
+      readonly provider: ProviderIdentity;
+      readonly usage?: Usage;
+      readonly status: "completed" | "stopped" | "failed";
+      readonly ext: PiMessageExtension;
+    }
+    | {
+      readonly kind: "tool-result";
+      readonly callId: string;
+      readonly at: Value;
+      readonly isError: boolean;
+      readonly output: unknown;
+      readonly error: string;
+      readonly ext: Record<string, unknown>;
+    }
+    | { readonly kind: "compaction"; readonly summary: string; readonly firstKeptEntryId: string }
+    | { readonly kind: "model"; readonly provider: string; readonly modelId: string }
+    | { readonly kind: "name"; readonly name: string }
+    | { readonly kind: "other" }
+  );
 
 /** The compaction summary wrapper pi's context gives the model (its messages module). */
 const PI_BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
@@ -87,7 +104,12 @@ export function parsePiEntry(record: Value, line: number, version: number, fallb
     case "message":
       return { ...base, ...parseMessage(record.field("message").object("an agent message object"), version) };
     case "model_change":
-      return { ...base, kind: "model", provider: record.field("provider").string({ nonEmpty: true }), modelId: record.field("modelId").string({ nonEmpty: true }) };
+      return {
+        ...base,
+        kind: "model",
+        provider: record.field("provider").string({ nonEmpty: true }),
+        modelId: record.field("modelId").string({ nonEmpty: true }),
+      };
     case "thinking_level_change":
       record.field("thinkingLevel").string();
       return { ...base, kind: "other" };
@@ -108,7 +130,13 @@ export function parsePiEntry(record: Value, line: number, version: number, fallb
       const display = record.field("display").boolean();
       const content = record.field("content");
       const parts = parseUserContent(content);
-      const ext = { entry: "custom_message", customType, display, ...optionalField(record, "details"), ...(typeof content.raw === "string" ? { stringContent: true } : {}) };
+      const ext = {
+        entry: "custom_message",
+        customType,
+        display,
+        ...optionalField(record, "details"),
+        ...(typeof content.raw === "string" ? { stringContent: true } : {}),
+      };
       return { ...base, kind: "user", parts, ext };
     }
     case "custom":
@@ -131,7 +159,9 @@ function optionalField(record: Value, key: string): Record<string, unknown> {
   return value === undefined ? {} : { [key]: value };
 }
 
-type MessageShape = Extract<PiEntry, { kind: "user" | "assistant" | "tool-result" }> extends infer E ? (E extends unknown ? Omit<E, "id" | "parentId" | "timestamp" | "line"> : never) : never;
+type MessageShape = Extract<PiEntry, { kind: "user" | "assistant" | "tool-result" }> extends infer E
+  ? (E extends unknown ? Omit<E, "id" | "parentId" | "timestamp" | "line"> : never)
+  : never;
 
 function parseMessage(message: Value, version: number): MessageShape {
   const role = message.field("role");
@@ -170,7 +200,14 @@ function parseMessage(message: Value, version: number): MessageShape {
 }
 
 /** pi's own text for a `!` shell run, as its context gives it to the model. */
-function bashExecutionText(command: string, output: string, exitCode: number | undefined, cancelled: boolean, truncated: boolean, fullOutputPath: string | undefined): string {
+function bashExecutionText(
+  command: string,
+  output: string,
+  exitCode: number | undefined,
+  cancelled: boolean,
+  truncated: boolean,
+  fullOutputPath: string | undefined,
+): string {
   let text = `Ran \`${command}\`\n${output ? `\`\`\`\n${output}\n\`\`\`` : "(no output)"}`;
   if (cancelled) text += "\n\n(command cancelled)";
   else if (exitCode !== undefined && exitCode !== 0) text += `\n\nCommand exited with code ${exitCode}`;
@@ -253,13 +290,20 @@ function parseUsage(value: Value): Usage | undefined {
   const total = usage.field("totalTokens").optional() ? count("totalTokens") : undefined;
   const cost = usage.field("cost").optional()?.object("the cost object");
   const costTotal = cost?.field("total").optional();
-  if (costTotal !== undefined && (typeof costTotal.raw !== "number" || !Number.isFinite(costTotal.raw) || costTotal.raw < 0)) costTotal.fail("a non-negative number of dollars");
+  if (costTotal !== undefined && (typeof costTotal.raw !== "number" || !Number.isFinite(costTotal.raw) || costTotal.raw < 0)) {
+    costTotal.fail("a non-negative number of dollars");
+  }
   const input = count("input");
   const output = count("output");
   const micros = costTotal !== undefined ? Math.round((costTotal.raw as number) * 1e6) : 0;
   // pi requires a usage on every assistant message, so all zeros is how "unknown" is written.
   if (input === 0 && output === 0 && (total ?? 0) === 0 && micros === 0) return undefined;
-  return { input_tokens: input, output_tokens: output, ...(total !== undefined ? { total_tokens: total } : {}), ...(micros > 0 ? { cost_usd_micros: micros } : {}) };
+  return {
+    input_tokens: input,
+    output_tokens: output,
+    ...(total !== undefined ? { total_tokens: total } : {}),
+    ...(micros > 0 ? { cost_usd_micros: micros } : {}),
+  };
 }
 
 function parseToolResult(message: Value): MessageShape {

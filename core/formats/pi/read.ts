@@ -5,7 +5,7 @@ import { formatError } from "../errors.ts";
 import { type JsonlSource, readJsonlStream } from "../jsonl-lines.ts";
 import { ToolCallJoiner } from "../tool-joiner.ts";
 import type { MutableToolPart } from "../mutable.ts";
-import { type LoosePart, type PiEntry, type PiHeader, parsePiEntry, parsePiHeader } from "./entries.ts";
+import { type LoosePart, parsePiEntry, parsePiHeader, type PiEntry, type PiHeader } from "./entries.ts";
 import { PI_EXTENSION_FIELD } from "./types.ts";
 
 type PiToolPart = MutableToolPart & Record<string, unknown>;
@@ -57,10 +57,14 @@ export async function readPi(source: JsonlSource, file: string): Promise<PiReadR
       return;
     }
     const entry = parsePiEntry(record, line, header.version, `l${line}`, last?.id ?? null);
-    if (byId.has(entry.id)) record.field("id").fail("an id no earlier entry has", `${JSON.stringify(entry.id)}, the id of the entry on line ${byId.get(entry.id)!.line}`);
+    if (byId.has(entry.id)) {
+      record.field("id").fail("an id no earlier entry has", `${JSON.stringify(entry.id)}, the id of the entry on line ${byId.get(entry.id)!.line}`);
+    }
     if (entry.parentId !== null && !byId.has(entry.parentId)) record.field("parentId").fail("the id of an earlier entry, or null");
-    if (entry.kind === "tool-result" && !callIds.has(entry.callId)) entry.at.fail("the id of an earlier toolCall", `${JSON.stringify(entry.callId)}, but no earlier toolCall has that id`);
-    if (entry.kind === "assistant") for (const part of entry.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string);
+    if (entry.kind === "tool-result" && !callIds.has(entry.callId)) {
+      entry.at.fail("the id of an earlier toolCall", `${JSON.stringify(entry.callId)}, but no earlier toolCall has that id`);
+    }
+    if (entry.kind === "assistant") { for (const part of entry.parts) if (part.type === "tool") callIds.add(part.tool_call_id as string); }
     byId.set(entry.id, entry);
     last = entry;
     if (entry.kind === "name") title = entry.name;
@@ -83,7 +87,9 @@ export async function readPi(source: JsonlSource, file: string): Promise<PiReadR
     messages: assembled.messages,
     ...(assembled.segments.length > 0 ? { segments: assembled.segments } : {}),
     ...(assembled.summary !== undefined ? { summary: assembled.summary } : {}),
-    ...(assembled.compactions > 0 ? { compaction: { completed: assembled.compactions, removed_messages: assembled.segments.at(-1)?.through ?? 0, removed_tokens_estimate: 0 } } : {}),
+    ...(assembled.compactions > 0
+      ? { compaction: { completed: assembled.compactions, removed_messages: assembled.segments.at(-1)?.through ?? 0, removed_tokens_estimate: 0 } }
+      : {}),
     format: `pi-v${header.version}`,
   };
   return { session, diagnostics, offBranchEntries: byId.size - branch.length };
@@ -144,7 +150,9 @@ function assemble(branch: readonly PiEntry[]): Assembled {
         // pi keeps the messages from firstKeptEntryId on: everything before them is the segment.
         const kept = messageIndexOf.get(entry.firstKeptEntryId);
         const through = kept ?? messages.length;
-        if (through > (segments.at(-1)?.through ?? 0) && entry.summary.length > 0) segments.push({ through, summary: entry.summary, createdAt: entry.timestamp });
+        if (through > (segments.at(-1)?.through ?? 0) && entry.summary.length > 0) {
+          segments.push({ through, summary: entry.summary, createdAt: entry.timestamp });
+        }
         break;
       }
       case "model":

@@ -43,7 +43,13 @@ export function writePi(session: PortableSession, options: PiWriteOptions = {}):
   const createdAt = session.createdAt ?? session.messages[0]?.created_at ?? session.updatedAt;
   if (createdAt === undefined) throw new InvalidInputError("a pi session needs a timestamp: the session has no createdAt and no messages");
   const writer = new EntryWriter(createdAt);
-  const lines: unknown[] = [{ type: "session", version: PI_WRITE_VERSION, id: session.sourceId ?? `sessionfold-${Date.parse(createdAt)}`, timestamp: createdAt, cwd }];
+  const lines: unknown[] = [{
+    type: "session",
+    version: PI_WRITE_VERSION,
+    id: session.sourceId ?? `sessionfold-${Date.parse(createdAt)}`,
+    timestamp: createdAt,
+    cwd,
+  }];
   const boundaries = new Map((session.segments ?? []).map((segment) => [segment.through, segment]));
   if (session.title !== undefined) lines.push(writer.entry("session_info", createdAt, { name: session.title }));
   session.messages.forEach((message, index) => {
@@ -93,7 +99,13 @@ function partExtension(part: MessagePart): Record<string, unknown> {
   return ext !== null && typeof ext === "object" ? (ext as Record<string, unknown>) : {};
 }
 
-function messageEntries(message: MessageRecord, index: number, session: PortableSession, writer: EntryWriter, options: PiWriteOptions): Record<string, unknown>[] {
+function messageEntries(
+  message: MessageRecord,
+  index: number,
+  session: PortableSession,
+  writer: EntryWriter,
+  options: PiWriteOptions,
+): Record<string, unknown>[] {
   const time = message.created_at;
   const ms = Date.parse(time);
   const omit = (part: MessagePart, reason: string) => options.onOmitted?.({ message: index, part: part.sequence, type: part.type, reason });
@@ -134,7 +146,13 @@ function messageEntries(message: MessageRecord, index: number, session: Portable
         });
         break;
       case "tool":
-        content.push({ type: "toolCall", id: part.tool_call_id, name: part.tool_name, arguments: part.input ?? {}, ...(typeof partExt.thoughtSignature === "string" ? { thoughtSignature: partExt.thoughtSignature } : {}) });
+        content.push({
+          type: "toolCall",
+          id: part.tool_call_id,
+          name: part.tool_name,
+          arguments: part.input ?? {},
+          ...(typeof partExt.thoughtSignature === "string" ? { thoughtSignature: partExt.thoughtSignature } : {}),
+        });
         if (part.state !== "input-available") answered.push(part);
         break;
       case "file":
@@ -146,9 +164,20 @@ function messageEntries(message: MessageRecord, index: number, session: Portable
     }
   }
   const kept = ext?.entry === "assistant" && ext.message !== null && typeof ext.message === "object" ? (ext.message as Record<string, unknown>) : {};
-  const stopReason = kept.stopReason ?? (message.status === "failed" ? "error" : message.status === "stopped" ? "aborted" : answered.length > 0 || message.parts.some((p) => p.type === "tool") ? "toolUse" : "stop");
+  const stopReason = kept.stopReason ??
+    (message.status === "failed"
+      ? "error"
+      : message.status === "stopped"
+      ? "aborted"
+      : answered.length > 0 || message.parts.some((p) => p.type === "tool")
+      ? "toolUse"
+      : "stop");
   const usage = kept.usage ?? piUsage(message);
-  const entries = [writer.entry("message", time, { message: { ...kept, role: "assistant", content, api: provider.api, provider: provider.provider, model: provider.model, usage, stopReason, timestamp: ms } })];
+  const entries = [
+    writer.entry("message", time, {
+      message: { ...kept, role: "assistant", content, api: provider.api, provider: provider.provider, model: provider.model, usage, stopReason, timestamp: ms },
+    }),
+  ];
   for (const part of answered) entries.push(writer.entry("message", resultTime(part) ?? time, { message: toolResult(part, resultTime(part) ?? time) }));
   return entries;
 }
@@ -156,9 +185,15 @@ function messageEntries(message: MessageRecord, index: number, session: Portable
 function userContent(parts: readonly MessagePart[], omit: (part: MessagePart, reason: string) => void): Record<string, unknown>[] {
   const content: Record<string, unknown>[] = [];
   for (const part of parts) {
-    if (part.type === "text") content.push({ type: "text", text: part.text, ...(typeof partExtension(part).textSignature === "string" ? { textSignature: partExtension(part).textSignature } : {}) });
-    else if (part.type === "file" && part.data !== undefined && part.media_type.startsWith("image/")) content.push({ type: "image", data: part.data, mimeType: part.media_type });
-    else omit(part, part.type === "file" ? "pi user messages hold only inline images" : `pi user messages hold no ${part.type} parts`);
+    if (part.type === "text") {
+      content.push({
+        type: "text",
+        text: part.text,
+        ...(typeof partExtension(part).textSignature === "string" ? { textSignature: partExtension(part).textSignature } : {}),
+      });
+    } else if (part.type === "file" && part.data !== undefined && part.media_type.startsWith("image/")) {
+      content.push({ type: "image", data: part.data, mimeType: part.media_type });
+    } else omit(part, part.type === "file" ? "pi user messages hold only inline images" : `pi user messages hold no ${part.type} parts`);
   }
   return content;
 }
@@ -212,5 +247,6 @@ function resultContent(value: unknown): unknown[] {
 function isPiBlock(value: unknown): boolean {
   if (value === null || typeof value !== "object") return false;
   const block = value as Record<string, unknown>;
-  return (block.type === "text" && typeof block.text === "string") || (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string");
+  return (block.type === "text" && typeof block.text === "string") ||
+    (block.type === "image" && typeof block.data === "string" && typeof block.mimeType === "string");
 }

@@ -106,7 +106,12 @@ function parseBlocks(value: Value): RhoBlock[] {
         content.object("a tool call {id, name, arguments}");
         const args = content.field("arguments");
         if (args.raw === undefined) args.fail("the call's arguments (a JSON value)");
-        return { kind: "ToolCall", id: content.field("id").string({ nonEmpty: true }), name: content.field("name").string({ nonEmpty: true }), arguments: args.raw };
+        return {
+          kind: "ToolCall",
+          id: content.field("id").string({ nonEmpty: true }),
+          name: content.field("name").string({ nonEmpty: true }),
+          arguments: args.raw,
+        };
       }
     }
   });

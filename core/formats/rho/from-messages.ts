@@ -80,7 +80,9 @@ function assistantEntry(message: MessageRecord, extension: RhoMessageExtension, 
   const summary = summaries.length > 0 ? { reasoning_summary: summaries.join("\n\n") } : {};
   // The portable fallback as Rho's `with_portable_fallback` writes it: the last
   // provider_context block, its identity the provenance or three empty strings.
-  const blocks = extension.portable_fallback === undefined ? context : [...context, { identity: identity ?? { provider: "", api: "", model: "" }, kind: RHO_PORTABLE_FALLBACK_KIND, data: extension.portable_fallback }];
+  const blocks = extension.portable_fallback === undefined
+    ? context
+    : [...context, { identity: identity ?? { provider: "", api: "", model: "" }, kind: RHO_PORTABLE_FALLBACK_KIND, data: extension.portable_fallback }];
   const providerContext = blocks.length > 0 ? { provider_context: blocks } : {};
   if (message.status === "stopped" || message.status === "failed") {
     return {
@@ -129,7 +131,9 @@ function extensionOf(message: MessageRecord): RhoMessageExtension {
   const out: RhoMessageExtension = {};
   if (entry === "System") out.entry = "System";
   if (typeof fallback === "string") out.portable_fallback = fallback;
-  if (Array.isArray(calls) && calls.every(isPartialCall)) out.partial_tool_calls = calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments }));
+  if (Array.isArray(calls) && calls.every(isPartialCall)) {
+    out.partial_tool_calls = calls.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments }));
+  }
   if (typeof usage === "object" && usage !== null && !Array.isArray(usage)) out.usage = usage as RhoMessageExtension["usage"];
   return out;
 }

@@ -34,7 +34,14 @@ export interface RhoJsonlState {
  * ```
  */
 export function cloneRhoState(state: RhoJsonlState): RhoJsonlState {
-  return { ...state, entries: [...state.entries], keys: [...state.keys], stamps: [...state.stamps], joiner: state.joiner.clone(), metadata: { ...state.metadata } };
+  return {
+    ...state,
+    entries: [...state.entries],
+    keys: [...state.keys],
+    stamps: [...state.stamps],
+    joiner: state.joiner.clone(),
+    metadata: { ...state.metadata },
+  };
 }
 
 /**
@@ -198,12 +205,16 @@ export function applyRhoSnapshot(state: RhoJsonlState, record: Value, at: Value 
  */
 export function applyRhoDelta(state: RhoJsonlState, record: Value, at: Value = record.field("delta")): void {
   const timestamp = flexibleTimestamp(record.field("timestamp"));
-  if (!state.snapshotSeen) record.field("type").fail("a complete snapshot before a snapshot_delta (on this branch)", "a snapshot_delta with no snapshot before it");
+  if (!state.snapshotSeen) {
+    record.field("type").fail("a complete snapshot before a snapshot_delta (on this branch)", "a snapshot_delta with no snapshot before it");
+  }
   const delta = at.object("a snapshot delta object");
   const base = delta.field("base_revision");
   if (base.count() !== state.revision) base.fail(`${state.revision} (the revision before this delta)`);
   const sessionId = delta.field("session_id");
-  if (sessionId.string({ nonEmpty: true }) !== state.sessionId) sessionId.fail(`${JSON.stringify(state.sessionId)} (the session id of the snapshot it extends)`);
+  if (sessionId.string({ nonEmpty: true }) !== state.sessionId) {
+    sessionId.fail(`${JSON.stringify(state.sessionId)} (the session id of the snapshot it extends)`);
+  }
   const revisionValue = delta.field("revision");
   const revision = revisionValue.count();
   if (revision < state.revision) revisionValue.fail(`a revision not below base_revision ${state.revision}`);

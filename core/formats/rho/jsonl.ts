@@ -116,7 +116,11 @@ function parseHeader(record: Value): Header {
   const version = record.field("version");
   const number = version.count();
   if (!(RHO_JSONL_VERSIONS as readonly number[]).includes(number)) {
-    throw unsupportedVersion({ format: "rho-jsonl", file: version.site.file, line: version.site.lineOf(version.path), path: pathText(version.path) }, number, RHO_JSONL_VERSIONS);
+    throw unsupportedVersion(
+      { format: "rho-jsonl", file: version.site.file, line: version.site.lineOf(version.path), path: pathText(version.path) },
+      number,
+      RHO_JSONL_VERSIONS,
+    );
   }
   return {
     version: number,
@@ -125,4 +129,3 @@ function parseHeader(record: Value): Header {
     cwd: record.field("cwd").string(),
   };
 }
-

@@ -33,7 +33,11 @@ export interface RhoSnapshot {
 function rhoSnapshotVersion(value: Value): 1 | 2 {
   if (typeof value.raw === "number" && Number.isInteger(value.raw)) {
     if (value.raw === 1 || value.raw === 2) return value.raw;
-    throw unsupportedVersion({ format: value.site.format, file: value.site.file, line: value.site.lineOf(value.path), path: pathText(value.path) }, value.raw, RHO_SNAPSHOT_VERSIONS);
+    throw unsupportedVersion(
+      { format: value.site.format, file: value.site.file, line: value.site.lineOf(value.path), path: pathText(value.path) },
+      value.raw,
+      RHO_SNAPSHOT_VERSIONS,
+    );
   }
   return value.fail("an integer schema_version (1 or 2)");
 }

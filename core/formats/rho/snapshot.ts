@@ -86,7 +86,9 @@ export function writeRhoSnapshot(session: PortableSession, options: FormatWriteO
   const sessionId = session.sourceId;
   if (sessionId === undefined || sessionId === "") throw new InvalidInputError("a Rho snapshot needs the session id (PortableSession.sourceId)");
   const revision = session.revision ?? 0;
-  if (!Number.isSafeInteger(revision) || revision < 0) throw new InvalidInputError(`a Rho snapshot needs a non-negative integer revision, not ${String(revision)}`);
+  if (!Number.isSafeInteger(revision) || revision < 0) {
+    throw new InvalidInputError(`a Rho snapshot needs a non-negative integer revision, not ${String(revision)}`);
+  }
   // docs/FORMAT.md: meta.json's provider (PortableSession.provider), else the newest assistant message's.
   const newest = session.provider ?? session.messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
   const metadata = session.metadata ?? {};

@@ -3,7 +3,6 @@ import { ToolCallJoiner } from "../tool-joiner.ts";
 import type { MutableToolPart } from "../mutable.ts";
 import { RHO_EXTENSION_FIELD, type RhoAssistantExtras, type RhoBlock, type RhoEntry, type RhoMessageExtension, type RhoUsage } from "./types.ts";
 
-
 /** What a Rho history becomes: the system prompt and sessionfold messages. */
 export interface RhoHistoryMessages {
   /** The first entry's text when it is `System`. */
@@ -26,7 +25,7 @@ export interface RhoHistoryMessages {
 export function checkRhoToolResults(entries: readonly RhoEntry[], joiner: ToolCallJoiner<true>): void {
   for (const entry of entries) {
     if (entry.kind === "ToolResult") joiner.take([{ id: entry.id, at: entry.at }]);
-    else if (entry.kind !== "System") for (const block of entry.content) if (block.kind === "ToolCall") joiner.call(block.id, true);
+    else if (entry.kind !== "System") { for (const block of entry.content) if (block.kind === "ToolCall") joiner.call(block.id, true); }
   }
 }
 
@@ -149,7 +148,14 @@ function contentParts(content: readonly RhoBlock[], leading: Omit<MessagePart, "
         parts.push({ sequence, type: "file", media_type: block.mimeType, data: block.data });
         break;
       case "ToolCall": {
-        const part: MutableToolPart = { sequence, type: "tool", tool_call_id: block.id, tool_name: block.name, state: "input-available", input: block.arguments };
+        const part: MutableToolPart = {
+          sequence,
+          type: "tool",
+          tool_call_id: block.id,
+          tool_name: block.name,
+          state: "input-available",
+          input: block.arguments,
+        };
         joiner.call(block.id, part);
         parts.push(part);
         break;

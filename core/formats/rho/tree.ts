@@ -1,15 +1,7 @@
 import { InvalidInputError } from "../../errors.ts";
 import type { Value } from "../shape.ts";
 import { flexibleTimestamp } from "../timestamps.ts";
-import {
-  applyRhoDelta,
-  applyRhoMessage,
-  applyRhoReplacement,
-  applyRhoSnapshot,
-  cloneRhoState,
-  initialRhoState,
-  type RhoJsonlState,
-} from "./jsonl-state.ts";
+import { applyRhoDelta, applyRhoMessage, applyRhoReplacement, applyRhoSnapshot, cloneRhoState, initialRhoState, type RhoJsonlState } from "./jsonl-state.ts";
 
 /** What the tree of a Rho session JSONL file held, beside the branch that was imported. */
 export interface RhoTreeSummary {
@@ -94,10 +86,20 @@ export class RhoSessionTree {
     const type = record.field("type");
     switch (type.raw) {
       case "node":
-        if (!this.#explicit) type.fail("a legacy record or an upgrade record first (a node record appears only in version 4 or after the upgrade record)", "a node record before the upgrade record");
+        if (!this.#explicit) {
+          type.fail(
+            "a legacy record or an upgrade record first (a node record appears only in version 4 or after the upgrade record)",
+            "a node record before the upgrade record",
+          );
+        }
         return this.#applyNode(record);
       case "set_leaf": {
-        if (!this.#explicit) type.fail("a legacy record or an upgrade record first (set_leaf appears only in version 4 or after the upgrade record)", "a set_leaf record before the upgrade record");
+        if (!this.#explicit) {
+          type.fail(
+            "a legacy record or an upgrade record first (set_leaf appears only in version 4 or after the upgrade record)",
+            "a set_leaf record before the upgrade record",
+          );
+        }
         flexibleTimestamp(record.field("timestamp"));
         const target = record.field("target_id");
         const id = nodeId(target);
@@ -112,15 +114,26 @@ export class RhoSessionTree {
         const leaf = record.field("active_leaf_id");
         const id = nodeId(leaf);
         if (this.#activeLeaf === undefined) leaf.fail("an upgrade of a session that has a state (a legacy record before it)", "an upgrade of an empty session");
-        if (id !== this.#activeLeaf) leaf.fail(`${JSON.stringify(this.#activeLeaf)} (the current virtual leaf, named after the byte offset of the last legacy record that changed the state)`);
+        if (id !== this.#activeLeaf) {
+          leaf.fail(
+            `${JSON.stringify(this.#activeLeaf)} (the current virtual leaf, named after the byte offset of the last legacy record that changed the state)`,
+          );
+        }
         this.#upgraded = true;
         return;
       }
       case "session":
         return type.fail("one session header only, on the first line", "a second session header");
       default:
-        if (!(LEGACY_TYPES as readonly unknown[]).includes(type.raw)) type.fail('"node", "set_leaf", "upgrade", "message", "replace_history", "snapshot" or "snapshot_delta"');
-        if (this.#explicit) type.fail(this.#version === 4 ? "node or set_leaf records (a version 4 session has no legacy records)" : "node or set_leaf records after the upgrade record", `a legacy ${String(type.raw)} record`);
+        if (!(LEGACY_TYPES as readonly unknown[]).includes(type.raw)) {
+          type.fail('"node", "set_leaf", "upgrade", "message", "replace_history", "snapshot" or "snapshot_delta"');
+        }
+        if (this.#explicit) {
+          type.fail(
+            this.#version === 4 ? "node or set_leaf records (a version 4 session has no legacy records)" : "node or set_leaf records after the upgrade record",
+            `a legacy ${String(type.raw)} record`,
+          );
+        }
         return this.#applyLegacy(record, offset);
     }
   }
@@ -143,8 +156,7 @@ export class RhoSessionTree {
     }
     this.#legacy = next;
     // Rho makes a virtual node only for a record that changed the state (tree.rs `changed`).
-    const changed =
-      (record.field("type").raw === "snapshot" && !before.snapshotSeen) ||
+    const changed = (record.field("type").raw === "snapshot" && !before.snapshotSeen) ||
       next.revision !== before.revision ||
       next.keys.length !== before.keys.length ||
       next.keys.some((key, i) => key !== before.keys[i]) ||
@@ -191,10 +203,13 @@ export class RhoSessionTree {
       applyRhoDelta(state, record, transition.field("delta"));
     }
     if (parent) {
-      const changed = state.revision !== parent.state.revision || state.keys.length !== parent.state.keys.length || state.keys.some((k, i) => k !== parent.state.keys[i]);
+      const changed = state.revision !== parent.state.revision || state.keys.length !== parent.state.keys.length ||
+        state.keys.some((k, i) => k !== parent.state.keys[i]);
       if (changed && state.revision <= parent.state.revision) transition.fail(`a revision above the parent's ${parent.state.revision} (the state changed)`);
       const compactionChanged = JSON.stringify(state.compaction ?? null) !== JSON.stringify(parent.state.compaction ?? null);
-      if (compactionChanged !== (kind === "compaction")) kindValue.fail(compactionChanged ? '"compaction" (the compaction state changed)' : '"commit" (the compaction state did not change)');
+      if (compactionChanged !== (kind === "compaction")) {
+        kindValue.fail(compactionChanged ? '"compaction" (the compaction state changed)' : '"commit" (the compaction state did not change)');
+      }
     }
     this.#insert(id, parentId, state);
   }
@@ -218,7 +233,12 @@ export class RhoSessionTree {
     }
     const target = leafId ?? this.#activeLeaf;
     const node = this.#nodes.get(target);
-    if (node === undefined) throw new InvalidInputError(`the session has no node ${JSON.stringify(target)}; its leaves are ${this.#leaves().join(", ")}`, { branch: target, leaves: this.#leaves() });
+    if (node === undefined) {
+      throw new InvalidInputError(`the session has no node ${JSON.stringify(target)}; its leaves are ${this.#leaves().join(", ")}`, {
+        branch: target,
+        leaves: this.#leaves(),
+      });
+    }
     const onBranch = new Set<string>();
     for (let at: TreeNode | undefined = node; at; at = at.parentId === undefined ? undefined : this.#nodes.get(at.parentId)) onBranch.add(at.id);
     const summary: RhoTreeSummary = {

@@ -23,8 +23,8 @@
  *
  * @module
  */
-import { compose as composeInput, formatSessionRef, relativeToSession, type ProviderIdentity, type Session } from "../../../core/mod.ts";
-import { refArg, type Command } from "../command.ts";
+import { compose as composeInput, formatSessionRef, type ProviderIdentity, relativeToSession, type Session } from "../../../core/mod.ts";
+import { type Command, refArg } from "../command.ts";
 import { messageLine } from "../format.ts";
 import { loadAgent, openForReading } from "../store.ts";
 import { assertReadable } from "./messages.ts";

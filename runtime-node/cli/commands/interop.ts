@@ -9,27 +9,27 @@
 import { readdir } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import {
+  detectDeepCodeLayout,
+  type Diagnostic,
+  type ExportOptions,
+  formatBytes,
+  type FormatDetection,
+  formatSessionRef,
   InvalidInputError,
   LimitExceededError,
   MAX_FILE_BYTES,
-  detectDeepCodeLayout,
-  formatBytes,
-  formatSessionRef,
+  type PortableSession,
   prepareExport,
   readDeepCode,
   readRhoJsonl,
   readRhoSnapshot,
+  type RhoTreeSummary,
   writeDeepCodeV1,
   writePi,
   writeRhoSnapshot,
-  type Diagnostic,
-  type FormatDetection,
-  type ExportOptions,
-  type PortableSession,
-  type RhoTreeSummary,
 } from "../../../core/mod.ts";
 import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat } from "../agent-formats.ts";
-import { refArg, stringOption, type Command } from "../command.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
 import { openForReading } from "../store.ts";
@@ -63,26 +63,45 @@ export const importCommand: Command = {
   async run({ store, out, io, args }) {
     const given = stringOption(args, "from");
     const into = stringOption(args, "into");
-    if (given !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(given)) throw new UsageError(`import: --from must be one of ${IMPORT_FORMATS.join(", ")}, got ${JSON.stringify(given)}`, { option: "--from" });
+    if (given !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(given)) {
+      throw new UsageError(`import: --from must be one of ${IMPORT_FORMATS.join(", ")}, got ${JSON.stringify(given)}`, { option: "--from" });
+    }
     if (into === undefined) throw new UsageError("import: missing --into REF", { option: "--into" });
     const ref = refArg({ ...args, positionals: [into] });
     const file = resolve(io.cwd ?? process.cwd(), args.positionals[0]!);
     let detected: FormatDetection | undefined;
     if (given === undefined) {
       detected = await detectFileFormat(file);
-      if (detected === undefined) throw new UsageError(`import: cannot tell the format of ${basename(file)} from its first line; pass --from ${IMPORT_FORMATS.join("|")}`, { option: "--from" });
+      if (detected === undefined) {
+        throw new UsageError(`import: cannot tell the format of ${basename(file)} from its first line; pass --from ${IMPORT_FORMATS.join("|")}`, {
+          option: "--from",
+        });
+      }
       out.note(`note: detected ${detected.format} (${detected.reason})`);
     }
     const format = (given ?? detected!.format) as (typeof IMPORT_FORMATS)[number];
     const branch = stringOption(args, "branch");
-    if (branch !== undefined && format !== "rho-jsonl") throw new UsageError(`import: --branch applies to rho-jsonl only, not ${format}`, { option: "--branch" });
-    const { session, diagnostics, tree } = (STREAMED_FORMATS as readonly string[]).includes(format) ? { ...(await readStreamed(format as StreamedFormat, file)), tree: undefined } : await readForeign(format as Exclude<typeof format, StreamedFormat>, file, branch);
-    if (tree && tree.offBranchNodes > 0) out.note(`note: imported the branch of node ${tree.importedLeafId}; ${tree.offBranchNodes} nodes on ${tree.otherLeafIds.length} other branches were not imported (--branch ID: ${tree.otherLeafIds.join(", ")})`);
+    if (branch !== undefined && format !== "rho-jsonl") {
+      throw new UsageError(`import: --branch applies to rho-jsonl only, not ${format}`, { option: "--branch" });
+    }
+    const { session, diagnostics, tree } = (STREAMED_FORMATS as readonly string[]).includes(format)
+      ? { ...(await readStreamed(format as StreamedFormat, file)), tree: undefined }
+      : await readForeign(format as Exclude<typeof format, StreamedFormat>, file, branch);
+    if (tree && tree.offBranchNodes > 0) {
+      out.note(
+        `note: imported the branch of node ${tree.importedLeafId}; ${tree.offBranchNodes} nodes on ${tree.otherLeafIds.length} other branches were not imported (--branch ID: ${
+          tree.otherLeafIds.join(", ")
+        })`,
+      );
+    }
     for (const diagnostic of diagnostics) out.note(`note: ${diagnostic.message}`);
     const opened = await store.forWriting();
     const imported = await opened.sessions.importPortable(ref, session);
     const meta = imported.meta;
-    return out.result({ ...meta, ...(detected ? { detected } : {}), ...(tree ? { tree } : {}) }, () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`);
+    return out.result(
+      { ...meta, ...(detected ? { detected } : {}), ...(tree ? { tree } : {}) },
+      () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`,
+    );
   },
 };
 
@@ -116,7 +135,9 @@ export const exportCommand: Command = {
   async run({ store, out, io, args }) {
     const format = stringOption(args, "to");
     if (format === undefined) throw new UsageError(`export: missing --to ${EXPORT_FORMATS.join("|")}`, { option: "--to" });
-    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`export: --to must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--to" });
+    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
+      throw new UsageError(`export: --to must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--to" });
+    }
     const ref = refArg(args);
     const opened = await store.holding(ref);
     const session = await openForReading(opened.sessions, ref);
@@ -145,8 +166,11 @@ export const exportCommand: Command = {
     // Never a silent guess: a cwd the CLI took from the process is said (note and --json `filled`).
     const filled = given === undefined && format !== "rho-snapshot" ? { cwd: "the current folder" } : undefined;
     if (filled) out.note(`note: the session has no cwd of its own; wrote the current folder ${cwd} (pass --cwd to choose)`);
-    const bytes =
-      format === "deepcode" ? writeDeepCodeV1(prepared, { cwd, onOmitted }) : format === "pi" ? writePi(prepared, { cwd, onOmitted }) : writeRhoSnapshot(prepared, { onOmitted });
+    const bytes = format === "deepcode"
+      ? writeDeepCodeV1(prepared, { cwd, onOmitted })
+      : format === "pi"
+      ? writePi(prepared, { cwd, onOmitted })
+      : writeRhoSnapshot(prepared, { onOmitted });
     if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
     const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
     const target = stringOption(args, "out");
@@ -161,14 +185,22 @@ export const exportCommand: Command = {
 };
 
 /** Reads another system's file; DeepCode files bring their siblings (`<id>.meta.json`, `<id>.v1.jsonl`). */
-async function readForeign(format: "deepcode" | "rho-snapshot" | "rho-jsonl", file: string, branch?: string): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[]; tree?: RhoTreeSummary }> {
+async function readForeign(
+  format: "deepcode" | "rho-snapshot" | "rho-jsonl",
+  file: string,
+  branch?: string,
+): Promise<{ session: PortableSession; diagnostics: readonly Diagnostic[]; tree?: RhoTreeSummary }> {
   const bytes = await readInput(file);
   if (format === "rho-snapshot") return { session: readRhoSnapshot(bytes, basename(file)), diagnostics: [] };
   if (format === "rho-jsonl") return readRhoJsonl(bytes, basename(file), branch !== undefined ? { branch } : {});
   const id = /^(.*?)(\.v1)?\.jsonl$/.exec(basename(file))?.[1];
   if (id === undefined) throw new InvalidInputError(`${basename(file)}: a DeepCode session file is named <id>.v1.jsonl or <id>.jsonl`, { file });
-  const siblings = (await readdir(dirname(file)).catch(() => [] as string[])).filter((name) => name === `${id}.meta.json` || name === `${id}.v1.jsonl` || name === `${id}.jsonl`);
-  const files = await Promise.all(siblings.map(async (name) => ({ name, bytes: name === basename(file) ? bytes : await readInput(join(dirname(file), name)) })));
+  const siblings = (await readdir(dirname(file)).catch(() => [] as string[])).filter((name) =>
+    name === `${id}.meta.json` || name === `${id}.v1.jsonl` || name === `${id}.jsonl`
+  );
+  const files = await Promise.all(
+    siblings.map(async (name) => ({ name, bytes: name === basename(file) ? bytes : await readInput(join(dirname(file), name)) })),
+  );
   return readDeepCode(detectDeepCodeLayout(files.length > 0 ? files : [{ name: basename(file), bytes }], id));
 }
 
@@ -180,7 +212,12 @@ async function readInput(file: string): Promise<Uint8Array> {
   const { handle, size } = await openInputFile(file);
   try {
     if (size > MAX_FILE_BYTES) {
-      throw new LimitExceededError(`${file}: a file of ${formatBytes(size)} is over the limit of ${formatBytes(MAX_FILE_BYTES)} (MAX_FILE_BYTES) for a file read whole; nothing was imported`, { limit: "MAX_FILE_BYTES", max: MAX_FILE_BYTES, found: size, file });
+      throw new LimitExceededError(
+        `${file}: a file of ${formatBytes(size)} is over the limit of ${
+          formatBytes(MAX_FILE_BYTES)
+        } (MAX_FILE_BYTES) for a file read whole; nothing was imported`,
+        { limit: "MAX_FILE_BYTES", max: MAX_FILE_BYTES, found: size, file },
+      );
     }
     return new Uint8Array(await handle.readFile());
   } catch (error) {

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { NotFoundError, WriterLockedError, assertId, formatSessionRef, sessionPaths, type LockOwner, type SessionPlace } from "../../../core/mod.ts";
-import { refArg, stringOption, type Command } from "../command.ts";
+import { assertId, formatSessionRef, type LockOwner, NotFoundError, sessionPaths, type SessionPlace, WriterLockedError } from "../../../core/mod.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { describeLockOwner } from "../../../core/internal.ts";
 import { Progress } from "../io.ts";
@@ -36,13 +36,18 @@ export const fork: Command = {
       progress.end();
     }
     const meta = forked.meta;
-    return out.result(meta, () => `forked ${formatSessionRef(ref)} -> ${formatSessionRef(forked.ref)} (${meta.message_count} messages, revision ${meta.revision})`);
+    return out.result(
+      meta,
+      () => `forked ${formatSessionRef(ref)} -> ${formatSessionRef(forked.ref)} (${meta.message_count} messages, revision ${meta.revision})`,
+    );
   },
 };
 
 /** `sessionfold archive`: move the session to archived-sessions/. Its `help` says what it prints. */
 export const archive: Command = {
-  help: ["Moves the whole session to archived-sessions/ in one step, under its lock.", "Archived sessions are read-only.", "--json: the archived meta."].join("\n"),
+  help: ["Moves the whole session to archived-sessions/ in one step, under its lock.", "Archived sessions are read-only.", "--json: the archived meta."].join(
+    "\n",
+  ),
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
@@ -74,10 +79,18 @@ export const unlock: Command = {
     if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
     const path = sessionPaths(ref, place).lock;
     const bytes = await storage.read(path);
-    if (bytes === undefined) throw new NotFoundError(`${path}: ${formatSessionRef(ref)} has no writer.lock; nothing to remove`, { ref: formatSessionRef(ref), path });
+    if (bytes === undefined) {
+      throw new NotFoundError(`${path}: ${formatSessionRef(ref)} has no writer.lock; nothing to remove`, { ref: formatSessionRef(ref), path });
+    }
     const text = new TextDecoder().decode(bytes);
     const content = parseLock(text);
-    if (!out.json) out.note(`writer.lock of ${formatSessionRef(ref)}: ${typeof content === "object" && content !== null ? describeLockOwner(content as Partial<LockOwner>) : `unreadable content ${escapedExcerpt(text)}`}`);
+    if (!out.json) {
+      out.note(
+        `writer.lock of ${formatSessionRef(ref)}: ${
+          typeof content === "object" && content !== null ? describeLockOwner(content as Partial<LockOwner>) : `unreadable content ${escapedExcerpt(text)}`
+        }`,
+      );
+    }
     // The lock must still be the one shown: never remove a lock its owner just replaced.
     const again = await storage.read(path);
     if (again === undefined || new TextDecoder().decode(again) !== text) {

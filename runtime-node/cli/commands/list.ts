@@ -4,7 +4,7 @@
  * @module
  */
 import { assertId, type ListProblem, type SessionMeta } from "../../../core/mod.ts";
-import { stringOption, type Command } from "../command.ts";
+import { type Command, stringOption } from "../command.ts";
 import { clip, table } from "../format.ts";
 
 /** `sessionfold ls`: list sessions from their meta.json. Its `help` says what it prints. */
@@ -32,11 +32,11 @@ export const ls: Command = {
     const problems: ListProblem[] = [];
     const metas = opened
       ? await opened.sessions.list({
-          ...(agentId !== undefined ? { agentId } : {}),
-          ...(workspaceId !== undefined ? { workspaceId } : {}),
-          archived,
-          onProblem: (problem) => problems.push(problem),
-        })
+        ...(agentId !== undefined ? { agentId } : {}),
+        ...(workspaceId !== undefined ? { workspaceId } : {}),
+        archived,
+        onProblem: (problem) => problems.push(problem),
+      })
       : [];
     for (const problem of problems) out.note(`warning: ${problem.refText}: ${problem.message}`);
     return out.result(metas, () => listText(metas, archived));

@@ -5,7 +5,7 @@
  * @module
  */
 import { CorruptSessionError, formatSessionRef, type Session } from "../../../core/mod.ts";
-import { refArg, stringOption, type Command } from "../command.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { messageLine } from "../format.ts";
 import { openForReading } from "../store.ts";

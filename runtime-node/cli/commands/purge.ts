@@ -5,7 +5,7 @@
  * @module
  */
 import { assertId, type PurgeEntry, type PurgeResult } from "../../../core/mod.ts";
-import { stringOption, type Command } from "../command.ts";
+import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { table } from "../format.ts";
 
@@ -29,7 +29,7 @@ export const purge: Command = {
     "and beyond the --keep-newest newest of each workspace; with both, a session must match",
     "both. Archived sessions go first (with --archived), then the oldest. A session a writer",
     "holds (writer.lock) or whose draft is streaming is skipped with the reason. Each",
-    "deletion removes every file of the session (docs/FORMAT.md \"Deletion\"). Runs only when",
+    'deletion removes every file of the session (docs/FORMAT.md "Deletion"). Runs only when',
     "called: nothing in sessionfold purges on its own. --dry-run lists exactly what a run",
     "would delete and deletes nothing.",
     "--json: {dryRun, entries: [{ref, place, updatedAt, outcome, reason?, removed?}]}.",
@@ -48,9 +48,13 @@ export const purge: Command = {
   async run({ store, out, args }) {
     const olderText = stringOption(args, "older-than");
     const keepText = stringOption(args, "keep-newest");
-    if (olderText === undefined && keepText === undefined) throw new UsageError("purge: give --older-than D or --keep-newest N (or both)", { option: "--older-than" });
+    if (olderText === undefined && keepText === undefined) {
+      throw new UsageError("purge: give --older-than D or --keep-newest N (or both)", { option: "--older-than" });
+    }
     const olderThan = olderText !== undefined ? parseDuration(olderText, "--older-than") : undefined;
-    if (keepText !== undefined && !/^[0-9]{1,9}$/.test(keepText)) throw new UsageError(`purge: --keep-newest expects a non-negative integer, got ${JSON.stringify(keepText)}`, { option: "--keep-newest" });
+    if (keepText !== undefined && !/^[0-9]{1,9}$/.test(keepText)) {
+      throw new UsageError(`purge: --keep-newest expects a non-negative integer, got ${JSON.stringify(keepText)}`, { option: "--keep-newest" });
+    }
     const agentId = stringOption(args, "agent");
     const workspaceId = stringOption(args, "workspace");
     if (agentId !== undefined) assertId("agent_id", agentId);
@@ -60,13 +64,13 @@ export const purge: Command = {
     const opened = await store.forReading();
     const result: PurgeResult = opened
       ? await opened.sessions.purge({
-          ...(olderThan !== undefined ? { olderThan } : {}),
-          ...(keepText !== undefined ? { keepNewest: Number(keepText) } : {}),
-          ...(agentId !== undefined ? { agentId } : {}),
-          ...(workspaceId !== undefined ? { workspaceId } : {}),
-          includeArchived: args.options["archived"] === true,
-          dryRun,
-        })
+        ...(olderThan !== undefined ? { olderThan } : {}),
+        ...(keepText !== undefined ? { keepNewest: Number(keepText) } : {}),
+        ...(agentId !== undefined ? { agentId } : {}),
+        ...(workspaceId !== undefined ? { workspaceId } : {}),
+        includeArchived: args.options["archived"] === true,
+        dryRun,
+      })
       : { dryRun, entries: [] };
     return out.result(result, () => purgeText(result));
   },
@@ -75,7 +79,9 @@ export const purge: Command = {
 function purgeText({ dryRun, entries }: PurgeResult): string {
   if (entries.length === 0) return dryRun ? "nothing would be purged" : "nothing purged";
   const count = (outcome: PurgeEntry["outcome"]) => entries.filter((e) => e.outcome === outcome).length;
-  const summary = dryRun ? `${count("would-delete")} would be deleted, ${count("skipped")} skipped (dry run)` : `${count("deleted")} deleted, ${count("skipped")} skipped`;
+  const summary = dryRun
+    ? `${count("would-delete")} would be deleted, ${count("skipped")} skipped (dry run)`
+    : `${count("deleted")} deleted, ${count("skipped")} skipped`;
   const rows = entries.map((e) => [e.ref, e.place, e.updatedAt, e.outcome, e.reason ?? (e.removed ? `${e.removed.length} files` : "")]);
   return `${table(["REF", "PLACE", "LAST ACTIVITY", "OUTCOME", "DETAIL"], rows)}\n${summary}`;
 }

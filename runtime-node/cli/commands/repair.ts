@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { CorruptSessionError, formatSessionRef, sessionPaths, type RepairReport, type SessionRef } from "../../../core/mod.ts";
-import { detachHardLink, hardLinkedFiles, type HardLinkedFile } from "../../fs-boundary.ts";
-import { refArg, type Command } from "../command.ts";
+import { CorruptSessionError, formatSessionRef, type RepairReport, sessionPaths, type SessionRef } from "../../../core/mod.ts";
+import { detachHardLink, type HardLinkedFile, hardLinkedFiles } from "../../fs-boundary.ts";
+import { type Command, refArg } from "../command.ts";
 import { openForReading, openForWriting, type Store } from "../store.ts";
 
 /** `sessionfold repair`: quarantine bad lines and rebuild meta.json. Its `help` says what it prints. */
@@ -32,7 +32,7 @@ export const repair: Command = {
     const opened = await store.holding(ref);
     // Before the plan: its writes would meet the same refusal as append's.
     const linked = sharedFiles(store, ref);
-    if (apply) for (const file of linked) detachHardLink(store.folder!, file);
+    if (apply) { for (const file of linked) detachHardLink(store.folder!, file); }
     const detached = linked.map((file) => ({ file: file.path.slice(sessionPaths(ref).dir.length + 1), links: file.links }));
     const session = apply ? await openForWriting(opened.sessions, ref) : await openForReading(opened.sessions, ref);
     const planned = await session.repair({ apply });
@@ -40,7 +40,11 @@ export const repair: Command = {
     if (report.refused.length > 0) {
       // The plan alone is refused the same way --apply would be: nothing can be done.
       const reasons = report.refused.map((r) => r.reason);
-      throw new CorruptSessionError(`${formatSessionRef(ref)} cannot be repaired: ${reasons.join("; ")}`, { file: report.refused[0]!.file, line: report.refused[0]!.line, refused: report.refused.map((r) => ({ ...r })) });
+      throw new CorruptSessionError(`${formatSessionRef(ref)} cannot be repaired: ${reasons.join("; ")}`, {
+        file: report.refused[0]!.file,
+        line: report.refused[0]!.line,
+        refused: report.refused.map((r) => ({ ...r })),
+      });
     }
     return out.result(report, () => repairText(report));
   },
@@ -56,7 +60,13 @@ function sharedFiles(store: Store, ref: SessionRef): HardLinkedFile[] {
 function repairText(report: RepairReport & { detached: readonly { file: string; links: number }[] }): string {
   if (report.clean) return `${report.ref}: nothing to repair (revision ${report.meta.revision})`;
   const out = [report.applied ? `repaired ${report.ref}:` : `${report.ref}: repair plan (nothing changed yet; run again with --apply)`];
-  for (const { file, links } of report.detached) out.push(`  ${report.applied ? "gave" : "give"} ${file} a copy of its own (it had ${links} hard links; writes to it are refused; the other copies stay as they are)`);
+  for (const { file, links } of report.detached) {
+    out.push(
+      `  ${
+        report.applied ? "gave" : "give"
+      } ${file} a copy of its own (it had ${links} hard links; writes to it are refused; the other copies stay as they are)`,
+    );
+  }
   const verb = report.applied ? "moved" : "move";
   for (const move of report.moves) {
     if (move.lines) {
@@ -67,7 +77,13 @@ function repairText(report: RepairReport & { detached: readonly { file: string; 
   }
   for (const file of report.rewritten) out.push(`  ${report.applied ? "rewrote" : "rewrite"} ${file} without the moved lines`);
   const { meta, kept } = report;
-  if (meta.action !== "unchanged") out.push(`  meta.json ${meta.action} (revision ${meta.previousRevision ?? "none"} -> ${meta.revision})${meta.salvaged ? `; kept from the old one: ${meta.salvaged.join(", ") || "nothing"}` : ""}`);
+  if (meta.action !== "unchanged") {
+    out.push(
+      `  meta.json ${meta.action} (revision ${meta.previousRevision ?? "none"} -> ${meta.revision})${
+        meta.salvaged ? `; kept from the old one: ${meta.salvaged.join(", ") || "nothing"}` : ""
+      }`,
+    );
+  }
   const renumbered = report.moves.flatMap((move) => move.lines ?? []).filter((line) => line.code === "renumbered").length;
   const sequences = renumbered > 0 ? `${renumbered} renumbered after the rest with their ids, the others untouched` : "sequences untouched";
   out.push(`kept: ${kept.messages} messages (${sequences}, last ${kept.lastSequence}) in ${kept.segments} segment${kept.segments === 1 ? "" : "s"} and Active`);

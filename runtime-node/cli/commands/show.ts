@@ -8,19 +8,19 @@
  */
 import {
   CorruptSessionError,
-  NotFoundError,
-  StoreEntryError,
-  UnsupportedSchemaError,
   formatSessionRef,
-  parseMetaJson,
-  sessionPaths,
   type MessagePart,
+  NotFoundError,
+  parseMetaJson,
   type SessionMeta,
+  sessionPaths,
   type SessionPlace,
   type SessionRef,
+  StoreEntryError,
+  UnsupportedSchemaError,
 } from "../../../core/mod.ts";
-import { refArg, type Command } from "../command.ts";
-import { diagnosticLines, type CliDiagnostic } from "../format.ts";
+import { type Command, refArg } from "../command.ts";
+import { type CliDiagnostic, diagnosticLines } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
 import { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "../../../core/internal.ts";
 
@@ -72,7 +72,13 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
     } catch (error) {
       if (error instanceof UnsupportedSchemaError) {
         const raw = JSON.parse(new TextDecoder().decode(metaBytes)) as Record<string, unknown>;
-        const report: ShowReport = { meta: raw, segments: [], active: { count: 0, first_sequence: null, last_sequence: null }, draft: null, diagnostics: [unsupportedSchema(error)] };
+        const report: ShowReport = {
+          meta: raw,
+          segments: [],
+          active: { count: 0, first_sequence: null, last_sequence: null },
+          draft: null,
+          diagnostics: [unsupportedSchema(error)],
+        };
         return { report, place };
       }
       if (error instanceof CorruptSessionError && error.details["code"] !== "invalid_record") {

@@ -4,13 +4,13 @@
  *
  * @module
  */
-import { NotFoundError, formatSessionRef } from "../../../core/mod.ts";
-import { refArg, type Command } from "../command.ts";
+import { formatSessionRef, NotFoundError } from "../../../core/mod.ts";
+import { type Command, refArg } from "../command.ts";
 import { EXIT } from "../exit.ts";
 import { diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
-import { listStoredSessions, verifySession, type StoredSession, type VerifyReport } from "../../../core/mod.ts";
+import { listStoredSessions, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { formatSessionRef, type CompactionOutcome, type NoCompaction } from "../../../core/mod.ts";
-import { refArg, stringOption, type Command } from "../command.ts";
+import { type CompactionOutcome, formatSessionRef, type NoCompaction } from "../../../core/mod.ts";
+import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { loadAgent, openForWriting } from "../store.ts";
 
@@ -50,7 +50,9 @@ export const append: Command = {
     const role = stringOption(args, "role");
     const text = stringOption(args, "text");
     if (role === undefined) throw new UsageError("append: missing --role user|assistant", { option: "--role" });
-    if (role !== "user" && role !== "assistant") throw new UsageError(`append: --role must be user or assistant, got ${JSON.stringify(role)}`, { option: "--role" });
+    if (role !== "user" && role !== "assistant") {
+      throw new UsageError(`append: --role must be user or assistant, got ${JSON.stringify(role)}`, { option: "--role" });
+    }
     if (text === undefined) throw new UsageError("append: missing --text T", { option: "--text" });
     const ref = refArg(args);
     const opened = await store.holding(ref);
@@ -82,7 +84,9 @@ export const compact: Command = {
 };
 
 function compactText(ref: string, outcome: CompactionOutcome | NoCompaction): string {
-  if (outcome.segment === null) return `nothing to compact in ${ref}: Active holds ${outcome.keptMessages} message${outcome.keptMessages === 1 ? "" : "s"} (revision ${outcome.revision})`;
+  if (outcome.segment === null) {
+    return `nothing to compact in ${ref}: Active holds ${outcome.keptMessages} message${outcome.keptMessages === 1 ? "" : "s"} (revision ${outcome.revision})`;
+  }
   const o = outcome as CompactionOutcome;
   return [
     `compacted ${ref}: messages ${o.segment.start}-${o.segment.end} moved to a segment, ${o.keptMessages} kept in Active (revision ${o.revision})`,

@@ -9,7 +9,7 @@
  */
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { streamText } from "ai";
-import { MockLanguageModelV3, convertArrayToReadableStream } from "ai/test";
+import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { aiSdkProvider } from "../../../ai-sdk/mod.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
@@ -18,7 +18,11 @@ function mockStream(deltas: number): LanguageModelV3StreamPart[] {
   const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }, { type: "text-start", id: "t" }];
   for (let i = 0; i < deltas; i++) parts.push({ type: "text-delta", id: "t", delta: `word${i % 97} ` });
   parts.push({ type: "text-end", id: "t" });
-  parts.push({ type: "finish", usage: { inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: deltas, text: deltas, reasoning: 0 } }, finishReason: { unified: "stop", raw: "stop" } });
+  parts.push({
+    type: "finish",
+    usage: { inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: deltas, text: deltas, reasoning: 0 } },
+    finishReason: { unified: "stop", raw: "stop" },
+  });
   return parts;
 }
 

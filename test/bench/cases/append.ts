@@ -17,20 +17,23 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { encodeJsonlLine, Sessions, type NewMessage, type Session } from "../../../core/mod.ts";
-import { NodeFileStorage, openNodeSessions, type NodeSessions } from "../../../runtime-node/mod.ts";
+import { encodeJsonlLine, type NewMessage, type Session, Sessions } from "../../../core/mod.ts";
+import { NodeFileStorage, type NodeSessions, openNodeSessions } from "../../../runtime-node/mod.ts";
 import { cpuIdleOf } from "../lib/machine.ts";
 import type { CaseContext } from "../lib/result.ts";
-import { timedStorage, type StorageTimes } from "../lib/timed-storage.ts";
+import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import { syntheticText } from "../lib/synth.ts";
 import { toMessageRecord } from "../../../core/internal.ts";
 
 /** A ~500-byte message (as committed: about 500 bytes of JSONL). */
 export function appendMessage(i: number): NewMessage {
-  return i % 2 === 0
-    ? { role: "user", parts: [{ type: "text", text: syntheticText(i, 340) }] }
-    : { role: "assistant", parts: [{ type: "text", text: syntheticText(i, 220) }], usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 }, provider: { provider: "openai", api: "responses", model: "gpt-5" } };
+  return i % 2 === 0 ? { role: "user", parts: [{ type: "text", text: syntheticText(i, 340) }] } : {
+    role: "assistant",
+    parts: [{ type: "text", text: syntheticText(i, 220) }],
+    usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 },
+    provider: { provider: "openai", api: "responses", model: "gpt-5" },
+  };
 }
 
 interface Variant {
@@ -105,7 +108,9 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
   const others = [...held.calls].filter(([label]) => !named.includes(label));
   const rest = others.length > 0 ? `, ${others.map(([label, v]) => `${label} ${v.toFixed(3)}`).join(", ")}` : "";
   return (
-    `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + the fence's readTail(writer.lock) ${fence.toFixed(3)} ms + replace(meta.json) ${meta.toFixed(3)} ms (every 64th commit, spread)${rest} ` +
+    `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + the fence's readTail(writer.lock) ${
+      fence.toFixed(3)
+    } ms + replace(meta.json) ${meta.toFixed(3)} ms (every 64th commit, spread)${rest} ` +
     `+ ${held.outsideMs.toFixed(3)} ms outside storage (the core's CPU, and the thread waking after each fsync); ` +
     `even with every storage call at the floor, the time outside storage bounds the ratio at floor / (floor + outside) = ${boundText(floorMs, held.outsideMs)}`
   );
@@ -125,8 +130,18 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const floorBatches: number[] = [];
   const formatDir = join(ctx.tmp, "format-floor");
   mkdirSync(formatDir, { recursive: true });
-  const meta = new TextEncoder().encode(`${JSON.stringify({ ...durable[0]!.session.meta, revision: 1_000_000, message_count: 1_000_000, history_bytes: 1_000_000_000 }, null, 2)}\n`);
-  const owner = new TextEncoder().encode(`${JSON.stringify({ pid: process.pid, hostname: "bench", runtime: "node", operation: "append", created_at: new Date().toISOString(), lock_id: "lock_0123456789abcdef" }, null, 2)}\n`);
+  const meta = new TextEncoder().encode(
+    `${JSON.stringify({ ...durable[0]!.session.meta, revision: 1_000_000, message_count: 1_000_000, history_bytes: 1_000_000_000 }, null, 2)}\n`,
+  );
+  const owner = new TextEncoder().encode(
+    `${
+      JSON.stringify(
+        { pid: process.pid, hostname: "bench", runtime: "node", operation: "append", created_at: new Date().toISOString(), lock_id: "lock_0123456789abcdef" },
+        null,
+        2,
+      )
+    }\n`,
+  );
   writeFileSync(join(formatDir, "meta.json"), meta);
   const formatBatches: number[] = [];
   let i = 0;
@@ -174,9 +189,14 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const echoMs = await echoRoundTrip(echoCount, 0);
   const waitedEchoMs = await echoRoundTrip(echoCount, host);
   const formatRatio = floorMs / formatMs;
-  const ceilingNote = (target: number) => (formatRatio < target ? ` (the ceiling of any per-operation commit here: ${formatRatio.toFixed(2)}, below the target of ${target})` : "");
+  const ceilingNote = (
+    target: number,
+  ) => (formatRatio < target ? ` (the ceiling of any per-operation commit here: ${formatRatio.toFixed(2)}, below the target of ${target})` : "");
   const floorOnly = `floor: ${floorMs.toFixed(3)} ms per ${line.length}-byte write + fsync`;
-  const floorNote = `${floorOnly}; docs/FORMAT.md's own file operations of a per-operation commit, with raw system calls and no sessionfold code (append.format-contract): ${formatMs.toFixed(3)} ms = ${(floorMs / formatMs).toFixed(2)} of the floor`;
+  const floorNote =
+    `${floorOnly}; docs/FORMAT.md's own file operations of a per-operation commit, with raw system calls and no sessionfold code (append.format-contract): ${
+      formatMs.toFixed(3)
+    } ms = ${(floorMs / formatMs).toFixed(2)} of the floor`;
   ctx.emit({
     case: 2,
     name: "append.durable.worker",
@@ -201,7 +221,9 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of the floor)",
     target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
     runs,
-    note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl kept open; ${floorOnly}; ${heldBoundNote(floorMs, heldBreakdown)}`,
+    note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl kept open; ${floorOnly}; ${
+      heldBoundNote(floorMs, heldBreakdown)
+    }`,
   });
   // The lease's fence beside the held commit it is part of (docs/FORMAT.md "Fencing"): held minus this is the unfenced commit.
   const fenceMs = heldBreakdown.calls.get("readTail(writer.lock)") ?? 0;
@@ -215,7 +237,9 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratio: fenceMs / heldBreakdown.totalMs,
     ratioMeaning: "value / baseline (the fence's share of a held commit)",
     runs: ctx.quick ? 320 : 640,
-    note: `the tail read of writer.lock that checks the lease's lock_id before each held commit's append; without it a held commit would take about ${(heldBreakdown.totalMs - fenceMs).toFixed(3)} ms here (its JSON parse, a few hundred bytes, is in the time outside storage)`,
+    note: `the tail read of writer.lock that checks the lease's lock_id before each held commit's append; without it a held commit would take about ${
+      (heldBreakdown.totalMs - fenceMs).toFixed(3)
+    } ms here (its JSON parse, a few hundred bytes, is in the time outside storage)`,
   });
   ctx.emit({
     case: 2,
@@ -229,8 +253,12 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.6, text: "≥ 0.6 of the floor" },
     runs,
     note:
-      `${heldWorker.toFixed(3)} ms per commit; a lease through the storage worker; bound: the held host commit (${heldHost.toFixed(3)} ms, append.durable.held) plus the least any worker adds here ` +
-      `(worker-hop.echo.after-commit-wait, ${(waitedEchoMs * 1000).toFixed(0)} µs): floor / (held host + echo) = ${floorMs.toFixed(3)} / (${heldHost.toFixed(3)} + ${waitedEchoMs.toFixed(3)}) = ${(floorMs / (heldHost + waitedEchoMs)).toFixed(2)}`,
+      `${heldWorker.toFixed(3)} ms per commit; a lease through the storage worker; bound: the held host commit (${
+        heldHost.toFixed(3)
+      } ms, append.durable.held) plus the least any worker adds here ` +
+      `(worker-hop.echo.after-commit-wait, ${(waitedEchoMs * 1000).toFixed(0)} µs): floor / (held host + echo) = ${floorMs.toFixed(3)} / (${
+        heldHost.toFixed(3)
+      } + ${waitedEchoMs.toFixed(3)}) = ${(floorMs / (heldHost + waitedEchoMs)).toFixed(2)}`,
   });
   ctx.emit({
     case: 2,
@@ -255,7 +283,8 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratio: floorMs / formatMs,
     ratioMeaning: "value / baseline (fraction of the floor)",
     runs,
-    note: "not sessionfold: docs/FORMAT.md's file operations of one commit (lock create, meta read, append + fsync, meta temp + rename, lock read + remove) with raw system calls, what any implementation of the contract pays here",
+    note:
+      "not sessionfold: docs/FORMAT.md's file operations of one commit (lock create, meta read, append + fsync, meta temp + rename, lock read + remove) with raw system calls, what any implementation of the contract pays here",
   });
   ctx.emit({
     case: 5,
@@ -303,7 +332,9 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratio: (host + waitedEchoMs) / host,
     ratioMeaning: "(commit + one bare round trip) / commit: the least any worker design adds here",
     runs: echoCount,
-    note: `not sessionfold: the same echo, but the worker answers after working as long as one host commit (${(host * 1000).toFixed(0)} µs, not counted), so the host thread idles as it does while a commit runs; ${cpuIdleOf()}`,
+    note: `not sessionfold: the same echo, but the worker answers after working as long as one host commit (${
+      (host * 1000).toFixed(0)
+    } µs, not counted), so the host thread idles as it does while a commit runs; ${cpuIdleOf()}`,
   });
 }
 

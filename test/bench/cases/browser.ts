@@ -106,7 +106,13 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       const timings = [...sf.get(n)!, ...plain.get(n)!];
       const shapes = new Set(timings.map((t) => `${t.contextMessages}/${t.summaryChars}`));
       if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
-      const r = { sf: median(sf.get(n)!.map((t) => t.ms)), plain: median(plain.get(n)!.map((t) => t.ms)), runs: sf.get(n)!.length, plainRuns: plain.get(n)!.length, breakdown };
+      const r = {
+        sf: median(sf.get(n)!.map((t) => t.ms)),
+        plain: median(plain.get(n)!.map((t) => t.ms)),
+        runs: sf.get(n)!.length,
+        plainRuns: plain.get(n)!.length,
+        breakdown,
+      };
       results.set(String(n), r);
       ctx.log(`case 1 (chromium): n=${n}: sessionfold ${r.sf.toFixed(1)} ms, plain JSONL ${r.plain.toFixed(1)} ms`);
     }

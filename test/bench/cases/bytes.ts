@@ -17,7 +17,7 @@ import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type MessageRecord } from "../../../core/mod.ts";
 import { openNodeSessions } from "../../../runtime-node/mod.ts";
-import { LANGGRAPH_THREAD, langchainMessages } from "../lib/fixtures.ts";
+import { langchainMessages, LANGGRAPH_THREAD } from "../lib/fixtures.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { appendMessage } from "./append.ts";
 import { instantSummarizer } from "./compact.ts";
@@ -68,7 +68,10 @@ export async function bytesCase(ctx: CaseContext): Promise<void> {
     ratio: stored / raw,
     ratioMeaning: "value / baseline",
     target: { op: "<=", limit: 1.1, text: "≤ 1.1×" },
-    note: `every file of the session (meta.json, active.jsonl, 1 segment with its summary footer) after ${n} appends and one compaction; against the host's input JSON (no ids, times, sequences) the ratio is ${(stored / inputJson).toFixed(2)}`,
+    note:
+      `every file of the session (meta.json, active.jsonl, 1 segment with its summary footer) after ${n} appends and one compaction; against the host's input JSON (no ids, times, sequences) the ratio is ${
+        (stored / inputJson).toFixed(2)
+      }`,
   });
 
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");

@@ -14,7 +14,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { encodeJsonl, sessionPaths, type MessageRecord, type SessionMeta, type Summarizer } from "../../../core/mod.ts";
+import { encodeJsonl, type MessageRecord, type SessionMeta, sessionPaths, type Summarizer } from "../../../core/mod.ts";
 import { openNodeSessions } from "../../../runtime-node/mod.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
@@ -65,7 +65,7 @@ function formatCompaction(dir: string, files: readonly Uint8Array[]): void {
   files.forEach((bytes, i) => {
     const temp = join(dir, `.tmp-${i}`);
     const fd = openSync(temp, "w", 0o600);
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+    for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done);
     fsyncSync(fd);
     closeSync(fd);
     renameSync(temp, join(dir, `file-${i}`));
@@ -106,7 +106,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
       const raw = join(ctx.tmp, `raw-${rep + 1}.bin`);
       const r0 = performance.now();
       const fd = openSync(raw, "w", 0o600);
-      for (let done = 0; done < payload.length; ) done += writeSync(fd, payload, done);
+      for (let done = 0; done < payload.length;) done += writeSync(fd, payload, done);
       fsyncSync(fd);
       closeSync(fd);
       const rawElapsed = performance.now() - r0;
@@ -136,7 +136,9 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
   const mb = bytes / (1024 * 1024);
   const contract = median(contractMs);
   const cpu = median(volatileMs);
-  ctx.log(`case 4: compaction ${value.toFixed(2)} ms, raw write ${base.toFixed(2)} ms, FORMAT's three durable replaces ${contract.toFixed(2)} ms, ${bytes} bytes`);
+  ctx.log(
+    `case 4: compaction ${value.toFixed(2)} ms, raw write ${base.toFixed(2)} ms, FORMAT's three durable replaces ${contract.toFixed(2)} ms, ${bytes} bytes`,
+  );
   ctx.emit({
     case: 4,
     name: `compact.active=${ACTIVE_MESSAGES}`,
@@ -149,9 +151,17 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.3, text: "≥ 0.3 of raw write speed" },
     runs: reps,
     note:
-      `${value.toFixed(2)} ms per compaction (${cpu.toFixed(2)} ms of it, ${((100 * cpu) / value).toFixed(0)} %, remain with fsync off: CPU and system calls) vs ${base.toFixed(2)} ms raw for ${(bytes / 1024).toFixed(0)} KiB (segment + Active + meta.json); summarizer answers at once; ` +
-      `ceiling of any implementation: compact.format-contract, base / contract = ${base.toFixed(2)} / ${contract.toFixed(2)} = ${(base / contract).toFixed(2)}; ` +
-      `that contract plus this compaction's fsync-off time: base / (contract + fsync-off) = ${base.toFixed(2)} / (${contract.toFixed(2)} + ${cpu.toFixed(2)}) = ${(base / (contract + cpu)).toFixed(2)}`,
+      `${value.toFixed(2)} ms per compaction (${cpu.toFixed(2)} ms of it, ${
+        ((100 * cpu) / value).toFixed(0)
+      } %, remain with fsync off: CPU and system calls) vs ${base.toFixed(2)} ms raw for ${
+        (bytes / 1024).toFixed(0)
+      } KiB (segment + Active + meta.json); summarizer answers at once; ` +
+      `ceiling of any implementation: compact.format-contract, base / contract = ${base.toFixed(2)} / ${contract.toFixed(2)} = ${
+        (base / contract).toFixed(2)
+      }; ` +
+      `that contract plus this compaction's fsync-off time: base / (contract + fsync-off) = ${base.toFixed(2)} / (${contract.toFixed(2)} + ${
+        cpu.toFixed(2)
+      }) = ${(base / (contract + cpu)).toFixed(2)}`,
   });
   ctx.emit({
     case: 4,
@@ -163,6 +173,9 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
     ratio: base / contract,
     ratioMeaning: "value / baseline (fraction of raw write speed)",
     runs: reps,
-    note: `not sessionfold: the same three files written as docs/FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync) with raw system calls: ${contract.toFixed(2)} ms, what any implementation of the contract pays here`,
+    note:
+      `not sessionfold: the same three files written as docs/FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync) with raw system calls: ${
+        contract.toFixed(2)
+      } ms, what any implementation of the contract pays here`,
   });
 }

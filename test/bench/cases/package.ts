@@ -29,7 +29,12 @@ const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 function timeProcess(args: readonly string[], cwd?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    execFile(process.execPath, args, { maxBuffer: 64 * 1024 * 1024, ...(cwd ? { cwd } : {}) }, (error) => (error ? reject(error) : resolve(performance.now() - started)));
+    execFile(
+      process.execPath,
+      args,
+      { maxBuffer: 64 * 1024 * 1024, ...(cwd ? { cwd } : {}) },
+      (error) => (error ? reject(error) : resolve(performance.now() - started)),
+    );
   });
 }
 
@@ -89,7 +94,16 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
   const [info] = JSON.parse(out.slice(out.indexOf("["))) as { filename: string; size: number; unpackedSize: number; entryCount: number }[];
   if (!info) throw new Error(`npm pack printed no package: ${out}`);
   ctx.log(`case 9: ${info.filename}: ${(info.size / 1000).toFixed(1)} kB, ${info.entryCount} files`);
-  ctx.emit({ case: 9, name: "package.tarball", value: round(info.size / 1000, 1), unit: "kB", baseline: round(info.unpackedSize / 1000, 1), baselineName: "unpacked (kB)", ratio: info.entryCount, ratioMeaning: "files in the tarball" });
+  ctx.emit({
+    case: 9,
+    name: "package.tarball",
+    value: round(info.size / 1000, 1),
+    unit: "kB",
+    baseline: round(info.unpackedSize / 1000, 1),
+    baselineName: "unpacked (kB)",
+    ratio: info.entryCount,
+    ratioMeaning: "files in the tarball",
+  });
 
   const unpacked = join(ctx.tmp, "installed");
   await mkdir(unpacked);
@@ -114,8 +128,7 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline",
     target: { op: "<=", limit: 1.5, text: "≤ 1.5× bare node" },
     runs,
-    note:
-      `compiled CLI from the packed tarball via bin/sessionfold.mjs, a fresh process per run (median wall time, interleaved with the baseline); ` +
+    note: `compiled CLI from the packed tarball via bin/sessionfold.mjs, a fresh process per run (median wall time, interleaved with the baseline); ` +
       `bound: importing the CLI's entry module alone (the command table, help, errors; no core) takes ${times(helpImports, help.baseline)}`,
   });
 
@@ -126,7 +139,12 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
   const sessionDir = join(store, "agents", BENCH_REF.agentId, "workspaces", BENCH_REF.workspaceId, "sessions", BENCH_REF.sessionId);
   const segments = (await readdir(join(sessionDir, "messages/segments"))).length;
   const show = await against(
-    [{ args: [bin, "--root", store, "--json", "show", ref] }, importOnly(pathToFileURL(join(pkg, "dist/core/mod.js")).href), importOnly("zod", pkg), showReadsOnly(sessionDir)],
+    [
+      { args: [bin, "--root", store, "--json", "show", ref] },
+      importOnly(pathToFileURL(join(pkg, "dist/core/mod.js")).href),
+      importOnly("zod", pkg),
+      showReadsOnly(sessionDir),
+    ],
     runs,
   );
   const [showMs, coreMs, zodMs, readsMs] = show.values as [number, number, number, number];
@@ -148,7 +166,9 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
     runs,
     note:
       `show of a session of ${n} messages (${segments} segments of 500, a meta.json hint) via bin/sessionfold.mjs, a fresh process per run, read on the main thread (no storage worker); ` +
-      `bound, measured in this run: importing the core alone (zod and the schemas, nothing run) ${times(coreMs, base)}, of which zod alone ${times(zodMs, base)}; ` +
+      `bound, measured in this run: importing the core alone (zod and the schemas, nothing run) ${times(coreMs, base)}, of which zod alone ${
+        times(zodMs, base)
+      }; ` +
       `plain node reading what show reads (meta.json, Active, the last 4 KiB of ${segments} segments) ${times(readsMs, base)}; ` +
       `both on one node start bound the ratio at ${bound.toFixed(2)}× (the rest is the store's per-file boundary checks, decoding and validating each footer)`,
   });

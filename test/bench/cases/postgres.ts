@@ -24,7 +24,7 @@
  * @module
  */
 import pg from "pg";
-import { encodeJsonlLine, Sessions, sessionPaths, type Session } from "../../../core/mod.ts";
+import { encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
@@ -103,7 +103,8 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
     ratioMeaning: "",
     target: { on: "value", op: "<=", limit: 1, text: "1" },
     runs: 1,
-    note: "statements sent by one warm open + compose of the n=1e5 session (counted at pg.Client#query): meta.json, active.jsonl, the draft, instruction.md, the newest segment's tail and the existence check in one statement, one snapshot (readMany)",
+    note:
+      "statements sent by one warm open + compose of the n=1e5 session (counted at pg.Client#query): meta.json, active.jsonl, the draft, instruction.md, the newest segment's tail and the existence check in one statement, one snapshot (readMany)",
   });
   for (const store of stores) await store.storage.close();
 }
@@ -200,8 +201,12 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     runs: batches,
     note:
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (fenced: the lock is the commit's own transaction's); " +
-      `per commit, same run: the main thread busy ${median(ourBusy).toFixed(0)} µs (the floor's ${median(floorBusy).toFixed(0)} µs: the core's commit, the plan, pg), run_plan on the server ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
-      `bounds, floor / (floor + extra): the client's extra work alone ${bound(clientMs)}, run_plan alone ${bound(serverMs)}, both ${bound(clientMs + serverMs)}`,
+      `per commit, same run: the main thread busy ${median(ourBusy).toFixed(0)} µs (the floor's ${
+        median(floorBusy).toFixed(0)
+      } µs: the core's commit, the plan, pg), run_plan on the server ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
+      `bounds, floor / (floor + extra): the client's extra work alone ${bound(clientMs)}, run_plan alone ${bound(serverMs)}, both ${
+        bound(clientMs + serverMs)
+      }`,
   });
   ctx.emit({
     case: 10,
@@ -213,7 +218,8 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     ratio: heldValue / baseline,
     ratioMeaning: "sessionfold / floor",
     runs: batches,
-    note: "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit); batches alternate with the row above and the floor",
+    note:
+      "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit); batches alternate with the row above and the floor",
   });
 }
 
@@ -297,13 +303,37 @@ async function eightWriters(ctx: CaseContext, url: string): Promise<void> {
 async function listing(ctx: CaseContext, url: string): Promise<void> {
   const count = 10_000;
   const load = loader(url, "listing");
-  const meta = (i: number) => encoder.encode(`${JSON.stringify({ schema_version: 1, session_id: `s${i}`, agent_id: "bench", workspace_id: "w1", title: `session ${i}`, created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z", message_count: 0, history_bytes: 0, revision: 0 }, null, 2)}\n`);
+  const meta = (i: number) =>
+    encoder.encode(
+      `${
+        JSON.stringify(
+          {
+            schema_version: 1,
+            session_id: `s${i}`,
+            agent_id: "bench",
+            workspace_id: "w1",
+            title: `session ${i}`,
+            created_at: "2026-01-01T00:00:00.000Z",
+            updated_at: "2026-01-01T00:00:00.000Z",
+            message_count: 0,
+            history_bytes: 0,
+            revision: 0,
+          },
+          null,
+          2,
+        )
+      }\n`,
+    );
   for (let i = 0; i < count; i += 8) {
-    await Promise.all(Array.from({ length: Math.min(8, count - i) }, (_, k) => load.replace(`agents/bench/workspaces/w1/sessions/s${i + k}/meta.json`, meta(i + k))));
+    await Promise.all(
+      Array.from({ length: Math.min(8, count - i) }, (_, k) => load.replace(`agents/bench/workspaces/w1/sessions/s${i + k}/meta.json`, meta(i + k))),
+    );
   }
   // Another workspace as big, which the listing must not read.
   for (let i = 0; i < count; i += 8) {
-    await Promise.all(Array.from({ length: Math.min(8, count - i) }, (_, k) => load.replace(`agents/bench/workspaces/w2/sessions/s${i + k}/meta.json`, meta(i + k))));
+    await Promise.all(
+      Array.from({ length: Math.min(8, count - i) }, (_, k) => load.replace(`agents/bench/workspaces/w2/sessions/s${i + k}/meta.json`, meta(i + k))),
+    );
   }
   await load.close();
   ctx.log(`postgres: ${count} sessions in each of two workspaces written`);

@@ -129,10 +129,10 @@ export async function streamCase(ctx: CaseContext): Promise<void> {
         ratio: value / base,
         ratioMeaning: "value / baseline",
         runs: mode.reps,
-        ...(mode.name === "paced"
-          ? { target: { op: "<=", limit: 1.05, text: "≤ 1.05 (≤ 5% overhead)" } as const }
-          : {}),
-        note: `${writes.toFixed(1)} draft writes per run (default draftFlush: 100 ms / 32 KiB)${mode.name === "unpaced" ? "; worst case, no target: every delta arrives at once" : ""}`,
+        ...(mode.name === "paced" ? { target: { op: "<=", limit: 1.05, text: "≤ 1.05 (≤ 5% overhead)" } as const } : {}),
+        note: `${writes.toFixed(1)} draft writes per run (default draftFlush: 100 ms / 32 KiB)${
+          mode.name === "unpaced" ? "; worst case, no target: every delta arrives at once" : ""
+        }`,
       });
     }
   } finally {

@@ -92,7 +92,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     try {
       cell.runs.push(await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n }, timeoutMs));
     } catch (error) {
-      cell.failure = error instanceof ProbeTimeout ? `did not finish within ${Math.round(timeoutMs / 1000)} s` : String(error instanceof Error ? error.message : error).slice(0, 300);
+      cell.failure = error instanceof ProbeTimeout
+        ? `did not finish within ${Math.round(timeoutMs / 1000)} s`
+        : String(error instanceof Error ? error.message : error).slice(0, 300);
       ctx.log(`case 1: ${impl} at ${n}: ${cell.failure}`);
     }
     cell.spentMs += performance.now() - t0;
@@ -136,7 +138,11 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     // Every format must hand the model the same input.
     const shapes = new Set(IMPLS.map(({ impl }) => cells.get(key(impl, n))?.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
     if (shapes.size > 1) throw new Error(`case 1 at ${n}: the formats disagree on the model input (messages/summary chars): ${[...shapes].join(", ")}`);
-    ctx.log(`case 1: n=${n}: sessionfold cold ${msText("sessionfold", n)} ms${n > 0 ? `, warm ${median(warmRuns.get(key("sessionfold", n)) ?? [Number.NaN]).toFixed(2)} ms` : ""}`);
+    ctx.log(
+      `case 1: n=${n}: sessionfold cold ${msText("sessionfold", n)} ms${
+        n > 0 ? `, warm ${median(warmRuns.get(key("sessionfold", n)) ?? [Number.NaN]).toFixed(2)} ms` : ""
+      }`,
+    );
   }
   for (const [k, runs] of warmRuns) warm.set(k, median(runs));
 
@@ -200,7 +206,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       ratio: value !== null && base ? value / base : null,
       ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, warm process`,
       note:
-        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host)${impl === "sessionfold" ? `, ${warmReps} processes per size, sizes interleaved` : ""}; ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
+        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host)${
+          impl === "sessionfold" ? `, ${warmReps} processes per size, sizes interleaved` : ""
+        }; ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
         (impl === "sessionfold" ? `; without the worker, n=${sizeLabel(hi)}: ${breakdowns.get(hi)}; n=${sizeLabel(lo)}: ${breakdowns.get(lo)}` : ""),
       ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
     });

@@ -85,7 +85,9 @@ export async function buildPiSession(file: string, n: number): Promise<void> {
   const closesAt = new Set(plan.segments.map((s) => s.end));
   const out = createWriteStream(file);
   const write = (text: string) => (out.write(text) ? Promise.resolve() : new Promise<void>((resolve) => out.once("drain", resolve)));
-  let buffer = `${JSON.stringify({ type: "session", version: 3, id: "0195f000-0000-7000-8000-000000000001", timestamp: timestampOf(0), cwd: "/work/bench" })}\n`;
+  let buffer = `${
+    JSON.stringify({ type: "session", version: 3, id: "0195f000-0000-7000-8000-000000000001", timestamp: timestampOf(0), cwd: "/work/bench" })
+  }\n`;
   let parent: string | null = null;
   const messageId = (s: number) => `m${s.toString(16).padStart(7, "0")}`;
   for (let s = 1; s <= n; s++) {
@@ -95,7 +97,17 @@ export async function buildPiSession(file: string, n: number): Promise<void> {
     if (closesAt.has(s)) {
       const footer = syntheticFooter(BENCH_REF.sessionId, s);
       const cid = `c${s.toString(16).padStart(7, "0")}`;
-      buffer += `${JSON.stringify({ type: "compaction", id: cid, parentId: parent, timestamp: timestampOf(s), summary: footer.text, firstKeptEntryId: messageId(s + 1), tokensBefore: 128_000 })}\n`;
+      buffer += `${
+        JSON.stringify({
+          type: "compaction",
+          id: cid,
+          parentId: parent,
+          timestamp: timestampOf(s),
+          summary: footer.text,
+          firstKeptEntryId: messageId(s + 1),
+          tokensBefore: 128_000,
+        })
+      }\n`;
       parent = cid;
     }
     if (buffer.length > 1 << 20) {

@@ -1,7 +1,7 @@
 /** What machine and which versions a benchmark ran on. @module */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statfsSync } from "node:fs";
-import { cpus, loadavg, totalmem, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
@@ -62,7 +62,9 @@ export function cpuIdleOf(): string {
   if (!driver) return "cpuidle driver unknown";
   const pollNs = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
   const poll = pollNs === undefined ? "" : `, guest_halt_poll_ns=${pollNs}${pollNs === "0" ? " (an idle vCPU halts at once; waking it is a VM exit)" : ""}`;
-  return `cpuidle driver ${driver}, governor ${read("/sys/devices/system/cpu/cpuidle/current_governor_ro") ?? read("/sys/devices/system/cpu/cpuidle/current_governor") ?? "unknown"}${poll}`;
+  return `cpuidle driver ${driver}, governor ${
+    read("/sys/devices/system/cpu/cpuidle/current_governor_ro") ?? read("/sys/devices/system/cpu/cpuidle/current_governor") ?? "unknown"
+  }${poll}`;
 }
 
 export function machineInfo(): MachineInfo {

@@ -9,7 +9,7 @@
  * @module
  */
 import { prng } from "../../support/prng.ts";
-import { sessionPaths, type MessageRecord, type SessionMeta, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
+import { type MessageRecord, type SessionMeta, sessionPaths, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
 
 /** Messages per closed segment. */
@@ -154,10 +154,10 @@ export async function writeSyntheticSession(sink: FileSink, n: number, ref: Sess
     revision: n + plan.segments.length,
     ...(plan.segments.length > 0
       ? {
-          compaction: { completed: plan.segments.length, removed_messages: n - (plan.active.end - plan.active.start + 1), removed_tokens_estimate: 0 },
-          // What sessionfold's own compactions write: the newest segment, so an open need not list segments/.
-          [NEWEST_SEGMENT_FIELD]: plan.segments.at(-1),
-        }
+        compaction: { completed: plan.segments.length, removed_messages: n - (plan.active.end - plan.active.start + 1), removed_tokens_estimate: 0 },
+        // What sessionfold's own compactions write: the newest segment, so an open need not list segments/.
+        [NEWEST_SEGMENT_FIELD]: plan.segments.at(-1),
+      }
       : {}),
   };
   await sink(paths.meta, encoder.encode(`${JSON.stringify(meta, null, 2)}\n`));

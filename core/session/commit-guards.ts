@@ -1,0 +1,34 @@
+/**
+ * The two refusals of the commit path before it writes: a session that recovery left
+ * read-only (a fatal diagnostic, docs/FORMAT.md "Recovery"), and a revision that moved
+ * since this handle read (docs/FORMAT.md "Revisions").
+ *
+ * @module
+ */
+import { CorruptSessionError, RevisionConflictError } from "../errors.ts";
+import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import { isBlocked, type SessionState } from "./state.ts";
+
+/**
+ * @throws {CorruptSessionError} naming the first fatal diagnostic's file and line when the
+ * session is read-only until repaired.
+ */
+export function assertWritable(state: SessionState, ref: SessionRef): void {
+  if (!isBlocked(state)) return;
+  const first = state.diagnostics.find((d) => d.fatal)!;
+  throw new CorruptSessionError(`${formatSessionRef(ref)} is read-only until repaired: ${first.message}`, {
+    file: first.file,
+    line: first.line,
+    diagnostic: first.code,
+  });
+}
+
+/** The conflict of a revision check: `read` is the revision the check expected, `found` what `meta.json` holds. */
+export function revisionConflict(ref: SessionRef, read: number | null, found: number | null): RevisionConflictError {
+  return new RevisionConflictError(
+    `${formatSessionRef(ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${
+      read ?? "none"
+    }; another writer committed (reload, then try again)`,
+    { expected: read, found },
+  );
+}
