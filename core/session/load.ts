@@ -1,11 +1,11 @@
-import { CorruptSessionError, SessionfoldError } from "../errors.ts";
+import { CorruptSessionError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { LAST_RECORD_WINDOW } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { decodeUtf8, describeIssues, isBlankDocument, MessageRecord, nowTimestamp, parseDraftJson, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { decodeUtf8, isBlankDocument, MessageRecord, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readMany, withPrefetchedTail } from "../storage/read-many.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
@@ -13,7 +13,7 @@ import { rememberLine } from "./lines.ts";
 import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { describeOrderBreak, readSegmentFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
 import { loadDraft } from "./load-draft.ts";
-import { lastSequence, type LiveDraft, type PendingRepairs, type Report, type SessionState } from "./state.ts";
+import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
 
