@@ -44,8 +44,6 @@ export interface OpenStore {
   readonly storage: StoragePort;
   /** The folder, or for a database its URL without password (what messages name). */
   readonly root: string;
-  /** For a database: whether its schema was ever created (a folder store checks its folder). */
-  readonly exists?: () => Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -214,13 +212,16 @@ export class Store {
   }
 
   async #exists(): Promise<boolean> {
-    if (this.#location.kind === "files") return isDirectory(this.root);
-    const opened = await this.#open();
-    if (!opened.exists || (await opened.exists())) return true;
-    // Nothing to read: give the connections back now, and create nothing.
-    this.#opened = undefined;
-    await opened.close();
-    return false;
+    const location = this.#location;
+    if (location.kind === "files") return isDirectory(this.root);
+    // Asked of the bare backend: opening the store reads its encryption marker, and the
+    // first statement of a PostgresStorage creates its schema.
+    const backend = await postgresBackend(location);
+    try {
+      return await backend.exists();
+    } finally {
+      await backend.close();
+    }
   }
 
   #open(): Promise<OpenStore> {
@@ -273,7 +274,7 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
     throw error;
   }
   const sessions = new Sessions({ storage: sealed, identity: nodeWriterIdentity() });
-  return { sessions, storage: sealed, root: location.root, exists: () => storage.exists(), close: () => storage.close() };
+  return { sessions, storage: sealed, root: location.root, close: () => storage.close() };
 }
 
 /**

@@ -10,7 +10,7 @@ import { deferred, fullHistory, P, REF, registry, rejection } from "../support/s
 import { assistant, expectMetaConsistent, summarizer, user } from "./support.ts";
 
 /**
- * A store whose next read of `meta.json` (once armed) waits for `release()`: the reload that
+ * A store whose next read of `meta.json` (once armed; alone or in a `readMany`) waits for `release()`: the reload that
  * makes it is held in the middle, so whatever else the handle does meanwhile is forced to
  * happen in that window. Every other call is MemoryStorage's, which settles in microtasks.
  */
@@ -21,13 +21,23 @@ function gatedMetaRead(inner: MemoryStorage): { storage: StoragePort; arm: () =>
   const storage = new Proxy(inner, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
-      if (name !== "read") return typeof value === "function" ? value.bind(target) : value;
-      return async (path: string) => {
-        if (armed && path === P.meta) {
+      const hold = async (paths: readonly string[]) => {
+        if (armed && paths.includes(P.meta)) {
           armed = false;
           reached.resolve();
           await gate.promise;
         }
+      };
+      // A backend with `readMany` (PostgreSQL in the postgres-engine project) reads meta.json in it.
+      if (name === "readMany" && typeof value === "function") {
+        return async (requests: readonly { path?: string }[]) => {
+          await hold(requests.flatMap((r) => (r.path === undefined ? [] : [r.path])));
+          return (value as (r: unknown) => Promise<unknown>).call(target, requests);
+        };
+      }
+      if (name !== "read") return typeof value === "function" ? value.bind(target) : value;
+      return async (path: string) => {
+        await hold([path]);
         return target.read(path);
       };
     },
