@@ -29,6 +29,8 @@ export class App {
   readonly browser: BrowserSessions;
   /** The local model's streaming speed, read at each chunk (the Model tab and the tests change it). */
   chunkDelayMs: number;
+  /** After how many characters of text the local model holds a reply (tests; `LocalModelOptions.holdAfterTextChars`). */
+  holdAfterTextChars = Number.POSITIVE_INFINITY;
   readonly providers: ProviderChoice;
   readonly navigation: Navigation;
   readonly turns: Turns;
@@ -42,7 +44,11 @@ export class App {
     const store = new PlaygroundStore(settingsText);
     this.#store = store;
     this.providers = new ProviderChoice(
-      new LocalModel({ contextWindow: () => store.state.config.context_window ?? 2000, chunkDelayMs: () => this.chunkDelayMs }),
+      new LocalModel({
+        contextWindow: () => store.state.config.context_window ?? 2000,
+        chunkDelayMs: () => this.chunkDelayMs,
+        holdAfterTextChars: () => this.holdAfterTextChars,
+      }),
     );
     this.navigation = new Navigation(store, browser, () => this.#pollOwnership());
     this.actions = new SessionActions(store, browser, this.navigation);

@@ -26,7 +26,16 @@ export interface LocalModelOptions {
   readonly contextWindow: () => number;
   /** Milliseconds between streamed chunks, read at each chunk. */
   readonly chunkDelayMs: () => number;
+  /**
+   * Once more than this many characters of text have streamed in a reply, the stream holds
+   * (the next chunk never comes; a Stop or a reload ends it): read at each chunk. What lets a
+   * test stop a reply in its middle whatever the machine's speed. Default: never.
+   */
+  readonly holdAfterTextChars?: () => number;
 }
+
+/** How long a held stream waits for its next chunk: longer than any test or demo. */
+const HELD_MS = 3_600_000;
 
 /** The identity stamped on the local model's messages. */
 export const LOCAL_MODEL_IDENTITY: ProviderIdentity = { provider: "sessionfold-demo", api: "local", model: "local-1" };
@@ -54,14 +63,17 @@ export class LocalModel implements Provider {
       outputChars += chunk.length;
       yield { type: "reasoning-delta", text: chunk };
     }
+    let textChars = 0;
+    const held = () => textChars > (this.#options.holdAfterTextChars?.() ?? Number.POSITIVE_INFINITY);
     for (const chunk of chunks(plan.text)) {
-      await pause(this.#options.chunkDelayMs(), request.signal);
+      await pause(held() ? HELD_MS : this.#options.chunkDelayMs(), request.signal);
       if (request.signal.aborted) return;
       outputChars += chunk.length;
+      textChars += chunk.length;
       yield { type: "text-delta", text: chunk };
     }
     if (plan.toolCall) {
-      await pause(this.#options.chunkDelayMs() * 4, request.signal);
+      await pause(held() ? HELD_MS : this.#options.chunkDelayMs() * 4, request.signal);
       if (request.signal.aborted) return;
       outputChars += plan.toolCall.toolName.length + JSON.stringify(plan.toolCall.input).length;
       yield { type: "tool-call", ...plan.toolCall };

@@ -25,7 +25,7 @@ try {
   await app.start(mountPage(app));
   document.getElementById("app")!.setAttribute("aria-busy", "false");
   // What the end-to-end tests reach into: the storage, the open session, its whole history as
-  // `useChat` would load it, and the local model's speed.
+  // `useChat` would load it, the local model's speed, and where it holds a reply.
   (window as unknown as { playground: object }).playground = {
     browser: app.browser,
     get session() {
@@ -37,6 +37,9 @@ try {
     },
     set chunkDelayMs(ms: number) {
       app.chunkDelayMs = ms;
+    },
+    set holdAfterTextChars(chars: number) {
+      app.holdAfterTextChars = chars;
     },
   };
 } catch (error) {

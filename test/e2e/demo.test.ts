@@ -256,31 +256,20 @@ async function compactInTurns(page: Page): Promise<number> {
 }
 
 /**
- * Waits until the streaming reply (or its part matching the CSS selector `within`) shows
- * more than `chars` characters, and then holds the
- * stream where it is (its next chunk waits an hour). A MutationObserver in the page does it
- * at the very DOM change that crossed the mark, before the next chunk can come: the reply
- * cannot end first, however loaded the machine is.
+ * Sends `text` with the local model set to hold the reply once more than `chars` characters
+ * of its text have streamed (the model itself stops: no race with the page's rendering),
+ * then waits until the chat shows that much of it (within `within`, a part's class).
  */
-async function stallStreamAfter(page: Page, chars: number, within = ""): Promise<void> {
-  await page.evaluate(
-    ([mark, css]: [number, string]) =>
-      new Promise<void>((resolve) => {
-        const app = (window as unknown as { playground: { chunkDelayMs: number } }).playground;
-        const crossed = (): boolean => (document.querySelector(`#live article[data-role=assistant] ${css}`)?.textContent?.length ?? 0) > mark;
-        const hold = (): void => {
-          app.chunkDelayMs = 3_600_000;
-          resolve();
-        };
-        if (crossed()) return hold();
-        const observer = new MutationObserver(() => {
-          if (!crossed()) return;
-          observer.disconnect();
-          hold();
-        });
-        observer.observe(document.body, { subtree: true, childList: true, characterData: true });
-      }),
+async function sendAndHoldAfter(page: Page, text: string, chars: number, within = ""): Promise<void> {
+  await page.evaluate((mark) => {
+    (window as unknown as { playground: { holdAfterTextChars: number } }).playground.holdAfterTextChars = mark;
+  }, chars);
+  await page.getByRole("textbox", { name: "Message" }).fill(text);
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  await page.waitForFunction(
+    ([mark, css]: [number, string]) => (document.querySelector(`#live article[data-role=assistant] ${css}`)?.textContent?.length ?? 0) > mark,
     [chars, within] as [number, string],
+    { timeout: 30_000 },
   );
 }
 
@@ -375,9 +364,7 @@ describe("playground", () => {
     const page = await openPage(ctx, `db=${db}&delay=1`, "draft");
     await sendTurn(page, "First, a short warm-up.");
     // Start a long turn, stop its stream in the middle, and reload once the draft is stored.
-    await page.getByRole("textbox", { name: "Message" }).fill("Tell me a long story about drafts.");
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    await stallStreamAfter(page, 60);
+    await sendAndHoldAfter(page, "Tell me a long story about drafts.", 60);
     // The coalesced draft writer stores a snapshot: wait for it in IndexedDB, not for a time.
     await until("the draft to be stored with its text", () =>
       page.evaluate(async () => {
@@ -406,9 +393,7 @@ describe("playground", () => {
     expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("Tell me a long story about drafts.");
 
     // Stop: cooperative cancellation commits the partial reply as stopped (the stream is held so it cannot end first).
-    await page.getByRole("textbox", { name: "Message" }).fill("Another long one, which I will stop.");
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    await stallStreamAfter(page, 40);
+    await sendAndHoldAfter(page, "Another long one, which I will stop.", 40);
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     await page.waitForFunction(() => document.querySelectorAll("#messages article.message-committed.message-stopped").length === 2, null, { timeout: 10_000 });
     expect(await page.locator("#messages article.message-committed[data-role=user]").last().textContent()).toContain("which I will stop");
@@ -473,10 +458,8 @@ describe("playground", () => {
 
     // A reply interrupted by a reload: the recovered draft is the streamed message, under the same id.
     await watchLiveIds();
-    await page.getByRole("textbox", { name: "Message" }).fill("Roll 3d20 for me.");
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    // Held once text follows the reasoning (in the first step or, after the dice ran, the second).
-    await stallStreamAfter(page, 5, ".part-text");
+    // Held once text follows the reasoning, in the first step (before the dice are rolled).
+    await sendAndHoldAfter(page, "Roll 3d20 for me.", 5, ".part-text");
     const [streamingId] = await liveIds();
     expect(streamingId).toBeDefined();
     // The draft's steps (the pending ones and the one streaming) hold at least what the chat showed.
