@@ -1,7 +1,7 @@
 /**
  * Which storage keys an encrypted store seals, and how (docs/FORMAT.md "Encrypted stores"):
- * every file of a session folder except its `writer.lock` (and reclaim guards) and its
- * `keys.json`; JSONL files line by line, the others as one document.
+ * every file of a session folder except its `writer.lock` (and reclaim guards) and its wrapped
+ * data keys; a JSONL file record by record, any other file whole.
  *
  * @module
  */

@@ -249,9 +249,9 @@ describe("useChat (the AI SDK's chat client in chromium) on chatRoute", () => {
   }, 120_000);
 });
 
-/** Waits until `check` holds (a condition on the store, not a delay). */
+/** Waits until `check` holds (a condition on the store, not a delay), for at most a minute. */
 async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
     try {
       if (check()) return;
     } catch {
