@@ -10,7 +10,7 @@
  * tabs to reload (a `BroadcastChannel`), and reload this one; changing or removing a
  * passphrase changes only how the keys are kept, and needs no reload.
  */
-import { EncryptedStorage, InvalidInputError, isSealedExport, openSealedExport, sealExport, WrongKeyError } from "../core/mod.ts";
+import { EncryptedStorage, InvalidInputError, isSealedExport, type KeyProvider, openSealedExport, sealExport, WrongKeyError } from "../core/mod.ts";
 import {
   type BrowserSessions,
   changeBrowserKeyringPassphrase,
@@ -82,29 +82,37 @@ export async function openPlaygroundStore(dbName: string, ask: AskPassphrase): P
     const browser = await openBrowserSessions({ dbName });
     return { browser, lock: { encrypted: false, passphrase: false, kid: undefined } };
   }
-  let passphrase: string | undefined;
+  const { keys: unlocked, unlock } = await unlockKeyring(dbName, info.passphrase, ask);
+  let keys = unlocked;
+  const rotated = await withKeyLock(dbName, async () => {
+    const backend = new IndexedDbStorage({ dbName });
+    try {
+      await EncryptedStorage.migrate(backend, keys);
+      if ((await describeBrowserKeyring(unlock))!.kids.length === 1) return false;
+      await rotateBrowserKeyring(backend, unlock);
+      return true;
+    } finally {
+      await backend.close();
+    }
+  });
+  if (rotated) keys = await openBrowserKeyring(unlock);
+  const browser = await openBrowserSessions({ dbName, keys });
+  return { browser, lock: { encrypted: true, passphrase: info.passphrase, kid: keys.currentKid } };
+}
+
+/** The keyring's keys, asking for its passphrase (again after a wrong one) when it has one. */
+async function unlockKeyring(
+  dbName: string,
+  sealed: boolean,
+  ask: AskPassphrase,
+): Promise<{ keys: KeyProvider; unlock: { dbName: string; passphrase?: string } }> {
   let error: string | undefined;
   for (;;) {
-    if (info.passphrase) passphrase = await ask(error);
+    const unlock = { dbName: keysDb(dbName), ...(sealed ? { passphrase: await ask(error) } : {}) };
     try {
-      const unlock = { dbName: keysDb(dbName), ...(passphrase !== undefined ? { passphrase } : {}) };
-      let keys = await openBrowserKeyring(unlock);
-      const rotated = await withKeyLock(dbName, async () => {
-        const backend = new IndexedDbStorage({ dbName });
-        try {
-          await EncryptedStorage.migrate(backend, keys);
-          if ((await describeBrowserKeyring(unlock))!.kids.length === 1) return false;
-          await rotateBrowserKeyring(backend, unlock);
-          return true;
-        } finally {
-          await backend.close();
-        }
-      });
-      if (rotated) keys = await openBrowserKeyring(unlock);
-      const browser = await openBrowserSessions({ dbName, keys });
-      return { browser, lock: { encrypted: true, passphrase: info.passphrase, kid: keys.currentKid } };
+      return { keys: await openBrowserKeyring(unlock), unlock };
     } catch (caught) {
-      if (!(caught instanceof WrongKeyError) || !info.passphrase) throw caught;
+      if (!(caught instanceof WrongKeyError) || !sealed) throw caught;
       error = "That passphrase does not unlock this store. Nothing was changed; try again.";
     }
   }
