@@ -1,7 +1,7 @@
 /**
- * `sessionfold import` of a sealed export (docs/FORMAT.md "Sealed exports"): the file is
- * opened with the passphrase read from `--passphrase-file`, and the export inside is then
- * imported like any other file, its format detected from its content.
+ * Sealed exports on the command line (docs/FORMAT.md "Sealed exports"): the passphrase is the
+ * first line of `--passphrase-file`; `import` opens a sealed file with it and imports the export
+ * inside like any other file, its format detected from its content (`export` seals with it).
  *
  * @module
  */
@@ -33,7 +33,7 @@ const MAX_PASSPHRASE_FILE_BYTES = 4096;
  * The passphrase in `file`: its first line, without the line break; a file that is empty,
  * over 4 KiB, a FIFO or a device is refused.
  */
-async function readPassphraseFile(file: string): Promise<string> {
+export async function readPassphraseFile(file: string): Promise<string> {
   const { handle, size } = await openInputFile(file);
   try {
     if (size > MAX_PASSPHRASE_FILE_BYTES) {

@@ -2,7 +2,8 @@
  * The commands that move history between sessionfold and other systems: `import` reads a
  * DeepCode, Rho, pi, Codex or Claude Code file into a new session (detecting the format
  * when `--from` is not given; a sealed export opened with its passphrase first), `export` writes a session's full history as a DeepCode v1
- * stream, a Rho snapshot or a pi session, optionally redacted (core/export).
+ * stream, a Rho snapshot or a pi session, optionally redacted (core/export) and sealed with a
+ * passphrase.
  *
  * @module
  */
@@ -24,6 +25,7 @@ import {
   readRhoJsonl,
   readRhoSnapshot,
   type RhoTreeSummary,
+  sealExport,
   writeDeepCodeV1,
   writePi,
   writeRhoSnapshot,
@@ -32,7 +34,7 @@ import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat }
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
-import { looksSealed, type OpenedImport, openSealedInput, readOpenedImport } from "../sealed-input.ts";
+import { looksSealed, type OpenedImport, openSealedInput, readOpenedImport, readPassphraseFile } from "../sealed-input.ts";
 import { openForReading } from "../store.ts";
 import { writeExportFile } from "../write-out.ts";
 import { openInputFile } from "../../fs-boundary.ts";
@@ -129,7 +131,8 @@ export const exportCommand: Command = {
     "document goes to stdout. Read-only: nothing under --root changes.",
     "--redact replaces secrets (API keys, tokens, private keys, passwords…) in every text;",
     "the --drop-* flags leave whole kinds of data out. A DeepCode stream or a pi session needs a cwd: the",
-    "imported one, else --cwd, else the current folder.",
+    "imported one, else --cwd, else the current folder. --passphrase-file FILE seals the export",
+    "(AES-256-GCM under a key derived from the file's first line; import opens it with the same).",
     '--json with --out: {"out","records"}',
   ].join("\n"),
   spec: {
@@ -145,6 +148,7 @@ export const exportCommand: Command = {
       "drop-provider-context": { type: "boolean", description: "leave provider context out" },
       "drop-metadata": { type: "boolean", description: "leave metadata and the prompt-cache key out" },
       "drop-reasoning": { type: "boolean", description: "leave reasoning and reasoning summaries out" },
+      "passphrase-file": { type: "string", value: "FILE", description: "seal the export with the passphrase on the file's first line" },
     },
   },
   async run({ store, out, io, args }) {
@@ -188,13 +192,16 @@ export const exportCommand: Command = {
       : writeRhoSnapshot(prepared, { onOmitted });
     if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
     const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
+    const passphraseFile = stringOption(args, "passphrase-file");
+    const written = passphraseFile !== undefined ? await sealExport(bytes, await readPassphraseFile(resolve(io.cwd ?? process.cwd(), passphraseFile))) : bytes;
     const target = stringOption(args, "out");
     if (target === undefined) {
-      io.stdout(new TextDecoder().decode(bytes));
+      io.stdout(new TextDecoder().decode(written));
       return 0;
     }
     const path = resolve(io.cwd ?? process.cwd(), target);
-    await writeExportFile(path, bytes, format);
+    // A sealed file is no DeepCode stream: DeepCode's writer lock is not taken for it.
+    await writeExportFile(path, written, passphraseFile !== undefined ? "sealed" : format);
     return out.result({ out: path, records, ...(filled ? { filled } : {}) }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
   },
 };

@@ -1,7 +1,8 @@
 /**
- * `sessionfold import` of a sealed export (docs/FORMAT.md "Sealed exports"): opened with the
- * first line of --passphrase-file and read as the file it holds (its format detected); without
- * a passphrase it is key-required, with a wrong one wrong-key (exit 4), and nothing is created.
+ * Sealed exports on the command line (docs/FORMAT.md "Sealed exports"): `import` opens one with
+ * the first line of --passphrase-file and reads the file it holds (its format detected);
+ * without a passphrase it is key-required, with a wrong one wrong-key (exit 4), and nothing is
+ * created. `export --passphrase-file` writes one that holds none of the session's text.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -66,5 +67,30 @@ describe("import of a sealed export", () => {
     const result = await cli(root, ["import", join(FIXTURES, "rho/snapshot-v2.json"), "--passphrase-file", passphrase, "--into", "a1/w1/s"]);
     expect(result.status).toBe(4);
     expect(result.stderr).toMatch(/^error\[invalid-input\]: snapshot-v2\.json: --passphrase-file was given, but the file is not a sealed export/);
+  });
+
+  it("export --passphrase-file seals the export; import opens it to the same messages", async () => {
+    const dir = await tempDir();
+    const root = await missingRoot();
+    const planted = "planted-cli-text: the lighthouse key is under the third stone";
+    expectOk(await cli(root, ["new", "a1/w1/src"]));
+    expectOk(await cli(root, ["append", "a1/w1/src", "--role", "user", "--text", planted]));
+    const passphrase = join(dir, "passphrase.txt");
+    await writeFile(passphrase, "lighthouse words\n");
+    const out = join(dir, "src.sealed.json");
+    expect(json(expectOk(await cli(root, ["--json", "export", "a1/w1/src", "--to", "deepcode", "--cwd", "/p", "--out", out, "--passphrase-file", passphrase]))))
+      .toMatchObject({ out, records: 2 });
+    const sealed = await readFile(out, "utf8");
+    expect(JSON.parse(sealed)).toMatchObject({ format: "sessionfold-sealed-export", version: 1 });
+    expect(sealed).not.toContain("lighthouse");
+    const stdout = expectOk(await cli(root, ["export", "a1/w1/src", "--to", "rho-snapshot", "--passphrase-file", passphrase])).stdout;
+    expect(JSON.parse(stdout)).toMatchObject({ format: "sessionfold-sealed-export" });
+    expect(stdout).not.toContain("lighthouse");
+    expect(json(expectOk(await cli(root, ["--json", "import", out, "--passphrase-file", passphrase, "--into", "a1/w1/back"])))).toMatchObject({
+      message_count: 1,
+      detected: { format: "deepcode" },
+    });
+    const texts = json<{ parts: { text?: string }[] }[]>(expectOk(await cli(root, ["--json", "messages", "a1/w1/back"]))).map((m) => m.parts[0]?.text);
+    expect(texts).toEqual([planted]);
   });
 });
