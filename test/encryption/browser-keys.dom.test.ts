@@ -136,6 +136,25 @@ describe("browser keyring rotation", () => {
     expect(await firstText(raw, await openBrowserKeyring({ dbName }))).toBe(SECRET);
   });
 
+  it("a rotation cut after the store moved to the new kid, before the keyring dropped the old one, is finished too", async () => {
+    const dbName = `keys-${next++}`;
+    const first = await openBrowserKeyring({ dbName });
+    const raw = await storeWithSession(first);
+    const store = keyDatabase(dbName);
+    const before = (await readKeyring(store))!;
+    const report = await rotateBrowserKeyring(raw, { dbName });
+    // Put the old key back, as if the tab had closed just before the last transaction.
+    const after = (await readKeyring(store))!;
+    if (before.kind !== "plain" || after.kind !== "plain") throw new Error("expected keyrings without a passphrase");
+    await replaceKeyring(store, after, { ...after, keys: { ...before.keys, ...after.keys } });
+    expect((await describeBrowserKeyring({ dbName }))?.kids).toHaveLength(2);
+    expect(await firstText(raw, await openBrowserKeyring({ dbName }))).toBe(SECRET);
+    const resumed = await rotateBrowserKeyring(raw, { dbName });
+    expect(resumed).toMatchObject({ kid: report.kid, resumed: true, previousKids: [first.currentKid] });
+    expect((await describeBrowserKeyring({ dbName }))?.kids).toEqual([report.kid]);
+    expect(await firstText(raw, await openBrowserKeyring({ dbName }))).toBe(SECRET);
+  });
+
   it("rotates a passphrase-sealed keyring under the same passphrase", async () => {
     const dbName = `keys-${next++}`;
     const raw = await storeWithSession(await openBrowserKeyring({ dbName, passphrase: "correct horse" }));
