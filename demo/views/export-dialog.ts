@@ -1,8 +1,8 @@
 /**
  * The Export dialog: a format (Rho snapshot, the default since it needs nothing more; DeepCode
  * v1 stream or pi session, which record the folder the session worked in), whether to redact
- * secrets and drop the system prompt, whether to seal it with an export passphrase, and a download. An export that fails says why inside
- * the dialog and keeps it open.
+ * secrets and drop the system prompt, whether to seal it with an export passphrase, and a
+ * download. An export that fails says why inside the dialog and keeps it open.
  */
 import type { SessionMeta } from "../../core/mod.ts";
 import type { App } from "../app.ts";
