@@ -35,6 +35,8 @@ export {
 } from "./compaction/mod.ts";
 // Composing the model input: instruction + cumulative summary + Active.
 export { type ClosedToolCall, sameIdentity } from "./composer/mod.ts";
+// Keys derived from a passphrase (the browser keyring, sealed exports).
+export { derivePassphraseKey, PBKDF2_ITERATIONS } from "./encryption/passphrase.ts";
 // The typed errors every operation throws, each with a stable `code`.
 export { asSessionfoldError } from "./errors.ts";
 // Foreign formats: the line detection reads, and the strict UTF-8 decoding every reader uses.

@@ -65,6 +65,13 @@ interface SubtleCrypto {
     data: Uint8Array<ArrayBuffer>,
   ): Promise<ArrayBuffer>;
   digest(algorithm: "SHA-256", data: Uint8Array<ArrayBuffer>): Promise<ArrayBuffer>;
+  deriveKey(
+    algorithm: { name: "PBKDF2"; salt: Uint8Array<ArrayBuffer>; iterations: number; hash: "SHA-256" },
+    baseKey: CryptoKey,
+    derivedKeyType: { name: "AES-GCM"; length: 256 },
+    extractable: boolean,
+    usages: ("encrypt" | "decrypt")[],
+  ): Promise<CryptoKey>;
 }
 
 declare var crypto: {

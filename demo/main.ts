@@ -4,25 +4,31 @@
  * model, compaction you can watch, recovery you can provoke, and import / export.
  *
  * The page's query may name the database (`?db=`, so tests get their own) and the local
- * model's first streaming speed in milliseconds per chunk (`?delay=`).
+ * model's first streaming speed in milliseconds per chunk (`?delay=`). The store may be
+ * encrypted (the lock button in the header); a passphrase-sealed one asks for its passphrase
+ * before anything opens (lock.ts).
  */
 import "./jitless.ts";
 import { toUIMessages } from "../ai-sdk/ui-messages.ts";
-import { openBrowserSessions } from "../runtime-browser/mod.ts";
+import { followKeyChanges, openPlaygroundStore } from "./lock.ts";
 import { loadSettingsText } from "./agent-settings.ts";
 import { App } from "./app.ts";
 import { LOCAL_MODEL_SPEEDS } from "./provider-choice.ts";
+import { askUnlockPassphrase, bindLock } from "./views/lock.ts";
 import { mountPage } from "./views/page.ts";
 
 const query = new URLSearchParams(location.search);
 const delay = Number(query.get("delay"));
 
 try {
-  const browser = await openBrowserSessions({ dbName: query.get("db") ?? "sessionfold-playground" });
+  const dbName = query.get("db") ?? "sessionfold-playground";
+  followKeyChanges(dbName);
+  const { browser, lock } = await openPlaygroundStore(dbName, askUnlockPassphrase());
   const app = new App(browser, await loadSettingsText(browser.storage), {
     chunkDelayMs: Number.isFinite(delay) && query.has("delay") ? Math.max(0, delay) : LOCAL_MODEL_SPEEDS.normal,
   });
   await app.start(mountPage(app));
+  bindLock(app, lock);
   document.getElementById("app")!.setAttribute("aria-busy", "false");
   // What the end-to-end tests reach into: the storage, the open session, its whole history as
   // `useChat` would load it, the local model's speed, and where it holds a reply.

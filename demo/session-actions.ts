@@ -116,9 +116,9 @@ export class SessionActions {
     else this.#navigation.newSession();
   }
 
-  /** Imports a DeepCode, Rho, Codex, Claude Code or pi file as a new session and opens it. */
-  async importFile(file: File): Promise<void> {
-    const bytes = new Uint8Array(await file.arrayBuffer());
+  /** Imports a DeepCode, Rho, Codex, Claude Code or pi file as a new session and opens it; `opened` is a sealed file's content. */
+  async importFile(file: File, opened?: Uint8Array): Promise<void> {
+    const bytes = opened ?? new Uint8Array(await file.arrayBuffer());
     const imported = await this.#store.guard("import the file", async () => {
       const read = await readImportFile(file.name, bytes);
       const id = newId("s");

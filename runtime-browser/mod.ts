@@ -28,7 +28,17 @@
  * ```
  * @module
  */
-import { type CommitNotice, type LockOwner, type Session, type SessionOptions, Sessions, type StoragePort, type WriterIdentity } from "../core/mod.ts";
+import {
+  type CommitNotice,
+  type KeyProvider,
+  type LockOwner,
+  type Session,
+  type SessionOptions,
+  Sessions,
+  storageForKeys,
+  type StoragePort,
+  type WriterIdentity,
+} from "../core/mod.ts";
 import { IndexedDbStorage } from "./indexeddb-storage.ts";
 import { webLockName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";
@@ -41,7 +51,16 @@ export { webLockName } from "./web-locks.ts";
 export { type BackgroundSyncOptions, startBackgroundSync, type SyncedBrowserSessions } from "./background-sync.ts";
 export { WorkerIndexedDbStorage, type WorkerIndexedDbStorageOptions } from "./storage-worker-client.ts";
 export { PageStorage, type PageStorageOptions } from "./page-storage.ts";
-export { type BrowserKeyringOptions, openBrowserKeyring, PBKDF2_ITERATIONS } from "./key-store.ts";
+export {
+  type BrowserKeyringInfo,
+  type BrowserKeyringOptions,
+  changeBrowserKeyringPassphrase,
+  describeBrowserKeyring,
+  openBrowserKeyring,
+  type PassphraseChangeOptions,
+  PBKDF2_ITERATIONS,
+} from "./key-store.ts";
+export { type BrowserKeyRotation, type BrowserKeyRotationOptions, rotateBrowserKeyring } from "./key-rotation.ts";
 
 /** Options of {@linkcode openBrowserSessions}. */
 export interface BrowserSessionsOptions {
@@ -57,6 +76,12 @@ export interface BrowserSessionsOptions {
   readonly defaults?: SessionOptions;
   /** Announce commits to other tabs on the `BroadcastChannel` `"sessionfold:<dbName>"` (default `true`). */
   readonly channel?: boolean;
+  /**
+   * The keys of an encrypted store (docs/FORMAT.md "Encrypted stores"), e.g. from
+   * `openBrowserKeyring`. Without them an encrypted store is `key-required` before anything
+   * is read; given to an empty store, they make it encrypted.
+   */
+  readonly keys?: KeyProvider;
 }
 
 /** What {@linkcode openBrowserSessions} gives a web app. */
@@ -65,7 +90,7 @@ export interface BrowserSessions {
   readonly sessions: Sessions;
   /** The IndexedDB database's name. */
   readonly dbName: string;
-  /** The storage under `sessions` (the page-side wrapper). */
+  /** The storage under `sessions`: the page-side wrapper, or an `EncryptedStorage` over it for an encrypted store. */
   readonly storage: StoragePort;
   /** Who this tab is in `writer.lock`: `{ pid: 0, hostname: "tab-…", runtime: "browser" }`. */
   readonly identity: WriterIdentity;
@@ -121,6 +146,8 @@ function isCommitNotice(data: unknown): data is CommitNotice {
  * const stop = onCommit(({ refText }) => refText === "coder/web/s1" && session.reload());
  * ```
  * @throws {StorageError} when the database cannot be opened (or the worker cannot start).
+ * @throws {KeyRequiredError} when the store is encrypted and no `keys` are given (or they lack its key).
+ * @throws {WrongKeyError} when the `keys` do not open the encrypted store.
  */
 export async function openBrowserSessions(options: BrowserSessionsOptions = {}): Promise<BrowserSessions> {
   const dbName = options.dbName ?? "sessionfold";
@@ -145,9 +172,11 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       notify(listeners, { refText: message.data.refText, revision: message.data.revision });
     };
   }
-  const storage = new PageStorage(inner, { onFirstWrite: requestPersistence });
+  const page = new PageStorage(inner, { onFirstWrite: requestPersistence });
+  let storage: StoragePort;
   try {
-    await storage.list(""); // opens the database now, so a failure surfaces here
+    await page.list(""); // opens the database now, so a failure surfaces here
+    storage = await storageForKeys(page, options.keys);
   } catch (error) {
     channel?.close();
     await inner.close?.().catch(() => undefined);
@@ -193,7 +222,7 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       listeners.clear();
       ownListeners.clear();
       channel?.close();
-      await storage.close();
+      await page.close();
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Encrypted stores (docs/FORMAT.md "Encrypted stores"): {@linkcode EncryptedStorage}, the
  * storage decorator that seals every session file with AES-256-GCM on WebCrypto, and the key
- * contracts it needs ({@linkcode KeyProvider}, {@linkcode keyring}).
+ * contracts it needs ({@linkcode KeyProvider}, {@linkcode keyring}); sealed exports
+ * ({@linkcode sealExport}, {@linkcode openSealedExport}), an export file sealed with a passphrase.
  *
  * @example
  * ```ts
@@ -23,3 +24,4 @@ export {
 export { importKeyEncryptionKey, type KeyProvider, keyring } from "./keys.ts";
 export { SEALED_VERSION } from "./envelope.ts";
 export { SESSION_KEYS_FILE, STORE_MARKER } from "./places.ts";
+export { isSealedExport, openSealedExport, SEALED_EXPORT_FORMAT, sealExport } from "./sealed-export.ts";

@@ -1,14 +1,16 @@
 /**
  * The Export dialog: a format (Rho snapshot, the default since it needs nothing more; DeepCode
  * v1 stream or pi session, which record the folder the session worked in), whether to redact
- * secrets and drop the system prompt, and a download. An export that fails says why inside
- * the dialog and keeps it open.
+ * secrets and drop the system prompt, whether to seal it with an export passphrase, and a
+ * download. An export that fails says why inside the dialog and keeps it open.
  */
 import type { SessionMeta } from "../../core/mod.ts";
 import type { App } from "../app.ts";
 import { describeError } from "../describe.ts";
 import { byId, h, replaceChildren } from "../dom.ts";
+import { sealDownload } from "../lock.ts";
 import { download, type ExportFormat, needsCwd } from "../portable-io.ts";
+import { bindSealedExportFields } from "./lock.ts";
 import { toast } from "./toast.ts";
 
 /** The folder an imported session brought (`meta.json` `imported_from.cwd`), if any. */
@@ -39,6 +41,7 @@ export function openExportDialog(meta: SessionMeta): void {
 export function bindExportDialog(app: App): void {
   const dialog = byId<HTMLDialogElement>("export-dialog");
   const cwdInput = byId<HTMLInputElement>("export-cwd");
+  const sealing = bindSealedExportFields();
   for (const radio of dialog.querySelectorAll<HTMLInputElement>("input[name=export-format]")) radio.addEventListener("change", () => showCwdField(dialog));
   byId("export-cancel").addEventListener("click", () => dialog.close());
   byId("export-download").addEventListener("click", () => {
@@ -47,6 +50,7 @@ export function bindExportDialog(app: App): void {
     const redact = byId<HTMLInputElement>("export-redact").checked;
     const dropSystemPrompt = byId<HTMLInputElement>("export-drop-system").checked;
     const cwd = cwdInput.value.trim();
+    const seal = sealing.read();
     if (needsCwd(format) && cwd === "") {
       // Never a guessed folder in the file: the browser has no current folder to stand in.
       replaceChildren(
@@ -64,10 +68,12 @@ export function bindExportDialog(app: App): void {
       try {
         const exported = await app.actions.exportSession({ format, redact, dropSystemPrompt, ...(needsCwd(format) ? { cwd } : {}) });
         if (!exported) return;
-        const { file, messageCount } = exported;
+        const { messageCount } = exported;
+        const file = seal ? await sealDownload(exported.file, seal) : exported.file;
         download(file);
+        sealing.clear();
         const masked = redact ? `${file.report.redactions} secret${file.report.redactions === 1 ? "" : "s"} redacted` : "not redacted";
-        toast(`Exported ${messageCount} messages as ${file.fileName} (${masked}).`);
+        toast(`Exported ${messageCount} messages as ${file.fileName} (${masked}${seal ? ", sealed with a passphrase" : ""}).`);
         dialog.close();
       } catch (error) {
         replaceChildren(byId("export-report"), h("p", { class: "error" }, describeError(error)));

@@ -7,6 +7,7 @@ import { AGENT_ID, WORKSPACE_ID } from "../agent-settings.ts";
 import type { App } from "../app.ts";
 import { byId, formatBytes, formatNumber } from "../dom.ts";
 import { openExportDialog } from "./export-dialog.ts";
+import { bindSealedImport } from "./lock.ts";
 
 /** Wires the action buttons (and the hidden file input behind Import) to the app's actions. */
 export function bindSessionActions(app: App): void {
@@ -19,11 +20,12 @@ export function bindSessionActions(app: App): void {
     if (app.state.session) openExportDialog(app.state.session.meta);
   });
   const file = byId<HTMLInputElement>("import-file");
+  const importPicked = bindSealedImport(app);
   byId("import-button").addEventListener("click", () => file.click());
   file.addEventListener("change", () => {
     const picked = file.files?.[0];
     file.value = "";
-    if (picked) void app.actions.importFile(picked);
+    if (picked) void importPicked(picked);
   });
 }
 

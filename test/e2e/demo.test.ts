@@ -11,7 +11,11 @@
  * exports are redacted on request, a session made here exports by default (a Rho snapshot) and
  * to DeepCode v1 and pi once a working folder is given; a refused import names its error class
  * as the minified build keeps it; an OpenAI-compatible key typed into the page reaches
- * the endpoint and nothing else (IndexedDB, localStorage, exports, logs). No page may log
+ * the endpoint and nothing else (IndexedDB, localStorage, exports, logs). An encrypted store
+ * (the lock button) keeps no message text in any IndexedDB value, asks for its passphrase at
+ * start (a wrong one refused, nothing changed), changes it, gets one by a key rotation that
+ * leaves no unsealed key, and exports a sealed file that holds no text and imports back with
+ * its export passphrase. No page may log
  * a console error. Screenshots go to test-results/screenshots/.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -20,7 +24,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
@@ -705,6 +709,179 @@ describe("playground", () => {
     await page.waitForFunction(() => document.querySelectorAll("#archived-list li").length === 0);
     expect(await page.locator("#session-list li").count()).toBe(1);
   }, 60_000);
+});
+
+describe("encrypted playground", () => {
+  /** Message text that must never be stored or exported in the clear once the store is encrypted. */
+  const PLANTED = "planted-cleartext-Q7vX2 the harbour gate opens at dawn";
+
+  /** Types `passphrase` into the store's unlock prompt; with `refused`, expects the prompt to stay with its error. */
+  async function unlock(page: Page, passphrase: string, refused = false): Promise<void> {
+    const prompt = page.getByRole("dialog", { name: "Unlock this store" });
+    await prompt.waitFor();
+    await prompt.getByLabel("Passphrase", { exact: true }).fill(passphrase);
+    await prompt.getByRole("button", { name: "Unlock", exact: true }).click();
+    if (refused) {
+      await prompt.getByRole("alert").filter({ hasText: "does not unlock this store" }).waitFor();
+      expect(await page.locator("#app").getAttribute("aria-busy")).toBe("true");
+    } else {
+      await ready(page);
+    }
+  }
+
+  async function lockDialog(page: Page): Promise<Locator> {
+    await page.locator("#store-lock").click();
+    const dialog = page.getByRole("dialog", { name: "Store encryption" });
+    await dialog.waitFor();
+    return dialog;
+  }
+
+  it("encrypts the store behind a passphrase, refuses a wrong one, and exports and imports back a sealed file", async () => {
+    const ctx = await newContext();
+    const db = dbName();
+    const page = await openPage(ctx, `db=${db}&delay=1`, "encrypted");
+    await sendTurn(page, PLANTED);
+    expect(await page.locator("#store-lock").getAttribute("data-state")).toBe("plain");
+    expect(await storedText(page)).toContain(PLANTED);
+
+    // Encrypt this store with a passphrase: it is migrated in place and the page reloads into the unlock prompt.
+    const encrypt = await lockDialog(page);
+    await encrypt.getByLabel("New passphrase", { exact: true }).fill("first harbour words");
+    await encrypt.getByLabel("Confirm new passphrase", { exact: true }).fill("first harbour words");
+    await encrypt.getByRole("button", { name: "Encrypt this store", exact: true }).click();
+    await unlock(page, "not the words", true);
+    await shot(page, "unlock-refused");
+    await unlock(page, "first harbour words");
+    await page.locator("#messages article.message-committed[data-role=user] .message-body", { hasText: PLANTED }).waitFor();
+    expect(await page.locator("#store-lock").getAttribute("data-state")).toBe("encrypted");
+    expect(await page.locator("#store-lock").getAttribute("aria-label")).toBe("Store encrypted and unlocked (passphrase)");
+    await shot(page, "encrypted-store");
+    // Nothing of the message is in any IndexedDB value: every line is an envelope.
+    const sealedStore = await storedText(page);
+    expect(sealedStore).toContain('"sealed":1');
+    expect(sealedStore).not.toContain(PLANTED);
+    expect(sealedStore).not.toContain("harbour gate");
+
+    // Change the passphrase: a wrong current one changes nothing; then the old one no longer unlocks.
+    const dialog = await lockDialog(page);
+    await dialog.getByLabel("Current passphrase", { exact: true }).fill("not the words");
+    await dialog.getByLabel("New passphrase", { exact: true }).fill("second harbour words");
+    await dialog.getByLabel("Confirm new passphrase", { exact: true }).fill("second harbour words");
+    await dialog.getByRole("button", { name: "Change passphrase", exact: true }).click();
+    await dialog.getByRole("alert").filter({ hasText: "WrongKeyError" }).waitFor();
+    await shot(page, "lock-dialog-wrong-passphrase");
+    await dialog.getByLabel("Current passphrase", { exact: true }).fill("first harbour words");
+    await dialog.getByRole("button", { name: "Change passphrase", exact: true }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await page.reload();
+    await unlock(page, "first harbour words", true);
+    await unlock(page, "second harbour words");
+    await page.locator("#messages .message-body", { hasText: PLANTED }).first().waitFor();
+
+    // A sealed export holds none of the text, and its name none of the session.
+    await page.getByRole("button", { name: "Export", exact: true }).click();
+    const exportDialog = page.getByRole("dialog", { name: "Export session" });
+    await exportDialog.getByLabel(/Redact secrets/).uncheck();
+    await exportDialog.getByLabel(/Seal with a passphrase/).check();
+    await exportDialog.getByLabel("Export passphrase", { exact: true }).fill("export harbour words");
+    await exportDialog.getByLabel("Confirm export passphrase", { exact: true }).fill("export harbour words");
+    const [download] = await Promise.all([page.waitForEvent("download"), exportDialog.getByRole("button", { name: "Download", exact: true }).click()]);
+    const sealedPath = (await download.path())!;
+    const sealed = readFileSync(sealedPath, "utf8");
+    expect(download.suggestedFilename()).toMatch(/^sessionfold-export-[\d-]+\.sealed\.json$/);
+    expect(JSON.parse(sealed)).toMatchObject({ format: "sessionfold-sealed-export", version: 1, kdf: { name: "PBKDF2-SHA-256" } });
+    expect(sealed).not.toContain(PLANTED);
+    expect(sealed).not.toContain("harbour gate");
+    const sessionId = await page.evaluate(() =>
+      (window as unknown as { playground: { session: { ref: { sessionId: string } } } }).playground.session.ref.sessionId
+    );
+    expect(sealed).not.toContain(sessionId);
+
+    // Import reads it back given its passphrase (a wrong one is asked again), into a new encrypted session.
+    const chooser = page.waitForEvent("filechooser");
+    await page.getByRole("button", { name: "Import", exact: true }).click();
+    await (await chooser).setFiles(sealedPath);
+    const prompt = page.getByRole("dialog", { name: "Open a sealed export" });
+    await prompt.getByLabel("Passphrase", { exact: true }).fill("second harbour words");
+    await prompt.getByRole("button", { name: "Open and import", exact: true }).click();
+    await prompt.getByRole("alert").filter({ hasText: "does not open this file" }).waitFor();
+    await prompt.getByLabel("Passphrase", { exact: true }).fill("export harbour words");
+    await prompt.getByRole("button", { name: "Open and import", exact: true }).click();
+    await page.locator(".toast", { hasText: "Imported 2 messages from a Rho snapshot file" }).waitFor();
+    await until("the imported session to open", () =>
+      page.evaluate((id) => {
+        const open = (window as unknown as { playground: { session?: { ref: { sessionId: string } } } }).playground.session;
+        return open !== undefined && open.ref.sessionId !== id;
+      }, sessionId));
+    await page.locator("#messages .message-body", { hasText: PLANTED }).first().waitFor();
+    expect(await page.locator("#session-list li").count()).toBe(2);
+    const afterImport = await storedText(page);
+    expect(afterImport).not.toContain(PLANTED);
+    expect(afterImport).not.toContain("harbour gate");
+  }, 120_000);
+
+  it("encrypts without a passphrase (other tabs follow), then sets one by rotating the key: no unsealed key is left", async () => {
+    const ctx = await newContext();
+    const db = dbName();
+    const page = await openPage(ctx, `db=${db}&delay=1`, "encrypted-plain");
+    await sendTurn(page, PLANTED);
+    const other = await openPage(ctx, `db=${db}&delay=1`, "encrypted-other");
+    expect(await other.locator("#store-lock").getAttribute("data-state")).toBe("plain");
+
+    // No passphrase: the key is kept non-extractable in this browser, and the reload opens the store at once.
+    const encrypt = await lockDialog(page);
+    await encrypt.getByRole("button", { name: "Encrypt this store", exact: true }).click();
+    await page.locator("#store-lock[data-state=encrypted]").waitFor();
+    await ready(page);
+    expect(await page.locator("#store-lock").getAttribute("aria-label")).toBe("Store encrypted and unlocked");
+    await page.locator("#messages .message-body", { hasText: PLANTED }).first().waitFor();
+    // The other tab was told to reload, and opened the store encrypted too.
+    await other.locator("#store-lock[data-state=encrypted]").waitFor();
+    await ready(other);
+    expect(await storedText(page)).not.toContain(PLANTED);
+
+    // Set a passphrase: a new key sealed by it, every data key re-wrapped, the old key dropped; every tab reloads into the prompt.
+    const dialog = await lockDialog(page);
+    const status = await dialog.getByTestId("lock-status").textContent();
+    await dialog.getByLabel("New passphrase", { exact: true }).fill("short");
+    await dialog.getByLabel("Confirm new passphrase", { exact: true }).fill("short");
+    await dialog.getByRole("button", { name: "Set passphrase", exact: true }).click();
+    await dialog.getByRole("alert").filter({ hasText: "at least 8 characters" }).waitFor();
+    await dialog.getByLabel("New passphrase", { exact: true }).fill("rotated harbour words");
+    await dialog.getByLabel("Confirm new passphrase", { exact: true }).fill("rotated harbour words");
+    await dialog.getByRole("button", { name: "Set passphrase", exact: true }).click();
+    await unlock(page, "rotated harbour words");
+    await other.getByRole("dialog", { name: "Unlock this store" }).waitFor();
+    await page.locator("#messages .message-body", { hasText: PLANTED }).first().waitFor();
+    const after = await lockDialog(page);
+    const rotatedStatus = await after.getByTestId("lock-status").textContent();
+    expect(rotatedStatus).toContain("sealed by a passphrase");
+    expect(rotatedStatus!.match(/Key (k_[0-9a-f]+)/)![1]).not.toBe(status!.match(/Key (k_[0-9a-f]+)/)![1]);
+    await after.getByRole("button", { name: "Close", exact: true }).click();
+    // The key database holds one sealed key and no usable CryptoKey.
+    const keyring = await page.evaluate(async (name) => {
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const r = indexedDB.open(name);
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      const record = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        const r = db.transaction("keys", "readonly").objectStore("keys").get("keyring");
+        r.onsuccess = () => resolve(r.result);
+        r.onerror = () => reject(r.error);
+      });
+      db.close();
+      const values = (value: unknown): unknown[] =>
+        value && typeof value === "object" && !(value instanceof Uint8Array) ? Object.values(value).flatMap((v) => [v, ...values(v)]) : [];
+      return {
+        kind: record["kind"],
+        sealed: Object.keys(record["sealed"] as object).length,
+        cryptoKeys: values(record).filter((v) => v instanceof CryptoKey).length,
+      };
+    }, `${db}-keys`);
+    expect(keyring).toEqual({ kind: "passphrase", sealed: 1, cryptoKeys: 0 });
+    expect(await storedText(page)).not.toContain(PLANTED);
+  }, 120_000);
 });
 
 // ————————————————————————————————————————— a mock OpenAI-compatible endpoint

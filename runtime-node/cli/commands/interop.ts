@@ -1,8 +1,9 @@
 /**
  * The commands that move history between sessionfold and other systems: `import` reads a
  * DeepCode, Rho, pi, Codex or Claude Code file into a new session (detecting the format
- * when `--from` is not given), `export` writes a session's full history as a DeepCode v1
- * stream, a Rho snapshot or a pi session, optionally redacted (core/export).
+ * when `--from` is not given; a sealed export opened with its passphrase first), `export` writes a session's full history as a DeepCode v1
+ * stream, a Rho snapshot or a pi session, optionally redacted (core/export) and sealed with a
+ * passphrase.
  *
  * @module
  */
@@ -24,6 +25,7 @@ import {
   readRhoJsonl,
   readRhoSnapshot,
   type RhoTreeSummary,
+  sealExport,
   writeDeepCodeV1,
   writePi,
   writeRhoSnapshot,
@@ -32,6 +34,7 @@ import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat }
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { Progress } from "../io.ts";
+import { looksSealed, type OpenedImport, openSealedInput, readOpenedImport, readPassphraseFile } from "../sealed-input.ts";
 import { openForReading } from "../store.ts";
 import { writeExportFile } from "../write-out.ts";
 import { openInputFile } from "../../fs-boundary.ts";
@@ -50,6 +53,9 @@ export const importCommand: Command = {
     "Claude Code transcript (its main chain). Without --from the format is detected from",
     "the first line and named on stderr. An interrupted final line is ignored and reported;",
     "any other invalid line refuses the import with FILE:LINE, and nothing is created.",
+    "A sealed export (an export sealed with a passphrase, as the playground writes) is",
+    "opened with the first line of --passphrase-file FILE, then read as the file it holds;",
+    "without one it is refused (key-required, exit 4), a wrong one is wrong-key (exit 4).",
     '--json: the new meta (with "detected": {format, reason} when --from was not given).',
   ].join("\n"),
   spec: {
@@ -58,6 +64,7 @@ export const importCommand: Command = {
       from: { type: "string", value: IMPORT_FORMATS.join("|"), description: "the file's format (default: detected)" },
       into: { type: "string", value: "REF", description: "the session to create" },
       branch: { type: "string", value: "ID", description: "rho-jsonl: the node whose branch to import (default: the active leaf)" },
+      "passphrase-file": { type: "string", value: "FILE", description: "a sealed export's passphrase, the file's first line" },
     },
   },
   async run({ store, out, io, args }) {
@@ -69,24 +76,34 @@ export const importCommand: Command = {
     if (into === undefined) throw new UsageError("import: missing --into REF", { option: "--into" });
     const ref = refArg({ ...args, positionals: [into] });
     const file = resolve(io.cwd ?? process.cwd(), args.positionals[0]!);
-    let detected: FormatDetection | undefined;
-    if (given === undefined) {
-      detected = await detectFileFormat(file);
-      if (detected === undefined) {
+    const passphraseFile = stringOption(args, "passphrase-file");
+    const branch = stringOption(args, "branch");
+    let detected: FormatDetection | undefined = given === undefined && passphraseFile === undefined ? await detectFileFormat(file) : undefined;
+    // A file no format claims may be a sealed export: it is opened, then what it holds is read.
+    const unsealed = passphraseFile !== undefined || (given === undefined && detected === undefined && (await looksSealed(file)))
+      ? await openSealedInput(file, await readInput(file), passphraseFile !== undefined ? resolve(io.cwd ?? process.cwd(), passphraseFile) : undefined)
+      : undefined;
+    let read: OpenedImport;
+    if (unsealed) {
+      read = await readOpenedImport(file, unsealed, given, branch);
+      detected = read.detected;
+      if (detected) out.note(`note: opened the sealed export; detected ${detected.format} (${detected.reason})`);
+    } else {
+      if (given === undefined && detected === undefined) {
         throw new UsageError(`import: cannot tell the format of ${basename(file)} from its first line; pass --from ${IMPORT_FORMATS.join("|")}`, {
           option: "--from",
         });
       }
-      out.note(`note: detected ${detected.format} (${detected.reason})`);
+      if (detected) out.note(`note: detected ${detected.format} (${detected.reason})`);
+      const format = (given ?? detected!.format) as (typeof IMPORT_FORMATS)[number];
+      if (branch !== undefined && format !== "rho-jsonl") {
+        throw new UsageError(`import: --branch applies to rho-jsonl only, not ${format}`, { option: "--branch" });
+      }
+      read = (STREAMED_FORMATS as readonly string[]).includes(format)
+        ? await readStreamed(format as StreamedFormat, file)
+        : await readForeign(format as Exclude<typeof format, StreamedFormat>, file, branch);
     }
-    const format = (given ?? detected!.format) as (typeof IMPORT_FORMATS)[number];
-    const branch = stringOption(args, "branch");
-    if (branch !== undefined && format !== "rho-jsonl") {
-      throw new UsageError(`import: --branch applies to rho-jsonl only, not ${format}`, { option: "--branch" });
-    }
-    const { session, diagnostics, tree } = (STREAMED_FORMATS as readonly string[]).includes(format)
-      ? { ...(await readStreamed(format as StreamedFormat, file)), tree: undefined }
-      : await readForeign(format as Exclude<typeof format, StreamedFormat>, file, branch);
+    const { session, diagnostics, tree } = read;
     if (tree && tree.offBranchNodes > 0) {
       out.note(
         `note: imported the branch of node ${tree.importedLeafId}; ${tree.offBranchNodes} nodes on ${tree.otherLeafIds.length} other branches were not imported (--branch ID: ${
@@ -114,7 +131,8 @@ export const exportCommand: Command = {
     "document goes to stdout. Read-only: nothing under --root changes.",
     "--redact replaces secrets (API keys, tokens, private keys, passwords…) in every text;",
     "the --drop-* flags leave whole kinds of data out. A DeepCode stream or a pi session needs a cwd: the",
-    "imported one, else --cwd, else the current folder.",
+    "imported one, else --cwd, else the current folder. --passphrase-file FILE seals the export",
+    "(AES-256-GCM under a key derived from the file's first line; import opens it with the same).",
     '--json with --out: {"out","records"}',
   ].join("\n"),
   spec: {
@@ -130,6 +148,7 @@ export const exportCommand: Command = {
       "drop-provider-context": { type: "boolean", description: "leave provider context out" },
       "drop-metadata": { type: "boolean", description: "leave metadata and the prompt-cache key out" },
       "drop-reasoning": { type: "boolean", description: "leave reasoning and reasoning summaries out" },
+      "passphrase-file": { type: "string", value: "FILE", description: "seal the export with the passphrase on the file's first line" },
     },
   },
   async run({ store, out, io, args }) {
@@ -173,13 +192,16 @@ export const exportCommand: Command = {
       : writeRhoSnapshot(prepared, { onOmitted });
     if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
     const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
+    const passphraseFile = stringOption(args, "passphrase-file");
+    const written = passphraseFile !== undefined ? await sealExport(bytes, await readPassphraseFile(resolve(io.cwd ?? process.cwd(), passphraseFile))) : bytes;
     const target = stringOption(args, "out");
     if (target === undefined) {
-      io.stdout(new TextDecoder().decode(bytes));
+      io.stdout(new TextDecoder().decode(written));
       return 0;
     }
     const path = resolve(io.cwd ?? process.cwd(), target);
-    await writeExportFile(path, bytes, format);
+    // A sealed file is no DeepCode stream: DeepCode's writer lock is not taken for it.
+    await writeExportFile(path, written, passphraseFile !== undefined ? "sealed" : format);
     return out.result({ out: path, records, ...(filled ? { filled } : {}) }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
   },
 };
