@@ -3,31 +3,41 @@
  * browser's IndexedDB (the browser runtime's storage worker), with a built-in offline
  * model, compaction you can watch, recovery you can provoke, and import / export.
  *
- * The page's query may name the database (`?db=`, so tests get their own) and the local
- * model's first streaming speed in milliseconds per chunk (`?delay=`).
+ * The page's query may name the database (`?db=`, so tests get their own) or the device the
+ * page plays (`?device=a`: its own database, synced with the local sync server; devices.html
+ * shows two side by side), and the local model's first streaming speed in milliseconds per
+ * chunk (`?delay=`).
  */
 import "./jitless.ts";
 import { toUIMessages } from "../ai-sdk/ui-messages.ts";
 import { openBrowserSessions } from "../runtime-browser/mod.ts";
 import { loadSettingsText } from "./agent-settings.ts";
 import { App } from "./app.ts";
+import { deviceChoice } from "./device.ts";
+import { DeviceSync } from "./device-sync.ts";
 import { LOCAL_MODEL_SPEEDS } from "./provider-choice.ts";
 import { mountPage } from "./views/page.ts";
+import { mountSyncPanel } from "./views/sync-panel.ts";
 
 const query = new URLSearchParams(location.search);
 const delay = Number(query.get("delay"));
+const choice = deviceChoice(query);
+if (choice.device) document.body.dataset["device"] = choice.device;
 
 try {
-  const browser = await openBrowserSessions({ dbName: query.get("db") ?? "sessionfold-playground" });
+  const browser = await openBrowserSessions({ dbName: choice.dbName });
   const app = new App(browser, await loadSettingsText(browser.storage), {
     chunkDelayMs: Number.isFinite(delay) && query.has("delay") ? Math.max(0, delay) : LOCAL_MODEL_SPEEDS.normal,
   });
   await app.start(mountPage(app));
+  const sync = choice.syncs ? new DeviceSync(app, browser) : undefined;
+  if (sync) mountSyncPanel(app, sync, choice.device);
   document.getElementById("app")!.setAttribute("aria-busy", "false");
   // What the end-to-end tests reach into: the storage, the open session, its whole history as
-  // `useChat` would load it, the local model's speed, and where it holds a reply.
+  // `useChat` would load it, the local model's speed, where it holds a reply, and the device's sync.
   (window as unknown as { playground: object }).playground = {
     browser: app.browser,
+    sync,
     get session() {
       return app.state.session;
     },
