@@ -28,21 +28,34 @@ export interface Playground {
   close(): void;
 }
 
+/** Options of {@linkcode startPlayground}. */
+export interface PlaygroundOptions {
+  /** Build the demo first (default `true`); `false` serves the build already in dist/demo. */
+  readonly build?: boolean;
+  /** `vite preview --host` (default `127.0.0.1`); the URL is on 127.0.0.1 either way. */
+  readonly host?: string;
+  /** More environment for `vite preview` (e.g. `SESSIONFOLD_DEMO_SYNC_TOKEN`). */
+  readonly env?: Record<string, string>;
+}
+
 /** Builds the demo and serves it as `npm start` does. */
-export async function startPlayground(): Promise<Playground> {
-  const nodeEnv = process.env.NODE_ENV;
-  process.env.NODE_ENV = "production";
-  try {
-    await build({ configFile: join(ROOT, "vite.config.ts"), root: join(ROOT, "demo"), mode: "production", logLevel: "warn" });
-  } finally {
-    process.env.NODE_ENV = nodeEnv;
+export async function startPlayground(options: PlaygroundOptions = {}): Promise<Playground> {
+  if (options.build !== false) {
+    const nodeEnv = process.env.NODE_ENV;
+    process.env.NODE_ENV = "production";
+    try {
+      await build({ configFile: join(ROOT, "vite.config.ts"), root: join(ROOT, "demo"), mode: "production", logLevel: "warn" });
+    } finally {
+      process.env.NODE_ENV = nodeEnv;
+    }
   }
   const store = mkdtempSync(join(tmpdir(), "sessionfold-demo-store-"));
-  const url = `http://127.0.0.1:${await freePort()}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
   const preview: ChildProcess = spawn(
     process.execPath,
-    [join(ROOT, "node_modules/vite/bin/vite.js"), "preview", "--host", "127.0.0.1", "--port", url.split(":").at(-1)!, "--strictPort"],
-    { cwd: ROOT, env: { ...process.env, SESSIONFOLD_DEMO_STORE: store }, stdio: ["ignore", "pipe", "pipe"] },
+    [join(ROOT, "node_modules/vite/bin/vite.js"), "preview", "--host", options.host ?? "127.0.0.1", "--port", String(port), "--strictPort"],
+    { cwd: ROOT, env: { ...process.env, ...options.env, SESSIONFOLD_DEMO_STORE: store }, stdio: ["ignore", "pipe", "pipe"] },
   );
   let log = "";
   preview.stdout!.on("data", (chunk: Buffer) => (log += chunk.toString()));

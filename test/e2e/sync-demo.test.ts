@@ -8,8 +8,10 @@
  * databases): both offline, each writes to the same session, A comes online, then B; the
  * server's session holds A's tail, a fork holds B's, B's indicator lists the fork with a link
  * to it, and A's list shows the fork once it pulls. And a message written while a device is
- * offline (across a reload) reaches the server when it comes back. No page may log a
- * console error. Screenshots go to test-results/screenshots/.
+ * offline (across a reload) reaches the server when it comes back. Served with a token, a
+ * page without it is refused until it is given; served beyond loopback without one, every
+ * sync request is refused and the page says why. No page may log a console error other than
+ * the refusals those two cases provoke. Screenshots go to test-results/screenshots/.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -52,7 +54,7 @@ afterEach(async () => {
 
 // ————————————————————————————————————————— helpers
 
-async function openPage(path: string, label: string): Promise<Page> {
+async function openPage(path: string, label: string, url = baseUrl): Promise<Page> {
   const ctx = await browser!.newContext({ viewport: { width: 1600, height: 900 } });
   contexts.push(ctx);
   const page = await ctx.newPage();
@@ -60,7 +62,7 @@ async function openPage(path: string, label: string): Promise<Page> {
     if (message.type() === "error") problems.push(`[${label}] console.error: ${message.text()}`);
   });
   page.on("pageerror", (error) => problems.push(`[${label}] uncaught: ${error.message}`));
-  await page.goto(`${baseUrl}${path}`);
+  await page.goto(`${url}${path}`);
   return page;
 }
 
@@ -234,5 +236,50 @@ describe("npm start: the playground's local sync server", () => {
     expect(textsOf(onServer.messages)).toEqual(["Written with the switch off"]);
     expect(onServer.messages.map((m) => m.message_id)).toEqual(local);
     expect(await page.locator("#sync-detail").textContent()).toContain("last synced");
+  }, 60_000);
+});
+
+describe("who the playground's sync server serves", () => {
+  /** Chromium logs every refused request as a console error: those, and only those, are expected here. */
+  const refusals = (status: number) => (problem: string) => !problem.includes(`the server responded with a status of ${status}`);
+
+  it("with SESSIONFOLD_DEMO_SYNC_TOKEN, refuses a page without the token until it is given", async () => {
+    const guarded = await startPlayground({ build: false, env: { SESSIONFOLD_DEMO_SYNC_TOKEN: "t0ken-for-the-demo" } });
+    try {
+      expect(guarded.log()).toContain("(bearer token required)");
+      const bare = await fetch(`${guarded.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: 1 }) });
+      expect(bare.status).toBe(401);
+      const page = await openPage("/?device=t", "token", guarded.url);
+      await syncState(page, "refused");
+      expect(await page.locator("#sync-problem").textContent()).toContain("no credentials the server accepts");
+      await page.getByRole("textbox", { name: "Sync server token" }).fill("t0ken-for-the-demo");
+      await page.getByRole("button", { name: "Use token" }).click();
+      await syncState(page, "synced");
+      await sendTurn(page, "Sent with the token");
+      await syncState(page, "synced");
+      const onServer = await new Sessions({ storage: new NodeFileStorage({ root: guarded.store }) }).list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID });
+      expect(onServer.map((m) => m.message_count)).toEqual([expect.any(Number)]);
+    } finally {
+      guarded.close();
+      problems.splice(0, problems.length, ...problems.filter(refusals(401)));
+    }
+  }, 60_000);
+
+  it("beyond loopback without a token, refuses every sync request and the page says why", async () => {
+    const open = await startPlayground({ build: false, host: "0.0.0.0" });
+    try {
+      expect(open.log()).toContain("sessionfold sync server: refused — listening on 0.0.0.0 needs SESSIONFOLD_DEMO_SYNC_TOKEN");
+      const response = await fetch(`${open.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: 1 }) });
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ v: 1, error: { reason: "forbidden" } });
+      const page = await openPage("/?device=lan", "beyond loopback", open.url);
+      await syncState(page, "refused");
+      expect(await page.locator("#sync-problem").textContent()).toContain("start it with SESSIONFOLD_DEMO_SYNC_TOKEN set, or on a loopback address");
+      await sendTurn(page, "Kept on this device");
+      expect(await new Sessions({ storage: new NodeFileStorage({ root: open.store }) }).list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID })).toEqual([]);
+    } finally {
+      open.close();
+      problems.splice(0, problems.length, ...problems.filter(refusals(403)));
+    }
   }, 60_000);
 });
