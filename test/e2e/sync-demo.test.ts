@@ -131,9 +131,10 @@ describe("npm start: the playground's local sync server", () => {
 
     // A starts a session; B pulls it and opens it.
     await sendTurn(a, "Plan the release, shared by both devices");
-    await syncState(a, "synced");
     const id = (await openSessionId(a))!;
-    const shared = (await serverSessions()).find((s) => s.meta.session_id === id)!;
+    // The indicator may still say "synced" from before the commit: wait on the server itself.
+    const shared = await until("the server to hold A's session", async () => (await serverSessions()).find((s) => s.meta.session_id === id));
+    await syncState(a, "synced");
     expect(textsOf(shared.messages)).toEqual(["Plan the release, shared by both devices"]);
     const base = shared.messages.at(-1)!.sequence;
     await b.getByRole("button", { name: "Sync now" }).click();
@@ -256,9 +257,12 @@ describe("who the playground's sync server serves", () => {
       await page.getByRole("button", { name: "Use token" }).click();
       await syncState(page, "synced");
       await sendTurn(page, "Sent with the token");
-      await syncState(page, "synced");
-      const onServer = await new Sessions({ storage: new NodeFileStorage({ root: guarded.store }) }).list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID });
-      expect(onServer.map((m) => m.message_count)).toEqual([expect.any(Number)]);
+      const server = new Sessions({ storage: new NodeFileStorage({ root: guarded.store }) });
+      const onServer = await until("the server to hold the session", async () => {
+        const metas = await server.list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID });
+        return metas.length > 0 ? metas : undefined;
+      });
+      expect(onServer.map((m) => m.session_id)).toEqual([await openSessionId(page)]);
     } finally {
       guarded.close();
       problems.splice(0, problems.length, ...problems.filter(refusals(401)));
