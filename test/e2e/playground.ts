@@ -24,7 +24,7 @@ export interface Playground {
   readonly store: string;
   /** What `vite preview` printed so far (stdout and stderr). */
   log(): string;
-  /** Stops `vite preview` and removes the store. */
+  /** Stops `vite preview` and removes the store it made. */
   close(): void;
 }
 
@@ -36,6 +36,8 @@ export interface PlaygroundOptions {
   readonly host?: string;
   /** More environment for `vite preview` (e.g. `SESSIONFOLD_DEMO_SYNC_TOKEN`). */
   readonly env?: Record<string, string>;
+  /** The sync server's store (default a new temp folder, removed by `close()`). */
+  readonly store?: string;
 }
 
 /** Builds the demo and serves it as `npm start` does. */
@@ -49,7 +51,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
       process.env.NODE_ENV = nodeEnv;
     }
   }
-  const store = mkdtempSync(join(tmpdir(), "sessionfold-demo-store-"));
+  const store = options.store ?? mkdtempSync(join(tmpdir(), "sessionfold-demo-store-"));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const preview: ChildProcess = spawn(
@@ -67,7 +69,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     log: () => log,
     close: () => {
       preview.kill("SIGTERM");
-      rmSync(store, { recursive: true, force: true });
+      if (options.store === undefined) rmSync(store, { recursive: true, force: true });
     },
   };
 }

@@ -13,7 +13,8 @@
  * sync request is refused and the page says why. No page may log a console error other than
  * the refusals those two cases provoke. Screenshots go to test-results/screenshots/.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Frame, type Page } from "playwright-core";
@@ -240,7 +241,7 @@ describe("npm start: the playground's local sync server", () => {
   }, 60_000);
 });
 
-describe("who the playground's sync server serves", () => {
+describe("what the playground's sync server refuses, and what the page shows", () => {
   /** Chromium logs every refused request as a console error: those, and only those, are expected here. */
   const refusals = (status: number) => (problem: string) => !problem.includes(`the server responded with a status of ${status}`);
 
@@ -266,6 +267,28 @@ describe("who the playground's sync server serves", () => {
     } finally {
       guarded.close();
       problems.splice(0, problems.length, ...problems.filter(refusals(401)));
+    }
+  }, 60_000);
+
+  it("a server whose store fails shows as an error with its message and the next try, and the device keeps its messages", async () => {
+    // The store's folder cannot be made (its parent is a file), so every sync request fails inside the server.
+    const parent = mkdtempSync(join(tmpdir(), "sessionfold-demo-broken-"));
+    writeFileSync(join(parent, "a-file"), "");
+    const broken = await startPlayground({ build: false, store: join(parent, "a-file", "store") });
+    try {
+      const page = await openPage("/?device=broken&delay=0", "broken store", broken.url);
+      // An empty store pulls as empty: the first push is what the server cannot write.
+      await syncState(page, "synced");
+      await sendTurn(page, "Kept while the server fails");
+      await syncState(page, "error");
+      const problem = (await page.locator("#sync-problem").textContent())!;
+      expect(problem).toMatch(/^The last sync failed: .*answered HTTP 500.*\(next try .+\)$/);
+      expect(await pending(page)).toBeGreaterThan(0);
+      expect(await userTexts(page)).toEqual(["Kept while the server fails"]);
+    } finally {
+      broken.close();
+      rmSync(parent, { recursive: true, force: true });
+      problems.splice(0, problems.length, ...problems.filter(refusals(500)));
     }
   }, 60_000);
 
