@@ -14,10 +14,8 @@ import { openBrowserSessions } from "../runtime-browser/mod.ts";
 import { loadSettingsText } from "./agent-settings.ts";
 import { App } from "./app.ts";
 import { deviceChoice } from "./device.ts";
-import { DeviceSync } from "./device-sync.ts";
 import { LOCAL_MODEL_SPEEDS } from "./provider-choice.ts";
 import { mountPage } from "./views/page.ts";
-import { mountSyncPanel } from "./views/sync-panel.ts";
 
 const query = new URLSearchParams(location.search);
 const delay = Number(query.get("delay"));
@@ -30,8 +28,9 @@ try {
     chunkDelayMs: Number.isFinite(delay) && query.has("delay") ? Math.max(0, delay) : LOCAL_MODEL_SPEEDS.normal,
   });
   await app.start(mountPage(app));
-  const sync = choice.syncs ? new DeviceSync(app, browser) : undefined;
-  if (sync) mountSyncPanel(app, sync, choice.device);
+  // Sync is a chunk of its own, loaded once the app runs: a page that does not sync never loads it.
+  const sync = choice.syncs ? await import("./device-sync.ts").then(({ DeviceSync }) => new DeviceSync(app, browser)) : undefined;
+  if (sync) (await import("./views/sync-panel.ts")).mountSyncPanel(app, sync, choice.device);
   document.getElementById("app")!.setAttribute("aria-busy", "false");
   // What the end-to-end tests reach into: the storage, the open session, its whole history as
   // `useChat` would load it, the local model's speed, where it holds a reply, and the device's sync.

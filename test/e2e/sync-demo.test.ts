@@ -49,11 +49,15 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await ctx.close();
+  await closeContexts();
   expect(problems.splice(0), "console errors and uncaught page errors").toEqual([]);
 });
 
 // ————————————————————————————————————————— helpers
+
+async function closeContexts(): Promise<void> {
+  for (const ctx of contexts.splice(0)) await ctx.close();
+}
 
 async function openPage(path: string, label: string, url = baseUrl): Promise<Page> {
   const ctx = await browser!.newContext({ viewport: { width: 1600, height: 900 } });
@@ -265,6 +269,8 @@ describe("what the playground's sync server refuses, and what the page shows", (
       });
       expect(onServer.map((m) => m.session_id)).toEqual([await openSessionId(page)]);
     } finally {
+      // The pages first: a page left polling a stopped server logs a refused connection.
+      await closeContexts();
       guarded.close();
       problems.splice(0, problems.length, ...problems.filter(refusals(401)));
     }
@@ -286,6 +292,8 @@ describe("what the playground's sync server refuses, and what the page shows", (
       expect(await pending(page)).toBeGreaterThan(0);
       expect(await userTexts(page)).toEqual(["Kept while the server fails"]);
     } finally {
+      // The pages first: a page left polling a stopped server logs a refused connection.
+      await closeContexts();
       broken.close();
       rmSync(parent, { recursive: true, force: true });
       problems.splice(0, problems.length, ...problems.filter(refusals(500)));
@@ -305,6 +313,8 @@ describe("what the playground's sync server refuses, and what the page shows", (
       await sendTurn(page, "Kept on this device");
       expect(await new Sessions({ storage: new NodeFileStorage({ root: open.store }) }).list({ agentId: AGENT_ID, workspaceId: WORKSPACE_ID })).toEqual([]);
     } finally {
+      // The pages first: a page left polling a stopped server logs a refused connection.
+      await closeContexts();
       open.close();
       problems.splice(0, problems.length, ...problems.filter(refusals(403)));
     }
