@@ -4,6 +4,7 @@ import { defineConfig, type Plugin } from "vite";
 import { playwright } from "@vitest/browser-playwright";
 import { configDefaults } from "vitest/config";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "./test/support/chromium.ts";
+import { demoSyncServer } from "./demo/sync-server.ts";
 
 const memoryStorageModule = fileURLToPath(new URL("./core/storage/memory.ts", import.meta.url));
 const memoryOnPostgres = fileURLToPath(new URL("./test/postgres/memory-on-postgres.ts", import.meta.url));
@@ -50,14 +51,27 @@ function escapeRegExp(text: string): string {
 
 /** Where `vite build` writes the demo and `vite preview` serves it from. */
 const demoOutDir = fileURLToPath(new URL("./dist/demo", import.meta.url));
+/** The store of the sync server beside the playground (demo/sync-server.ts), unless `$SESSIONFOLD_DEMO_STORE` names another. */
+const demoStore = fileURLToPath(new URL("./.sessionfold-demo-store", import.meta.url));
 
-export default defineConfig(({ command }) => ({
+export default defineConfig(({ command, mode }) => ({
   // `vite build` builds the demo app (demo/index.html); tests and dev servers keep the repository root.
   root: command === "build" ? "demo" : ".",
-  build: { outDir: demoOutDir, emptyOutDir: true, target: "es2023" },
+  build: {
+    outDir: demoOutDir,
+    emptyOutDir: true,
+    target: "es2023",
+    // The playground, and two devices side by side (each frame a playground of its own store).
+    rollupOptions: {
+      input: { main: fileURLToPath(new URL("./demo/index.html", import.meta.url)), devices: fileURLToPath(new URL("./demo/devices.html", import.meta.url)) },
+    },
+  },
   // The storage worker is an ES module worker (runtime-browser/storage-worker-client.ts).
   worker: { format: "es" },
   preview: { host: "127.0.0.1", port: 4173, strictPort: true },
+  // `npm start` serves the playground and, at /sync on the same port, its local sync server.
+  // (Not in vitest's own servers, mode `test`: the e2e tests start `vite preview` as `npm start` does.)
+  plugins: command === "serve" && mode !== "test" ? [demoSyncServer({ defaultStore: demoStore })] : [],
   test: {
     // A ceiling, not a speed target: this machine is shared and noisy (speed is checked by `npm run bench`).
     testTimeout: 30_000,

@@ -70,6 +70,13 @@ export class App {
     await this.navigation.openFromHash(true);
   }
 
+  /** A sync wrote into the store: read the lists again, and the open session unless a turn or an action of this tab runs. */
+  async followSync(): Promise<void> {
+    await this.navigation.refreshList();
+    const { session, run, busy } = this.#store.state;
+    if (session && !run && !busy) await this.navigation.reopen();
+  }
+
   /** Hides the notice `id`. */
   dismiss(id: string): void {
     this.#store.dismiss(id);

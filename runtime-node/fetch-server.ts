@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createServer, type IncomingHttpHeaders } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 
@@ -25,21 +25,27 @@ export interface FetchServer {
 }
 
 /**
- * Serves `handler` over HTTP until `close()`.
+ * `handler` as a node:http request listener (`(req, res) => void`), for a server that is
+ * not {@linkcode serveFetchHandler}'s own: a Connect middleware stack (Vite's dev and preview
+ * servers, Express) mounts it where it calls `next()` for other paths. The request's URL
+ * keeps its full path, so a handler with a `basePath` finds its routes. `host` names the
+ * URL's host when the request carries no `Host` header.
  *
  * @example
  * ```ts
+ * import { createServer } from "node:http";
  * import { MemoryStorage } from "sessionfold";
  * import { createSyncHandler } from "sessionfold/sync";
  *
- * const server = await serveFetchHandler(createSyncHandler({ storage: new MemoryStorage(), authorize: () => ({ user: "me", may: () => true }) }));
- * console.log(server.url); // http://127.0.0.1:41234
- * await server.close();
+ * const sync = fetchRequestListener(createSyncHandler({ storage: new MemoryStorage(), basePath: "/sync", authorize: () => ({ user: "me", may: () => true }) }));
+ * createServer((req, res) => (req.url?.startsWith("/sync/") ? sync(req, res) : res.writeHead(404).end())).listen(8787, "127.0.0.1");
  * ```
  */
-export async function serveFetchHandler(handler: (request: Request) => Promise<Response>, options: ServeFetchOptions = {}): Promise<FetchServer> {
-  const host = options.host ?? "127.0.0.1";
-  const server = createServer((req, res) => {
+export function fetchRequestListener(
+  handler: (request: Request) => Promise<Response>,
+  host = "127.0.0.1",
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const gone = new AbortController();
     res.on("close", () => gone.abort());
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
@@ -59,7 +65,25 @@ export async function serveFetchHandler(handler: (request: Request) => Promise<R
         if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
         res.end(String(error));
       });
-  });
+  };
+}
+
+/**
+ * Serves `handler` over HTTP until `close()`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * import { createSyncHandler } from "sessionfold/sync";
+ *
+ * const server = await serveFetchHandler(createSyncHandler({ storage: new MemoryStorage(), authorize: () => ({ user: "me", may: () => true }) }));
+ * console.log(server.url); // http://127.0.0.1:41234
+ * await server.close();
+ * ```
+ */
+export async function serveFetchHandler(handler: (request: Request) => Promise<Response>, options: ServeFetchOptions = {}): Promise<FetchServer> {
+  const host = options.host ?? "127.0.0.1";
+  const server = createServer(fetchRequestListener(handler, host));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, host, () => {

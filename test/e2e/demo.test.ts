@@ -18,16 +18,15 @@
  * its export passphrase. No page may log
  * a console error. Screenshots go to test-results/screenshots/.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
-import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
+import { type Playground, sendTurn, startPlayground, until } from "./playground.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURES = join(ROOT, "test/e2e/fixtures");
@@ -37,7 +36,7 @@ const PLANTED_KEY = "sk-proj-PLANTEDsecret7Qx9Vb2Lm4Np8Rt6Wy3Kd5Hf";
 /** The key typed into the endpoint form: it may reach the endpoint and nothing else. */
 const TYPED_KEY = "sk-test-TYPEDintoPAGE9f8e7d6c5b4a3Z2Y1X0W";
 
-let preview: ChildProcess | undefined;
+let playground: Playground | undefined;
 let browser: Browser | undefined;
 let baseUrl = "";
 const contexts: BrowserContext[] = [];
@@ -48,27 +47,15 @@ let nextDb = 0;
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  // Build the demo once, exactly as `npm run build:demo` does (vite.config.ts: root demo/, out dist/demo).
-  const nodeEnv = process.env.NODE_ENV;
-  process.env.NODE_ENV = "production";
-  try {
-    await build({ configFile: join(ROOT, "vite.config.ts"), root: join(ROOT, "demo"), mode: "production", logLevel: "warn" });
-  } finally {
-    process.env.NODE_ENV = nodeEnv;
-  }
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  preview = spawn(process.execPath, [join(ROOT, "node_modules/vite/bin/vite.js"), "preview", "--host", "127.0.0.1", "--port", String(port), "--strictPort"], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  await until("vite preview to answer", async () => (await fetch(baseUrl).catch(() => undefined))?.ok === true, 20_000);
+  // Built and served once, exactly as `npm start` does (test/e2e/playground.ts).
+  playground = await startPlayground();
+  baseUrl = playground.url;
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
 }, 90_000);
 
 afterAll(async () => {
   await browser?.close();
-  preview?.kill("SIGTERM");
+  playground?.close();
 });
 
 afterEach(async () => {
@@ -80,27 +67,6 @@ afterEach(async () => {
 });
 
 // ————————————————————————————————————————— helpers
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-async function until<T>(what: string, probe: () => Promise<T> | T, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function newContext(options: { colorScheme?: "light" | "dark" } = {}): Promise<BrowserContext> {
   const ctx = await browser!.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: options.colorScheme ?? "light", acceptDownloads: true });
@@ -131,21 +97,6 @@ async function openPage(ctx: BrowserContext, query: string, label: string, hash 
 
 async function ready(page: Page): Promise<void> {
   await page.locator("#app[aria-busy=false]").waitFor({ timeout: 20_000 });
-}
-
-/** Sends one message and waits until its turn is committed. */
-async function sendTurn(page: Page, text: string): Promise<void> {
-  await page.getByRole("textbox", { name: "Message" }).fill(text);
-  await page.getByRole("button", { name: "Send", exact: true }).click();
-  await page.waitForFunction(
-    (sent) => {
-      const users = document.querySelectorAll("#messages article.message-committed[data-role=user]");
-      const last = users[users.length - 1];
-      return document.getElementById("app")!.dataset["running"] === "false" && last?.querySelector(".message-body")?.textContent === sent;
-    },
-    text,
-    { timeout: 20_000 },
-  );
 }
 
 /** Every byte this origin keeps in IndexedDB (chunks joined in key order) and localStorage, as text. */

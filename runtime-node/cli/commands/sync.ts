@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
 import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
+import { bearerMatches, isLoopbackHost } from "../../serve-access.ts";
 import { nodeWriterIdentity } from "../../mod.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
@@ -40,7 +40,7 @@ export const serve: Command = {
     const port = Number(portText);
     if (!/^\d+$/.test(portText) || port > 65535) throw new UsageError(`serve: --port takes 0 to 65535, got ${JSON.stringify(portText)}`, { option: "--port" });
     const tokenFile = stringOption(args, "token-file");
-    if (tokenFile === undefined && !isLoopback(host)) {
+    if (tokenFile === undefined && !isLoopbackHost(host)) {
       throw new UsageError(`serve: listening on ${host} needs --token-file F; without a token only a loopback address is served`, { option: "--token-file" });
     }
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
@@ -112,10 +112,6 @@ export const sync: Command = {
   },
 };
 
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 async function readToken(io: CliIo, file: string): Promise<string> {
   const path = resolve(io.cwd ?? process.cwd(), file);
   const token = (await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
@@ -123,11 +119,4 @@ async function readToken(io: CliIo, file: string): Promise<string> {
   })).trim();
   if (token === "" || /\s/.test(token)) throw new UsageError(`--token-file ${path}: expected one token (no spaces) on one line`, { option: "--token-file" });
   return token;
-}
-
-/** `Bearer <token>`, compared in constant time. */
-function bearerMatches(header: string | null, token: string): boolean {
-  const given = Buffer.from(header ?? "");
-  const expected = Buffer.from(`Bearer ${token}`);
-  return given.length === expected.length && timingSafeEqual(given, expected);
 }
