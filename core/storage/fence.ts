@@ -29,11 +29,7 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
  * ```
  * @throws {StorageError} when the storage call fails.
  */
-export async function holdsWriterLock(
-  storage: StoragePort,
-  path: string,
-  lockId: string,
-): Promise<boolean> {
+export async function holdsWriterLock(storage: StoragePort, path: string, lockId: string): Promise<boolean> {
   // A tail read: no whole-file read path (on Node that one probes for bytes appended meanwhile),
   // since every held commit pays for this check. A lock is a few hundred bytes; a larger file is no lock of ours.
   const tail = await storage.readTail(path, MAX_LOCK_BYTES);
@@ -41,8 +37,7 @@ export async function holdsWriterLock(
   try {
     // Only `lock_id` matters here: a plain parse, not the record's schema (every held commit pays for it).
     const value: unknown = JSON.parse(decoder.decode(tail.bytes));
-    return typeof value === "object" && value !== null &&
-      (value as { lock_id?: unknown }).lock_id === lockId;
+    return typeof value === "object" && value !== null && (value as { lock_id?: unknown }).lock_id === lockId;
   } catch {
     return false;
   }

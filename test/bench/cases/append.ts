@@ -14,30 +14,11 @@
  *
  * @module
  */
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import {
-  encodeJsonlLine,
-  type NewMessage,
-  type Session,
-  Sessions,
-} from "../../../core/mod.ts";
-import {
-  NodeFileStorage,
-  type NodeSessions,
-  openNodeSessions,
-} from "../../../runtime-node/mod.ts";
+import { encodeJsonlLine, type NewMessage, type Session, Sessions } from "../../../core/mod.ts";
+import { NodeFileStorage, type NodeSessions, openNodeSessions } from "../../../runtime-node/mod.ts";
 import { cpuIdleOf } from "../lib/machine.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
@@ -47,14 +28,12 @@ import { toMessageRecord } from "../../../core/internal.ts";
 
 /** A ~500-byte message (as committed: about 500 bytes of JSONL). */
 export function appendMessage(i: number): NewMessage {
-  return i % 2 === 0
-    ? { role: "user", parts: [{ type: "text", text: syntheticText(i, 340) }] }
-    : {
-      role: "assistant",
-      parts: [{ type: "text", text: syntheticText(i, 220) }],
-      usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 },
-      provider: { provider: "openai", api: "responses", model: "gpt-5" },
-    };
+  return i % 2 === 0 ? { role: "user", parts: [{ type: "text", text: syntheticText(i, 340) }] } : {
+    role: "assistant",
+    parts: [{ type: "text", text: syntheticText(i, 220) }],
+    usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 },
+    provider: { provider: "openai", api: "responses", model: "gpt-5" },
+  };
 }
 
 interface Variant {
@@ -66,23 +45,9 @@ interface Variant {
   readonly cpu: number[];
 }
 
-async function variant(
-  root: string,
-  name: string,
-  worker: boolean,
-  fsync: boolean,
-  hold = false,
-): Promise<Variant> {
-  const store = await openNodeSessions({
-    root: join(root, name),
-    worker,
-    fsync,
-  });
-  const session = await store.sessions.create({
-    agentId: "bench",
-    workspaceId: "w1",
-    sessionId: "append",
-  }, { hold });
+async function variant(root: string, name: string, worker: boolean, fsync: boolean, hold = false): Promise<Variant> {
+  const store = await openNodeSessions({ root: join(root, name), worker, fsync });
+  const session = await store.sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "append" }, { hold });
   return { name, store, session, batches: [], cpu: [] };
 }
 
@@ -92,12 +57,7 @@ async function variant(
  * line and fsync it, replace `meta.json` (temp file + rename, not flushed), read and remove
  * the lock. What any implementation of the contract pays on this disk.
  */
-function formatCommit(
-  dir: string,
-  line: Uint8Array,
-  meta: Uint8Array,
-  owner: Uint8Array,
-): void {
+function formatCommit(dir: string, line: Uint8Array, meta: Uint8Array, owner: Uint8Array): void {
   const lock = join(dir, "writer.lock");
   const fd = openSync(lock, "wx", 0o600);
   writeSync(fd, owner);
@@ -118,28 +78,17 @@ function formatCommit(
  * fsync on); `hold`: in a lease (open with `{ hold: true }`), `meta.json` then written at
  * most every 64th commit, so `commits` should span several of those.
  */
-async function commitBreakdown(
-  root: string,
-  commits: number,
-  hold = false,
-): Promise<{ text: string; times: StorageTimes }> {
+async function commitBreakdown(root: string, commits: number, hold = false): Promise<{ text: string; times: StorageTimes }> {
   const timed = timedStorage(new NodeFileStorage({ root }));
   const sessions = new Sessions({ storage: timed.storage });
-  const session = await sessions.create({
-    agentId: "bench",
-    workspaceId: "w1",
-    sessionId: "breakdown",
-  }, { hold });
+  const session = await sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "breakdown" }, { hold });
   try {
     for (let i = 0; i < 10; i++) await session.append(appendMessage(i));
     timed.clear();
     const t0 = performance.now();
     for (let i = 0; i < commits; i++) await session.append(appendMessage(i));
     const totalMs = (performance.now() - t0) / commits;
-    return {
-      text: `per commit ${timed.describe(totalMs, commits)}`,
-      times: timed.measure(totalMs, commits),
-    };
+    return { text: `per commit ${timed.describe(totalMs, commits)}`, times: timed.measure(totalMs, commits) };
   } finally {
     await session.close();
   }
@@ -153,9 +102,7 @@ function cpuPerOp(since: NodeJS.CpuUsage, ops: number): number {
 
 /** `floor / (floor + extraMs)` as arithmetic a reader can check: "0.343 / (0.343 + 0.120) = 0.74". */
 function boundText(floorMs: number, extraMs: number): string {
-  return `${floorMs.toFixed(3)} / (${floorMs.toFixed(3)} + ${
-    extraMs.toFixed(3)
-  }) = ${(floorMs / (floorMs + extraMs)).toFixed(2)}`;
+  return `${floorMs.toFixed(3)} / (${floorMs.toFixed(3)} + ${extraMs.toFixed(3)}) = ${(floorMs / (floorMs + extraMs)).toFixed(2)}`;
 }
 
 /** The held commit's breakdown and the bound it implies (see the row's note). */
@@ -165,54 +112,27 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
   const meta = ms("replace(meta.json)");
   // The lease's fence (docs/FORMAT.md "Fencing"): writer.lock read before each commit's writes.
   const fence = ms("readTail(writer.lock)");
-  const named = [
-    "append(active.jsonl)",
-    "replace(meta.json)",
-    "readTail(writer.lock)",
-  ];
+  const named = ["append(active.jsonl)", "replace(meta.json)", "readTail(writer.lock)"];
   const others = [...held.calls].filter(([label]) => !named.includes(label));
-  const rest = others.length > 0
-    ? `, ${others.map(([label, v]) => `${label} ${v.toFixed(3)}`).join(", ")}`
-    : "";
+  const rest = others.length > 0 ? `, ${others.map(([label, v]) => `${label} ${v.toFixed(3)}`).join(", ")}` : "";
   return (
-    `breakdown (same run, ${
-      held.totalMs.toFixed(3)
-    } ms per held commit): append (write + fsync) ${
-      append.toFixed(3)
-    } ms + the fence's readTail(writer.lock) ${
+    `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + the fence's readTail(writer.lock) ${
       fence.toFixed(3)
-    } ms + replace(meta.json) ${
-      meta.toFixed(3)
-    } ms (every 64th commit, spread)${rest} ` +
-    `+ ${
-      held.outsideMs.toFixed(3)
-    } ms outside storage (the core's CPU, and the thread waking after each fsync); ` +
-    `even with every storage call at the floor, the time outside storage bounds the ratio at floor / (floor + outside) = ${
-      boundText(floorMs, held.outsideMs)
-    }`
+    } ms + replace(meta.json) ${meta.toFixed(3)} ms (every 64th commit, spread)${rest} ` +
+    `+ ${held.outsideMs.toFixed(3)} ms outside storage (the core's CPU, and the thread waking after each fsync); ` +
+    `even with every storage call at the floor, the time outside storage bounds the ratio at floor / (floor + outside) = ${boundText(floorMs, held.outsideMs)}`
   );
 }
 
 export async function appendCase(ctx: CaseContext): Promise<void> {
   const batch = ctx.quick ? 40 : 100;
   const rounds = ctx.quick ? 5 : 9;
-  const durable = [
-    await variant(ctx.tmp, "worker", true, true),
-    await variant(ctx.tmp, "host", false, true),
-  ];
-  const volatile = [
-    await variant(ctx.tmp, "worker-nofsync", true, false),
-    await variant(ctx.tmp, "host-nofsync", false, false),
-  ];
+  const durable = [await variant(ctx.tmp, "worker", true, true), await variant(ctx.tmp, "host", false, true)];
+  const volatile = [await variant(ctx.tmp, "worker-nofsync", true, false), await variant(ctx.tmp, "host-nofsync", false, false)];
   // A lease: the lock taken once, each commit its append (meta.json at most 64 commits or 1 s behind).
-  const held = [
-    await variant(ctx.tmp, "held-worker", true, true, true),
-    await variant(ctx.tmp, "held-host", false, true, true),
-  ];
+  const held = [await variant(ctx.tmp, "held-worker", true, true, true), await variant(ctx.tmp, "held-host", false, true, true)];
   const all = [...durable, ...volatile, ...held];
-  const line = new TextEncoder().encode(
-    encodeJsonlLine(toMessageRecord(appendMessage(0), Date.now)),
-  );
+  const line = new TextEncoder().encode(encodeJsonlLine(toMessageRecord(appendMessage(0), Date.now)));
   const floorFile = join(ctx.tmp, "floor.jsonl");
   const fd = openSync(floorFile, "a", 0o600);
   const floorBatches: number[] = [];
@@ -220,30 +140,12 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const formatDir = join(ctx.tmp, "format-floor");
   mkdirSync(formatDir, { recursive: true });
   const meta = new TextEncoder().encode(
-    `${
-      JSON.stringify(
-        {
-          ...durable[0]!.session.meta,
-          revision: 1_000_000,
-          message_count: 1_000_000,
-          history_bytes: 1_000_000_000,
-        },
-        null,
-        2,
-      )
-    }\n`,
+    `${JSON.stringify({ ...durable[0]!.session.meta, revision: 1_000_000, message_count: 1_000_000, history_bytes: 1_000_000_000 }, null, 2)}\n`,
   );
   const owner = new TextEncoder().encode(
     `${
       JSON.stringify(
-        {
-          pid: process.pid,
-          hostname: "bench",
-          runtime: "node",
-          operation: "append",
-          created_at: new Date().toISOString(),
-          lock_id: "lock_0123456789abcdef",
-        },
+        { pid: process.pid, hostname: "bench", runtime: "node", operation: "append", created_at: new Date().toISOString(), lock_id: "lock_0123456789abcdef" },
         null,
         2,
       )
@@ -254,9 +156,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   let i = 0;
   try {
     // Warm-up: JIT, the worker's first calls, the files' first blocks.
-    for (const v of all) {
-      for (let k = 0; k < 10; k++) await v.session.append(appendMessage(i++));
-    }
+    for (const v of all) for (let k = 0; k < 10; k++) await v.session.append(appendMessage(i++));
     for (let k = 0; k < 10; k++) (writeSync(fd, line), fsyncSync(fd));
     for (let round = 0; round < rounds; round++) {
       let cpu0 = process.cpuUsage();
@@ -268,16 +168,12 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
       floorBatches.push((performance.now() - t0) / batch);
       floorCpu.push(cpuPerOp(cpu0, batch));
       t0 = performance.now();
-      for (let k = 0; k < batch; k++) {
-        formatCommit(formatDir, line, meta, owner);
-      }
+      for (let k = 0; k < batch; k++) formatCommit(formatDir, line, meta, owner);
       formatBatches.push((performance.now() - t0) / batch);
       for (const v of all) {
         cpu0 = process.cpuUsage();
         t0 = performance.now();
-        for (let k = 0; k < batch; k++) {
-          await v.session.append(appendMessage(i++));
-        }
+        for (let k = 0; k < batch; k++) await v.session.append(appendMessage(i++));
         v.batches.push((performance.now() - t0) / batch);
         v.cpu.push(cpuPerOp(cpu0, batch));
       }
@@ -290,46 +186,24 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     }
   }
   const floorMs = median(floorBatches);
-  const breakdown =
-    (await commitBreakdown(join(ctx.tmp, "breakdown"), batch)).text;
+  const breakdown = (await commitBreakdown(join(ctx.tmp, "breakdown"), batch)).text;
   ctx.log(`case 2: ${breakdown}`);
   // Several of meta.json's lazy replaces (every 64th commit) fall inside the held breakdown.
-  const heldBreakdown = (await commitBreakdown(
-    join(ctx.tmp, "breakdown-held"),
-    ctx.quick ? 320 : 640,
-    true,
-  )).times;
+  const heldBreakdown = (await commitBreakdown(join(ctx.tmp, "breakdown-held"), ctx.quick ? 320 : 640, true)).times;
   ctx.log(`case 2: held ${heldBoundNote(floorMs, heldBreakdown)}`);
-  ctx.log(
-    `case 2: floor ${floorMs.toFixed(3)} ms/line; ${
-      all.map((v) => `${v.name} ${median(v.batches).toFixed(3)} ms`).join(", ")
-    }`,
-  );
+  ctx.log(`case 2: floor ${floorMs.toFixed(3)} ms/line; ${all.map((v) => `${v.name} ${median(v.batches).toFixed(3)} ms`).join(", ")}`);
   const runs = rounds * batch;
-  const [worker, host] = durable.map((v) => median(v.batches)) as [
-    number,
-    number,
-  ];
-  const [workerFast, hostFast] = volatile.map((v) => median(v.batches)) as [
-    number,
-    number,
-  ];
-  const [heldWorker, heldHost] = held.map((v) => median(v.batches)) as [
-    number,
-    number,
-  ];
+  const [worker, host] = durable.map((v) => median(v.batches)) as [number, number];
+  const [workerFast, hostFast] = volatile.map((v) => median(v.batches)) as [number, number];
+  const [heldWorker, heldHost] = held.map((v) => median(v.batches)) as [number, number];
   const formatMs = median(formatBatches);
   // What a commit costs in CPU beyond the floor's own write + fsync (same batches): a bound found by measuring, not assumed.
   const floorCpuMs = median(floorCpu);
   const cpuNote = (v: Variant) => {
     const extra = Math.max(0, median(v.cpu) - floorCpuMs);
-    return `CPU per commit (user + system, every thread, same batches): ${
-      median(v.cpu).toFixed(3)
-    } ms against the floor's ${
+    return `CPU per commit (user + system, every thread, same batches): ${median(v.cpu).toFixed(3)} ms against the floor's ${
       floorCpuMs.toFixed(3)
-    } ms; that extra CPU alone bounds the ratio at ${
-      boundText(floorMs, extra)
-    }`;
+    } ms; that extra CPU alone bounds the ratio at ${boundText(floorMs, extra)}`;
   };
   // Measured before the rows: the held worker's note needs the least hop any worker adds.
   const echoCount = ctx.quick ? 500 : 2000;
@@ -340,14 +214,8 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const formatRatio = floorMs / formatMs;
   const ceilingNote = (
     target: number,
-  ) => (formatRatio < target
-    ? ` (the ceiling of any per-operation commit here: ${
-      formatRatio.toFixed(2)
-    }, below the target of ${target})`
-    : "");
-  const floorOnly = `floor: ${
-    floorMs.toFixed(3)
-  } ms per ${line.length}-byte write + fsync`;
+  ) => (formatRatio < target ? ` (the ceiling of any per-operation commit here: ${formatRatio.toFixed(2)}, below the target of ${target})` : "");
+  const floorOnly = `floor: ${floorMs.toFixed(3)} ms per ${line.length}-byte write + fsync`;
   const floorNote =
     `${floorOnly}; docs/FORMAT.md's own file operations of a per-operation commit, with raw system calls and no sessionfold code (append.format-contract): ${
       formatMs.toFixed(3)
@@ -376,9 +244,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of the floor)",
     target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
     runs,
-    note: `${
-      heldHost.toFixed(3)
-    } ms per commit; a lease (open with { hold: true }), host thread, active.jsonl and writer.lock kept open; ${floorOnly}; ${
+    note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl and writer.lock kept open; ${floorOnly}; ${
       heldBoundNote(floorMs, heldBreakdown)
     }; ${cpuNote(held[1]!)}`,
   });
@@ -390,15 +256,13 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     value: fenceMs,
     unit: "ms/commit",
     baseline: heldBreakdown.totalMs,
-    baselineName:
-      "the held commit it is part of (same run, host thread, fsync on)",
+    baselineName: "the held commit it is part of (same run, host thread, fsync on)",
     ratio: fenceMs / heldBreakdown.totalMs,
     ratioMeaning: "value / baseline (the fence's share of a held commit)",
     runs: ctx.quick ? 320 : 640,
-    note:
-      `the tail read of writer.lock that checks the lease's lock_id before each held commit's append; without it a held commit would take about ${
-        (heldBreakdown.totalMs - fenceMs).toFixed(3)
-      } ms here (its JSON parse, a few hundred bytes, is in the time outside storage)`,
+    note: `the tail read of writer.lock that checks the lease's lock_id before each held commit's append; without it a held commit would take about ${
+      (heldBreakdown.totalMs - fenceMs).toFixed(3)
+    } ms here (its JSON parse, a few hundred bytes, is in the time outside storage)`,
   });
   ctx.emit({
     case: 2,
@@ -412,16 +276,12 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.6, text: "≥ 0.6 of the floor" },
     runs,
     note:
-      `${
-        heldWorker.toFixed(3)
-      } ms per commit; a lease through the storage worker (one message each way per commit); bound: the held host commit (${
+      `${heldWorker.toFixed(3)} ms per commit; a lease through the storage worker (one message each way per commit); bound: the held host commit (${
         heldHost.toFixed(3)
       } ms, append.durable.held) plus the least any worker adds here ` +
       `(a bare worker_threads echo whose worker first works as long as one held commit, so both threads idle as they do around a commit: ${
         (heldEchoMs * 1000).toFixed(0)
-      } µs): floor / (held host + echo) = ${floorMs.toFixed(3)} / (${
-        heldHost.toFixed(3)
-      } + ${heldEchoMs.toFixed(3)}) = ${
+      } µs): floor / (held host + echo) = ${floorMs.toFixed(3)} / (${heldHost.toFixed(3)} + ${heldEchoMs.toFixed(3)}) = ${
         (floorMs / (heldHost + heldEchoMs)).toFixed(2)
       }; ${cpuNote(held[0]!)}`,
   });
@@ -434,15 +294,9 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     baselineName: "write + fsync of the same bytes (lines/s)",
     ratio: floorMs / host,
     ratioMeaning: "value / baseline (fraction of the floor)",
-    target: {
-      op: ">=",
-      limit: 0.4,
-      text: "≥ 0.4 of the floor (a lock per operation)",
-    },
+    target: { op: ">=", limit: 0.4, text: "≥ 0.4 of the floor (a lock per operation)" },
     runs,
-    note: `${host.toFixed(3)} ms per commit; ${floorNote}${
-      ceilingNote(0.4)
-    }; ${breakdown}`,
+    note: `${host.toFixed(3)} ms per commit; ${floorNote}${ceilingNote(0.4)}; ${breakdown}`,
   });
   ctx.emit({
     case: 2,
@@ -463,8 +317,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     value: worker,
     unit: "ms/commit",
     baseline: host,
-    baselineName:
-      "the same commit on the host thread (NodeFileStorage, fsync on)",
+    baselineName: "the same commit on the host thread (NodeFileStorage, fsync on)",
     ratio: worker / host,
     ratioMeaning: "value / baseline",
     target: { op: "<=", limit: 1.1, text: "≤ 1.10 (≤ 10% overhead)" },
@@ -476,8 +329,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     value: workerFast,
     unit: "ms/commit",
     baseline: hostFast,
-    baselineName:
-      "the same commit on the host thread, fsync off (the hop and CPU alone)",
+    baselineName: "the same commit on the host thread, fsync off (the hop and CPU alone)",
     ratio: workerFast / hostFast,
     ratioMeaning: "value / baseline",
     runs,
@@ -493,8 +345,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratio: (host + echoMs) / host,
     ratioMeaning: "(commit + one bare round trip) / commit",
     runs: echoCount,
-    note:
-      "not sessionfold: a bare worker_threads postMessage echo (no Comlink, no work), back to back, so neither thread sleeps between messages",
+    note: "not sessionfold: a bare worker_threads postMessage echo (no Comlink, no work), back to back, so neither thread sleeps between messages",
   });
   ctx.emit({
     case: 5,
@@ -504,13 +355,11 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     baseline: host * 1000,
     baselineName: "one durable commit on the host thread (µs)",
     ratio: (host + waitedEchoMs) / host,
-    ratioMeaning:
-      "(commit + one bare round trip) / commit: the least any worker design adds here",
+    ratioMeaning: "(commit + one bare round trip) / commit: the least any worker design adds here",
     runs: echoCount,
-    note:
-      `not sessionfold: the same echo, but the worker answers after working as long as one host commit (${
-        (host * 1000).toFixed(0)
-      } µs, not counted), so the host thread idles as it does while a commit runs; ${cpuIdleOf()}`,
+    note: `not sessionfold: the same echo, but the worker answers after working as long as one host commit (${
+      (host * 1000).toFixed(0)
+    } µs, not counted), so the host thread idles as it does while a commit runs; ${cpuIdleOf()}`,
   });
 }
 
@@ -524,12 +373,7 @@ async function echoRoundTrip(count: number, workMs: number): Promise<number> {
     parentPort.on("message", (m) => { const end = performance.now() + m.workMs; while (performance.now() < end); parentPort.postMessage(m); });`,
     { eval: true },
   );
-  const once = () =>
-    new Promise<void>((
-      resolve,
-    ) => (worker.once("message", () => resolve()),
-      worker.postMessage({ workMs, path: "meta.json" }))
-    );
+  const once = () => new Promise<void>((resolve) => (worker.once("message", () => resolve()), worker.postMessage({ workMs, path: "meta.json" })));
   try {
     for (let k = 0; k < 100; k++) await once();
     const times: number[] = [];

@@ -11,34 +11,14 @@
  *
  * @module
  */
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import {
-  encodeJsonl,
-  type MessageRecord,
-  type SessionMeta,
-  sessionPaths,
-  type Summarizer,
-} from "../../../core/mod.ts";
+import { encodeJsonl, type MessageRecord, type SessionMeta, sessionPaths, type Summarizer } from "../../../core/mod.ts";
 import { openNodeSessions } from "../../../runtime-node/mod.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
-import {
-  BENCH_REF,
-  syntheticMessage,
-  syntheticText,
-  timestampOf,
-} from "../lib/synth.ts";
+import { BENCH_REF, syntheticMessage, syntheticText, timestampOf } from "../lib/synth.ts";
 
 const ACTIVE_MESSAGES = 1000;
 /** Text length giving ~500-byte records. */
@@ -46,25 +26,15 @@ const TEXT_CHARS = 330;
 
 /** A summarizer that answers at once: only sessionfold's own work is timed. */
 export const instantSummarizer: Summarizer = {
-  summarize: async ({ messages }) => ({
-    text: `Summary through ${messages.at(-1)?.sequence}: ${
-      syntheticText(7, 1500)
-    }`,
-  }),
+  summarize: async ({ messages }) => ({ text: `Summary through ${messages.at(-1)?.sequence}: ${syntheticText(7, 1500)}` }),
 };
 
 /** Writes a session whose Active holds `count` messages (no segments) under `root`. */
-async function writeActiveSession(
-  root: string,
-  sessionId: string,
-  count: number,
-): Promise<void> {
+async function writeActiveSession(root: string, sessionId: string, count: number): Promise<void> {
   const ref = { ...BENCH_REF, sessionId };
   const paths = sessionPaths(ref);
   const records: MessageRecord[] = [];
-  for (let s = 1; s <= count; s++) {
-    records.push(syntheticMessage(s, TEXT_CHARS));
-  }
+  for (let s = 1; s <= count; s++) records.push(syntheticMessage(s, TEXT_CHARS));
   const active = encodeJsonl(records);
   const meta: SessionMeta = {
     schema_version: 1,
@@ -83,10 +53,7 @@ async function writeActiveSession(
     await writeFile(file, bytes, { mode: 0o600 });
   };
   await put(paths.active, active);
-  await put(
-    paths.meta,
-    new TextEncoder().encode(`${JSON.stringify(meta, null, 2)}\n`),
-  );
+  await put(paths.meta, new TextEncoder().encode(`${JSON.stringify(meta, null, 2)}\n`));
 }
 
 /**
@@ -117,8 +84,9 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
   const volatile = await openNodeSessions({ root: volatileRoot, fsync: false });
   const volatileMs: number[] = [];
   const compactMs: number[] = [];
-  /** The same compactions' CPU time (user + system, every thread of the process: host, worker, GC). */
+  /** The same compactions' CPU time (user + system, every thread of the process: host, worker, GC), and its system part. */
   const cpuMs: number[] = [];
+  const systemMs: number[] = [];
   const rawMs: number[] = [];
   const contractMs: number[] = [];
   const contractDir = join(ctx.tmp, "format-contract");
@@ -134,32 +102,27 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
       const outcome = await session.compact({ summarizer: instantSummarizer });
       const elapsed = performance.now() - t0;
       const used = process.cpuUsage(cpu0);
-      if (outcome.segment === null) {
-        throw new Error("case 4: nothing was compacted");
-      }
+      if (outcome.segment === null) throw new Error("case 4: nothing was compacted");
       const paths = session.paths;
       const file = (path: string) => join(root, ...path.split("/"));
-      bytes = statSync(file(paths.segment(outcome.segment))).size +
-        statSync(file(paths.active)).size + statSync(file(paths.meta)).size;
+      bytes = statSync(file(paths.segment(outcome.segment))).size + statSync(file(paths.active)).size + statSync(file(paths.meta)).size;
       // The raw write of the same bytes, right after, on the same disk.
       const payload = new Uint8Array(bytes).fill(0x61);
       const raw = join(ctx.tmp, `raw-${rep + 1}.bin`);
       const r0 = performance.now();
       const fd = openSync(raw, "w", 0o600);
-      for (let done = 0; done < payload.length;) {
-        done += writeSync(fd, payload, done);
-      }
+      for (let done = 0; done < payload.length;) done += writeSync(fd, payload, done);
       fsyncSync(fd);
       closeSync(fd);
       const rawElapsed = performance.now() - r0;
       if (rep >= 0) {
         compactMs.push(elapsed);
         cpuMs.push((used.user + used.system) / 1000);
+        systemMs.push(used.system / 1000);
         rawMs.push(rawElapsed);
       }
       await rm(raw, { force: true });
-      const files = [paths.meta, paths.segment(outcome.segment), paths.active]
-        .map((path) => readFileSync(file(path)));
+      const files = [paths.meta, paths.segment(outcome.segment), paths.active].map((path) => readFileSync(file(path)));
       const c0 = performance.now();
       formatCompaction(contractDir, files);
       if (rep >= 0) contractMs.push(performance.now() - c0);
@@ -182,11 +145,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
   const fsyncOff = median(volatileMs);
   const cpu = median(cpuMs);
   ctx.log(
-    `case 4: compaction ${value.toFixed(2)} ms, raw write ${
-      base.toFixed(2)
-    } ms, FORMAT's three durable replaces ${
-      contract.toFixed(2)
-    } ms, ${bytes} bytes`,
+    `case 4: compaction ${value.toFixed(2)} ms, raw write ${base.toFixed(2)} ms, FORMAT's three durable replaces ${contract.toFixed(2)} ms, ${bytes} bytes`,
   );
   ctx.emit({
     case: 4,
@@ -200,19 +159,15 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.3, text: "≥ 0.3 of raw write speed" },
     runs: reps,
     note:
-      `${value.toFixed(2)} ms per compaction, of which ${
-        cpu.toFixed(2)
-      } ms CPU (user + system time of the process, both threads, same compactions; ${
-        fsyncOff.toFixed(2)
-      } ms with fsync off), vs ${base.toFixed(2)} ms raw for ${
+      `${value.toFixed(2)} ms per compaction, of which ${cpu.toFixed(2)} ms CPU (user + system time of the process, both threads, same compactions; system ${
+        median(systemMs).toFixed(2)
+      } ms; ${fsyncOff.toFixed(2)} ms with fsync off) vs ${base.toFixed(2)} ms raw for ${
         (bytes / 1024).toFixed(0)
       } KiB (segment + Active + meta.json); summarizer answers at once; ` +
-      `ceiling of any implementation: compact.format-contract, base / contract = ${
-        base.toFixed(2)
-      } / ${contract.toFixed(2)} = ${(base / contract).toFixed(2)}; ` +
-      `that contract plus this compaction's CPU: base / (contract + CPU) = ${
-        base.toFixed(2)
-      } / (${contract.toFixed(2)} + ${cpu.toFixed(2)}) = ${
+      `ceiling of any implementation: compact.format-contract, base / contract = ${base.toFixed(2)} / ${contract.toFixed(2)} = ${
+        (base / contract).toFixed(2)
+      }; ` +
+      `that contract plus this compaction's CPU: base / (contract + CPU) = ${base.toFixed(2)} / (${contract.toFixed(2)} + ${cpu.toFixed(2)}) = ${
         (base / (contract + cpu)).toFixed(2)
       }`,
   });
