@@ -1,8 +1,11 @@
 /**
- * The files a Node store keeps open for appends (`NodeFileStorage.pinFile`): the
- * handle once opened and the size this store wrote the file to, so the next append is one
- * write and one fsync. Any other change to a pinned file, or to a folder above it, closes
- * its handle first; the next append opens it again, with every check.
+ * The files a Node store keeps open (`NodeFileStorage.pinFile`): for appends, the handle
+ * once opened and the size this store wrote the file to, so the next append is one write
+ * and one fsync; for tail reads (a held lease's `writer.lock`, read before every commit),
+ * a read handle and the identity (device, inode) of the file it was opened on, so the next
+ * tail read is one `lstat` of the path and one read. Any other change to a pinned file, or
+ * to a folder above it, through this store closes its handles first; the next use opens it
+ * again, with every check.
  *
  * @module
  */
@@ -10,10 +13,18 @@ import { closeSync } from "node:fs";
 import { bestEffort } from "./fs-errors.ts";
 import { isWithin } from "../core/internal.ts";
 
-/** One pinned file: its handle (once an append opened it) and the size this store wrote it to. */
+/** A read handle of a pinned file and the file it was opened on. */
+export interface PinnedReader {
+  readonly fd: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+/** One pinned file: its append handle (once an append opened it), the size this store wrote it to, and its read handle (once a tail read opened it). */
 export interface PinnedFile {
   fd: number | undefined;
   size: number;
+  reader: PinnedReader | undefined;
 }
 
 /** The pinned files of one store, by key. */
@@ -25,9 +36,9 @@ export class PinnedFiles {
     return this.#pinned.get(path);
   }
 
-  /** Pins `path` (its handle is opened by the next append). */
+  /** Pins `path` (its handles are opened by the next append or tail read). */
   pin(path: string): void {
-    if (!this.#pinned.has(path)) this.#pinned.set(path, { fd: undefined, size: 0 });
+    if (!this.#pinned.has(path)) this.#pinned.set(path, { fd: undefined, size: 0, reader: undefined });
   }
 
   /** Closes and forgets the pin of `path`. */
@@ -45,12 +56,20 @@ export class PinnedFiles {
     this.#close(matches, false);
   }
 
+  /** Closes the read handle of `pinned` (the path names another file now), keeping the pin. */
+  dropReader(pinned: PinnedFile): void {
+    const reader = pinned.reader;
+    pinned.reader = undefined;
+    if (reader) bestEffort(() => closeSync(reader.fd));
+  }
+
   #close(matches: (path: string) => boolean, forget: boolean): void {
     for (const [path, pinned] of this.#pinned) {
       if (!matches(path)) continue;
       const fd = pinned.fd;
       if (fd !== undefined) bestEffort(() => closeSync(fd));
       pinned.fd = undefined;
+      this.dropReader(pinned);
       if (forget) this.#pinned.delete(path);
     }
   }

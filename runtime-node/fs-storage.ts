@@ -106,14 +106,35 @@ export class NodeFileStorage implements StoragePort {
       if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
         throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
       }
+      const pinned = this.#pinned.get(path);
+      const kept = pinned && this.#pinnedTail(pinned, file, maxBytes);
+      if (kept) return kept;
       const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
       if (!opened) return undefined;
+      // A pinned file keeps this handle for its next tail reads.
+      if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
       try {
         return readTailOf(opened.fd, opened.info.size, maxBytes);
       } finally {
-        closeSync(opened.fd);
+        if (!pinned) closeSync(opened.fd);
       }
     });
+  }
+
+  /**
+   * A tail read through the read handle a pin kept: one `lstat` of the path, and the read,
+   * when the path still names the file the handle was opened on (an open handle keeps its
+   * inode from being reused, so device and inode prove it). `undefined` (the handle closed)
+   * when there is no handle, or the path names another file or none: the caller then opens
+   * the path with every check.
+   */
+  #pinnedTail(pinned: PinnedFile, file: string, maxBytes: number): FileTail | undefined {
+    const reader = pinned.reader;
+    if (!reader) return undefined;
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info?.isFile() && info.dev === reader.dev && info.ino === reader.ino) return readTailOf(reader.fd, info.size, maxBytes);
+    this.#pinned.dropReader(pinned);
+    return undefined;
   }
 
   list(dir: string): Promise<string[]> {
@@ -174,10 +195,11 @@ export class NodeFileStorage implements StoragePort {
   }
 
   /**
-   * Keeps `path` open for appends until {@linkcode NodeFileStorage.unpinFile}: a session held
-   * by a lease appends to its `active.jsonl` with one write and one fsync, no open, checks
-   * or close. Any other change to the file (or a folder above it) through this store closes
-   * the handle first; the next append opens the file again, with every check.
+   * Keeps `path` open until {@linkcode NodeFileStorage.unpinFile}: a session held by a lease
+   * appends to its `active.jsonl` with one write and one fsync, no open, checks or close, and
+   * reads its `writer.lock` before each commit (the fence) with one `lstat` and one read. Any
+   * other change to the file (or a folder above it) through this store closes the handles
+   * first; the next append or tail read opens the file again, with every check.
    */
   pinFile(path: string): Promise<void> {
     return this.#withFile("pinFile", path, () => this.#pinned.pin(path));

@@ -312,7 +312,8 @@ export class PostgresStorage implements StoragePort {
       plan.lock ? this.#lockKey(plan.lock.path) : null,
       Boolean(plan.hold),
       plan.lock?.path ?? null,
-      plan.lock ? Buffer.from(plan.lock.bytes) : null,
+      // The lock record is written only for a lock held on; a per-operation lock is the transaction's advisory lock alone.
+      plan.lock && plan.hold ? Buffer.from(plan.lock.bytes) : null,
       plan.expect?.path ?? null,
       plan.expect?.revision ?? null,
       plan.writes.map((write) => write.op),

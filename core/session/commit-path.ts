@@ -176,6 +176,7 @@ export class CommitPath {
     const { storage } = this.ctx;
     // What meta.json holds now: the operation applied recovery's repairs before this runs.
     const before = encodeJsonDocument(this.state.meta);
+    const activeBytes = close.activeBytes.length; // the bytes themselves are handed over to the plan
     try {
       await this.#lease.apply({ writes: segmentCloseWrites(this.paths, close) });
     } catch (error) {
@@ -191,7 +192,7 @@ export class CommitPath {
     state.newest = close.range;
     state.footer = close.footer;
     state.active = close.kept;
-    state.activeBytes = close.activeBytes.length;
+    state.activeBytes = activeBytes;
     this.metaWritten(close.meta);
   }
 

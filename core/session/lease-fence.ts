@@ -33,8 +33,9 @@ export interface LeaseLostNotice {
 
 /**
  * Applies `plan` fenced by `lease`. Resolves the plan's result when the lease still stands;
- * otherwise calls `lost` with what was found (before throwing, so the handle drops the
- * lease whether or not the caller catches) and throws.
+ * otherwise calls `lost` with what was found and waits for it (before throwing, so the
+ * handle has dropped the lease, and closed what it kept open, whether or not the caller
+ * catches), then throws.
  *
  * @example
  * ```ts
@@ -53,13 +54,13 @@ export async function applyFencedPlan(
   plan: CommitPlan,
   lease: WriterLease,
   refText: string,
-  lost: (event: LeaseLostNotice) => void,
+  lost: (event: LeaseLostNotice) => void | Promise<void>,
 ): Promise<CommitPlanResult> {
   const result = await applyCommitPlan(storage, { ...plan, fence: lease });
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
   const event: LeaseLostNotice = { refText, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
-  lost(event);
+  await lost(event);
   const now = owner ? `is now held by ${describeLockOwner(owner)}` : "is gone";
   throw new LeaseLostError(`${lease.path}: this handle's lease (${lease.lockId}) was lost: the lock ${now}; nothing was written (reload, then hold again)`, {
     path: lease.path,

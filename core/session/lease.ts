@@ -40,10 +40,20 @@ export class Lease {
     return this.#held;
   }
 
-  /** Keeps `lock` for this handle and pins `active.jsonl` (best effort). */
+  /** Keeps `lock` for this handle and pins `active.jsonl` and `writer.lock` (best effort): each held commit appends to the one and reads the other. */
   async keep(lock: WriterLease): Promise<void> {
     this.#held = lock;
-    await this.#storage.pinFile?.(this.#paths.active).catch(() => undefined);
+    await Promise.all(this.#pinned().map((path) => this.#storage.pinFile?.(path).catch(() => undefined)));
+  }
+
+  /** The files a held lease keeps open where the backend can. */
+  #pinned(): string[] {
+    return [this.#paths.active, this.#paths.lock];
+  }
+
+  /** Closes what {@linkcode Lease.keep} pinned (best effort). */
+  async #unpin(): Promise<void> {
+    await Promise.all(this.#pinned().map((path) => this.#storage.unpinFile?.(path).catch(() => undefined)));
   }
 
   /**
@@ -59,16 +69,16 @@ export class Lease {
     return applyFencedPlan(this.#storage, plan, lock, this.#refText, (event) => this.#lost(event));
   }
 
-  /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned file closed. */
-  #lost(event: LeaseLostNotice): void {
+  /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned files closed. */
+  async #lost(event: LeaseLostNotice): Promise<void> {
     this.#held = undefined;
     this.lag.cancel();
     this.lag.clear();
-    this.#storage.unpinFile?.(this.#paths.active).catch(() => undefined);
     this.#onLost(event);
+    await this.#unpin();
   }
 
-  /** Gives the held lock back: `meta.json` caught up first (the next writer's revision check reads it), the pinned file closed. */
+  /** Gives the held lock back: `meta.json` caught up first (the next writer's revision check reads it), the pinned files closed. */
   async release(state: SessionState): Promise<void> {
     const lock = this.#held;
     if (!lock) return;
@@ -76,8 +86,11 @@ export class Lease {
       await this.catchUp(state);
     } finally {
       this.#held = undefined;
-      await this.#storage.unpinFile?.(this.#paths.active).catch(() => undefined);
-      await releaseWriterLock(this.#storage, lock);
+      try {
+        await releaseWriterLock(this.#storage, lock);
+      } finally {
+        await this.#unpin();
+      }
     }
   }
 

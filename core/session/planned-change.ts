@@ -92,12 +92,13 @@ export function appendWrites(paths: SessionPaths, change: Pick<AppendChange, "by
  * the new segment; then the segment; then Active. A crash before the segment lands leaves a
  * hint that the files do not confirm, so the next open lists `segments/` and rebuilds
  * `meta.json`; a crash before Active is replaced leaves the overlap of recovery rule 3.
- * Either way the hint never hides a segment that exists.
+ * Either way the hint never hides a segment that exists. The segment's and Active's bytes
+ * are handed over (`PlannedWrite.handOver`): nothing reads them once the plan is applied.
  */
 export function segmentCloseWrites(paths: SessionPaths, close: SegmentClose): PlannedWrite[] {
   return [
     { op: "replace", path: paths.meta, bytes: encodeJsonDocument(close.meta) },
-    { op: "replace", path: paths.segment(close.range), bytes: close.segmentBytes },
-    { op: "replace", path: paths.active, bytes: close.activeBytes },
+    { op: "replace", path: paths.segment(close.range), bytes: close.segmentBytes, handOver: true },
+    { op: "replace", path: paths.active, bytes: close.activeBytes, handOver: true },
   ];
 }

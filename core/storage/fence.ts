@@ -10,6 +10,9 @@ import type { StoragePort } from "./port.ts";
 /** The largest `writer.lock` this check reads: sessionfold's own are a few hundred bytes. */
 const MAX_LOCK_BYTES = 4096;
 
+/** One decoder for every check (a held commit runs one each). */
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * `true` when `writer.lock` at `path` exists and carries `lockId`; `false` when it is gone,
  * unreadable, over 4 KiB, or another owner's (taken by `unlock --force`, or by a reclaimer
@@ -33,7 +36,7 @@ export async function holdsWriterLock(storage: StoragePort, path: string, lockId
   if (!tail || tail.size > MAX_LOCK_BYTES) return false;
   try {
     // Only `lock_id` matters here: a plain parse, not the record's schema (every held commit pays for it).
-    const value: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(tail.bytes));
+    const value: unknown = JSON.parse(decoder.decode(tail.bytes));
     return typeof value === "object" && value !== null && (value as { lock_id?: unknown }).lock_id === lockId;
   } catch {
     return false;

@@ -77,10 +77,11 @@ export interface StoragePort {
    */
   applyCommitPlan?(plan: CommitPlan): Promise<CommitPlanResult>;
   /**
-   * Optional: keeps `path` ready for appends (an open file) until `unpinFile`, for a writer
-   * that holds a session (a lease) and appends to one file again and again. A backend that
-   * has nothing to keep open leaves both out. Changes to the file other than appends still
-   * go through the port as usual.
+   * Optional: keeps `path` ready (an open file) until `unpinFile`, for a writer that holds a
+   * session (a lease) and appends to one file (`active.jsonl`) or tail-reads another
+   * (`writer.lock`, the fence) again and again. What a read returns is still what the path
+   * holds now. A backend that has nothing to keep open leaves both out. Changes to the file
+   * other than appends still go through the port as usual.
    */
   pinFile?(path: string): Promise<void>;
   /** Ends what {@linkcode StoragePort.pinFile} started. */
@@ -113,6 +114,12 @@ export interface PlannedWrite {
   readonly bytes: Uint8Array;
   /** Passed to `replace` as {@linkcode WriteOptions.durable}. */
   readonly durable?: boolean;
+  /**
+   * The caller is done with `bytes`: a backend behind a hop (a worker) may move their buffer
+   * instead of copying it, which leaves them empty on the caller's side. For large writes
+   * built for this plan alone (a compaction's segment and Active).
+   */
+  readonly handOver?: boolean;
 }
 
 /**

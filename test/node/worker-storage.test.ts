@@ -75,6 +75,24 @@ describe("WorkerFileStorage", () => {
     expect((await readdir(join(base, "store"))).filter((n) => n.startsWith(".tmp-"))).toEqual([]);
   });
 
+  it("a commit plan moves the buffers of writes it is handed over and copies the others", async () => {
+    const storage = workerStorage();
+    const moved = new Uint8Array(200_000).fill(1);
+    const kept = new Uint8Array(200_000).fill(2);
+    const result = await storage.applyCommitPlan({
+      writes: [
+        { op: "replace", path: "moved", bytes: moved, handOver: true },
+        { op: "replace", path: "kept", bytes: kept },
+      ],
+    });
+    expect(result).toEqual({ outcome: "committed" });
+    // Handed over: the buffer went to the worker (detached here), not a copy of it.
+    expect(moved.buffer.byteLength).toBe(0);
+    expect(kept.length).toBe(200_000);
+    expect(await storage.read("moved")).toEqual(new Uint8Array(200_000).fill(1));
+    expect(await storage.read("kept")).toEqual(kept);
+  });
+
   it("a terminated worker rejects pending and later calls with a typed StorageError", async () => {
     const storage = workerStorage();
     await storage.replace("a", utf8("a"));
