@@ -15,6 +15,7 @@ import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import { fromBase64, toBase64 } from "./base64.ts";
 import {
+  type AesGcm,
   type ClearFields,
   clearFieldsOf,
   type Envelope,
@@ -53,6 +54,11 @@ export interface EncryptedStorageOptions {
   readonly onRefused?: (refusal: SealRefusal) => void;
   /** The clock of `created_at` in `keys.json` (default `Date.now`). */
   readonly clock?: () => number;
+  /**
+   * The AES-256-GCM every record is sealed and opened with: WebCrypto's by default; the Node
+   * runtime gives `node:crypto`'s (the same function, one synchronous call per record).
+   */
+  readonly cipher?: AesGcm;
 }
 
 /** The store marker `encryption.json` (in the clear: it names the cipher and the kids, and proves a key fits). */
@@ -513,7 +519,8 @@ export class EncryptedStorage implements StoragePort {
     const { id, key } = await this.#sealingKey(kind.dir, kind.place.session);
     if (kind.kind === "document") {
       if (isBlank(bytes)) return bytes;
-      return utf8.encode(`${await sealBytes(bytes, key, id, clearFieldsOf(parseRecord(bytes), kind.fields), kind.fields, kind.place)}\n`);
+      const sealed = await sealBytes(bytes, key, id, clearFieldsOf(parseRecord(bytes), kind.fields), kind.fields, kind.place, this.#options.cipher);
+      return concatBytes([sealed, NEWLINE_BYTES]);
     }
     const pieces = splitLines(bytes);
     const records = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseRecord(piece.bytes)));
@@ -543,7 +550,7 @@ export class EncryptedStorage implements StoragePort {
     footer?: { lines: number; chain: string },
   ): Promise<Uint8Array> {
     const { lines: _lines, chain: _chain, ...clear } = clearFieldsOf(record, LINE_CLEAR_FIELDS);
-    return utf8.encode(await sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place));
+    return sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place, this.#options.cipher);
   }
 
   async #openDocument(path: string, kind: Extract<SealedKind, { kind: "document" }>, stored: Uint8Array): Promise<Uint8Array> {
@@ -565,7 +572,7 @@ export class EncryptedStorage implements StoragePort {
     const parsed = parseEnvelope(stored, fields);
     if (this.#migrating && parsed instanceof EnvelopeRefusal) return stored;
     const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key, given);
-    const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place);
+    const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place, this.#options.cipher);
     if (result instanceof EnvelopeRefusal) this.#refuse(path, line, result.reason);
     return result;
   }
@@ -593,7 +600,9 @@ export class EncryptedStorage implements StoragePort {
         const envelope = envelopes[i];
         if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
         const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
-        const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place);
+        const result = key instanceof EnvelopeRefusal
+          ? key
+          : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place, this.#options.cipher);
         if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
         return result;
       }),

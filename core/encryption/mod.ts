@@ -21,5 +21,5 @@ export {
   storageForKeys,
 } from "./encrypted-storage.ts";
 export { importKeyEncryptionKey, type KeyProvider, keyring } from "./keys.ts";
-export { SEALED_VERSION } from "./envelope.ts";
+export { type AesGcm, SEALED_VERSION, webCryptoAesGcm } from "./envelope.ts";
 export { SESSION_KEYS_FILE, STORE_MARKER } from "./places.ts";
