@@ -9,8 +9,9 @@
  *
  * @module
  */
-import { CorruptSessionError, NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { CorruptSessionError, InvalidInputError, NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
+import { STORE_MARKER } from "../encryption/places.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
@@ -173,6 +174,13 @@ class SyncRun {
   }
 
   async run(): Promise<SyncReport> {
+    // Fail closed: an encrypted store reached through anything but its EncryptedStorage would sync its plaintext view.
+    if (!this.#codec && (await EncryptedStorage.isEncrypted(this.#local.storage))) {
+      throw new InvalidInputError(
+        `the local store is encrypted (${STORE_MARKER}) but sync was not given its EncryptedStorage: give Sessions over the EncryptedStorage itself, so that its sessions travel sealed`,
+        { file: STORE_MARKER },
+      );
+    }
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
     // A re-read that carried unacknowledged messages over (to a fork) leaves them to push: once more.

@@ -9,6 +9,7 @@ import {
   EncryptedStorage,
   ExtractiveSummarizer,
   importKeyEncryptionKey,
+  InvalidInputError,
   type KeyProvider,
   KeyRequiredError,
   keyring,
@@ -208,6 +209,26 @@ export function runEndToEndChecks(name: string, setup: () => Promise<EndToEndSer
       await (await a.create({ agentId: "a1", workspaceId: "shared", sessionId: "plain" })).append({ role: "user", parts: [{ type: "text", text: "y" }] });
       const sealedIntoClear = await syncStores({ local: a, remote: server.remote("alice"), refs: ["a1/shared/plain"] }).catch((e: unknown) => e);
       expect((sealedIntoClear as SyncRefusedError).reason).toBe("encryption-mismatch");
+    });
+
+    it("an encrypted store reached through anything but its EncryptedStorage is refused before anything travels", async () => {
+      server = await setup();
+      const provider = await newKeyring();
+      const encrypted = await EncryptedStorage.create(new MemoryStorage(), provider);
+      await (await new Sessions({ storage: encrypted }).create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append({
+        role: "user",
+        parts: [{ type: "text", text: PLANTED[2] }],
+      });
+      // A host's wrapper around the decorator (logging, metrics), and the bare backend under it.
+      const calls = ["read", "readTail", "list", "replace", "append", "createExclusive", "truncate", "remove", "move", "applyCommitPlan"] as const;
+      const wrapped = Object.fromEntries(
+        calls.map((name) => [name, (encrypted[name] as (...args: unknown[]) => unknown).bind(encrypted)]),
+      ) as unknown as StoragePort;
+      for (const storage of [wrapped, encrypted.inner]) {
+        const refusal = await syncStores({ local: new Sessions({ storage }), remote: server.remote("alice") }).catch((e: unknown) => e);
+        expect(refusal).toBeInstanceOf(InvalidInputError);
+      }
+      expectNoPlanted(await server.dump(), "the server's store");
     });
 
     it("a record the server moved to another session or file does not open on a device", async () => {
