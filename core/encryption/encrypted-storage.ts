@@ -595,18 +595,19 @@ export class EncryptedStorage implements StoragePort {
     // Each data key once for the whole file, then every line at once.
     const ids = new Set(envelopes.flatMap((envelope) => (envelope && !(envelope instanceof EnvelopeRefusal) ? [envelope.key] : [])));
     const keys = new Map(await Promise.all([...ids].map(async (id) => [id, await this.#openingKey(kind.dir, kind.place.session, id, given)] as const)));
-    const opened = await Promise.all(
-      pieces.map(async (piece, i): Promise<Uint8Array | EnvelopeRefusal> => {
-        const envelope = envelopes[i];
-        if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
-        const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
-        const result = key instanceof EnvelopeRefusal
-          ? key
-          : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place, this.#options.cipher);
-        if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
-        return result;
-      }),
-    );
+    const pending = pieces.map((piece, i) => {
+      const envelope = envelopes[i];
+      if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
+      const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
+      return key instanceof EnvelopeRefusal ? key : openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place, this.#options.cipher);
+    });
+    // Every line at once: one Promise.all when the cipher is asynchronous (WebCrypto), none when it answers at once.
+    const opened: (Uint8Array | EnvelopeRefusal)[] = pending.some((p) => p instanceof Promise)
+      ? await Promise.all(pending)
+      : (pending as (Uint8Array | EnvelopeRefusal)[]);
+    opened.forEach((result, i) => {
+      if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
+    });
     if (kind.ordered) await this.#checkOrder(path, kind, pieces, envelopes, opened, fromStart);
     const chunks: Uint8Array[] = [];
     const ends: { view: number; stored: number }[] = [];

@@ -243,7 +243,8 @@ export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope 
 }
 
 /**
- * Opens a parsed envelope: its plaintext, or a refusal when authentication fails (tampered, moved, reordered or the wrong key).
+ * Opens a parsed envelope: its plaintext, or a refusal when authentication fails (tampered,
+ * moved, reordered or the wrong key); at once when the cipher answers synchronously.
  *
  * @example
  * ```ts
@@ -251,17 +252,20 @@ export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope 
  * const opened = await openEnvelope(envelope, dataKey, LINE_CLEAR_FIELDS, { session: "a1/w1/s1", file: "messages/active.jsonl" });
  * ```
  */
-export async function openEnvelope(
+export function openEnvelope(
   envelope: Envelope,
   dataKey: CryptoKey,
   fields: ClearFields,
   place: SealPlace,
   cipher: AesGcm = webCryptoAesGcm,
-): Promise<Uint8Array | EnvelopeRefusal> {
+): Promise<Uint8Array | EnvelopeRefusal> | Uint8Array | EnvelopeRefusal {
   const additionalData = associatedData(place, envelope.key, envelope.clear, fields);
+  const refused = () => new EnvelopeRefusal(`authentication failed: not sealed for ${place.file} of this session at this place`);
+  // A synchronous cipher (the Node runtime's) answers at once: no promise per record.
   try {
-    return await cipher.decrypt(dataKey, envelope.nonce, envelope.data, additionalData);
+    const opened = cipher.decrypt(dataKey, envelope.nonce, envelope.data, additionalData);
+    return opened instanceof Uint8Array ? opened : opened.then((bytes) => bytes, refused);
   } catch {
-    return new EnvelopeRefusal(`authentication failed: not sealed for ${place.file} of this session at this place`);
+    return refused();
   }
 }
