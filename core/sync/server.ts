@@ -9,6 +9,7 @@
  * @module
  */
 import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { encodeJsonDocument, nowTimestamp } from "../schema/mod.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
@@ -99,7 +100,7 @@ export const STORE_OWNER: SyncPrincipal = { user: "store-owner", may: () => true
 
 /** Options of {@linkcode SyncServer}. */
 export interface SyncServerOptions {
-  /** The store it serves. */
+  /** The store it serves. An `EncryptedStorage` is served as stored (its `inner`): the server never uses the key. */
   readonly storage: StoragePort;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
@@ -145,13 +146,22 @@ export class SyncServer {
   readonly #pollMs: number;
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
+  #encrypted: Promise<boolean> | undefined;
 
   constructor(options: SyncServerOptions) {
     this.#clock = options.clock ?? Date.now;
     const identity = options.identity ?? ANONYMOUS_WRITER;
     this.#writer = { identity, clock: this.#clock };
-    this.sessions = new Sessions({ storage: options.storage, clock: this.#clock, identity });
+    // A server never uses a key, even when its host has one: an encrypted store is served as stored, a replica of ciphertext.
+    const storage = options.storage instanceof EncryptedStorage ? options.storage.inner : options.storage;
+    this.sessions = new Sessions({ storage, clock: this.#clock, identity });
     this.#pollMs = options.pollIntervalMs ?? 200;
+  }
+
+  /** Whether the store served is an encrypted store (its marker is there): then it takes sealed sessions only. */
+  #encryptedStore(): Promise<boolean> {
+    this.#encrypted ??= EncryptedStorage.isEncrypted(this.storage);
+    return this.#encrypted;
   }
 
   get storage(): StoragePort {
@@ -305,14 +315,14 @@ export class SyncServer {
     const refText = mutation.ref;
     const sealed = (await isSealedSession(this.storage, ref, "live")) || (await isSealedSession(this.storage, ref, "archived"));
     const sent = mutation.op.endsWith("_sealed") || (mutation.op === "segment" && isSealedText(mutation.segment.text));
-    if (
-      mutation.op !== "archive" && mutation.op !== "delete" && sealed !== sent && (sealed || (await this.#open(ref, false)) || (await this.#open(ref, true)))
-    ) {
+    const removal = mutation.op === "archive" || mutation.op === "delete";
+    const mismatch = sealed !== sent && (sealed || (await this.#open(ref, false)) || (await this.#open(ref, true)));
+    if (!removal && (mismatch || (!sent && (await this.#encryptedStore())))) {
       throw refused(
         "encryption-mismatch",
         409,
-        sealed
-          ? `${refText} is end-to-end encrypted on the server; a mutation in the clear is refused (an encrypted session is never mixed with plaintext)`
+        !sent
+          ? `${refText} is end-to-end encrypted on the server (or the server's store is), so a mutation in the clear is refused: an encrypted session is never mixed with plaintext`
           : `${refText} is in the clear on the server; a sealed mutation is refused (an encrypted session is never mixed with plaintext)`,
         { ref: refText },
       );
