@@ -486,7 +486,8 @@ export type SyncRefusal =
   | "mutation-gap"
   | "session-busy"
   | "not-found"
-  | "unknown-route";
+  | "unknown-route"
+  | "encryption-mismatch";
 
 /**
  * A sync request refused by the server (or by the direct remote, which applies the same

@@ -77,6 +77,7 @@ export {
 } from "./errors.ts";
 // Encrypted stores: the sealing storage decorator and its keys.
 export {
+  type AesGcm,
   EncryptedStorage,
   type EncryptedStorageOptions,
   importKeyEncryptionKey,
@@ -93,6 +94,7 @@ export {
   SESSION_KEYS_FILE,
   storageForKeys,
   STORE_MARKER,
+  webCryptoAesGcm,
 } from "./encryption/mod.ts";
 // Export with redaction.
 export {

@@ -28,9 +28,11 @@ import {
   type WriterIdentity,
 } from "../core/mod.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
+import { nodeAesGcm } from "./aes-gcm.ts";
 import { NodeFileStorage } from "./fs-storage.ts";
 import { WorkerFileStorage } from "./storage-worker-client.ts";
 
+export { nodeAesGcm } from "./aes-gcm.ts";
 export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { storageErrorFromFs } from "./fs-errors.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
@@ -130,7 +132,7 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
   const files: StoragePort = options.worker === false ? new NodeFileStorage({ root, fsync }) : new WorkerFileStorage({ root, fsync });
   let storage: StoragePort;
   try {
-    storage = await storageForKeys(files, options.keys);
+    storage = await storageForKeys(files, options.keys, { cipher: nodeAesGcm });
   } catch (error) {
     await files.close?.();
     throw error;

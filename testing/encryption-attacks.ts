@@ -17,6 +17,7 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  type AesGcm,
   CorruptSessionError,
   EncryptedStorage,
   importKeyEncryptionKey,
@@ -43,6 +44,8 @@ export interface EncryptionAttackTarget {
    */
   readonly dump?: () => Promise<Uint8Array>;
   readonly teardown?: () => Promise<void>;
+  /** The AES-256-GCM the store seals with (a runtime's, e.g. the Node runtime's `nodeAesGcm`); default WebCrypto's. */
+  readonly cipher?: AesGcm;
 }
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
@@ -91,10 +94,11 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
       const k2 = await importKeyEncryptionKey(crypto.getRandomValues(new Uint8Array(32)));
       const refusals: SealRefusal[] = [];
       const provider = keyring({ k1 }, "k1");
-      const storage = await EncryptedStorage.create(target.storage, provider, { onRefused: (r) => refusals.push(r) });
+      const cipher = target.cipher ? { cipher: target.cipher } : {};
+      const storage = await EncryptedStorage.create(target.storage, provider, { ...cipher, onRefused: (r) => refusals.push(r) });
       const sessions = new Sessions({ storage, defaults: { summarizer: new ScriptedSummarizer() } });
       const reopen = async (keys: KeyProvider = provider) => {
-        const again = await EncryptedStorage.open(target.storage, keys, { onRefused: (r) => refusals.push(r) });
+        const again = await EncryptedStorage.open(target.storage, keys, { ...cipher, onRefused: (r) => refusals.push(r) });
         return { storage: again, sessions: new Sessions({ storage: again, defaults: { summarizer: new ScriptedSummarizer() } }) };
       };
       try {

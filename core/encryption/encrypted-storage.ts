@@ -9,12 +9,13 @@
  *
  * @module
  */
-import { InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts";
+import { CorruptSessionError, InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts";
 import { concatBytes } from "../storage/bytes.ts";
 import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import { fromBase64, toBase64 } from "./base64.ts";
 import {
+  type AesGcm,
   type ClearFields,
   clearFieldsOf,
   type Envelope,
@@ -53,6 +54,11 @@ export interface EncryptedStorageOptions {
   readonly onRefused?: (refusal: SealRefusal) => void;
   /** The clock of `created_at` in `keys.json` (default `Date.now`). */
   readonly clock?: () => number;
+  /**
+   * The AES-256-GCM every record is sealed and opened with: WebCrypto's by default; the Node
+   * runtime gives `node:crypto`'s (the same function, one synchronous call per record).
+   */
+  readonly cipher?: AesGcm;
 }
 
 /** The store marker `encryption.json` (in the clear: it names the cipher and the kids, and proves a key fits). */
@@ -366,6 +372,56 @@ export class EncryptedStorage implements StoragePort {
     return { kid, sessions, dataKeys };
   }
 
+  /**
+   * The plaintext of `stored`, bytes sealed for `path` that come from another replica of the
+   * store (a sync server's copy, docs/SYNC.md "End-to-end encrypted sessions"), opened with
+   * that replica's `keys.json` (`keys`, its text) rather than this store's. `whole`: the bytes
+   * are the whole file (a segment: its order and footer are checked from its first line).
+   *
+   * @example
+   * ```ts
+   * declare const storage: EncryptedStorage, sealedLine: string, keysJson: string;
+   * const path = "agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl";
+   * const plaintext = await storage.openStored(path, new TextEncoder().encode(`${sealedLine}\n`), { keys: keysJson, whole: false });
+   * ```
+   * @throws {CorruptSessionError} naming the path and line of the first record that does not open (tampered, moved, plaintext).
+   * @throws {KeyRequiredError} when a data key is wrapped by a kid the key provider does not hold.
+   * @throws {WrongKeyError} when the provider's key does not open a data key.
+   */
+  async openStored(path: string, stored: Uint8Array, options: { readonly keys: string; readonly whole: boolean }): Promise<Uint8Array> {
+    const kind = sealedKindOf(path);
+    if (kind.kind === "clear") return stored;
+    const file = parseSessionKeys(utf8.encode(options.keys));
+    if (!file || file.session !== kind.place.session) {
+      throw new CorruptSessionError(`${path}: the keys sent with it are not ${kind.place.session}'s keys.json`, { file: path, line: null });
+    }
+    const keys: SessionKeys = { file, opened: new Map() };
+    if (kind.kind === "document") {
+      const opened = await this.#openOne(path, null, kind.dir, kind.place, kind.fields, stored, keys);
+      if (opened instanceof EnvelopeRefusal) throw new CorruptSessionError(`${path}: ${opened.reason}`, { file: path, line: null });
+      return opened;
+    }
+    const { bytes, refused } = await this.#openLines(path, kind, stored, options.whole, keys);
+    const first = refused[0];
+    if (first) throw new CorruptSessionError(`${path}:${first.line}: ${first.reason}`, { file: path, line: first.line });
+    return bytes;
+  }
+
+  /**
+   * The stored (sealed) form of plaintext `bytes` written to `path`, under the session's
+   * current data key, without writing it: what a sync engine sends for a place of this store.
+   *
+   * @example
+   * ```ts
+   * declare const storage: EncryptedStorage;
+   * const path = "agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl";
+   * const sealed = await storage.sealStored(path, new TextEncoder().encode('{"record_type":"message","sequence":1}\n'));
+   * ```
+   */
+  sealStored(path: string, bytes: Uint8Array): Promise<Uint8Array> {
+    return this.#seal(path, bytes, false);
+  }
+
   async read(path: string): Promise<Uint8Array | undefined> {
     const kind = sealedKindOf(path);
     const stored = await this.#inner.read(path);
@@ -463,7 +519,8 @@ export class EncryptedStorage implements StoragePort {
     const { id, key } = await this.#sealingKey(kind.dir, kind.place.session);
     if (kind.kind === "document") {
       if (isBlank(bytes)) return bytes;
-      return utf8.encode(`${await sealBytes(bytes, key, id, clearFieldsOf(parseRecord(bytes), kind.fields), kind.fields, kind.place)}\n`);
+      const sealed = await sealBytes(bytes, key, id, clearFieldsOf(parseRecord(bytes), kind.fields), kind.fields, kind.place, this.#options.cipher);
+      return concatBytes([sealed, NEWLINE_BYTES]);
     }
     const pieces = splitLines(bytes);
     const records = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseRecord(piece.bytes)));
@@ -493,7 +550,7 @@ export class EncryptedStorage implements StoragePort {
     footer?: { lines: number; chain: string },
   ): Promise<Uint8Array> {
     const { lines: _lines, chain: _chain, ...clear } = clearFieldsOf(record, LINE_CLEAR_FIELDS);
-    return utf8.encode(await sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place));
+    return sealBytes(bytes, key, id, { ...clear, ...footer }, LINE_CLEAR_FIELDS, place, this.#options.cipher);
   }
 
   async #openDocument(path: string, kind: Extract<SealedKind, { kind: "document" }>, stored: Uint8Array): Promise<Uint8Array> {
@@ -510,11 +567,12 @@ export class EncryptedStorage implements StoragePort {
     place: SealPlace,
     fields: ClearFields,
     stored: Uint8Array,
+    given?: SessionKeys,
   ): Promise<Uint8Array | EnvelopeRefusal> {
     const parsed = parseEnvelope(stored, fields);
     if (this.#migrating && parsed instanceof EnvelopeRefusal) return stored;
-    const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key);
-    const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place);
+    const key = parsed instanceof EnvelopeRefusal ? parsed : await this.#openingKey(dir, place.session, parsed.key, given);
+    const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(parsed as Envelope, key, fields, place, this.#options.cipher);
     if (result instanceof EnvelopeRefusal) this.#refuse(path, line, result.reason);
     return result;
   }
@@ -530,29 +588,35 @@ export class EncryptedStorage implements StoragePort {
     kind: Extract<SealedKind, { kind: "lines" }>,
     stored: Uint8Array,
     fromStart: boolean,
-  ): Promise<{ bytes: Uint8Array; ends: { view: number; stored: number }[] }> {
+    given?: SessionKeys,
+  ): Promise<{ bytes: Uint8Array; ends: { view: number; stored: number }[]; refused: { line: number; reason: string }[] }> {
     const pieces = splitLines(stored);
     const envelopes = pieces.map((piece) => (piece.bytes.length === 0 ? undefined : parseEnvelope(piece.bytes, LINE_CLEAR_FIELDS)));
     // Each data key once for the whole file, then every line at once.
     const ids = new Set(envelopes.flatMap((envelope) => (envelope && !(envelope instanceof EnvelopeRefusal) ? [envelope.key] : [])));
-    const keys = new Map(await Promise.all([...ids].map(async (id) => [id, await this.#openingKey(kind.dir, kind.place.session, id)] as const)));
-    const opened = await Promise.all(
-      pieces.map(async (piece, i): Promise<Uint8Array | EnvelopeRefusal> => {
-        const envelope = envelopes[i];
-        if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
-        const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
-        const result = key instanceof EnvelopeRefusal ? key : await openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place);
-        if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
-        return result;
-      }),
-    );
+    const keys = new Map(await Promise.all([...ids].map(async (id) => [id, await this.#openingKey(kind.dir, kind.place.session, id, given)] as const)));
+    const pending = pieces.map((piece, i) => {
+      const envelope = envelopes[i];
+      if (!envelope || (this.#migrating && envelope instanceof EnvelopeRefusal)) return piece.bytes;
+      const key = envelope instanceof EnvelopeRefusal ? envelope : keys.get(envelope.key)!;
+      return key instanceof EnvelopeRefusal ? key : openEnvelope(envelope as Envelope, key, LINE_CLEAR_FIELDS, kind.place, this.#options.cipher);
+    });
+    // Every line at once: one Promise.all when the cipher is asynchronous (WebCrypto), none when it answers at once.
+    const opened: (Uint8Array | EnvelopeRefusal)[] = pending.some((p) => p instanceof Promise)
+      ? await Promise.all(pending)
+      : (pending as (Uint8Array | EnvelopeRefusal)[]);
+    opened.forEach((result, i) => {
+      if (result instanceof EnvelopeRefusal) this.#refuse(path, fromStart ? i + 1 : null, result.reason);
+    });
     if (kind.ordered) await this.#checkOrder(path, kind, pieces, envelopes, opened, fromStart);
     const chunks: Uint8Array[] = [];
     const ends: { view: number; stored: number }[] = [];
+    const refused: { line: number; reason: string }[] = [];
     let view = 0;
     let at = 0;
     pieces.forEach((piece, i) => {
       const result = opened[i]!;
+      if (result instanceof EnvelopeRefusal) refused.push({ line: i + 1, reason: result.reason });
       const shown = result instanceof EnvelopeRefusal ? refusedLine(piece.newline ? result.reason : "torn or unreadable final line", piece.bytes) : result;
       chunks.push(shown);
       view += shown.length + (piece.newline ? 1 : 0);
@@ -560,7 +624,7 @@ export class EncryptedStorage implements StoragePort {
       if (piece.newline) chunks.push(NEWLINE_BYTES);
       ends.push({ view, stored: at });
     });
-    return { bytes: concatBytes(chunks), ends };
+    return { bytes: concatBytes(chunks), ends, refused };
   }
 
   async #checkOrder(
@@ -638,12 +702,12 @@ export class EncryptedStorage implements StoragePort {
   }
 
   /** The data key `id` of a session, or a refusal when its `keys.json` has no such key (destroyed, or the line came from elsewhere). */
-  async #openingKey(dir: string, session: string, id: string): Promise<CryptoKey | EnvelopeRefusal> {
-    let keys = await this.#keysOf(dir);
+  async #openingKey(dir: string, session: string, id: string, given?: SessionKeys): Promise<CryptoKey | EnvelopeRefusal> {
+    let keys = given ?? (await this.#keysOf(dir));
     const cached = keys.opened.get(id);
     if (cached) return cached;
     let stored = keys.file?.keys.find((k) => k.id === id);
-    if (!stored) {
+    if (!stored && !given) {
       // Another handle may have added a key since this one read the file.
       this.#sessions.delete(dir);
       keys = await this.#keysOf(dir);

@@ -22,6 +22,6 @@ export {
   storageForKeys,
 } from "./encrypted-storage.ts";
 export { importKeyEncryptionKey, type KeyProvider, keyring } from "./keys.ts";
-export { SEALED_VERSION } from "./envelope.ts";
+export { type AesGcm, SEALED_VERSION, webCryptoAesGcm } from "./envelope.ts";
 export { SESSION_KEYS_FILE, STORE_MARKER } from "./places.ts";
 export { isSealedExport, openSealedExport, SEALED_EXPORT_FORMAT, sealExport } from "./sealed-export.ts";

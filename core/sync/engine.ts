@@ -9,7 +9,9 @@
  *
  * @module
  */
-import { NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { CorruptSessionError, InvalidInputError, NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
+import { STORE_MARKER } from "../encryption/places.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
@@ -17,11 +19,23 @@ import { newId } from "../session/ids.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
-import { type Mutation, type MutationResult, type SegmentFile, type SessionHead, type SessionLabels, SYNC_PROTOCOL_VERSION } from "./protocol.ts";
+import {
+  type Mutation,
+  type MutationResult,
+  refused,
+  type SealedDocuments,
+  type SealedRecord,
+  type SegmentFile,
+  type SessionHead,
+  type SessionLabels,
+  SYNC_PROTOCOL_VERSION,
+} from "./protocol.ts";
+import { SealedCodec, sealedMessagesOf } from "./sealed-codec.ts";
 import type { SyncRemote } from "./remote.ts";
 import {
   adoptSegment,
   asNewMessage,
+  forkFiles,
   installSession,
   labelsOf,
   lastSequenceOf,
@@ -91,8 +105,14 @@ export interface KnownSession {
   segments: string[];
   /** The server forked this session's local tail or refused its segmentation: re-read it. */
   reread?: boolean;
-  /** The fork that took this session's local tail, and the tail's last sequence: later local messages continue there. */
-  fork?: { ref: string; through: number };
+  /**
+   * The fork that took this session's local tail, and the tail's last sequence: later local
+   * messages continue there. `at`: an encrypted session's fork this device still has to make
+   * (the last shared sequence), sealed for the fork, before it pushes it.
+   */
+  fork?: { ref: string; through: number; at?: number };
+  /** An encrypted session: the sealed documents and `keys.json` both sides agreed on (`labels` and `instruction` stay empty). */
+  sealed?: SealedDocuments & { keys: string };
 }
 
 /** The local store's sync state for one remote: the outbox and the cursor. */
@@ -138,6 +158,8 @@ class SyncRun {
   #state!: SyncState;
   /** Set by a re-read that appended unacknowledged local messages again. */
   #carried = false;
+  /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
+  readonly #codec: SealedCodec | undefined;
 
   constructor(options: SyncStoresOptions) {
     this.#local = options.local;
@@ -148,9 +170,17 @@ class SyncRun {
     this.#clock = options.clock ?? Date.now;
     this.#writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.#clock };
     this.#statePath = syncStatePath(options.remote.id);
+    this.#codec = options.local.storage instanceof EncryptedStorage ? new SealedCodec(options.local.storage) : undefined;
   }
 
   async run(): Promise<SyncReport> {
+    // Fail closed: an encrypted store reached through anything but its EncryptedStorage would sync its plaintext view.
+    if (!this.#codec && (await EncryptedStorage.isEncrypted(this.#local.storage))) {
+      throw new InvalidInputError(
+        `the local store is encrypted (${STORE_MARKER}) but sync was not given its EncryptedStorage: give Sessions over the EncryptedStorage itself, so that its sessions travel sealed`,
+        { file: STORE_MARKER },
+      );
+    }
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
     // A re-read that carried unacknowledged messages over (to a fork) leaves them to push: once more.
@@ -159,6 +189,7 @@ class SyncRun {
       // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
       for (let round = 0; round < 4; round++) {
         if (!(await this.#flush())) return this.report;
+        await this.#makeSealedForks();
         if (!(await this.#enqueueLocalChanges())) break;
       }
       await this.#pull();
@@ -236,9 +267,32 @@ class SyncRun {
       ? [...messagesOfSegments(mutation.ref, mutation.segments), ...mutation.messages]
       : mutation.op === "append"
       ? mutation.messages
-      : [];
+      : sealedMessagesOf(mutation);
+    if (result.status === "rejected" && result.reason === "diverged" && result.fork) {
+      // An encrypted tail the server could not fork: this device makes the fork, sealed for it, and pushes it.
+      const fork = result.fork;
+      if (!this.report.forks.some((f) => f.forked_as === fork.ref)) {
+        this.report.forks.push({ ref: mutation.ref, forked_as: fork.ref, at_sequence: fork.at_sequence });
+      }
+      const entry = known[mutation.ref];
+      const through = Math.max(result.last_sequence ?? 0, entry?.fork?.ref === fork.ref ? entry.fork.through : 0);
+      const marked = { reread: true, fork: { ref: fork.ref, through, at: fork.at_sequence } };
+      if (entry) Object.assign(entry, marked);
+      else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], ...marked };
+      return;
+    }
     if (result.status === "rejected") {
-      if (result.reason === "server-behind") {
+      if (result.reason === "server-behind" && mutation.op.endsWith("_sealed") && (result.last_sequence ?? 0) > 0) {
+        // An encrypted session goes on from what the server has, each message sealed for Active (a record sealed in a segment opens only there).
+        const entry = known[mutation.ref];
+        const last = result.last_sequence!;
+        known[mutation.ref] = {
+          ...(entry ?? { labels: {}, instruction: null, place: "live" }),
+          last_sequence: last,
+          last_message_id: null,
+          segments: (entry?.segments ?? []).filter((name) => Number(name.split("-")[1]!.replace(".jsonl", "")) <= last),
+        };
+      } else if (result.reason === "server-behind") {
         // The server lacks messages before these: send the session again from what it has.
         delete known[mutation.ref];
       } else if (result.reason === "base-mismatch") {
@@ -258,7 +312,7 @@ class SyncRun {
       return;
     }
     this.report.acknowledged.push(...messages.map((m) => m.message_id));
-    if (mutation.op === "create" || mutation.op === "append") {
+    if (mutation.op === "create" || mutation.op === "append" || mutation.op === "create_sealed" || mutation.op === "append_sealed") {
       if (reported.status !== "duplicate") this.report.pushed += messages.length;
       const last = messages.at(-1);
       const entry = known[mutation.ref];
@@ -273,14 +327,15 @@ class SyncRun {
         else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], ...marked };
         return;
       }
-      if (mutation.op === "create") {
+      if (mutation.op === "create" || mutation.op === "create_sealed") {
         known[mutation.ref] = {
           last_sequence: last?.sequence ?? 0,
           last_message_id: last?.message_id ?? null,
-          labels: labelsOf(mutation.meta),
-          instruction: mutation.instruction,
+          labels: mutation.op === "create" ? labelsOf(mutation.meta) : {},
+          instruction: mutation.op === "create" ? mutation.instruction : null,
           place: "live",
           segments: mutation.segments.map((s) => s.name),
+          ...(mutation.op === "create_sealed" ? { sealed: { meta: mutation.meta, instruction: mutation.instruction, keys: mutation.keys } } : {}),
         };
       } else if (entry && last) {
         entry.last_sequence = last.sequence;
@@ -292,6 +347,9 @@ class SyncRun {
     } else if (mutation.op === "set_meta") {
       const entry = known[mutation.ref];
       if (entry) Object.assign(entry, { labels: mutation.labels, instruction: mutation.instruction });
+    } else if (mutation.op === "set_meta_sealed") {
+      const entry = known[mutation.ref];
+      if (entry) entry.sealed = { meta: mutation.meta, instruction: mutation.instruction, keys: mutation.keys };
     } else if (mutation.op === "archive") {
       const entry = known[mutation.ref];
       if (entry) entry.place = "archived";
@@ -313,14 +371,15 @@ class SyncRun {
         const session = await this.#local.open(ref, { archived });
         const known = state.sessions[ref];
         if (!known) {
-          add({
-            op: "create",
-            ref,
-            meta: session.meta,
-            instruction: await this.#instructionOf(session),
-            segments: await this.#segmentsOf(session),
-            messages: [...session.active],
-          });
+          const segments = await this.#segmentsOf(session);
+          if (this.#codec) {
+            const [keys, documents, lines] = [
+              await this.#codec.keys(session),
+              await this.#codec.documents(session),
+              await this.#codec.sealActive(session, session.active),
+            ];
+            add({ op: "create_sealed", ref, keys, ...documents, segments, lines });
+          } else add({ op: "create", ref, meta: session.meta, instruction: await this.#instructionOf(session), segments, messages: [...session.active] });
           if (archived) add({ op: "archive", ref });
           continue;
         }
@@ -330,7 +389,10 @@ class SyncRun {
         for (;;) {
           const { messages, more } = await messagesAfter(session, base, this.#batchMessages);
           if (messages.length === 0) break;
-          add({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+          if (this.#codec) {
+            const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
+            add({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
+          } else add({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
           base = messages.at(-1)!.sequence;
           baseId = messages.at(-1)!.message_id;
           if (!more) break;
@@ -338,12 +400,15 @@ class SyncRun {
         const segments = (await session.segments()).map(formatSegmentName);
         if (!archived) {
           for (const name of segments.slice(known.segments.length)) {
-            add({ op: "segment", ref, segment: (await readSegmentFile(this.#local.storage, session, name))! });
+            add({ op: "segment", ref, segment: await this.#segmentFile(session, name), ...(this.#codec ? { keys: await this.#codec.keys(session) } : {}) });
           }
         }
         const instruction = await this.#instructionOf(session);
-        if (!archived && (!sameLabels(labelsOf(session.meta), known.labels) || instruction !== known.instruction)) {
-          add({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
+        const agreed = known.sealed && this.#codec ? await this.#codec.openDocuments(session.ref, known.sealed.keys, known.sealed) : undefined;
+        const [labels, agreedInstruction] = agreed ? [labelsOf(agreed.meta), agreed.instruction] : [known.labels, known.instruction];
+        if (!archived && (!sameLabels(labelsOf(session.meta), labels) || instruction !== agreedInstruction)) {
+          if (this.#codec) add({ op: "set_meta_sealed", ref, keys: await this.#codec.keys(session), ...(await this.#codec.documents(session)) });
+          else add({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
         }
         if (archived && known.place === "live") add({ op: "archive", ref });
       }
@@ -365,6 +430,18 @@ class SyncRun {
       delete state.sessions[tombstone.ref];
     }
     const heads = response.sessions.filter((h) => this.#wanted(h.ref));
+    // Never mixed: a session in the clear is not pulled into an encrypted store, nor an encrypted one into a store in the clear.
+    const mixed = heads.find((h) => Boolean(h.sealed) !== Boolean(this.#codec));
+    if (mixed) {
+      throw refused(
+        "encryption-mismatch",
+        409,
+        mixed.sealed
+          ? `${mixed.ref} is end-to-end encrypted on the remote and this store is in the clear: sync it from an encrypted store with its key`
+          : `${mixed.ref} is in the clear on the remote and this store is encrypted: an encrypted store syncs only encrypted sessions`,
+        { ref: mixed.ref },
+      );
+    }
     // A session to re-read whose head did not change since the cursor: ask for it.
     for (const [ref, known] of Object.entries(state.sessions)) {
       if (known.reread && this.#wanted(ref) && !heads.some((h) => h.ref === ref)) {
@@ -412,14 +489,15 @@ class SyncRun {
       if (diverged) {
         await this.#reread(local, head, unacknowledged, known?.fork?.ref);
       } else {
-        if (head.last_sequence > last) await this.#fastForward(local, last);
+        if (head.last_sequence > last) await this.#fastForward(local, last, head);
         if (!(await this.#adoptSegments(head, segments.length))) {
           await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
           return this.#agreed(head);
         }
         const instruction = await this.#instructionOf(local);
-        if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
-          await writeLabels(this.#local, head.ref, head.labels, head.instruction, this.#writer);
+        const { labels, instruction: theirs } = await this.#labelsOf(head);
+        if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== theirs)) {
+          await writeLabels(this.#local, head.ref, labels, theirs, this.#writer);
         }
         if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
       }
@@ -442,7 +520,42 @@ class SyncRun {
       instruction: head.instruction,
       place: head.place,
       segments: (await now.segments()).map(formatSegmentName).filter((name) => head.segments.includes(name)),
+      ...(head.sealed ? { sealed: head.sealed } : {}),
     };
+  }
+
+  /** A head's labels and instruction: as sent, or opened from an encrypted session's sealed `meta.json` and `instruction.md`. */
+  async #labelsOf(head: SessionHead): Promise<{ labels: SessionLabels; instruction: string | null }> {
+    if (!head.sealed || !this.#codec) return { labels: head.labels, instruction: head.instruction };
+    const opened = await this.#codec.openDocuments(parseSessionRef(head.ref), head.sealed.keys, head.sealed);
+    return { labels: labelsOf(opened.meta), instruction: opened.instruction };
+  }
+
+  /**
+   * Makes the forks of encrypted tails the server answered `diverged` (docs/SYNC.md "End-to-end
+   * encrypted sessions"): the local history through the last shared sequence and the tail
+   * through the last one sent, installed as the fork (so sealed for it, under this session's
+   * keys made anew), to be pushed as a new session. Made once: a fork already here is only
+   * completed with the tail it lacks.
+   */
+  async #makeSealedForks(): Promise<void> {
+    for (const [ref, known] of Object.entries(this.#state.sessions)) {
+      const fork = known.fork;
+      if (fork?.at === undefined) continue;
+      const origin = (await this.#open(ref, false)) ?? (await this.#open(ref, true));
+      if (origin) {
+        const tail = (await messagesAfter(origin, fork.at)).messages.filter((m) => m.sequence <= fork.through);
+        const made = await this.#open(fork.ref, false);
+        if (!made) {
+          const forkRef = parseSessionRef(fork.ref);
+          await installSession(this.#local.storage, forkRef, await forkFiles(this.#local.storage, origin, forkRef, fork.at, tail, this.#clock), this.#clock);
+        } else if (lastSequenceOf(made) < fork.through) {
+          await made.append(tail.filter((m) => m.sequence > lastSequenceOf(made)).map(asNewMessage));
+        }
+      }
+      delete fork.at;
+      await this.#save();
+    }
   }
 
   /**
@@ -470,21 +583,38 @@ class SyncRun {
   /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
   async #adoptSegments(head: SessionHead, have: number): Promise<boolean> {
     for (const name of head.segments.slice(have)) {
-      const { segment } = await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name });
-      if ((await adoptSegment(this.#local, head.ref, segment, this.#writer)) === "conflict") return false;
+      if ((await adoptSegment(this.#local, head.ref, await this.#segment(head, name), this.#writer)) === "conflict") return false;
     }
     return true;
   }
 
+  /** A segment of the remote's session, its plaintext text (an encrypted session's opened here). */
+  async #segment(head: SessionHead, name: string): Promise<SegmentFile> {
+    const { segment } = await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name });
+    return head.sealed && this.#codec ? this.#codec.openSegment(parseSessionRef(head.ref), head.sealed.keys, segment) : segment;
+  }
+
+  /** A page's messages (an encrypted session's records opened here, with the keys of its head). */
+  async #messagesOf(
+    head: SessionHead,
+    after: number,
+    page: { readonly messages: readonly MessageRecord[]; readonly sealed?: { readonly records: readonly SealedRecord[] } },
+  ): Promise<MessageRecord[]> {
+    if (!page.sealed) return [...page.messages];
+    if (!head.sealed || !this.#codec) throw refused("encryption-mismatch", 409, `${head.ref}: sealed records for a store in the clear`, { ref: head.ref });
+    return this.#codec.openRecords(parseSessionRef(head.ref), head.sealed.keys, page.sealed.records, after);
+  }
+
   /** Appends the remote's messages after `last` through the local commit path, page by page. */
-  async #fastForward(local: Session, last: number): Promise<void> {
+  async #fastForward(local: Session, last: number, head: SessionHead): Promise<void> {
     let after = last;
     for (;;) {
       const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: formatSessionRef(local.ref), after_sequence: after, limit: this.#batchMessages });
-      if (page.messages.length > 0) {
-        await local.append(page.messages.map(asNewMessage));
-        this.report.pulled += page.messages.length;
-        after = page.messages.at(-1)!.sequence;
+      const messages = await this.#messagesOf(head, after, page);
+      if (messages.length > 0) {
+        await local.append(messages.map(asNewMessage));
+        this.report.pulled += messages.length;
+        after = messages.at(-1)!.sequence;
       }
       if (!page.more) return;
     }
@@ -492,18 +622,21 @@ class SyncRun {
 
   /** Installs the remote's session whole: its segments by name, its Active messages, `meta.json`, `instruction.md`. */
   async #install(head: SessionHead): Promise<void> {
+    const ref = parseSessionRef(head.ref);
     const segments: SegmentFile[] = [];
-    for (const name of head.segments) segments.push((await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name })).segment);
+    for (const name of head.segments) segments.push(await this.#segment(head, name));
     const newestEnd = segments.length > 0 ? Number(head.segments.at(-1)!.split("-")[1]!.replace(".jsonl", "")) : 0;
     const active: MessageRecord[] = [];
     let page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: newestEnd, limit: this.#batchMessages });
-    active.push(...page.messages);
+    active.push(...(await this.#messagesOf(head, newestEnd, page)));
     while (page.more) {
-      page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: active.at(-1)!.sequence, limit: this.#batchMessages });
-      active.push(...page.messages);
+      const after = active.at(-1)!.sequence;
+      page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: after, limit: this.#batchMessages });
+      active.push(...(await this.#messagesOf(head, after, page)));
     }
-    const ref = parseSessionRef(head.ref);
-    await installSession(this.#local.storage, ref, { meta: page.meta, instruction: page.head.instruction, segments, active }, this.#clock);
+    const sealed = head.sealed && this.#codec ? await this.#codec.openDocuments(ref, head.sealed.keys, head.sealed) : undefined;
+    const documents = sealed ?? { meta: page.meta!, instruction: page.head.instruction };
+    await installSession(this.#local.storage, ref, { ...documents, segments, active }, this.#clock, head.sealed?.keys);
     this.report.pulled += active.length + (segments.length > 0 ? newestEnd : 0);
     if (head.place === "archived") await this.#local.archive(ref);
   }
@@ -515,8 +648,17 @@ class SyncRun {
 
   async #segmentsOf(session: Session): Promise<SegmentFile[]> {
     const out: SegmentFile[] = [];
-    for (const range of await session.segments()) out.push((await readSegmentFile(this.#local.storage, session, formatSegmentName(range)))!);
+    for (const range of await session.segments()) out.push(await this.#segmentFile(session, formatSegmentName(range)));
     return out;
+  }
+
+  /** A segment file as it travels: its exact text, an encrypted session's as stored (sealed). */
+  async #segmentFile(session: Session, name: string): Promise<SegmentFile> {
+    if (!this.#codec) return (await readSegmentFile(this.#local.storage, session, name))!;
+    const path = `${session.paths.segmentsDir}/${name}`;
+    const text = await this.#codec.stored(path);
+    if (text === null) throw new CorruptSessionError(`${path}: listed but not there`, { file: path, line: null });
+    return { name, text };
   }
 
   async #open(ref: string, archived: boolean): Promise<Session | undefined> {

@@ -32,6 +32,22 @@ export interface SegmentFile {
   readonly text: string;
 }
 
+/**
+ * An end-to-end encrypted session's records as stored (docs/SYNC.md "End-to-end encrypted
+ * sessions"): each a sealed envelope's JSON text (docs/FORMAT.md "Encrypted stores"), and the
+ * file inside the session folder it is sealed for.
+ */
+export interface SealedRecord {
+  readonly file: string;
+  readonly line: string;
+}
+
+/** An encrypted session's documents as stored: `meta.json` and `instruction.md` (absent: `null`), each one envelope. */
+export interface SealedDocuments {
+  readonly meta: string;
+  readonly instruction: string | null;
+}
+
 /** The labels of `meta.json` that sync copies as they are (docs/SYNC.md "What is copied"). */
 export interface SessionLabels {
   readonly title?: string;
@@ -84,6 +100,41 @@ export interface SegmentMutation {
   readonly op: "segment";
   readonly ref: string;
   readonly segment: SegmentFile;
+  /** An encrypted session's `keys.json` (its segment text is sealed). */
+  readonly keys?: string;
+}
+
+/**
+ * An end-to-end encrypted session sent whole, as stored: its `keys.json` (wrapped data keys,
+ * in the clear), its sealed documents, its segment files (sealed text) and its Active
+ * messages, each sealed for `messages/active.jsonl` of this session.
+ */
+export interface SealedCreateMutation extends SealedDocuments {
+  readonly number: number;
+  readonly op: "create_sealed";
+  readonly ref: string;
+  readonly keys: string;
+  readonly segments: readonly SegmentFile[];
+  readonly lines: readonly string[];
+}
+
+/** Sealed messages (each sealed for `messages/active.jsonl`) that follow `base_sequence` on the sender, with the session's `keys.json`. */
+export interface SealedAppendMutation {
+  readonly number: number;
+  readonly op: "append_sealed";
+  readonly ref: string;
+  readonly keys: string;
+  readonly base_sequence: number;
+  readonly base_message_id: string | null;
+  readonly lines: readonly string[];
+}
+
+/** An encrypted session's `meta.json` and `instruction.md` changed on the sender: the sealed documents, last writer wins. */
+export interface SealedSetMetaMutation extends SealedDocuments {
+  readonly number: number;
+  readonly op: "set_meta_sealed";
+  readonly ref: string;
+  readonly keys: string;
 }
 
 /** The session was archived or deleted on the sender: a tombstone (docs/SYNC.md "Tombstones"). */
@@ -94,7 +145,15 @@ export interface RemoveMutation {
 }
 
 /** One numbered change of one client (docs/SYNC.md "Push"). */
-export type Mutation = CreateMutation | AppendMutation | SegmentMutation | SetMetaMutation | RemoveMutation;
+export type Mutation =
+  | CreateMutation
+  | AppendMutation
+  | SegmentMutation
+  | SetMetaMutation
+  | RemoveMutation
+  | SealedCreateMutation
+  | SealedAppendMutation
+  | SealedSetMetaMutation;
 
 /** `POST <base>/push`. */
 export interface PushRequest {
@@ -111,12 +170,14 @@ export interface MutationResult {
    * when the server still has it; `forked`: the messages went to the fork `fork`;
    * `rejected`: nothing changed, `reason` says why (the session was deleted; the server
    * lacks messages before `base_sequence`, `last_sequence` saying how far it has them; its
-   * message at `base_sequence` is another; its segmentation differs from the segment's).
+   * message at `base_sequence` is another; its segmentation differs from the segment's; an
+   * encrypted session's tail differs from the server's, and the sender makes the fork `fork`
+   * itself, sealed, and pushes it).
    */
   readonly status: "applied" | "duplicate" | "forked" | "rejected";
   readonly ref: string;
   readonly fork?: { readonly ref: string; readonly at_sequence: number };
-  readonly reason?: "deleted" | "server-behind" | "base-mismatch" | "segmentation";
+  readonly reason?: "deleted" | "server-behind" | "base-mismatch" | "segmentation" | "diverged";
   /** With `server-behind`: how far the server has the session. With `forked`: the fork's last sequence. */
   readonly last_sequence?: number;
   /** For a duplicate whose first result the server kept: that result. */
@@ -138,6 +199,8 @@ export interface SessionHead {
   readonly segments: readonly string[];
   readonly labels: SessionLabels;
   readonly instruction: string | null;
+  /** An end-to-end encrypted session: its `keys.json` and sealed documents (then `labels` is empty and `instruction` null). */
+  readonly sealed?: SealedDocuments & { readonly keys: string };
 }
 
 /** A deleted session, remembered so other devices delete it too. */
@@ -174,14 +237,19 @@ export interface ReadRequest {
   readonly limit?: number;
 }
 
-/** One page of a session: its head, its whole `meta.json`, messages and whether more follow. */
+/**
+ * One page of a session: its head, its whole `meta.json`, messages and whether more follow.
+ * An encrypted session's page has `sealed` instead of `meta` and `messages`: the stored
+ * records of the page (its head has the session's `keys.json`).
+ */
 export interface ReadResponse {
   readonly v: number;
   readonly head: SessionHead;
-  readonly meta: SessionMeta;
+  readonly meta?: SessionMeta;
   readonly diverged: boolean;
   readonly messages: readonly MessageRecord[];
   readonly more: boolean;
+  readonly sealed?: { readonly records: readonly SealedRecord[] };
 }
 
 /** `POST <base>/segment`: one segment file by name. */
@@ -225,9 +293,29 @@ const MutationSchema = z.discriminatedUnion("op", [
     base_message_id: z.string().nullable(),
     messages: z.array(Message).min(1),
   }),
-  z.object({ number: Number_, op: z.literal("segment"), ref: Ref, segment: z.object({ name: SegmentName, text: z.string() }) }),
+  z.object({ number: Number_, op: z.literal("segment"), ref: Ref, segment: z.object({ name: SegmentName, text: z.string() }), keys: z.string().optional() }),
   z.object({ number: Number_, op: z.literal("set_meta"), ref: Ref, labels: Labels, instruction: z.string().nullable() }),
   z.object({ number: Number_, op: z.enum(["archive", "delete"]), ref: Ref }),
+  z.object({
+    number: Number_,
+    op: z.literal("create_sealed"),
+    ref: Ref,
+    keys: z.string(),
+    meta: z.string(),
+    instruction: z.string().nullable(),
+    segments: z.array(z.object({ name: SegmentName, text: z.string() })),
+    lines: z.array(z.string()),
+  }),
+  z.object({
+    number: Number_,
+    op: z.literal("append_sealed"),
+    ref: Ref,
+    keys: z.string(),
+    base_sequence: Sequence,
+    base_message_id: z.string().nullable(),
+    lines: z.array(z.string()).min(1),
+  }),
+  z.object({ number: Number_, op: z.literal("set_meta_sealed"), ref: Ref, keys: z.string(), meta: z.string(), instruction: z.string().nullable() }),
 ]);
 
 const schemas = {

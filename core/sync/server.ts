@@ -9,8 +9,9 @@
  * @module
  */
 import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
-import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, nowTimestamp } from "../schema/mod.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
@@ -28,6 +29,8 @@ import {
   type ReadRequest,
   type ReadResponse,
   refused,
+  type SealedAppendMutation,
+  type SealedCreateMutation,
   type SegmentRequest,
   type SegmentResponse,
   type SessionHead,
@@ -35,8 +38,29 @@ import {
   type Tombstone,
 } from "./protocol.ts";
 import {
+  adoptSealedSegment,
+  appendSealedLines,
+  archiveSealedSession,
+  checkSealedDocuments,
+  deleteSealedSession,
+  installSealedSession,
+  isSealedSession,
+  isSealedText,
+  mergeSealedKeys,
+  readSealedSession,
+  sealedChangeKey,
+  sealedHeadOf,
+  sealedLastSequence,
+  type SealedLine,
+  sealedLineOf,
+  sealedMessagesAfter,
+  sealedSegmentMessages,
+  writeSealedDocuments,
+} from "./sealed-files.ts";
+import {
   adoptSegment,
   asNewMessage,
+  forkFiles,
   headOf,
   installSession,
   labelsOf,
@@ -76,7 +100,7 @@ export const STORE_OWNER: SyncPrincipal = { user: "store-owner", may: () => true
 
 /** Options of {@linkcode SyncServer}. */
 export interface SyncServerOptions {
-  /** The store it serves. */
+  /** The store it serves. An `EncryptedStorage` is served as stored (its `inner`): the server never uses the key. */
   readonly storage: StoragePort;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
@@ -122,13 +146,22 @@ export class SyncServer {
   readonly #pollMs: number;
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
+  #encrypted: Promise<boolean> | undefined;
 
   constructor(options: SyncServerOptions) {
     this.#clock = options.clock ?? Date.now;
     const identity = options.identity ?? ANONYMOUS_WRITER;
     this.#writer = { identity, clock: this.#clock };
-    this.sessions = new Sessions({ storage: options.storage, clock: this.#clock, identity });
+    // A server never uses a key, even when its host has one: an encrypted store is served as stored, a replica of ciphertext.
+    const storage = options.storage instanceof EncryptedStorage ? options.storage.inner : options.storage;
+    this.sessions = new Sessions({ storage, clock: this.#clock, identity });
     this.#pollMs = options.pollIntervalMs ?? 200;
+  }
+
+  /** Whether the store served is an encrypted store (its marker is there): then it takes sealed sessions only. */
+  #encryptedStore(): Promise<boolean> {
+    this.#encrypted ??= EncryptedStorage.isEncrypted(this.storage);
+    return this.#encrypted;
   }
 
   get storage(): StoragePort {
@@ -208,6 +241,15 @@ export class SyncServer {
    * @throws {SyncRefusedError} `forbidden` (403), `not-found` (404).
    */
   async read(principal: SyncPrincipal, request: ReadRequest): Promise<ReadResponse> {
+    const sealed = await this.#sealedReadable(principal, request.ref);
+    if (sealed) {
+      const at = (await sealedMessagesAfter(this.storage, sealed, request.after_sequence - 1, 1)).messages[0];
+      const diverged = request.expect_message_id !== undefined &&
+        ((at?.sequence === request.after_sequence ? at.message_id : null) ?? null) !== request.expect_message_id;
+      const page = await sealedMessagesAfter(this.storage, sealed, request.after_sequence, request.limit ?? 1000);
+      const records = page.messages.map(({ file, line }) => ({ file, line }));
+      return { v: SYNC_PROTOCOL_VERSION, head: sealedHeadOf(sealed), diverged, messages: [], more: page.more, sealed: { records } };
+    }
     const session = await this.#openReadable(principal, request.ref);
     let diverged = false;
     if (request.expect_message_id !== undefined) {
@@ -224,8 +266,11 @@ export class SyncServer {
    * @throws {SyncRefusedError} `forbidden` (403), `not-found` (404).
    */
   async segment(principal: SyncPrincipal, request: SegmentRequest): Promise<SegmentResponse> {
-    const session = await this.#openReadable(principal, request.ref);
-    const segment = await readSegmentFile(this.storage, session, request.name);
+    const sealed = await this.#sealedReadable(principal, request.ref);
+    const bytes = sealed && (await this.storage.read(`${sealed.dir}/messages/segments/${request.name}`));
+    const segment = sealed
+      ? bytes && { name: request.name, text: decoder.decode(bytes) }
+      : await readSegmentFile(this.storage, await this.#openReadable(principal, request.ref), request.name);
     if (!segment) throw refused("not-found", 404, `${request.ref} has no segment ${request.name}`, { ref: request.ref, name: request.name });
     return { v: SYNC_PROTOCOL_VERSION, segment };
   }
@@ -236,6 +281,15 @@ export class SyncServer {
    * messages before its base, the fork has exactly them.
    */
   async #continueFork(ledger: ClientLedger, mutation: Mutation): Promise<MutationResult | undefined> {
+    if (mutation.op === "append_sealed") {
+      // An encrypted tail the device forks itself: the next batch of it belongs to the same fork, and nothing is applied here.
+      const diverged = ledger.results.findLast((r) =>
+        r.ref === mutation.ref && r.reason === "diverged" && r.fork && r.last_sequence === mutation.base_sequence
+      );
+      if (!diverged?.fork) return undefined;
+      const last = sealedLineOf(mutation.lines.at(-1)!, `${mutation.ref}: lines.${mutation.lines.length - 1}`).sequence;
+      return { number: mutation.number, status: "rejected", reason: "diverged", ref: mutation.ref, fork: diverged.fork, last_sequence: last };
+    }
     if (mutation.op !== "append") return undefined;
     const forked = ledger.results.findLast((r) => r.ref === mutation.ref && r.status === "forked" && r.fork && r.last_sequence === mutation.base_sequence);
     if (!forked?.fork) return undefined;
@@ -259,20 +313,55 @@ export class SyncServer {
 
   async #apply(clientId: string, ref: SessionRef, mutation: Mutation): Promise<MutationResult> {
     const refText = mutation.ref;
+    const sealed = (await isSealedSession(this.storage, ref, "live")) || (await isSealedSession(this.storage, ref, "archived"));
+    const sent = mutation.op.endsWith("_sealed") || (mutation.op === "segment" && isSealedText(mutation.segment.text));
+    const removal = mutation.op === "archive" || mutation.op === "delete";
+    const mismatch = sealed !== sent && (sealed || (await this.#open(ref, false)) || (await this.#open(ref, true)));
+    if (!removal && (mismatch || (!sent && (await this.#encryptedStore())))) {
+      throw refused(
+        "encryption-mismatch",
+        409,
+        !sent
+          ? `${refText} is end-to-end encrypted on the server (or the server's store is), so a mutation in the clear is refused: an encrypted session is never mixed with plaintext`
+          : `${refText} is in the clear on the server; a sealed mutation is refused (an encrypted session is never mixed with plaintext)`,
+        { ref: refText },
+      );
+    }
     switch (mutation.op) {
       case "create":
-      case "append": {
+      case "append":
+      case "create_sealed":
+      case "append_sealed": {
         if (await this.storage.readTail(tombstonePath(ref), 0)) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
         // A writer of the server's own committed meanwhile: look again (the check is by message ids, so it cannot apply twice).
         for (let attempt = 0;; attempt++) {
           try {
-            return await this.#applyMessages(clientId, ref, mutation);
+            return mutation.op === "create" || mutation.op === "append"
+              ? await this.#applyMessages(clientId, ref, mutation)
+              : await this.#applySealed(clientId, ref, mutation);
           } catch (error) {
             if (!(error instanceof RevisionConflictError) || attempt >= 5) throw error;
           }
         }
       }
+      case "set_meta_sealed": {
+        checkSealedDocuments(ref, mutation.keys, mutation);
+        const session = await readSealedSession(this.storage, ref, "live");
+        if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+        await mergeSealedKeys(this.storage, session, mutation.keys);
+        await writeSealedDocuments(this.storage, ref, mutation, this.#writer);
+        return { number: mutation.number, status: "applied", ref: refText };
+      }
       case "segment": {
+        if (sealed) {
+          checkSealedDocuments(ref, mutation.keys, {});
+          const session = await readSealedSession(this.storage, ref, "live");
+          if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
+          if (mutation.keys !== undefined) await mergeSealedKeys(this.storage, session, mutation.keys);
+          const adopted = await adoptSealedSegment(this.storage, ref, mutation.segment, this.#writer);
+          if (adopted === "conflict") return { number: mutation.number, status: "rejected", ref: refText, reason: "segmentation" };
+          return { number: mutation.number, status: adopted === "adopted" ? "applied" : "duplicate", ref: refText };
+        }
         const session = await this.#open(ref);
         if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
         const adopted = await adoptSegment(this.sessions, refText, mutation.segment, this.#writer);
@@ -290,8 +379,8 @@ export class SyncServer {
         return { number: mutation.number, status: "applied", ref: refText };
       }
       case "archive": {
-        const session = await this.#open(ref);
-        if (session?.place === "live") await this.sessions.archive(ref);
+        if (await isSealedSession(this.storage, ref, "live")) await archiveSealedSession(this.storage, ref, this.#writer);
+        else if (!sealed && (await this.#open(ref))?.place === "live") await this.sessions.archive(ref);
         return { number: mutation.number, status: "applied", ref: refText };
       }
       case "delete": {
@@ -299,7 +388,10 @@ export class SyncServer {
         const tombstone: Tombstone = { ref: refText, deleted_at: nowTimestamp(this.#clock) };
         await this.storage.replace(tombstonePath(ref), encodeJsonDocument(tombstone));
         for (const archived of [false, true]) {
-          await this.sessions.delete(ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+          // An encrypted session loses its keys.json first: a copy of its lines left anywhere opens no more.
+          if (await isSealedSession(this.storage, ref, archived ? "archived" : "live")) {
+            await deleteSealedSession(this.storage, ref, archived ? "archived" : "live");
+          } else await this.sessions.delete(ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
         }
         return { number: mutation.number, status: "applied", ref: refText };
       }
@@ -348,32 +440,63 @@ export class SyncServer {
       last_sequence: messages.at(-1)!.sequence,
     };
     if (await this.#open(fork)) return result;
-    await installSession(this.storage, fork, await this.#forkFiles(session, fork, atSequence, messages.slice(differs)), this.#clock);
+    await installSession(this.storage, fork, await forkFiles(this.storage, session, fork, atSequence, messages.slice(differs), this.#clock), this.#clock);
     return result;
   }
 
-  /** The fork's files: the server's history through `atSequence` (whole segments as they are), then `tail`. */
-  async #forkFiles(session: Session, fork: SessionRef, atSequence: number, tail: readonly MessageRecord[]) {
-    const ranges = (await session.segments()).filter((r) => r.end <= atSequence);
-    const segments = [];
-    for (const range of ranges) {
-      const name = session.paths.segment(range).split("/").at(-1)!;
-      segments.push((await readSegmentFile(this.storage, session, name))!);
+  /**
+   * `create_sealed` and `append_sealed`: install, fast-forward or acknowledge by the message
+   * ids in the clear, as `create` and `append` do. At the first difference the server cannot
+   * fork (it has no key, and a record opens only in the session it was sealed for): the
+   * mutation is rejected as `diverged` with the fork's ref, and the device makes that fork
+   * itself, sealed for it, and pushes it (docs/SYNC.md "End-to-end encrypted sessions").
+   */
+  async #applySealed(clientId: string, ref: SessionRef, mutation: SealedCreateMutation | SealedAppendMutation): Promise<MutationResult> {
+    const refText = mutation.ref;
+    const base = mutation.op === "create_sealed" ? 0 : mutation.base_sequence;
+    const lines = mutation.lines.map((line, i) => sealedLineOf(line, `${refText}: lines.${i}`));
+    const fromSegments = mutation.op === "create_sealed" ? mutation.segments.flatMap((segment) => sealedSegmentMessages(refText, segment)) : [];
+    const messages: SealedLine[] = [...fromSegments, ...lines];
+    assertContiguous(refText, base, messages);
+    checkSealedDocuments(ref, mutation.keys, mutation.op === "create_sealed" ? mutation : {});
+    let session = await readSealedSession(this.storage, ref, "live");
+    if (!session && mutation.op === "create_sealed" && !(await isSealedSession(this.storage, ref, "archived"))) {
+      if (await installSealedSession(this.storage, ref, { ...mutation, lines })) return { number: mutation.number, status: "applied", ref: refText };
+      session = await readSealedSession(this.storage, ref, "live");
     }
-    const copiedThrough = ranges.at(-1)?.end ?? 0;
-    const prefix = (await messagesAfter(session, copiedThrough, atSequence - copiedThrough)).messages;
-    const now = nowTimestamp(this.#clock);
-    const { imported_from: _imported, ...inherited } = session.meta as SessionMeta & { imported_from?: unknown };
-    const meta: SessionMeta = {
-      ...inherited,
-      session_id: fork.sessionId,
-      created_at: now,
-      updated_at: now,
-      revision: 1,
-      forked_from: { session_id: session.ref.sessionId, through_sequence: atSequence },
+    if (!session) {
+      return (await isSealedSession(this.storage, ref, "archived"))
+        ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
+        : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+    }
+    const last = sealedLastSequence(session);
+    if (last < base) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
+    if (mutation.op === "append_sealed" && base > 0 && mutation.base_message_id !== null) {
+      const at = (await sealedMessagesAfter(this.storage, session, base - 1, 1)).messages[0];
+      if (at?.message_id !== mutation.base_message_id) {
+        return { number: mutation.number, status: "rejected", ref: refText, reason: "base-mismatch", last_sequence: last };
+      }
+    }
+    const theirs = (await sealedMessagesAfter(this.storage, session, base, messages.length)).messages;
+    const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
+    if (differs < 0) {
+      if (theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+      const missing = messages.slice(theirs.length);
+      // A record sealed inside a segment opens only there: what the server lacks must come as Active lines.
+      if (missing.length > lines.length) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
+      await mergeSealedKeys(this.storage, session, mutation.keys);
+      await appendSealedLines(this.storage, ref, last, missing, this.#writer);
+      return { number: mutation.number, status: "applied", ref: refText };
+    }
+    const fork = sessionRef(ref.agentId, ref.workspaceId, await forkIdOf(refText, clientId, mutation.number));
+    return {
+      number: mutation.number,
+      status: "rejected",
+      reason: "diverged",
+      ref: refText,
+      fork: { ref: formatSessionRef(fork), at_sequence: base + differs },
+      last_sequence: messages.at(-1)!.sequence,
     };
-    const instruction = await this.storage.read(session.paths.instruction);
-    return { meta, instruction: instruction ? decoder.decode(instruction) : null, segments, active: [...prefix, ...tail].map((m) => ({ ...m, revision: 1 })) };
   }
 
   async #changes(principal: SyncPrincipal, known: CursorState): Promise<PullResponse> {
@@ -384,9 +507,15 @@ export class SyncServer {
         const ref = sessionRef(meta.agent_id, meta.workspace_id, meta.session_id);
         if (!principal.may("read", ref)) continue;
         const refText = formatSessionRef(ref);
-        const key = `${archived ? "archived" : "live"}:${meta.revision}`;
+        // An encrypted session's meta.json is sealed by a device and never rewritten here: what changed is read from its lines.
+        const sealed = Object.hasOwn(meta, "sealed") ? await readSealedSession(this.storage, ref, archived ? "archived" : "live") : undefined;
+        const key = sealed ? await sealedChangeKey(sealed) : `${archived ? "archived" : "live"}:${meta.revision}`;
         next.s[refText] = key;
         if (known.s[refText] === key) continue;
+        if (sealed) {
+          sessions.push(sealedHeadOf(sealed));
+          continue;
+        }
         const session = await this.#open(ref, archived);
         if (session) sessions.push(await headOf(this.storage, session));
       }
@@ -405,6 +534,13 @@ export class SyncServer {
       }
     }
     return { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(next), sessions, tombstones };
+  }
+
+  /** The encrypted session a read is for (the user checked), or `undefined` when it is not one. */
+  async #sealedReadable(principal: SyncPrincipal, refText: string) {
+    const ref = parseSessionRef(refText);
+    if (!principal.may("read", ref)) throw refused("forbidden", 403, `${principal.user} may not read ${refText}`, { ref: refText });
+    return (await readSealedSession(this.storage, ref, "live")) ?? (await readSealedSession(this.storage, ref, "archived"));
   }
 
   async #openReadable(principal: SyncPrincipal, refText: string): Promise<Session> {
@@ -462,7 +598,7 @@ async function forkIdOf(ref: string, clientId: string, number: number): Promise<
   return `${parseSessionRef(ref).sessionId.slice(0, 100)}.fork-${hex}`;
 }
 
-function assertContiguous(ref: string, base: number, messages: readonly MessageRecord[]): void {
+function assertContiguous(ref: string, base: number, messages: readonly { readonly sequence: number }[]): void {
   messages.forEach((m, i) => {
     if (m.sequence !== base + i + 1) {
       throw refused("malformed", 400, `${ref}: message ${i} has sequence ${m.sequence}; expected ${base + i + 1}`, { ref, index: i });

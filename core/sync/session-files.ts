@@ -9,6 +9,7 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
+import { SESSION_KEYS_FILE } from "../encryption/places.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import { formatSessionRef, parseSessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir } from "../layout/paths.ts";
@@ -145,11 +146,14 @@ export interface SessionFiles {
  * Installs a whole session that does not exist in `storage`: segments (exact bytes), Active,
  * `instruction.md`, then `meta.json` (its revision at least every line's, its counts from
  * the files), all in a hidden folder moved into place in one step; a crash leaves no half
- * session. Resolves `false` (nothing installed) when a session with that ref appeared.
+ * session. Resolves `false` (nothing installed) when a session with that ref appeared. An
+ * encrypted session's `keys` (its `keys.json`, docs/SYNC.md "End-to-end encrypted sessions")
+ * go in first.
  */
-export async function installSession(storage: StoragePort, ref: SessionRef, files: SessionFiles, clock: () => number): Promise<boolean> {
-  const staging = `${sessionsDir(ref.agentId, ref.workspaceId)}/.sync-${ref.sessionId}-${newId("t")}`;
-  try {
+export async function installSession(storage: StoragePort, ref: SessionRef, files: SessionFiles, clock: () => number, keys?: string): Promise<boolean> {
+  return installStaged(storage, ref, async (staging) => {
+    // An encrypted session's wrapped keys first: an encrypted store seals the rest with them, as every other replica does.
+    if (keys !== undefined) await storage.replace(`${staging}/${SESSION_KEYS_FILE}`, encoder.encode(keys));
     let historyBytes = 0;
     let newest: SegmentRange | undefined;
     for (const segment of files.segments) {
@@ -182,6 +186,18 @@ export async function installSession(storage: StoragePort, ref: SessionRef, file
       newest,
     );
     await storage.replace(`${staging}/meta.json`, encodeJsonDocument(meta));
+  });
+}
+
+/**
+ * Builds a session with `write` in a hidden folder beside the sessions, then moves it into
+ * place in one step; a crash or an error leaves no half session. `false` (nothing installed)
+ * when a session with that ref appeared meanwhile.
+ */
+export async function installStaged(storage: StoragePort, ref: SessionRef, write: (staging: string) => Promise<void>): Promise<boolean> {
+  const staging = `${sessionsDir(ref.agentId, ref.workspaceId)}/.sync-${ref.sessionId}-${newId("t")}`;
+  try {
+    await write(staging);
     if (await storage.move(staging, sessionPaths(ref).dir)) return true;
     await storage.remove(staging);
     return false;
@@ -272,6 +288,40 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
   } finally {
     await releaseWriterLock(storage, lease);
   }
+}
+
+/**
+ * The files of a fork of `session` at `atSequence` (docs/SYNC.md "Divergence"): its history
+ * through `atSequence` (whole segments as they are, the rest as Active) followed by `tail`,
+ * `forked_from` naming the session, labels and instruction inherited. Installed with
+ * {@linkcode installSession}: by the server for a tail in the clear, by the device for an
+ * encrypted one (then everything is sealed again for the fork).
+ */
+export async function forkFiles(
+  storage: StoragePort,
+  session: Session,
+  fork: SessionRef,
+  atSequence: number,
+  tail: readonly MessageRecord[],
+  clock: () => number,
+): Promise<SessionFiles> {
+  const ranges = (await session.segments()).filter((r) => r.end <= atSequence);
+  const segments: SegmentFile[] = [];
+  for (const range of ranges) segments.push((await readSegmentFile(storage, session, formatSegmentName(range)))!);
+  const copiedThrough = ranges.at(-1)?.end ?? 0;
+  const prefix = (await messagesAfter(session, copiedThrough, atSequence - copiedThrough)).messages;
+  const now = nowTimestamp(clock);
+  const { imported_from: _imported, ...inherited } = session.meta as SessionMeta & { imported_from?: unknown };
+  const meta: SessionMeta = {
+    ...inherited,
+    session_id: fork.sessionId,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+    forked_from: { session_id: session.ref.sessionId, through_sequence: atSequence },
+  };
+  const instruction = await storage.read(session.paths.instruction);
+  return { meta, instruction: instruction ? decoder.decode(instruction) : null, segments, active: [...prefix, ...tail].map((m) => ({ ...m, revision: 1 })) };
 }
 
 /** Whether a line of `active.jsonl` is a message at or below `end`. */

@@ -34,7 +34,7 @@ import {
   type Summarizer,
   UnsupportedSchemaError,
 } from "../../core/mod.ts";
-import { keyProviderOf, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
+import { keyProviderOf, nodeAesGcm, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
@@ -198,7 +198,7 @@ export class Store {
       ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true })
       : await postgresBackend(location);
     try {
-      return await EncryptedStorage.migrate(backend, keys);
+      return await EncryptedStorage.migrate(backend, keys, { cipher: nodeAesGcm });
     } finally {
       await backend.close?.();
     }
@@ -268,7 +268,7 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
   const storage = await postgresBackend(location);
   let sealed: StoragePort;
   try {
-    sealed = await storageForKeys(storage, keys);
+    sealed = await storageForKeys(storage, keys, { cipher: nodeAesGcm });
   } catch (error) {
     await storage.close();
     throw error;

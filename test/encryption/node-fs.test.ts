@@ -1,8 +1,8 @@
-/** The encrypted-store attack suite on files (NodeFileStorage): the no-plaintext check reads every file on disk. */
+/** The encrypted-store attack suite on files (NodeFileStorage), with WebCrypto and with the Node runtime's node:crypto cipher: the no-plaintext check reads every file on disk. */
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NodeFileStorage } from "../../runtime-node/mod.ts";
+import { nodeAesGcm, NodeFileStorage } from "../../runtime-node/mod.ts";
 import { runEncryptionAttackTests } from "../../testing/encryption-attacks.ts";
 
 /** Every byte of every file under `root`, as it lies on disk. */
@@ -15,4 +15,15 @@ async function everyFile(root: string): Promise<Uint8Array> {
 runEncryptionAttackTests("NodeFileStorage", async () => {
   const root = await mkdtemp(join(tmpdir(), "sessionfold-enc-"));
   return { storage: new NodeFileStorage({ root }), dump: () => everyFile(root), teardown: () => rm(root, { recursive: true, force: true }) };
+});
+
+// The Node runtime's stores seal with node:crypto (runtime-node/aes-gcm.ts): the same attacks hold.
+runEncryptionAttackTests("NodeFileStorage, node:crypto AES-GCM", async () => {
+  const root = await mkdtemp(join(tmpdir(), "sessionfold-enc-"));
+  return {
+    storage: new NodeFileStorage({ root }),
+    cipher: nodeAesGcm,
+    dump: () => everyFile(root),
+    teardown: () => rm(root, { recursive: true, force: true }),
+  };
 });

@@ -40,6 +40,25 @@ export function freshStorage(schema = freshSchema()): { storage: PostgresStorage
   };
 }
 
+/** Every row of every table of `schema`, as the server returns it (bytea as its bytes). */
+export async function everyRow(schema: string): Promise<Uint8Array> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    const tables = await client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", [schema]);
+    const chunks: Buffer[] = [];
+    for (const { table_name } of tables.rows) {
+      const rows = await client.query(`SELECT * FROM "${schema}"."${table_name}"`);
+      for (const row of rows.rows as Record<string, unknown>[]) {
+        for (const value of Object.values(row)) chunks.push(Buffer.isBuffer(value) ? value : Buffer.from(String(value)));
+      }
+    }
+    return Buffer.concat(chunks);
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * Ends, from an admin connection (`pg_terminate_backend`), the backend that holds the store
  * `schema`'s advisory lock `name` (a session's `writer.lock` path), as a pooler, a failover
