@@ -59,16 +59,26 @@ export interface LogRead {
 /** The store-wide change log of one store. */
 export class ChangeLog {
   readonly #storage: StoragePort;
+  /** The last entry this instance wrote: where the next probably goes (checked against the store). */
+  #last: number | undefined;
 
   constructor(storage: StoragePort) {
     this.#storage = storage;
   }
 
-  /** Appends an entry naming `refs`, at the number after the last. */
+  /**
+   * Appends an entry naming `refs`, at the number after the last. Not flushed to disk: an
+   * entry a machine crash loses leaves a gap, which readers detect (a scan), or was the last,
+   * whose change the sweep finds.
+   */
   async record(refs: readonly string[]): Promise<void> {
-    let seq = (await this.head()).n + 1;
+    // The number after the last this instance wrote, when that entry is still there; else the log's head.
+    let seq = (this.#last !== undefined && (await this.#entry(this.#last)) ? this.#last : (await this.head()).n) + 1;
     const id = randomId();
-    while (!(await this.#storage.createExclusive(entryPath(seq), encodeJsonDocument({ seq, id, refs } satisfies ChangeEntry)))) seq++;
+    while (!(await this.#storage.createExclusive(entryPath(seq), encodeJsonDocument({ seq, id, refs } satisfies ChangeEntry), { durable: false }))) {
+      seq = Math.max(seq, (await this.head()).n) + 1;
+    }
+    this.#last = seq;
     // Opening a page drops the oldest kept one: a cursor that far behind is answered with a scan.
     if (seq % PAGE === 0 && seq / PAGE >= KEPT_PAGES) await this.#storage.remove(`${DIR}/${pageName(seq / PAGE - KEPT_PAGES)}`);
   }
@@ -99,14 +109,15 @@ export class ChangeLog {
     const refs = new Set<string>();
     let at = from;
     for (let seq = from.n + 1;; seq++) {
-      const entry = await this.#entry(seq);
+      let entry = await this.#entry(seq);
+      // The first missing number must be the end. With entries after it, it is one written
+      // since (read again) or a gap (an entry a crash lost, a pruned first page): then the log cannot say.
+      if (!entry && (await this.head()).n > at.n && !(entry = await this.#entry(seq))) return undefined;
       if (!entry) break;
       if (seq - from.n > MAX_ENTRIES_READ) return undefined;
       for (const ref of entry.refs) refs.add(ref);
       at = { n: entry.seq, id: entry.id };
     }
-    // From the start, an empty answer is only true of a log whose first page is still there.
-    if (from.n === 0 && at.n === 0 && (await this.head()).n > 0) return undefined;
     return { refs, at };
   }
 

@@ -265,8 +265,10 @@ export class SyncServer {
   async #bindClient(principal: SyncPrincipal, clientId: string): Promise<ClientLedger> {
     const path = ledgerPath(clientId);
     const fresh: ClientLedger = { client_id: clientId, user: principal.user, last_mutation: 0, results: [] };
-    const created = await this.storage.createExclusive(path, encodeJsonDocument(fresh));
-    const ledger = created ? fresh : (JSON.parse(decoder.decode((await this.storage.read(path))!)) as ClientLedger);
+    // Read first: a known client (every push but its first) costs no durable create that fails.
+    const bytes = (await this.storage.read(path)) ??
+      ((await this.storage.createExclusive(path, encodeJsonDocument(fresh))) ? undefined : await this.storage.read(path));
+    const ledger = bytes ? (JSON.parse(decoder.decode(bytes)) as ClientLedger) : fresh;
     if (ledger.user !== principal.user) {
       throw refused("client-id-taken", 403, `client id ${clientId} belongs to another user; nothing was applied`, { client_id: clientId });
     }

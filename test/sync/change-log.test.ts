@@ -180,6 +180,17 @@ describe("the pull cursor over the change log", () => {
     expect(pulled.sessions).toHaveLength(3);
   });
 
+  it("answers a cursor before a gap in the log (an entry a crash lost) with every session, not with nothing", async () => {
+    const { server, counted } = await serverWith(3);
+    const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+    await push(server, "c1", [appendTo(4, "s0")]);
+    await push(server, "c1", [appendTo(5, "s1")]);
+    const page = "sync/changes/0000000000";
+    const names = await counted.storage.list(page);
+    await counted.storage.remove(`${page}/${names.at(-2)}`);
+    expect((await server.pull(STORE_OWNER, { v: 1, cursor })).sessions).toHaveLength(3);
+  });
+
   it("refuses a cursor it did not give (400 malformed)", async () => {
     const { server } = await serverWith(1);
     await expect(server.pull(STORE_OWNER, { v: 1, cursor: btoa('{"v":2,"n":"12"}') })).rejects.toMatchObject({ reason: "malformed", status: 400 });
