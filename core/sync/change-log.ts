@@ -31,8 +31,9 @@ interface ChangeEntry {
 const DIR = "sync/changes";
 const PAGE = 1024;
 const KEPT_PAGES = 64;
-/** The last sweep: when, and every session's `place:revision` then. */
+/** When the last sweep ran (read by every pull), and every session's `place:revision` then (read by the next sweep). */
 const SWEPT = "sync/changes-swept.json";
+const SNAPSHOT = "sync/changes-snapshot.json";
 /** A cursor further behind than this many entries gets a scan instead (cheaper than reading them all). */
 const MAX_ENTRIES_READ = 4096;
 /** The id of "before the first entry". */
@@ -48,7 +49,11 @@ export interface LogPosition {
 }
 
 /** What a pull cursor says: a log position (version 2), or the sessions and tombstones seen (version 1, still read). */
-export type Cursor = { readonly kind: "log"; readonly at: LogPosition } | { readonly kind: "seen"; readonly s: Record<string, string>; readonly t: string[] };
+export type Cursor = { readonly kind: "log"; readonly at: LogPosition } | {
+  readonly kind: "seen";
+  readonly s: Record<string, string>;
+  readonly t: string[];
+};
 
 /** The entries after a position, or `undefined` when the log cannot say (rewritten, pruned, too far behind): scan instead. */
 export interface LogRead {
@@ -73,21 +78,36 @@ export class ChangeLog {
    */
   async record(refs: readonly string[]): Promise<void> {
     // The number after the last this instance wrote, when that entry is still there; else the log's head.
-    let seq = (this.#last !== undefined && (await this.#entry(this.#last)) ? this.#last : (await this.head()).n) + 1;
+    let seq =
+      (this.#last !== undefined && (await this.#entry(this.#last))
+        ? this.#last
+        : (await this.head()).n) + 1;
     const id = randomId();
-    while (!(await this.#storage.createExclusive(entryPath(seq), encodeJsonDocument({ seq, id, refs } satisfies ChangeEntry), { durable: false }))) {
+    while (
+      !(await this.#storage.createExclusive(
+        entryPath(seq),
+        encodeJsonDocument({ seq, id, refs } satisfies ChangeEntry),
+        { durable: false },
+      ))
+    ) {
       seq = Math.max(seq, (await this.head()).n) + 1;
     }
     this.#last = seq;
     // Opening a page drops the oldest kept one: a cursor that far behind is answered with a scan.
-    if (seq % PAGE === 0 && seq / PAGE >= KEPT_PAGES) await this.#storage.remove(`${DIR}/${pageName(seq / PAGE - KEPT_PAGES)}`);
+    if (seq % PAGE === 0 && seq / PAGE >= KEPT_PAGES) {
+      await this.#storage.remove(`${DIR}/${pageName(seq / PAGE - KEPT_PAGES)}`);
+    }
   }
 
   /** The last entry's position (`n: 0` for an empty log): the newest page, listed. */
   async head(): Promise<LogPosition> {
-    const pages = (await this.#storage.list(DIR)).filter((name) => /^\d{10}$/.test(name));
+    const pages = (await this.#storage.list(DIR)).filter((name) =>
+      /^\d{10}$/.test(name)
+    );
     for (const page of pages.reverse()) {
-      const names = (await this.#storage.list(`${DIR}/${page}`)).filter((name) => /^\d{16}\.json$/.test(name));
+      const names = (await this.#storage.list(`${DIR}/${page}`)).filter((
+        name,
+      ) => /^\d{16}\.json$/.test(name));
       const last = names.at(-1);
       if (!last) continue;
       const entry = await this.#entry(Number(last.slice(0, 16)));
@@ -112,7 +132,10 @@ export class ChangeLog {
       let entry = await this.#entry(seq);
       // The first missing number must be the end. With entries after it, it is one written
       // since (read again) or a gap (an entry a crash lost, a pruned first page): then the log cannot say.
-      if (!entry && (await this.head()).n > at.n && !(entry = await this.#entry(seq))) return undefined;
+      if (
+        !entry && (await this.head()).n > at.n &&
+        !(entry = await this.#entry(seq))
+      ) return undefined;
       if (!entry) break;
       if (seq - from.n > MAX_ENTRIES_READ) return undefined;
       for (const ref of entry.refs) refs.add(ref);
@@ -127,16 +150,34 @@ export class ChangeLog {
    * `place:revision` by ref. Two servers sweeping at once log some refs twice, which a pull
    * reads as one.
    */
-  async sweepIfDue(now: number, intervalMs: number, current: () => Promise<Record<string, string>>): Promise<void> {
-    const bytes = await this.#storage.read(SWEPT);
-    const last = bytes ? (JSON.parse(decoder.decode(bytes)) as { at: number; keys: Record<string, string> }) : undefined;
-    if (last && now - last.at < intervalMs) return;
+  async sweepIfDue(
+    now: number,
+    intervalMs: number,
+    current: () => Promise<Record<string, string>>,
+  ): Promise<void> {
+    const swept = await this.#storage.read(SWEPT);
+    if (
+      swept &&
+      now - (JSON.parse(decoder.decode(swept)) as { at: number }).at <
+        intervalMs
+    ) return;
+    const before = await this.#storage.read(SNAPSHOT);
+    const last = before
+      ? (JSON.parse(decoder.decode(before)) as Record<string, string>)
+      : {};
     const keys = await current();
     const changed = new Set<string>();
-    for (const [ref, key] of Object.entries(keys)) if (last?.keys[ref] !== key) changed.add(ref);
-    for (const ref of Object.keys(last?.keys ?? {})) if (!(ref in keys)) changed.add(ref);
+    for (const [ref, key] of Object.entries(keys)) {
+      if (last[ref] !== key) changed.add(ref);
+    }
+    for (const ref of Object.keys(last)) if (!(ref in keys)) changed.add(ref);
     if (changed.size > 0) await this.record([...changed]);
-    await this.#storage.replace(SWEPT, encodeJsonDocument({ at: now, keys }), { durable: false });
+    await this.#storage.replace(SNAPSHOT, encodeJsonDocument(keys), {
+      durable: false,
+    });
+    await this.#storage.replace(SWEPT, encodeJsonDocument({ at: now }), {
+      durable: false,
+    });
   }
 
   async #entry(seq: number): Promise<ChangeEntry | undefined> {
@@ -150,7 +191,9 @@ export class ChangeLog {
  * in base64, the same length whatever the position.
  */
 export function encodeCursor(at: LogPosition): string {
-  return base64(JSON.stringify({ v: 2, n: String(at.n).padStart(16, "0"), i: at.id }));
+  return base64(
+    JSON.stringify({ v: 2, n: String(at.n).padStart(16, "0"), i: at.id }),
+  );
 }
 
 /**
@@ -161,17 +204,34 @@ export function encodeCursor(at: LogPosition): string {
  */
 export function decodeCursor(cursor: string): Cursor {
   try {
-    const state = JSON.parse(decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0)))) as Record<string, unknown>;
-    if (state.v === 2 && typeof state.n === "string" && /^\d{16}$/.test(state.n) && typeof state.i === "string" && /^[0-9a-f]{16}$/.test(state.i)) {
+    const state = JSON.parse(
+      decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0))),
+    ) as Record<string, unknown>;
+    if (
+      state.v === 2 && typeof state.n === "string" &&
+      /^\d{16}$/.test(state.n) && typeof state.i === "string" &&
+      /^[0-9a-f]{16}$/.test(state.i)
+    ) {
       return { kind: "log", at: { n: Number(state.n), id: state.i } };
     }
-    if (typeof state.s === "object" && state.s !== null && Array.isArray(state.t)) {
-      return { kind: "seen", s: state.s as Record<string, string>, t: state.t as string[] };
+    if (
+      typeof state.s === "object" && state.s !== null && Array.isArray(state.t)
+    ) {
+      return {
+        kind: "seen",
+        s: state.s as Record<string, string>,
+        t: state.t as string[],
+      };
     }
   } catch {
     // Refused below.
   }
-  throw refused("malformed", 400, "pull: cursor is not one this server gave", {});
+  throw refused(
+    "malformed",
+    400,
+    "pull: cursor is not one this server gave",
+    {},
+  );
 }
 
 function pageName(page: number): string {
@@ -179,11 +239,16 @@ function pageName(page: number): string {
 }
 
 function entryPath(seq: number): string {
-  return `${DIR}/${pageName(Math.floor(seq / PAGE))}/${String(seq).padStart(16, "0")}.json`;
+  return `${DIR}/${pageName(Math.floor(seq / PAGE))}/${
+    String(seq).padStart(16, "0")
+  }.json`;
 }
 
 function randomId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(8)),
+    (b) => b.toString(16).padStart(2, "0"),
+  ).join("");
 }
 
 function base64(text: string): string {

@@ -13,36 +13,89 @@
  *
  * @module
  */
-import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import {
+  cp,
+  mkdir,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { type MessageRecord, Sessions, type StoragePort } from "../../../core/mod.ts";
-import { createSyncHandler, httpRemote, type Mutation, STORE_OWNER, type SyncRemote, syncStores } from "../../../core/sync/mod.ts";
+import {
+  type MessageRecord,
+  Sessions,
+  type StoragePort,
+} from "../../../core/mod.ts";
+import {
+  createSyncHandler,
+  httpRemote,
+  type Mutation,
+  STORE_OWNER,
+  type SyncRemote,
+  syncStores,
+} from "../../../core/sync/mod.ts";
 import { syncStatePath } from "../../../core/sync/engine.ts";
 import { sessionPaths } from "../../../core/layout/paths.ts";
 import { formatSegmentName } from "../../../core/layout/segments.ts";
-import { NodeFileStorage, serveFetchHandler } from "../../../runtime-node/mod.ts";
+import {
+  NodeFileStorage,
+  serveFetchHandler,
+} from "../../../runtime-node/mod.ts";
 import { buildSessionfold } from "../lib/fixtures.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
-import { BENCH_REF, BENCH_SYSTEM, historyPlan, sizeLabel, syntheticMessage } from "../lib/synth.ts";
+import {
+  BENCH_REF,
+  BENCH_SYSTEM,
+  historyPlan,
+  sizeLabel,
+  syntheticMessage,
+} from "../lib/synth.ts";
 import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
 import { appendMessage } from "./append.ts";
 
-const REF = `${BENCH_REF.agentId}/${BENCH_REF.workspaceId}/${BENCH_REF.sessionId}`;
+const REF =
+  `${BENCH_REF.agentId}/${BENCH_REF.workspaceId}/${BENCH_REF.sessionId}`;
 const MB = 1024 * 1024;
+
+/** The remote of the case: the global fetch, whose failures name the route and their cause (a failed run says why). */
+function remoteAt(url: string) {
+  return httpRemote({
+    url,
+    id: "bench",
+    fetch: (input, init) =>
+      fetch(input, init).catch((error: unknown) => {
+        throw new Error(
+          `${input}: ${String(error)} (${
+            String((error as { cause?: unknown }).cause)
+          })`,
+        );
+      }),
+  });
+}
 
 /** A sync server over a folder store on 127.0.0.1. */
 async function syncServerAt(storage: StoragePort) {
-  const loopback = await serveFetchHandler(createSyncHandler({ storage, authorize: () => STORE_OWNER, basePath: "/sync" }));
+  const loopback = await serveFetchHandler(
+    createSyncHandler({
+      storage,
+      authorize: () => STORE_OWNER,
+      basePath: "/sync",
+    }),
+  );
   return { url: `${loopback.url}/sync`, close: () => loopback.close() };
 }
 
 /** Every file under `dir`, as paths relative to it. */
 async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
   const out: string[] = [];
-  for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
+  for (
+    const entry of await readdir(join(dir, prefix), { withFileTypes: true })
+  ) {
     const path = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) out.push(...(await filesUnder(dir, path)));
     else out.push(path);
@@ -68,7 +121,9 @@ async function initialSync(ctx: CaseContext): Promise<void> {
   const syncMs: number[] = [];
   const copyMs: number[] = [];
   const durableMs: number[] = [];
-  const device = new Sessions({ storage: new NodeFileStorage({ root: deviceRoot }) });
+  const device = new Sessions({
+    storage: new NodeFileStorage({ root: deviceRoot }),
+  });
   for (let rep = 0; rep < reps; rep++) {
     const copyTo = join(ctx.tmp, `initial-copy-${rep}`);
     const c0 = performance.now();
@@ -80,18 +135,29 @@ async function initialSync(ctx: CaseContext): Promise<void> {
     const durableRoot = join(ctx.tmp, `initial-durable-${rep}`);
     const durable = new NodeFileStorage({ root: durableRoot });
     const d0 = performance.now();
-    for (const file of files) await durable.replace(file, await readFile(join(sessionDir, file)));
+    for (const file of files) {
+      await durable.replace(file, await readFile(join(sessionDir, file)));
+    }
     durableMs.push(performance.now() - d0);
     await rm(durableRoot, { recursive: true, force: true });
 
     const serverRoot = join(ctx.tmp, `initial-server-${rep}`);
-    const server = await syncServerAt(new NodeFileStorage({ root: serverRoot }));
+    const server = await syncServerAt(
+      new NodeFileStorage({ root: serverRoot }),
+    );
     await device.storage.remove("sync");
     const t0 = performance.now();
-    const report = await syncStores({ local: device, remote: httpRemote({ url: server.url, id: "bench" }) });
+    const report = await syncStores({
+      local: device,
+      remote: remoteAt(server.url),
+    });
     syncMs.push(performance.now() - t0);
     await server.close();
-    if (report.pushed !== n) throw new Error(`initial sync pushed ${report.pushed} messages; expected ${n}`);
+    if (report.pushed !== n) {
+      throw new Error(
+        `initial sync pushed ${report.pushed} messages; expected ${n}`,
+      );
+    }
     await rm(serverRoot, { recursive: true, force: true });
   }
   const value = bytes / MB / (median(syncMs) / 1000);
@@ -107,11 +173,15 @@ async function initialSync(ctx: CaseContext): Promise<void> {
     ratioMeaning: "sync MB/s / copy MB/s",
     target: { op: ">=", limit: 0.25, text: "≥ 0.25" },
     runs: reps,
-    note: `${(bytes / MB).toFixed(1)} MB in ${files.length} files; sync ${median(syncMs).toFixed(0)} ms, fs.cp ${
+    note: `${(bytes / MB).toFixed(1)} MB in ${files.length} files; sync ${
+      median(syncMs).toFixed(0)
+    } ms, fs.cp ${
       median(copyMs).toFixed(0)
     } ms; the same files written durably one by one (temp, fsync, rename, folder fsync; no sessionfold code) ${
       median(durableMs).toFixed(0)
-    } ms, which alone bounds the ratio at ${(median(copyMs) / median(durableMs)).toFixed(3)} (medians)`,
+    } ms, which alone bounds the ratio at ${
+      (median(copyMs) / median(durableMs)).toFixed(3)
+    } (medians)`,
   });
 }
 
@@ -125,7 +195,7 @@ async function agreedPair(ctx: CaseContext, n: number) {
   await buildSessionfold(deviceRoot, n);
   await buildSessionfold(serverRoot, n);
   const server = await syncServerAt(new NodeFileStorage({ root: serverRoot }));
-  const remote = httpRemote({ url: server.url, id: "bench" });
+  const remote = remoteAt(server.url);
   const state = {
     client_id: `bench-flat-${n}`,
     next_number: 1,
@@ -142,11 +212,18 @@ async function agreedPair(ctx: CaseContext, n: number) {
     },
   };
   await mkdir(join(deviceRoot, "sync/remotes"), { recursive: true });
-  await writeFile(join(deviceRoot, syncStatePath(remote.id)), JSON.stringify(state));
-  const device = new Sessions({ storage: new NodeFileStorage({ root: deviceRoot }) });
+  await writeFile(
+    join(deviceRoot, syncStatePath(remote.id)),
+    JSON.stringify(state),
+  );
+  const device = new Sessions({
+    storage: new NodeFileStorage({ root: deviceRoot }),
+  });
   const warm = await syncStores({ local: device, remote });
   if (warm.pushed !== 0 || warm.pulled !== 0 || warm.conflicts.length > 0) {
-    throw new Error(`the agreed pair of ${n} was not in agreement: ${JSON.stringify(warm)}`);
+    throw new Error(
+      `the agreed pair of ${n} was not in agreement: ${JSON.stringify(warm)}`,
+    );
   }
   return { n, device, remote, close: server.close };
 }
@@ -162,9 +239,16 @@ async function incrementalFlatness(ctx: CaseContext): Promise<void> {
       await session.append(appendMessage(rep));
       await session.close();
       const t0 = performance.now();
-      const report = await syncStores({ local: pair.device, remote: pair.remote });
+      const report = await syncStores({
+        local: pair.device,
+        remote: pair.remote,
+      });
       const ms = performance.now() - t0;
-      if (report.pushed !== 1) throw new Error(`incremental sync of ${pair.n} pushed ${report.pushed}; expected 1`);
+      if (report.pushed !== 1) {
+        throw new Error(
+          `incremental sync of ${pair.n} pushed ${report.pushed}; expected 1`,
+        );
+      }
       if (rep >= 0) times.get(pair.n)!.push(ms);
     }
   }
@@ -181,7 +265,9 @@ async function incrementalFlatness(ctx: CaseContext): Promise<void> {
     ratioMeaning: `n=${sizeLabel(big)} / n=1e2`,
     target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" },
     runs: reps,
-    note: `one new message: ${large!.toFixed(2)} ms at ${sizeLabel(big)}, ${small!.toFixed(2)} ms at 1e2 (medians, sizes round-robin)`,
+    note: `one new message: ${large!.toFixed(2)} ms at ${sizeLabel(big)}, ${
+      small!.toFixed(2)
+    } ms at 1e2 (medians, sizes round-robin)`,
   });
 }
 
@@ -196,17 +282,25 @@ async function bareServer() {
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((done) => server.close(() => done())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((done) => server.close(() => done())),
+  };
 }
 
 async function roundTrip(ctx: CaseContext): Promise<void> {
-  const timed = timedStorage(new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }));
+  const timed = timedStorage(
+    new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }),
+  );
   const server = await syncServerAt(timed.storage);
   const bare = await bareServer();
-  const remote: SyncRemote = httpRemote({ url: server.url, id: "bench" });
+  const remote: SyncRemote = remoteAt(server.url);
   let number = 0;
   let sequence = 0;
-  const message = (seq: number): MessageRecord => ({ ...syntheticMessage(seq), revision: seq });
+  const message = (seq: number): MessageRecord => ({
+    ...syntheticMessage(seq),
+    revision: seq,
+  });
   const pushOne = async () => {
     sequence++;
     const mutation: Mutation = sequence === 1
@@ -216,7 +310,11 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
         ref: REF,
         meta: {
           schema_version: 1,
-          ...{ session_id: BENCH_REF.sessionId, agent_id: BENCH_REF.agentId, workspace_id: BENCH_REF.workspaceId },
+          ...{
+            session_id: BENCH_REF.sessionId,
+            agent_id: BENCH_REF.agentId,
+            workspace_id: BENCH_REF.workspaceId,
+          },
           created_at: message(1).created_at,
           updated_at: message(1).created_at,
           message_count: 0,
@@ -235,17 +333,34 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
         base_message_id: message(sequence - 1).message_id,
         messages: [message(sequence)],
       };
-    const outcome = await remote.push({ v: 1, client_id: "bench-rt", mutations: [mutation] });
-    if (outcome.results[0]?.status !== "applied") throw new Error(`push ${number}: ${JSON.stringify(outcome)}`);
+    const outcome = await remote.push({
+      v: 1,
+      client_id: "bench-rt",
+      mutations: [mutation],
+    });
+    if (outcome.results[0]?.status !== "applied") {
+      throw new Error(`push ${number}: ${JSON.stringify(outcome)}`);
+    }
   };
   const bodyOf = (seq: number) =>
     JSON.stringify({
       v: 1,
       client_id: "bench-rt",
-      mutations: [{ number: seq, op: "append", ref: REF, base_sequence: seq - 1, base_message_id: message(seq - 1).message_id, messages: [message(seq)] }],
+      mutations: [{
+        number: seq,
+        op: "append",
+        ref: REF,
+        base_sequence: seq - 1,
+        base_message_id: message(seq - 1).message_id,
+        messages: [message(seq)],
+      }],
     });
   const postBare = async (seq: number) => {
-    const response = await fetch(`${bare.url}/sync/push`, { method: "POST", headers: { "content-type": "application/json" }, body: bodyOf(seq) });
+    const response = await fetch(`${bare.url}/sync/push`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: bodyOf(seq),
+    });
     await response.text();
   };
   await pushOne();
@@ -279,14 +394,19 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
     value,
     unit: "ms",
     baseline,
-    baselineName: "the same body POSTed to a bare node:http server that reads it and answers",
+    baselineName:
+      "the same body POSTed to a bare node:http server that reads it and answers",
     ratio: value / baseline,
     ratioMeaning: "push / bare POST",
     target: { op: "<=", limit: 3, text: "≤ 3" },
     runs: batches,
-    note: `one push: ${breakdown(timed.measure(pushTotal / runs, runs))}; the bare POST plus that storage time alone bound the ratio at ${
-      ((baseline + timed.measure(pushTotal / runs, runs).waitingMs) / baseline).toFixed(2)
-    }`,
+    note:
+      `one push to a session whose Active grows to ${sequence} messages over the run (the server opens it, every line checked, per push): ${
+        breakdown(timed.measure(pushTotal / runs, runs))
+      }; the bare POST plus that storage time alone bound the ratio at ${
+        ((baseline + timed.measure(pushTotal / runs, runs).waitingMs) /
+          baseline).toFixed(2)
+      }`,
   });
 }
 
@@ -297,8 +417,12 @@ function breakdown(times: StorageTimes): string {
     const kind = label.replace(/\d{10,}/g, "#");
     calls.set(kind, (calls.get(kind) ?? 0) + ms);
   }
-  const list = [...calls].sort((a, b) => b[1] - a[1]).map(([label, ms]) => `${label} ${ms.toFixed(2)}`).join(", ");
-  return `${times.totalMs.toFixed(2)} ms = ${times.waitingMs.toFixed(2)} ms waiting on the server's storage (${list}) + ${
+  const list = [...calls].sort((a, b) => b[1] - a[1]).map(([label, ms]) =>
+    `${label} ${ms.toFixed(2)}`
+  ).join(", ");
+  return `${times.totalMs.toFixed(2)} ms = ${
+    times.waitingMs.toFixed(2)
+  } ms waiting on the server's storage (${list}) + ${
     times.outsideMs.toFixed(2)
   } ms outside it (HTTP both ways, JSON, checks, the client)`;
 }
