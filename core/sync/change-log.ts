@@ -78,10 +78,7 @@ export class ChangeLog {
    */
   async record(refs: readonly string[]): Promise<void> {
     // The number after the last this instance wrote, when that entry is still there; else the log's head.
-    let seq =
-      (this.#last !== undefined && (await this.#entry(this.#last))
-        ? this.#last
-        : (await this.head()).n) + 1;
+    let seq = (this.#last !== undefined && (await this.#entry(this.#last)) ? this.#last : (await this.head()).n) + 1;
     const id = randomId();
     while (
       !(await this.#storage.createExclusive(
@@ -101,9 +98,7 @@ export class ChangeLog {
 
   /** The last entry's position (`n: 0` for an empty log): the newest page, listed. */
   async head(): Promise<LogPosition> {
-    const pages = (await this.#storage.list(DIR)).filter((name) =>
-      /^\d{10}$/.test(name)
-    );
+    const pages = (await this.#storage.list(DIR)).filter((name) => /^\d{10}$/.test(name));
     for (const page of pages.reverse()) {
       const names = (await this.#storage.list(`${DIR}/${page}`)).filter((
         name,
@@ -162,9 +157,7 @@ export class ChangeLog {
         intervalMs
     ) return;
     const before = await this.#storage.read(SNAPSHOT);
-    const last = before
-      ? (JSON.parse(decoder.decode(before)) as Record<string, string>)
-      : {};
+    const last = before ? (JSON.parse(decoder.decode(before)) as Record<string, string>) : {};
     const keys = await current();
     const changed = new Set<string>();
     for (const [ref, key] of Object.entries(keys)) {
@@ -239,9 +232,7 @@ function pageName(page: number): string {
 }
 
 function entryPath(seq: number): string {
-  return `${DIR}/${pageName(Math.floor(seq / PAGE))}/${
-    String(seq).padStart(16, "0")
-  }.json`;
+  return `${DIR}/${pageName(Math.floor(seq / PAGE))}/${String(seq).padStart(16, "0")}.json`;
 }
 
 function randomId(): string {
