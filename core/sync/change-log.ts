@@ -80,15 +80,8 @@ export class ChangeLog {
     // The number after the last this instance wrote, when that entry is still there; else the log's head.
     let seq = (this.#last !== undefined && (await this.#entry(this.#last)) ? this.#last : (await this.head()).n) + 1;
     const id = randomId();
-    while (
-      !(await this.#storage.createExclusive(
-        entryPath(seq),
-        encodeJsonDocument({ seq, id, refs } satisfies ChangeEntry),
-        { durable: false },
-      ))
-    ) {
-      seq = Math.max(seq, (await this.head()).n) + 1;
-    }
+    const entryOf = (n: number) => encodeJsonDocument({ seq: n, id, refs } satisfies ChangeEntry);
+    while (!(await this.#storage.createExclusive(entryPath(seq), entryOf(seq), { durable: false }))) seq = Math.max(seq, (await this.head()).n) + 1;
     this.#last = seq;
     // Opening a page drops the oldest kept one: a cursor that far behind is answered with a scan.
     if (seq % PAGE === 0 && seq / PAGE >= KEPT_PAGES) {
@@ -100,9 +93,7 @@ export class ChangeLog {
   async head(): Promise<LogPosition> {
     const pages = (await this.#storage.list(DIR)).filter((name) => /^\d{10}$/.test(name));
     for (const page of pages.reverse()) {
-      const names = (await this.#storage.list(`${DIR}/${page}`)).filter((
-        name,
-      ) => /^\d{16}\.json$/.test(name));
+      const names = (await this.#storage.list(`${DIR}/${page}`)).filter((name) => /^\d{16}\.json$/.test(name));
       const last = names.at(-1);
       if (!last) continue;
       const entry = await this.#entry(Number(last.slice(0, 16)));
@@ -127,10 +118,7 @@ export class ChangeLog {
       let entry = await this.#entry(seq);
       // The first missing number must be the end. With entries after it, it is one written
       // since (read again) or a gap (an entry a crash lost, a pruned first page): then the log cannot say.
-      if (
-        !entry && (await this.head()).n > at.n &&
-        !(entry = await this.#entry(seq))
-      ) return undefined;
+      if (!entry && (await this.head()).n > at.n && !(entry = await this.#entry(seq))) return undefined;
       if (!entry) break;
       if (seq - from.n > MAX_ENTRIES_READ) return undefined;
       for (const ref of entry.refs) refs.add(ref);
@@ -145,32 +133,18 @@ export class ChangeLog {
    * `place:revision` by ref. Two servers sweeping at once log some refs twice, which a pull
    * reads as one.
    */
-  async sweepIfDue(
-    now: number,
-    intervalMs: number,
-    current: () => Promise<Record<string, string>>,
-  ): Promise<void> {
+  async sweepIfDue(now: number, intervalMs: number, current: () => Promise<Record<string, string>>): Promise<void> {
     const swept = await this.#storage.read(SWEPT);
-    if (
-      swept &&
-      now - (JSON.parse(decoder.decode(swept)) as { at: number }).at <
-        intervalMs
-    ) return;
+    if (swept && now - (JSON.parse(decoder.decode(swept)) as { at: number }).at < intervalMs) return;
     const before = await this.#storage.read(SNAPSHOT);
     const last = before ? (JSON.parse(decoder.decode(before)) as Record<string, string>) : {};
     const keys = await current();
     const changed = new Set<string>();
-    for (const [ref, key] of Object.entries(keys)) {
-      if (last[ref] !== key) changed.add(ref);
-    }
+    for (const [ref, key] of Object.entries(keys)) if (last[ref] !== key) changed.add(ref);
     for (const ref of Object.keys(last)) if (!(ref in keys)) changed.add(ref);
     if (changed.size > 0) await this.record([...changed]);
-    await this.#storage.replace(SNAPSHOT, encodeJsonDocument(keys), {
-      durable: false,
-    });
-    await this.#storage.replace(SWEPT, encodeJsonDocument({ at: now }), {
-      durable: false,
-    });
+    await this.#storage.replace(SNAPSHOT, encodeJsonDocument(keys), { durable: false });
+    await this.#storage.replace(SWEPT, encodeJsonDocument({ at: now }), { durable: false });
   }
 
   async #entry(seq: number): Promise<ChangeEntry | undefined> {
@@ -184,9 +158,7 @@ export class ChangeLog {
  * in base64, the same length whatever the position.
  */
 export function encodeCursor(at: LogPosition): string {
-  return base64(
-    JSON.stringify({ v: 2, n: String(at.n).padStart(16, "0"), i: at.id }),
-  );
+  return base64(JSON.stringify({ v: 2, n: String(at.n).padStart(16, "0"), i: at.id }));
 }
 
 /**
@@ -197,34 +169,17 @@ export function encodeCursor(at: LogPosition): string {
  */
 export function decodeCursor(cursor: string): Cursor {
   try {
-    const state = JSON.parse(
-      decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0))),
-    ) as Record<string, unknown>;
-    if (
-      state.v === 2 && typeof state.n === "string" &&
-      /^\d{16}$/.test(state.n) && typeof state.i === "string" &&
-      /^[0-9a-f]{16}$/.test(state.i)
-    ) {
+    const state = JSON.parse(decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0)))) as Record<string, unknown>;
+    if (state.v === 2 && typeof state.n === "string" && /^\d{16}$/.test(state.n) && typeof state.i === "string" && /^[0-9a-f]{16}$/.test(state.i)) {
       return { kind: "log", at: { n: Number(state.n), id: state.i } };
     }
-    if (
-      typeof state.s === "object" && state.s !== null && Array.isArray(state.t)
-    ) {
-      return {
-        kind: "seen",
-        s: state.s as Record<string, string>,
-        t: state.t as string[],
-      };
+    if (typeof state.s === "object" && state.s !== null && Array.isArray(state.t)) {
+      return { kind: "seen", s: state.s as Record<string, string>, t: state.t as string[] };
     }
   } catch {
     // Refused below.
   }
-  throw refused(
-    "malformed",
-    400,
-    "pull: cursor is not one this server gave",
-    {},
-  );
+  throw refused("malformed", 400, "pull: cursor is not one this server gave", {});
 }
 
 function pageName(page: number): string {
@@ -236,10 +191,7 @@ function entryPath(seq: number): string {
 }
 
 function randomId(): string {
-  return Array.from(
-    crypto.getRandomValues(new Uint8Array(8)),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
+  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function base64(text: string): string {

@@ -41,31 +41,21 @@ function remoteAt(url: string) {
     id: "bench",
     fetch: (input, init) =>
       fetch(input, init).catch((error: unknown) => {
-        throw new Error(
-          `${input}: ${String(error)} (${String((error as { cause?: unknown }).cause)})`,
-        );
+        throw new Error(`${input}: ${String(error)} (${String((error as { cause?: unknown }).cause)})`);
       }),
   });
 }
 
 /** A sync server over a folder store on 127.0.0.1. */
 async function syncServerAt(storage: StoragePort) {
-  const loopback = await serveFetchHandler(
-    createSyncHandler({
-      storage,
-      authorize: () => STORE_OWNER,
-      basePath: "/sync",
-    }),
-  );
+  const loopback = await serveFetchHandler(createSyncHandler({ storage, authorize: () => STORE_OWNER, basePath: "/sync" }));
   return { url: `${loopback.url}/sync`, close: () => loopback.close() };
 }
 
 /** Every file under `dir`, as paths relative to it. */
 async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
   const out: string[] = [];
-  for (
-    const entry of await readdir(join(dir, prefix), { withFileTypes: true })
-  ) {
+  for (const entry of await readdir(join(dir, prefix), { withFileTypes: true })) {
     const path = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) out.push(...(await filesUnder(dir, path)));
     else out.push(path);
@@ -91,9 +81,7 @@ async function initialSync(ctx: CaseContext): Promise<void> {
   const syncMs: number[] = [];
   const copyMs: number[] = [];
   const durableMs: number[] = [];
-  const device = new Sessions({
-    storage: new NodeFileStorage({ root: deviceRoot }),
-  });
+  const device = new Sessions({ storage: new NodeFileStorage({ root: deviceRoot }) });
   for (let rep = 0; rep < reps; rep++) {
     const copyTo = join(ctx.tmp, `initial-copy-${rep}`);
     const c0 = performance.now();
@@ -105,29 +93,18 @@ async function initialSync(ctx: CaseContext): Promise<void> {
     const durableRoot = join(ctx.tmp, `initial-durable-${rep}`);
     const durable = new NodeFileStorage({ root: durableRoot });
     const d0 = performance.now();
-    for (const file of files) {
-      await durable.replace(file, await readFile(join(sessionDir, file)));
-    }
+    for (const file of files) await durable.replace(file, await readFile(join(sessionDir, file)));
     durableMs.push(performance.now() - d0);
     await rm(durableRoot, { recursive: true, force: true });
 
     const serverRoot = join(ctx.tmp, `initial-server-${rep}`);
-    const server = await syncServerAt(
-      new NodeFileStorage({ root: serverRoot }),
-    );
+    const server = await syncServerAt(new NodeFileStorage({ root: serverRoot }));
     await device.storage.remove("sync");
     const t0 = performance.now();
-    const report = await syncStores({
-      local: device,
-      remote: remoteAt(server.url),
-    });
+    const report = await syncStores({ local: device, remote: remoteAt(server.url) });
     syncMs.push(performance.now() - t0);
     await server.close();
-    if (report.pushed !== n) {
-      throw new Error(
-        `initial sync pushed ${report.pushed} messages; expected ${n}`,
-      );
-    }
+    if (report.pushed !== n) throw new Error(`initial sync pushed ${report.pushed} messages; expected ${n}`);
     await rm(serverRoot, { recursive: true, force: true });
   }
   const value = bytes / MB / (median(syncMs) / 1000);
@@ -178,18 +155,11 @@ async function agreedPair(ctx: CaseContext, n: number) {
     },
   };
   await mkdir(join(deviceRoot, "sync/remotes"), { recursive: true });
-  await writeFile(
-    join(deviceRoot, syncStatePath(remote.id)),
-    JSON.stringify(state),
-  );
-  const device = new Sessions({
-    storage: new NodeFileStorage({ root: deviceRoot }),
-  });
+  await writeFile(join(deviceRoot, syncStatePath(remote.id)), JSON.stringify(state));
+  const device = new Sessions({ storage: new NodeFileStorage({ root: deviceRoot }) });
   const warm = await syncStores({ local: device, remote });
   if (warm.pushed !== 0 || warm.pulled !== 0 || warm.conflicts.length > 0) {
-    throw new Error(
-      `the agreed pair of ${n} was not in agreement: ${JSON.stringify(warm)}`,
-    );
+    throw new Error(`the agreed pair of ${n} was not in agreement: ${JSON.stringify(warm)}`);
   }
   return { n, device, remote, close: server.close };
 }
@@ -252,25 +222,17 @@ async function bareServer() {
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((done) => server.close(() => done())),
-  };
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((done) => server.close(() => done())) };
 }
 
 async function roundTrip(ctx: CaseContext): Promise<void> {
-  const timed = timedStorage(
-    new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }),
-  );
+  const timed = timedStorage(new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }));
   const server = await syncServerAt(timed.storage);
   const bare = await bareServer();
   const remote: SyncRemote = remoteAt(server.url);
   let number = 0;
   let sequence = 0;
-  const message = (seq: number): MessageRecord => ({
-    ...syntheticMessage(seq),
-    revision: seq,
-  });
+  const message = (seq: number): MessageRecord => ({ ...syntheticMessage(seq), revision: seq });
   const pushOne = async () => {
     sequence++;
     const mutation: Mutation = sequence === 1
@@ -280,11 +242,7 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
         ref: REF,
         meta: {
           schema_version: 1,
-          ...{
-            session_id: BENCH_REF.sessionId,
-            agent_id: BENCH_REF.agentId,
-            workspace_id: BENCH_REF.workspaceId,
-          },
+          ...{ session_id: BENCH_REF.sessionId, agent_id: BENCH_REF.agentId, workspace_id: BENCH_REF.workspaceId },
           created_at: message(1).created_at,
           updated_at: message(1).created_at,
           message_count: 0,
@@ -303,34 +261,17 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
         base_message_id: message(sequence - 1).message_id,
         messages: [message(sequence)],
       };
-    const outcome = await remote.push({
-      v: 1,
-      client_id: "bench-rt",
-      mutations: [mutation],
-    });
-    if (outcome.results[0]?.status !== "applied") {
-      throw new Error(`push ${number}: ${JSON.stringify(outcome)}`);
-    }
+    const outcome = await remote.push({ v: 1, client_id: "bench-rt", mutations: [mutation] });
+    if (outcome.results[0]?.status !== "applied") throw new Error(`push ${number}: ${JSON.stringify(outcome)}`);
   };
   const bodyOf = (seq: number) =>
     JSON.stringify({
       v: 1,
       client_id: "bench-rt",
-      mutations: [{
-        number: seq,
-        op: "append",
-        ref: REF,
-        base_sequence: seq - 1,
-        base_message_id: message(seq - 1).message_id,
-        messages: [message(seq)],
-      }],
+      mutations: [{ number: seq, op: "append", ref: REF, base_sequence: seq - 1, base_message_id: message(seq - 1).message_id, messages: [message(seq)] }],
     });
   const postBare = async (seq: number) => {
-    const response = await fetch(`${bare.url}/sync/push`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: bodyOf(seq),
-    });
+    const response = await fetch(`${bare.url}/sync/push`, { method: "POST", headers: { "content-type": "application/json" }, body: bodyOf(seq) });
     await response.text();
   };
   await pushOne();
@@ -371,10 +312,7 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
     runs: batches,
     note: `one push to a session whose Active grows to ${sequence} messages over the run (the server opens it, every line checked, per push): ${
       breakdown(timed.measure(pushTotal / runs, runs))
-    }; the bare POST plus that storage time alone bound the ratio at ${
-      ((baseline + timed.measure(pushTotal / runs, runs).waitingMs) /
-        baseline).toFixed(2)
-    }`,
+    }; the bare POST plus that storage time alone bound the ratio at ${((baseline + timed.measure(pushTotal / runs, runs).waitingMs) / baseline).toFixed(2)}`,
   });
 }
 
