@@ -97,7 +97,7 @@ interface Harness {
   readonly target: SyncTestTarget;
   readonly server: Sessions;
   device(user?: string): Promise<Device>;
-  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number }): Promise<SyncReport>;
+  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number; batchBytes?: number }): Promise<SyncReport>;
   readonly devices: Device[];
   /** Message ids of a session deleted on purpose: no longer expected anywhere. */
   readonly forgotten: Set<string>;
@@ -352,6 +352,26 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect(report.pushed).toBe(22);
       const b = await h.device();
       expect((await h.sync(b, { batchMessages: 7 })).pulled).toBe(30);
+    });
+
+    test("a new session larger than a request travels in parts: its first segments, the others whole, then Active", async (h) => {
+      const a = await h.device();
+      const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1", title: "long" });
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 6; i++) await s.append([text(`q${round}.${i}`), reply(`a${round}.${i}`)]);
+        await s.compact({ summarizer: new ExtractiveSummarizer() });
+      }
+      await s.append([text("after"), reply("the compactions")]);
+      const report = await h.sync(a, { batchBytes: 4096, batchMessages: 3 });
+      expect(report.pushed).toBe((await ids(s)).length);
+      const there = await h.server.open(REF);
+      expect(await ids(there)).toEqual(await ids(s));
+      expect((await there.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect(there.meta.message_count).toBe((await ids(s)).length);
+      expect((await h.sync(a)).pushed).toBe(0);
+      const b = await h.device();
+      await h.sync(b);
+      expect(await ids(await b.sessions.open(REF))).toEqual(await ids(s));
     });
 
     test("a concurrent duplicate push applies once", async (h) => {

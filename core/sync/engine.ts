@@ -13,7 +13,7 @@ import { CorruptSessionError, InvalidInputError, NotFoundError, SyncRefusedError
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { STORE_MARKER } from "../encryption/places.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
-import { formatSegmentName } from "../layout/segments.ts";
+import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
@@ -60,6 +60,12 @@ export interface SyncStoresOptions {
   readonly batchMessages?: number;
   /** Mutations per push request. Default 20. */
   readonly batchMutations?: number;
+  /**
+   * Bytes of segments and messages per push request, about (a request holds at least one
+   * mutation), and the most a `create` carries: a larger new session is sent as a `create`
+   * of its first segments, then `segment`s and `append`s. Default 8 MiB.
+   */
+  readonly batchBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
   /** Who the engine's own locked writes (labels, adopted segments) are by; default the anonymous writer. */
@@ -151,6 +157,7 @@ class SyncRun {
   readonly #only: Set<string> | undefined;
   readonly #batchMessages: number;
   readonly #batchMutations: number;
+  readonly #batchBytes: number;
   readonly #clock: () => number;
   readonly #writer: SyncWriter;
   readonly #statePath: string;
@@ -167,6 +174,7 @@ class SyncRun {
     this.#only = options.refs && new Set(options.refs.map((r) => formatSessionRef(parseSessionRef(r))));
     this.#batchMessages = options.batchMessages ?? 500;
     this.#batchMutations = options.batchMutations ?? 20;
+    this.#batchBytes = options.batchBytes ?? 8 * 1024 * 1024;
     this.#clock = options.clock ?? Date.now;
     this.#writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.#clock };
     this.#statePath = syncStatePath(options.remote.id);
@@ -210,7 +218,7 @@ class SyncRun {
   async #flush(): Promise<boolean> {
     const state = this.#state;
     while (state.pending.length > 0) {
-      const batch = state.pending.slice(0, this.#batchMutations);
+      const batch = this.#nextBatch();
       let outcome;
       try {
         outcome = await this.#remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: state.client_id, mutations: batch });
@@ -240,6 +248,15 @@ class SyncRun {
       }
     }
     return true;
+  }
+
+  /** The first pending mutations, at most `batchMutations` and about `batchBytes` (at least one). */
+  #nextBatch(): Mutation[] {
+    const pending = this.#state.pending;
+    let bytes = byteEstimate(pending[0]!);
+    let count = 1;
+    while (count < Math.min(pending.length, this.#batchMutations) && (bytes += byteEstimate(pending[count]!)) <= this.#batchBytes) count++;
+    return pending.slice(0, count);
   }
 
   /**
@@ -344,6 +361,15 @@ class SyncRun {
     } else if (mutation.op === "segment") {
       const entry = known[mutation.ref];
       if (entry && !entry.segments.includes(mutation.segment.name)) entry.segments.push(mutation.segment.name);
+      // A segment of a session sent in parts carried its messages: the agreed history reaches its end.
+      if (entry && entry.last_sequence < parseSegmentName(mutation.segment.name)!.end) {
+        // The server checked the segment; its message lines are all but the footer.
+        const lines = mutation.segment.text.split("\n").filter((line) => line !== "").slice(0, -1);
+        const carried = lines.map((line) => JSON.parse(line) as MessageRecord).filter((m) => m.sequence > entry.last_sequence);
+        this.report.acknowledged.push(...carried.map((m) => m.message_id));
+        if (reported.status !== "duplicate") this.report.pushed += carried.length;
+        Object.assign(entry, { last_sequence: carried.at(-1)!.sequence, last_message_id: carried.at(-1)!.message_id });
+      }
     } else if (mutation.op === "set_meta") {
       const entry = known[mutation.ref];
       if (entry) Object.assign(entry, { labels: mutation.labels, instruction: mutation.instruction });
@@ -371,15 +397,7 @@ class SyncRun {
         const session = await this.#local.open(ref, { archived });
         const known = state.sessions[ref];
         if (!known) {
-          const segments = await this.#segmentsOf(session);
-          if (this.#codec) {
-            const [keys, documents, lines] = [
-              await this.#codec.keys(session),
-              await this.#codec.documents(session),
-              await this.#codec.sealActive(session, session.active),
-            ];
-            add({ op: "create_sealed", ref, keys, ...documents, segments, lines });
-          } else add({ op: "create", ref, meta: session.meta, instruction: await this.#instructionOf(session), segments, messages: [...session.active] });
+          for (const mutation of await this.#creation(session)) add(mutation);
           if (archived) add({ op: "archive", ref });
           continue;
         }
@@ -417,6 +435,49 @@ class SyncRun {
     if (state.pending.length === 0) return false;
     await this.#save();
     return true;
+  }
+
+  /**
+   * A new session as mutations: one `create` when it fits in `batchBytes`; else a `create` of
+   * its first segments within that size, a `segment` for each later one (which the receiver
+   * adds whole after its history), and `append`s of Active (docs/SYNC.md "Batches").
+   */
+  async #creation(session: Session): Promise<DistributiveOmit<Mutation, "number">[]> {
+    const ref = formatSessionRef(session.ref);
+    const segments = await this.#segmentsOf(session);
+    if (this.#codec) {
+      // Sealed segments travel as stored, in one create: a record opens only in the file it was sealed for.
+      const [keys, documents, lines] = [
+        await this.#codec.keys(session),
+        await this.#codec.documents(session),
+        await this.#codec.sealActive(session, session.active),
+      ];
+      return [{ op: "create_sealed", ref, keys, ...documents, segments, lines }];
+    }
+    const instruction = await this.#instructionOf(session);
+    if (session.meta.history_bytes <= this.#batchBytes) {
+      return [{ op: "create", ref, meta: session.meta, instruction, segments, messages: [...session.active] }];
+    }
+    let first = 0;
+    for (let bytes = 0; first < segments.length && (bytes += segments[first]!.text.length) <= this.#batchBytes;) first++;
+    const out: DistributiveOmit<Mutation, "number">[] = [{
+      op: "create",
+      ref,
+      meta: session.meta,
+      instruction,
+      segments: segments.slice(0, first),
+      messages: [],
+    }];
+    for (const segment of segments.slice(first)) out.push({ op: "segment", ref, segment });
+    let base = session.newestSegment?.end ?? 0;
+    let baseId = (await messageAt(session, base))?.message_id ?? null;
+    for (let at = 0; at < session.active.length; at += this.#batchMessages) {
+      const messages = session.active.slice(at, at + this.#batchMessages);
+      out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+      base = messages.at(-1)!.sequence;
+      baseId = messages.at(-1)!.message_id;
+    }
+    return out;
   }
 
   async #pull(): Promise<void> {
@@ -513,13 +574,14 @@ class SyncRun {
   async #agreed(head: SessionHead): Promise<void> {
     const now = (await this.#open(head.ref, head.place === "archived"))!;
     const last = Math.min(lastSequenceOf(now), head.last_sequence);
+    const theirs = new Set(head.segments);
     this.#state.sessions[head.ref] = {
       last_sequence: last,
       last_message_id: (await messageAt(now, last))?.message_id ?? null,
       labels: head.labels,
       instruction: head.instruction,
       place: head.place,
-      segments: (await now.segments()).map(formatSegmentName).filter((name) => head.segments.includes(name)),
+      segments: (await now.segments()).map(formatSegmentName).filter((name) => theirs.has(name)),
       ...(head.sealed ? { sealed: head.sealed } : {}),
     };
   }
@@ -674,6 +736,13 @@ class SyncRun {
 /** Whether `list` begins with every name of `prefix`, in order. */
 function startsWith(list: readonly string[], prefix: readonly string[]): boolean {
   return prefix.every((name, i) => list[i] === name);
+}
+
+/** About how many bytes a mutation takes in a request: its segments' text and its messages as JSON. */
+function byteEstimate(mutation: Mutation): number {
+  const segments = mutation.op === "create" ? mutation.segments : mutation.op === "segment" ? [mutation.segment] : [];
+  const messages = mutation.op === "create" || mutation.op === "append" ? mutation.messages : [];
+  return 256 + segments.reduce((sum, s) => sum + s.text.length, 0) + (messages.length > 0 ? JSON.stringify(messages).length : 0);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

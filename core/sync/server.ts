@@ -2,8 +2,9 @@
  * The server side of sync over any store (docs/SYNC.md): pushes of numbered mutations, each
  * applied exactly once, pulls by cursor (long-polled), reads of a session's history and its
  * segments. It keeps no state of its own beyond the store: the client ledgers
- * (`sync/clients/<client_id>.json`) and tombstones (`sync/tombstones/…`) are files of the
- * store, so several servers on one store serve the same clients. The HTTP handler
+ * (`sync/clients/<client_id>.json`), tombstones (`sync/tombstones/…`) and the change log
+ * (`sync/changes/…`, `change-log.ts`) are files of the store, so several servers on one store
+ * serve the same clients. The HTTP handler
  * (`handler.ts`) and the direct remote (`remote.ts`) both call it.
  *
  * @module
@@ -37,6 +38,7 @@ import {
   SYNC_PROTOCOL_VERSION,
   type Tombstone,
 } from "./protocol.ts";
+import { ChangeLog, type Cursor, decodeCursor, encodeCursor, type LogPosition } from "./change-log.ts";
 import {
   adoptSealedSegment,
   appendSealedLines,
@@ -108,6 +110,12 @@ export interface SyncServerOptions {
   readonly identity?: WriterIdentity;
   /** How often a long-poll looks at the store again. Default 200 ms. */
   readonly pollIntervalMs?: number;
+  /**
+   * How often a pull compares every session with the last sweep, to log changes no mutation
+   * announced (another writer of the store, a crash before a mutation's log entry). Default
+   * 60 000 ms; `Infinity` when only this protocol writes the store (docs/SYNC.md "Pull by cursor").
+   */
+  readonly sweepIntervalMs?: number;
 }
 
 /** A push's answer as the server builds it: the results, and why it stopped before the end. */
@@ -144,6 +152,8 @@ export class SyncServer {
   readonly #clock: () => number;
   readonly #writer: SyncWriter;
   readonly #pollMs: number;
+  readonly #sweepMs: number;
+  readonly #log: ChangeLog;
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
   #encrypted: Promise<boolean> | undefined;
@@ -156,6 +166,8 @@ export class SyncServer {
     const storage = options.storage instanceof EncryptedStorage ? options.storage.inner : options.storage;
     this.sessions = new Sessions({ storage, clock: this.#clock, identity });
     this.#pollMs = options.pollIntervalMs ?? 200;
+    this.#sweepMs = options.sweepIntervalMs ?? 60_000;
+    this.#log = new ChangeLog(options.storage);
   }
 
   /** Whether the store served is an encrypted store (its marker is there): then it takes sealed sessions only. */
@@ -208,6 +220,8 @@ export class SyncServer {
           });
         }
         const result = (await this.#continueFork(ledger, mutation)) ?? (await this.#apply(request.client_id, ref, mutation));
+        // After the data, before the ledger: a retry after a crash between them finds its effect and logs it then.
+        if (result.status !== "rejected") await this.#log.record(result.fork ? [mutation.ref, result.fork.ref] : [mutation.ref]);
         ledger = { ...ledger, last_mutation: mutation.number, results: [...ledger.results, result].slice(-KEPT_RESULTS) };
         await this.storage.replace(ledgerPath(request.client_id), encodeJsonDocument(ledger));
         results.push(result);
@@ -226,11 +240,13 @@ export class SyncServer {
    * the time is up. An absent cursor means everything.
    */
   async pull(principal: SyncPrincipal, request: PullRequest, signal?: AbortSignal): Promise<PullResponse> {
-    const known = decodeCursor(request.cursor);
+    let cursor: Cursor | undefined = request.cursor === undefined ? undefined : decodeCursor(request.cursor);
     const deadline = this.#clock() + (request.wait_ms ?? 0);
+    await this.#log.sweepIfDue(this.#clock(), this.#sweepMs, () => this.#placesAndRevisions());
     for (;;) {
-      const changes = await this.#changes(principal, known);
-      if (changes.sessions.length > 0 || changes.tombstones.length > 0 || this.#clock() >= deadline || signal?.aborted) return changes;
+      const { response, at } = await this.#changes(principal, cursor);
+      if (response.sessions.length > 0 || response.tombstones.length > 0 || this.#clock() >= deadline || signal?.aborted) return response;
+      cursor = { kind: "log", at };
       await sleep(Math.min(this.#pollMs, Math.max(1, deadline - this.#clock())), signal);
     }
   }
@@ -303,8 +319,10 @@ export class SyncServer {
   async #bindClient(principal: SyncPrincipal, clientId: string): Promise<ClientLedger> {
     const path = ledgerPath(clientId);
     const fresh: ClientLedger = { client_id: clientId, user: principal.user, last_mutation: 0, results: [] };
-    const created = await this.storage.createExclusive(path, encodeJsonDocument(fresh));
-    const ledger = created ? fresh : (JSON.parse(decoder.decode((await this.storage.read(path))!)) as ClientLedger);
+    // Read first: a known client (every push but its first) costs no durable create that fails.
+    const bytes = (await this.storage.read(path)) ??
+      ((await this.storage.createExclusive(path, encodeJsonDocument(fresh))) ? undefined : await this.storage.read(path));
+    const ledger = bytes ? (JSON.parse(decoder.decode(bytes)) as ClientLedger) : fresh;
     if (ledger.user !== principal.user) {
       throw refused("client-id-taken", 403, `client id ${clientId} belongs to another user; nothing was applied`, { client_id: clientId });
     }
@@ -499,8 +517,35 @@ export class SyncServer {
     };
   }
 
-  async #changes(principal: SyncPrincipal, known: CursorState): Promise<PullResponse> {
-    const next: CursorState = { s: {}, t: [] };
+  /** What changed since `cursor`: from the log when it can say, else by a scan (no cursor, a version 1 cursor, a log rewritten or pruned). */
+  async #changes(principal: SyncPrincipal, cursor: Cursor | undefined): Promise<{ response: PullResponse; at: LogPosition }> {
+    const read = cursor?.kind === "log" ? await this.#log.since(cursor.at) : undefined;
+    if (!read) return this.#scan(principal, cursor?.kind === "seen" ? cursor : { s: {}, t: [] });
+    const sessions: SessionHead[] = [];
+    const tombstones: Tombstone[] = [];
+    for (const refText of [...read.refs].sort()) {
+      const ref = parseSessionRef(refText);
+      if (!principal.may("read", ref)) continue;
+      // An encrypted session is read as stored (its keys.json says so), never opened.
+      const sealed = (await readSealedSession(this.storage, ref, "live")) ?? (await readSealedSession(this.storage, ref, "archived"));
+      const session = sealed ? undefined : ((await this.#open(ref)) ?? (await this.#open(ref, true)));
+      if (sealed) sessions.push(sealedHeadOf(sealed));
+      else if (session) sessions.push(await headOf(this.storage, session));
+      else {
+        const bytes = await this.storage.read(tombstonePath(ref));
+        if (bytes) tombstones.push(JSON.parse(decoder.decode(bytes)) as Tombstone);
+      }
+    }
+    return { response: { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(read.at), sessions, tombstones }, at: read.at };
+  }
+
+  /**
+   * Every session the principal may read whose place and revision differ from `known`, and
+   * the tombstones not in it; the cursor is the log's head read first, so a change logged
+   * during the scan is read again next time, never missed.
+   */
+  async #scan(principal: SyncPrincipal, known: { readonly s: Record<string, string>; readonly t: readonly string[] }) {
+    const at = await this.#log.head();
     const sessions: SessionHead[] = [];
     for (const archived of [false, true]) {
       for (const meta of await this.sessions.list({ archived })) {
@@ -509,13 +554,11 @@ export class SyncServer {
         const refText = formatSessionRef(ref);
         // An encrypted session's meta.json is sealed by a device and never rewritten here: what changed is read from its lines.
         const sealed = Object.hasOwn(meta, "sealed") ? await readSealedSession(this.storage, ref, archived ? "archived" : "live") : undefined;
-        const key = sealed ? await sealedChangeKey(sealed) : `${archived ? "archived" : "live"}:${meta.revision}`;
-        next.s[refText] = key;
-        if (known.s[refText] === key) continue;
         if (sealed) {
-          sessions.push(sealedHeadOf(sealed));
+          if (known.s[refText] !== (await sealedChangeKey(sealed))) sessions.push(sealedHeadOf(sealed));
           continue;
         }
+        if (known.s[refText] === placeAndRevision(archived, meta.revision)) continue;
         const session = await this.#open(ref, archived);
         if (session) sessions.push(await headOf(this.storage, session));
       }
@@ -525,15 +568,24 @@ export class SyncServer {
       for (const workspaceId of (await this.storage.list(`sync/tombstones/${agentId}`)).filter(isValidId)) {
         if (!principal.may("read", { agentId, workspaceId })) continue;
         for (const name of await this.storage.list(`sync/tombstones/${agentId}/${workspaceId}`)) {
-          const ref = `${agentId}/${workspaceId}/${name.replace(/\.json$/, "")}`;
-          next.t.push(ref);
-          if (known.t.includes(ref)) continue;
+          if (known.t.includes(`${agentId}/${workspaceId}/${name.replace(/\.json$/, "")}`)) continue;
           const bytes = await this.storage.read(`sync/tombstones/${agentId}/${workspaceId}/${name}`);
           if (bytes) tombstones.push(JSON.parse(decoder.decode(bytes)) as Tombstone);
         }
       }
     }
-    return { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(next), sessions, tombstones };
+    return { response: { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(at), sessions, tombstones }, at };
+  }
+
+  /** Every session of the store (every user's) as `place:revision` by ref, for the log's sweep. */
+  async #placesAndRevisions(): Promise<Record<string, string>> {
+    const keys: Record<string, string> = {};
+    for (const archived of [false, true]) {
+      for (const meta of await this.sessions.list({ archived })) {
+        keys[formatSessionRef(sessionRef(meta.agent_id, meta.workspace_id, meta.session_id))] = placeAndRevision(archived, meta.revision);
+      }
+    }
+    return keys;
   }
 
   /** The encrypted session a read is for (the user checked), or `undefined` when it is not one. */
@@ -562,25 +614,9 @@ export class SyncServer {
   }
 }
 
-/** Which sessions (ref → place and revision) and tombstones a client has seen: the pull cursor's content. */
-interface CursorState {
-  s: Record<string, string>;
-  t: string[];
-}
-
-function encodeCursor(state: CursorState): string {
-  return btoa(String.fromCharCode(...encoder.encode(JSON.stringify(state))));
-}
-
-function decodeCursor(cursor: string | undefined): CursorState {
-  if (cursor === undefined) return { s: {}, t: [] };
-  try {
-    const state = JSON.parse(decoder.decode(Uint8Array.from(atob(cursor), (c) => c.charCodeAt(0)))) as CursorState;
-    if (typeof state.s === "object" && state.s !== null && Array.isArray(state.t)) return state;
-  } catch {
-    // Refused below.
-  }
-  throw refused("malformed", 400, "pull: cursor is not one this server gave", {});
+/** A session's place and revision, as a version 1 cursor and the log's sweep compare them. */
+function placeAndRevision(archived: boolean, revision: number): string {
+  return `${archived ? "archived" : "live"}:${revision}`;
 }
 
 function ledgerPath(clientId: string): string {

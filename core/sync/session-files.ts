@@ -238,9 +238,11 @@ export type SegmentAdoption = "adopted" | "present" | "conflict";
  * `writer.lock`, when it fits: the session's newest segment ends right before it and Active
  * holds the same messages (by id) through its end. The writes are a compaction's, in its
  * order (docs/FORMAT.md "Compaction"): `meta.json` naming the new segment, the segment, then
- * `active.jsonl` without those messages (every other line kept as it is). `present` when the
- * session has that segment already; `conflict` (nothing written) when it does not fit, or
- * the session has something recovery reported.
+ * `active.jsonl` without those messages (every other line kept as it is). A segment that
+ * continues a history with nothing after its newest segment (Active empty: a session sent in
+ * parts, docs/SYNC.md "Batches") adds its messages whole: `meta.json` naming it, then the
+ * segment. `present` when the session has that segment already; `conflict` (nothing written)
+ * when it does not fit, or the session has something recovery reported.
  */
 export async function adoptSegment(sessions: Sessions, ref: string, segment: SegmentFile, writer: SyncWriter): Promise<SegmentAdoption> {
   const { clock } = writer;
@@ -256,8 +258,24 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       const ours = await storage.read(paths.segment(range));
       return ours && decoder.decode(ours) === segment.text ? "present" : "conflict";
     }
-    if (range.start !== (session.newestSegment?.end ?? 0) + 1 || session.diagnostics.length > 0) return "conflict";
+    if (range.start !== (session.newestSegment?.end ?? 0) + 1) return "conflict";
     const theirs = messagesOfSegments(ref, [segment]).map((m) => m.message_id);
+    const segmentBytes = encoder.encode(segment.text);
+    if (session.active.length === 0 && lastSequenceOf(session) === range.start - 1 && !session.diagnostics.some((d) => d.fatal)) {
+      const meta = { ...session.meta, revision: session.revision + 1, updated_at: nowTimestamp(clock), message_count: range.end };
+      await applyCommitPlan(storage, {
+        writes: [
+          {
+            op: "replace",
+            path: paths.meta,
+            bytes: encodeJsonDocument(withNewestSegment({ ...meta, history_bytes: meta.history_bytes + segmentBytes.length }, range)),
+          },
+          { op: "replace", path: paths.segment(range), bytes: segmentBytes },
+        ],
+      });
+      return "adopted";
+    }
+    if (session.diagnostics.length > 0) return "conflict";
     const ours = session.active.filter((m) => m.sequence <= range.end).map((m) => m.message_id);
     if (theirs.length !== ours.length || theirs.some((id, i) => id !== ours[i]) || ours.length !== range.end - range.start + 1) return "conflict";
     const raw = (await storage.read(paths.active)) ?? new Uint8Array(0);
@@ -266,7 +284,6 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       .split("\n")
       .filter((line) => line !== "" && !isMessageThrough(line, range.end));
     const active = encoder.encode(keptLines.map((line) => `${line}\n`).join(""));
-    const segmentBytes = encoder.encode(segment.text);
     const meta = withNewestSegment(
       {
         ...session.meta,

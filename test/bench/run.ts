@@ -28,6 +28,7 @@ import { encryptionCase } from "./cases/encryption.ts";
 import { packageCase } from "./cases/package.ts";
 import { postgresCase } from "./cases/postgres.ts";
 import { streamCase } from "./cases/stream.ts";
+import { syncCase } from "./cases/sync.ts";
 import { turnCase } from "./cases/turn.ts";
 import { machineInfo } from "./lib/machine.ts";
 import { renderReport } from "./lib/report.ts";
@@ -56,6 +57,7 @@ const STEPS: readonly Step[] = [
   { cases: [9], title: "the installed package: tarball and CLI start", run: packageCase },
   { cases: [11], title: "the AI SDK adapter: cost per streamed delta against streamText", run: aiSdkCase },
   { cases: [10], title: "PostgreSQL: turn cost, commits against the server's floor, listing", run: postgresCase },
+  { cases: [13], title: "sync over loopback HTTP: initial, incremental flatness, a push's round trip", run: syncCase },
 ];
 
 function parseArgs(argv: readonly string[]) {
