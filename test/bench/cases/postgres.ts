@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
