@@ -2,6 +2,10 @@ import pg from "pg";
 import {
   applyCommitPlanByCalls,
   assertStoragePath,
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  cataloguedFolder,
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
@@ -366,6 +370,40 @@ export class PostgresStorage implements StoragePort {
     if (outcome === "locked") return { outcome: "locked" };
     const revision = outcome.slice("conflict:".length);
     return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
+  }
+
+  /**
+   * The catalog of a folder of sessions (docs/FORMAT.md "The catalog"): the table itself is
+   * it. One statement reads every session folder of `dir` on the `(parent, name)` index and
+   * its `meta.json` on the primary key, so no copy can disagree with the file; a folder
+   * without `meta.json` is `unlisted`.
+   */
+  async readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    assertStoragePath(dir);
+    if (!cataloguedFolder(`${dir}/x`)) return undefined;
+    const rows = await this.#read(
+      {
+        name: `${this.#schema}.read_catalog`,
+        text: `SELECT f.name, m.file_id IS NOT NULL AS found,
+                (SELECT string_agg(c.bytes, ''::bytea ORDER BY c.end_offset) FROM ${this.#s}.chunks c WHERE c.file_id = m.file_id) AS bytes
+       FROM ${this.#s}.entries f LEFT JOIN ${this.#s}.entries m ON m.path = f.path || '/meta.json' AND m.file_id IS NOT NULL
+       WHERE f.parent = $1 AND f.file_id IS NULL`,
+      },
+      [dir],
+    );
+    const entries: CatalogEntry[] = [];
+    const unlisted: string[] = [];
+    for (const row of rows) {
+      const name = row.name as string;
+      if (!row.found) unlisted.push(name);
+      else entries.push({ name, meta: catalogDocument((row.bytes as Buffer | null) ?? new Uint8Array(0)) });
+    }
+    return { entries, unlisted };
+  }
+
+  /** Nothing to rebuild: the catalog is the table itself (see {@linkcode PostgresStorage.readCatalog}). */
+  async rebuildCatalog(dir: string): Promise<number> {
+    return (await this.readCatalog(dir))?.entries.length ?? 0;
   }
 
   /** Ends every connection; locks this handle holds are freed by the server. */

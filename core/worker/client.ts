@@ -8,6 +8,7 @@
  */
 import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
+import type { CatalogListing } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
@@ -131,6 +132,16 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     return this.#call(() => this.#remote.applyCommitPlan(plan));
+  }
+
+  /** The catalog of `dir` as the worker's store keeps it; `undefined` when it keeps none. */
+  readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    return this.#call(() => this.#remote.readCatalog(dir));
+  }
+
+  /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */
+  rebuildCatalog(dir: string): Promise<number> {
+    return this.#call(() => this.#remote.rebuildCatalog(dir));
   }
 
   /** Ends the worker (its locks go with it). Pending calls reject with a `StorageError`; later calls too. Idempotent. */

@@ -19,16 +19,26 @@ export const verify: Command = {
     "meta.json, instruction.md, every segment (contiguous, messages in order, the summary",
     "footer last and through the segment's end), active.jsonl and the draft. Exits 1 when",
     "a session has a fatal diagnostic (an unknown schema version is one). Read-only.",
-    '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true)',
+    '--repair-catalog: first rebuilds the catalog `ls` reads (docs/FORMAT.md "The catalog")',
+    "from every meta.json, of REF's workspace or of every workspace; the one write verify makes.",
+    '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true),',
+    'with --repair-catalog also "catalog": {"rebuilt": <sessions catalogued>}',
   ].join("\n"),
-  spec: { positionals: [], optionalPositionals: ["REF"], options: {} },
+  spec: {
+    positionals: [],
+    optionalPositionals: ["REF"],
+    options: { "repair-catalog": { type: "boolean", description: "rebuild the catalog ls reads from every meta.json first" } },
+  },
   async run({ store, out, io, args }) {
     const ref = args.positionals.length > 0 ? refArg(args) : undefined;
+    const repairCatalog = args.options["repair-catalog"] === true;
     const opened = await store.forReading();
     if (!opened) {
       if (ref) throw noSuchSession(ref, store.root);
       return out.result({ sessions: [] }, () => `no sessions under ${store.root}`);
     }
+    const rebuilt = repairCatalog ? await opened.sessions.rebuildCatalog(ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {}) : undefined;
+    if (rebuilt !== undefined) out.note(`catalog rebuilt: ${rebuilt} session${rebuilt === 1 ? "" : "s"} from their meta.json`);
     let targets: StoredSession[];
     if (ref) {
       const place = (await exists(opened.storage, ref, false)) ? "live" : (await exists(opened.storage, ref, true)) ? "archived" : undefined;
@@ -49,6 +59,7 @@ export const verify: Command = {
     }
     const document = {
       sessions: reports.map((r) => ({ ref: r.ref, ok: r.ok, diagnostics: r.diagnostics, ...(r.place === "archived" ? { archived: true } : {}) })),
+      ...(rebuilt !== undefined ? { catalog: { rebuilt } } : {}),
     };
     out.result(document, () => verifyText(reports));
     return reports.every((r) => r.ok) ? EXIT.ok : EXIT.fatalDiagnostics;
