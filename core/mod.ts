@@ -287,6 +287,7 @@ export {
   catalogDocument,
   type CatalogEntry,
   type CatalogListing,
+  type CatalogPage,
   cataloguedFolder,
   type CataloguedPath,
   cataloguedPath,

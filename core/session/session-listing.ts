@@ -11,6 +11,7 @@ import { asSessionfoldError, InvalidInputError } from "../errors.ts";
 import { assertId, isValidId } from "../layout/ids.ts";
 import { sessionsDir, workspacesDir } from "../layout/paths.ts";
 import { metaOfDocument, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { ListSessionsOptions, SessionList } from "./registry-options.ts";
 
@@ -36,7 +37,10 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
   const listed: { meta: SessionMeta; ref: string }[] = [];
   for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
     const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
-    for (const meta of await listFolder(storage, dir, `${agentId}/${workspaceId}`, onProblem)) {
+    const prefix = `${agentId}/${workspaceId}`;
+    // One more than the page: whether another page follows.
+    const page = limit === undefined ? undefined : pageAfter(prefix, limit + 1, after);
+    for (const meta of await listFolder(storage, dir, prefix, page, onProblem)) {
       const ref = `${agentId}/${workspaceId}/${meta.session_id}`;
       if (!after || isAfter(meta.updated_at, ref, after)) listed.push({ meta, ref });
     }
@@ -80,8 +84,14 @@ async function workspacesOf(storage: StoragePort, filter: { agentId?: string; wo
 }
 
 /** The sessions of one folder: its catalog's entries, and `meta.json` for what the catalog cannot answer. */
-async function listFolder(storage: StoragePort, dir: string, prefix: string, onProblem: ListSessionsOptions["onProblem"]): Promise<SessionMeta[]> {
-  const catalog = await storage.readCatalog?.(dir);
+async function listFolder(
+  storage: StoragePort,
+  dir: string,
+  prefix: string,
+  page: CatalogPage | undefined,
+  onProblem: ListSessionsOptions["onProblem"],
+): Promise<SessionMeta[]> {
+  const catalog = await storage.readCatalog?.(dir, page);
   if (!catalog) return readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem);
   const metas: SessionMeta[] = [];
   const unread = catalog.unlisted.filter(isValidId);
@@ -146,6 +156,19 @@ function plainListing(value: unknown, name: string): SessionMeta | undefined {
     typeof m.updated_at === "string" && WRITTEN_TIME.test(m.updated_at) && isCount(m.message_count) && isCount(m.history_bytes) &&
     isCount(m.revision) && isOptionalText(m.title) && isOptionalText(m.model_label) && m.forked_from === undefined && m.compaction === undefined;
   return plain ? (m as SessionMeta) : undefined;
+}
+
+/**
+ * The page of the folder of sessions of workspace `prefix` (`agent/workspace`) that follows
+ * `cursor` in the listing's order: among sessions as recently active as the cursor's, those
+ * whose ref sorts after it (all of this workspace's, none, or those named after the cursor's).
+ */
+function pageAfter(prefix: string, limit: number, cursor: Cursor | undefined): CatalogPage {
+  if (!cursor) return { limit };
+  const cursorPrefix = cursor.ref.slice(0, cursor.ref.lastIndexOf("/"));
+  // Refs of two workspaces compare by their `agent/workspace/` (ids hold no "/").
+  const name = cursorPrefix === prefix ? cursor.ref.slice(prefix.length + 1) : `${prefix}/` > `${cursorPrefix}/` ? "" : "\uffff";
+  return { limit, after: { updatedAt: cursor.updatedAt, name } };
 }
 
 /** Whether a session comes after the cursor in the listing's order (older, or as old with a later ref). */

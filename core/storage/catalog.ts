@@ -23,6 +23,18 @@ export interface CatalogEntry {
   readonly meta: unknown;
 }
 
+/**
+ * A page a listing asks {@linkcode StoragePort.readCatalog} for: the first `limit` sessions by
+ * last activity (`updated_at` newest first, then by folder name) after `after`, if given: those
+ * active before `after.updatedAt`, or as recently with a folder name above `after.name`. A
+ * backend with an index by activity answers only that page (`CatalogListing.paged`); any
+ * other may answer with every entry.
+ */
+export interface CatalogPage {
+  readonly limit: number;
+  readonly after?: { readonly updatedAt: string; readonly name: string };
+}
+
 /** What {@linkcode StoragePort.readCatalog} found for one folder of sessions. */
 export interface CatalogListing {
   /** The entries of the folder's sessions, newest write per session, in no particular order. */
@@ -33,6 +45,8 @@ export interface CatalogListing {
    * without transactions): the caller reads their `meta.json`.
    */
   readonly unlisted: readonly string[];
+  /** `true` when `entries` holds only the page asked for (see {@linkcode CatalogPage}). */
+  readonly paged?: boolean;
 }
 
 /** The folder of sessions and the session a write of `path` catalogues, or `undefined` when `path` is not a session's `meta.json`. */

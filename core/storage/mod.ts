@@ -16,6 +16,7 @@ export {
   catalogDocument,
   type CatalogEntry,
   type CatalogListing,
+  type CatalogPage,
   cataloguedFolder,
   type CataloguedPath,
   cataloguedPath,

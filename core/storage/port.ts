@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { CatalogListing } from "./catalog.ts";
+import type { CatalogListing, CatalogPage } from "./catalog.ts";
 
 /** The last bytes of a file together with the file's full size. */
 export interface FileTail {
@@ -93,10 +93,11 @@ export interface StoragePort {
    * reading each `meta.json`. A backend that offers it keeps the catalog itself: every
    * `replace` or `createExclusive` of a session's `meta.json` (`cataloguedPath`) writes its
    * entry in the same call, and a `move` or `remove` of a session folder carries its entry
-   * along. Resolves `undefined` when this store keeps no catalog (the caller reads every
+   * along. With `page`, a backend that keeps an index by activity may answer with that page
+   * only. Resolves `undefined` when this store keeps no catalog (the caller reads every
    * `meta.json`, as before).
    */
-  readCatalog?(dir: string): Promise<CatalogListing | undefined>;
+  readCatalog?(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined>;
   /**
    * Optional, with {@linkcode StoragePort.readCatalog}: rebuilds the catalog of `dir` from
    * every session's `meta.json` (a stale or missing catalog, docs/FORMAT.md "The catalog").
