@@ -308,7 +308,15 @@ export {
   type WriteOptions,
 } from "./storage/mod.ts";
 // Verification of a whole session, read only.
-export { listStoredSessions, type StoredSession, type VerifyDiagnostic, type VerifyReport, verifySession } from "./verify/mod.ts";
+export {
+  listStoredSessions,
+  staleCatalogEntries,
+  type StaleCatalogEntry,
+  type StoredSession,
+  type VerifyDiagnostic,
+  type VerifyReport,
+  verifySession,
+} from "./verify/mod.ts";
 // The built-in summarizer.
 export { DEFAULT_SUMMARY_MAX_CHARS, ExtractiveSummarizer, type ExtractiveSummarizerOptions } from "./summarizer/mod.ts";
 // Errors as plain data, for any channel between two realms.

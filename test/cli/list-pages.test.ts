@@ -2,7 +2,7 @@
  * `ls --limit N --cursor C` (pages by last activity) and `verify --repair-catalog` (the
  * catalog rebuilt from every meta.json), docs/CLI.md and docs/FORMAT.md "The catalog".
  */
-import { readdir, rm } from "node:fs/promises";
+import { appendFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cli, expectOk, json, missingRoot, seed } from "./support.ts";
@@ -19,7 +19,9 @@ describe("ls pages and the catalog", () => {
     const seen = first.sessions.map((m) => m.session_id);
     let cursor = first.cursor;
     while (cursor) {
-      const page = json<{ sessions: { session_id: string }[]; cursor: string | null }>(expectOk(await cli(root, ["--json", "ls", "--limit", "2", "--cursor", cursor])));
+      const page = json<{ sessions: { session_id: string }[]; cursor: string | null }>(
+        expectOk(await cli(root, ["--json", "ls", "--limit", "2", "--cursor", cursor])),
+      );
       seen.push(...page.sessions.map((m) => m.session_id));
       cursor = page.cursor;
     }
@@ -41,12 +43,22 @@ describe("ls pages and the catalog", () => {
     await rm(join(root, "agents/a1/workspaces/w1/catalog"), { recursive: true });
     const before = json<{ session_id: string; title: string }[]>(expectOk(await cli(root, ["--json", "ls"])));
     expect(before.map((m) => m.title).sort()).toEqual(["First", "Second"]);
-    expectOk(await cli(root, ["verify"]));
+    const checked = expectOk(await cli(root, ["--json", "verify"]));
     expect(await catalogOf(root)).toEqual([]);
+    expect(json(checked)).toMatchObject({
+      catalog: { stale: [{ ref: "a1/w1/s1", archived: false, reason: "no entry" }, { ref: "a1/w1/s2", reason: "no entry" }] },
+    });
+    expect(checked.stderr).toContain("note stale_catalog: a1/w1/s1: no entry (sessionfold verify --repair-catalog rebuilds it)");
     const repaired = expectOk(await cli(root, ["--json", "verify", "--repair-catalog"]));
-    expect(json(repaired)).toMatchObject({ catalog: { rebuilt: 2 } });
+    expect(json(repaired)).toMatchObject({ catalog: { rebuilt: 2, stale: [] } });
     expect(repaired.stderr).toContain("catalog rebuilt: 2 sessions from their meta.json");
     expect(await catalogOf(root)).toEqual(["sessions.jsonl"]);
     expect(json(expectOk(await cli(root, ["--json", "ls"])))).toEqual(before);
+    // A stale line (a crash between meta.json and its line): named by verify, with what differs.
+    const log = join(root, "agents/a1/workspaces/w1/catalog/sessions.log.jsonl");
+    await appendFile(log, `${JSON.stringify({ name: "s1", meta: { ...before.find((m) => m.title === "First"), title: "Old" } })}\n`);
+    expect(json(expectOk(await cli(root, ["--json", "verify"])))).toMatchObject({
+      catalog: { stale: [{ ref: "a1/w1/s1", reason: 'title "Old" where meta.json has "First"' }] },
+    });
   });
 });

@@ -10,7 +10,7 @@ import { EXIT } from "../exit.ts";
 import { diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
-import { listStoredSessions, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
+import { listStoredSessions, staleCatalogEntries, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {
@@ -21,8 +21,10 @@ export const verify: Command = {
     "a session has a fatal diagnostic (an unknown schema version is one). Read-only.",
     '--repair-catalog: first rebuilds the catalog `ls` reads (docs/FORMAT.md "The catalog")',
     "from every meta.json, of REF's workspace or of every workspace; the one write verify makes.",
+    "A catalog entry that does not say what its meta.json says is named on stderr",
+    "(note stale_catalog); it is not a fatal diagnostic.",
     '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true),',
-    'with --repair-catalog also "catalog": {"rebuilt": <sessions catalogued>}',
+    'with --repair-catalog or stale entries also "catalog": {"rebuilt"?, "stale": [{"ref","archived","reason"}]}',
   ].join("\n"),
   spec: {
     positionals: [],
@@ -57,9 +59,14 @@ export const verify: Command = {
     } finally {
       progress.end();
     }
+    // The catalogs `ls` reads, against the files (a stale entry is reported, never fatal).
+    const stale = await staleCatalogEntries(opened.storage, ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {});
+    for (const entry of stale) {
+      out.note(`note stale_catalog: ${entry.ref}${entry.archived ? " (archived)" : ""}: ${entry.reason} (sessionfold verify --repair-catalog rebuilds it)`);
+    }
     const document = {
       sessions: reports.map((r) => ({ ref: r.ref, ok: r.ok, diagnostics: r.diagnostics, ...(r.place === "archived" ? { archived: true } : {}) })),
-      ...(rebuilt !== undefined ? { catalog: { rebuilt } } : {}),
+      ...(rebuilt !== undefined || stale.length > 0 ? { catalog: { ...(rebuilt !== undefined ? { rebuilt } : {}), stale } } : {}),
     };
     out.result(document, () => verifyText(reports));
     return reports.every((r) => r.ok) ? EXIT.ok : EXIT.fatalDiagnostics;
