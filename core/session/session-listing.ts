@@ -91,7 +91,9 @@ async function listFolder(
   page: CatalogPage | undefined,
   onProblem: ListSessionsOptions["onProblem"],
 ): Promise<SessionMeta[]> {
-  const catalog = await storage.readCatalog?.(dir, page);
+  // A catalog that cannot be read (a link or a FIFO where its file belongs) is no reason not to
+  // list: the sessions' meta.json files are the truth, and are read instead.
+  const catalog = await storage.readCatalog?.(dir, page).catch(() => undefined);
   if (!catalog) return readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem);
   const metas: SessionMeta[] = [];
   const unread = catalog.unlisted.filter(isValidId);

@@ -4,7 +4,7 @@
  * safe against a compaction that sets the log aside under a writer's feet.
  */
 import { readlinkSync, renameSync } from "node:fs";
-import { appendFile, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
@@ -101,6 +101,16 @@ describe("files catalog", () => {
     // An entry whose folder is gone is not listed.
     await appendFile(log, `${JSON.stringify({ name: "gone", meta: { ...stale, session_id: "gone" } })}\n`);
     expect(Object.keys(titles(await sessions.list())).sort()).toEqual(["s1", "s2"]);
+  });
+
+  test("a catalog that cannot be read (a link where its folder belongs) does not stop the listing: meta.json is read", async () => {
+    for (const id of ["s1", "s2"]) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: id, title: id });
+    await rm(catalogFolder(), { recursive: true });
+    await symlink(tmpdir(), catalogFolder());
+    expect(titles(await sessions.list())).toEqual({ s1: "s1", s2: "s2" });
+    // Writes go on; the catalog's line is best effort (the link is never followed).
+    await (await sessions.open("a1/w1/s1")).append(user("hi"));
+    expect((await sessions.list()).find((m) => m.session_id === "s1")?.message_count).toBe(1);
   });
 
   test("two handles (two writers) committing different sessions: both are listed", async () => {
