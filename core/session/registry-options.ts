@@ -77,6 +77,11 @@ export interface ListSessionsOptions {
   readonly limit?: number;
   /** The `cursor` of the page before: this page starts after its last session. */
   readonly cursor?: string;
+  /**
+   * Read every session's `meta.json` instead of the catalog (docs/FORMAT.md "The catalog"):
+   * one read per session, and never a stale entry (retention decides on it).
+   */
+  readonly readMeta?: boolean;
 }
 
 /**

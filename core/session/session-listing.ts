@@ -29,7 +29,7 @@ interface Cursor {
  * @throws {InvalidInputError} when `limit` is not a positive integer or `cursor` is not one this listing gave.
  */
 export async function listSessions(storage: StoragePort, options: ListSessionsOptions): Promise<SessionList> {
-  const { onProblem, limit, cursor, ...filter } = options;
+  const { onProblem, limit, cursor, readMeta, ...filter } = options;
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
     throw new InvalidInputError(`list limit must be a positive integer, got ${String(limit)}`, { limit: String(limit) });
   }
@@ -40,7 +40,10 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
     const prefix = `${agentId}/${workspaceId}`;
     // One more than the page: whether another page follows.
     const page = limit === undefined ? undefined : pageAfter(prefix, limit + 1, after);
-    for (const meta of await listFolder(storage, dir, prefix, page, onProblem)) {
+    const metas = readMeta
+      ? await readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem)
+      : await listFolder(storage, dir, prefix, page, onProblem);
+    for (const meta of metas) {
       const ref = `${agentId}/${workspaceId}/${meta.session_id}`;
       if (!after || isAfter(meta.updated_at, ref, after)) listed.push({ meta, ref });
     }
