@@ -277,6 +277,7 @@ export {
   type RunOptions,
   type RunOutcome,
   Session,
+  type SessionList,
   type SessionOptions,
   Sessions,
   type SessionsOptions,
@@ -288,10 +289,19 @@ export {
 export {
   applyCommitPlanByCalls,
   assertStoragePath,
+  CATALOG_FIELDS,
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  type CatalogPage,
+  cataloguedFolder,
+  type CataloguedPath,
+  cataloguedPath,
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
   formatBytes,
+  isListedName,
   MAX_FILE_BYTES,
   MAX_JSON_DEPTH,
   MAX_LINE_BYTES,
@@ -304,7 +314,15 @@ export {
   type WriteOptions,
 } from "./storage/mod.ts";
 // Verification of a whole session, read only.
-export { listStoredSessions, type StoredSession, type VerifyDiagnostic, type VerifyReport, verifySession } from "./verify/mod.ts";
+export {
+  listStoredSessions,
+  staleCatalogEntries,
+  type StaleCatalogEntry,
+  type StoredSession,
+  type VerifyDiagnostic,
+  type VerifyReport,
+  verifySession,
+} from "./verify/mod.ts";
 // The built-in summarizer.
 export { DEFAULT_SUMMARY_MAX_CHARS, ExtractiveSummarizer, type ExtractiveSummarizerOptions } from "./summarizer/mod.ts";
 // Errors as plain data, for any channel between two realms.

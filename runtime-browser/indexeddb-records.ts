@@ -9,8 +9,13 @@
  *   a `Uint8Array` of at most {@linkcode MAX_CHUNK_BYTES}. Chunks `0 … chunks-1` in
  *   order are the file's bytes.
  *
- * Paths never contain `\0` (`assertStoragePath`), so every chunk key sorts before every
- * header key, and the chunks of one file form the exact key range
+ * - **Catalog record** (docs/FORMAT.md "The catalog"), key = `"\u0001" + <session folder>`,
+ *   value `{ meta }`: the listing fields of the folder's `meta.json`, written in the same
+ *   transaction as the file, moved and removed with the folder. The key `"\u0001"` alone
+ *   marks a store whose every session has its record (older stores are caught up once).
+ *
+ * Paths never contain `\0` or `\u0001` (`assertStoragePath`), so every chunk and catalog
+ * key sorts before every header key, and the chunks of one file form the exact key range
  * `["\0" + path + "\0", "\0" + path + "\u0001")`. A folder's descendants are the header
  * range `[dir + "/", dir + "0")` (`"0"` is the code unit after `"/"`), which holds no
  * chunk keys: `list` reads header keys only, whatever the number of appends.
@@ -62,8 +67,23 @@ export const chunksOf = (path: string): IDBKeyRange => prefixRange(`\u0000${path
 export const headersBelow = (dir: string): IDBKeyRange => prefixRange(`${dir}/`);
 /** The chunk records of every file below the folder `dir`. */
 export const chunksBelow = (dir: string): IDBKeyRange => prefixRange(`\u0000${dir}/`);
-/** Every header key (they are paths; chunk keys start with `\0`). */
-export const allHeaders = (): IDBKeyRange => IDBKeyRange.lowerBound("\u0001");
+/** Every header key (they are paths; chunk keys start with `\0`, catalog keys with `\u0001`). */
+export const allHeaders = (): IDBKeyRange => IDBKeyRange.lowerBound("\u0002");
+
+/** The catalog record of the session folder `dir`. */
+export const catalogKey = (dir: string): string => `\u0001${dir}`;
+/** The catalog records of every session folder below `dir` (a folder of sessions, or above). */
+export const catalogBelow = (dir: string): IDBKeyRange => prefixRange(`\u0001${dir}/`);
+/** The record that says every session of the store has its catalog record. */
+export const CATALOG_COMPLETE = "\u0001";
+
+/** A catalog record: the listing fields of a session's `meta.json` (`null`: not a JSON object). */
+export interface CatalogRecord {
+  readonly meta: Record<string, unknown> | null;
+}
+
+/** The catalog record key a moved catalog record has once its folder moved from `from` to `to`. */
+export const movedCatalog = (from: string, to: string) => (key: string): string => `\u0001${to}${key.slice(1 + from.length)}`;
 
 /** The header key that `key` (a header at or below `from`) has once moved to `to`. */
 export const movedHeader = (from: string, to: string) => (key: string): string => to + key.slice(from.length);

@@ -28,8 +28,19 @@
  * @module
  */
 import { promisifyRequest } from "idb-keyval";
-import { assertStoragePath, type FileTail, formatBytes, MAX_FILE_BYTES, type StoragePort, StoreEntryError, type WriteOptions } from "../core/mod.ts";
+import {
+  assertStoragePath,
+  type CatalogListing,
+  cataloguedFolder,
+  type FileTail,
+  formatBytes,
+  MAX_FILE_BYTES,
+  type StoragePort,
+  StoreEntryError,
+  type WriteOptions,
+} from "../core/mod.ts";
 import { concatBytes, isWithin } from "../core/internal.ts";
+import { catalogComplete, catalogMoved, catalogRemoved, catalogWritten, readCatalogRecords, rebuildCatalogRecords } from "./indexeddb-catalog.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
 import { allHeaders, checked, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
 import { addOrConflict, moveRange, readHeader, walk } from "./indexeddb-requests.ts";
@@ -180,6 +191,7 @@ export class IndexedDbStorage implements StoragePort {
       store.delete(chunksOf(path));
       store.put({ size: bytes.length, chunks: pieces.length } satisfies FileHeader, path);
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
+      catalogWritten(store, path, bytes);
     });
   }
 
@@ -203,6 +215,7 @@ export class IndexedDbStorage implements StoragePort {
       if ((await promisifyRequest(store.count(headersBelow(path)))) > 0) return false;
       if (!(await addOrConflict(store, { size: bytes.length, chunks: pieces.length } satisfies FileHeader, path))) return false;
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
+      catalogWritten(store, path, bytes);
       return true;
     }, options);
   }
@@ -238,6 +251,7 @@ export class IndexedDbStorage implements StoragePort {
       store.delete(chunksOf(path));
       store.delete(headersBelow(path));
       store.delete(chunksBelow(path));
+      catalogRemoved(store, path);
     }, options);
   }
 
@@ -259,8 +273,37 @@ export class IndexedDbStorage implements StoragePort {
       await moveRange(store, headersBelow(from), header);
       await moveRange(store, chunksOf(from), chunk);
       await moveRange(store, chunksBelow(from), chunk);
+      await catalogMoved(store, from, to);
       return true;
     });
+  }
+
+  /**
+   * The catalog of a folder of sessions: one `getAll` over its records, kept by every write
+   * of a `meta.json` in that write's transaction (`indexeddb-catalog.ts`). A store written
+   * before the catalog gets its records once, on its first listing.
+   */
+  async readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    assertStoragePath(dir);
+    if (!cataloguedFolder(`${dir}/x`)) return undefined;
+    const read = () =>
+      this.#connection.transaction(
+        "readonly",
+        "readCatalog",
+        dir,
+        async (store) => (await catalogComplete(store)) ? readCatalogRecords(store, dir) : undefined,
+      );
+    const found = await read();
+    if (found) return found;
+    await this.#connection.transaction("readwrite", "readCatalog", dir, (store) => rebuildCatalogRecords(store, ""));
+    return (await read())!;
+  }
+
+  /** Rebuilds the records of a folder of sessions from every `meta.json` in it, in one transaction. */
+  async rebuildCatalog(dir: string): Promise<number> {
+    assertStoragePath(dir);
+    if (!cataloguedFolder(`${dir}/x`)) return 0;
+    return this.#connection.transaction("readwrite", "rebuildCatalog", dir, (store) => rebuildCatalogRecords(store, dir));
   }
 
   /** Closes the database connection and releases every Web Lock this store holds. Later calls reject. */

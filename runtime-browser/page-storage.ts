@@ -1,4 +1,4 @@
-import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../core/mod.ts";
+import type { CatalogListing, CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../core/mod.ts";
 
 /** Options of {@linkcode PageStorage}. */
 export interface PageStorageOptions {
@@ -40,6 +40,17 @@ export class PageStorage implements StoragePort {
       const apply = inner.applyCommitPlan.bind(inner);
       Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)) });
     }
+  }
+
+  /** The inner storage's catalog, `undefined` when it keeps none. */
+  readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    return this.inner.readCatalog ? this.inner.readCatalog(dir) : Promise.resolve(undefined);
+  }
+
+  /** Rebuilds the inner storage's catalog of `dir` (`0` when it keeps none). */
+  rebuildCatalog(dir: string): Promise<number> {
+    this.#write();
+    return this.inner.rebuildCatalog ? this.inner.rebuildCatalog(dir) : Promise.resolve(0);
   }
 
   read(path: string): Promise<Uint8Array | undefined> {

@@ -8,10 +8,11 @@
  */
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { type FileTail, formatBytes, InvalidInputError, MAX_FILE_BYTES, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import { type CatalogListing, type FileTail, formatBytes, InvalidInputError, MAX_FILE_BYTES, type StoragePort, type WriteOptions } from "../core/mod.ts";
 import { isWithin, parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
+import { FileCatalog } from "./fs-catalog.ts";
 import { fill, kindOfEntry, readTailOf, readWhole, syncFolder, tempBeside, writeAll } from "./fs-io.ts";
 import { StoreKeys, TEMP_PREFIX } from "./fs-keys.ts";
 import { type PinnedFile, PinnedFiles } from "./fs-pins.ts";
@@ -72,6 +73,8 @@ export class NodeFileStorage implements StoragePort {
   readonly #keys: StoreKeys;
   /** Files kept open by {@linkcode NodeFileStorage.pinFile}. */
   readonly #pinned = new PinnedFiles();
+  /** The catalog each write of a session's meta.json keeps (`fs-catalog.ts`). */
+  readonly #catalog: FileCatalog;
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -84,6 +87,7 @@ export class NodeFileStorage implements StoragePort {
     this.maxFileBytes = max;
     this.#boundary = new StoreBoundary(this.root);
     this.#keys = new StoreKeys(this.root);
+    this.#catalog = new FileCatalog(this.#boundary, this.#keys, (dir) => this.#ensureFolder(dir));
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
@@ -174,6 +178,7 @@ export class NodeFileStorage implements StoragePort {
         throw error;
       }
       if (durable) this.#syncFolder(dirname(file));
+      this.#catalog.written(path, bytes);
     });
   }
 
@@ -241,12 +246,15 @@ export class NodeFileStorage implements StoragePort {
         } catch (error) {
           if (errno(error) === "EEXIST") return false; // a file or a folder is there
           if (!NO_HARD_LINKS.includes(errno(error) ?? "")) throw error;
-          return this.#createInPlace(file, bytes, durable);
+          const created = this.#createInPlace(file, bytes, durable);
+          if (created) this.#catalog.written(path, bytes);
+          return created;
         }
       } finally {
         bestEffort(() => unlinkSync(temp));
       }
       if (durable) this.#syncFolder(dirname(file));
+      this.#catalog.written(path, bytes);
       return true;
     });
   }
@@ -322,8 +330,19 @@ export class NodeFileStorage implements StoragePort {
       }
       this.#syncFolder(dirname(source));
       if (dirname(target) !== dirname(source)) this.#syncFolder(dirname(target));
+      this.#catalog.moved(to);
       return true;
     });
+  }
+
+  /** The catalog of a folder of sessions: a few files per workspace, never every meta.json (`fs-catalog.ts`). */
+  readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    return this.#withFile("readCatalog", dir, () => this.#catalog.read(dir));
+  }
+
+  /** Rebuilds the catalog of a folder of sessions from every meta.json; writers meanwhile lose nothing. */
+  rebuildCatalog(dir: string): Promise<number> {
+    return this.#withFile("rebuildCatalog", dir, () => this.#catalog.rebuild(dir));
   }
 
   /**

@@ -2,6 +2,11 @@ import pg from "pg";
 import {
   applyCommitPlanByCalls,
   assertStoragePath,
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  type CatalogPage,
+  cataloguedFolder,
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
@@ -212,7 +217,9 @@ export class PostgresStorage implements StoragePort {
   async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const copy = Buffer.from(bytes);
-    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.replace($1, $2)`, [path, copy]));
+    // Outside a commit the revision stays unknown (docs/POSTGRES.md); the catalog entry is kept.
+    const { listing, listedAt } = metaColumnsOf(path, bytes);
+    await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.replace($1, $2, NULL, $3, $4)`, [path, copy, listing, listedAt]));
   }
 
   async append(path: string, bytes: Uint8Array): Promise<void> {
@@ -224,7 +231,11 @@ export class PostgresStorage implements StoragePort {
   async createExclusive(path: string, bytes: Uint8Array): Promise<boolean> {
     assertStoragePath(path);
     const copy = Buffer.from(bytes);
-    const rows = await this.#inOrder(path, () => this.#write([path], `SELECT ${this.#s}.create_exclusive($1, $2) AS created`, [path, copy]));
+    const { listing, listedAt } = metaColumnsOf(path, bytes);
+    const rows = await this.#inOrder(
+      path,
+      () => this.#write([path], `SELECT ${this.#s}.create_exclusive($1, $2, $3, $4) AS created`, [path, copy, listing, listedAt]),
+    );
     return rows[0]!.created === true;
   }
 
@@ -308,6 +319,7 @@ export class PostgresStorage implements StoragePort {
     const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
     if (holder?.lost) throw holder.lost;
     const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
+    const columns = plan.writes.map((write) => (write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS));
     const parameters = [
       plan.lock ? this.#lockKey(plan.lock.path) : null,
       Boolean(plan.hold),
@@ -321,16 +333,19 @@ export class PostgresStorage implements StoragePort {
       // The writes' bytes as one value, sent in binary (a bytea[] travels as hex text).
       Buffer.concat(plan.writes.map((write) => write.bytes)),
       plan.writes.map((write) => write.bytes.length),
-      plan.writes.map((write) => (write.op === "replace" && write.path.endsWith(META_SUFFIX) ? revisionOf(write.bytes) : null)),
+      columns.map((c) => c.revision),
       plan.release ? this.#lockKey(plan.release.path) : null,
       plan.release?.path ?? null,
       plan.release?.lockId ?? null,
+      columns.map((c) => c.listing),
+      columns.map((c) => c.listedAt),
     ];
     let outcome: string;
     try {
       const result = await client.query<{ outcome: string }>({
         name: `${this.#schema}.run_plan`,
-        text: `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14) AS outcome`,
+        text:
+          `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
         values: parameters,
       });
       outcome = result.rows[0]!.outcome;
@@ -367,6 +382,42 @@ export class PostgresStorage implements StoragePort {
     if (outcome === "locked") return { outcome: "locked" };
     const revision = outcome.slice("conflict:".length);
     return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
+  }
+
+  /**
+   * The catalog of a folder of sessions (docs/FORMAT.md "The catalog"): the `meta.json` rows
+   * themselves, whose listing fields and `updated_at` every write of the file stores beside it
+   * (`entries.listing`, `listed_at`). One statement on the `entries_by_activity` index: with
+   * `page`, only that page's rows, newest activity first; a row whose listing is not known
+   * brings its bytes instead.
+   */
+  async readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
+    assertStoragePath(dir);
+    if (!cataloguedFolder(`${dir}/x`)) return undefined;
+    const rows = await this.#read(
+      {
+        name: `${this.#schema}.read_catalog`,
+        text: `SELECT e.parent, e.listing,
+                CASE WHEN e.listing IS NULL THEN (SELECT string_agg(c.bytes, ''::bytea ORDER BY c.end_offset) FROM ${this.#s}.chunks c WHERE c.file_id = e.file_id) END AS bytes
+       FROM ${this.#s}.entries e
+       WHERE ${this.#s}.parent_of(e.parent) = $1 AND e.name = 'meta.json' AND e.file_id IS NOT NULL
+         AND ($4::bigint IS NULL OR (e.listed_at IS NOT NULL AND ($2::text IS NULL OR e.listed_at < $2 OR (e.listed_at = $2 AND e.parent > $3))))
+       ORDER BY e.listed_at DESC, e.parent
+       LIMIT $4`,
+      },
+      [dir, page?.after?.updatedAt ?? null, page?.after ? `${dir}/${page.after.name}` : null, page?.limit ?? null],
+    );
+    const skip = dir.length + 1;
+    const entries: CatalogEntry[] = rows.map((row) => ({
+      name: (row.parent as string).slice(skip),
+      meta: row.listing === null ? catalogDocument((row.bytes as Buffer | null) ?? new Uint8Array(0)) : parsedOrUndefined(row.listing as string),
+    }));
+    return { entries, unlisted: [], ...(page ? { paged: true } : {}) };
+  }
+
+  /** Nothing to rebuild: the catalog is the table itself (see {@linkcode PostgresStorage.readCatalog}). */
+  async rebuildCatalog(dir: string): Promise<number> {
+    return (await this.readCatalog(dir))?.entries.length ?? 0;
   }
 
   /** Ends every connection; locks this handle holds are freed by the server. */
@@ -639,23 +690,43 @@ export class PostgresStorage implements StoragePort {
 
 /** The name of a session's `meta.json` (docs/FORMAT.md), as the end of a path. */
 const META_SUFFIX = "/meta.json";
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** What the server keeps beside a `meta.json` a write stores (`entries.revision`, `listing`, `listed_at`). */
+interface MetaColumns {
+  readonly revision: number | null;
+  readonly listing: string | null;
+  readonly listedAt: string | null;
+}
+
+const NO_COLUMNS: MetaColumns = { revision: null, listing: null, listedAt: null };
 
 /**
- * The revision of a `meta.json` a commit writes, which the server keeps beside it
- * (`entries.revision`) so that the next commit checks it without parsing the document:
- * the `revision` of a JSON object, when it is a safe integer; `null` for anything else
- * (then the server parses the document itself when it needs the revision, as before).
+ * The columns the server keeps beside a `meta.json` (for any other file, none): its revision,
+ * so that the next commit checks it without parsing the document (the `revision` of a JSON
+ * object, when a safe integer), and its catalog entry (docs/FORMAT.md "The catalog": the
+ * listing fields as JSON, and `updated_at` for the index a page of a listing reads). `null`
+ * for what the bytes do not give; the server then reads the document itself when it needs it.
  */
-function revisionOf(bytes: Uint8Array): number | null {
+function metaColumnsOf(path: string, bytes: Uint8Array): MetaColumns {
   // The core writes meta.json as an object; a document that starts otherwise (a BOM,
   // blank) is left to the server's own reading.
-  if (bytes[0] !== 0x7b) return null;
+  if (!path.endsWith(META_SUFFIX) || bytes[0] !== 0x7b) return NO_COLUMNS;
+  const document = catalogDocument(bytes);
+  if (!document) return NO_COLUMNS;
+  const { revision, updated_at: updatedAt } = document;
+  return {
+    revision: typeof revision === "number" && Number.isSafeInteger(revision) ? revision : null,
+    listing: JSON.stringify(document),
+    listedAt: typeof updatedAt === "string" ? updatedAt : null,
+  };
+}
+
+/** A stored listing as JSON; `undefined` (the reader then reads the file) for text that is not. */
+function parsedOrUndefined(text: string): unknown {
   try {
-    const revision = (JSON.parse(strictUtf8.decode(bytes)) as { revision?: unknown }).revision;
-    return typeof revision === "number" && Number.isSafeInteger(revision) ? revision : null;
+    return JSON.parse(text);
   } catch {
-    return null;
+    return undefined;
   }
 }
 

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Client, PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
@@ -35,6 +35,7 @@ export function advisoryLockKey(schema: string, name: string): string {
  */
 function migrationSql(n: number, s: string): string {
   if (n === 2) return migration2(s);
+  if (n === 3) return migration3(s);
   if (n !== 1) throw new Error(`no migration ${n}`);
   return `
 CREATE TABLE ${s}.entries (
@@ -361,6 +362,150 @@ BEGIN
   FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
     IF ops[i] = 'append' THEN PERFORM ${s}.append(paths[i], substring(data FROM at FOR lengths[i]));
     ELSE PERFORM ${s}.replace(paths[i], substring(data FROM at FOR lengths[i]), revisions[i]);
+    END IF;
+    at := at + lengths[i];
+  END LOOP;
+  IF release_key IS NOT NULL THEN
+    PERFORM ${s}.remove_lock_record(release_path, release_lock_id);
+    -- Hand the session lock over to a transaction lock, so it is free only once this commits.
+    PERFORM pg_advisory_xact_lock(release_key);
+    PERFORM pg_advisory_unlock(release_key);
+  END IF;
+  RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Migration 3: the catalog a listing reads (docs/FORMAT.md "The catalog"), on the rows of the
+ * `meta.json` files themselves, so it is written in the same statement as the file and can
+ * never disagree with it.
+ * - `entries.listing`: the listing fields of the file read as a `meta.json` document, as JSON
+ *   text, given by the writer (the client reads them from the bytes it sends, as it does the
+ *   revision); `NULL` when not known (a document that is not one, a store migrated from
+ *   version 2 until the file is written again: the reader then derives them from the bytes).
+ * - `entries.listed_at`: its `updated_at`, and the index `entries_by_activity` on (the folder
+ *   of sessions, `listed_at` newest first, the session folder), so a page of a listing by last
+ *   activity reads its rows and no others. Filled for the `meta.json` files already stored.
+ * - `replace`, `create_exclusive` and `run_plan` take the two per write; `append` and
+ *   `truncate` make them unknown.
+ */
+function migration3(s: string): string {
+  return `
+ALTER TABLE ${s}.entries ADD COLUMN listing text, ADD COLUMN listed_at text COLLATE "C";
+COMMENT ON COLUMN ${s}.entries.listing IS 'the listing fields of this file as a meta.json document (JSON), given by its writer; NULL when not known';
+COMMENT ON COLUMN ${s}.entries.listed_at IS 'the updated_at of this file as a meta.json document; NULL when not known';
+CREATE INDEX entries_by_activity ON ${s}.entries (${s}.parent_of(parent), listed_at DESC, parent) WHERE name = 'meta.json';
+
+CREATE FUNCTION ${s}.updated_at_of(p text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE doc bytea;
+BEGIN
+  SELECT coalesce(string_agg(c.bytes, ''::bytea ORDER BY c.end_offset), ''::bytea) INTO doc
+    FROM ${s}.entries e LEFT JOIN ${s}.chunks c ON c.file_id = e.file_id
+    WHERE e.path = p AND e.file_id IS NOT NULL GROUP BY e.path;
+  RETURN convert_from(doc, 'UTF8')::jsonb ->> 'updated_at';
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END $$;
+UPDATE ${s}.entries SET listed_at = ${s}.updated_at_of(path) WHERE name = 'meta.json' AND file_id IS NOT NULL;
+
+CREATE OR REPLACE FUNCTION ${s}.append(p text, b bytea) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  fid bigint;
+  new_size bigint;
+BEGIN
+  IF length(b) = 0 THEN PERFORM ${s}.open_file(p); RETURN; END IF;
+  UPDATE ${s}.entries SET size = size + length(b), revision = NULL, listing = NULL, listed_at = NULL
+    WHERE path = p AND file_id IS NOT NULL RETURNING file_id, size INTO fid, new_size;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = size + length(b), revision = NULL, listing = NULL, listed_at = NULL WHERE path = p RETURNING size INTO new_size;
+  END IF;
+  INSERT INTO ${s}.chunks VALUES (fid, new_size, b);
+END $$;
+
+DROP FUNCTION ${s}.replace(text, bytea, bigint);
+CREATE FUNCTION ${s}.replace(p text, b bytea, rev bigint DEFAULT NULL, lst text DEFAULT NULL, lat text DEFAULT NULL) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE fid bigint;
+BEGIN
+  UPDATE ${s}.entries SET size = length(b), revision = rev, listing = lst, listed_at = lat WHERE path = p AND file_id IS NOT NULL RETURNING file_id INTO fid;
+  IF NOT FOUND THEN
+    fid := (${s}.open_file(p)).file_id;
+    UPDATE ${s}.entries SET size = length(b), revision = rev, listing = lst, listed_at = lat WHERE path = p;
+  END IF;
+  DELETE FROM ${s}.chunks WHERE file_id = fid;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (fid, length(b), b); END IF;
+END $$;
+
+DROP FUNCTION ${s}.create_exclusive(text, bytea);
+CREATE FUNCTION ${s}.create_exclusive(p text, b bytea, lst text DEFAULT NULL, lat text DEFAULT NULL) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE fid bigint;
+BEGIN
+  IF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = p) THEN RETURN false; END IF;
+  PERFORM ${s}.ensure_parents(p);
+  INSERT INTO ${s}.entries (path, parent, name, file_id, size, listing, listed_at)
+    VALUES (p, ${s}.parent_of(p), ${s}.name_of(p), nextval('${s}.file_ids'), length(b), lst, lat)
+    ON CONFLICT (path) DO NOTHING RETURNING file_id INTO fid;
+  IF NOT FOUND THEN RETURN false; END IF;
+  IF length(b) > 0 THEN INSERT INTO ${s}.chunks VALUES (fid, length(b), b); END IF;
+  RETURN true;
+END $$;
+
+CREATE OR REPLACE FUNCTION ${s}.truncate(p text, len bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  e ${s}.entries;
+  c ${s}.chunks;
+  start bigint;
+BEGIN
+  SELECT * INTO e FROM ${s}.entries WHERE path = p AND file_id IS NOT NULL FOR UPDATE;
+  len := greatest(len, 0);
+  IF NOT FOUND OR len >= e.size THEN RETURN; END IF;
+  SELECT * INTO c FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len ORDER BY end_offset LIMIT 1;
+  DELETE FROM ${s}.chunks WHERE file_id = e.file_id AND end_offset > len;
+  start := c.end_offset - length(c.bytes);
+  IF len > start THEN INSERT INTO ${s}.chunks VALUES (e.file_id, len, substring(c.bytes FROM 1 FOR (len - start)::int)); END IF;
+  UPDATE ${s}.entries SET size = len, revision = NULL, listing = NULL, listed_at = NULL WHERE path = p;
+END $$;
+
+DROP FUNCTION ${s}.run_plan(bigint, boolean, text, bytea, text, bigint, text[], text[], bytea, integer[], bigint[], bigint, text, text);
+-- As in version 2, with each write's listing fields and updated_at (for a meta.json; else NULL).
+CREATE FUNCTION ${s}.run_plan(
+  lock_key bigint, hold boolean, lock_path text, lock_bytes bytea,
+  expect_path text, expect_revision bigint,
+  ops text[], paths text[], data bytea, lengths integer[], revisions bigint[],
+  release_key bigint, release_path text, release_lock_id text,
+  listings text[], listed_ats text[]
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  found_revision bigint;
+  at integer := 1;
+BEGIN
+  IF lock_key IS NOT NULL THEN
+    IF hold THEN
+      IF NOT pg_try_advisory_lock(lock_key) THEN RETURN 'locked'; END IF;
+    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
+      RETURN 'locked';
+    END IF;
+  END IF;
+  IF expect_path IS NOT NULL THEN
+    SELECT revision INTO found_revision FROM ${s}.entries WHERE path = expect_path AND file_id IS NOT NULL;
+    IF FOUND AND found_revision IS NULL THEN found_revision := ${s}.revision_of(expect_path); END IF;
+    IF found_revision = -1 OR found_revision IS DISTINCT FROM expect_revision THEN
+      IF lock_key IS NOT NULL AND hold THEN PERFORM pg_advisory_unlock(lock_key); END IF;
+      RETURN CASE WHEN found_revision = -1 THEN 'check' ELSE 'conflict:' || coalesce(found_revision::text, 'null') END;
+    END IF;
+  END IF;
+  IF lock_key IS NOT NULL THEN
+    -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
+    IF hold THEN
+      PERFORM ${s}.replace(lock_path, lock_bytes);
+    ELSIF EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path) THEN
+      PERFORM ${s}.remove(lock_path);
+    END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
+    IF ops[i] = 'append' THEN PERFORM ${s}.append(paths[i], substring(data FROM at FOR lengths[i]));
+    ELSE PERFORM ${s}.replace(paths[i], substring(data FROM at FOR lengths[i]), revisions[i], listings[i], listed_ats[i]);
     END IF;
     at := at + lengths[i];
   END LOOP;

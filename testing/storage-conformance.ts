@@ -767,6 +767,116 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       }
     });
 
+    describe("catalog (optional: readCatalog)", () => {
+      const dir = "agents/a1/workspaces/w1/sessions";
+      const archived = "agents/a1/workspaces/w1/archived-sessions";
+      const meta = (id: string, fields: Record<string, unknown> = {}) =>
+        utf8(
+          `${
+            JSON.stringify(
+              {
+                schema_version: 1,
+                session_id: id,
+                agent_id: "a1",
+                workspace_id: "w1",
+                created_at: "2026-12-02T12:00:00.000Z",
+                updated_at: "2026-12-02T12:00:00.000Z",
+                message_count: 0,
+                history_bytes: 0,
+                revision: 0,
+                provider: { provider: "p", api: "a", model: "m" },
+                ...fields,
+              },
+              null,
+              2,
+            )
+          }\n`,
+        );
+      /** The catalog of `folder` as name → meta, or skips the test when the backend keeps none. */
+      async function catalogOf(storage: StoragePort, context: TestContext, folder = dir): Promise<Map<string, Record<string, unknown> | undefined>> {
+        const listing = await storage.readCatalog?.(folder);
+        if (!listing) context.skip("this backend keeps no catalog");
+        return new Map(listing!.entries.filter((e) => !e.name.startsWith(".")).map((e) => [e.name, e.meta as Record<string, unknown> | undefined]));
+      }
+
+      test(
+        "a replace or createExclusive of a session's meta.json writes its entry: the listing fields, the newest write",
+        async (storage, _target, context) => {
+          await storage.replace(`${dir}/s1/meta.json`, meta("s1", { title: "first", revision: 1 }));
+          await storage.replace(`${dir}/s1/meta.json`, meta("s1", { title: "second", revision: 2 }));
+          expect(await storage.createExclusive(`${dir}/s2/meta.json`, meta("s2", { revision: 0 }))).toBe(true);
+          await storage.append(`${dir}/s1/messages/active.jsonl`, utf8("{}\n"));
+          const catalog = await catalogOf(storage, context);
+          expect([...catalog.keys()].sort()).toEqual(["s1", "s2"]);
+          expect(catalog.get("s1")).toMatchObject({ session_id: "s1", title: "second", revision: 2 });
+          // What a listing shows, not the whole document: the provider stays in meta.json.
+          expect(catalog.get("s1")).not.toHaveProperty("provider");
+          expect(await catalogOf(storage, context, archived)).toEqual(new Map());
+        },
+      );
+
+      test("moves with its session folder (archive, a staged fork moved into place) and goes with its removal", async (storage, _target, context) => {
+        await storage.replace(`${dir}/s1/meta.json`, meta("s1", { revision: 3 }));
+        expect(await storage.move(`${dir}/s1`, `${archived}/s1`)).toBe(true);
+        expect([...(await catalogOf(storage, context)).keys()]).toEqual([]);
+        expect((await catalogOf(storage, context, archived)).get("s1")).toMatchObject({ revision: 3 });
+        await storage.replace(`${dir}/.fork-s2-t_1/meta.json`, meta("s2", { revision: 7 }));
+        expect([...(await catalogOf(storage, context)).keys()]).toEqual([]);
+        expect(await storage.move(`${dir}/.fork-s2-t_1`, `${dir}/s2`)).toBe(true);
+        expect((await catalogOf(storage, context)).get("s2")).toMatchObject({ revision: 7 });
+        await storage.remove(`${dir}/s2`);
+        await storage.remove(`${archived}/s1`);
+        expect([...(await catalogOf(storage, context)).keys()]).toEqual([]);
+        expect([...(await catalogOf(storage, context, archived)).keys()]).toEqual([]);
+      });
+
+      test("a meta.json that is not a JSON object has an entry without a document (the reader reads the file)", async (storage, _target, context) => {
+        await catalogOf(storage, context);
+        await storage.replace(`${dir}/s1/meta.json`, utf8("{not json"));
+        const listing = await storage.readCatalog!(dir);
+        const entry = listing!.entries.find((e) => e.name === "s1");
+        if (entry) expect(entry.meta).toBeUndefined();
+        else expect(listing!.unlisted).toContain("s1");
+      });
+
+      test("rebuildCatalog keeps every session and resolves how many it catalogued", async (storage, _target, context) => {
+        for (const id of ["s1", "s2", "s3"]) await storage.replace(`${dir}/${id}/meta.json`, meta(id, { title: id }));
+        await catalogOf(storage, context);
+        expect(await storage.rebuildCatalog!(dir)).toBe(3);
+        const catalog = await catalogOf(storage, context);
+        expect([...catalog.keys()].sort()).toEqual(["s1", "s2", "s3"]);
+        expect(catalog.get("s2")).toMatchObject({ title: "s2" });
+      });
+
+      test("commit plans keep it: a plan's meta.json replace is catalogued like a call", async (storage, _target, context) => {
+        const plan: CommitPlan = {
+          writes: [
+            { op: "append", path: `${dir}/s1/messages/active.jsonl`, bytes: utf8("{}\n") },
+            { op: "replace", path: `${dir}/s1/meta.json`, bytes: meta("s1", { revision: 5 }), durable: false },
+          ],
+        };
+        expect(await (storage.applyCommitPlan ? storage.applyCommitPlan(plan) : applyCommitPlanByCalls(storage, plan))).toEqual({ outcome: "committed" });
+        expect((await catalogOf(storage, context)).get("s1")).toMatchObject({ revision: 5 });
+      });
+
+      test("two handles writing different sessions at once: both are listed, through either handle", async (storage, target, context) => {
+        await catalogOf(storage, context);
+        const other = await reopened(target, context);
+        try {
+          await Promise.all(
+            Array.from({ length: 20 }, (_, i) => (i % 2 ? storage : other).replace(`${dir}/s${i}/meta.json`, meta(`s${i}`, { revision: i }))),
+          );
+          for (const handle of [storage, other]) {
+            const catalog = await catalogOf(handle, context);
+            expect(catalog.size).toBe(20);
+            for (let i = 0; i < 20; i++) expect(catalog.get(`s${i}`)).toMatchObject({ revision: i });
+          }
+        } finally {
+          await other.close?.();
+        }
+      });
+    });
+
     describe("a second handle onto the same store", () => {
       test("sees writes made through the first handle, and the other way round", async (storage, target, context) => {
         const other = await reopened(target, context);

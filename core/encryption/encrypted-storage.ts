@@ -236,8 +236,8 @@ export class EncryptedStorage implements StoragePort {
    * every session (live and archived) is read (a plaintext record as it is, an envelope opened)
    * and replaced, atomically, by its sealed form; the flag goes last. Killed at any point, the
    * store holds each file whole, plaintext or sealed, and running it again finishes the job.
-   * Run it while nothing else writes the store. The only time a plaintext record is read from
-   * an encrypted store.
+   * The catalogs are rebuilt from the sealed files last. Run it while nothing else writes the
+   * store. The only time a plaintext record is read from an encrypted store.
    *
    * @example
    * ```ts
@@ -284,6 +284,14 @@ export class EncryptedStorage implements StoragePort {
         if (view === undefined) continue;
         await storage.replace(path, view);
         files++;
+      }
+    }
+    // The catalogs (docs/FORMAT.md "The catalog") hold listing fields written while the store
+    // was in the clear, titles included: rebuilt from the sealed meta.json files, they keep only
+    // what those keep in the clear.
+    for (const agent of await inner.list("agents")) {
+      for (const workspace of await inner.list(`agents/${agent}/workspaces`)) {
+        for (const place of ["sessions", "archived-sessions"]) await inner.rebuildCatalog?.(`agents/${agent}/workspaces/${workspace}/${place}`);
       }
     }
     const { migration: _done, ...finished } = marker;

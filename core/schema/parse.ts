@@ -76,7 +76,22 @@ function validated<S extends z.ZodType>(schema: S, value: unknown, file: string,
  * @throws {CorruptSessionError} when it is not JSON or not a valid meta record.
  */
 export function parseMetaJson(bytes: Uint8Array | string, file = "meta.json"): SessionMeta {
-  const value = parseJsonDocument(bytes, file);
+  return metaOfDocument(parseJsonDocument(bytes, file), file);
+}
+
+/**
+ * A `meta.json` document already parsed as JSON (a catalog entry holds one,
+ * docs/FORMAT.md "The catalog"), checked as {@linkcode parseMetaJson} checks the file.
+ *
+ * @example
+ * ```ts
+ * declare const document: unknown; // a catalog entry's meta
+ * const meta = metaOfDocument(document, "a1/w1/s1 (catalog)");
+ * ```
+ * @throws {UnsupportedSchemaError} when `schema_version` is not 1, or missing from the object.
+ * @throws {CorruptSessionError} when it is not a valid meta record.
+ */
+export function metaOfDocument(value: unknown, file = "meta.json"): SessionMeta {
   // Only a JSON object can carry a version; anything else (array, null, scalar) is corrupt.
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;

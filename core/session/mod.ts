@@ -40,6 +40,7 @@ export {
   Sessions,
   type SessionsOptions,
 } from "./registry.ts";
+export type { SessionList } from "./registry-options.ts";
 export type { PurgeEntry, PurgeOptions, PurgeResult } from "./purge.ts";
 export { type RunInput, runLoop, type RunOptions } from "./run.ts";
 export { type RunEvent, RunHandle, type RunOutcome } from "./run-events.ts";

@@ -82,9 +82,11 @@ export async function purgeSessions(sessions: PurgeTarget, now: number, options:
   if (keepNewest !== undefined && !(Number.isInteger(keepNewest) && keepNewest >= 0)) {
     throw new InvalidInputError(`purge: keepNewest must be a non-negative integer, found ${keepNewest}`, { field: "keepNewest" });
   }
+  // Deletion is decided on the files themselves, never on a catalog entry that may be stale.
   const filter = {
     ...(options.agentId !== undefined ? { agentId: options.agentId } : {}),
     ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}),
+    readMeta: true,
   };
   const candidates: Candidate[] = (await sessions.list(filter)).map((meta) => ({ meta, place: "live" }));
   if (options.includeArchived) candidates.push(...(await sessions.list({ ...filter, archived: true })).map((meta) => ({ meta, place: "archived" as const })));

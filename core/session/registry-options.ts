@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { SessionMeta } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
@@ -72,7 +73,25 @@ export interface ListSessionsOptions {
   readonly archived?: boolean;
   /** Called for each session folder whose `meta.json` cannot be read; it is left out of the list. */
   readonly onProblem?: (problem: ListProblem) => void;
+  /** At most this many sessions (a positive integer); the list's `cursor` then names the next page. Default: every session. */
+  readonly limit?: number;
+  /** The `cursor` of the page before: this page starts after its last session. */
+  readonly cursor?: string;
+  /**
+   * Read every session's `meta.json` instead of the catalog (docs/FORMAT.md "The catalog"):
+   * one read per session, and never a stale entry (retention decides on it).
+   */
+  readonly readMeta?: boolean;
 }
+
+/**
+ * A page of `Sessions.list`: the sessions, newest activity first, and, when more follow,
+ * the `cursor` that lists them.
+ */
+export type SessionList = SessionMeta[] & {
+  /** Pass as `ListSessionsOptions.cursor` for the next page; absent on the last page. */
+  readonly cursor?: string;
+};
 
 /** Options of {@linkcode Sessions.fork}. */
 export interface ForkOptions {

@@ -21,10 +21,10 @@ import { loadSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
-import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
+import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionList, SessionsOptions } from "./registry-options.ts";
 import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
-import { listSessions } from "./session-listing.ts";
+import { listSessions, rebuildCatalogs } from "./session-listing.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
 
 export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
@@ -127,13 +127,21 @@ export class Sessions {
   }
 
   /**
-   * Lists sessions from their `meta.json`, newest update first. Folders whose meta cannot
-   * be read are left out and passed to `options.onProblem`; nothing is changed.
+   * Lists sessions, newest activity (`updated_at`) first, then by ref, each workspace from
+   * its catalog where the backend keeps one (docs/FORMAT.md "The catalog"). With `limit`, a
+   * page whose `cursor` lists the next: a session appears at most once across pages, exactly
+   * once if unchanged meanwhile. Unreadable ones go to `onProblem`. Changes nothing.
    *
    * @throws {InvalidIdError} when a filter id is not valid.
+   * @throws {InvalidInputError} when `limit` is not a positive integer or `cursor` is not a listing's.
    */
-  async list(options: ListSessionsOptions = {}): Promise<SessionMeta[]> {
+  async list(options: ListSessionsOptions = {}): Promise<SessionList> {
     return listSessions(this.storage, options);
+  }
+
+  /** Rebuilds the selected workspaces' catalogs from every `meta.json` (docs/FORMAT.md "The catalog"); resolves the sessions catalogued. */
+  async rebuildCatalog(filter: { agentId?: string; workspaceId?: string } = {}): Promise<number> {
+    return rebuildCatalogs(this.storage, filter);
   }
 
   /**

@@ -1,43 +1,199 @@
 /**
- * Listing sessions from their `meta.json` (`Sessions.list`): by agent, workspace and place,
- * newest update first; a folder whose `meta.json` cannot be read is a problem reported to
- * the caller, not the end of the listing.
+ * Listing sessions (`Sessions.list`): by agent, workspace and place, newest activity first,
+ * a page at a time. Each workspace's sessions come from its catalog in one read where the
+ * backend keeps one (docs/FORMAT.md "The catalog"), else from every `meta.json`; a session
+ * the catalog has no usable entry for is read from its `meta.json`. A folder whose
+ * `meta.json` cannot be read is a problem reported to the caller, not the end of the listing.
  *
  * @module
  */
-import { asSessionfoldError } from "../errors.ts";
+import { asSessionfoldError, InvalidInputError } from "../errors.ts";
 import { assertId, isValidId } from "../layout/ids.ts";
 import { sessionsDir, workspacesDir } from "../layout/paths.ts";
-import { parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { metaOfDocument, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
-import type { ListSessionsOptions } from "./registry-options.ts";
+import type { ListSessionsOptions, SessionList } from "./registry-options.ts";
 
-/** The sessions `options` selects, newest update first (see `Sessions.list`). @throws {InvalidIdError} when a filter id is not valid. */
-export async function listSessions(storage: StoragePort, options: ListSessionsOptions): Promise<SessionMeta[]> {
-  const { onProblem, ...filter } = options;
+/** Where a page ends: the last session listed, by the order of the listing. */
+interface Cursor {
+  readonly updatedAt: string;
+  readonly ref: string;
+}
+
+/**
+ * The sessions `options` selects, newest activity (`updated_at`) first, then by ref; with
+ * `limit`, one page and the cursor of the next (see `Sessions.list`).
+ *
+ * @throws {InvalidIdError} when a filter id is not valid.
+ * @throws {InvalidInputError} when `limit` is not a positive integer or `cursor` is not one this listing gave.
+ */
+export async function listSessions(storage: StoragePort, options: ListSessionsOptions): Promise<SessionList> {
+  const { onProblem, limit, cursor, readMeta, ...filter } = options;
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
+    throw new InvalidInputError(`list limit must be a positive integer, got ${String(limit)}`, { limit: String(limit) });
+  }
+  const after = cursor === undefined ? undefined : decodeCursor(cursor);
+  const listed: { meta: SessionMeta; ref: string }[] = [];
+  for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
+    const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
+    const prefix = `${agentId}/${workspaceId}`;
+    // One more than the page: whether another page follows.
+    const page = limit === undefined ? undefined : pageAfter(prefix, limit + 1, after);
+    const metas = readMeta
+      ? await readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem)
+      : await listFolder(storage, dir, prefix, page, onProblem);
+    for (const meta of metas) {
+      const ref = `${agentId}/${workspaceId}/${meta.session_id}`;
+      if (!after || isAfter(meta.updated_at, ref, after)) listed.push({ meta, ref });
+    }
+  }
+  // Code-unit comparisons: ISO times and ids sort as strings, and a locale-aware compare costs
+  // more than the rest of a 10⁴-session listing.
+  listed.sort((
+    a,
+    b,
+  ) => (a.meta.updated_at === b.meta.updated_at ? (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0) : a.meta.updated_at > b.meta.updated_at ? -1 : 1));
+  const page = limit === undefined ? listed : listed.slice(0, limit);
+  const metas: SessionMeta[] = page.map((item) => item.meta);
+  const last = page[page.length - 1];
+  return Object.assign(metas, listed.length > page.length && last ? { cursor: encodeCursor({ updatedAt: last.meta.updated_at, ref: last.ref }) } : {});
+}
+
+/**
+ * Rebuilds the catalog of every selected workspace's `sessions/` and `archived-sessions/`
+ * (see `Sessions.rebuildCatalog`); resolves how many sessions were catalogued.
+ *
+ * @throws {InvalidIdError} when a filter id is not valid.
+ */
+export async function rebuildCatalogs(storage: StoragePort, filter: { agentId?: string; workspaceId?: string }): Promise<number> {
+  let catalogued = 0;
+  for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
+    for (const place of ["live", "archived"] as const) catalogued += (await storage.rebuildCatalog?.(sessionsDir(agentId, workspaceId, place))) ?? 0;
+  }
+  return catalogued;
+}
+
+/** The workspaces a filter selects: the given ids, else every valid one in the store. */
+async function workspacesOf(storage: StoragePort, filter: { agentId?: string; workspaceId?: string }): Promise<{ agentId: string; workspaceId: string }[]> {
   const agents = filter.agentId !== undefined ? [filter.agentId] : (await storage.list("agents")).filter(isValidId);
-  const metas: SessionMeta[] = [];
+  const found: { agentId: string; workspaceId: string }[] = [];
   for (const agentId of agents) {
     assertId("agent_id", agentId);
     const workspaces = filter.workspaceId !== undefined ? [filter.workspaceId] : (await storage.list(workspacesDir(agentId))).filter(isValidId);
-    for (const workspaceId of workspaces) {
-      const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
-      for (const sessionId of (await storage.list(dir)).filter(isValidId)) {
-        const ref = `${agentId}/${workspaceId}/${sessionId}`;
-        // One session that cannot be read (a bad meta.json, a link or a FIFO where a file belongs) is a problem, not the end of the listing.
-        try {
-          const bytes = await storage.read(`${dir}/${sessionId}/meta.json`);
-          if (bytes) {
-            metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
-          } else if ((await storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
-            // An empty folder (a create interrupted before meta.json) is no session at all.
-            onProblem?.({ refText: ref, message: "meta.json is missing (open the session to rebuild it)" });
-          }
-        } catch (error) {
-          onProblem?.({ refText: ref, message: asSessionfoldError(error, ref).message });
-        }
-      }
+    for (const workspaceId of workspaces) found.push({ agentId, workspaceId });
+  }
+  return found;
+}
+
+/** The sessions of one folder: its catalog's entries, and `meta.json` for what the catalog cannot answer. */
+async function listFolder(
+  storage: StoragePort,
+  dir: string,
+  prefix: string,
+  page: CatalogPage | undefined,
+  onProblem: ListSessionsOptions["onProblem"],
+): Promise<SessionMeta[]> {
+  // A catalog that cannot be read (a link or a FIFO where its file belongs) is no reason not to
+  // list: the sessions' meta.json files are the truth, and are read instead.
+  const catalog = await storage.readCatalog?.(dir, page).catch(() => undefined);
+  if (!catalog) return readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem);
+  const metas: SessionMeta[] = [];
+  const unread = catalog.unlisted.filter(isValidId);
+  for (const { name, meta } of catalog.entries) {
+    if (!isValidId(name)) continue;
+    try {
+      const parsed = plainListing(meta, name) ?? metaOfDocument(meta, `${prefix}/${name} (catalog)`);
+      // An entry that names another session is not this one's: its meta.json says what it is.
+      if (parsed.session_id === name) metas.push(parsed);
+      else unread.push(name);
+    } catch {
+      // Not a meta.json this reader takes (a version it does not know, a document that is not
+      // one): the file itself is read, and its error, if any, is the one reported.
+      unread.push(name);
     }
   }
-  return metas.sort((a, b) => b.updated_at.localeCompare(a.updated_at) || a.session_id.localeCompare(b.session_id));
+  metas.push(...(await readMetas(storage, dir, prefix, unread, onProblem)));
+  return metas;
+}
+
+/** Each named session's `meta.json`; one that cannot be read (a bad meta.json, a link or a FIFO where a file belongs) is a problem, not the end of the listing. */
+async function readMetas(
+  storage: StoragePort,
+  dir: string,
+  prefix: string,
+  names: readonly string[],
+  onProblem: ListSessionsOptions["onProblem"],
+): Promise<SessionMeta[]> {
+  const metas: SessionMeta[] = [];
+  for (const sessionId of names) {
+    const ref = `${prefix}/${sessionId}`;
+    try {
+      const bytes = await storage.read(`${dir}/${sessionId}/meta.json`);
+      if (bytes) {
+        metas.push(parseMetaJson(bytes, `${ref}/meta.json`));
+      } else if ((await storage.list(`${dir}/${sessionId}/messages`)).length > 0) {
+        // An empty folder (a create interrupted before meta.json) is no session at all.
+        onProblem?.({ refText: ref, message: "meta.json is missing (open the session to rebuild it)" });
+      }
+    } catch (error) {
+      onProblem?.({ refText: ref, message: asSessionfoldError(error, ref).message });
+    }
+  }
+  return metas;
+}
+
+/** A time as sessionfold writes it (docs/FORMAT.md "Lines and records"): a strict subset of what the schema takes. */
+const WRITTEN_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+const isOptionalText = (value: unknown) => value === undefined || typeof value === "string";
+
+/**
+ * The catalog entry of session `name` as a `SessionMeta` without the schema's parser, when
+ * it is exactly what sessionfold writes (the schema's cold start alone costs more than a
+ * 10⁴-session listing); anything else, `undefined`: the schema judges it.
+ */
+function plainListing(value: unknown, name: string): SessionMeta | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const m = value as Record<string, unknown>;
+  const plain = m.schema_version === 1 && m.session_id === name && typeof m.agent_id === "string" && m.agent_id !== "" &&
+    typeof m.workspace_id === "string" && m.workspace_id !== "" && typeof m.created_at === "string" && WRITTEN_TIME.test(m.created_at) &&
+    typeof m.updated_at === "string" && WRITTEN_TIME.test(m.updated_at) && isCount(m.message_count) && isCount(m.history_bytes) &&
+    isCount(m.revision) && isOptionalText(m.title) && isOptionalText(m.model_label) && m.forked_from === undefined && m.compaction === undefined;
+  return plain ? (m as SessionMeta) : undefined;
+}
+
+/**
+ * The page of the folder of sessions of workspace `prefix` (`agent/workspace`) that follows
+ * `cursor` in the listing's order: among sessions as recently active as the cursor's, those
+ * whose ref sorts after it (all of this workspace's, none, or those named after the cursor's).
+ */
+function pageAfter(prefix: string, limit: number, cursor: Cursor | undefined): CatalogPage {
+  if (!cursor) return { limit };
+  const cursorPrefix = cursor.ref.slice(0, cursor.ref.lastIndexOf("/"));
+  // Refs of two workspaces compare by their `agent/workspace/` (ids hold no "/").
+  const name = cursorPrefix === prefix ? cursor.ref.slice(prefix.length + 1) : `${prefix}/` > `${cursorPrefix}/` ? "" : "\uffff";
+  return { limit, after: { updatedAt: cursor.updatedAt, name } };
+}
+
+/** Whether a session comes after the cursor in the listing's order (older, or as old with a later ref). */
+function isAfter(updatedAt: string, ref: string, cursor: Cursor): boolean {
+  return updatedAt < cursor.updatedAt || (updatedAt === cursor.updatedAt && ref > cursor.ref);
+}
+
+/** The cursor as text a host passes back: base64url of `[updated_at, ref]`. */
+function encodeCursor(cursor: Cursor): string {
+  return btoa(JSON.stringify([cursor.updatedAt, cursor.ref])).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+function decodeCursor(text: string): Cursor {
+  try {
+    const value = JSON.parse(atob(text.replaceAll("-", "+").replaceAll("_", "/"))) as unknown;
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string") {
+      return { updatedAt: value[0], ref: value[1] };
+    }
+  } catch {
+    // Reported below, with what was given.
+  }
+  throw new InvalidInputError(`list cursor ${JSON.stringify(text.slice(0, 40))} is not a cursor a listing gave`, { cursor: text.slice(0, 40) });
 }

@@ -1,6 +1,7 @@
 import { InvalidInputError, StoreEntryError } from "../errors.ts";
 import { formatBytes, MAX_FILE_BYTES } from "./limits.ts";
 import type { FileTail, StoragePort } from "./port.ts";
+import { catalogDocument, type CatalogEntry, type CatalogListing, isListedName } from "./catalog.ts";
 import { assertStoragePath, isWithin } from "./path.ts";
 import { concatBytes } from "./bytes.ts";
 
@@ -123,6 +124,28 @@ export class MemoryStorage implements StoragePort {
       this.#files.delete(key);
     }
     return true;
+  }
+
+  /**
+   * The catalog of `dir`, answered from the `meta.json` documents themselves: in memory a
+   * copy would only be a second place to get wrong, and every write is already whole.
+   */
+  async readCatalog(dir: string): Promise<CatalogListing> {
+    assertStoragePath(dir);
+    const entries: CatalogEntry[] = [];
+    const unlisted: string[] = [];
+    for (const name of await this.list(dir)) {
+      if (!isListedName(name)) continue;
+      const file = this.#files.get(`${dir}/${name}/meta.json`);
+      if (file) entries.push({ name, meta: catalogDocument(concat(file)) });
+      else unlisted.push(name);
+    }
+    return { entries, unlisted };
+  }
+
+  /** Nothing to rebuild: the catalog is read from the `meta.json` documents (see {@linkcode MemoryStorage.readCatalog}). */
+  async rebuildCatalog(dir: string): Promise<number> {
+    return (await this.readCatalog(dir)).entries.length;
   }
 
   #exists(path: string): boolean {

@@ -11,6 +11,17 @@
  */
 export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
 export { applyCommitPlanByCalls } from "./commit-plan.ts";
+export {
+  CATALOG_FIELDS,
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  type CatalogPage,
+  cataloguedFolder,
+  type CataloguedPath,
+  cataloguedPath,
+  isListedName,
+} from "./catalog.ts";
 export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
 export { assertStoragePath, isWithin, parentPath } from "./path.ts";
 export { concatBytes } from "./bytes.ts";

@@ -5,6 +5,8 @@
  *
  * @module
  */
+import type { CatalogListing, CatalogPage } from "./catalog.ts";
+
 /** The last bytes of a file together with the file's full size. */
 export interface FileTail {
   /** At most the requested number of bytes, ending at the file's end. */
@@ -86,6 +88,24 @@ export interface StoragePort {
   pinFile?(path: string): Promise<void>;
   /** Ends what {@linkcode StoragePort.pinFile} started. */
   unpinFile?(path: string): Promise<void>;
+  /**
+   * Optional: the catalog of the folder of sessions `dir` (docs/FORMAT.md "The catalog"):
+   * one entry per session holding its `meta.json` document, read in one step, never by
+   * reading each `meta.json`. A backend that offers it keeps the catalog itself: every
+   * `replace` or `createExclusive` of a session's `meta.json` (`cataloguedPath`) writes its
+   * entry in the same call, and a `move` or `remove` of a session folder carries its entry
+   * along. With `page`, a backend that keeps an index by activity may answer with that page
+   * only. Resolves `undefined` when this store keeps no catalog (the caller reads every
+   * `meta.json`, as before).
+   */
+  readCatalog?(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined>;
+  /**
+   * Optional, with {@linkcode StoragePort.readCatalog}: rebuilds the catalog of `dir` from
+   * every session's `meta.json` (a stale or missing catalog, docs/FORMAT.md "The catalog").
+   * Writers of other sessions may commit meanwhile; none of their entries is lost. Resolves
+   * how many sessions it catalogued.
+   */
+  rebuildCatalog?(dir: string): Promise<number>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }

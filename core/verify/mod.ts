@@ -15,6 +15,7 @@
  * @module
  */
 export { readSegmentFooter } from "../session/segment-rules.ts";
+export { staleCatalogEntries, type StaleCatalogEntry } from "./catalog-check.ts";
 export {
   listStoredSessions,
   lockDiagnostics,

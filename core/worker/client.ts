@@ -8,6 +8,7 @@
  */
 import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
+import type { CatalogListing } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
@@ -134,6 +135,16 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     // compaction's segment and Active: hundreds of KiB, copied twice otherwise).
     const moved = plan.writes.filter((write) => write.handOver && ownsBuffer(write.bytes)).map((write) => write.bytes.buffer as never);
     return this.#call(() => this.#remote.applyCommitPlan(moved.length > 0 ? this.#link.comlink.transfer(plan, moved) : plan));
+  }
+
+  /** The catalog of `dir` as the worker's store keeps it; `undefined` when it keeps none. */
+  readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    return this.#call(() => this.#remote.readCatalog(dir));
+  }
+
+  /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */
+  rebuildCatalog(dir: string): Promise<number> {
+    return this.#call(() => this.#remote.rebuildCatalog(dir));
   }
 
   /** Ends the worker (its locks go with it). Pending calls reject with a `StorageError`; later calls too. Idempotent. */

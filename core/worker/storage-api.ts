@@ -64,6 +64,9 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
     applyCommitPlan: (plan) => applyCommitPlanByCalls(opened(), plan),
+    // `undefined` / 0 where the store keeps no catalog: the host then reads every meta.json.
+    readCatalog: async (dir) => await opened().readCatalog?.(dir),
+    rebuildCatalog: async (dir) => (await opened().rebuildCatalog?.(dir)) ?? 0,
     pinFile: async (path) => {
       await opened().pinFile?.(path);
     },

@@ -31,7 +31,7 @@ export function programHelp(commands: readonly CommandEntry[]): string {
     "",
     "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
     "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",
-    "verify, export) never change a byte under --root.",
+    "verify without --repair-catalog, export) never change a byte under --root.",
     "",
     "Exit status: 0 success; 1 a read-only check found fatal diagnostics; 2 bad usage;",
     "3 the session is locked by another writer or its revision moved; 4 bad input (invalid",

@@ -25,6 +25,7 @@ import { bundleCase } from "./cases/bundle.ts";
 import { bytesCase } from "./cases/bytes.ts";
 import { compactCase } from "./cases/compact.ts";
 import { encryptionCase } from "./cases/encryption.ts";
+import { listCase } from "./cases/list.ts";
 import { packageCase } from "./cases/package.ts";
 import { postgresCase } from "./cases/postgres.ts";
 import { streamCase } from "./cases/stream.ts";
@@ -58,6 +59,7 @@ const STEPS: readonly Step[] = [
   { cases: [11], title: "the AI SDK adapter: cost per streamed delta against streamText", run: aiSdkCase },
   { cases: [10], title: "PostgreSQL: turn cost, commits against the server's floor, listing", run: postgresCase },
   { cases: [13], title: "sync over loopback HTTP: initial, incremental flatness, a push's round trip", run: syncCase },
+  { cases: [14], title: "listing sessions at scale: files, IndexedDB (chromium), PostgreSQL", run: listCase },
 ];
 
 function parseArgs(argv: readonly string[]) {

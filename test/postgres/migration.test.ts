@@ -116,4 +116,41 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       await storage.close();
     }
   });
+
+  it("a version-2 store is catalogued in place: each meta.json's updated_at filled in, pages listed on the index, commits keep it", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    const source = new MemoryStorage();
+    const sources = new Sessions({
+      storage: source,
+      clock: (() => {
+        let t = Date.parse("2026-12-02T13:00:00.000Z");
+        return () => (t += 1000);
+      })(),
+    });
+    for (const id of ["s1", "s2", "s3"]) await sources.create({ ...REF, sessionId: id, title: id });
+    await withAdmin(async (admin) => {
+      await migrate(admin, schema, "1", 2);
+      for (const id of ["s1", "s2", "s3"]) {
+        const path = sessionPaths({ ...REF, sessionId: id }).meta;
+        await admin.query(`SELECT "${schema}".replace($1, $2)`, [path, Buffer.from((await source.read(path))!)]);
+      }
+    });
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+    try {
+      const sessions = new Sessions({ storage });
+      const first = await sessions.list({ ...REF, limit: 2 });
+      expect(first.map((m) => m.session_id)).toEqual(["s3", "s2"]);
+      expect((await sessions.list({ ...REF, limit: 2, cursor: first.cursor! })).map((m) => m.title)).toEqual(["s1"]);
+      const listed = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      expect(listed.rows[0]).toMatchObject({ listed_at: "2026-12-02T13:00:01.000Z", listing: null });
+      await (await sessions.open(REF)).append(text("one"));
+      const after = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      expect(JSON.parse(after.rows[0].listing as string)).toMatchObject({ session_id: "s1", message_count: 1 });
+      expect((await sessions.list({ ...REF, limit: 1 })).map((m) => m.session_id)).toEqual(["s1"]);
+      expect(SCHEMA_VERSION).toBe(3);
+    } finally {
+      await storage.close();
+    }
+  });
 });

@@ -13,8 +13,8 @@ import type { CommandEntry } from "../command.ts";
 export const COMMANDS: readonly CommandEntry[] = [
   {
     name: "ls",
-    synopsis: "ls [--agent A] [--workspace W] [--archived]",
-    summary: "list sessions from their meta.json",
+    synopsis: "ls [--agent A] [--workspace W] [--archived] [--limit N] [--cursor C]",
+    summary: "list sessions from the catalog, newest first, a page at a time",
     readOnly: true,
     load: async () => (await import("./list.ts")).ls,
   },
@@ -41,8 +41,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "verify",
-    synopsis: "verify [REF]",
-    summary: "check one or every session, reading every file (read-only)",
+    synopsis: "verify [REF] [--repair-catalog]",
+    summary: "check one or every session, reading every file (read-only but --repair-catalog)",
     readOnly: true,
     load: async () => (await import("./verify.ts")).verify,
   },

@@ -10,7 +10,7 @@ import { EXIT } from "../exit.ts";
 import { diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
-import { listStoredSessions, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
+import { listStoredSessions, staleCatalogEntries, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
 export const verify: Command = {
@@ -19,16 +19,28 @@ export const verify: Command = {
     "meta.json, instruction.md, every segment (contiguous, messages in order, the summary",
     "footer last and through the segment's end), active.jsonl and the draft. Exits 1 when",
     "a session has a fatal diagnostic (an unknown schema version is one). Read-only.",
-    '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true)',
+    '--repair-catalog: first rebuilds the catalog `ls` reads (docs/FORMAT.md "The catalog")',
+    "from every meta.json, of REF's workspace or of every workspace; the one write verify makes.",
+    "A catalog entry that does not say what its meta.json says is named on stderr",
+    "(note stale_catalog); it is not a fatal diagnostic.",
+    '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true),',
+    'with --repair-catalog or stale entries also "catalog": {"rebuilt"?, "stale": [{"ref","archived","reason"}]}',
   ].join("\n"),
-  spec: { positionals: [], optionalPositionals: ["REF"], options: {} },
+  spec: {
+    positionals: [],
+    optionalPositionals: ["REF"],
+    options: { "repair-catalog": { type: "boolean", description: "rebuild the catalog ls reads from every meta.json first" } },
+  },
   async run({ store, out, io, args }) {
     const ref = args.positionals.length > 0 ? refArg(args) : undefined;
+    const repairCatalog = args.options["repair-catalog"] === true;
     const opened = await store.forReading();
     if (!opened) {
       if (ref) throw noSuchSession(ref, store.root);
       return out.result({ sessions: [] }, () => `no sessions under ${store.root}`);
     }
+    const rebuilt = repairCatalog ? await opened.sessions.rebuildCatalog(ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {}) : undefined;
+    if (rebuilt !== undefined) out.note(`catalog rebuilt: ${rebuilt} session${rebuilt === 1 ? "" : "s"} from their meta.json`);
     let targets: StoredSession[];
     if (ref) {
       const place = (await exists(opened.storage, ref, false)) ? "live" : (await exists(opened.storage, ref, true)) ? "archived" : undefined;
@@ -47,8 +59,14 @@ export const verify: Command = {
     } finally {
       progress.end();
     }
+    // The catalogs `ls` reads, against the files (a stale entry is reported, never fatal).
+    const stale = await staleCatalogEntries(opened.storage, ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {});
+    for (const entry of stale) {
+      out.note(`note stale_catalog: ${entry.ref}${entry.archived ? " (archived)" : ""}: ${entry.reason} (sessionfold verify --repair-catalog rebuilds it)`);
+    }
     const document = {
       sessions: reports.map((r) => ({ ref: r.ref, ok: r.ok, diagnostics: r.diagnostics, ...(r.place === "archived" ? { archived: true } : {}) })),
+      ...(rebuilt !== undefined || stale.length > 0 ? { catalog: { ...(rebuilt !== undefined ? { rebuilt } : {}), stale } } : {}),
     };
     out.result(document, () => verifyText(reports));
     return reports.every((r) => r.ok) ? EXIT.ok : EXIT.fatalDiagnostics;

@@ -13,6 +13,7 @@ import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
 import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
 import { BENCH_PROVIDER, BENCH_REF, contextFromPlainJsonl, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
+import { LIST_AGENT, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */
 const PLAIN = "plain/history.jsonl";
@@ -27,13 +28,22 @@ interface OpenTiming {
 
 const bench = {
   /** Writes the synthetic session of `n` messages and its plain JSONL copy into `dbName`. */
-  async seed(dbName: string, n: number): Promise<{ ms: number; historyBytes: number; plainBytes: number }> {
+  async seed(
+    dbName: string,
+    n: number,
+  ): Promise<{ ms: number; historyBytes: number; plainBytes: number }> {
     const t0 = performance.now();
     const storage = new IndexedDbStorage({ dbName });
     try {
-      const historyBytes = await writeSyntheticSession((path, bytes) => storage.replace(path, bytes), n);
+      const historyBytes = await writeSyntheticSession(
+        (path, bytes) => storage.replace(path, bytes),
+        n,
+      );
       await storage.remove(PLAIN);
-      const plainBytes = await writePlainJsonl((bytes) => storage.append(PLAIN, bytes), n);
+      const plainBytes = await writePlainJsonl(
+        (bytes) => storage.append(PLAIN, bytes),
+        n,
+      );
       return { ms: performance.now() - t0, historyBytes, plainBytes };
     } finally {
       await storage.close();
@@ -48,7 +58,11 @@ const bench = {
       const session = await browser.sessions.open(BENCH_REF);
       const { input } = session.compose(BENCH_PROVIDER);
       const ms = performance.now() - t0;
-      return { ms, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
+      return {
+        ms,
+        contextMessages: input.messages.length,
+        summaryChars: input.summary?.length ?? 0,
+      };
     } finally {
       await browser.close();
     }
@@ -58,13 +72,20 @@ const bench = {
   async openPlain(dbName: string): Promise<OpenTiming> {
     // On the page's thread, with the store's entry limit raised: at 10⁶ messages the plain
     // copy is about 361 MiB, over the 256 MiB a store entry may have (its reads are refused).
-    const storage = new IndexedDbStorage({ dbName, maxFileBytes: PLAIN_MAX_BYTES });
+    const storage = new IndexedDbStorage({
+      dbName,
+      maxFileBytes: PLAIN_MAX_BYTES,
+    });
     try {
       const t0 = performance.now();
       const bytes = (await storage.read(PLAIN)) ?? new Uint8Array(0);
       const context = contextFromPlainJsonl(new TextDecoder().decode(bytes));
       const ms = performance.now() - t0;
-      return { ms, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
+      return {
+        ms,
+        contextMessages: context.messages.length,
+        summaryChars: context.summary?.length ?? 0,
+      };
     } finally {
       await storage.close();
     }
@@ -80,12 +101,79 @@ const bench = {
     try {
       const timed = timedStorage(browser.storage);
       const sessions = new Sessions({ storage: timed.storage });
-      for (let i = 0; i < 3; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      for (let i = 0; i < 3; i++) {
+        (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      }
       timed.clear();
       const runs = 10;
       const t0 = performance.now();
-      for (let i = 0; i < runs; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      for (let i = 0; i < runs; i++) {
+        (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+      }
       return `warm open + compose ${timed.describe((performance.now() - t0) / runs, runs)}`;
+    } finally {
+      await browser.close();
+    }
+  },
+
+  /**
+   * Case 13: writes `n` sessions' `meta.json` of one workspace (the format's files, through
+   * the store; each write keeps its catalog record) and a second workspace of 10² beside it.
+   */
+  async seedList(dbName: string, n: number): Promise<{ ms: number }> {
+    const t0 = performance.now();
+    const storage = new IndexedDbStorage({ dbName });
+    try {
+      const write = (workspace: string, count: number) => async (from: number) => {
+        const batch = Array.from(
+          { length: Math.min(100, count - from) },
+          (_, k) => from + k,
+        );
+        await Promise.all(
+          batch.map((i) =>
+            storage.replace(
+              `agents/${LIST_AGENT}/workspaces/${workspace}/sessions/s${i}/meta.json`,
+              listFixtureMeta(i, workspace),
+            )
+          ),
+        );
+      };
+      for (let i = 0; i < n; i += 100) await write(LIST_WORKSPACE, n)(i);
+      await write("w2", 100)(0);
+      return { ms: performance.now() - t0 };
+    } finally {
+      await storage.close();
+    }
+  },
+
+  /**
+   * Case 13: times `Sessions.list` of the workspace through `openBrowserSessions` (IndexedDB in
+   * its Web Worker; the store is up before the clock starts): `limit` sessions, or every one
+   * (`0`); `catalog: false` reads every `meta.json` instead, as before the catalog. One untimed
+   * listing first, then the median of `runs`.
+   */
+  async list(
+    dbName: string,
+    limit: number,
+    catalog: boolean,
+    runs: number,
+  ): Promise<{ ms: number; listed: number }> {
+    const browser = await openBrowserSessions({ dbName, channel: false });
+    try {
+      const sessions = catalog ? browser.sessions : new Sessions({ storage: withoutCatalog(browser.storage) });
+      const options = {
+        agentId: LIST_AGENT,
+        workspaceId: LIST_WORKSPACE,
+        ...(limit > 0 ? { limit } : {}),
+      };
+      let listed = 0;
+      const times: number[] = [];
+      for (let r = -1; r < runs; r++) {
+        const t0 = performance.now();
+        listed = (await sessions.list(options)).length;
+        if (r >= 0) times.push(performance.now() - t0);
+      }
+      return { ms: times.sort((a, b) => a - b)[times.length >> 1]!, listed };
     } finally {
       await browser.close();
     }

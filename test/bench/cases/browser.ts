@@ -11,17 +11,10 @@
  *
  * @module
  */
-import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { BrowserContext } from "playwright-core";
+import { withBenchPage } from "../lib/bench-page.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { sizeLabel } from "../lib/synth.ts";
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../../support/chromium.ts";
-
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const PAGE = "/test/bench/browser/index.html";
 
 interface OpenTiming {
   ms: number;
@@ -30,7 +23,10 @@ interface OpenTiming {
 }
 
 type BenchApi = {
-  seed(dbName: string, n: number): Promise<{ ms: number; historyBytes: number; plainBytes: number }>;
+  seed(
+    dbName: string,
+    n: number,
+  ): Promise<{ ms: number; historyBytes: number; plainBytes: number }>;
   open(dbName: string): Promise<OpenTiming>;
   openPlain(dbName: string): Promise<OpenTiming>;
   deleteDb(dbName: string): Promise<null>;
@@ -41,71 +37,52 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   const sizes = ctx.quick ? [100, 10_000, 100_000] : [100, 10_000, 1_000_000];
   const reps = ctx.quick ? 3 : 7;
   const plainReps = ctx.quick ? 2 : 5;
-  const { createServer } = await import("vite");
-  const { chromium } = await import("playwright-core");
-  const server = await createServer({
-    configFile: false,
-    root: ROOT,
-    cacheDir: join(ROOT, "node_modules/.vite/bench"),
-    logLevel: "error",
-    clearScreen: false,
-    server: { host: "127.0.0.1", port: 0, hmr: false, watch: null },
-    optimizeDeps: { entries: [PAGE.slice(1)], include: ["comlink", "idb-keyval", "zod", "jsonc-parser"] },
-  });
-  await server.listen();
-  const { port } = server.httpServer!.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}${PAGE}`;
-  let context: BrowserContext | undefined;
-  const results = new Map<string, { sf: number; plain: number; runs: number; plainRuns: number; breakdown: string }>();
-  try {
-    context = await chromium.launchPersistentContext(join(ctx.tmp, "profile"), { executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
-    const version = context.browser()?.version() ?? "unknown";
-    ctx.log(`case 1 (chromium ${version}): ${url}`);
-    /** Calls `window.bench[method](db, n)` in a freshly loaded page (a string expression: nothing of this file's JS is shipped). */
-    const inPage = async <T>(method: keyof BenchApi | "ready", db: string, n: number): Promise<T> => {
-      const page = await context!.newPage();
-      const errors: string[] = [];
-      page.on("pageerror", (error) => errors.push(error.message));
-      // The page's own errors win over the result and over a failure of the call (the call's
-      // failure is usually their consequence), once the page is closed.
-      const closed = async () => {
-        await page.close();
-        if (errors.length > 0) throw new Error(`bench page errors: ${errors.join("; ")}`);
-      };
-      let result: T;
-      try {
-        await page.goto(url);
-        await page.waitForFunction("globalThis.bench !== undefined", undefined, { timeout: 60_000 });
-        result = method === "ready" ? (null as T) : ((await page.evaluate(`globalThis.bench.${method}(${JSON.stringify(db)}, ${n})`)) as T);
-      } catch (error) {
-        await closed();
-        throw error;
-      }
-      await closed();
-      return result;
-    };
-    // A first page load makes Vite transform and pre-bundle everything before any timing.
-    await inPage("ready", "warmup", 0);
+  const results = new Map<
+    string,
+    {
+      sf: number;
+      plain: number;
+      runs: number;
+      plainRuns: number;
+      breakdown: string;
+    }
+  >();
+  await withBenchPage(ctx, "case 1", async (page) => {
+    const inPage = <T>(method: keyof BenchApi, db: string, n: number) => page<T>(method, db, n);
     // Every size is seeded first, then measured round-robin: IndexedDB's own background work
     // after a large write, and drift in the load of this shared machine, fall on every size alike.
     const dbOf = (n: number) => `bench-${n}`;
     for (const n of sizes) {
-      const seeded = await inPage<Awaited<ReturnType<BenchApi["seed"]>>>("seed", dbOf(n), n);
-      ctx.log(`case 1 (chromium): seeded ${n} messages (${(seeded.historyBytes / 1e6).toFixed(1)} MB) in ${(seeded.ms / 1000).toFixed(1)} s`);
+      const seeded = await inPage<Awaited<ReturnType<BenchApi["seed"]>>>(
+        "seed",
+        dbOf(n),
+        n,
+      );
+      ctx.log(
+        `case 1 (chromium): seeded ${n} messages (${(seeded.historyBytes / 1e6).toFixed(1)} MB) in ${(seeded.ms / 1000).toFixed(1)} s`,
+      );
     }
     const sf = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
     const plain = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
     for (let rep = 0; rep < reps; rep++) {
       for (const n of sizes) {
         sf.get(n)!.push(await inPage<OpenTiming>("open", dbOf(n), n));
-        if (rep < plainReps) plain.get(n)!.push(await inPage<OpenTiming>("openPlain", dbOf(n), n));
+        if (rep < plainReps) {
+          plain.get(n)!.push(await inPage<OpenTiming>("openPlain", dbOf(n), n));
+        }
       }
     }
     for (const n of sizes) {
       const breakdown = n === sizes[0] || n === sizes.at(-1) ? await inPage<string>("openBreakdown", dbOf(n), n) : "";
       const timings = [...sf.get(n)!, ...plain.get(n)!];
-      const shapes = new Set(timings.map((t) => `${t.contextMessages}/${t.summaryChars}`));
-      if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
+      const shapes = new Set(
+        timings.map((t) => `${t.contextMessages}/${t.summaryChars}`),
+      );
+      if (shapes.size > 1) {
+        throw new Error(
+          `case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`,
+        );
+      }
       const r = {
         sf: median(sf.get(n)!.map((t) => t.ms)),
         plain: median(plain.get(n)!.map((t) => t.ms)),
@@ -114,13 +91,12 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
         breakdown,
       };
       results.set(String(n), r);
-      ctx.log(`case 1 (chromium): n=${n}: sessionfold ${r.sf.toFixed(1)} ms, plain JSONL ${r.plain.toFixed(1)} ms`);
+      ctx.log(
+        `case 1 (chromium): n=${n}: sessionfold ${r.sf.toFixed(1)} ms, plain JSONL ${r.plain.toFixed(1)} ms`,
+      );
     }
     for (const n of sizes) await inPage("deleteDb", dbOf(n), n);
-  } finally {
-    await context?.close();
-    await server.close();
-  }
+  });
   for (const n of sizes) {
     const r = results.get(String(n))!;
     ctx.emit({

@@ -1,0 +1,151 @@
+/**
+ * The catalog (docs/FORMAT.md "The catalog"): per folder of sessions, one small record per
+ * session holding its `meta.json` document, kept by the backend beside the content and
+ * written by the same storage call (the same transaction where the backend has them) as
+ * `meta.json` itself. Listing then reads one catalog per workspace instead of one file per
+ * session. The catalog is a copy: it is rebuilt from every `meta.json`, and `meta.json` wins
+ * wherever both are read.
+ *
+ * A backend derives the entry from the write it is given, so every writer that goes through
+ * the port (a commit, a compaction, a repair, an import, a sync, an archive, a delete)
+ * keeps the catalog without knowing of it. These helpers are the one definition of what is
+ * catalogued and how an entry's document is read from the bytes written.
+ *
+ * @module
+ */
+import { isValidId } from "../layout/ids.ts";
+
+/** One session in a catalog: its folder's name and the `meta.json` document the catalog holds for it. */
+export interface CatalogEntry {
+  /** The session folder's name (the session id; a staged folder's hidden name is never listed). */
+  readonly name: string;
+  /** The `meta.json` document, parsed as JSON; `undefined` when what was written is not a JSON document (read `meta.json` itself). */
+  readonly meta: unknown;
+}
+
+/**
+ * A page a listing asks {@linkcode StoragePort.readCatalog} for: the first `limit` sessions by
+ * last activity (`updated_at` newest first, then by folder name) after `after`, if given: those
+ * active before `after.updatedAt`, or as recently with a folder name above `after.name`. A
+ * backend with an index by activity answers only that page (`CatalogListing.paged`); any
+ * other may answer with every entry.
+ */
+export interface CatalogPage {
+  readonly limit: number;
+  readonly after?: { readonly updatedAt: string; readonly name: string };
+}
+
+/** What {@linkcode StoragePort.readCatalog} found for one folder of sessions. */
+export interface CatalogListing {
+  /** The entries of the folder's sessions, newest write per session, in no particular order. */
+  readonly entries: readonly CatalogEntry[];
+  /**
+   * Session folders that exist but have no entry (a catalog not yet rebuilt after an upgrade,
+   * a write outside sessionfold, a crash between `meta.json` and its entry on a backend
+   * without transactions): the caller reads their `meta.json`.
+   */
+  readonly unlisted: readonly string[];
+  /** `true` when `entries` holds only the page asked for (see {@linkcode CatalogPage}). */
+  readonly paged?: boolean;
+}
+
+/** The folder of sessions and the session a write of `path` catalogues, or `undefined` when `path` is not a session's `meta.json`. */
+export interface CataloguedPath {
+  /** `agents/<agent>/workspaces/<workspace>/sessions` or `…/archived-sessions`. */
+  readonly dir: string;
+  /** The session folder's name (checked by the reader, not here: a staged folder has a hidden one). */
+  readonly name: string;
+}
+
+const META_PATH = /^(agents\/[^/]+\/workspaces\/[^/]+\/(?:sessions|archived-sessions))\/([^/]+)\/meta\.json$/;
+const SESSION_DIR = /^(agents\/[^/]+\/workspaces\/[^/]+\/(?:sessions|archived-sessions))\/([^/]+)$/;
+
+/**
+ * The catalog a write of `path` changes: a session's `meta.json`
+ * (`agents/<a>/workspaces/<w>/sessions/<s>/meta.json`, or under `archived-sessions/`).
+ *
+ * @example
+ * ```ts
+ * cataloguedPath("agents/a1/workspaces/w1/sessions/s1/meta.json"); // { dir: "agents/a1/workspaces/w1/sessions", name: "s1" }
+ * cataloguedPath("agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl"); // undefined
+ * ```
+ */
+export function cataloguedPath(path: string): CataloguedPath | undefined {
+  const match = META_PATH.exec(path);
+  return match ? { dir: match[1]!, name: match[2]! } : undefined;
+}
+
+/**
+ * The catalog whose entry a move or removal of the folder `path` carries: a session folder.
+ *
+ * @example
+ * ```ts
+ * cataloguedFolder("agents/a1/workspaces/w1/archived-sessions/s1"); // { dir: "agents/a1/workspaces/w1/archived-sessions", name: "s1" }
+ * ```
+ */
+export function cataloguedFolder(path: string): CataloguedPath | undefined {
+  const match = SESSION_DIR.exec(path);
+  return match ? { dir: match[1]!, name: match[2]! } : undefined;
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * The fields of `meta.json` a catalog entry holds: what a listing shows (docs/FORMAT.md
+ * "The catalog"). The provider, the timezone and extension fields stay in `meta.json`.
+ */
+export const CATALOG_FIELDS: readonly string[] = [
+  "schema_version",
+  "session_id",
+  "agent_id",
+  "workspace_id",
+  "title",
+  "model_label",
+  "created_at",
+  "updated_at",
+  "message_count",
+  "history_bytes",
+  "revision",
+  "forked_from",
+  "compaction",
+];
+
+/**
+ * The document a catalog entry holds for the `meta.json` bytes written: the
+ * {@linkcode CATALOG_FIELDS} of the JSON object, or `undefined` when the bytes are not a
+ * JSON object (the reader then reads `meta.json`).
+ *
+ * @example
+ * ```ts
+ * catalogDocument(new TextEncoder().encode('{"revision":3,"provider":{}}')); // { revision: 3 }
+ * catalogDocument(new TextEncoder().encode("not json")); // undefined
+ * ```
+ */
+export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(strictUtf8.decode(bytes));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const picked: Record<string, unknown> = {};
+  for (const field of CATALOG_FIELDS) {
+    if (Object.hasOwn(value, field)) picked[field] = (value as Record<string, unknown>)[field];
+  }
+  return picked;
+}
+
+/**
+ * Whether a catalogued folder name is listed: a valid session id (a staged fork or import
+ * has a hidden name, and is listed once it is moved into place).
+ *
+ * @example
+ * ```ts
+ * isListedName("s1"); // true
+ * isListedName(".fork-s1-t_01"); // false
+ * ```
+ */
+export function isListedName(name: string): boolean {
+  return isValidId(name);
+}

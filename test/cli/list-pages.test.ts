@@ -1,0 +1,64 @@
+/**
+ * `ls --limit N --cursor C` (pages by last activity) and `verify --repair-catalog` (the
+ * catalog rebuilt from every meta.json), docs/CLI.md and docs/FORMAT.md "The catalog".
+ */
+import { appendFile, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cli, expectOk, json, missingRoot, seed } from "./support.ts";
+
+const catalogOf = (root: string) => readdir(join(root, "agents/a1/workspaces/w1/catalog")).catch(() => []);
+
+describe("ls pages and the catalog", () => {
+  it("--limit prints a page and names the next one's cursor; following cursors lists every session once", async () => {
+    const root = await missingRoot();
+    for (const id of ["s1", "s2", "s3", "s4", "s5"]) expectOk(await cli(root, ["new", `a1/w1/${id}`, "--title", id]));
+    const first = json<{ sessions: { session_id: string }[]; cursor: string | null }>(expectOk(await cli(root, ["--json", "ls", "--limit", "2"])));
+    expect(first.sessions).toHaveLength(2);
+    expect(first.cursor).toEqual(expect.any(String));
+    const seen = first.sessions.map((m) => m.session_id);
+    let cursor = first.cursor;
+    while (cursor) {
+      const page = json<{ sessions: { session_id: string }[]; cursor: string | null }>(
+        expectOk(await cli(root, ["--json", "ls", "--limit", "2", "--cursor", cursor])),
+      );
+      seen.push(...page.sessions.map((m) => m.session_id));
+      cursor = page.cursor;
+    }
+    expect(seen).toEqual(json<{ session_id: string }[]>(await cli(root, ["--json", "ls"])).map((m) => m.session_id));
+    expect([...seen].sort()).toEqual(["s1", "s2", "s3", "s4", "s5"]);
+    const text = expectOk(await cli(root, ["ls", "--limit", "2"]));
+    expect(text.stdout.split("\n").filter((l) => l.startsWith("a1/"))).toHaveLength(2);
+    expect(text.stderr).toBe(`more: sessionfold ls --limit 2 --cursor ${first.cursor}\n`);
+    expect((await cli(root, ["ls", "--limit", "0"])).status).toBe(2);
+    expect((await cli(root, ["ls", "--limit", "x"])).status).toBe(2);
+    expect((await cli(root, ["ls", "--cursor", "not-one"])).status).toBe(4);
+  });
+
+  it("a store without a catalog lists from meta.json; verify --repair-catalog rebuilds it, verify alone writes nothing", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/s1", 2, "First");
+    await seed(root, "a1/w1/s2", 1, "Second");
+    // As a store written by a version before the catalog.
+    await rm(join(root, "agents/a1/workspaces/w1/catalog"), { recursive: true });
+    const before = json<{ session_id: string; title: string }[]>(expectOk(await cli(root, ["--json", "ls"])));
+    expect(before.map((m) => m.title).sort()).toEqual(["First", "Second"]);
+    const checked = expectOk(await cli(root, ["--json", "verify"]));
+    expect(await catalogOf(root)).toEqual([]);
+    expect(json(checked)).toMatchObject({
+      catalog: { stale: [{ ref: "a1/w1/s1", archived: false, reason: "no entry" }, { ref: "a1/w1/s2", reason: "no entry" }] },
+    });
+    expect(checked.stderr).toContain("note stale_catalog: a1/w1/s1: no entry (sessionfold verify --repair-catalog rebuilds it)");
+    const repaired = expectOk(await cli(root, ["--json", "verify", "--repair-catalog"]));
+    expect(json(repaired)).toMatchObject({ catalog: { rebuilt: 2, stale: [] } });
+    expect(repaired.stderr).toContain("catalog rebuilt: 2 sessions from their meta.json");
+    expect(await catalogOf(root)).toEqual(["sessions.jsonl"]);
+    expect(json(expectOk(await cli(root, ["--json", "ls"])))).toEqual(before);
+    // A stale line (a crash between meta.json and its line): named by verify, with what differs.
+    const log = join(root, "agents/a1/workspaces/w1/catalog/sessions.log.jsonl");
+    await appendFile(log, `${JSON.stringify({ name: "s1", meta: { ...before.find((m) => m.title === "First"), title: "Old" } })}\n`);
+    expect(json(expectOk(await cli(root, ["--json", "verify"])))).toMatchObject({
+      catalog: { stale: [{ ref: "a1/w1/s1", reason: 'title "Old" where meta.json has "First"' }] },
+    });
+  });
+});
