@@ -21,6 +21,8 @@ const PLAIN_MAX_BYTES = 2 ** 30;
 
 interface OpenTiming {
   ms: number;
+  /** Whether the page is cross-origin isolated (performance.now() then resolves to 5 µs). */
+  isolated: boolean;
   contextMessages: number;
   summaryChars: number;
 }
@@ -48,7 +50,7 @@ const bench = {
       const session = await browser.sessions.open(BENCH_REF);
       const { input } = session.compose(BENCH_PROVIDER);
       const ms = performance.now() - t0;
-      return { ms, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
+      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
     } finally {
       await browser.close();
     }
@@ -64,7 +66,7 @@ const bench = {
       const bytes = (await storage.read(PLAIN)) ?? new Uint8Array(0);
       const context = contextFromPlainJsonl(new TextDecoder().decode(bytes));
       const ms = performance.now() - t0;
-      return { ms, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
+      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
     } finally {
       await storage.close();
     }
