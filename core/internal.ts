@@ -44,6 +44,7 @@ export { firstLine } from "./formats/detect.ts";
 export { decodeUtf8Strict } from "./formats/json-text.ts";
 // The JSONL codec and its recovery diagnostics.
 export { type DecodedRecord, type LastRecord } from "./jsonl/mod.ts";
+export { LAST_RECORD_WINDOW } from "./jsonl/tail.ts";
 // Records and documents of docs/FORMAT.md, as zod schemas with their types.
 export {
   cumulativeSummary,
@@ -96,6 +97,7 @@ export {
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
 export { concatBytes, isWithin, messageOf, parentPath, type StorageFailure, storageFailure } from "./storage/mod.ts";
+export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
 export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";
 // The storage hop both runtimes use: the worker's API and the host's client.

@@ -117,14 +117,14 @@ export class StoreBoundary {
    *
    * @throws {StoreEntryError} for a link or a special file in the way, or for a write, a regular file.
    */
-  parents(path: string, access: Access): "present" | "missing" {
+  parents(path: string, access: Access, checked?: Set<string>): "present" | "missing" {
     const segments = path.split("/");
-    return this.#walk(path, segments.slice(0, -1), access);
+    return this.#walk(path, segments.slice(0, -1), access, checked);
   }
 
   /** {@linkcode StoreBoundary.parents} for a folder, the folder itself included. */
-  folder(path: string, access: Access): "present" | "missing" {
-    return path === "" ? "present" : this.#walk(path, path.split("/"), access);
+  folder(path: string, access: Access, checked?: Set<string>): "present" | "missing" {
+    return path === "" ? "present" : this.#walk(path, path.split("/"), access, checked);
   }
 
   /**
@@ -134,8 +134,8 @@ export class StoreBoundary {
    * @throws {StoreEntryError} when it is a link, a folder, a FIFO, a socket or a device, or for
    * a write when it has other hard links; nothing was read or written.
    */
-  open(path: string, file: string, flags: number, access: Access, mode?: number): OpenedFile | undefined {
-    if (this.parents(path, access) === "missing") return undefined;
+  open(path: string, file: string, flags: number, access: Access, mode?: number, checked?: Set<string>): OpenedFile | undefined {
+    if (this.parents(path, access, checked) === "missing") return undefined;
     let fd: number;
     try {
       fd = mode === undefined ? openSync(file, flags) : openSync(file, flags, mode);
@@ -209,13 +209,22 @@ export class StoreBoundary {
     return created;
   }
 
-  #walk(path: string, folders: readonly string[], access: Access): "present" | "missing" {
+  /**
+   * `checked`, when given, holds the folders one call already found real (several reads of
+   * one call, `NodeFileStorage.readMany`): each is checked once per call, not once per file.
+   */
+  #walk(path: string, folders: readonly string[], access: Access, checked?: Set<string>): "present" | "missing" {
     let folder = this.#root;
     for (const segment of folders) {
-      folder = join(folder, segment);
+      // Keys are checked (no empty, "." or ".." segment) and the root is resolved: joining is concatenation.
+      folder = folder.endsWith(sep) ? folder + segment : `${folder}${sep}${segment}`;
+      if (checked?.has(folder)) continue;
       const info = lstatOrUndefined(folder);
       if (!info) return "missing";
-      if (info.isDirectory()) continue;
+      if (info.isDirectory()) {
+        checked?.add(folder);
+        continue;
+      }
       if (access === "read" && info.isFile()) return "missing";
       throw entryError(path, folder, kindOf(info), "a folder");
     }
@@ -235,7 +244,8 @@ function hardLinked(path: string, file: string, info: Stats): StoreEntryError {
 }
 
 function lstatOrUndefined(file: string): Stats | undefined {
-  return missingAsUndefined(() => lstatSync(file));
+  // throwIfNoEntry: a missing entry costs no exception (an open reads files that often are not there).
+  return missingAsUndefined(() => lstatSync(file, { throwIfNoEntry: false }));
 }
 
 /** A file given to a command (an import's source), opened by {@linkcode openInputFile}. */

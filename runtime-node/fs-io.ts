@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import { randomBytes } from "node:crypto";
 import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -16,6 +17,7 @@ import { TEMP_PREFIX } from "./fs-keys.ts";
 
 /** How many bytes a whole read asks for at a time once the file has grown past its `fstat` size. */
 const GROWTH_STEP = 64 * 1024;
+const growthScratch = new Uint8Array(GROWTH_STEP);
 
 /**
  * Every byte of the open file `fd`, whose `fstat` gave `size`: it may still grow while it is
@@ -25,24 +27,26 @@ const GROWTH_STEP = 64 * 1024;
  */
 export function readWhole(fd: number, size: number, max: number, tooLarge: (bytes: number) => Error): Uint8Array {
   if (size > max) throw tooLarge(size);
-  const bytes = new Uint8Array(size);
+  // Every byte is read over before it is returned: no zero-filling first (a buffer of its own, never pooled).
+  const bytes = new Uint8Array(Buffer.allocUnsafeSlow(size).buffer, 0, size);
   let got = 0;
   while (got < size) {
     const read = readSync(fd, bytes, got, size - got, got);
-    if (read === 0) return bytes.subarray(0, got); // it shrank since fstat
+    if (read === 0) return bytes.slice(0, got); // it shrank since fstat (a copy: the rest of the buffer was never filled)
     got += read;
   }
   // Bytes appended since fstat are read too, as a whole-file read would, in steps up to the limit.
+  // The usual answer is none: the probe reads into one scratch buffer (the calls are synchronous,
+  // so it is never shared), not a fresh 64 KiB per file read.
   const pieces = [bytes];
   for (;;) {
-    const chunk = new Uint8Array(GROWTH_STEP);
-    const read = readSync(fd, chunk, 0, chunk.length, got);
+    const read = readSync(fd, growthScratch, 0, GROWTH_STEP, got);
     if (read === 0) break;
     got += read;
     if (got > max) throw tooLarge(got);
-    pieces.push(chunk.subarray(0, read));
+    pieces.push(growthScratch.slice(0, read));
   }
-  return concatBytes(pieces, got);
+  return pieces.length === 1 ? bytes : concatBytes(pieces, got);
 }
 
 /** The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`). */

@@ -8,7 +8,17 @@
  */
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { type CatalogListing, type FileTail, formatBytes, InvalidInputError, MAX_FILE_BYTES, type StoragePort, type WriteOptions } from "../core/mod.ts";
+import {
+  type CatalogListing,
+  type FileTail,
+  formatBytes,
+  InvalidInputError,
+  MAX_FILE_BYTES,
+  type ReadRequest,
+  type ReadResult,
+  type StoragePort,
+  type WriteOptions,
+} from "../core/mod.ts";
 import { isWithin, parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
@@ -91,38 +101,78 @@ export class NodeFileStorage implements StoragePort {
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
-    return this.#withFile("read", path, (file) => {
-      const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
-      if (!opened) return undefined;
-      try {
-        const max = this.maxFileBytes;
-        const tooLarge = (bytes: number) =>
-          entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
-        return readWhole(opened.fd, opened.info.size, max, tooLarge);
-      } finally {
-        closeSync(opened.fd);
-      }
-    });
+    return this.#withFile("read", path, (file) => this.#readWhole(path, file));
   }
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
-    return this.#withFile("readTail", path, (file) => {
-      if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
-        throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
-      }
-      const pinned = this.#pinned.get(path);
-      const kept = pinned && this.#pinnedTail(pinned, file, maxBytes);
-      if (kept) return kept;
-      const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
-      if (!opened) return undefined;
-      // A pinned file keeps this handle for its next tail reads.
-      if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
-      try {
-        return readTailOf(opened.fd, opened.info.size, maxBytes);
-      } finally {
-        if (!pinned) closeSync(opened.fd);
-      }
-    });
+    return this.#withFile("readTail", path, (file) => this.#readTail(path, file, maxBytes));
+  }
+
+  /**
+   * Every read of `requests` in one call, each after the one before it, so that none sees an
+   * older state of the store than one before it (a file store has no snapshot: what a reader
+   * of `meta.json` before the lines needs is this order). The folders the files share are
+   * checked once for the call. Through a worker, one round trip. A `lastIn` prefetch is
+   * `undefined` when its folder is not there, else `null` (not read).
+   */
+  readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
+    const checked = new Set<string>();
+    const found: (ReadResult | null | undefined)[] = [];
+    for (const request of requests) {
+      const read = "lastIn" in request
+        ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request.lastIn, checked), true)
+        : this.#syncCall("readMany", request.path, (file) => this.#readRequest(request.path, file, request.tailBytes, checked));
+      if (!read.ok) return Promise.reject(read.error);
+      found.push(read.value);
+    }
+    return Promise.resolve(found);
+  }
+
+  #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>): ReadResult | undefined {
+    if (tailBytes === undefined) {
+      const bytes = this.#readWhole(path, file, checked);
+      return bytes && { path, bytes, size: bytes.length };
+    }
+    const tail = this.#readTail(path, file, tailBytes, checked);
+    return tail && { path, bytes: tail.bytes, size: tail.size };
+  }
+
+  /**
+   * A `lastIn` prefetch: `undefined` when the folder `dir` is not there (it holds no file),
+   * else `null`, not read: finding its last name means listing it whole, which grows with it.
+   */
+  #lastIn(dir: string, checked: Set<string>): null | undefined {
+    return this.#boundary.folder(dir, "read", checked) === "missing" ? undefined : null;
+  }
+
+  #readWhole(path: string, file: string, checked?: Set<string>): Uint8Array | undefined {
+    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked);
+    if (!opened) return undefined;
+    try {
+      const max = this.maxFileBytes;
+      const tooLarge = (bytes: number) => entryError(path, file, `a file of ${formatBytes(bytes)}`, `a file of at most ${formatBytes(max)}`, "it is not read");
+      return readWhole(opened.fd, opened.info.size, max, tooLarge);
+    } finally {
+      closeSync(opened.fd);
+    }
+  }
+
+  #readTail(path: string, file: string, maxBytes: number, checked?: Set<string>): FileTail | undefined {
+    if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
+      throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
+    }
+    const pinned = this.#pinned.get(path);
+    const kept = pinned && this.#pinnedTail(pinned, file, maxBytes);
+    if (kept) return kept;
+    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked);
+    if (!opened) return undefined;
+    // A pinned file keeps this handle for its next tail reads.
+    if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
+    try {
+      return readTailOf(opened.fd, opened.info.size, maxBytes);
+    } finally {
+      if (!pinned) closeSync(opened.fd);
+    }
   }
 
   /**
@@ -352,12 +402,18 @@ export class NodeFileStorage implements StoragePort {
    * to one file land in the order they were issued without any per-file queue.
    */
   #withFile<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): Promise<T> {
+    const done = this.#syncCall(operation, path, body, allowRoot);
+    return done.ok ? Promise.resolve(done.value) : Promise.reject(done.error);
+  }
+
+  /** {@linkcode NodeFileStorage.#withFile}'s work, its outcome as a value (a `readMany` runs several). */
+  #syncCall<T>(operation: string, path: string, body: (file: string) => T, allowRoot = false): { ok: true; value: T } | { ok: false; error: unknown } {
     let file = this.root;
     try {
       file = this.#keys.file(path, allowRoot);
-      return Promise.resolve(body(file));
+      return { ok: true, value: body(file) };
     } catch (error) {
-      return Promise.reject(storageErrorFromFs(error, operation, path, file));
+      return { ok: false, error: storageErrorFromFs(error, operation, path, file) };
     }
   }
 

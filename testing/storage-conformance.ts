@@ -306,13 +306,16 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
           { lastIn: "s/nothing-here", tailBytes: 7 },
           { path: "s/active.jsonl" },
         ]);
+        // A backend that cannot find a folder's last file in constant time may leave that
+        // prefetch unread (`null`), and answers `undefined` only for a folder with no file.
+        const unlessUnread = <T>(i: number, expected: T) => (found[i] === null ? null : expected);
         expect(found.map((f) => f && { path: f.path, text: decoder.decode(f.bytes), size: f.size })).toEqual([
           { path: "s/meta.json", text: '{"revision":2}', size: 14 },
           { path: "s/active.jsonl", text: "wo\nthree\n", size: 14 },
           undefined,
           { path: "s/active.jsonl", text: "", size: 14 },
-          { path: "s/segments/000000000005-000000000009.jsonl", text: "footer\n", size: 13 },
-          undefined,
+          unlessUnread(4, { path: "s/segments/000000000005-000000000009.jsonl", text: "footer\n", size: 13 }),
+          unlessUnread(5, undefined),
           { path: "s/active.jsonl", text: "one\ntwo\nthree\n", size: 14 },
         ]);
         expect(found[0]!.bytes).toBeInstanceOf(Uint8Array);

@@ -5,6 +5,7 @@ import { concatBytes } from "../storage/bytes.ts";
 import { escapedExcerpt } from "../schema/excerpt.ts";
 import { describeJsonError } from "../schema/json-error.ts";
 import { jsonDepthOver } from "../schema/json-depth.ts";
+import { fastParse } from "../schema/fast-check.ts";
 import { describeIssues } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
@@ -101,6 +102,7 @@ export class JsonlDecoder<T = unknown> {
   push(chunk: Uint8Array): DecodedRecord<T>[] {
     if (this.#finished) throw new InternalError(`JsonlDecoder for ${this.#options.file}: push after finish`, { file: this.#options.file });
     const out: DecodedRecord<T>[] = [];
+    const ascii = this.#pendingBytes === 0 ? asciiText(chunk) : undefined;
     let start = 0;
     for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
       const piece = chunk.subarray(start, i);
@@ -110,8 +112,9 @@ export class JsonlDecoder<T = unknown> {
         this.#dropPending();
         this.#reportOversized(this.#line, length, true);
       } else {
+        const text = ascii !== undefined && this.#pendingBytes === 0 ? ascii.slice(start, i) : undefined;
         const lineBytes = this.#pendingBytes === 0 ? piece : this.#takePending(piece);
-        const decoded = this.#decodeLine(lineBytes, this.#line);
+        const decoded = this.#decodeLine(lineBytes, this.#line, text);
         if (decoded !== "invalid" && decoded) out.push(decoded);
       }
       this.#consumed += length + 1;
@@ -206,20 +209,22 @@ export class JsonlDecoder<T = unknown> {
   }
 
   /** A record, `undefined` for a skipped unknown type, or `"invalid"` (already reported). */
-  #decodeLine(bytes: Uint8Array, line: number): DecodedRecord<T> | undefined | "invalid" {
-    const parsed = this.#parseLine(bytes, line);
+  #decodeLine(bytes: Uint8Array, line: number, text?: string): DecodedRecord<T> | undefined | "invalid" {
+    const parsed = this.#parseLine(bytes, line, text);
     if (parsed.ok) return parsed.record;
     this.#report(line, parsed.code, true, parsed.reason);
     return "invalid";
   }
 
+  /** `decoded` is the line's text when it is already known (an ASCII chunk decoded whole). */
   #parseLine(
     bytes: Uint8Array,
     line: number,
+    decoded?: string,
   ): { ok: true; record: DecodedRecord<T> | undefined } | { ok: false; code: "invalid_json" | "invalid_record"; reason: string } {
     let text: string;
     try {
-      text = utf8.decode(bytes);
+      text = decoded ?? utf8.decode(bytes);
     } catch {
       return { ok: false, code: "invalid_json", reason: "not valid UTF-8" };
     }
@@ -236,8 +241,9 @@ export class JsonlDecoder<T = unknown> {
     if (typeof type !== "string") {
       return { ok: false, code: "invalid_record", reason: "missing string record_type" };
     }
-    // The schema walks the value recursively: a value nested past the limit is refused first.
-    if (jsonDepthOver(value) !== undefined) {
+    // The schema walks the value recursively: a value nested past the limit is refused first
+    // (a line with no more brackets than the limit cannot be nested deeper: not walked).
+    if (bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
       return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
     }
     const schema = Object.hasOwn(this.#options.schemas, type) ? this.#options.schemas[type] : undefined;
@@ -245,7 +251,7 @@ export class JsonlDecoder<T = unknown> {
       this.#report(line, "unknown_record", false, `record_type ${escapedExcerpt(type)} is not known here; skipped`);
       return { ok: true, record: undefined };
     }
-    const result = schema.safeParse(value);
+    const result = fastParse(schema, value);
     if (!result.success) {
       return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
     }
@@ -256,6 +262,35 @@ export class JsonlDecoder<T = unknown> {
     if (fatal) this.#fatal = true;
     this.#diagnostics.push({ file: this.#options.file, line, code, message: `${this.#options.file}:${line}: ${message}`, fatal });
   }
+}
+
+/** Chunks up to this size are decoded whole first: one decoder call, not one per line. */
+const WHOLE_DECODE_MAX = 4 * 1024 * 1024;
+
+/**
+ * The complete lines of `chunk` as one string when every byte is ASCII (then string offsets are
+ * byte offsets), else `undefined`: each line is then decoded on its own, so that a line that is
+ * not UTF-8 is reported at its number.
+ */
+function asciiText(chunk: Uint8Array): string | undefined {
+  const end = chunk.lastIndexOf(NEWLINE) + 1;
+  if (end === 0 || end > WHOLE_DECODE_MAX) return undefined;
+  try {
+    const text = utf8.decode(chunk.subarray(0, end));
+    // Any byte past ASCII decodes to fewer characters than bytes (or fails to decode).
+    return text.length === end ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `text` holds more than `max` opening brackets (`{` or `[`, in strings too): only then can its value nest deeper than `max`. */
+function bracketsOver(text: string, max: number): boolean {
+  let count = 0;
+  for (const bracket of ["{", "["]) {
+    for (let i = text.indexOf(bracket); i !== -1; i = text.indexOf(bracket, i + 1)) if (++count > max) return true;
+  }
+  return false;
 }
 
 /**

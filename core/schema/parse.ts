@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
 import { escapedExcerpt } from "./excerpt.ts";
+import { fastParse } from "./fast-check.ts";
 import { describeJsonError } from "./json-error.ts";
 import { DraftRecord } from "./message.ts";
 import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
@@ -52,7 +53,7 @@ function describeScalar(value: unknown): string {
 }
 
 function validated<S extends z.ZodType>(schema: S, value: unknown, file: string, what: string): z.infer<S> {
-  const result = schema.safeParse(value);
+  const result = fastParse(schema, value);
   if (!result.success) {
     throw new CorruptSessionError(`${file}: not a valid ${what}: ${describeIssues(result.error)}`, {
       file,

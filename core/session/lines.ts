@@ -2,7 +2,8 @@
  * The bytes of each Active message's line, as read from `active.jsonl` or as this handle
  * wrote it. A compaction or a rewrite of Active copies these bytes instead of encoding the
  * JSON again: it costs a copy, not a serialization, and a line keeps its exact bytes
- * (unknown fields included). Keyed by record object: a committed record is never mutated.
+ * (unknown fields included). Held by the record object itself, in a private slot: a
+ * committed record is never mutated.
  *
  * @module
  */
@@ -10,20 +11,50 @@ import { encodeJsonlLine } from "../jsonl/encode.ts";
 
 const NEWLINE = 0x0a;
 const encoder = new TextEncoder();
-const lineBytes = new WeakMap<object, Uint8Array>();
+
+/** A base class whose constructor returns the object it is given, so a subclass's private field lands on that object. */
+class Stamped {
+  constructor(record: object) {
+    return record as Stamped;
+  }
+}
+
+/**
+ * The line bytes of a record as a private field of the record: an open remembers a line per
+ * message, and a field costs what adding a property costs, where a `WeakMap` entry per
+ * record cost about as much as parsing the line (and weighs on every collection). Nothing
+ * else sees it: not `JSON.stringify`, `Object.keys`, equality in tests or a structured clone.
+ */
+class RememberedLine extends Stamped {
+  #bytes: Uint8Array;
+
+  private constructor(record: object, bytes: Uint8Array) {
+    super(record);
+    this.#bytes = bytes;
+  }
+
+  static get(record: object): Uint8Array | undefined {
+    return #bytes in record ? (record as RememberedLine).#bytes : undefined;
+  }
+
+  static set(record: object, bytes: Uint8Array): void {
+    if (#bytes in record) (record as RememberedLine).#bytes = bytes;
+    else new RememberedLine(record, bytes);
+  }
+}
 
 /** Remembers the bytes (without `\n`) `record` was decoded from or encoded to. */
 export function rememberLine(record: object, bytes: Uint8Array): void {
-  lineBytes.set(record, bytes);
+  RememberedLine.set(record, bytes);
 }
 
 /** The line of `record` without its `\n`: remembered, or encoded now and remembered. */
 export function lineOf(record: object): Uint8Array {
-  let bytes = lineBytes.get(record);
+  let bytes = RememberedLine.get(record);
   if (!bytes) {
     const line = encodeJsonlLine(record);
     bytes = encoder.encode(line.slice(0, -1));
-    lineBytes.set(record, bytes);
+    RememberedLine.set(record, bytes);
   }
   return bytes;
 }
@@ -35,9 +66,9 @@ export function lineOf(record: object): Uint8Array {
  */
 export function linesOf(records: readonly object[]): Uint8Array {
   const [only] = records;
-  if (records.length !== 1 || lineBytes.has(only!)) return joinLines(records.map(lineOf));
+  if (records.length !== 1 || RememberedLine.get(only!)) return joinLines(records.map(lineOf));
   const bytes = encoder.encode(encodeJsonlLine(only));
-  lineBytes.set(only!, bytes.subarray(0, bytes.length - 1));
+  RememberedLine.set(only!, bytes.subarray(0, bytes.length - 1));
   return bytes;
 }
 

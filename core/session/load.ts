@@ -115,8 +115,9 @@ export async function loadSessionState(
   if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
     newest = hint;
   } else {
-    // Without a hint, a store that answered the prefetch with no file has no segment to list.
-    segments = !hint && storage.readMany && !newestTail ? [] : await listSegments(storage, paths, report);
+    // Without a hint, a store that answered the prefetch with no file has no segment to list
+    // (`null`: the prefetch was not read).
+    segments = !hint && newestTail === undefined ? [] : await listSegments(storage, paths, report);
     newest = segments.at(-1);
     if (newest && !(tail && hint && sameRange(hint, newest))) tail = await readSegmentFooter(storage, paths, newest);
   }

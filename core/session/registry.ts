@@ -25,6 +25,7 @@ import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListS
 import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
 import { listSessions, rebuildCatalogs } from "./session-listing.ts";
+import type { SessionState } from "./state.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
 
 export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
@@ -110,18 +111,19 @@ export class Sessions {
     const place: SessionPlace = options?.archived ? "archived" : "live";
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const paths = sessionPaths(valid, place);
-    // The existence check and the reads go out together (one round trip through a worker);
-    // a load that fails on a session that does not exist is reported as not found.
-    const [exists, state] = await Promise.allSettled([
-      sessionExists(this.storage, valid, place),
-      loadSessionState(this.storage, paths, valid, this.#ctx.clock),
-    ]);
-    if (exists.status === "rejected") throw exists.reason;
-    if (!exists.value) {
-      throw new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
+    // A meta.json the load read is the session's existence; only without one (or when the
+    // load fails) is it asked apart, and a session that does not exist is reported as not found.
+    const notFound = () =>
+      new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
+    let state: SessionState;
+    try {
+      state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock);
+    } catch (error) {
+      if (!(await sessionExists(this.storage, valid, place))) throw notFound();
+      throw error;
     }
-    if (state.status === "rejected") throw state.reason;
-    const session = new Session(this.#ctx, valid, place, paths, state.value, resolved);
+    if (state.diskRevision === undefined && !(await sessionExists(this.storage, valid, place))) throw notFound();
+    const session = new Session(this.#ctx, valid, place, paths, state, resolved);
     if (options?.hold) await session.hold();
     return session;
   }

@@ -65,13 +65,18 @@ export interface StoragePort {
   /** Releases a lock taken with {@linkcode StoragePort.acquireLock}. */
   releaseLock?(name: string): Promise<void>;
   /**
-   * Optional: several reads as one step, answered in the order asked. A backend offers it
-   * when it can read them all from one state of the store (one snapshot: a PostgreSQL
-   * statement), so a commit can never fall between two of them, and in one round trip. A
-   * `lastIn` request is a prefetch: the core uses its answer only for the path it names and
-   * reads that path itself otherwise.
+   * Optional: several reads as one step, answered in the order asked, in one round trip. A
+   * backend offers it when it can read them all from one state of the store (one snapshot: a
+   * PostgreSQL statement), so a commit can never fall between two of them, or else reads
+   * each after the ones before it, so that no answer shows an older state than an earlier
+   * one (files; a worker over a store without its own, `readManyByCalls`): what a reader of
+   * `meta.json` before the lines needs. A `lastIn` request is a prefetch: the core uses its
+   * answer only for the path it names, and an answer of `undefined` as "that folder holds no
+   * file"; it reads any other path itself. A backend that cannot find a folder's last file in
+   * constant time (a file system lists the whole folder, which grows with history) answers it
+   * `null` (not read) unless it knows the folder holds no file.
    */
-  readMany?(requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]>;
+  readMany?(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]>;
   /**
    * Optional: runs a {@linkcode CommitPlan} against the backend itself, in one call (what the
    * core's `applyCommitPlanByCalls` does over the other methods). A
@@ -117,7 +122,10 @@ export interface StoragePort {
  */
 export type ReadRequest = { readonly path: string; readonly tailBytes?: number } | { readonly lastIn: string; readonly tailBytes: number };
 
-/** What one {@linkcode ReadRequest} found (`undefined` in its place when nothing is there). */
+/**
+ * What one {@linkcode ReadRequest} found (`undefined` in its place when nothing is there; `null`
+ * for a `lastIn` prefetch the backend did not read).
+ */
 export interface ReadResult {
   /** The file read (for `lastIn`, the one found). */
   readonly path: string;

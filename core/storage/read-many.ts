@@ -5,7 +5,7 @@ import type { FileTail, ReadRequest, ReadResult, StoragePort } from "./port.ts";
  * (one state of the store, one round trip); otherwise the first request alone and then the
  * others at once, so that none of the others sees an older state than the first (what a
  * reader of `meta.json` before the lines needs, docs/FORMAT.md "Revisions"). Without
- * `readMany`, a `lastIn` request (a prefetch) is not read: its answer is `undefined`.
+ * `readMany`, a `lastIn` request (a prefetch) is not read: its answer is `null`.
  *
  * @example
  * ```ts
@@ -17,10 +17,30 @@ import type { FileTail, ReadRequest, ReadResult, StoragePort } from "./port.ts";
  * lines; // undefined
  * ```
  */
-export async function readMany(storage: StoragePort, requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]> {
-  if (storage.readMany) return storage.readMany(requests);
-  const readOne = async (request: ReadRequest): Promise<ReadResult | undefined> => {
-    if ("lastIn" in request) return undefined;
+export function readMany(storage: StoragePort, requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
+  return storage.readMany ? storage.readMany(requests) : readManyByCalls(storage, requests);
+}
+
+/**
+ * {@linkcode StoragePort.readMany} over the port's other calls: the first request alone, then
+ * the others at once, so that none of them sees an older state than the first; a `lastIn`
+ * prefetch is answered `null` (not read: a listing grows with the folder). What a backend
+ * behind a hop (a worker) answers with when its store has no `readMany` of its own: the
+ * calls then cost no round trip each.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * await storage.replace("s/meta.json", new TextEncoder().encode("{}"));
+ * const [meta, last] = await readManyByCalls(storage, [{ path: "s/meta.json" }, { lastIn: "s/segments", tailBytes: 4 }]);
+ * meta?.size; // 2
+ * last; // null
+ * ```
+ */
+export async function readManyByCalls(storage: StoragePort, requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
+  const readOne = async (request: ReadRequest): Promise<ReadResult | null | undefined> => {
+    if ("lastIn" in request) return null;
     const { path, tailBytes } = request;
     if (tailBytes !== undefined) {
       const tail = await storage.readTail(path, tailBytes);
@@ -39,7 +59,7 @@ export async function readMany(storage: StoragePort, requests: readonly ReadRequ
  * `storage`'s `readTail`, answered from `found` (an earlier {@linkcode readMany}'s result)
  * when it is the file asked for and holds enough of its tail; any other read goes to `storage`.
  */
-export function withPrefetchedTail(storage: Pick<StoragePort, "readTail">, found: ReadResult | undefined): Pick<StoragePort, "readTail"> {
+export function withPrefetchedTail(storage: Pick<StoragePort, "readTail">, found: ReadResult | null | undefined): Pick<StoragePort, "readTail"> {
   return {
     readTail: async (path: string, maxBytes: number): Promise<FileTail | undefined> => {
       const wanted = Math.max(0, Math.floor(maxBytes));

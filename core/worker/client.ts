@@ -9,7 +9,7 @@
 import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
 import type { CatalogListing } from "../storage/catalog.ts";
-import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
+import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
 
@@ -89,6 +89,11 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     return this.#call(() => this.#remote.readTail(path, maxBytes));
+  }
+
+  /** Every read of `requests` in the worker: one round trip (the worker's store reads them as `readMany` says). */
+  readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
+    return this.#call(() => this.#remote.readMany(requests));
   }
 
   list(dir: string): Promise<string[]> {

@@ -9,15 +9,16 @@
 import { InvalidInputError, StorageError } from "../errors.ts";
 import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { type ComlinkLike, withTransfer } from "./transfer.ts";
+import { readManyByCalls } from "../storage/read-many.ts";
+import { type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
 
 /**
  * What the host calls through the hop: open once, then the port's methods, every optional
  * one included (the worker answers for what its store lacks), derived from the port so the
- * two never drift apart. `readMany` is not offered yet: the host reads through the hop as
- * before (meta.json, then the rest at once).
+ * two never drift apart. `readMany` is answered in the worker (the store's own, else over its
+ * other calls), so a session's open costs the host one round trip.
  */
-export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readMany">> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
 };
@@ -55,6 +56,13 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     readTail: async (path, maxBytes) => {
       const tail = await opened().readTail(path, maxBytes);
       return tail && withTransfer(comlink, { bytes: tail.bytes, size: tail.size }, tail.bytes);
+    },
+    readMany: async (requests) => {
+      const store = opened();
+      const found = await (store.readMany ? store.readMany(requests) : readManyByCalls(store, requests));
+      // Each whole buffer a result owns is transferred (a buffer once), the rest copied.
+      const buffers = new Set(found.flatMap((result) => (result && ownsBuffer(result.bytes) ? [result.bytes.buffer] : [])));
+      return buffers.size > 0 ? comlink.transfer(found, [...buffers] as never[]) : found;
     },
     list: (dir) => opened().list(dir),
     replace: (path, bytes, options) => opened().replace(path, bytes, options),

@@ -42,10 +42,10 @@ test("open + append of a 1,000-segment session reads only meta, the newest segme
   const rel = (path: string) => (path.startsWith(`${P.dir}/`) ? path.slice(P.dir.length + 1) : path === P.dir ? "." : path);
   const reads = new Set(storage.calls.filter((c) => c.op === "read").map((c) => rel(c.path)));
   expect([...reads].sort()).toEqual(["instruction.md", "messages/active.jsonl", "messages/assistant_message.json", "meta.json"]);
-  // meta.json's existence is a point read (readTail of 0 bytes), the footer a bounded tail read;
-  // writer.lock is read back once, a tail read too, to release only this holder's lock.
+  // meta.json is read once (its read is the session's existence), the footer a bounded tail
+  // read; writer.lock is read back once, a tail read too, to release only this holder's lock.
   const tails = storage.calls.filter((c) => c.op === "readTail");
-  expect(tails.map((c) => c.path)).toEqual([P.meta, newest, P.lock]);
+  expect(tails.map((c) => c.path)).toEqual([newest, P.lock]);
   expect(tails.every((c) => (c.maxBytes ?? Infinity) <= 4096)).toBe(true);
   const listings = new Set(storage.calls.filter((c) => c.op === "list").map((c) => rel(c.path)));
   expect([...listings].sort()).toEqual(["messages/segments"]);

@@ -1,6 +1,6 @@
 /**
  * core/storage/read-many.ts: the open's reads on a backend without `readMany` (meta.json
- * first, then the rest at once; the `lastIn` prefetch not read), and the footer read served
+ * first, then the rest at once; the `lastIn` prefetch not read: `null`), and the footer read served
  * from a prefetched tail only when it is the file asked for and holds enough of it.
  */
 import { describe, expect, it } from "vitest";
@@ -36,7 +36,7 @@ describe("readMany without a backend's own", () => {
       { path: "s/active.jsonl", text: "one\ntwo\n", size: 8 },
       undefined,
       { path: "s/active.jsonl", text: "two\n", size: 8 },
-      undefined,
+      null,
     ]);
     expect(storage.events.slice(0, 3)).toEqual(["start s/meta.json", "end s/meta.json", "start s/active.jsonl"]);
     expect(storage.events).toContain("start s/draft.json");

@@ -22,7 +22,18 @@ import {
 import { type Command, refArg } from "../command.ts";
 import { type CliDiagnostic, diagnosticLines } from "../format.ts";
 import { exists, type OpenStore } from "../store.ts";
-import { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "../../../core/internal.ts";
+import {
+  LAST_RECORD_WINDOW,
+  lockDiagnostics,
+  readMany,
+  readSegmentFooter,
+  unsafeEntry,
+  unsupportedSchema,
+  withPrefetchedTail,
+} from "../../../core/internal.ts";
+
+/** Segment footers read per `readMany` call: 500 tails of 4 KiB at most, 2 MiB held at once. */
+const FOOTER_BATCH = 500;
 
 /** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {
@@ -98,16 +109,23 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
   const diagnostics: CliDiagnostic[] = [...session.diagnostics];
   const segments: ShowReport["segments"] = [];
   const newest = session.newestSegment;
-  for (const range of await session.segments()) {
-    if (range.end === newest?.end) {
-      // Open read this footer already (and reported it when it is wrong).
-      segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
-      continue;
+  const ranges = await session.segments();
+  for (let from = 0; from < ranges.length; from += FOOTER_BATCH) {
+    // The footers' tails in one readMany per batch (a file store checks the session's folders
+    // once per call, not once per segment); a footer longer than the tail is read again whole.
+    const batch = ranges.slice(from, from + FOOTER_BATCH);
+    const tails = await readMany(storage, batch.map((range) => ({ path: paths.segment(range), tailBytes: LAST_RECORD_WINDOW })));
+    for (const [i, range] of batch.entries()) {
+      if (range.end === newest?.end) {
+        // Open read this footer already (and reported it when it is wrong).
+        segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
+        continue;
+      }
+      const tail = await readSegmentFooter(withPrefetchedTail(storage, tails[i]), paths, range);
+      diagnostics.push(...(tail?.diagnostics ?? []));
+      const footer = tail?.footer;
+      segments.push({ start: range.start, end: range.end, summary_chars: footer?.text.length ?? null });
     }
-    const tail = await readSegmentFooter(storage, paths, range);
-    diagnostics.push(...(tail?.diagnostics ?? []));
-    const footer = tail?.footer;
-    segments.push({ start: range.start, end: range.end, summary_chars: footer?.text.length ?? null });
   }
   diagnostics.push(...(await lockDiagnostics(storage, paths)));
   const active = session.active;

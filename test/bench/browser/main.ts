@@ -22,6 +22,8 @@ const PLAIN_MAX_BYTES = 2 ** 30;
 
 interface OpenTiming {
   ms: number;
+  /** Whether the page is cross-origin isolated (performance.now() then resolves to 5 µs). */
+  isolated: boolean;
   contextMessages: number;
   summaryChars: number;
 }
@@ -58,11 +60,7 @@ const bench = {
       const session = await browser.sessions.open(BENCH_REF);
       const { input } = session.compose(BENCH_PROVIDER);
       const ms = performance.now() - t0;
-      return {
-        ms,
-        contextMessages: input.messages.length,
-        summaryChars: input.summary?.length ?? 0,
-      };
+      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
     } finally {
       await browser.close();
     }
@@ -81,11 +79,7 @@ const bench = {
       const bytes = (await storage.read(PLAIN)) ?? new Uint8Array(0);
       const context = contextFromPlainJsonl(new TextDecoder().decode(bytes));
       const ms = performance.now() - t0;
-      return {
-        ms,
-        contextMessages: context.messages.length,
-        summaryChars: context.summary?.length ?? 0,
-      };
+      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
     } finally {
       await storage.close();
     }

@@ -124,7 +124,8 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     }
     if (n > 0 && impls.some((i) => i.impl === "jsonl")) await probeWarm("jsonl", "history.jsonl", n);
     if (n > 0 && (n === sizes[0] || n === sizes.at(-1))) breakdowns.set(n, await openBreakdown(join(dir, "sessionfold")));
-    for (const { file } of peers) await rm(join(dir, file), { recursive: true, force: true });
+    // The plain JSONL file of the smallest size stays: open.node.* measures it again beside sessionfold.
+    for (const { impl, file } of peers) if (!(impl === "jsonl" && n === sizes[0])) await rm(join(dir, file), { recursive: true, force: true });
     ctx.log(`case 1: n=${n}: ${peers.map(({ impl }) => `${impl} ${msText(impl, n)} ms`).join(", ")}`);
   }
 
@@ -132,8 +133,18 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   // warm): load on this shared machine drifts over the minutes the peers take, and must fall
   // on every size alike.
   ctx.log(`case 1: sessionfold at ${[0, ...sizes].join(", ")} messages, sizes interleaved`);
-  for (let rep = 0; rep < sfReps; rep++) for (const n of [0, ...sizes]) if (n > 0 || rep < emptyReps) await probeCold("sessionfold", "sessionfold", n);
-  for (let rep = 0; rep < warmReps; rep++) for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
+  // open.node.*: at the smallest size, plain JSONL (and sessionfold without its worker, what
+  // bounds the cold row) take turns with sessionfold, cold and warm, in the same alternation.
+  const lo = sizes[0]!;
+  for (let rep = 0; rep < sfReps; rep++) {
+    for (const n of [0, ...sizes]) if (n > 0 || rep < emptyReps) await probeCold("sessionfold", "sessionfold", n);
+    await probeCold("jsonl", "history.jsonl", lo);
+    await probeCold("sessionfold-noworker", "sessionfold", lo);
+  }
+  for (let rep = 0; rep < warmReps; rep++) {
+    for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
+    await probeWarm("jsonl", "history.jsonl", lo);
+  }
   for (const n of [0, ...sizes]) {
     // Every format must hand the model the same input.
     const shapes = new Set(IMPLS.map(({ impl }) => cells.get(key(impl, n))?.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
@@ -191,8 +202,15 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     ctx.emit(row);
   }
 
-  const lo = sizes[0]!;
   const hi = sizes.at(-1)!;
+  openRows(ctx, {
+    warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo))],
+    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo)],
+    runs: [runs("sessionfold", lo), runs("jsonl", lo)],
+    warmReps,
+    lo,
+    breakdown: breakdowns.get(lo),
+  });
   for (const impl of ["sessionfold", "jsonl"] as const) {
     const value = warm.get(key(impl, hi)) ?? null;
     const base = warm.get(key(impl, lo)) ?? null;
@@ -236,4 +254,55 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       ...(failure(impl, hi) ? { note: `${label}: ${failure(impl, hi)}` } : {}),
     });
   }
+}
+
+/**
+ * The open.node.* rows: open + compose of the smallest history against reading the same
+ * history as plain JSONL, warm (a long-lived host) and cold (a fresh process), each
+ * measured in the alternation above. Their notes give what bounds them in the same run.
+ */
+function openRows(
+  ctx: CaseContext,
+  m: {
+    warm: [number | undefined, number | undefined];
+    cold: [number | null, number | null, number | null];
+    runs: [number, number];
+    warmReps: number;
+    lo: number;
+    breakdown: string | undefined;
+  },
+): void {
+  const label = sizeLabel(m.lo);
+  const [sfWarm, plainWarm] = m.warm;
+  const [sfCold, plainCold, noWorkerCold] = m.cold;
+  const target = { op: "<=", limit: 2, text: "≤ 2× plain JSONL" } as const;
+  ctx.emit({
+    case: 1,
+    name: `open.node.warm.n=${label}`,
+    value: sfWarm ?? null,
+    unit: "ms",
+    baseline: plainWarm ?? null,
+    baselineName: `plain JSONL read whole, warm, n=${label}`,
+    ratio: sfWarm !== undefined && plainWarm ? sfWarm / plainWarm : null,
+    ratioMeaning: "value / baseline",
+    target,
+    runs: m.warmReps,
+    note: `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after 5 warm-up opens in one process, ` +
+      `${m.warmReps} processes each, alternating; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
+  });
+  ctx.emit({
+    case: 1,
+    name: `open.node.cold.n=${label}`,
+    value: sfCold,
+    unit: "ms",
+    baseline: plainCold,
+    baselineName: `plain JSONL read whole in a fresh process, n=${label}`,
+    ratio: sfCold !== null && plainCold ? sfCold / plainCold : null,
+    ratioMeaning: "value / baseline",
+    target,
+    runs: m.runs[0],
+    note: `the first open + compose of a fresh process (store opened, worker up, modules loaded before the clock starts), alternating with plain JSONL (${
+      m.runs[1]
+    } runs); the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms`,
+  });
 }

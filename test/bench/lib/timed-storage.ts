@@ -43,7 +43,7 @@ export function timedStorage(inner: StoragePort): TimedStorage {
       const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== "function") return value;
       return (...args: unknown[]) => {
-        const label = `${String(prop)}(${String(args[0]).split("/").at(-1)})`;
+        const label = `${String(prop)}(${nameOf(args[0])})`;
         const t0 = performance.now();
         if (pending++ === 0) since = t0;
         const done = () => {
@@ -51,7 +51,10 @@ export function timedStorage(inner: StoragePort): TimedStorage {
           spent.set(label, (spent.get(label) ?? 0) + t1 - t0);
           if (--pending === 0) waiting += t1 - since;
         };
-        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        const result = (value as (...a: unknown[]) => unknown).apply(
+          target,
+          args,
+        );
         if (result instanceof Promise) return result.finally(done);
         done();
         return result;
@@ -66,7 +69,12 @@ export function timedStorage(inner: StoragePort): TimedStorage {
     },
     measure(totalMs, runs) {
       const waitingMs = waiting / runs;
-      return { totalMs, waitingMs, outsideMs: totalMs - waitingMs, calls: new Map([...spent].map(([label, ms]) => [label, ms / runs])) };
+      return {
+        totalMs,
+        waitingMs,
+        outsideMs: totalMs - waitingMs,
+        calls: new Map([...spent].map(([label, ms]) => [label, ms / runs])),
+      };
     },
     describe(totalMs, runs) {
       const times = this.measure(totalMs, runs);
@@ -74,4 +82,14 @@ export function timedStorage(inner: StoragePort): TimedStorage {
       return `${totalMs.toFixed(2)} ms = ${times.waitingMs.toFixed(2)} ms waiting on storage (${calls}) + ${times.outsideMs.toFixed(2)} ms outside storage`;
     },
   };
+}
+
+/** A call's first argument as a breakdown names it: a key's last segment; for a `readMany`, each request's. */
+function nameOf(arg: unknown): string {
+  if (Array.isArray(arg)) {
+    return arg.map((
+      request: { path?: string; lastIn?: string },
+    ) => (request.path !== undefined ? nameOf(request.path) : `last in ${nameOf(request.lastIn)}`)).join(" + ");
+  }
+  return String(arg).split("/").at(-1) ?? "";
 }

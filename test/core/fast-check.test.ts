@@ -1,0 +1,185 @@
+/**
+ * core/schema/fast-check.ts against the zod schemas it stands in for, on a corpus: every
+ * record sessionfold itself writes, and mutations of them (each field missing, of each wrong
+ * kind, out of order, unknown fields before and after, `__proto__`, integer-like names). A
+ * value the hand-written check passes must be one its schema accepts and returns unchanged,
+ * field order included; a value the schema refuses must get the schema's own issues.
+ */
+import { describe, expect, it } from "vitest";
+import type { z } from "zod";
+import { DraftRecord, ExtractiveSummarizer, MemoryStorage, MessageRecord, SessionMeta, Sessions, SummaryRecord } from "../../core/mod.ts";
+import { fastParse } from "../../core/schema/fast-check.ts";
+import { REF } from "../support/session.ts";
+
+const TIME = "2026-12-02T13:00:00.000Z";
+const PROVIDER = { provider: "openai", api: "responses", model: "gpt-5" };
+
+const MESSAGES: unknown[] = [
+  { record_type: "message", sequence: 1, message_id: "m1", role: "user", created_at: TIME, parts: [{ sequence: 1, type: "text", text: "hi" }], revision: 1 },
+  {
+    record_type: "message",
+    sequence: 2,
+    message_id: "m2",
+    role: "assistant",
+    created_at: "2026-12-02T13:00:00+02:00",
+    status: "completed",
+    parts: [
+      { sequence: 1, type: "reasoning", text: "think" },
+      { sequence: 2, type: "reasoning-summary", text: "" },
+      { sequence: 3, type: "tool", tool_call_id: "c1", tool_name: "ls", state: "output-available", input: { path: "." }, output: "x" },
+      { sequence: 4, type: "tool", tool_call_id: "c2", tool_name: "ls", state: "output-error", input: null, error: "boom", ai_sdk: { x: 1 } },
+      { sequence: 5, type: "file", media_type: "image/png", name: "a.png", data: "AAAA" },
+      { sequence: 6, type: "file", media_type: "text/plain", url: "https://x" },
+      { sequence: 7, type: "provider-context", ...PROVIDER, data: { opaque: [1, 2] } },
+    ],
+    usage: { input_tokens: 9, output_tokens: 1, total_tokens: 10, cost_usd_micros: 3 },
+    provider: PROVIDER,
+    context_refused: true,
+    revision: 2,
+    batch_size: 2,
+    rho: { portable_fallback: "f" },
+  },
+];
+const DRAFT = { record_type: "message", sequence: 3, message_id: "d", role: "assistant", created_at: TIME, status: "streaming", parts: [], pending: [] };
+const SUMMARY = { record_type: "summary", session_id: "s1", summary_id: "sum", through_sequence: 2, text: "t", created_at: TIME, reset: true };
+const META = {
+  schema_version: 1,
+  session_id: "s1",
+  agent_id: "a1",
+  workspace_id: "w1",
+  title: "T",
+  model_label: "m",
+  created_at: TIME,
+  updated_at: TIME,
+  message_count: 2,
+  history_bytes: 10,
+  timezone: "Europe/Berlin",
+  revision: 3,
+  forked_from: { session_id: "s0", through_sequence: 0 },
+  compaction: {
+    completed: 1,
+    removed_messages: 2,
+    removed_tokens_estimate: 3,
+    cost_usd_micros: 4,
+    last_before_tokens: 5,
+    last_after_tokens: 6,
+    summary_usage: { input_tokens: 1, output_tokens: 2 },
+  },
+  provider: PROVIDER,
+  newest_segment: "x",
+};
+
+const WRONG: unknown[] = [undefined, null, "", "x", 0, -1, 1.5, 2 ** 53, true, [], {}, "2026-02-30T00:00:00Z", "streaming", "user"];
+
+/** Every object inside `value` with the path to it (the value itself first). */
+function objects(value: unknown, path: (string | number)[] = []): { path: (string | number)[]; object: Record<string, unknown> }[] {
+  if (typeof value !== "object" || value === null) return [];
+  const here = Array.isArray(value) ? [] : [{ path, object: value as Record<string, unknown> }];
+  return [...here, ...Object.entries(value).flatMap(([key, inner]) => objects(inner, [...path, Array.isArray(value) ? Number(key) : key]))];
+}
+
+/** A copy of `value` with the object at `path` replaced by `change(copy of it)`. */
+function changed(value: unknown, path: (string | number)[], change: (object: Record<string, unknown>) => Record<string, unknown>): unknown {
+  if (path.length === 0) return change({ ...(value as Record<string, unknown>) });
+  const [head, ...rest] = path;
+  const copy = (Array.isArray(value) ? [...value] : { ...(value as object) }) as Record<string | number, unknown>;
+  copy[head!] = changed(copy[head!], rest, change);
+  return copy;
+}
+
+/** Mutations of `base`: each field missing, wrong, moved last or first, and unknown fields placed around the known ones. */
+function mutations(base: unknown): unknown[] {
+  const out: unknown[] = [base];
+  for (const { path, object } of objects(base)) {
+    const keys = Object.keys(object);
+    for (const key of keys) {
+      out.push(changed(base, path, (o) => (delete o[key], o)));
+      for (const wrong of WRONG) out.push(changed(base, path, (o) => ({ ...o, [key]: wrong })));
+      out.push(changed(base, path, (o) => {
+        const { [key]: moved, ...rest } = o;
+        return { ...rest, [key]: moved };
+      }));
+      out.push(changed(base, path, (o) => ({ [key]: o[key], ...o })));
+    }
+    out.push(changed(base, path, (o) => ({ zz_unknown: 1, ...o })));
+    out.push(changed(base, path, (o) => ({ ...o, zz_unknown: 1 })));
+    out.push(changed(base, path, (o) => ({ 7: "integer-like", ...o })));
+  }
+  // Through JSON, as a reader gets them (undefined fields vanish), and `__proto__` as JSON.parse makes it.
+  return [...out.map((v) => JSON.parse(JSON.stringify(v))), JSON.parse(JSON.stringify(base).replace(/^\{/, '{"__proto__":{"x":1},'))];
+}
+
+function expectAgreement(schema: z.ZodType, value: unknown): boolean {
+  const fast = fastParse(schema, value);
+  const slow = schema.safeParse(value);
+  expect(fast.success).toBe(slow.success);
+  if (!slow.success) {
+    expect(fast.error?.issues).toEqual(slow.error.issues);
+    return false;
+  }
+  if (fast.data === value) {
+    // Taken as is: the schema returns the same fields, in the same order.
+    expect(JSON.stringify(slow.data)).toBe(JSON.stringify(value));
+    expect(Object.keys(slow.data as object)).toEqual(Object.keys(value as object));
+    return true;
+  }
+  // A copy (meta.json out of order) or zod's own output: the schema's fields in its order either way.
+  expect(JSON.stringify(fast.data)).toBe(JSON.stringify(slow.data));
+  expect(Object.keys(fast.data as object)).toEqual(Object.keys(slow.data as object));
+  return false;
+}
+
+describe("the hand-written checks agree with their schemas", () => {
+  const cases: [string, z.ZodType, unknown[]][] = [
+    ["MessageRecord", MessageRecord, MESSAGES],
+    ["DraftRecord", DraftRecord, [DRAFT]],
+    ["SummaryRecord", SummaryRecord, [SUMMARY]],
+    ["SessionMeta", SessionMeta, [META]],
+  ];
+  for (const [name, schema, bases] of cases) {
+    it(`${name}: on every mutation of its records`, () => {
+      let fast = 0;
+      let total = 0;
+      for (const base of bases) {
+        expect(fastParse(schema, base).data).toBe(base); // records in the schema's order are taken as they are
+        for (const value of mutations(base)) {
+          total += 1;
+          if (expectAgreement(schema, value)) fast += 1;
+        }
+      }
+      expect(total).toBeGreaterThan(100);
+      expect(fast).toBeGreaterThan(0);
+    });
+  }
+
+  it("takes every line and document sessionfold writes as is", async () => {
+    const storage = new MemoryStorage();
+    const session = await new Sessions({ storage, defaults: { summarizer: new ExtractiveSummarizer() } }).create(REF);
+    for (let i = 0; i < 6; i++) {
+      await session.append({ role: "user", parts: [{ type: "text", text: `question ${i}` }] });
+      await session.append({
+        role: "assistant",
+        status: "completed",
+        parts: [{ type: "reasoning", text: "r" }, { type: "tool", tool_call_id: `c${i}`, tool_name: "ls", state: "output-available", input: {}, output: "x" }, {
+          type: "text",
+          text: `answer ${i}`,
+        }],
+        usage: { input_tokens: 5, output_tokens: 2 },
+        provider: PROVIDER,
+      });
+    }
+    await session.compact();
+    const lines = [
+      ...(await Promise.all((await session.segments()).map(async (range) => (await storage.read(session.paths.segment(range)))!))),
+      (await storage.read(session.paths.active))!,
+    ].flatMap((bytes) => new TextDecoder().decode(bytes).split("\n").filter(Boolean).map((line) => JSON.parse(line)));
+    expect(lines.filter((line) => line.record_type === "summary")).toHaveLength(1);
+    for (const line of lines) {
+      const schema = line.record_type === "summary" ? SummaryRecord : MessageRecord;
+      expect(fastParse(schema, line).data).toBe(line);
+    }
+    const meta = JSON.parse(new TextDecoder().decode(await storage.read(session.paths.meta)));
+    // meta.json's writers put some fields out of the schema's order: the check copies it in that order, as zod does.
+    expect(JSON.stringify(fastParse(SessionMeta, meta).data)).toBe(JSON.stringify(SessionMeta.parse(meta)));
+  });
+});
