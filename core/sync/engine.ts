@@ -11,7 +11,7 @@
  */
 import { NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
-import { formatSegmentName } from "../layout/segments.ts";
+import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
@@ -30,6 +30,7 @@ import {
   messagesOfSegments,
   readSegmentFile,
   sameLabels,
+  type SessionFiles,
   type SyncWriter,
   writeLabels,
 } from "./session-files.ts";
@@ -136,8 +137,8 @@ class SyncRun {
   readonly #statePath: string;
   readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
   #state!: SyncState;
-  /** Set by a re-read that appended unacknowledged local messages again. */
-  #carried = false;
+  /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
+  #pushAgain = false;
 
   constructor(options: SyncStoresOptions) {
     this.#local = options.local;
@@ -153,16 +154,17 @@ class SyncRun {
   async run(): Promise<SyncReport> {
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
-    // A re-read that carried unacknowledged messages over (to a fork) leaves them to push: once more.
+    // A pull that left local changes the remote lacks (messages a re-read carried over to a
+    // fork, segments a create did not bring) pushes them: once more.
     for (let pass = 0; pass < 3; pass++) {
-      this.#carried = false;
+      this.#pushAgain = false;
       // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
       for (let round = 0; round < 4; round++) {
         if (!(await this.#flush())) return this.report;
         if (!(await this.#enqueueLocalChanges())) break;
       }
       await this.#pull();
-      if (!this.#carried) break;
+      if (!this.#pushAgain) break;
     }
     return this.report;
   }
@@ -410,12 +412,11 @@ class SyncRun {
     }
     try {
       if (diverged) {
-        await this.#reread(local, head, unacknowledged, known?.fork?.ref);
+        return await this.#reread(local, head, unacknowledged, known?.fork?.ref);
       } else {
         if (head.last_sequence > last) await this.#fastForward(local, last);
         if (!(await this.#adoptSegments(head, segments.length))) {
-          await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
-          return this.#agreed(head);
+          return await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
         }
         const instruction = await this.#instructionOf(local);
         if (head.place === "live" && (!sameLabels(labelsOf(local.meta), head.labels) || instruction !== head.instruction)) {
@@ -431,17 +432,25 @@ class SyncRun {
     await this.#agreed(head);
   }
 
-  /** Records what both sides now have of a session: through the server's last sequence (local messages after it are still to push). */
+  /**
+   * Records what both sides now have of a session: through the server's last sequence (local
+   * messages after it are still to push), and the segments both have. Local segments the
+   * server lacks (a `create` it took as an append of messages to the session it had) are
+   * pushed in this run.
+   */
   async #agreed(head: SessionHead): Promise<void> {
     const now = (await this.#open(head.ref, head.place === "archived"))!;
     const last = Math.min(lastSequenceOf(now), head.last_sequence);
+    const segments = (await now.segments()).map(formatSegmentName);
+    const agreed = segments.filter((name) => head.segments.includes(name));
+    if (head.place === "live" && agreed.length < segments.length) this.#pushAgain = true;
     this.#state.sessions[head.ref] = {
       last_sequence: last,
       last_message_id: (await messageAt(now, last))?.message_id ?? null,
       labels: head.labels,
       instruction: head.instruction,
       place: head.place,
-      segments: (await now.segments()).map(formatSegmentName).filter((name) => head.segments.includes(name)),
+      segments: agreed,
     };
   }
 
@@ -452,19 +461,28 @@ class SyncRun {
    * else to the session; the next sync pushes them.
    */
   async #reread(local: Session, head: SessionHead, unacknowledged: readonly MessageRecord[], forkRef: string | undefined): Promise<void> {
+    // Everything from the remote first: a request that fails (the network, a restart) then
+    // leaves the local copy, and the messages only it holds, as they were.
+    const copy = await this.#fetch(head);
+    const forkHead = unacknowledged.length > 0 && forkRef && !(await this.#open(forkRef, false))
+      ? (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head
+      : undefined;
+    const forkCopy = forkHead && (await this.#fetch(forkHead));
     await this.#local.delete(head.ref, { archived: local.place === "archived" });
-    await this.#install(head);
+    await this.#write(head, copy);
     this.report.reread.push(head.ref);
-    if (unacknowledged.length === 0) return;
-    let target = forkRef ?? head.ref;
-    if (forkRef && !(await this.#open(forkRef, false))) {
-      const forkHead = (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head;
-      await this.#install(forkHead);
-      await this.#agreed(forkHead);
-      target = forkRef;
+    if (unacknowledged.length > 0) {
+      if (forkHead && forkCopy) {
+        await this.#write(forkHead, forkCopy);
+        await this.#agreed(forkHead);
+      }
+      await (await this.#local.open(forkRef ?? head.ref)).append(unacknowledged.map(asNewMessage));
+      this.#pushAgain = true;
     }
-    await (await this.#local.open(target)).append(unacknowledged.map(asNewMessage));
-    this.#carried = true;
+    // Saved at once: a later request of this pull that fails must not leave the session marked
+    // for a re-read it had, which would take messages written after it for acknowledged ones.
+    await this.#agreed(head);
+    await this.#save();
   }
 
   /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
@@ -492,6 +510,11 @@ class SyncRun {
 
   /** Installs the remote's session whole: its segments by name, its Active messages, `meta.json`, `instruction.md`. */
   async #install(head: SessionHead): Promise<void> {
+    await this.#write(head, await this.#fetch(head));
+  }
+
+  /** The remote's session whole, read before anything local changes. */
+  async #fetch(head: SessionHead): Promise<SessionFiles> {
     const segments: SegmentFile[] = [];
     for (const name of head.segments) segments.push((await this.#remote.segment({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, name })).segment);
     const newestEnd = segments.length > 0 ? Number(head.segments.at(-1)!.split("-")[1]!.replace(".jsonl", "")) : 0;
@@ -502,9 +525,14 @@ class SyncRun {
       page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: active.at(-1)!.sequence, limit: this.#batchMessages });
       active.push(...page.messages);
     }
+    return { meta: page.meta, instruction: page.head.instruction, segments, active };
+  }
+
+  /** Writes a fetched copy as the local session (absent locally by then). */
+  async #write(head: SessionHead, copy: SessionFiles): Promise<void> {
     const ref = parseSessionRef(head.ref);
-    await installSession(this.#local.storage, ref, { meta: page.meta, instruction: page.head.instruction, segments, active }, this.#clock);
-    this.report.pulled += active.length + (segments.length > 0 ? newestEnd : 0);
+    await installSession(this.#local.storage, ref, copy, this.#clock);
+    this.report.pulled += copy.active.length + (parseSegmentName(copy.segments.at(-1)?.name ?? "")?.end ?? 0);
     if (head.place === "archived") await this.#local.archive(ref);
   }
 
