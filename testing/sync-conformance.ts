@@ -201,7 +201,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect(report.pulled).toBe(13);
       const copy = await b.sessions.open(REF);
       expect(await ids(copy)).toEqual(await ids(s));
-      expect((await copy.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await copy.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect(copy.summary?.text).toBe(s.summary?.text);
       expect(copy.meta.title).toBe("t");
       expect(copy.system).toBe("i");
@@ -321,7 +321,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       await s.compact({ summarizer: new ExtractiveSummarizer() });
       const report = await h.sync(a);
       expect(report.reread).toEqual([]);
-      expect((await (await h.server.open(REF)).segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await (await h.server.open(REF)).segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect((await h.sync(b)).reread).toEqual([]);
       const onB = await b.sessions.open(REF);
       expect(onB.summary?.text).toBe(s.summary?.text);
@@ -344,9 +344,9 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect(report.reread).toEqual([REF]);
       expect(report.pushed).toBe(2);
       const server = await h.server.open(REF);
-      expect((await server.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await server.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       const again = await b.sessions.open(REF);
-      expect((await again.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await again.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect((await ids(again)).length).toBe(14);
     });
 
@@ -639,6 +639,26 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
         expect([retry.pushed, retry.acknowledged]).toEqual([0, await ids(s)]);
       });
 
+      test("a pull cut after installing a session, then a compaction there: one run brings the segment to the server", async (h) => {
+        const a = await h.device();
+        for (const id of ["s1", "s2"]) {
+          const session = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: id });
+          for (let i = 0; i < 3; i++) await session.append([text(`${id} q${i}`), reply(`${id} a${i}`)]);
+        }
+        await h.sync(a);
+        const b = await h.device();
+        // B installs one session, then the read of the other is cut: B holds the first without having agreed on it.
+        h.faults.inject({ kind: "drop-before", route: "read", skip: 1 });
+        expect(isCut(await h.sync(b).catch((e: unknown) => e))).toBe(true);
+        const installed = (await b.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`);
+        expect(installed).toHaveLength(1);
+        const onB = await b.sessions.open(installed[0]!);
+        await onB.compact({ summarizer: new ExtractiveSummarizer() });
+        // B's create of it is an append of messages the server has; its segment must follow in the same run.
+        await h.sync(b);
+        expect((await (await h.server.open(installed[0]!)).segments()).map(rangeName)).toEqual((await onB.segments()).map(rangeName));
+      });
+
       for (const when of ["after the server committed it", "before it reached the server"] as const) {
         test(`a reload in the middle of a push ${when}: the new page sends the same mutations, applied once`, async (h) => {
           const a = await h.device();
@@ -715,7 +735,7 @@ async function checkInvariants(h: Harness): Promise<SyncCaseCounts> {
         const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
         const [a, b] = [await server.open(ref, { archived }), await device.sessions.open(ref, { archived })];
         expect(await ids(b), `${ref}: the device converged`).toEqual(await ids(a));
-        expect((await b.segments()).map(String), `${ref}: same segments`).toEqual((await a.segments()).map(String));
+        expect((await b.segments()).map(rangeName), `${ref}: same segments`).toEqual((await a.segments()).map(rangeName));
         expect([b.meta.title, b.system], `${ref}: same labels and instruction`).toEqual([a.meta.title, a.system]);
       }
     }
@@ -728,6 +748,11 @@ async function fullHistory(session: Session): Promise<MessageRecord[]> {
   for (const range of await session.segments()) out.push(...(await session.readSegment(range)).messages);
   out.push(...session.active);
   return out;
+}
+
+/** A segment range as its name says it, for comparing segmentations. */
+function rangeName(range: { readonly start: number; readonly end: number }): string {
+  return `${range.start}-${range.end}`;
 }
 
 async function ids(session: Session): Promise<string[]> {

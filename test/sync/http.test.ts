@@ -113,6 +113,13 @@ describe("the sync handler's refusals", () => {
     expect(response.status).toBe(413);
   });
 
+  it("an answer whose body fails cuts the connection: the client sees a network error, never a part taken for the whole", async () => {
+    loopback = await serveFetchHandler(async () =>
+      new Response(new ReadableStream({ start: (controller) => controller.error(new Error("the store went away")) }), { status: 200 })
+    );
+    await expect(fetch(`${loopback.url}/sync/pull`, { method: "POST", body: "{}" }).then((r) => r.text())).rejects.toThrow(TypeError);
+  });
+
   it("a refused token changes nothing on the server", async () => {
     const storage = new MemoryStorage();
     loopback = await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" }));
