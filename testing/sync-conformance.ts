@@ -432,14 +432,8 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
           const device = devices[random(devices.length)]!;
           const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
           const action = random(10);
-          if (action < 5 && refs.length > 0) {
-            const session = await device.sessions.open(refs[random(refs.length)]!);
-            const count = 1 + random(3);
-            for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
-            for (const m of session.active.slice(-count)) h.written.add(m.message_id);
-          } else if (action < 6 && refs.length > 0) {
-            const session = await device.sessions.open(refs[random(refs.length)]!);
-            if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+          if (action < 6 && refs.length > 0) {
+            await writeAtRandom(h, device, refs, action < 5 ? "append" : "compact", step, random);
           } else if (action < 8) {
             await h.sync(device);
           } else {
@@ -832,6 +826,18 @@ async function syncStateOf(device: Device): Promise<{ client_id: string; pending
   return JSON.parse(new TextDecoder().decode(bytes)) as { client_id: string; pending: Mutation[] };
 }
 
+/** A randomized run's write on one of `refs`: 1 to 3 messages appended (each to end up on the server once), or a compaction. */
+async function writeAtRandom(h: Harness, device: Device, refs: readonly string[], kind: "append" | "compact", step: number, random: (n: number) => number) {
+  const session = await device.sessions.open(refs[random(refs.length)]!);
+  if (kind === "compact") {
+    if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+    return;
+  }
+  const count = 1 + random(3);
+  for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
+  for (const m of session.active.slice(-count)) h.written.add(m.message_id);
+}
+
 /**
  * The randomized run with faults: four devices append, compact, go offline for a while (they
  * write and do not sync), and sync through faults chosen at random: connections cut before
@@ -855,14 +861,8 @@ async function randomizedWithFaults(h: Harness, start: number): Promise<void> {
     const device = devices[index]!;
     const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
     const action = random(12);
-    if (action < 5 && refs.length > 0) {
-      const session = await device.sessions.open(refs[random(refs.length)]!);
-      const count = 1 + random(3);
-      for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
-      for (const m of session.active.slice(-count)) h.written.add(m.message_id);
-    } else if (action < 6 && refs.length > 0) {
-      const session = await device.sessions.open(refs[random(refs.length)]!);
-      if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+    if (action < 6 && refs.length > 0) {
+      await writeAtRandom(h, device, refs, action < 5 ? "append" : "compact", step, random);
     } else if (action < 7) {
       offlineUntil[index] = step + 3 + random(8);
     } else if (step < offlineUntil[index]!) {
