@@ -79,50 +79,55 @@ export class HeldRequest {
   readonly fault: SyncFault;
   /** Resolves when a request meets the fault (for `hold-*`: when it starts waiting). */
   readonly met: Promise<void>;
-  #meet!: () => void;
-  #decide!: (decision: HoldDecision) => void;
-  readonly #decision: Promise<HoldDecision>;
-  #skip: number;
 
   constructor(fault: SyncFault) {
     this.fault = fault;
-    this.#skip = fault.skip ?? 0;
-    this.met = new Promise((resolve) => (this.#meet = resolve));
-    this.#decision = new Promise((resolve) => (this.#decide = resolve));
+    let meet!: () => void;
+    let decide!: (decision: HoldDecision) => void;
+    this.met = new Promise((resolve) => (meet = resolve));
+    const decision = new Promise<HoldDecision>((resolve) => (decide = resolve));
+    gates.set(this, { skip: fault.skip ?? 0, meet, decide, decision });
   }
 
   /** Lets a held request go on: to the handler (`hold-before`) or its answer to the client (`hold-after`). With `cut`, a `hold-before` request runs the handler and its answer is lost. */
   release(options: { readonly cut?: boolean } = {}): void {
-    this.#decide(options.cut ? "run-then-cut" : "go");
+    gates.get(this)!.decide(options.cut ? "run-then-cut" : "go");
   }
 
   /** Cuts a held request: it never reaches the handler (`hold-before`), or its answer is lost (`hold-after`). */
   drop(): void {
-    this.#decide("cut");
+    gates.get(this)!.decide("cut");
   }
+}
 
-  /** Whether this fault takes the request of `route` (counting down `skip` otherwise). */
-  takes(route: string): boolean {
-    if (this.fault.route !== undefined && this.fault.route !== route) return false;
-    if (this.#skip > 0) {
-      this.#skip--;
-      return false;
-    }
-    return true;
-  }
+/** A fault's state the script keeps out of its public face: requests still to let pass, and the test's decision. */
+interface Gate {
+  skip: number;
+  readonly meet: () => void;
+  readonly decide: (decision: HoldDecision) => void;
+  readonly decision: Promise<HoldDecision>;
+}
 
-  /** Marks the fault met and, for `hold-*`, waits for the test (or for `signal`, which drops). */
-  wait(signal?: AbortSignal): Promise<HoldDecision> {
-    this.#meet();
-    if (signal?.aborted) this.#decide("cut");
-    signal?.addEventListener("abort", () => this.#decide("cut"), { once: true });
-    return this.#decision;
-  }
+const gates = new WeakMap<HeldRequest, Gate>();
 
-  /** Resolves once the test (or the request's signal) decided. */
-  get decided(): Promise<unknown> {
-    return this.#decision;
+/** Whether `held` takes the request of `route` (counting down its `skip` otherwise). */
+function takes(held: HeldRequest, route: string): boolean {
+  if (held.fault.route !== undefined && held.fault.route !== route) return false;
+  const gate = gates.get(held)!;
+  if (gate.skip > 0) {
+    gate.skip--;
+    return false;
   }
+  return true;
+}
+
+/** Marks the fault met and, for `hold-*`, waits for the test (or for `signal`, which drops). */
+function wait(held: HeldRequest, signal?: AbortSignal): Promise<HoldDecision> {
+  const gate = gates.get(held)!;
+  gate.meet();
+  if (signal?.aborted) gate.decide("cut");
+  signal?.addEventListener("abort", () => gate.decide("cut"), { once: true });
+  return gate.decision;
 }
 
 type HoldDecision = "go" | "cut" | "run-then-cut";
@@ -177,12 +182,12 @@ export class SyncFaults {
 
   /** The fault a request of `route` meets, taken off the queue; `undefined` for none. */
   #take(route: string): HeldRequest | undefined {
-    const index = this.#queue.findIndex((held) => held.takes(route));
+    const index = this.#queue.findIndex((held) => takes(held, route));
     const held = index < 0 ? undefined : this.#queue.splice(index, 1)[0];
     this.log.push({ route, fault: held?.fault.kind ?? null });
     if (held?.fault.kind === "hold-before" || held?.fault.kind === "hold-after") {
       this.#holding.add(held);
-      void held.decided.then(() => this.#holding.delete(held));
+      void gates.get(held)!.decision.then(() => this.#holding.delete(held));
     }
     return held;
   }
@@ -195,21 +200,21 @@ export class SyncFaults {
       const { kind, bytes, ms } = held.fault;
       switch (kind) {
         case "drop-before":
-          held.wait();
+          wait(held);
           return cutAnswer();
         case "drop-after":
-          held.wait();
+          wait(held);
           await (await handler(request)).arrayBuffer();
           return cutAnswer();
         case "truncate-request": {
-          held.wait();
+          wait(held);
           const body = new Uint8Array(await request.arrayBuffer());
           const headers = new Headers(request.headers);
           headers.delete("content-length");
           return handler(new Request(request.url, { method: request.method, headers, body: body.slice(0, bytes ?? body.length >> 1), signal: request.signal }));
         }
         case "truncate-response": {
-          held.wait();
+          wait(held);
           const answer = await handler(request);
           const body = new Uint8Array(await answer.arrayBuffer());
           const headers = new Headers(answer.headers);
@@ -217,11 +222,11 @@ export class SyncFaults {
           return new Response(body.slice(0, bytes ?? body.length >> 1), { status: answer.status, headers });
         }
         case "delay":
-          held.wait();
+          wait(held);
           await sleep(ms ?? 0);
           return handler(request);
         case "hold-before": {
-          const decision = await held.wait(request.signal);
+          const decision = await wait(held, request.signal);
           if (decision === "cut") return cutAnswer();
           const answer = await handler(request);
           if (decision === "go") return answer;
@@ -231,7 +236,7 @@ export class SyncFaults {
         case "hold-after": {
           const answer = await handler(request);
           const body = await answer.arrayBuffer();
-          return (await held.wait(request.signal)) === "go" ? new Response(body, { status: answer.status, headers: answer.headers }) : cutAnswer();
+          return (await wait(held, request.signal)) === "go" ? new Response(body, { status: answer.status, headers: answer.headers }) : cutAnswer();
         }
       }
     };
@@ -248,21 +253,21 @@ export class SyncFaults {
       const cut = () => new TypeError(`network error: the connection was cut (injected ${held.fault.kind} on ${route})`);
       switch (held.fault.kind) {
         case "drop-before":
-          held.wait();
+          wait(held);
           throw cut();
         case "drop-after":
-          held.wait();
+          wait(held);
           await send();
           throw cut();
         case "truncate-request":
         case "truncate-response":
           throw new TypeError(`${held.fault.kind}: a remote in process has no body to cut; inject it into an HTTP handler`);
         case "delay":
-          held.wait();
+          wait(held);
           await sleep(held.fault.ms ?? 0);
           return send();
         case "hold-before": {
-          const decision = await held.wait();
+          const decision = await wait(held);
           if (decision === "cut") throw cut();
           const answer = await send();
           if (decision === "go") return answer;
@@ -270,7 +275,7 @@ export class SyncFaults {
         }
         case "hold-after": {
           const answer = await send();
-          if ((await held.wait()) === "go") return answer;
+          if ((await wait(held)) === "go") return answer;
           throw cut();
         }
       }
