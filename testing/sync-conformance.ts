@@ -633,6 +633,26 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
         expect([retry.pushed, retry.acknowledged]).toEqual([0, await ids(s)]);
       });
 
+      test("a read cut in the middle of a re-read: the messages only the device holds stay, and reach the fork", async (h) => {
+        const { a, b, s } = await twoDevicesSharing(h);
+        await s.append(text("A3"));
+        await h.sync(a);
+        const onB = await b.sessions.open(REF);
+        await onB.append(text("B3"));
+        // B's push forks B3; the pull after it is cut, so B re-reads s1 on its next run.
+        h.faults.inject({ kind: "drop-before", route: "pull" });
+        expect(isCut(await h.sync(b).catch((e: unknown) => e))).toBe(true);
+        await (await b.sessions.open(REF)).append(reply("B4, after the fork"));
+        const b4 = (await b.sessions.open(REF)).active.at(-1)!.message_id;
+        h.written.add(b4);
+        // A run of s1 alone: its first read (the server's copy of s1, for the re-read) is cut; B's copy, B4 in it, must stay.
+        h.faults.inject({ kind: "drop-before", route: "read" });
+        expect(isCut(await syncStores({ local: b.sessions, remote: b.remote, refs: [REF] }).catch((e: unknown) => e))).toBe(true);
+        expect((await ids(await b.sessions.open(REF))).at(-1)).toBe(b4);
+        const report = await h.sync(b);
+        expect(report.acknowledged).toContain(b4);
+      });
+
       test("a pull cut after installing a session, then a compaction there: one run brings the segment to the server", async (h) => {
         const a = await h.device();
         for (const id of ["s1", "s2"]) {
