@@ -1,7 +1,8 @@
 /**
  * A web-standard fetch handler (`(Request) => Promise<Response>`, such as
  * `createSyncHandler` of `sessionfold/sync`) served by node:http: request bodies stream in,
- * a client that goes away aborts the request's signal. What `sessionfold serve` listens with.
+ * a client that goes away aborts the request's signal, an answer whose body fails cuts the
+ * connection. What `sessionfold serve` listens with.
  *
  * @module
  */
@@ -55,16 +56,26 @@ export function fetchRequestListener(
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
       signal: gone.signal,
     } as RequestInit);
-    handler(request)
-      .then(async (response) => {
+    handler(request).then(
+      async (response) => {
+        let body: Buffer;
+        try {
+          body = Buffer.from(await response.arrayBuffer());
+        } catch {
+          // An answer whose body fails cannot be finished: the connection is cut (as Deno.serve
+          // and Bun do), so the client sees a network error, never a part taken for the whole.
+          res.destroy();
+          return;
+        }
         res.writeHead(response.status, Object.fromEntries(response.headers));
-        res.end(Buffer.from(await response.arrayBuffer()));
-      })
-      .catch((error: unknown) => {
+        res.end(body);
+      },
+      (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered.
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+        res.writeHead(500, { "content-type": "text/plain" });
         res.end(String(error));
-      });
+      },
+    );
   };
 }
 

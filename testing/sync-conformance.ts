@@ -26,6 +26,7 @@
 import { describe, expect, it } from "vitest";
 import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
 import { type Mutation, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
+import { type SyncFaultKind, SyncFaults } from "./sync-faults.ts";
 
 /** What a setup function hands to {@linkcode runSyncTests}. */
 export interface SyncTestTarget {
@@ -47,15 +48,28 @@ export interface SyncTestTarget {
    * the key-encryption key, which the server itself never has; default `server`.
    */
   readonly serverView?: StoragePort;
+  /**
+   * The fault script the server's fetch handler is wrapped with ({@linkcode SyncFaults.wrap}),
+   * for a target over HTTP. Without it the suite applies its faults to each device's remote
+   * in process ({@linkcode SyncFaults.wrapRemote}), and the cases that cut bodies are skipped.
+   */
+  readonly faults?: SyncFaults;
+  /**
+   * Restarts the server on the same store, cutting the connections open (a request held by a
+   * fault included); the remotes' URL stays valid. Without it, a restart is a new server
+   * instance over the store for every device (a remote in process).
+   */
+  restart?(): Promise<void>;
   /** Runs after each test: close servers, remove folders. */
   teardown?(): Promise<void> | void;
 }
 
-/** Counts of one case: messages the server acknowledged, found on the server, and in forks. */
+/** Counts of one case: messages the server acknowledged, found on the server, and in forks; requests that met an injected fault. */
 export interface SyncCaseCounts {
   readonly acknowledged: number;
   readonly found: number;
   readonly forked: number;
+  readonly faults: number;
 }
 
 /** Options of {@linkcode runSyncTests}. */
@@ -86,8 +100,10 @@ export function testPrincipal(user: string): SyncPrincipal {
 
 /** A device: its store, its sessions, its remote, and the message ids the server acknowledged to it. */
 interface Device {
+  readonly user: string;
   readonly storage: StoragePort;
-  readonly sessions: Sessions;
+  /** Replaced by a reload: a new `Sessions` over the same store. */
+  sessions: Sessions;
   remote: SyncRemote;
   readonly acknowledged: Set<string>;
 }
@@ -103,6 +119,12 @@ interface Harness {
   readonly forgotten: Set<string>;
   /** Message ids a test wrote on a device: each must end up on the server exactly once. */
   readonly written: Set<string>;
+  /** The fault script between the devices and the server. */
+  readonly faults: SyncFaults;
+  /** Restarts the server (see {@linkcode SyncTestTarget.restart}). */
+  restart(): Promise<void>;
+  /** Skips the rest of the case (it does not apply to this target), saying why. */
+  skip(reason: string): never;
 }
 
 const REF = "a1/shared/s1";
@@ -127,18 +149,27 @@ const reply = (t: string) => ({ role: "assistant" as const, parts: [{ type: "tex
 export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise<SyncTestTarget>, options: SyncTestOptions = {}): void {
   const encrypted = options.encrypted ?? false;
   const test = (title: string, body: (h: Harness) => Promise<void>, plaintextOnly = false) =>
-    it.skipIf(plaintextOnly && encrypted)(title, async () => {
+    it.skipIf(plaintextOnly && encrypted)(title, async (context) => {
       const target = await setup();
       const devices: Device[] = [];
+      const faults = target.faults ?? new SyncFaults();
+      const remoteOf = (user: string) => (target.faults ? target.remote(user) : faults.wrapRemote(target.remote(user)));
       const harness: Harness = {
         target,
         server: new Sessions({ storage: target.serverView ?? target.server }),
         devices,
         forgotten: new Set(),
         written: new Set(),
+        faults,
+        async restart() {
+          if (target.restart) return target.restart();
+          faults.dropHeld();
+          for (const device of devices) device.remote = remoteOf(device.user);
+        },
+        skip: (reason) => context.skip(reason) as never,
         async device(user = "alice") {
           const storage = await target.newDevice();
-          const device: Device = { storage, sessions: new Sessions({ storage }), remote: target.remote(user), acknowledged: new Set() };
+          const device: Device = { user, storage, sessions: new Sessions({ storage }), remote: remoteOf(user), acknowledged: new Set() };
           devices.push(device);
           return device;
         },
@@ -150,6 +181,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       };
       try {
         await body(harness);
+        faults.clear();
         const counts = await checkInvariants(harness);
         options.onCase?.(title, counts);
       } finally {
@@ -182,7 +214,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect(report.pulled).toBe(13);
       const copy = await b.sessions.open(REF);
       expect(await ids(copy)).toEqual(await ids(s));
-      expect((await copy.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await copy.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect(copy.summary?.text).toBe(s.summary?.text);
       expect(copy.meta.title).toBe("t");
       expect(copy.system).toBe("i");
@@ -302,7 +334,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       await s.compact({ summarizer: new ExtractiveSummarizer() });
       const report = await h.sync(a);
       expect(report.reread).toEqual([]);
-      expect((await (await h.server.open(REF)).segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await (await h.server.open(REF)).segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect((await h.sync(b)).reread).toEqual([]);
       const onB = await b.sessions.open(REF);
       expect(onB.summary?.text).toBe(s.summary?.text);
@@ -325,9 +357,9 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect(report.reread).toEqual([REF]);
       expect(report.pushed).toBe(2);
       const server = await h.server.open(REF);
-      expect((await server.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await server.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       const again = await b.sessions.open(REF);
-      expect((await again.segments()).map(String)).toEqual((await s.segments()).map(String));
+      expect((await again.segments()).map(rangeName)).toEqual((await s.segments()).map(rangeName));
       expect((await ids(again)).length).toBe(14);
     });
 
@@ -433,14 +465,8 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
           const device = devices[random(devices.length)]!;
           const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
           const action = random(10);
-          if (action < 5 && refs.length > 0) {
-            const session = await device.sessions.open(refs[random(refs.length)]!);
-            const count = 1 + random(3);
-            for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
-            for (const m of session.active.slice(-count)) h.written.add(m.message_id);
-          } else if (action < 6 && refs.length > 0) {
-            const session = await device.sessions.open(refs[random(refs.length)]!);
-            if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+          if (action < 6 && refs.length > 0) {
+            await writeAtRandom(h, device, refs, action < 5 ? "append" : "compact", step, random);
           } else if (action < 8) {
             await h.sync(device);
           } else {
@@ -515,6 +541,201 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       expect((await b.sessions.list({ archived: true })).map((m) => m.session_id)).toEqual(["s1"]);
       expect((await h.server.list()).map((m) => m.session_id)).toEqual([]);
     });
+
+    // Faults between the devices and the server (testing/sync-faults.ts): over HTTP a real
+    // connection cut, body cut or restart of the loopback server; in process, the same script
+    // on the remote.
+    describe("faults", () => {
+      test("a connection cut before the server runs a push: nothing applied, the retry sends it once", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await s.append([text("one"), reply("two")]);
+        h.faults.inject({ kind: "drop-before", route: "push" });
+        expect(isCut(await h.sync(a).catch((e: unknown) => e))).toBe(true);
+        expect(await h.server.list()).toEqual([]);
+        const retry = await h.sync(a);
+        expect([retry.pushed, retry.acknowledged]).toEqual([2, await ids(s)]);
+      });
+
+      test("a connection cut after the server committed a push: the retry is acknowledged as duplicates", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await h.sync(a);
+        await s.append([text("one"), reply("two")]);
+        h.faults.inject({ kind: "drop-after", route: "push" });
+        expect(isCut(await h.sync(a).catch((e: unknown) => e))).toBe(true);
+        expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+        const retry = await h.sync(a);
+        expect([retry.pushed, retry.acknowledged]).toEqual([0, await ids(s)]);
+        expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+      });
+
+      test("a push whose body is cut short: a typed 400, the server's store unchanged, the retry converges", async (h) => {
+        if (!h.target.faults) h.skip("a remote in process has no request body to cut");
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await s.append(text("one"));
+        await h.sync(a);
+        await s.append([reply("two"), text("three")]);
+        const before = await snapshot(h.target.server);
+        h.faults.inject({ kind: "truncate-request", route: "push" });
+        const refusal = await h.sync(a).catch((e: unknown) => e);
+        expect(refusal).toBeInstanceOf(SyncRefusedError);
+        expect(refusal).toMatchObject({ status: 400, reason: "malformed", message: expect.stringMatching(/^push: the body is not JSON/) });
+        expect(await snapshot(h.target.server)).toEqual(before);
+        expect((await h.sync(a)).pushed).toBe(2);
+      });
+
+      test("an answer cut short, to a push and to a pull: a typed error, and the retry converges", async (h) => {
+        if (!h.target.faults) h.skip("a remote in process has no answer body to cut");
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await s.append([text("one"), reply("two")]);
+        h.faults.inject({ kind: "truncate-response", route: "push" });
+        await expect(h.sync(a)).rejects.toMatchObject({
+          code: "internal",
+          message: expect.stringMatching(/push answered HTTP 200 with a body that is not JSON/),
+        });
+        expect((await h.sync(a)).acknowledged).toEqual(await ids(s));
+        const b = await h.device();
+        h.faults.inject({ kind: "truncate-response", route: "pull" });
+        await expect(h.sync(b)).rejects.toMatchObject({ code: "internal" });
+        expect((await h.sync(b)).pulled).toBe(2);
+      });
+
+      test("two devices reconnect at once: the push held at the server arrives second and becomes the fork", async (h) => {
+        const { a, b, s } = await twoDevicesSharing(h);
+        await s.append([text("A3"), reply("A4")]);
+        await (await b.sessions.open(REF)).append([text("B3"), reply("B4")]);
+        const aTail = await idsAfter(a, 2);
+        const bTail = await idsAfter(b, 2);
+        const held = h.faults.inject({ kind: "hold-before", route: "push" });
+        const first = h.sync(a);
+        await held.met;
+        expect((await h.sync(b)).forks).toEqual([]);
+        held.release();
+        const report = await first;
+        expect(report.forks).toHaveLength(1);
+        expect(await idsAfterIn(await h.server.open(REF), 2)).toEqual(bTail);
+        expect(await idsAfterIn(await h.server.open(report.forks[0]!.forked_as), 2)).toEqual(aTail);
+      });
+
+      test("a duplicate push held at the server while its copy is applied: applied once", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await h.sync(a);
+        await s.append([text("one"), reply("two")]);
+        const push = { v: 1, client_id: "client-held", mutations: [appendOf(s, 0)] };
+        const held = h.faults.inject({ kind: "hold-before", route: "push" });
+        const late = a.remote.push(push);
+        await held.met;
+        expect((await a.remote.push(push)).results.map((r) => r.status)).toEqual(["applied"]);
+        held.release();
+        expect((await late).results).toMatchObject([{ status: "duplicate", result: { status: "applied" } }]);
+        expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+        for (const id of await ids(s)) a.acknowledged.add(id);
+      }, true);
+
+      test("a restart in the middle of a batch: the request it cut applies nothing, the next run sends the rest once", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await h.sync(a);
+        for (let i = 0; i < 6; i++) await s.append([text(`q${i}`), reply(`a${i}`)]);
+        const batches = { batchMessages: 2, batchMutations: 2 };
+        const held = h.faults.inject({ kind: "hold-before", route: "push", skip: 1 });
+        const run = h.sync(a, batches).catch((e: unknown) => e);
+        await held.met;
+        await h.restart();
+        expect(isCut(await run)).toBe(true);
+        expect((await ids(await h.server.open(REF))).length).toBe(4);
+        const report = await h.sync(a, batches);
+        expect(report.pushed).toBe(8);
+        expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+      });
+
+      test("a restart while a committed push's answer is held: the answer is lost, the retry applies nothing twice", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await s.append([text("one"), reply("two"), text("three")]);
+        const held = h.faults.inject({ kind: "hold-after", route: "push" });
+        const run = h.sync(a).catch((e: unknown) => e);
+        await held.met;
+        await h.restart();
+        expect(isCut(await run)).toBe(true);
+        const retry = await h.sync(a);
+        expect([retry.pushed, retry.acknowledged]).toEqual([0, await ids(s)]);
+      });
+
+      test("a read cut in the middle of a re-read: the messages only the device holds stay, and reach the fork", async (h) => {
+        const { a, b, s } = await twoDevicesSharing(h);
+        await s.append(text("A3"));
+        await h.sync(a);
+        const onB = await b.sessions.open(REF);
+        await onB.append(text("B3"));
+        // B's push forks B3; the pull after it is cut, so B re-reads s1 on its next run.
+        h.faults.inject({ kind: "drop-before", route: "pull" });
+        expect(isCut(await h.sync(b).catch((e: unknown) => e))).toBe(true);
+        await (await b.sessions.open(REF)).append(reply("B4, after the fork"));
+        const b4 = (await b.sessions.open(REF)).active.at(-1)!.message_id;
+        h.written.add(b4);
+        // A run of s1 alone: its first read (the server's copy of s1, for the re-read) is cut; B's copy, B4 in it, must stay.
+        h.faults.inject({ kind: "drop-before", route: "read" });
+        expect(isCut(await syncStores({ local: b.sessions, remote: b.remote, refs: [REF] }).catch((e: unknown) => e))).toBe(true);
+        expect((await ids(await b.sessions.open(REF))).at(-1)).toBe(b4);
+        const report = await h.sync(b);
+        expect(report.acknowledged).toContain(b4);
+      });
+
+      test("a pull cut after installing a session, then a compaction there: one run brings the segment to the server", async (h) => {
+        const a = await h.device();
+        for (const id of ["s1", "s2"]) {
+          const session = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: id });
+          for (let i = 0; i < 3; i++) await session.append([text(`${id} q${i}`), reply(`${id} a${i}`)]);
+        }
+        await h.sync(a);
+        const b = await h.device();
+        // B installs one session, then the read of the other is cut: B holds the first without having agreed on it.
+        h.faults.inject({ kind: "drop-before", route: "read", skip: 1 });
+        expect(isCut(await h.sync(b).catch((e: unknown) => e))).toBe(true);
+        const installed = (await b.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`);
+        expect(installed).toHaveLength(1);
+        const onB = await b.sessions.open(installed[0]!);
+        await onB.compact({ summarizer: new ExtractiveSummarizer() });
+        // B's create of it is an append of messages the server has; its segment must follow in the same run.
+        await h.sync(b);
+        expect((await (await h.server.open(installed[0]!)).segments()).map(rangeName)).toEqual((await onB.segments()).map(rangeName));
+      });
+
+      for (const when of ["after the server committed it", "before it reached the server"] as const) {
+        test(`a reload in the middle of a push ${when}: the new page sends the same mutations, applied once`, async (h) => {
+          const a = await h.device();
+          const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+          await h.sync(a);
+          await s.append([text("one"), reply("two")]);
+          const held = h.faults.inject({ kind: when === "before it reached the server" ? "hold-before" : "hold-after", route: "push" });
+          const abandoned = h.sync(a).catch((e: unknown) => e);
+          await held.met;
+          // The ledger holds the push's number before the request left.
+          expect(await pendingNumbers(a)).toEqual([2]);
+          // The reload: the page's engine and sessions are gone, a new one opens the same store.
+          a.sessions = new Sessions({ storage: a.storage });
+          const report = await h.sync(a);
+          expect(report.acknowledged).toEqual(await ids(s));
+          expect(report.pushed).toBe(when === "before it reached the server" ? 2 : 0);
+          // The old page's request reaches the server late (its answer lost with the page): a duplicate.
+          if (when === "before it reached the server") held.release({ cut: true });
+          else held.drop();
+          expect(isCut(await abandoned)).toBe(true);
+          expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+        });
+      }
+
+      for (const run of [4, 63, 124]) {
+        test(`randomized with faults: four devices, offline windows, cut connections and bodies, delays, restarts (seed ${run})`, async (h) => {
+          await randomizedWithFaults(h, 20261205 + run * 104729);
+        });
+      }
+    });
   });
 }
 
@@ -561,12 +782,12 @@ async function checkInvariants(h: Harness): Promise<SyncCaseCounts> {
         const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
         const [a, b] = [await server.open(ref, { archived }), await device.sessions.open(ref, { archived })];
         expect(await ids(b), `${ref}: the device converged`).toEqual(await ids(a));
-        expect((await b.segments()).map(String), `${ref}: same segments`).toEqual((await a.segments()).map(String));
+        expect((await b.segments()).map(rangeName), `${ref}: same segments`).toEqual((await a.segments()).map(rangeName));
         expect([b.meta.title, b.system], `${ref}: same labels and instruction`).toEqual([a.meta.title, a.system]);
       }
     }
   }
-  return { acknowledged: acknowledged.size, found, forked };
+  return { acknowledged: acknowledged.size, found, forked, faults: h.faults.log.filter((request) => request.fault !== null).length };
 }
 
 async function fullHistory(session: Session): Promise<MessageRecord[]> {
@@ -574,6 +795,11 @@ async function fullHistory(session: Session): Promise<MessageRecord[]> {
   for (const range of await session.segments()) out.push(...(await session.readSegment(range)).messages);
   out.push(...session.active);
   return out;
+}
+
+/** A segment range as its name says it, for comparing segmentations. */
+function rangeName(range: { readonly start: number; readonly end: number }): string {
+  return `${range.start}-${range.end}`;
 }
 
 async function ids(session: Session): Promise<string[]> {
@@ -639,7 +865,89 @@ function appendOf(session: Session, base: number): Mutation {
 
 /** The client id a device's engine uses (its sync state in the device's store). */
 async function clientIdOf(device: Device): Promise<string> {
+  return (await syncStateOf(device)).client_id;
+}
+
+/** The numbers of the mutations in a device's outbox. */
+async function pendingNumbers(device: Device): Promise<number[]> {
+  return (await syncStateOf(device)).pending.map((m) => m.number);
+}
+
+async function syncStateOf(device: Device): Promise<{ client_id: string; pending: Mutation[] }> {
   const [name] = await device.storage.list("sync/remotes");
   const bytes = await device.storage.read(`sync/remotes/${name}`);
-  return (JSON.parse(new TextDecoder().decode(bytes)) as { client_id: string }).client_id;
+  return JSON.parse(new TextDecoder().decode(bytes)) as { client_id: string; pending: Mutation[] };
+}
+
+/** A randomized run's write on one of `refs`: 1 to 3 messages appended (each to end up on the server once), or a compaction. */
+async function writeAtRandom(h: Harness, device: Device, refs: readonly string[], kind: "append" | "compact", step: number, random: (n: number) => number) {
+  const session = await device.sessions.open(refs[random(refs.length)]!);
+  if (kind === "compact") {
+    if (session.active.length >= 4) await session.compact({ summarizer: new ExtractiveSummarizer() });
+    return;
+  }
+  const count = 1 + random(3);
+  for (let i = 0; i < count; i++) await session.append(i % 2 === 0 ? text(`step ${step}.${i}`) : reply(`step ${step}.${i}`));
+  for (const m of session.active.slice(-count)) h.written.add(m.message_id);
+}
+
+/**
+ * The randomized run with faults: four devices append, compact, go offline for a while (they
+ * write and do not sync), and sync through faults chosen at random: connections cut before
+ * or after the server ran, bodies cut (over HTTP), delays, and server restarts while a
+ * request of the run is held. A sync a fault broke fails with the fault's error; the next
+ * one resumes.
+ */
+async function randomizedWithFaults(h: Harness, start: number): Promise<void> {
+  let seed = start;
+  const random = (n: number) => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return seed % n;
+  };
+  const devices = [await h.device(), await h.device(), await h.device(), await h.device()];
+  const offlineUntil = devices.map(() => 0);
+  await devices[0]!.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+  const kinds: SyncFaultKind[] = ["drop-before", "drop-after", "delay", ...(h.target.faults ? (["truncate-request", "truncate-response"] as const) : [])];
+  const routes = [undefined, "push", "pull", "read", "segment"] as const;
+  for (let step = 0; step < 48; step++) {
+    const index = random(devices.length);
+    const device = devices[index]!;
+    const refs = (await device.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
+    const action = random(12);
+    if (action < 6 && refs.length > 0) {
+      await writeAtRandom(h, device, refs, action < 5 ? "append" : "compact", step, random);
+    } else if (action < 7) {
+      offlineUntil[index] = step + 3 + random(8);
+    } else if (step < offlineUntil[index]!) {
+      continue;
+    } else if (action < 9) {
+      await h.sync(device);
+    } else if (action < 11) {
+      const route = routes[random(routes.length)];
+      h.faults.inject({ kind: kinds[random(kinds.length)]!, ...(route ? { route } : {}), skip: random(3), ms: random(30) });
+      await h.sync(device).catch(expectInjected);
+      h.faults.clear();
+    } else {
+      const held = h.faults.inject({ kind: random(2) ? "hold-before" : "hold-after", skip: random(4) });
+      const run = h.sync(device).then(() => "done" as const, (error: unknown) => error);
+      if ((await Promise.race([held.met.then(() => "held" as const), run])) === "held") {
+        await h.restart();
+        expectInjected(await run);
+      }
+      h.faults.clear();
+    }
+  }
+}
+
+/** A network error, as a cut connection gives: fetch's `TypeError` (happy-dom's `NetworkError`). */
+function isCut(error: unknown): boolean {
+  return error instanceof TypeError || (error instanceof Error && error.name === "NetworkError");
+}
+
+/** A sync's failure that an injected fault explains: a cut connection, a body cut short (refused, or unreadable); anything else is thrown. */
+function expectInjected(error: unknown): void {
+  if (isCut(error)) return;
+  if (error instanceof SyncRefusedError && error.reason === "malformed" && /the body is not JSON/.test(error.message)) return;
+  if (error instanceof Error && (error as { code?: string }).code === "internal" && /a body that is not JSON/.test(error.message)) return;
+  throw error;
 }

@@ -113,12 +113,13 @@ export const CATALOG_FIELDS: readonly string[] = [
 /**
  * The document a catalog entry holds for the `meta.json` bytes written: the
  * {@linkcode CATALOG_FIELDS} of the JSON object, or `undefined` when the bytes are not a
- * JSON object (the reader then reads `meta.json`).
+ * JSON object or is sealed (the reader then reads `meta.json`).
  *
  * @example
  * ```ts
  * catalogDocument(new TextEncoder().encode('{"revision":3,"provider":{}}')); // { revision: 3 }
  * catalogDocument(new TextEncoder().encode("not json")); // undefined
+ * catalogDocument(new TextEncoder().encode('{"sealed":1,"revision":3}')); // undefined (read from its file)
  * ```
  */
 export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | undefined {
@@ -129,6 +130,9 @@ export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | un
     return undefined;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  // A sealed meta.json (docs/FORMAT.md "Encrypted stores") is read from its file: its fields are
+  // what its reader opens, and an entry would drop the `sealed` marker a sync server goes by.
+  if (Object.hasOwn(value, "sealed")) return undefined;
   const picked: Record<string, unknown> = {};
   for (const field of CATALOG_FIELDS) {
     if (Object.hasOwn(value, field)) picked[field] = (value as Record<string, unknown>)[field];

@@ -44,6 +44,7 @@ import {
   messagesOfSegments,
   readSegmentFile,
   sameLabels,
+  type SessionFiles,
   type SyncWriter,
   writeLabels,
 } from "./session-files.ts";
@@ -163,8 +164,8 @@ class SyncRun {
   readonly #statePath: string;
   readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
   #state!: SyncState;
-  /** Set by a re-read that appended unacknowledged local messages again. */
-  #carried = false;
+  /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
+  #pushAgain = false;
   /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
   readonly #codec: SealedCodec | undefined;
 
@@ -191,9 +192,10 @@ class SyncRun {
     }
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
-    // A re-read that carried unacknowledged messages over (to a fork) leaves them to push: once more.
+    // A pull that left local changes the remote lacks (messages a re-read carried over to a
+    // fork, segments a create did not bring) pushes them: once more.
     for (let pass = 0; pass < 3; pass++) {
-      this.#carried = false;
+      this.#pushAgain = false;
       // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
       for (let round = 0; round < 4; round++) {
         if (!(await this.#flush())) return this.report;
@@ -201,7 +203,7 @@ class SyncRun {
         if (!(await this.#enqueueLocalChanges())) break;
       }
       await this.#pull();
-      if (!this.#carried) break;
+      if (!this.#pushAgain) break;
     }
     return this.report;
   }
@@ -548,12 +550,11 @@ class SyncRun {
     }
     try {
       if (diverged) {
-        await this.#reread(local, head, unacknowledged, known?.fork?.ref);
+        return await this.#reread(local, head, unacknowledged, known?.fork?.ref);
       } else {
         if (head.last_sequence > last) await this.#fastForward(local, last, head);
         if (!(await this.#adoptSegments(head, segments.length))) {
-          await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
-          return this.#agreed(head);
+          return await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
         }
         const instruction = await this.#instructionOf(local);
         const { labels, instruction: theirs } = await this.#labelsOf(head);
@@ -570,18 +571,26 @@ class SyncRun {
     await this.#agreed(head);
   }
 
-  /** Records what both sides now have of a session: through the server's last sequence (local messages after it are still to push). */
+  /**
+   * Records what both sides now have of a session: through the server's last sequence (local
+   * messages after it are still to push), and the segments both have. Local segments the
+   * server lacks (a `create` it took as an append of messages to the session it had) are
+   * pushed in this run.
+   */
   async #agreed(head: SessionHead): Promise<void> {
     const now = (await this.#open(head.ref, head.place === "archived"))!;
     const last = Math.min(lastSequenceOf(now), head.last_sequence);
+    const segments = (await now.segments()).map(formatSegmentName);
     const theirs = new Set(head.segments);
+    const agreed = segments.filter((name) => theirs.has(name));
+    if (head.place === "live" && agreed.length < segments.length) this.#pushAgain = true;
     this.#state.sessions[head.ref] = {
       last_sequence: last,
       last_message_id: (await messageAt(now, last))?.message_id ?? null,
       labels: head.labels,
       instruction: head.instruction,
       place: head.place,
-      segments: (await now.segments()).map(formatSegmentName).filter((name) => theirs.has(name)),
+      segments: agreed,
       ...(head.sealed ? { sealed: head.sealed } : {}),
     };
   }
@@ -627,19 +636,28 @@ class SyncRun {
    * else to the session; the next sync pushes them.
    */
   async #reread(local: Session, head: SessionHead, unacknowledged: readonly MessageRecord[], forkRef: string | undefined): Promise<void> {
+    // Everything from the remote first: a request that fails (the network, a restart) then
+    // leaves the local copy, and the messages only it holds, as they were.
+    const copy = await this.#fetch(head);
+    const forkHead = unacknowledged.length > 0 && forkRef && !(await this.#open(forkRef, false))
+      ? (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head
+      : undefined;
+    const forkCopy = forkHead && (await this.#fetch(forkHead));
     await this.#local.delete(head.ref, { archived: local.place === "archived" });
-    await this.#install(head);
+    await this.#write(head, copy);
     this.report.reread.push(head.ref);
-    if (unacknowledged.length === 0) return;
-    let target = forkRef ?? head.ref;
-    if (forkRef && !(await this.#open(forkRef, false))) {
-      const forkHead = (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head;
-      await this.#install(forkHead);
-      await this.#agreed(forkHead);
-      target = forkRef;
+    if (unacknowledged.length > 0) {
+      if (forkHead && forkCopy) {
+        await this.#write(forkHead, forkCopy);
+        await this.#agreed(forkHead);
+      }
+      await (await this.#local.open(forkRef ?? head.ref)).append(unacknowledged.map(asNewMessage));
+      this.#pushAgain = true;
     }
-    await (await this.#local.open(target)).append(unacknowledged.map(asNewMessage));
-    this.#carried = true;
+    // Saved at once: a later request of this pull that fails must not leave the session marked
+    // for a re-read it had, which would take messages written after it for acknowledged ones.
+    await this.#agreed(head);
+    await this.#save();
   }
 
   /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
@@ -684,6 +702,11 @@ class SyncRun {
 
   /** Installs the remote's session whole: its segments by name, its Active messages, `meta.json`, `instruction.md`. */
   async #install(head: SessionHead): Promise<void> {
+    await this.#write(head, await this.#fetch(head));
+  }
+
+  /** The remote's session whole (an encrypted one's documents opened here), read before anything local changes. */
+  async #fetch(head: SessionHead): Promise<SessionFiles> {
     const ref = parseSessionRef(head.ref);
     const segments: SegmentFile[] = [];
     for (const name of head.segments) segments.push(await this.#segment(head, name));
@@ -697,9 +720,14 @@ class SyncRun {
       active.push(...(await this.#messagesOf(head, after, page)));
     }
     const sealed = head.sealed && this.#codec ? await this.#codec.openDocuments(ref, head.sealed.keys, head.sealed) : undefined;
-    const documents = sealed ?? { meta: page.meta!, instruction: page.head.instruction };
-    await installSession(this.#local.storage, ref, { ...documents, segments, active }, this.#clock, head.sealed?.keys);
-    this.report.pulled += active.length + (segments.length > 0 ? newestEnd : 0);
+    return { ...(sealed ?? { meta: page.meta!, instruction: page.head.instruction }), segments, active };
+  }
+
+  /** Writes a fetched copy as the local session (absent locally by then), with an encrypted session's keys. */
+  async #write(head: SessionHead, copy: SessionFiles): Promise<void> {
+    const ref = parseSessionRef(head.ref);
+    await installSession(this.#local.storage, ref, copy, this.#clock, head.sealed?.keys);
+    this.report.pulled += copy.active.length + (parseSegmentName(copy.segments.at(-1)?.name ?? "")?.end ?? 0);
     if (head.place === "archived") await this.#local.archive(ref);
   }
 

@@ -3,8 +3,10 @@
  * sync-pages.test.ts, PostgreSQL in test/postgres/browser-sync.test.ts): two browser contexts
  * (two profiles: their own IndexedDB, Web Locks and network) are two devices of one user
  * syncing through a real sync server on loopback, one of them offline (Playwright's `setOffline`, which the
- * page sees as `navigator.onLine` and the window's `offline`/`online` events). A Vite dev
- * server serves the fixture page (`sync-fixture/`) with the runtime's real storage worker.
+ * page sees as `navigator.onLine` and the window's `offline`/`online` events); and two tabs
+ * of one profile (one context, two pages over one IndexedDB), whose pushes the server counts:
+ * the Web Lock lets one pusher send each mutation once. A Vite dev server serves the fixture
+ * page (`sync-fixture/`) with the runtime's real storage worker.
  */
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -21,6 +23,36 @@ import { withCors } from "../sync/cors.ts";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/sync-fixture/index.html";
 const REF = "a1/w-alice/s1";
+const REF_TABS = "a1/w-alice/tabs";
+
+/** What the sync server was pushed: how many times each message id arrived in a push. */
+const pushes = {
+  seen: new Map<string, number>(),
+  messages: 0,
+  clear() {
+    this.seen.clear();
+    this.messages = 0;
+  },
+  count(id: string): number {
+    return this.seen.get(id) ?? 0;
+  },
+};
+
+/** The handler, counting the messages of every push request before it runs. */
+function countingPushes(handler: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
+  return async (request) => {
+    if (request.method === "POST" && new URL(request.url).pathname.endsWith("/push")) {
+      const body = (await request.clone().json().catch(() => ({}))) as { mutations?: { messages?: { message_id: string }[] }[] };
+      for (const mutation of body.mutations ?? []) {
+        for (const message of mutation.messages ?? []) {
+          pushes.seen.set(message.message_id, pushes.count(message.message_id) + 1);
+          pushes.messages++;
+        }
+      }
+    }
+    return handler(request);
+  };
+}
 
 /** Runs the Chromium case against a sync server over the store `setupStore` gives (a fresh one). */
 export function runBrowserSyncPages(
@@ -52,7 +84,7 @@ export function runBrowserSyncPages(
       const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
       return match ? testPrincipal(match[1]!) : undefined;
     };
-    syncServer = await serveFetchHandler(withCors(createSyncHandler({ storage: serverStore, authorize, basePath: "/sync" })));
+    syncServer = await serveFetchHandler(withCors(countingPushes(createSyncHandler({ storage: serverStore, authorize, basePath: "/sync" }))));
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
   }, 60_000);
 
@@ -68,17 +100,23 @@ export function runBrowserSyncPages(
     readonly page: Page;
   }
 
+  /** A device: a browser context (a profile) with one page of the app. */
   async function openDevice(label: string): Promise<Device> {
     const context = await browser!.newContext();
+    return { context, page: await openTab(context, label, `sync-${label}`) };
+  }
+
+  /** A page of the fixture in `context` over the IndexedDB database `db`, background sync running. */
+  async function openTab(context: BrowserContext, label: string, db: string): Promise<Page> {
     const page = await context.newPage();
     page.on("pageerror", (error) => problems.push(`[${label}] uncaught: ${error.message}`));
     page.on("console", (message) => {
       if (message.type() === "error" && !/Failed to fetch|ERR_INTERNET_DISCONNECTED/.test(message.text())) problems.push(`[${label}] ${message.text()}`);
     });
-    const query = new URLSearchParams({ db: `sync-${label}`, server: `${syncServer!.url}/sync`, user: "alice" });
+    const query = new URLSearchParams({ db, server: `${syncServer!.url}/sync`, user: "alice" });
     await page.goto(`${baseUrl}${FIXTURE}?${query}`);
     await page.waitForFunction(() => (window as unknown as { sync?: { ready?: boolean } }).sync?.ready === true, null, { timeout: 30_000 });
-    return { context, page };
+    return page;
   }
 
   type Fixture = {
@@ -93,7 +131,7 @@ export function runBrowserSyncPages(
   const say = (device: Device, text: string) => device.page.evaluate(([ref, t]) => (window as unknown as { sync: Fixture }).sync.say(ref!, t!), [REF, text]);
 
   /** Waits in the page until the device is online, idle and has nothing pending. */
-  const synced = (device: Device) =>
+  const synced = (device: { readonly page: Page }) =>
     device.page.waitForFunction(
       () => {
         const s = (window as unknown as { sync: Fixture }).sync.status();
@@ -145,6 +183,31 @@ export function runBrowserSyncPages(
       } finally {
         await laptop.context.close();
         await phone.context.close();
+      }
+    }, 90_000);
+
+    it("two tabs of one profile both commit; one pusher (the Web Lock) sends each mutation once", async () => {
+      const context = await browser!.newContext();
+      try {
+        const tabs = [{ page: await openTab(context, "tab-1", "sync-tabs") }, { page: await openTab(context, "tab-2", "sync-tabs") }];
+        pushes.clear();
+        const sayIn = (page: Page, ref: string, text: string) =>
+          page.evaluate(([r, t]) => (window as unknown as { sync: Fixture }).sync.say(r!, t!), [ref, text]);
+        // Both tabs commit at once, three times (each to its own session: a session has one writer at a time),
+        // so both schedulers wake together; one holds the lock and pushes.
+        const ids: string[] = [];
+        for (let round = 0; round < 3; round++) {
+          ids.push(...(await Promise.all(tabs.map((tab, i) => sayIn(tab.page, `${REF_TABS}-${i + 1}`, `tab ${i + 1}, round ${round}`)))));
+        }
+        await expect.poll(() => ids.every((id) => pushes.count(id) > 0), { timeout: 20_000, interval: 50 }).toBe(true);
+        for (const tab of tabs) await synced(tab);
+        for (const i of [1, 2]) expect(await serverTexts(`${REF_TABS}-${i}`)).toEqual([0, 1, 2].map((r) => `tab ${i}, round ${r}`));
+        // Each message went in exactly one push, whichever tab held the lock.
+        expect(ids.map((id) => pushes.count(id))).toEqual([1, 1, 1, 1, 1, 1]);
+        expect(pushes.messages).toBe(6);
+        expect(problems).toEqual([]);
+      } finally {
+        await context.close();
       }
     }, 90_000);
   });

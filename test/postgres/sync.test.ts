@@ -2,14 +2,15 @@
  * The sync conformance suite on PostgreSQL: a memory device against a PostgreSQL store
  * reached directly, against one sync server over HTTP on it, and against two server
  * instances on the same schema that the client alternates between (the server keeps no
- * state beyond the store).
+ * state beyond the store), both behind the suite's fault script and restartable on their ports.
  */
 import { describe } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote } from "../../core/sync/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
-import { serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal } from "../../testing/sync-conformance.ts";
+import { SyncFaults } from "../../testing/sync-faults.ts";
+import { restartableServer } from "../sync/loopback.ts";
 import { recordCase } from "../sync/matrix.ts";
 import { freshStorage, POSTGRES_URL } from "./support.ts";
 
@@ -45,9 +46,10 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server", () => {
     async () => {
       const { storage, schema, teardown } = freshStorage();
       const second = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+      const faults = new SyncFaults();
       const servers = [
-        await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" })),
-        await serveFetchHandler(createSyncHandler({ storage: second, authorize, basePath: "/sync" })),
+        await restartableServer(faults.wrap(createSyncHandler({ storage, authorize, basePath: "/sync" }))),
+        await restartableServer(faults.wrap(createSyncHandler({ storage: second, authorize, basePath: "/sync" }))),
       ];
       return {
         server: storage,
@@ -55,6 +57,10 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server", () => {
         remote: (user) =>
           alternating(servers.map((s) => httpRemote({ url: `${s.url}/sync`, id: "pg-http", headers: user ? { authorization: `Bearer ${user}` } : {} }))),
         unauthenticated: true,
+        faults,
+        restart: async () => {
+          for (const s of servers) await s.restart();
+        },
         teardown: async () => {
           for (const s of servers) await s.close();
           await second.close();

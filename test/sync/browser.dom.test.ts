@@ -22,7 +22,9 @@ import {
 import { type BrowserSessions, IndexedDbStorage, openBrowserSessions, startBackgroundSync } from "../../runtime-browser/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, testPrincipal } from "../../testing/sync-conformance.ts";
+import { SyncFaults } from "../../testing/sync-faults.ts";
 import { withCors } from "./cors.ts";
+import { restartableServer } from "./loopback.ts";
 import { recordCase } from "./matrix.ts";
 
 let next = 0;
@@ -37,7 +39,8 @@ runSyncTests(
   "IndexedDB ↔ HTTP server over memory",
   async () => {
     const server = new MemoryStorage();
-    const loopback = await serveFetchHandler(withCors(createSyncHandler({ storage: server, authorize, basePath: "/sync" })));
+    const faults = new SyncFaults();
+    const loopback = await restartableServer(withCors(faults.wrap(createSyncHandler({ storage: server, authorize, basePath: "/sync" }))));
     const devices: IndexedDbStorage[] = [];
     return {
       server,
@@ -48,6 +51,8 @@ runSyncTests(
       },
       remote: (user) => httpRemote({ url: `${loopback.url}/sync`, id: "server", headers: user ? { authorization: `Bearer ${user}` } : {} }),
       unauthenticated: true,
+      faults,
+      restart: () => loopback.restart(),
       teardown: async () => {
         for (const device of devices) await device.close();
         await loopback.close();

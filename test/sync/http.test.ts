@@ -1,7 +1,8 @@
 /**
  * The sync conformance suite over HTTP: devices in memory, a real sync server (the fetch
- * handler behind node:http on 127.0.0.1) over a memory store and over a folder; and the
- * handler's own refusals (401, unknown route and version, malformed and oversized bodies).
+ * handler behind node:http on 127.0.0.1, wrapped in the suite's fault script, restartable on
+ * its port) over a memory store and over a folder; and the handler's own refusals (401,
+ * unknown route and version, malformed and oversized bodies).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +12,8 @@ import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { createSyncHandler, httpRemote, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, type SyncTestTarget, testPrincipal } from "../../testing/sync-conformance.ts";
+import { SyncFaults } from "../../testing/sync-faults.ts";
+import { restartableServer } from "./loopback.ts";
 import { recordCase } from "./matrix.ts";
 
 /** Bearer `<user>` is that user; no header is no one (401). */
@@ -20,12 +23,15 @@ function authorize(request: Request) {
 }
 
 async function httpTarget(server: StoragePort, cleanup: () => Promise<void> = async () => {}): Promise<SyncTestTarget> {
-  const loopback = await serveFetchHandler(createSyncHandler({ storage: server, authorize, basePath: "/sync" }));
+  const faults = new SyncFaults();
+  const loopback = await restartableServer(faults.wrap(createSyncHandler({ storage: server, authorize, basePath: "/sync" })));
   return {
     server,
     newDevice: () => new MemoryStorage(),
     remote: (user) => httpRemote({ url: `${loopback.url}/sync`, id: "server", headers: user ? { authorization: `Bearer ${user}` } : {} }),
     unauthenticated: true,
+    faults,
+    restart: () => loopback.restart(),
     teardown: async () => {
       await loopback.close();
       await cleanup();
@@ -105,6 +111,13 @@ describe("the sync handler's refusals", () => {
       { method: "POST", body: chunks, headers: { authorization: "Bearer alice" }, duplex: "half" } as RequestInit,
     );
     expect(response.status).toBe(413);
+  });
+
+  it("an answer whose body fails cuts the connection: the client sees a network error, never a part taken for the whole", async () => {
+    loopback = await serveFetchHandler(async () =>
+      new Response(new ReadableStream({ start: (controller) => controller.error(new Error("the store went away")) }), { status: 200 })
+    );
+    await expect(fetch(`${loopback.url}/sync/pull`, { method: "POST", body: "{}" }).then((r) => r.text())).rejects.toThrow(TypeError);
   });
 
   it("a refused token changes nothing on the server", async () => {
