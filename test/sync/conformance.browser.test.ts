@@ -9,6 +9,7 @@ import { afterAll } from "vitest";
 import { MemoryStorage } from "../../core/mod.ts";
 import { directRemote } from "../../core/sync/mod.ts";
 import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
+import { deleteDatabase, startStorageWorker } from "../support/indexeddb-worker.ts";
 import { runSyncTests, type SyncCaseCounts, testPrincipal } from "../../testing/sync-conformance.ts";
 
 let next = 0;
@@ -25,16 +26,6 @@ const onCase = (_name: string, counts: SyncCaseCounts) => {
   for (const key of ["acknowledged", "found", "forked", "faults"] as const) total[key] += counts[key];
 };
 
-const startWorker = () => new Worker(new URL("../../runtime-browser/storage-worker.ts", import.meta.url), { type: "module" });
-
-/** Deletes a database; resolves on `blocked` too (a closed worker's connection goes away on its own). */
-function deleteDatabase(name: string): Promise<void> {
-  return new Promise((resolve) => {
-    const request = indexedDB.deleteDatabase(name);
-    request.onsuccess = request.onerror = request.onblocked = () => resolve();
-  });
-}
-
 runSyncTests("IndexedDB in Chromium (storage worker) ↔ memory (direct)", () => {
   const server = new MemoryStorage();
   const devices: { storage: WorkerIndexedDbStorage; dbName: string }[] = [];
@@ -42,7 +33,7 @@ runSyncTests("IndexedDB in Chromium (storage worker) ↔ memory (direct)", () =>
     server,
     newDevice: () => {
       const dbName = `sync-conformance-${Date.now()}-${next++}`;
-      const storage = new WorkerIndexedDbStorage({ dbName, worker: startWorker });
+      const storage = new WorkerIndexedDbStorage({ dbName, worker: startStorageWorker });
       devices.push({ storage, dbName });
       return storage;
     },
