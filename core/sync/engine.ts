@@ -9,13 +9,22 @@
  *
  * @module
  */
-import { CorruptSessionError, InvalidInputError, NotFoundError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import {
+  CorruptSessionError,
+  InvalidInputError,
+  NotFoundError,
+  RevisionConflictError,
+  SessionBusyError,
+  SyncRefusedError,
+  WriterLockedError,
+} from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { STORE_MARKER } from "../encryption/places.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
+import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import type { Sessions } from "../session/registry.ts";
@@ -32,20 +41,25 @@ import {
 } from "./protocol.ts";
 import { SealedCodec, sealedMessagesOf } from "./sealed-codec.ts";
 import type { SyncRemote } from "./remote.ts";
+import { type RereadSwap, settleRereads, settleSwap, type SwapOutcome, swapSession } from "./rereads.ts";
 import {
   adoptSegment,
   asNewMessage,
   forkFiles,
+  hiddenFolder,
   installSession,
   labelsOf,
   lastSequenceOf,
   messageAt,
+  messageIdsAfter,
   messagesAfter,
   messagesOfSegments,
   readSegmentFile,
   sameLabels,
   type SessionFiles,
+  stageSessionFiles,
   type SyncWriter,
+  withCarried,
   writeLabels,
 } from "./session-files.ts";
 
@@ -190,6 +204,8 @@ class SyncRun {
         { file: STORE_MARKER },
       );
     }
+    // A re-read a crash cut is finished or undone first: until then its session may be missing here, which a push would take for a delete.
+    for (const { ref, message } of await settleRereads(this.#local.storage)) this.report.conflicts.push({ ref, reason: "reread-blocked", message });
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
     // A pull that left local changes the remote lacks (messages a re-read carried over to a
@@ -550,12 +566,10 @@ class SyncRun {
     }
     try {
       if (diverged) {
-        return await this.#reread(local, head, unacknowledged, known?.fork?.ref);
+        return await this.#reread(head, known?.fork?.through ?? known?.last_sequence ?? 0, known?.fork?.ref);
       } else {
         if (head.last_sequence > last) await this.#fastForward(local, last, head);
-        if (!(await this.#adoptSegments(head, segments.length))) {
-          return await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
-        }
+        if (!(await this.#adoptSegments(head, segments.length))) return await this.#reread(head, head.last_sequence, undefined);
         const instruction = await this.#instructionOf(local);
         const { labels, instruction: theirs } = await this.#labelsOf(head);
         if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== theirs)) {
@@ -564,8 +578,11 @@ class SyncRun {
         if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
       }
     } catch (error) {
-      if (!(error instanceof WriterLockedError)) throw error;
-      this.report.conflicts.push({ ref: head.ref, reason: "session-busy", message: error.message });
+      // Another writer holds the session or keeps committing to it, or it waits for a repair: nothing was changed, the next run tries again.
+      if (error instanceof CorruptSessionError) this.report.conflicts.push({ ref: head.ref, reason: "corrupt", message: error.message });
+      else if (error instanceof WriterLockedError || error instanceof SessionBusyError || error instanceof RevisionConflictError) {
+        this.report.conflicts.push({ ref: head.ref, reason: "session-busy", message: error.message });
+      } else throw error;
       return;
     }
     await this.#agreed(head);
@@ -630,34 +647,94 @@ class SyncRun {
   }
 
   /**
-   * Replaces the local copy with the server's. Local messages the server has not
-   * acknowledged (written after a tail the server forked, or after a segmentation it did not
-   * take) are appended again after the re-read: to the fork that holds the tail they follow,
-   * else to the session; the next sync pushes them.
+   * Replaces the local copy with the server's (docs/SYNC.md "Re-reads"). Local messages after
+   * `base` that the server's copy lacks (written after a tail the server forked, or after a
+   * segmentation it did not take, or during this sync) are carried over: to the fork that
+   * holds the tail they follow, appended there first (those it holds already skipped), else
+   * into the new copy itself. The new copy is built out of sight, complete, and swapped for
+   * the old one under the session's lock (rereads.ts): a crash at any point leaves the old
+   * copy or the new one, never a copy without the carried messages. A commit between the
+   * read of the carried messages and the lock starts it again.
    */
-  async #reread(local: Session, head: SessionHead, unacknowledged: readonly MessageRecord[], forkRef: string | undefined): Promise<void> {
+  async #reread(head: SessionHead, base: number, forkRef: string | undefined): Promise<void> {
     // Everything from the remote first: a request that fails (the network, a restart) then
     // leaves the local copy, and the messages only it holds, as they were.
     const copy = await this.#fetch(head);
-    const forkHead = unacknowledged.length > 0 && forkRef && !(await this.#open(forkRef, false))
-      ? (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head
-      : undefined;
-    const forkCopy = forkHead && (await this.#fetch(forkHead));
-    await this.#local.delete(head.ref, { archived: local.place === "archived" });
-    await this.#write(head, copy);
-    this.report.reread.push(head.ref);
-    if (unacknowledged.length > 0) {
-      if (forkHead && forkCopy) {
-        await this.#write(forkHead, forkCopy);
-        await this.#agreed(forkHead);
+    const theirs = messageIdsAfter(head.ref, copy, base);
+    for (let attempt = 1;; attempt++) {
+      const local = (await this.#open(head.ref, false)) ?? (await this.#open(head.ref, true));
+      // Deleted here meanwhile: the next push sends the delete.
+      if (!local) return;
+      const carried = (await messagesAfter(local, base)).messages.filter((m) => !theirs.has(m.message_id));
+      try {
+        if (forkRef && carried.length > 0) await this.#carryToFork(forkRef, carried);
+        await this.#swap(local, head, withCarried(copy, forkRef ? [] : carried, local.revision));
+      } catch (error) {
+        if (error instanceof RevisionConflictError && attempt < 3) continue;
+        throw error;
       }
-      await (await this.#local.open(forkRef ?? head.ref)).append(unacknowledged.map(asNewMessage));
-      this.#pushAgain = true;
+      if (carried.length > 0) this.#pushAgain = true;
+      break;
     }
+    this.#countPulled(copy);
+    this.report.reread.push(head.ref);
     // Saved at once: a later request of this pull that fails must not leave the session marked
     // for a re-read it had, which would take messages written after it for acknowledged ones.
     await this.#agreed(head);
     await this.#save();
+  }
+
+  /**
+   * Appends carried-over messages to the fork that holds the tail they follow, each once (a
+   * re-read cut after this and run again finds them there); a fork this device lacks is
+   * installed from the server with them.
+   */
+  async #carryToFork(forkRef: string, carried: readonly MessageRecord[]): Promise<void> {
+    const fork = await this.#open(forkRef, false);
+    if (fork) {
+      const own = new Set((await messagesAfter(fork, fork.meta.forked_from?.through_sequence ?? 0)).messages.map((m) => m.message_id));
+      const fresh = carried.filter((m) => !own.has(m.message_id));
+      if (fresh.length > 0) await fork.append(fresh.map(asNewMessage));
+      return;
+    }
+    const forkHead = (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head;
+    const forkCopy = await this.#fetch(forkHead);
+    const own = messageIdsAfter(forkRef, forkCopy, forkCopy.meta.forked_from?.through_sequence ?? 0);
+    // A fork that appeared here meanwhile takes them as an append.
+    if (!(await this.#write(forkHead, withCarried(forkCopy, carried.filter((m) => !own.has(m.message_id)), 0)))) return this.#carryToFork(forkRef, carried);
+    this.#countPulled(forkCopy);
+    await this.#agreed(forkHead);
+    await this.#save();
+  }
+
+  /** Swaps the session's old copy for `files` under the old copy's lock (rereads.ts); a swap that fails is settled at once, as the next run would. */
+  async #swap(local: Session, head: SessionHead, files: SessionFiles): Promise<void> {
+    const storage = this.#local.storage;
+    const ref = parseSessionRef(head.ref);
+    const staged = await stageSessionFiles(storage, ref, files, this.#clock, head.sealed?.keys);
+    const swap: RereadSwap = { ref: head.ref, from: local.place, to: head.place, staged, aside: hiddenFolder(ref) };
+    let outcome: SwapOutcome;
+    try {
+      outcome = await this.#underLock(local, () => swapSession(storage, swap));
+    } catch (error) {
+      await settleSwap(storage, swap).catch(() => undefined);
+      throw error;
+    }
+    // Not finished: the old copy was gone from under its lock, or a session took its place between the moves (both copies kept).
+    if (outcome !== "finished") {
+      throw new WriterLockedError(`${head.ref}: its re-read did not complete (${outcome}); nothing was lost, the next sync tries again`, { ref: head.ref });
+    }
+  }
+
+  /** Runs `fn` under a session's `writer.lock`: a live one's as a mutating operation (the revision check included), an archived one's as the engine's. */
+  async #underLock<T>(session: Session, fn: () => Promise<T>): Promise<T> {
+    if (session.place === "live") return session.mutate("reread", fn);
+    const { lease } = await acquireWriterLock(this.#local.storage, session.paths.lock, this.#writer, "reread");
+    try {
+      return await fn();
+    } finally {
+      await releaseWriterLock(this.#local.storage, lease);
+    }
   }
 
   /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
@@ -702,7 +779,8 @@ class SyncRun {
 
   /** Installs the remote's session whole: its segments by name, its Active messages, `meta.json`, `instruction.md`. */
   async #install(head: SessionHead): Promise<void> {
-    await this.#write(head, await this.#fetch(head));
+    const copy = await this.#fetch(head);
+    if (await this.#write(head, copy)) this.#countPulled(copy);
   }
 
   /** The remote's session whole (an encrypted one's documents opened here), read before anything local changes. */
@@ -723,12 +801,17 @@ class SyncRun {
     return { ...(sealed ?? { meta: page.meta!, instruction: page.head.instruction }), segments, active };
   }
 
-  /** Writes a fetched copy as the local session (absent locally by then), with an encrypted session's keys. */
-  async #write(head: SessionHead, copy: SessionFiles): Promise<void> {
+  /** Writes a fetched copy as the local session, with an encrypted session's keys; `false` (nothing written) when one is there. */
+  async #write(head: SessionHead, copy: SessionFiles): Promise<boolean> {
     const ref = parseSessionRef(head.ref);
-    await installSession(this.#local.storage, ref, copy, this.#clock, head.sealed?.keys);
-    this.report.pulled += copy.active.length + (parseSegmentName(copy.segments.at(-1)?.name ?? "")?.end ?? 0);
+    if (!(await installSession(this.#local.storage, ref, copy, this.#clock, head.sealed?.keys))) return false;
     if (head.place === "archived") await this.#local.archive(ref);
+    return true;
+  }
+
+  /** Counts a fetched copy's messages as pulled. */
+  #countPulled(copy: SessionFiles): void {
+    this.report.pulled += copy.active.length + (parseSegmentName(copy.segments.at(-1)?.name ?? "")?.end ?? 0);
   }
 
   async #instructionOf(session: Session): Promise<string | null> {

@@ -151,7 +151,16 @@ export interface SessionFiles {
  * go in first.
  */
 export async function installSession(storage: StoragePort, ref: SessionRef, files: SessionFiles, clock: () => number, keys?: string): Promise<boolean> {
-  return installStaged(storage, ref, async (staging) => {
+  return moveStaged(storage, ref, await stageSessionFiles(storage, ref, files, clock, keys));
+}
+
+/**
+ * Writes a whole session as {@linkcode installSession} does, into a hidden folder beside the
+ * sessions, and resolves that folder (moved into place by the caller: a re-read swaps it for
+ * the old copy, docs/SYNC.md "Re-reads").
+ */
+export function stageSessionFiles(storage: StoragePort, ref: SessionRef, files: SessionFiles, clock: () => number, keys?: string): Promise<string> {
+  return stageFolder(storage, ref, async (staging) => {
     // An encrypted session's wrapped keys first: an encrypted store seals the rest with them, as every other replica does.
     if (keys !== undefined) await storage.replace(`${staging}/${SESSION_KEYS_FILE}`, encoder.encode(keys));
     let historyBytes = 0;
@@ -195,9 +204,29 @@ export async function installSession(storage: StoragePort, ref: SessionRef, file
  * when a session with that ref appeared meanwhile.
  */
 export async function installStaged(storage: StoragePort, ref: SessionRef, write: (staging: string) => Promise<void>): Promise<boolean> {
-  const staging = `${sessionsDir(ref.agentId, ref.workspaceId)}/.sync-${ref.sessionId}-${newId("t")}`;
+  return moveStaged(storage, ref, await stageFolder(storage, ref, write));
+}
+
+/** A hidden folder beside the sessions, named for the session `ref` (an encrypted store seals what is in it for that session). */
+export function hiddenFolder(ref: SessionRef): string {
+  return `${sessionsDir(ref.agentId, ref.workspaceId)}/.sync-${ref.sessionId}-${newId("t")}`;
+}
+
+/** Builds a session with `write` in a new hidden folder and resolves the folder; an error removes it. */
+async function stageFolder(storage: StoragePort, ref: SessionRef, write: (staging: string) => Promise<void>): Promise<string> {
+  const staging = hiddenFolder(ref);
   try {
     await write(staging);
+    return staging;
+  } catch (error) {
+    await storage.remove(staging).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Moves a staged session into place; `false` (the staged folder removed) when a session with that ref appeared meanwhile. */
+async function moveStaged(storage: StoragePort, ref: SessionRef, staging: string): Promise<boolean> {
+  try {
     if (await storage.move(staging, sessionPaths(ref).dir)) return true;
     await storage.remove(staging);
     return false;
@@ -355,4 +384,27 @@ function isMessageThrough(line: string, end: number): boolean {
 export function asNewMessage(record: MessageRecord): NewMessage {
   const { sequence: _s, revision: _r, record_type: _t, [BATCH_FIELD]: _b, ...rest } = record as MessageRecord & { [BATCH_FIELD]?: unknown };
   return rest as unknown as NewMessage;
+}
+
+/**
+ * `files` with `messages` appended after its last message (sequences given anew), as one
+ * commit whose revision is above `above` and above every revision in `files`: what a re-read
+ * carries over into the copy that replaces a session (docs/SYNC.md "Re-reads"). The revision
+ * is raised even with no message, so a handle opened on the replaced copy never finds the
+ * revision it read and reloads before it writes.
+ */
+export function withCarried(files: SessionFiles, messages: readonly MessageRecord[], above: number): SessionFiles {
+  const revision = files.active.reduce((max, m) => Math.max(max, typeof m.revision === "number" ? m.revision : 0), Math.max(above, files.meta.revision)) + 1;
+  const last = files.active.at(-1)?.sequence ?? parseSegmentName(files.segments.at(-1)?.name ?? "")?.end ?? 0;
+  return {
+    ...files,
+    meta: { ...files.meta, revision },
+    active: [...files.active, ...messages.map((m, i) => ({ ...m, sequence: last + i + 1, revision }))],
+  };
+}
+
+/** The message ids of `files` after sequence `after` (the segments that reach past it read whole). */
+export function messageIdsAfter(ref: string, files: SessionFiles, after: number): Set<string> {
+  const reaching = files.segments.filter((segment) => (parseSegmentName(segment.name)?.end ?? 0) > after);
+  return new Set([...messagesOfSegments(ref, reaching), ...files.active].filter((m) => m.sequence > after).map((m) => m.message_id));
 }
