@@ -16,7 +16,7 @@ if (existsSync(sources)) {
   register();
   ({ main } = await import(sources.href));
 } else {
-  ({ main } = await import("../dist/runtime-node/cli/main.js"));
+  ({ main } = await import("../dist/cli/main.js"));
 }
 const status = await main(process.argv.slice(2));
 // Let stdout and stderr drain (a pipe may still hold the JSON document), then exit:
