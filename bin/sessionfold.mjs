@@ -4,6 +4,7 @@
 // dependency), so the command works after `npm ci` without a build and never runs a stale one.
 // The exit status is main()'s.
 import { existsSync } from "node:fs";
+import module from "node:module";
 
 const sources = new URL("../runtime-node/cli/main.ts", import.meta.url);
 // A reader that stops early (`sessionfold ls | head -1`) is not an error of ours.
@@ -16,7 +17,11 @@ if (existsSync(sources)) {
   register();
   ({ main } = await import(sources.href));
 } else {
-  ({ main } = await import("../dist/runtime-node/cli/main.js"));
+  // Node >= 22.1 keeps V8's compiled code of the bundle in its own cache folder
+  // (NODE_COMPILE_CACHE, else the OS temp folder; never the store) for the next start;
+  // older versions have no such call (docs/decisions.md "CLI start-up").
+  module.enableCompileCache?.();
+  ({ main } = await import("../dist/cli/main.js"));
 }
 const status = await main(process.argv.slice(2));
 // Let stdout and stderr drain (a pipe may still hold the JSON document), then exit:

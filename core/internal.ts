@@ -98,7 +98,7 @@ export {
 // The storage port every backend implements, and the in-memory backend.
 export { concatBytes, isWithin, messageOf, parentPath, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
-export { lockDiagnostics, readSegmentFooter, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
+export { lockDiagnostics, readSegmentFooter, segmentFooterInTail, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
 export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";
 // The storage hop both runtimes use: the worker's API and the host's client.
 export { type StorageWorkerApi, storageWorkerApi } from "./worker/storage-api.ts";

@@ -214,6 +214,9 @@ export class StoreBoundary {
    * one call, `NodeFileStorage.readMany`): each is checked once per call, not once per file.
    */
   #walk(path: string, folders: readonly string[], access: Access, checked?: Set<string>): "present" | "missing" {
+    // The deepest folder already found real means every folder above it was too (files of
+    // one folder, read in one call: one string per file, not one per folder).
+    if (checked && folders.length > 0 && checked.has(this.#folderOf(folders))) return "present";
     let folder = this.#root;
     for (const segment of folders) {
       // Keys are checked (no empty, "." or ".." segment) and the root is resolved: joining is concatenation.
@@ -229,6 +232,11 @@ export class StoreBoundary {
       throw entryError(path, folder, kindOf(info), "a folder");
     }
     return "present";
+  }
+
+  /** The absolute folder of the key segments `folders`, as {@linkcode StoreBoundary.#walk} builds it. */
+  #folderOf(folders: readonly string[]): string {
+    return `${this.#root.endsWith(sep) ? this.#root : `${this.#root}${sep}`}${folders.join(sep)}`;
   }
 
   /** Names what an open refused to open. @throws {StoreEntryError} always, when the entry is still there. */

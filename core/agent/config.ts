@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 const POLICIES = ["real-usage", "after-messages", "at-context-tokens", "manual"] as const;
 const SUMMARIZER_KINDS = ["extractive", "host"] as const;

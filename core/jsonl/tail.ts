@@ -49,27 +49,9 @@ export async function readLastRecord<T = unknown>(
     if (!tail) return undefined;
     const { bytes, size } = tail;
     bytesRead += bytes.length;
+    const found = lastRecordInWindow<T>(bytes, size, { ...options, maxLineBytes: limit });
+    if (found) return { ...found, bytesRead };
     const end = bytes.length > 0 && bytes[bytes.length - 1] === NEWLINE ? bytes.length - 1 : bytes.length;
-    // A negative fromIndex would count from the end: with end === 0 there is nothing before the final line.
-    const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
-    const wholeFileSeen = bytes.length >= size;
-    if (start > 0 || wholeFileSeen) {
-      const decoder = new JsonlDecoder<T>({
-        file: options.file,
-        schemas: options.schemas,
-        tornTailRecoverable: options.tornTailRecoverable,
-        maxLineBytes: limit,
-      });
-      const decoded = decoder.push(bytes.subarray(start));
-      const result = decoder.finish();
-      const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
-      const diagnostics = result.diagnostics.map((d) => ({
-        ...d,
-        line: null,
-        message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `),
-      }));
-      return { record, diagnostics, size, bytesRead };
-    }
     if (end > limit) {
       // The final line is longer than any line a reader accepts: it is never read whole.
       const message = `${options.file} (last line): a line of more than ${formatBytes(limit)} is over the limit; not read`;
@@ -77,4 +59,40 @@ export async function readLastRecord<T = unknown>(
     }
     window = Math.min(window * 4, limit + 2);
   }
+}
+
+/**
+ * The last record of a file from `bytes`, the last bytes of the file (`size` bytes in all),
+ * as {@linkcode readLastRecord} judges it; `undefined` when they do not hold the whole final
+ * line (a longer window must be read). A reader that already holds a file's tail (a
+ * `readMany`) decides from it without another read.
+ *
+ * @example
+ * ```ts
+ * import { SummaryRecord } from "sessionfold";
+ * const bytes = new TextEncoder().encode('{"record_type":"summary","session_id":"s1","summary_id":"x","through_sequence":4,"text":"t","created_at":"2026-12-02T13:00:00.000Z"}\n');
+ * const last = lastRecordInWindow(bytes, bytes.length, { file: "segments/…", schemas: { summary: SummaryRecord } });
+ * last?.record; // the footer
+ * ```
+ */
+export function lastRecordInWindow<T = unknown>(bytes: Uint8Array, size: number, options: JsonlDecodeOptions): LastRecord<T> | undefined {
+  const end = bytes.length > 0 && bytes[bytes.length - 1] === NEWLINE ? bytes.length - 1 : bytes.length;
+  // A negative fromIndex would count from the end: with end === 0 there is nothing before the final line.
+  const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
+  if (start === 0 && bytes.length < size) return undefined;
+  const decoder = new JsonlDecoder<T>({
+    file: options.file,
+    schemas: options.schemas,
+    tornTailRecoverable: options.tornTailRecoverable,
+    maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
+  });
+  const decoded = decoder.push(bytes.subarray(start));
+  const result = decoder.finish();
+  const record = decoded.at(-1)?.record ?? result.records.at(-1)?.record;
+  const diagnostics = result.diagnostics.map((d) => ({
+    ...d,
+    line: null,
+    message: d.message.replace(`${options.file}:1: `, `${options.file} (last line): `),
+  }));
+  return { record, diagnostics, size, bytesRead: bytes.length };
 }

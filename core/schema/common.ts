@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** An ISO-8601 timestamp. Writers emit UTC with milliseconds; readers accept any offset. */
 export const Timestamp: z.ZodISODateTime = z.iso.datetime({ offset: true });

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Count, Sequence, Timestamp } from "./common.ts";
 
 /** The zod shape of a part whose payload is one `text` string. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Count, Timestamp } from "./common.ts";
 import { ProviderIdentity, Usage } from "./message.ts";
 

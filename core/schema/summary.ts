@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Sequence, Timestamp } from "./common.ts";
 
 /** The cumulative summary footer: the last line of every segment, and only there. */

@@ -10,11 +10,12 @@
  * @module
  */
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { readLastRecord } from "../jsonl/tail.ts";
+import type { JsonlDecodeOptions } from "../jsonl/decode.ts";
+import { type LastRecord, lastRecordInWindow, readLastRecord } from "../jsonl/tail.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
 import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
-import type { StoragePort } from "../storage/port.ts";
+import type { ReadResult, StoragePort } from "../storage/port.ts";
 
 /** The records a segment may hold: messages, then its summary footer. */
 export const SEGMENT_RECORDS = { message: MessageRecord, summary: SummaryRecord } as const;
@@ -66,6 +67,12 @@ export function notAFooter(range: SegmentRange): string {
   return `the last line is not a summary footer through sequence ${range.end}`;
 }
 
+/** What a segment's footer is found to be: the footer, with what was wrong with the tail. */
+export interface SegmentFooter {
+  readonly footer: SummaryRecord | undefined;
+  readonly diagnostics: Diagnostic[];
+}
+
 /**
  * The footer of segment `range`, read from its tail, with what was wrong with the tail
  * (fatal `invalid_segment` when the last line is readable but no footer through its end).
@@ -75,14 +82,41 @@ export async function readSegmentFooter(
   storage: Pick<StoragePort, "readTail">,
   paths: SessionPaths,
   range: SegmentRange,
-): Promise<{ footer: SummaryRecord | undefined; diagnostics: Diagnostic[] } | undefined> {
-  const file = relativeToSession(paths, paths.segment(range));
-  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, paths.segment(range), {
-    file,
-    schemas: SEGMENT_RECORDS,
-    tornTailRecoverable: false,
-  });
-  if (!last) return undefined;
+): Promise<SegmentFooter | undefined> {
+  const path = paths.segment(range);
+  const file = relativeToSession(paths, path);
+  const last = await readLastRecord<MessageRecord | SummaryRecord>(storage, path, footerOptions(file));
+  return last && judgeFooter(last, file, range);
+}
+
+/**
+ * {@linkcode readSegmentFooter} from a tail already read (a `readMany` of the segment's last
+ * `LAST_RECORD_WINDOW` bytes), without another read: `undefined` when the tail does
+ * not hold the whole last line, which `readSegmentFooter` then reads.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, sessionPaths } from "sessionfold";
+ * import { LAST_RECORD_WINDOW, readMany } from "sessionfold/internal";
+ * const storage = new MemoryStorage();
+ * const paths = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+ * const range = { start: 1, end: 500 };
+ * const [tail] = await readMany(storage, [{ path: paths.segment(range), tailBytes: LAST_RECORD_WINDOW }]);
+ * const found = tail ? segmentFooterInTail(tail, paths, range) ?? await readSegmentFooter(storage, paths, range) : undefined;
+ * ```
+ */
+export function segmentFooterInTail(tail: ReadResult, paths: SessionPaths, range: SegmentRange): SegmentFooter | undefined {
+  const file = relativeToSession(paths, tail.path);
+  const last = lastRecordInWindow<MessageRecord | SummaryRecord>(tail.bytes, tail.size, footerOptions(file));
+  return last && judgeFooter(last, file, range);
+}
+
+function footerOptions(file: string): JsonlDecodeOptions {
+  return { file, schemas: SEGMENT_RECORDS, tornTailRecoverable: false };
+}
+
+/** The footer rule over a segment's last record. */
+function judgeFooter(last: LastRecord<MessageRecord | SummaryRecord>, file: string, range: SegmentRange): SegmentFooter {
   if (isFooterOf(last.record, range)) return { footer: last.record, diagnostics: last.diagnostics };
   const diagnostics = [...last.diagnostics];
   if (!diagnostics.some((d) => d.fatal)) diagnostics.push({ file, line: null, code: "invalid_segment", fatal: true, message: `${file}: ${notAFooter(range)}` });

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type SyncRefusal, SyncRefusedError } from "../errors.ts";
 import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";

@@ -14,7 +14,7 @@
  * ```
  * @module
  */
-export { readSegmentFooter } from "../session/segment-rules.ts";
+export { readSegmentFooter, segmentFooterInTail } from "../session/segment-rules.ts";
 export { staleCatalogEntries, type StaleCatalogEntry } from "./catalog-check.ts";
 export {
   listStoredSessions,

@@ -27,6 +27,7 @@ import {
   lockDiagnostics,
   readMany,
   readSegmentFooter,
+  segmentFooterInTail,
   unsafeEntry,
   unsupportedSchema,
   withPrefetchedTail,
@@ -121,7 +122,9 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
         segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
         continue;
       }
-      const tail = await readSegmentFooter(withPrefetchedTail(storage, tails[i]), paths, range);
+      // Judged from the tail already read; read again only when its last line is longer.
+      const found = tails[i];
+      const tail = (found && segmentFooterInTail(found, paths, range)) ?? (await readSegmentFooter(withPrefetchedTail(storage, found), paths, range));
       diagnostics.push(...(tail?.diagnostics ?? []));
       const footer = tail?.footer;
       segments.push({ start: range.start, end: range.end, summary_chars: footer?.text.length ?? null });
