@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Client, PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
@@ -36,6 +36,7 @@ export function advisoryLockKey(schema: string, name: string): string {
 function migrationSql(n: number, s: string): string {
   if (n === 2) return migration2(s);
   if (n === 3) return migration3(s);
+  if (n === 4) return migration4(s);
   if (n !== 1) throw new Error(`no migration ${n}`);
   return `
 CREATE TABLE ${s}.entries (
@@ -508,6 +509,99 @@ BEGIN
     ELSE PERFORM ${s}.replace(paths[i], substring(data FROM at FOR lengths[i]), revisions[i], listings[i], listed_ats[i]);
     END IF;
     at := at + lengths[i];
+  END LOOP;
+  IF release_key IS NOT NULL THEN
+    PERFORM ${s}.remove_lock_record(release_path, release_lock_id);
+    -- Hand the session lock over to a transaction lock, so it is free only once this commits.
+    PERFORM pg_advisory_xact_lock(release_key);
+    PERFORM pg_advisory_unlock(release_key);
+  END IF;
+  RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Migration 4: `run_plan` does a commit's writes itself instead of calling `append` and
+ * `replace` per write (docs/POSTGRES.md "Writer ownership and commits"): a nested PL/pgSQL
+ * call is an executor run and a function start of its own. The common case is one statement
+ * per append (the size moved and the chunk inserted together) and three per replace, whose
+ * chunk is updated in place when the size is unchanged (no new index entry); a write to a file
+ * that does not exist yet, or an empty append, still goes through `append` and `replace`,
+ * which create it. The revision check and the stale lock record are read in one statement.
+ * Same signature, same stored bytes.
+ */
+function migration4(s: string): string {
+  return `
+CREATE OR REPLACE FUNCTION ${s}.run_plan(
+  lock_key bigint, hold boolean, lock_path text, lock_bytes bytea,
+  expect_path text, expect_revision bigint,
+  ops text[], paths text[], data bytea, lengths integer[], revisions bigint[],
+  release_key bigint, release_path text, release_lock_id text,
+  listings text[], listed_ats text[]
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  meta_found boolean;
+  found_revision bigint;
+  stale_lock boolean;
+  at integer := 1;
+  len integer;
+  fid bigint;
+BEGIN
+  IF lock_key IS NOT NULL THEN
+    IF hold THEN
+      IF NOT pg_try_advisory_lock(lock_key) THEN RETURN 'locked'; END IF;
+    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
+      RETURN 'locked';
+    END IF;
+  END IF;
+  -- Read after the lock is taken (a statement of its own, so a snapshot that sees the last holder's commit).
+  SELECT m.path IS NOT NULL, m.revision, EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path AND NOT hold)
+    INTO meta_found, found_revision, stale_lock
+    FROM (SELECT 1) one LEFT JOIN ${s}.entries m ON m.path = expect_path AND m.file_id IS NOT NULL;
+  IF expect_path IS NOT NULL THEN
+    IF meta_found AND found_revision IS NULL THEN found_revision := ${s}.revision_of(expect_path); END IF;
+    IF found_revision = -1 OR found_revision IS DISTINCT FROM expect_revision THEN
+      IF lock_key IS NOT NULL AND hold THEN PERFORM pg_advisory_unlock(lock_key); END IF;
+      RETURN CASE WHEN found_revision = -1 THEN 'check' ELSE 'conflict:' || coalesce(found_revision::text, 'null') END;
+    END IF;
+  END IF;
+  IF lock_key IS NOT NULL THEN
+    -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
+    IF hold THEN
+      PERFORM ${s}.replace(lock_path, lock_bytes);
+    ELSIF stale_lock THEN
+      PERFORM ${s}.remove(lock_path);
+    END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(array_length(ops, 1), 0) LOOP
+    len := lengths[i];
+    IF ops[i] = 'append' THEN
+      -- As append(): the size moved (the row locked) and the chunk inserted, in one statement.
+      IF len > 0 THEN
+        WITH moved AS (
+          UPDATE ${s}.entries SET size = size + len, revision = NULL, listing = NULL, listed_at = NULL
+          WHERE path = paths[i] AND file_id IS NOT NULL RETURNING file_id, size)
+        INSERT INTO ${s}.chunks SELECT file_id, size, substring(data FROM at FOR len) FROM moved;
+      END IF;
+      IF len = 0 OR NOT FOUND THEN PERFORM ${s}.append(paths[i], substring(data FROM at FOR len)); END IF;
+    ELSE
+      -- As replace().
+      UPDATE ${s}.entries SET size = len, revision = revisions[i], listing = listings[i], listed_at = listed_ats[i]
+        WHERE path = paths[i] AND file_id IS NOT NULL RETURNING file_id INTO fid;
+      IF FOUND THEN
+        -- Its one chunk kept in place when the size did not change (meta.json's usually does
+        -- not): an update of the bytes, no new index entry.
+        DELETE FROM ${s}.chunks WHERE file_id = fid AND end_offset <> len;
+        IF len > 0 THEN
+          INSERT INTO ${s}.chunks VALUES (fid, len, substring(data FROM at FOR len))
+            ON CONFLICT (file_id, end_offset) DO UPDATE SET bytes = excluded.bytes;
+        END IF;
+      ELSE
+        PERFORM ${s}.replace(paths[i], substring(data FROM at FOR len), revisions[i], listings[i], listed_ats[i]);
+      END IF;
+    END IF;
+    at := at + len;
   END LOOP;
   IF release_key IS NOT NULL THEN
     PERFORM ${s}.remove_lock_record(release_path, release_lock_id);

@@ -5,6 +5,7 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
+import { fastParse, inMessageOrder } from "../schema/fast-check.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
 import { type MessagePart, MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
@@ -29,8 +30,16 @@ export interface NewMessage {
  */
 export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
   assertJsonDepth(message, where);
-  const parts = (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 }));
-  const candidate = {
+  // Each part with its sequence first and the message in the schema's order, as zod returns
+  // them: a message in that shape passes the hand-written check and skips zod (which would
+  // return an equal value; anything else still goes to zod, which says what is wrong).
+  const parts = (message.parts ?? []).map((part, i) => {
+    const sequence = part.sequence ?? i + 1;
+    const copy = { sequence, ...part };
+    copy.sequence = sequence;
+    return copy;
+  });
+  const candidate = inMessageOrder({
     ...message,
     record_type: "message",
     sequence: 1,
@@ -38,8 +47,8 @@ export function toMessageRecord(message: NewMessage, clock: () => number, where 
     created_at: message.created_at ?? nowTimestamp(clock),
     ...(message.role === "assistant" && message.status === undefined ? { status: "completed" } : {}),
     parts,
-  };
-  const parsed = MessageRecord.safeParse(candidate);
+  });
+  const parsed = fastParse(MessageRecord, candidate);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new InvalidInputError(`${where}.${issue.path.join(".")}: ${issue.message}`, { path: issue.path.map(String) });

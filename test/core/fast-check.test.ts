@@ -5,10 +5,11 @@
  * value the hand-written check passes must be one its schema accepts and returns unchanged,
  * field order included; a value the schema refuses must get the schema's own issues.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { z } from "zod";
 import { DraftRecord, ExtractiveSummarizer, MemoryStorage, MessageRecord, SessionMeta, Sessions, SummaryRecord } from "../../core/mod.ts";
 import { fastParse } from "../../core/schema/fast-check.ts";
+import { type NewMessage, toMessageRecord } from "../../core/session/message-input.ts";
 import { REF } from "../support/session.ts";
 
 const TIME = "2026-12-02T13:00:00.000Z";
@@ -198,5 +199,63 @@ describe("the hand-written checks agree with their schemas", () => {
     const meta = JSON.parse(new TextDecoder().decode(await storage.read(session.paths.meta)));
     // meta.json's writers put some fields out of the schema's order: the check copies it in that order, as zod does.
     expect(JSON.stringify(fastParse(SessionMeta, meta).data)).toBe(JSON.stringify(SessionMeta.parse(meta)));
+  });
+});
+
+describe("toMessageRecord", () => {
+  const clock = () => Date.parse(TIME);
+  /** The record as zod makes it of the candidate toMessageRecord built before it checked in the schema's order. */
+  const byZod = (message: NewMessage): unknown =>
+    MessageRecord.parse({
+      ...message,
+      record_type: "message",
+      sequence: 1,
+      message_id: message.message_id ?? "unused",
+      created_at: message.created_at ?? TIME,
+      ...(message.role === "assistant" && message.status === undefined ? { status: "completed" } : {}),
+      parts: (message.parts ?? []).map((part, i) => ({ ...part, sequence: part.sequence ?? i + 1 })),
+    });
+  const hostMessages: NewMessage[] = [
+    { role: "user", parts: [{ type: "text", text: "hi" }], message_id: "m1" },
+    {
+      role: "assistant",
+      message_id: "m2",
+      created_at: TIME,
+      parts: [{ type: "reasoning", text: "r" }, { type: "tool", tool_call_id: "c", tool_name: "ls", state: "output-available", input: {}, output: "x" }, {
+        sequence: 9,
+        type: "text",
+        text: "t",
+      }],
+      usage: { input_tokens: 1200, output_tokens: 60, total_tokens: 1260 },
+      provider: PROVIDER,
+      ai_sdk: { kept: true },
+    },
+  ];
+  const otherMessages: NewMessage[] = [
+    // Out of the schema's order inside (zod reorders), unknown fields before the known ones, a stopped status.
+    { ai_sdk: 1, parts: [{ text: "t", type: "text" }], role: "assistant", status: "stopped", usage: { output_tokens: 1, input_tokens: 2 }, message_id: "m3" },
+    JSON.parse('{"role":"user","message_id":"m4","parts":[{"type":"text","text":"p","__proto__":{"x":1}}],"__proto__":{"y":2}}') as NewMessage,
+    { role: "user", message_id: "m5", parts: [{ type: "text", text: "u", sequence: undefined }], status: undefined },
+  ];
+
+  it("takes what a host appends past zod, as zod would return it, field order included", () => {
+    const safeParse = vi.spyOn(MessageRecord, "safeParse");
+    try {
+      for (const message of hostMessages) {
+        expect(JSON.stringify(toMessageRecord(message, clock))).toBe(JSON.stringify(byZod(message)));
+      }
+      expect(safeParse).not.toHaveBeenCalled();
+    } finally {
+      safeParse.mockRestore();
+    }
+  });
+
+  it("gives zod whatever the hand-written check does not take, with the same result", () => {
+    for (const message of otherMessages) {
+      const record = toMessageRecord(message, clock);
+      expect(JSON.stringify(record)).toBe(JSON.stringify(byZod(message)));
+      expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+    }
+    expect(() => toMessageRecord({ role: "user", parts: [{ type: "text", text: 1 as unknown as string }] }, clock)).toThrow(/parts\.0\.text/);
   });
 });

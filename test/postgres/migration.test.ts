@@ -4,6 +4,8 @@
  * first handle of the current code, and nothing of it changes. Version 2 keeps each
  * `meta.json`'s revision beside it (`entries.revision`): the tests check that a commit's
  * revision check still refuses a stale writer, and that no other write leaves the column stale.
+ * Version 4's `run_plan` does the writes itself: a commit over files of several chunks, and
+ * over files it must create, stores exactly each write's bytes.
  */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -148,7 +150,71 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       const after = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(JSON.parse(after.rows[0].listing as string)).toMatchObject({ session_id: "s1", message_count: 1 });
       expect((await sessions.list({ ...REF, limit: 1 })).map((m) => m.session_id)).toEqual(["s1"]);
-      expect(SCHEMA_VERSION).toBe(3);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("a version-3 store commits through version 4's run_plan: each write's bytes exactly, whatever chunks the file had", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    const dir = "agents/a1/workspaces/w1/sessions/s9";
+    await withAdmin(async (admin) => {
+      await migrate(admin, schema, "1", 3);
+      // Files of several chunks, written with version 3's own functions.
+      for (const chunk of ["ab", "cd", "ef"]) await admin.query(`SELECT "${schema}".append($1, $2)`, [`${dir}/same-end.txt`, Buffer.from(chunk)]);
+      for (const chunk of ["ab", "cd"]) await admin.query(`SELECT "${schema}".append($1, $2)`, [`${dir}/same-size.txt`, Buffer.from(chunk)]);
+      await admin.query(`SELECT "${schema}".append($1, $2)`, [`${dir}/emptied.txt`, Buffer.from("xyz")]);
+      await admin.query(`SELECT "${schema}".append($1, $2)`, [`${dir}/grown.txt`, Buffer.from("1")]);
+    });
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+    const bytes = (t: string) => new TextEncoder().encode(t);
+    try {
+      const plan = await storage.applyCommitPlan({
+        writes: [
+          // The new size is the end of the file's first chunk: that chunk is the one kept, with the new bytes.
+          { op: "replace", path: `${dir}/same-end.txt`, bytes: bytes("zz") },
+          { op: "replace", path: `${dir}/same-size.txt`, bytes: bytes("WXYZ") },
+          { op: "replace", path: `${dir}/emptied.txt`, bytes: new Uint8Array(0) },
+          { op: "append", path: `${dir}/grown.txt`, bytes: bytes("23") },
+          // Files (and a folder) that do not exist yet: created as version 3 did.
+          { op: "append", path: `${dir}/new/appended.txt`, bytes: bytes("a") },
+          { op: "append", path: `${dir}/new/empty.txt`, bytes: new Uint8Array(0) },
+          { op: "replace", path: `${dir}/new/replaced.txt`, bytes: bytes("r") },
+        ],
+      });
+      expect(plan).toEqual({ outcome: "committed" });
+      const read = async (name: string) => new TextDecoder().decode(await storage.read(`${dir}/${name}`));
+      expect(await read("same-end.txt")).toBe("zz");
+      expect(await read("same-size.txt")).toBe("WXYZ");
+      expect(await read("emptied.txt")).toBe("");
+      expect(await read("grown.txt")).toBe("123");
+      expect(await read("new/appended.txt")).toBe("a");
+      expect(await read("new/empty.txt")).toBe("");
+      expect(await read("new/replaced.txt")).toBe("r");
+      expect(await storage.list(`${dir}/new`)).toEqual(["appended.txt", "empty.txt", "replaced.txt"]);
+      const chunks = await withAdmin((admin) =>
+        admin.query(
+          `SELECT e.name, e.size, count(c.*)::int AS chunks FROM "${schema}".entries e LEFT JOIN "${schema}".chunks c USING (file_id)
+           WHERE e.parent = $1 AND e.file_id IS NOT NULL GROUP BY e.name, e.size ORDER BY e.name`,
+          [dir],
+        )
+      );
+      expect(chunks.rows).toEqual([
+        { name: "emptied.txt", size: "0", chunks: 0 },
+        { name: "grown.txt", size: "3", chunks: 2 },
+        { name: "same-end.txt", size: "2", chunks: 1 },
+        { name: "same-size.txt", size: "4", chunks: 1 },
+      ]);
+      // A write where a folder is still refused, and the plan leaves nothing.
+      await expect(
+        storage.applyCommitPlan({
+          writes: [{ op: "append", path: `${dir}/grown.txt`, bytes: bytes("4") }, { op: "replace", path: `${dir}/new`, bytes: bytes("x") }],
+        }),
+      )
+        .rejects.toThrow(/is a folder, not a file/);
+      expect(await read("grown.txt")).toBe("123");
+      expect(SCHEMA_VERSION).toBe(4);
     } finally {
       await storage.close();
     }

@@ -10,8 +10,9 @@
  *   check, append, `meta.json`) in one statement, against the floor: a bare `INSERT` of the
  *   same bytes (the JSONL line and the new `meta.json`) and its `COMMIT`, one per round trip,
  *   with `synchronous_commit = on`. Alternating batches; target ≥ 0.7 of the floor, and the
- *   bounds measured in the same run (the main thread's busy time per commit against the
- *   floor's, and the server's time in `run_plan` from `track_functions`). The same
+ *   bounds measured in the same batches (the CPU time per commit of the main thread and of the
+ *   server's backend, from Linux's schedstat, against the floor's; the server's time in
+ *   `run_plan` from `track_functions`). The same
  *   writer holding a lease (no lock or revision check per commit, `meta.json` lazily) in the
  *   same alternation, without a target. Both are fenced (docs/POSTGRES.md "Fencing"): the
  *   per-operation commit holds the session's lock in its own transaction, the held commit runs
@@ -23,6 +24,7 @@
  *
  * @module
  */
+import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
@@ -140,7 +142,8 @@ async function floorTable(url: string): Promise<pg.Pool> {
 }
 
 async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
-  const storage = new PostgresStorage({ connectionString: url, schema: "one_writer" });
+  // Its connections are named, so the measure below finds their backends.
+  const storage = new PostgresStorage({ connectionString: url, schema: "one_writer", pool: { application_name: "one_writer" } });
   const sessions = new Sessions({ storage });
   const session = await sessions.create({ ...BENCH_REF, title: "one writer" });
   await session.append(appendMessage(0));
@@ -149,31 +152,33 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   const bytes = Buffer.alloc(await commitBytes(storage, session), 0x61);
   const pool = await floorTable(url);
   const floorClient = await pool.connect();
+  const backendsOf = async (where: string): Promise<number[]> =>
+    (await floorClient.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE ${where}`)).rows.map((row) => row.pid);
   const batches = ctx.quick ? 5 : 15;
   const perBatch = 100;
   const ours: number[] = [];
   const ourHeld: number[] = [];
   const floor: number[] = [];
   let i = 1;
-  /**
-   * The main thread's busy time per commit (µs; event-loop utilisation: the work on a
-   * commit's path, unlike process CPU, which counts GC and compiler threads running beside).
-   */
-  const ourBusy: number[] = [];
-  const floorBusy: number[] = [];
+  /** CPU per commit (µs): this process's main thread (the commit's path, GC on it included) and the server's backends. */
+  const ourCpu = { client: [] as number[], server: [] as number[] };
+  const floorCpu = { client: [] as number[], server: [] as number[] };
   /** Commits/s of `perBatch` calls of `commit`, kept once the warm-up batch is done. */
-  const batch = async (into: number[], b: number, commit: () => Promise<unknown>, busy?: number[]) => {
-    const e0 = performance.eventLoopUtilization();
+  const batch = async (into: number[], b: number, commit: () => Promise<unknown>, cpu?: { client: number[]; server: number[]; backends: string }) => {
+    const backends = cpu ? await backendsOf(cpu.backends) : [];
+    const client0 = mainThreadCpuUs();
+    const server0 = backendCpuUs(backends);
     const t0 = performance.now();
     for (let k = 0; k < perBatch; k++) await commit();
     if (b < 0) return;
     into.push((perBatch * 1000) / (performance.now() - t0));
-    busy?.push((performance.eventLoopUtilization(e0).active * 1000) / perBatch);
+    cpu?.client.push((mainThreadCpuUs() - client0) / perBatch);
+    cpu?.server.push((backendCpuUs(backends) - server0) / perBatch);
   };
   for (let b = -1; b < batches; b++) {
-    await batch(ours, b, () => session.append(appendMessage(i++)), ourBusy);
+    await batch(ours, b, () => session.append(appendMessage(i++)), { ...ourCpu, backends: "application_name = 'one_writer'" });
     await batch(ourHeld, b, () => held.append(appendMessage(i++)));
-    await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), floorBusy);
+    await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), { ...floorCpu, backends: "pid = pg_backend_pid()" });
   }
   floorClient.release();
   await pool.end();
@@ -183,11 +188,11 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   const value = median(ours);
   const baseline = median(floor);
   const heldValue = median(ourHeld);
-  // What ours adds to the floor's commit that is not I/O, each measured in this run: the main
-  // thread's extra work and the server's run_plan. Either alone bounds the ratio.
+  // What ours adds to the floor's commit that is not waiting for the disk, each measured in
+  // this run: the main thread's extra CPU and the server backend's. Either alone bounds the ratio.
   const floorMs = 1000 / baseline;
-  const clientMs = (median(ourBusy) - median(floorBusy)) / 1000;
-  const serverMs = serverUs / 1000;
+  const clientMs = (median(ourCpu.client) - median(floorCpu.client)) / 1000;
+  const backendMs = (median(ourCpu.server) - median(floorCpu.server)) / 1000;
   const bound = (extraMs: number) => `${floorMs.toFixed(3)} / (${floorMs.toFixed(3)} + ${extraMs.toFixed(3)}) = ${(floorMs / (floorMs + extraMs)).toFixed(2)}`;
   ctx.emit({
     case: 10,
@@ -202,12 +207,12 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     runs: batches,
     note:
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (fenced: the lock is the commit's own transaction's); " +
-      `per commit, same run: the main thread busy ${median(ourBusy).toFixed(0)} µs (the floor's ${
-        median(floorBusy).toFixed(0)
-      } µs: the core's commit, the plan, pg), run_plan on the server ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
-      `bounds, floor / (floor + extra): the client's extra work alone ${bound(clientMs)}, run_plan alone ${bound(serverMs)}, both ${
-        bound(clientMs + serverMs)
-      }`,
+      `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
+        median(floorCpu.client).toFixed(0)
+      } µs: the core's commit, the plan, pg), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
+        median(floorCpu.server).toFixed(0)
+      } µs), of which run_plan ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
+      `bounds, floor / (floor + extra CPU): the client's alone ${bound(clientMs)}, the server's alone ${bound(backendMs)}, both ${bound(clientMs + backendMs)}`,
   });
   ctx.emit({
     case: 10,
@@ -222,6 +227,24 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     note:
       "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit); batches alternate with the row above and the floor",
   });
+}
+
+/**
+ * CPU time this process's main thread has run (µs), from Linux's schedstat: the work on a
+ * commit's path (GC on that thread included), without the time it waited for a core while
+ * the server's backend or another process ran on it (which event-loop utilisation counts).
+ */
+function mainThreadCpuUs(): number {
+  return cpuUsOf(`/proc/self/task/${process.pid}/schedstat`);
+}
+
+/** CPU time the server's processes `pids` have run (µs): the benchmark's own server, on this machine. */
+function backendCpuUs(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + cpuUsOf(`/proc/${pid}/schedstat`), 0);
+}
+
+function cpuUsOf(file: string): number {
+  return Number(readFileSync(file, "utf8").split(" ")[0]) / 1000;
 }
 
 /**
