@@ -47,8 +47,8 @@ export function identityOf(info: BigIntStats): string {
 export class FolderMembers {
   readonly #folders = new Map<string, Folder>();
 
-  /** The listed names of the folder of sessions `dir` (the real folder `file`, already checked); empty when it is missing. */
-  names(dir: string, file: string): ReadonlySet<string> {
+  /** The listed names of the folder of sessions `dir` (the real folder `file`, already checked; `undefined` when it is missing). */
+  names(dir: string, file: string | undefined): ReadonlySet<string> {
     return this.#folder(dir, file)?.names ?? new Set();
   }
 
@@ -68,8 +68,8 @@ export class FolderMembers {
     return folder.unlisted;
   }
 
-  #folder(dir: string, file: string): Folder | undefined {
-    const info = missingAsUndefined(() => lstatSync(file, { bigint: true }));
+  #folder(dir: string, file: string | undefined): Folder | undefined {
+    const info = file === undefined ? undefined : missingAsUndefined(() => lstatSync(file, { bigint: true }));
     const known = this.#folders.get(dir);
     this.#folders.delete(dir);
     if (!info) return undefined;
@@ -79,7 +79,9 @@ export class FolderMembers {
       return known;
     }
     const readAt = BigInt(Date.now()) * 1_000_000n;
-    const names = new Set(readdirSync(file).filter(isListedName));
+    const listed = missingAsUndefined(() => readdirSync(file!));
+    if (!listed) return undefined;
+    const names = new Set(listed.filter(isListedName));
     const changed = info.mtimeNs > info.ctimeNs ? info.mtimeNs : info.ctimeNs;
     const margin = changed % SECOND_NS === 0n ? COARSE_MARGIN_NS : FINE_MARGIN_NS;
     const folder: Folder = { key, trusted: readAt - changed > margin, names, ...(known?.snapshot ? { snapshot: known.snapshot } : {}) };

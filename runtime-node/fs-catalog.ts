@@ -178,7 +178,7 @@ export class FileCatalog {
         if (!bytes && !last) return undefined;
         if (bytes) applyLines(bytes, latest);
       }
-      const present = this.#boundary.folder(dir, "read") === "missing" ? new Set<string>() : this.#members.names(dir, this.#keys.file(dir));
+      const present = this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
       const entries: CatalogEntry[] = [];
       for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
       for (const { name, meta } of snapshot.page(page, (name) => present.has(name) && !latest.has(name))) entries.push({ name, meta });

@@ -16,8 +16,9 @@ import { registry } from "../support/session.ts";
 import { withoutCatalog } from "../support/without-catalog.ts";
 import { user } from "../session/support.ts";
 
-/** Bytes `readSync` read, per file descriptor (what a page reads of the snapshot). */
+/** Bytes `readSync` read, per file descriptor (what a page reads of the snapshot); `lstat` of one folder answered with frozen times. */
 const reads = vi.hoisted(() => ({ bytes: new Map<number, number>() }));
+const frozen = vi.hoisted(() => ({ folder: undefined as string | undefined, changedAgoMs: 0, stats: undefined as unknown }));
 
 vi.mock("node:fs", async (importOriginal) => {
   const real = await importOriginal<typeof import("node:fs")>();
@@ -28,6 +29,16 @@ vi.mock("node:fs", async (importOriginal) => {
       reads.bytes.set(fd, (reads.bytes.get(fd) ?? 0) + read);
       return read;
     }) as typeof real.readSync,
+    // The folder's times as they were when frozen, changed `changedAgoMs` before now: a change made since does not show.
+    lstatSync: ((path: string, options?: { bigint?: boolean }) => {
+      const info = real.lstatSync(path, options as never);
+      if (path !== frozen.folder || !options?.bigint) return info;
+      if (!frozen.stats) {
+        const changed = (BigInt(Date.now()) - BigInt(frozen.changedAgoMs)) * 1_000_000n + 123n;
+        frozen.stats = Object.assign(Object.create(Object.getPrototypeOf(info) as object) as object, info, { mtimeNs: changed, ctimeNs: changed });
+      }
+      return frozen.stats;
+    }) as typeof real.lstatSync,
   };
 });
 
@@ -42,6 +53,7 @@ beforeEach(async () => {
   sessions = registry(storage);
 });
 afterEach(async () => {
+  Object.assign(frozen, { folder: undefined, changedAgoMs: 0, stats: undefined });
   await rm(root, { recursive: true, force: true });
 });
 
@@ -123,6 +135,29 @@ describe("files catalog pages", () => {
     expect(now).not.toContain("s151");
     expect(await paged(50)).toEqual(now);
     expect(await paged(50, registry(new NodeFileStorage({ root, fsync: false })))).toEqual(now);
+    // A place whose folder is gone has no sessions, whatever its catalog and the handle remember.
+    await rm(folder("sessions"), { recursive: true });
+    expect(await paged(50)).toEqual([]);
+  });
+
+  test("a handle reads the folder's names again unless its reading was taken well after the folder's last change (git's racy rule)", async () => {
+    await writeSessions(20);
+    await sessions.rebuildCatalog();
+    const ids = async () => (await sessions.list({ agentId: "a1", workspaceId: "w1", limit: 50 })).map((m) => m.session_id).sort();
+    // Times that say the folder changed no earlier than the reading (here a minute ahead, so that
+    // no stall of this machine can make them old): the reading is not trusted, so a change that
+    // leaves the times as they were (one in the same clock tick) is still seen.
+    Object.assign(frozen, { folder: folder("sessions"), changedAgoMs: -60_000 });
+    expect(await ids()).toHaveLength(20);
+    await writeSessions(1, 100);
+    expect(await ids()).toContain("s100");
+    // Times a second old when read: the reading is trusted while they stay, and read again once they change.
+    Object.assign(frozen, { changedAgoMs: 1000, stats: undefined });
+    expect(await ids()).toHaveLength(21);
+    await writeSessions(1, 101);
+    expect(await ids()).not.toContain("s101");
+    Object.assign(frozen, { folder: undefined, stats: undefined });
+    expect(await ids()).toContain("s101");
   });
 
   test("a page reads the log and the snapshot's first lines, and a cursor's page its place by bisection, not the whole snapshot", async () => {
