@@ -90,7 +90,7 @@ export function lineNames(bytes: Uint8Array): Set<string> {
   for (let start = 0; start < buffer.length;) {
     const newline = buffer.indexOf(NEWLINE, start);
     const end = newline === -1 ? buffer.length : newline;
-    const name = end > start ? writtenName(buffer, start, end) ?? parseLine(buffer.toString("utf8", start, end))?.name : undefined;
+    const name = end > start ? nameOf(buffer, start, end, newline !== -1) : undefined;
     if (name !== undefined) names.add(name);
     start = end + 1;
   }
@@ -98,6 +98,11 @@ export function lineNames(bytes: Uint8Array): Set<string> {
 }
 
 const NAME_PREFIX_BYTES = Buffer.from(NAME_PREFIX);
+
+/** The name of the line `buffer[start, end)`; a last line without its newline (a torn tail) only if it parses whole. */
+function nameOf(buffer: Buffer, start: number, end: number, ended: boolean): string | undefined {
+  return (ended ? writtenName(buffer, start, end) : undefined) ?? parseLine(buffer.toString("utf8", start, end))?.name;
+}
 
 /** The name of the line `buffer[start, end)` read from its bytes when it is as this store writes it (`{"name":"<listed name>",…}`: a listed name needs no escape), else `undefined`: parse the line. */
 function writtenName(buffer: Buffer, start: number, end: number): string | undefined {
@@ -143,7 +148,7 @@ export function mergedSnapshot(snapshot: Uint8Array | undefined, updates: Readon
   for (let start = headerEnd + 1; start < buffer.length;) {
     const newline = buffer.indexOf(NEWLINE, start);
     const end = newline === -1 ? buffer.length : newline;
-    const name = end > start ? writtenName(buffer, start, end) ?? parseLine(buffer.toString("utf8", start, end))?.name : undefined;
+    const name = end > start ? nameOf(buffer, start, end, newline !== -1) : undefined;
     if (name !== undefined && !updates.has(name) && present.has(name) && !kept.has(name)) {
       kept.add(name);
       if (next < fresh.length) {

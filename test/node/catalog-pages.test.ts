@@ -229,6 +229,11 @@ describe("files catalog pages", () => {
     // A machine crash after the snapshot's rename lost its unflushed end (cut inside a line), or all of it.
     await truncate(snapshotFile(), Math.floor((await stat(snapshotFile())).size * 0.6) + 7);
     await checkPages("snapshot torn");
+    // Torn one byte before a line's end: what is left ends with "}" as a whole line does, but does not parse.
+    const text = await readFile(snapshotFile(), "utf8");
+    await truncate(snapshotFile(), text.lastIndexOf("}}\n", text.length - 2) + 1);
+    expect((await readFile(snapshotFile(), "utf8")).endsWith("}")).toBe(true);
+    await checkPages("snapshot torn inside its last line");
     await truncate(snapshotFile(), 0);
     await checkPages("snapshot empty");
     // The next rebuild writes it whole again.
