@@ -1,4 +1,4 @@
-import type { CatalogListing, CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../core/mod.ts";
+import type { CatalogListing, CatalogPage, CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../core/mod.ts";
 
 /** Options of {@linkcode PageStorage}. */
 export interface PageStorageOptions {
@@ -42,9 +42,9 @@ export class PageStorage implements StoragePort {
     }
   }
 
-  /** The inner storage's catalog, `undefined` when it keeps none. */
-  readCatalog(dir: string): Promise<CatalogListing | undefined> {
-    return this.inner.readCatalog ? this.inner.readCatalog(dir) : Promise.resolve(undefined);
+  /** The inner storage's catalog (with `page`, that page's part where it answers pages), `undefined` when it keeps none. */
+  readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
+    return this.inner.readCatalog ? this.inner.readCatalog(dir, page) : Promise.resolve(undefined);
   }
 
   /** Rebuilds the inner storage's catalog of `dir` (`0` when it keeps none). */

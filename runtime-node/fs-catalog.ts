@@ -1,8 +1,9 @@
 /**
  * The catalog of a Node file store (docs/FORMAT.md "The catalog"): per workspace and place,
- * `catalog/<place>.jsonl` (a compacted snapshot, one line per session) and
- * `catalog/<place>.log.jsonl`, where every write of a session's `meta.json` appends one line
- * (`{"name", "meta"}`), so a listing of 10⁴ sessions reads a few files, not 10⁴.
+ * `catalog/<place>.jsonl` (a compacted snapshot, one line per session, sorted as a listing
+ * is: `fs-catalog-snapshot.ts`) and `catalog/<place>.log.jsonl`, where every write of a
+ * session's `meta.json` appends one line (`{"name", "meta"}`), so a listing of 10⁴ sessions
+ * reads a few files, not 10⁴, and a page of one reads the log and the snapshot's first lines.
  *
  * - **No flush, no read before the write.** A line is one `write` on an `O_APPEND` file, so
  *   writers of different sessions (other processes included) never lose each other's lines;
@@ -12,7 +13,10 @@
  *   writes are ordered by its writer lock, so its last line is its newest.
  * - **Membership from the folder.** A line of a session whose folder is gone (deleted,
  *   archived) is ignored; a folder without a line is reported `unlisted` (its `meta.json` is read).
- * - **Compaction** once the log outgrows the snapshot (and 256 KiB): under
+ * - **Pages** (`CatalogPage`): the log (kept small) is read whole, the snapshot from its start
+ *   or from the cursor's place, found by bisection; membership from the folder's names, which
+ *   a handle reads again only when the folder changed (`fs-catalog-members.ts`).
+ * - **Compaction** once the log passes 64 KiB: under
  *   `catalog/<place>.compacting` (created exclusively; taken over after a minute), the log is
  *   renamed aside first, then merged into a new snapshot, then removed. A writer that
  *   appended to the renamed log after it was read sees, right after its write, that the
@@ -22,17 +26,31 @@
  */
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, isListedName, StorageError } from "../core/mod.ts";
+import {
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  type CatalogPage,
+  cataloguedFolder,
+  cataloguedPath,
+  isListedName,
+  StorageError,
+} from "../core/mod.ts";
 import { parentPath } from "../core/internal.ts";
 import { APPEND_FLAGS, READ_FLAGS, type StoreBoundary } from "./fs-boundary.ts";
+import { FolderMembers, identityOf } from "./fs-catalog-members.ts";
+import { applyLines, lineNames, mergedSnapshot, snapshotBytes, SortedSnapshot } from "./fs-catalog-snapshot.ts";
 import { bestEffort, errno, missingAsUndefined } from "./fs-errors.ts";
 import { fill, readWhole, tempBeside, writeAll } from "./fs-io.ts";
 import type { StoreKeys } from "./fs-keys.ts";
 
-/** The log is compacted once it is larger than the snapshot and than this. */
-const COMPACT_FLOOR = 256 * 1024;
+/**
+ * The log is compacted once it is larger than this: a page reads the whole log, so it stays
+ * small (a few hundred lines); a compaction copies the snapshot's lines without parsing them.
+ */
+const LOG_LIMIT = 64 * 1024;
 /** How often (in log bytes) a writer looks at whether the log is due for compaction. */
-const COMPACT_CHECK_STEP = 64 * 1024;
+const COMPACT_CHECK_STEP = 16 * 1024;
 /** A compaction lock older than this was left by a compactor that died. */
 const STALE_COMPACTION_MS = 60_000;
 /** How long a rebuild waits for a running compaction of the same catalog. */
@@ -58,13 +76,13 @@ function catalogFiles(dir: string): CatalogFiles {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** The catalog of one Node store (see the module doc). Every method is synchronous, as the store's I/O is. */
 export class FileCatalog {
   readonly #boundary: StoreBoundary;
   readonly #keys: StoreKeys;
   readonly #ensureFolder: (dir: string) => void;
+  readonly #members = new FolderMembers();
 
   constructor(boundary: StoreBoundary, keys: StoreKeys, ensureFolder: (dir: string) => void) {
     this.#boundary = boundary;
@@ -89,11 +107,16 @@ export class FileCatalog {
     });
   }
 
-  /** The catalog of the folder of sessions `dir`; `undefined` when `dir` is not one. */
-  read(dir: string): CatalogListing | undefined {
+  /**
+   * The catalog of the folder of sessions `dir`; `undefined` when `dir` is not one. With
+   * `page`, the entries that page needs (`paged`) where the snapshot is sorted: the log's, and
+   * the snapshot's first ones after the cursor.
+   */
+  read(dir: string, page?: CatalogPage): CatalogListing | undefined {
     if (!cataloguedFolder(`${dir}/x`)) return undefined;
     // A compaction may set a file aside or remove it between the folder listing and its read:
     // read again once, then let whatever is still missing be read from its meta.json.
+    if (page) return this.#readPage(dir, page, false) ?? this.#readPage(dir, page, true)!;
     return this.#readOnce(dir, false) ?? this.#readOnce(dir, true)!;
   }
 
@@ -113,7 +136,7 @@ export class FileCatalog {
         if (bytes) latest.set(name, catalogDocument(bytes) ?? null);
       }
       // A place without sessions keeps no catalog files.
-      if (latest.size > 0) this.#writeSnapshot(files, latest);
+      if (latest.size > 0) this.#writeSnapshot(files, snapshotBytes(latest));
       else missingAsUndefined(() => unlinkSync(this.#keys.file(files.snapshot)));
       for (const file of merged) bestEffort(() => unlinkSync(this.#keys.file(file)));
       return latest.size;
@@ -137,6 +160,34 @@ export class FileCatalog {
       else unlisted.push(name);
     }
     return { entries, unlisted };
+  }
+
+  /** {@linkcode FileCatalog.read} of a page from a sorted snapshot; `undefined` to read again (see `read`). */
+  #readPage(dir: string, page: CatalogPage, last: boolean): CatalogListing | undefined {
+    const files = catalogFiles(dir);
+    const paths = this.#catalogFiles(files);
+    const opened = paths[0] === files.snapshot ? this.#boundary.open(files.snapshot, this.#keys.file(files.snapshot), READ_FLAGS, "read") : undefined;
+    if (!opened) return this.#readOnce(dir, last);
+    try {
+      const snapshot = SortedSnapshot.of(opened.fd, opened.info.size);
+      // A snapshot a version before catalog version 2 wrote is read whole, until the next compaction sorts it.
+      if (!snapshot) return this.#readOnce(dir, last);
+      const latest = new Map<string, unknown>();
+      for (const file of paths.slice(1)) {
+        const bytes = this.#readFile(file);
+        if (!bytes && !last) return undefined;
+        if (bytes) applyLines(bytes, latest);
+      }
+      const present = this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
+      const entries: CatalogEntry[] = [];
+      for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
+      for (const { name, meta } of snapshot.page(page, (name) => present.has(name) && !latest.has(name))) entries.push({ name, meta });
+      const readNames = () => lineNames(readWhole(opened.fd, opened.info.size, MAX_CATALOG_FILE, (size) => tooLarge(files.snapshot, size)));
+      const unlisted = this.#members.withoutLine(dir, identityOf(fstatSync(opened.fd, { bigint: true })), readNames).filter((name) => !latest.has(name));
+      return { entries, unlisted, paged: true };
+    } finally {
+      closeSync(opened.fd);
+    }
   }
 
   /** The catalog's files of one place, in the order their lines apply: snapshot, logs set aside (oldest first), log. */
@@ -166,7 +217,7 @@ export class FileCatalog {
     const opened = this.#boundary.open(path, file, READ_FLAGS, "read");
     if (!opened) return undefined;
     try {
-      return readWhole(opened.fd, opened.info.size, MAX_CATALOG_FILE, (size) => new Error(`${path}: a catalog file of ${size} bytes is over the limit`));
+      return readWhole(opened.fd, opened.info.size, MAX_CATALOG_FILE, (size) => tooLarge(path, size));
     } finally {
       closeSync(opened.fd);
     }
@@ -202,18 +253,15 @@ export class FileCatalog {
   }
 
   #compactIfDue(dir: string, files: CatalogFiles, logSize: number): void {
-    const snapshot = missingAsUndefined(() => lstatSync(this.#keys.file(files.snapshot)))?.size ?? 0;
-    if (logSize <= Math.max(COMPACT_FLOOR, snapshot)) return;
+    if (logSize <= LOG_LIMIT) return;
     this.#underLock(files, () => {
       const merged = this.#setLogAside(files);
-      const latest = new Map<string, unknown>();
-      for (const file of [files.snapshot, ...merged]) {
+      const updates = new Map<string, unknown>();
+      for (const file of merged) {
         const bytes = this.#readFile(file);
-        if (bytes) applyLines(bytes, latest);
+        if (bytes) applyLines(bytes, updates);
       }
-      const present = new Set(this.#names(dir));
-      for (const name of [...latest.keys()]) if (!present.has(name)) latest.delete(name);
-      this.#writeSnapshot(files, latest);
+      this.#writeSnapshot(files, mergedSnapshot(this.#readFile(files.snapshot), updates, new Set(this.#names(dir))));
       for (const file of merged) bestEffort(() => unlinkSync(this.#keys.file(file)));
     });
   }
@@ -225,15 +273,12 @@ export class FileCatalog {
     return this.#catalogFiles(files).filter((file) => file !== files.snapshot && file !== files.log);
   }
 
-  /** Writes the snapshot whole (temp file, rename; no flush), newest activity first. */
-  #writeSnapshot(files: CatalogFiles, latest: Map<string, unknown>): void {
-    const lines = [...latest].map(([name, meta]) => ({ name, meta, at: updatedAt(meta) }));
-    lines.sort((a, b) => (a.at === b.at ? 0 : a.at > b.at ? -1 : 1));
-    const text = lines.map(({ name, meta }) => `${JSON.stringify({ name, meta })}\n`).join("");
+  /** Writes the snapshot whole (temp file, rename; no flush). */
+  #writeSnapshot(files: CatalogFiles, bytes: Uint8Array): void {
     this.#ensureFolder(files.folder);
     const target = this.#keys.file(files.snapshot);
     const temp = tempBeside(target);
-    fill(openSync(temp, "wx", 0o600), encoder.encode(text), false);
+    fill(openSync(temp, "wx", 0o600), bytes, false);
     try {
       renameSync(temp, target);
     } catch (error) {
@@ -275,20 +320,4 @@ export class FileCatalog {
   }
 }
 
-/** Applies a catalog file's lines to `latest` (name → meta), in order; a line that is not one (a torn tail) is skipped. */
-function applyLines(bytes: Uint8Array, latest: Map<string, unknown>): void {
-  for (const text of decoder.decode(bytes).split("\n")) {
-    if (text === "") continue;
-    try {
-      const line = JSON.parse(text) as { name?: unknown; meta?: unknown };
-      if (typeof line.name === "string") latest.set(line.name, line.meta);
-    } catch {
-      // A torn or foreign line: the sessions it named are read from their meta.json.
-    }
-  }
-}
-
-function updatedAt(meta: unknown): string {
-  const at = (meta as { updated_at?: unknown } | null)?.updated_at;
-  return typeof at === "string" ? at : "";
-}
+const tooLarge = (path: string, size: number) => new Error(`${path}: a catalog file of ${size} bytes is over the limit`);

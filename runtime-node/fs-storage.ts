@@ -10,6 +10,7 @@ import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, o
 import { dirname, isAbsolute, resolve } from "node:path";
 import {
   type CatalogListing,
+  type CatalogPage,
   type FileTail,
   formatBytes,
   InvalidInputError,
@@ -385,9 +386,9 @@ export class NodeFileStorage implements StoragePort {
     });
   }
 
-  /** The catalog of a folder of sessions: a few files per workspace, never every meta.json (`fs-catalog.ts`). */
-  readCatalog(dir: string): Promise<CatalogListing | undefined> {
-    return this.#withFile("readCatalog", dir, () => this.#catalog.read(dir));
+  /** The catalog of a folder of sessions: a few files per workspace, never every meta.json; with `page`, that page's part of them (`fs-catalog.ts`). */
+  readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
+    return this.#withFile("readCatalog", dir, () => this.#catalog.read(dir, page));
   }
 
   /** Rebuilds the catalog of a folder of sessions from every meta.json; writers meanwhile lose nothing. */

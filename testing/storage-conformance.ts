@@ -880,6 +880,60 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
       });
     });
 
+    describe("catalog pages (optional: readCatalog with a CatalogPage)", () => {
+      const dir = "agents/a1/workspaces/w1/sessions";
+      /** Session `s<i>` last active at a time three sessions share (ties go by name). */
+      const meta = (i: number, second: number) =>
+        utf8(JSON.stringify({
+          schema_version: 1,
+          session_id: `s${i}`,
+          agent_id: "a1",
+          workspace_id: "w1",
+          created_at: "2026-12-02T12:00:00.000Z",
+          updated_at: new Date(Date.parse("2026-12-02T12:00:00.000Z") + second * 1000).toISOString(),
+          message_count: 0,
+          history_bytes: 0,
+          revision: i,
+        }));
+      const at = (entry: { meta: unknown }) => (entry.meta as { updated_at: string }).updated_at;
+      /** The listing's order: newest `updated_at` first, then by name. */
+      const order = (a: { name: string; meta: unknown }, b: { name: string; meta: unknown }) =>
+        at(a) === at(b) ? (a.name < b.name ? -1 : 1) : at(a) > at(b) ? -1 : 1;
+
+      test(
+        "a page's entries hold the first `limit` sessions after the cursor, in the listing's order, before and after a rebuild, with newer writes",
+        async (storage, _target, context) => {
+          if (!storage.readCatalog) return context.skip("this backend keeps no catalog");
+          for (let i = 0; i < 30; i++) await storage.replace(`${dir}/s${i}/meta.json`, meta(i, Math.floor(i / 3)));
+          const check = async (label: string) => {
+            const whole = await storage.readCatalog!(dir);
+            if (!whole) return context.skip("this backend keeps no catalog");
+            const expected = [...whole.entries].sort(order).map((e) => e.name);
+            for (const limit of [1, 4, 50]) {
+              for (const from of [-1, 0, 5, 6, 28]) {
+                const after = from < 0 ? undefined : { updatedAt: at(whole.entries.find((e) => e.name === expected[from])!), name: expected[from]! };
+                const page = await storage.readCatalog!(dir, { limit, ...(after ? { after } : {}) });
+                const names = [...page!.entries].sort(order).filter((e) =>
+                  !after || at(e) < after.updatedAt || (at(e) === after.updatedAt && e.name > after.name)
+                )
+                  .map((e) => e.name);
+                expect(names.slice(0, limit), `${label}: limit ${limit} after #${from}`).toEqual(expected.slice(from + 1, from + 1 + limit));
+                expect(page!.unlisted).toEqual([]);
+              }
+            }
+          };
+          await check("as written");
+          await storage.rebuildCatalog?.(dir);
+          await check("rebuilt");
+          // Newer writes of a few sessions (now the newest) and a removed session.
+          for (const i of [2, 17, 29]) await storage.replace(`${dir}/s${i}/meta.json`, meta(i, 100 + i));
+          await storage.remove(`${dir}/s8`);
+          await check("written since the rebuild");
+          expect((await storage.readCatalog!(dir, { limit: 3 }))!.entries.map((e) => e.name)).not.toContain("s8");
+        },
+      );
+    });
+
     describe("a second handle onto the same store", () => {
       test("sees writes made through the first handle, and the other way round", async (storage, target, context) => {
         const other = await reopened(target, context);

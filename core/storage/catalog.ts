@@ -27,8 +27,9 @@ export interface CatalogEntry {
  * A page a listing asks {@linkcode StoragePort.readCatalog} for: the first `limit` sessions by
  * last activity (`updated_at` newest first, then by folder name) after `after`, if given: those
  * active before `after.updatedAt`, or as recently with a folder name above `after.name`. A
- * backend with an index by activity answers only that page (`CatalogListing.paged`); any
- * other may answer with every entry.
+ * backend that keeps its catalog in that order (PostgreSQL's index, the sorted snapshot on
+ * files) answers with what that page needs (`CatalogListing.paged`); any other may answer
+ * with every entry. Either way the caller sorts and cuts.
  */
 export interface CatalogPage {
   readonly limit: number;
@@ -45,7 +46,11 @@ export interface CatalogListing {
    * without transactions): the caller reads their `meta.json`.
    */
   readonly unlisted: readonly string[];
-  /** `true` when `entries` holds only the page asked for (see {@linkcode CatalogPage}). */
+  /**
+   * `true` when `entries` holds only what the page asked for needs (see {@linkcode CatalogPage}):
+   * at least its sessions that have an entry, maybe a few more (on files, every entry of the
+   * log), never every entry of a large catalog.
+   */
   readonly paged?: boolean;
 }
 

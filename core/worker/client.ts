@@ -8,7 +8,7 @@
  */
 import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
-import type { CatalogListing } from "../storage/catalog.ts";
+import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
@@ -142,9 +142,9 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     return this.#call(() => this.#remote.applyCommitPlan(moved.length > 0 ? this.#link.comlink.transfer(plan, moved) : plan));
   }
 
-  /** The catalog of `dir` as the worker's store keeps it; `undefined` when it keeps none. */
-  readCatalog(dir: string): Promise<CatalogListing | undefined> {
-    return this.#call(() => this.#remote.readCatalog(dir));
+  /** The catalog of `dir` (with `page`, that page's part where the store answers pages) as the worker's store keeps it; `undefined` when it keeps none. */
+  readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
+    return this.#call(() => this.#remote.readCatalog(dir, page));
   }
 
   /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */

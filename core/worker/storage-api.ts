@@ -73,7 +73,7 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     move: (from, to) => opened().move(from, to),
     applyCommitPlan: (plan) => applyCommitPlanByCalls(opened(), plan),
     // `undefined` / 0 where the store keeps no catalog: the host then reads every meta.json.
-    readCatalog: async (dir) => await opened().readCatalog?.(dir),
+    readCatalog: async (dir, page) => await opened().readCatalog?.(dir, page),
     rebuildCatalog: async (dir) => (await opened().rebuildCatalog?.(dir)) ?? 0,
     pinFile: async (path) => {
       await opened().pinFile?.(path);

@@ -149,21 +149,26 @@ describe("files catalog", () => {
     expect(counted.reads()).toBe(1); // s1, whose line went with the file set aside, from its meta.json
   });
 
-  test("compaction: once the log outgrows the snapshot it becomes the snapshot, every session kept", async () => {
+  test("compaction: once the log passes 64 KiB it is merged into the snapshot, sorted as a listing is, every session kept", async () => {
     const many = 20;
-    const rounds = 12;
+    const rounds = 4;
     const handles = [];
     for (let i = 0; i < many; i++) handles.push(await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: `s${i}`, title: "x".repeat(1500) }));
-    // ~1.8 KB a line: 240 commits pass the 256 KiB floor and the check at 320 KiB.
+    // ~1.8 KB a line: 80 commits pass 64 KiB and the check at 80 KiB.
     for (let round = 0; round < rounds; round++) for (const handle of handles) await handle.append(user(`round ${round}`));
     const names = await readdir(catalogFolder());
     expect(names).toContain("sessions.jsonl");
     const log = await stat(join(catalogFolder(), "sessions.log.jsonl")).catch(() => undefined);
-    expect(log?.size ?? 0).toBeLessThan(256 * 1024);
-    const snapshot = (await readFile(join(catalogFolder(), "sessions.jsonl"), "utf8")).trim().split("\n");
-    expect(new Set(snapshot.map((text) => (JSON.parse(text) as { name: string }).name)).size).toBe(snapshot.length);
+    expect(log?.size ?? 0).toBeLessThan(64 * 1024);
+    const [header, ...snapshot] = (await readFile(join(catalogFolder(), "sessions.jsonl"), "utf8")).trim().split("\n");
+    expect(header).toBe('{"catalog":2,"order":"updated_at desc, name"}');
     const metas = await sessions.list();
     expect(metas).toHaveLength(many);
     for (const meta of metas) expect(meta.message_count).toBe(rounds);
+    // One line per session; in the listing's order unless the log holds a newer one.
+    const lines = snapshot.map((text) => JSON.parse(text) as { name: string; meta: { updated_at: string } });
+    expect(new Set(lines.map((line) => line.name)).size).toBe(lines.length);
+    const times = lines.map((line) => line.meta.updated_at);
+    expect(times).toEqual([...times].sort().reverse());
   });
 });

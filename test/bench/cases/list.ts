@@ -9,8 +9,8 @@
  *   against 10² sessions. Target ≤ 1.5.
  *
  * Fixtures are written directly as the format's files (each session's `meta.json`, and on
- * files the workspace's compacted catalog, `catalog/sessions.jsonl`, as a compaction leaves
- * it), not through 10⁵ commits: building is not what is measured. Files are read on the
+ * files the workspace's compacted catalog, `catalog/sessions.jsonl`, sorted under its header
+ * as a compaction leaves it), not through 10⁵ commits: building is not what is measured. Files are read on the
  * calling thread (as the CLI's `ls` does); PostgreSQL on a server this case starts.
  *
  * @module
@@ -19,6 +19,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { catalogDocument, Sessions } from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
+import { SNAPSHOT_HEADER } from "../../../runtime-node/fs-catalog-snapshot.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
@@ -79,10 +80,11 @@ async function writeFilesFixture(root: string, n: number): Promise<void> {
     );
   }
   await mkdir(join(workspace, "catalog"), { recursive: true, mode: 0o700 });
-  // What a compaction leaves: the snapshot, newest activity first (docs/FORMAT.md "The catalog").
+  // What a compaction leaves: the sorted snapshot of catalog version 2, its header, then newest
+  // activity first (docs/FORMAT.md "The catalog").
   await writeFile(
     join(workspace, "catalog", "sessions.jsonl"),
-    lines.join(""),
+    `${SNAPSHOT_HEADER}\n${lines.join("")}`,
     { mode: 0o600 },
   );
 }
