@@ -287,11 +287,11 @@ export class IndexedDbStorage implements StoragePort {
   }
 
   /**
-   * The catalog of a folder of sessions: one `getAll` over its records (the snapshot and the
-   * session records changed since), kept by every write of a `meta.json` in that write's
-   * transaction (`indexeddb-catalog.ts`). A listing that finds many session records folds
-   * them into the snapshot, in one `readwrite` transaction. A store written before the
-   * catalog gets its records once, on its first listing.
+   * The catalog of a folder of sessions: its snapshot and the session records changed since,
+   * kept by every write of a `meta.json` in that write's transaction (`indexeddb-catalog.ts`),
+   * read in one `readonly` transaction. A listing that finds many session records folds them
+   * into the next snapshot, in one `readwrite` transaction. A store written before this layout
+   * is caught up from its files once, on its first listing.
    */
   async readCatalog(dir: string): Promise<CatalogListing | undefined> {
     assertStoragePath(dir);
