@@ -1,84 +1,199 @@
 /**
- * The catalog of `IndexedDbStorage` (docs/FORMAT.md "The catalog"): one record per session
- * folder (`indexeddb-records.ts`), kept by the steps here inside the transaction of the
- * write that changes it, so a record and its `meta.json` never disagree; a listing is one
- * `getAll` over the records of a folder of sessions.
+ * The catalog of `IndexedDbStorage` (docs/FORMAT.md "The catalog"): per folder of sessions,
+ * a snapshot record and one record per session changed since it, in numbered generations
+ * (`indexeddb-records.ts`), kept by the steps here inside the transaction of the write that
+ * changes them, so a record and its `meta.json` never disagree. A listing reads the snapshot
+ * and its generation's session records. IndexedDB costs per record far more than per byte
+ * (10⁴ records of 300 bytes take ten times as long to read as one of 3 MB), so a listing
+ * that finds many session records folds them into the next generation's snapshot, in a
+ * transaction of its own.
  *
  * @module
  */
 import { promisifyRequest } from "idb-keyval";
-import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedPath } from "../core/mod.ts";
-import { concatBytes, parentPath } from "../core/internal.ts";
+import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, StorageError } from "../core/mod.ts";
+import { concatBytes } from "../core/internal.ts";
 import {
+  allCatalog,
   allHeaders,
   CATALOG_COMPLETE,
+  CATALOG_COMPLETE_BEFORE_SNAPSHOTS,
   catalogBelow,
-  catalogKey,
+  catalogChanges,
   type CatalogRecord,
+  catalogRecordKey,
+  catalogSnapshotKey,
+  catalogSnapshots,
   chunksOf,
-  type FileHeader,
+  generationOf,
   headersBelow,
   movedCatalog,
 } from "./indexeddb-records.ts";
 import { moveRange, readHeader } from "./indexeddb-requests.ts";
 
-/** After `path` was written with `bytes` (same transaction): a session's `meta.json` gets its folder's record. */
-export function catalogWritten(store: IDBObjectStore, path: string, bytes: Uint8Array): void {
-  if (cataloguedPath(path)) store.put({ meta: catalogDocument(bytes) ?? null } satisfies CatalogRecord, catalogKey(parentPath(path)));
+/** The record of a session folder removed or moved away: its folder's snapshot may still hold it. */
+const GONE: CatalogRecord = { gone: true };
+
+/**
+ * A listing folds the session records into the snapshot once there are this many, and at
+ * least an eighth as many as the snapshot's entries: reading them then costs about what
+ * reading the snapshot does, and a fold (a listing and a write of the snapshot) is paid once
+ * per that many changes.
+ */
+const FOLD_AFTER = 128;
+
+/** After `path` was written with `bytes` (same transaction): a session's `meta.json` gets its record. */
+export async function catalogWritten(store: IDBObjectStore, path: string, bytes: Uint8Array): Promise<void> {
+  const at = cataloguedPath(path);
+  if (at) await putRecord(store, at.dir, at.name, { meta: catalogDocument(bytes) ?? null });
 }
 
-/** With the removal of `path` (same transaction): the records of the session folders at or below it go too. */
-export function catalogRemoved(store: IDBObjectStore, path: string): void {
-  store.delete(catalogKey(path));
+/** With the removal of `path` (same transaction): a session folder is gone from its catalog; the catalogs below `path` go too. */
+export async function catalogRemoved(store: IDBObjectStore, path: string): Promise<void> {
   store.delete(catalogBelow(path));
-}
-
-/** With the move of `from` to `to` (same transaction): the records of the session folders at or below it move too. */
-export async function catalogMoved(store: IDBObjectStore, from: string, to: string): Promise<void> {
-  const rename = movedCatalog(from, to);
-  await moveRange(store, catalogKey(from), rename);
-  await moveRange(store, catalogBelow(from), rename);
-}
-
-/** Whether every session of the store has its record (a store written before the catalog does not, until {@linkcode catchUpCatalog}). */
-export async function catalogComplete(store: IDBObjectStore): Promise<boolean> {
-  return (await promisifyRequest(store.getKey(CATALOG_COMPLETE))) !== undefined;
-}
-
-/** The records of the folder of sessions `dir`: one request for the keys, one for the values. */
-export async function readCatalogRecords(store: IDBObjectStore, dir: string): Promise<CatalogListing> {
-  const range = catalogBelow(dir);
-  const [keys, records] = await Promise.all([
-    promisifyRequest(store.getAllKeys(range)),
-    promisifyRequest(store.getAll(range) as IDBRequest<CatalogRecord[]>),
-  ]);
-  const skip = 1 + dir.length + 1;
-  const entries: CatalogEntry[] = [];
-  keys.forEach((key, i) => {
-    const name = (key as string).slice(skip);
-    if (!name.includes("/")) entries.push({ name, meta: records[i]!.meta ?? undefined });
-  });
-  return { entries, unlisted: [] };
+  const at = cataloguedFolder(path);
+  if (at) await putRecord(store, at.dir, at.name, GONE);
 }
 
 /**
- * Writes the record of every session `meta.json` at or below `dir` (`""`: the whole store)
- * from the file itself, after dropping the records there; with `dir` `""`, marks the store
- * complete. Resolves how many it wrote.
+ * With the move of `from` to `to` (same transaction, after the files moved): the catalogs
+ * below `from` move as they are; a session folder is gone from its old catalog, and its
+ * record at `to` is read from its `meta.json` (the snapshot that may hold it is not parsed).
+ */
+export async function catalogMoved(store: IDBObjectStore, from: string, to: string): Promise<void> {
+  await moveRange(store, catalogBelow(from), movedCatalog(from, to));
+  const old = cataloguedFolder(from);
+  if (old) await putRecord(store, old.dir, old.name, GONE);
+  if (cataloguedFolder(to)) await catalogFromFile(store, `${to}/meta.json`);
+}
+
+/** Whether every session of the store is catalogued in this layout (not before {@linkcode rebuildCatalogRecords} of `""`). */
+export async function catalogComplete(store: IDBObjectStore): Promise<boolean> {
+  const [complete, before] = await Promise.all([
+    promisifyRequest(store.getKey(CATALOG_COMPLETE)),
+    promisifyRequest(store.getKey(CATALOG_COMPLETE_BEFORE_SNAPSHOTS)),
+  ]);
+  // A version before the snapshots that caught the store up wrote records this one does not read.
+  return complete !== undefined && before === undefined;
+}
+
+/** The catalog of a folder of sessions as read: its listing, and whether a listing should fold it. */
+export interface CatalogRead {
+  readonly listing: CatalogListing;
+  readonly foldDue: boolean;
+}
+
+/** The catalog of the folder of sessions `dir`: its snapshot, and the session records of its generation, which win. */
+export async function readCatalogRecords(store: IDBObjectStore, dir: string): Promise<CatalogRead> {
+  const snapshotKey = await promisifyRequest(store.getKey(catalogSnapshots(dir))) as string | undefined;
+  const gen = snapshotKey === undefined ? 0 : generationOf(snapshotKey);
+  const changes = catalogChanges(dir, gen);
+  const [text, keys, values] = await Promise.all([
+    snapshotKey === undefined ? undefined : promisifyRequest(store.get(snapshotKey)),
+    promisifyRequest(store.getAllKeys(changes)),
+    promisifyRequest(store.getAll(changes) as IDBRequest<unknown[]>),
+  ]);
+  const snapshot = text === undefined ? [] : parsedSnapshot(text, dir);
+  const skip = catalogRecordKey(dir, gen, "").length;
+  const changed = new Map<string, unknown>();
+  keys.forEach((key, i) => changed.set((key as string).slice(skip), values[i]));
+  const entries = changed.size === 0 ? snapshot : snapshot.filter((entry) => !changed.has(entry.name));
+  for (const [name, record] of changed) {
+    // A record that is not one (not an object) has no document: the core reads the file.
+    const value = record as Partial<{ meta: unknown; gone: boolean }> | null | undefined;
+    if (value?.gone !== true) entries.push({ name, meta: value?.meta ?? undefined });
+  }
+  return { listing: { entries, unlisted: [] }, foldDue: changed.size >= FOLD_AFTER && changed.size * 8 >= snapshot.length };
+}
+
+/** Folds the session records of `dir` into the next generation's snapshot (a `readwrite` transaction); resolves the listing. */
+export async function foldCatalogRecords(store: IDBObjectStore, dir: string): Promise<CatalogListing> {
+  const { listing } = await readCatalogRecords(store, dir);
+  return { entries: await writeSnapshot(store, dir, listing.entries), unlisted: [] };
+}
+
+/**
+ * Writes the catalog of every folder of sessions at or below `dir` (`""`: the whole store,
+ * then marked complete) from the `meta.json` files themselves, as one snapshot per folder.
+ * Resolves how many sessions it catalogued.
  */
 export async function rebuildCatalogRecords(store: IDBObjectStore, dir: string): Promise<number> {
-  if (dir !== "") catalogRemoved(store, dir);
+  const folders = new Map<string, CatalogEntry[]>(dir === "" ? [] : [[dir, []]]);
   const keys = (await promisifyRequest(store.getAllKeys(dir === "" ? allHeaders() : headersBelow(dir)))) as string[];
   let written = 0;
   for (const path of keys) {
     const at = cataloguedPath(path);
     if (!at || (dir !== "" && at.dir !== dir)) continue;
-    const header = await readHeader(store, path);
-    if (!header) continue;
-    const chunks = await promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>);
-    catalogWritten(store, path, concatBytes(chunks, (header satisfies FileHeader).size));
+    const bytes = await readFile(store, path);
+    if (!bytes) continue;
+    const entries = folders.get(at.dir) ?? [];
+    entries.push({ name: at.name, meta: catalogDocument(bytes) });
+    folders.set(at.dir, entries);
     written++;
   }
+  // What was catalogued there goes first (another generation, another layout's records).
+  store.delete(dir === "" ? allCatalog() : catalogBelow(dir));
   if (dir === "") store.put({ complete: true }, CATALOG_COMPLETE);
+  for (const [folder, entries] of folders) await writeSnapshot(store, folder, entries);
   return written;
+}
+
+/** Puts the record of session folder `name` in the current generation of the folder of sessions `dir`. */
+async function putRecord(store: IDBObjectStore, dir: string, name: string, record: CatalogRecord): Promise<void> {
+  const snapshotKey = await promisifyRequest(store.getKey(catalogSnapshots(dir))) as string | undefined;
+  store.put(record, catalogRecordKey(dir, snapshotKey === undefined ? 0 : generationOf(snapshotKey), name));
+}
+
+/**
+ * Makes `entries` the snapshot of the next generation of `dir` and deletes the current one
+ * (its snapshot and session records); resolves them in the snapshot's order.
+ */
+async function writeSnapshot(store: IDBObjectStore, dir: string, entries: readonly CatalogEntry[]): Promise<CatalogEntry[]> {
+  const snapshotKey = await promisifyRequest(store.getKey(catalogSnapshots(dir))) as string | undefined;
+  const gen = snapshotKey === undefined ? 0 : generationOf(snapshotKey);
+  // Newest activity first, the listing's order: the core's sort of a sorted list is one pass.
+  const sorted = [...entries].sort((a, b) => {
+    const [x, y] = [activityOf(a), activityOf(b)];
+    return x === y ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : x > y ? -1 : 1;
+  });
+  if (snapshotKey !== undefined) store.delete(snapshotKey);
+  store.delete(catalogChanges(dir, gen));
+  store.put(JSON.stringify(sorted), catalogSnapshotKey(dir, gen + 1));
+  return sorted;
+}
+
+/** The record of the session whose `meta.json` is `path`, from the file (`gone` when there is none). */
+async function catalogFromFile(store: IDBObjectStore, path: string): Promise<void> {
+  const at = cataloguedPath(path);
+  if (!at) return;
+  const bytes = await readFile(store, path);
+  await putRecord(store, at.dir, at.name, bytes ? { meta: catalogDocument(bytes) ?? null } : GONE);
+}
+
+/** The bytes of the file at `path`, `undefined` when there is none. */
+async function readFile(store: IDBObjectStore, path: string): Promise<Uint8Array | undefined> {
+  const header = await readHeader(store, path);
+  if (!header) return undefined;
+  const chunks = await promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>);
+  return concatBytes(chunks, header.size);
+}
+
+/** The entries of a snapshot record; a record that is not one is a `StorageError` (the core then reads every `meta.json`). */
+function parsedSnapshot(value: unknown, dir: string): CatalogEntry[] {
+  let entries: unknown;
+  try {
+    entries = typeof value === "string" ? JSON.parse(value) : undefined;
+  } catch {
+    // Reported below.
+  }
+  if (!Array.isArray(entries)) {
+    throw new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
+  }
+  return entries as CatalogEntry[];
+}
+
+/** An entry's `updated_at` for the snapshot's order (`""`, last, when it has none). */
+function activityOf(entry: CatalogEntry): string {
+  const at = (entry.meta as { updated_at?: unknown } | undefined)?.updated_at;
+  return typeof at === "string" ? at : "";
 }

@@ -9,10 +9,24 @@
  *   a `Uint8Array` of at most {@linkcode MAX_CHUNK_BYTES}. Chunks `0 … chunks-1` in
  *   order are the file's bytes.
  *
- * - **Catalog record** (docs/FORMAT.md "The catalog"), key = `"\u0001" + <session folder>`,
- *   value `{ meta }`: the listing fields of the folder's `meta.json`, written in the same
- *   transaction as the file, moved and removed with the folder. The key `"\u0001"` alone
- *   marks a store whose every session has its record (older stores are caught up once).
+ * - **Catalog** (docs/FORMAT.md "The catalog"), per folder of sessions, like the files'
+ *   snapshot and log, in numbered generations (`<gen>`: 12 digits, zero-padded):
+ *   - the **snapshot**, key = `"\u0001" + <folder of sessions> + "/\u0000" + <gen>`, value
+ *     the JSON text of its entries (`[{"name", "meta"}, …]`, newest activity first): one
+ *     record, so a listing of 10⁴ sessions reads one value, not 10⁴. At most one per folder;
+ *     none is generation 0, empty;
+ *   - a **session record**, key = `"\u0001" + <folder of sessions> + "/\u0001" + <gen> + "/"
+ *     + <session folder name>`, value `{ meta }` (the listing fields of the folder's
+ *     `meta.json`, written in the same transaction as the file) or `{ gone: true }` (the
+ *     folder was removed or moved away): what changed since the snapshot of its generation,
+ *     which it overrides.
+ *
+ *   A listing folds many session records into the next generation's snapshot and deletes
+ *   the old generation (`indexeddb-catalog.ts`): the deleted keys lie outside the range
+ *   every later read asks for, so nobody steps over them before the database compacts them.
+ *   The key `"\u0001\u0000"` marks a store whose every session is catalogued (older stores,
+ *   and one a version before the snapshots wrote its own catalog into, marked `"\u0001"`,
+ *   are caught up once).
  *
  * Paths never contain `\0` or `\u0001` (`assertStoragePath`), so every chunk and catalog
  * key sorts before every header key, and the chunks of one file form the exact key range
@@ -70,17 +84,30 @@ export const chunksBelow = (dir: string): IDBKeyRange => prefixRange(`\u0000${di
 /** Every header key (they are paths; chunk keys start with `\0`, catalog keys with `\u0001`). */
 export const allHeaders = (): IDBKeyRange => IDBKeyRange.lowerBound("\u0002");
 
-/** The catalog record of the session folder `dir`. */
-export const catalogKey = (dir: string): string => `\u0001${dir}`;
-/** The catalog records of every session folder below `dir` (a folder of sessions, or above). */
+/** The catalog records below `dir` (of a folder of sessions: its snapshot and its session records). */
 export const catalogBelow = (dir: string): IDBKeyRange => prefixRange(`\u0001${dir}/`);
-/** The record that says every session of the store has its catalog record. */
-export const CATALOG_COMPLETE = "\u0001";
+/** Every catalog record of the store, the marks included. */
+export const allCatalog = (): IDBKeyRange => prefixRange("\u0001");
+/** The snapshot of the folder of sessions `dir`, whatever its generation. */
+export const catalogSnapshots = (dir: string): IDBKeyRange => prefixRange(`\u0001${dir}/\u0000`);
+/** The key of the snapshot of generation `gen` of the folder of sessions `dir`. */
+export const catalogSnapshotKey = (dir: string, gen: number): string => `\u0001${dir}/\u0000${String(gen).padStart(12, "0")}`;
+/** The generation of a snapshot's key. */
+export const generationOf = (snapshotKey: string): number => Number(snapshotKey.slice(snapshotKey.lastIndexOf("\u0000") + 1));
+/** The session records of generation `gen` of the folder of sessions `dir`. */
+export const catalogChanges = (dir: string, gen: number): IDBKeyRange => prefixRange(`\u0001${dir}/\u0001${String(gen).padStart(12, "0")}/`);
+/** The key of the record of session folder `name` in generation `gen` of the folder of sessions `dir`. */
+export const catalogRecordKey = (dir: string, gen: number, name: string): string => `\u0001${dir}/\u0001${String(gen).padStart(12, "0")}/${name}`;
+/** The record that says every session of the store is catalogued in this layout. */
+export const CATALOG_COMPLETE = "\u0001\u0000";
+/** The record by which a version before the snapshots marked its own catalog complete. */
+export const CATALOG_COMPLETE_BEFORE_SNAPSHOTS = "\u0001";
 
-/** A catalog record: the listing fields of a session's `meta.json` (`null`: not a JSON object). */
-export interface CatalogRecord {
-  readonly meta: Record<string, unknown> | null;
-}
+/**
+ * A session record: the listing fields of a session's `meta.json` (`null`: not a JSON
+ * object), or `gone` when its folder was removed or moved away since the snapshot.
+ */
+export type CatalogRecord = { readonly meta: Record<string, unknown> | null } | { readonly gone: true };
 
 /** The catalog record key a moved catalog record has once its folder moved from `from` to `to`. */
 export const movedCatalog = (from: string, to: string) => (key: string): string => `\u0001${to}${key.slice(1 + from.length)}`;

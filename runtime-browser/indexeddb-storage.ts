@@ -40,7 +40,15 @@ import {
   type WriteOptions,
 } from "../core/mod.ts";
 import { concatBytes, isWithin } from "../core/internal.ts";
-import { catalogComplete, catalogMoved, catalogRemoved, catalogWritten, readCatalogRecords, rebuildCatalogRecords } from "./indexeddb-catalog.ts";
+import {
+  catalogComplete,
+  catalogMoved,
+  catalogRemoved,
+  catalogWritten,
+  foldCatalogRecords,
+  readCatalogRecords,
+  rebuildCatalogRecords,
+} from "./indexeddb-catalog.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
 import { allHeaders, checked, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
 import { addOrConflict, moveRange, readHeader, walk } from "./indexeddb-requests.ts";
@@ -187,11 +195,11 @@ export class IndexedDbStorage implements StoragePort {
   async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const pieces = split(bytes);
-    return this.#connection.transaction("readwrite", "replace", path, (store) => {
+    return this.#connection.transaction("readwrite", "replace", path, async (store) => {
       store.delete(chunksOf(path));
       store.put({ size: bytes.length, chunks: pieces.length } satisfies FileHeader, path);
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
-      catalogWritten(store, path, bytes);
+      await catalogWritten(store, path, bytes);
     });
   }
 
@@ -215,7 +223,7 @@ export class IndexedDbStorage implements StoragePort {
       if ((await promisifyRequest(store.count(headersBelow(path)))) > 0) return false;
       if (!(await addOrConflict(store, { size: bytes.length, chunks: pieces.length } satisfies FileHeader, path))) return false;
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
-      catalogWritten(store, path, bytes);
+      await catalogWritten(store, path, bytes);
       return true;
     }, options);
   }
@@ -246,12 +254,12 @@ export class IndexedDbStorage implements StoragePort {
 
   async remove(path: string, options?: WriteOptions): Promise<void> {
     assertStoragePath(path);
-    return this.#connection.transaction("readwrite", "remove", path, (store) => {
+    return this.#connection.transaction("readwrite", "remove", path, async (store) => {
       store.delete(path);
       store.delete(chunksOf(path));
       store.delete(headersBelow(path));
       store.delete(chunksBelow(path));
-      catalogRemoved(store, path);
+      await catalogRemoved(store, path);
     }, options);
   }
 
@@ -279,9 +287,11 @@ export class IndexedDbStorage implements StoragePort {
   }
 
   /**
-   * The catalog of a folder of sessions: one `getAll` over its records, kept by every write
-   * of a `meta.json` in that write's transaction (`indexeddb-catalog.ts`). A store written
-   * before the catalog gets its records once, on its first listing.
+   * The catalog of a folder of sessions: its snapshot and the session records changed since,
+   * kept by every write of a `meta.json` in that write's transaction (`indexeddb-catalog.ts`),
+   * read in one `readonly` transaction. A listing that finds many session records folds them
+   * into the next snapshot, in one `readwrite` transaction. A store written before this layout
+   * is caught up from its files once, on its first listing.
    */
   async readCatalog(dir: string): Promise<CatalogListing | undefined> {
     assertStoragePath(dir);
@@ -293,10 +303,13 @@ export class IndexedDbStorage implements StoragePort {
         dir,
         async (store) => (await catalogComplete(store)) ? readCatalogRecords(store, dir) : undefined,
       );
-    const found = await read();
-    if (found) return found;
-    await this.#connection.transaction("readwrite", "readCatalog", dir, (store) => rebuildCatalogRecords(store, ""));
-    return (await read())!;
+    let found = await read();
+    if (!found) {
+      await this.#connection.transaction("readwrite", "readCatalog", dir, (store) => rebuildCatalogRecords(store, ""));
+      found = (await read())!;
+    }
+    if (!found.foldDue) return found.listing;
+    return this.#connection.transaction("readwrite", "readCatalog", dir, (store) => foldCatalogRecords(store, dir));
   }
 
   /** Rebuilds the records of a folder of sessions from every `meta.json` in it, in one transaction. */

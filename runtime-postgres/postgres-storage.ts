@@ -21,6 +21,7 @@ import {
   type StoragePort,
   StoreEntryError,
 } from "../core/mod.ts";
+import { catalogStatement } from "./catalog-statement.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
 /** How long connecting may take by default (docs/POSTGRES.md "Timeouts"): a server that never answers is an error, not a hang. */
@@ -387,26 +388,15 @@ export class PostgresStorage implements StoragePort {
   /**
    * The catalog of a folder of sessions (docs/FORMAT.md "The catalog"): the `meta.json` rows
    * themselves, whose listing fields and `updated_at` every write of the file stores beside it
-   * (`entries.listing`, `listed_at`). One statement on the `entries_by_activity` index: with
-   * `page`, only that page's rows, newest activity first; a row whose listing is not known
-   * brings its bytes instead.
+   * (`entries.listing`, `listed_at`). One statement on the `entries_by_activity` index
+   * (`catalog-statement.ts`): with `page`, only that page's rows, newest activity first; a row
+   * whose listing is not known brings its bytes instead.
    */
   async readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
     assertStoragePath(dir);
     if (!cataloguedFolder(`${dir}/x`)) return undefined;
-    const rows = await this.#read(
-      {
-        name: `${this.#schema}.read_catalog`,
-        text: `SELECT e.parent, e.listing,
-                CASE WHEN e.listing IS NULL THEN (SELECT string_agg(c.bytes, ''::bytea ORDER BY c.end_offset) FROM ${this.#s}.chunks c WHERE c.file_id = e.file_id) END AS bytes
-       FROM ${this.#s}.entries e
-       WHERE ${this.#s}.parent_of(e.parent) = $1 AND e.name = 'meta.json' AND e.file_id IS NOT NULL
-         AND ($4::bigint IS NULL OR (e.listed_at IS NOT NULL AND ($2::text IS NULL OR e.listed_at < $2 OR (e.listed_at = $2 AND e.parent > $3))))
-       ORDER BY e.listed_at DESC, e.parent
-       LIMIT $4`,
-      },
-      [dir, page?.after?.updatedAt ?? null, page?.after ? `${dir}/${page.after.name}` : null, page?.limit ?? null],
-    );
+    const { values, ...statement } = catalogStatement(this.#schema, dir, page);
+    const rows = await this.#read(statement, values);
     const skip = dir.length + 1;
     const entries: CatalogEntry[] = rows.map((row) => ({
       name: (row.parent as string).slice(skip),

@@ -143,8 +143,9 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   }
 
   /** The catalog of `dir` (with `page`, that page's part where the store answers pages) as the worker's store keeps it; `undefined` when it keeps none. */
-  readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
-    return this.#call(() => this.#remote.readCatalog(dir, page));
+  async readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
+    const text = await this.#call(() => this.#remote.readCatalog(dir, page));
+    return text === undefined ? undefined : (JSON.parse(text) as CatalogListing);
   }
 
   /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */

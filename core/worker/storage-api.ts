@@ -8,6 +8,7 @@
  */
 import { InvalidInputError, StorageError } from "../errors.ts";
 import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
+import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readManyByCalls } from "../storage/read-many.ts";
 import { type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
@@ -18,9 +19,11 @@ import { type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
  * two never drift apart. `readMany` is answered in the worker (the store's own, else over its
  * other calls), so a session's open costs the host one round trip.
  */
-export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes">> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
+  /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the JSON text of its `CatalogListing`; `undefined` when it keeps none. */
+  readCatalog(dir: string, page?: CatalogPage): Promise<string | undefined>;
 };
 
 /**
@@ -73,7 +76,12 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     move: (from, to) => opened().move(from, to),
     applyCommitPlan: (plan) => applyCommitPlanByCalls(opened(), plan),
     // `undefined` / 0 where the store keeps no catalog: the host then reads every meta.json.
-    readCatalog: async (dir, page) => await opened().readCatalog?.(dir, page),
+    // The listing crosses as JSON text: one string to copy, where a structured clone walks each
+    // of 10⁴ entries on both sides. Its documents were parsed from JSON, so the text loses nothing.
+    readCatalog: async (dir, page) => {
+      const listing = await opened().readCatalog?.(dir, page);
+      return listing && JSON.stringify(listing);
+    },
     rebuildCatalog: async (dir) => (await opened().rebuildCatalog?.(dir)) ?? 0,
     pinFile: async (path) => {
       await opened().pinFile?.(path);

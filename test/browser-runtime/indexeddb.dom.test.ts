@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type MessageRecord, Sessions, StorageError, StorageFullError, WriterLockedError } from "../../core/mod.ts";
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
-import { chunkKey, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
+import { catalogSnapshotKey as snapshotKey, chunkKey, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -346,5 +346,112 @@ describe("Sessions on IndexedDbStorage", () => {
     release();
     await holding;
     await expect(second.append({ role: "user", parts: [{ type: "text", text: "now" }] })).resolves.toMatchObject({ revision: 1 });
+  });
+});
+
+/** Runs `body` in a `readwrite` transaction of a raw connection (what another version, or damage, leaves). */
+async function writeRaw(dbName: string, body: (store: IDBObjectStore) => void): Promise<void> {
+  const db = await new Promise<IDBDatabase>((resolve) => (indexedDB.open(dbName).onsuccess = (e) => resolve((e.target as IDBOpenDBRequest).result)));
+  await new Promise<void>((resolve) => {
+    const tx = db.transaction("files", "readwrite");
+    body(tx.objectStore("files"));
+    tx.oncomplete = () => resolve();
+  });
+  db.close();
+}
+
+describe("the catalog: a snapshot record and the session records changed since", () => {
+  const dir = "agents/a1/workspaces/w1/sessions";
+  const archived = "agents/a1/workspaces/w1/archived-sessions";
+  const meta = (id: string, title = id) =>
+    utf8(
+      JSON.stringify({
+        schema_version: 1,
+        session_id: id,
+        agent_id: "a1",
+        workspace_id: "w1",
+        title,
+        updated_at: `2026-12-04T10:${id.slice(1).padStart(5, "0")}Z`,
+      }),
+    );
+  const catalogKeys = async (dbName: string, folder = dir) => [...(await records(dbName)).keys()].filter((k) => k.startsWith(`\u0001${folder}/`));
+  const titles = async (storage: IndexedDbStorage, folder = dir) =>
+    new Map((await storage.readCatalog(folder))!.entries.map((e) => [e.name, (e.meta as { title?: string } | undefined)?.title]));
+
+  it("a listing that finds many session records folds them into one snapshot; writes, removals and moves after it are listed as they are", async () => {
+    const storage = fresh();
+    const ids = Array.from({ length: 200 }, (_, i) => `s${i}`);
+    for (const id of ids) await storage.replace(`${dir}/${id}/meta.json`, meta(id));
+    expect(await catalogKeys(storage.dbName)).toHaveLength(200);
+    expect((await titles(storage)).size).toBe(200);
+    // Folded: one record, the snapshot, holds the 200 entries, newest activity first.
+    const folded = await records(storage.dbName);
+    expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 1)]);
+    const snapshot = JSON.parse(folded.get(snapshotKey(dir, 1)) as string) as { name: string }[];
+    expect(snapshot.map((e) => e.name)).toEqual([...ids].reverse());
+
+    await storage.replace(`${dir}/s5/meta.json`, meta("s5", "renamed"));
+    await storage.remove(`${dir}/s6`);
+    expect(await storage.move(`${dir}/s7`, `${archived}/s7`)).toBe(true);
+    await storage.replace(`${dir}/.fork-s300-t_1/meta.json`, meta("s300"));
+    expect(await storage.move(`${dir}/.fork-s300-t_1`, `${dir}/s300`)).toBe(true);
+    expect(await storage.createExclusive(`${dir}/s201/meta.json`, meta("s201"))).toBe(true);
+    await storage.remove(`${dir}/s8/meta.json`); // the file alone: its folder keeps its entry, as before the snapshot
+
+    const expected = new Map([...ids.filter((id) => id !== "s6" && id !== "s7").map((id) => [id, id] as const), ["s300", "s300"], ["s201", "s201"]]);
+    expected.set("s5", "renamed");
+    for (const handle of [storage, again(storage)]) {
+      expect(await titles(handle)).toEqual(expected);
+      expect(await titles(handle, archived)).toEqual(new Map([["s7", "s7"]]));
+    }
+    // Few changes: not folded yet (the snapshot, s5, s6 and s7 gone, the fork's two names, s201).
+    expect(await catalogKeys(storage.dbName)).toHaveLength(7);
+
+    const more = Array.from({ length: 130 }, (_, i) => `s${400 + i}`);
+    for (const id of more) await storage.replace(`${dir}/${id}/meta.json`, meta(id));
+    for (const id of more) expected.set(id, id);
+    expect(await titles(storage)).toEqual(expected);
+    // Folded again, into the next generation.
+    expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 2)]);
+    expect(await titles(again(storage))).toEqual(expected);
+  });
+
+  it("removing the workspace takes its snapshots with it; moving it carries them", async () => {
+    const storage = fresh();
+    for (let i = 0; i < 130; i++) await storage.replace(`${dir}/s${i}/meta.json`, meta(`s${i}`));
+    expect((await titles(storage)).size).toBe(130);
+    expect(await storage.move("agents/a1/workspaces/w1", "agents/a1/workspaces/w2")).toBe(true);
+    expect(await catalogKeys(storage.dbName, "agents/a1/workspaces/w2/sessions")).toEqual([snapshotKey("agents/a1/workspaces/w2/sessions", 1)]);
+    expect((await titles(storage, "agents/a1/workspaces/w2/sessions")).size).toBe(130);
+    expect((await titles(storage)).size).toBe(0);
+    await storage.remove("agents/a1/workspaces/w2");
+    expect([...(await records(storage.dbName)).keys()].filter((k) => k.startsWith("\u0001agents"))).toEqual([]);
+  });
+
+  it("a snapshot that is not one is a StorageError from readCatalog; Sessions.list then reads every meta.json, and a rebuild replaces it", async () => {
+    const storage = fresh();
+    const sessions = new Sessions({ storage });
+    for (const id of ["s1", "s2"]) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: id });
+    expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
+    await writeRaw(storage.dbName, (store) => store.put("{not json", snapshotKey(dir, 1)));
+    await expect(storage.readCatalog(dir)).rejects.toBeInstanceOf(StorageError);
+    expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
+    expect(await storage.rebuildCatalog(dir)).toBe(2);
+    expect([...(await titles(storage)).keys()].sort()).toEqual(["s1", "s2"]);
+    expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 1)]);
+  });
+
+  it("a store whose catalog a version before the snapshots wrote (marked \\u0001) is caught up from its files, and its old records go", async () => {
+    const storage = fresh();
+    for (const id of ["s1", "s2", "s3"]) await storage.replace(`${dir}/${id}/meta.json`, meta(id));
+    expect((await titles(storage)).size).toBe(3);
+    // What that version left: a record per session folder (one of them stale) and its mark.
+    await writeRaw(storage.dbName, (store) => {
+      store.put({ meta: { session_id: "s1", title: "stale" } }, `\u0001${dir}/s1`);
+      store.put({ meta: { session_id: "s9", title: "removed since" } }, `\u0001${dir}/s9`);
+      store.put({ complete: true }, "\u0001");
+    });
+    expect(await titles(storage)).toEqual(new Map([["s1", "s1"], ["s2", "s2"], ["s3", "s3"]]));
+    expect([...(await records(storage.dbName)).keys()].filter((k) => k.startsWith("\u0001"))).toEqual(["\u0001\u0000", snapshotKey(dir, 1)]);
   });
 });

@@ -42,6 +42,6 @@ export async function listInChromium(
     all,
     baseline,
     runs,
-    "Sessions.list of one workspace's 10⁴ sessions in chromium (openBrowserSessions: IndexedDB in its Web Worker): one getAll over the catalog records",
+    "Sessions.list of one workspace's 10⁴ sessions in chromium (openBrowserSessions: IndexedDB in its Web Worker): one getAll over the catalog snapshot and the records changed since, across the worker as JSON text",
   );
 }
