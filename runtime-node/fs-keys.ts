@@ -35,19 +35,36 @@ export class StoreKeys {
     const known = allowRoot ? undefined : this.#files.get(path);
     if (known !== undefined) return known;
     assertStoragePath(path, allowRoot);
-    if (path.split("/").some((segment) => segment.startsWith(TEMP_PREFIX))) {
+    if (path.startsWith(TEMP_PREFIX) || path.includes(`/${TEMP_PREFIX}`)) {
       throw new InvalidInputError(`storage path ${JSON.stringify(path)} uses the reserved prefix "${TEMP_PREFIX}"`, { path });
     }
-    const file = path === "" ? this.#root : resolve(this.#root, ...path.split("/"));
-    const inside = relative(this.#root, file);
-    if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) {
-      throw new InvalidInputError(`storage path ${JSON.stringify(path)} leaves the store's root`, { path });
-    }
+    const file = path === "" ? this.#root : this.#join(path);
+    if (path !== "") this.#assertInside(path, file);
     if (!allowRoot) {
       // Bounded: a long-lived store touches many sessions; the checks are cheap to redo.
       if (this.#files.size >= CHECKED_KEYS) this.#files.clear();
       this.#files.set(path, file);
     }
     return file;
+  }
+
+  /**
+   * The file of a checked key. Where the separator is `/`, the root (absolute, normalized)
+   * joined to the key: a key of checked segments (none empty, `.` or `..`) names a path
+   * below the root as it stands, so `resolve` would return the same string. Elsewhere
+   * (Windows: a segment such as `C:` changes the drive) `resolve` builds it.
+   */
+  #join(path: string): string {
+    if (sep !== "/") return resolve(this.#root, ...path.split("/"));
+    return this.#root.endsWith("/") ? this.#root + path : `${this.#root}/${path}`;
+  }
+
+  /** Where `#join` resolved the path, that it stayed under the root. @throws {InvalidInputError} otherwise. */
+  #assertInside(path: string, file: string): void {
+    if (sep === "/") return;
+    const inside = relative(this.#root, file);
+    if (inside.startsWith(`..${sep}`) || inside === ".." || isAbsolute(inside)) {
+      throw new InvalidInputError(`storage path ${JSON.stringify(path)} leaves the store's root`, { path });
+    }
   }
 }
