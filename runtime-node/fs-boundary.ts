@@ -214,6 +214,9 @@ export class StoreBoundary {
    * one call, `NodeFileStorage.readMany`): each is checked once per call, not once per file.
    */
   #walk(path: string, folders: readonly string[], access: Access, checked?: Set<string>): "present" | "missing" {
+    // A walk adds each folder it finds real from the root down, so the deepest one being
+    // in `checked` means every folder above it is too: a file beside one read before costs no walk.
+    if (checked && folders.length > 0 && checked.has(this.#folderOf(folders))) return "present";
     let folder = this.#root;
     for (const segment of folders) {
       // Keys are checked (no empty, "." or ".." segment) and the root is resolved: joining is concatenation.
@@ -229,6 +232,11 @@ export class StoreBoundary {
       throw entryError(path, folder, kindOf(info), "a folder");
     }
     return "present";
+  }
+
+  /** The file of the folder `folders` (segments under the root), as `#walk` builds it. */
+  #folderOf(folders: readonly string[]): string {
+    return (this.#root.endsWith(sep) ? this.#root : this.#root + sep) + folders.join(sep);
   }
 
   /** Names what an open refused to open. @throws {StoreEntryError} always, when the entry is still there. */
