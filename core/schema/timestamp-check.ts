@@ -3,8 +3,9 @@
  * record checks (`fast-check.ts`): it accepts exactly what the schema's ISO datetime
  * pattern accepts (a calendar date, 24-hour time with seconds, an optional fraction, `Z` or
  * an offset), by comparing characters. The pattern is a large regular expression whose
- * first uses in a process compile it (to bytecode, then native code): a few hundred
- * microseconds inside the first open, where these few comparisons cost nothing to compile.
+ * first uses in a process compile it (to bytecode, then native code): the first open's 100
+ * checks cost about 350 µs of CPU with it, about 190 µs with this. Once both are compiled
+ * the pattern is faster (about 32 against 50 ns a check, 2 µs an open of 100 messages).
  * test/core/fast-check.test.ts holds the two to the same answer on edge cases and on
  * random strings.
  *
@@ -13,15 +14,11 @@
 
 const DIGIT_0 = 0x30;
 
-/** The number written by the `length` ASCII digits at `at`, or -1 when one is not a digit. */
-function digitsAt(text: string, at: number, length: number): number {
-  let value = 0;
-  for (let i = at; i < at + length; i++) {
-    const digit = text.charCodeAt(i) - DIGIT_0;
-    if (!(digit >= 0 && digit <= 9)) return -1;
-    value = value * 10 + digit;
-  }
-  return value;
+/** The two ASCII digits at `at` as a number, or a negative number when either is not a digit. */
+function twoDigits(text: string, at: number): number {
+  const tens = text.charCodeAt(at) - DIGIT_0;
+  const ones = text.charCodeAt(at + 1) - DIGIT_0;
+  return tens >= 0 && tens <= 9 && ones >= 0 && ones <= 9 ? tens * 10 + ones : -1;
 }
 
 /** Days in `month` (1–12) of the proleptic Gregorian `year` (0000 is a leap year, as in the pattern). */
@@ -49,25 +46,26 @@ export function isTimestampText(text: string): boolean {
   ) {
     return false;
   }
-  const year = digitsAt(text, 0, 4);
-  const month = digitsAt(text, 5, 2);
-  const day = digitsAt(text, 8, 2);
-  const hour = digitsAt(text, 11, 2);
-  const minute = digitsAt(text, 14, 2);
-  const second = digitsAt(text, 17, 2);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false;
+  const century = twoDigits(text, 0);
+  const yearInCentury = twoDigits(text, 2);
+  const month = twoDigits(text, 5);
+  const day = twoDigits(text, 8);
+  if (century < 0 || yearInCentury < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(century * 100 + yearInCentury, month)) return false;
+  const hour = twoDigits(text, 11);
+  const minute = twoDigits(text, 14);
+  const second = twoDigits(text, 17);
   if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return false;
   let at = 19;
   if (text.charCodeAt(at) === 0x2e) {
     const first = ++at;
-    while (at < end && digitsAt(text, at, 1) >= 0) at++;
+    for (let code = text.charCodeAt(at); code >= DIGIT_0 && code <= DIGIT_0 + 9; code = text.charCodeAt(++at));
     if (at === first) return false;
   }
   if (at === end - 1) return text.charCodeAt(at) === 0x5a; // "Z"
   if (at !== end - 6) return false;
   const sign = text.charCodeAt(at);
   if ((sign !== 0x2b && sign !== 0x2d) || text.charCodeAt(at + 3) !== 0x3a) return false;
-  const offsetHours = digitsAt(text, at + 1, 2);
-  const offsetMinutes = digitsAt(text, at + 4, 2);
+  const offsetHours = twoDigits(text, at + 1);
+  const offsetMinutes = twoDigits(text, at + 4);
   return offsetHours >= 0 && offsetHours <= 23 && offsetMinutes >= 0 && offsetMinutes <= 59;
 }
