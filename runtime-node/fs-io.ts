@@ -7,7 +7,7 @@
  */
 import { Buffer } from "node:buffer";
 import { randomBytes } from "node:crypto";
-import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { FileTail } from "../core/mod.ts";
 import { concatBytes } from "../core/internal.ts";
@@ -29,24 +29,33 @@ export function readWhole(fd: number, size: number, max: number, tooLarge: (byte
   if (size > max) throw tooLarge(size);
   // Every byte is read over before it is returned: no zero-filling first (a buffer of its own, never pooled).
   const bytes = new Uint8Array(Buffer.allocUnsafeSlow(size).buffer, 0, size);
-  let got = 0;
-  while (got < size) {
-    const read = readSync(fd, bytes, got, size - got, got);
-    if (read === 0) return bytes.slice(0, got); // it shrank since fstat (a copy: the rest of the buffer was never filled)
-    got += read;
+  // One system call for the usual case: the file's bytes, and in the same call the first
+  // bytes appended since fstat, into one scratch buffer (the calls are synchronous, so it is
+  // never shared). A read of a regular file that returns less than it asked for has reached
+  // the file's end, so a file that did not grow costs this one read.
+  let got = readvSync(fd, [bytes, growthScratch], 0);
+  let grown = Math.max(0, got - size);
+  if (got < size) {
+    while (got < size) {
+      const read = readSync(fd, bytes, got, size - got, got);
+      if (read === 0) return bytes.slice(0, got); // it shrank since fstat (a copy: the rest of the buffer was never filled)
+      got += read;
+    }
+    grown = readSync(fd, growthScratch, 0, GROWTH_STEP, got);
+    got += grown;
   }
+  if (grown === 0) return bytes;
   // Bytes appended since fstat are read too, as a whole-file read would, in steps up to the limit.
-  // The usual answer is none: the probe reads into one scratch buffer (the calls are synchronous,
-  // so it is never shared), not a fresh 64 KiB per file read.
   const pieces = [bytes];
   for (;;) {
-    const read = readSync(fd, growthScratch, 0, GROWTH_STEP, got);
-    if (read === 0) break;
-    got += read;
     if (got > max) throw tooLarge(got);
-    pieces.push(growthScratch.slice(0, read));
+    pieces.push(growthScratch.slice(0, grown));
+    if (grown < GROWTH_STEP) break;
+    grown = readSync(fd, growthScratch, 0, GROWTH_STEP, got);
+    if (grown === 0) break;
+    got += grown;
   }
-  return pieces.length === 1 ? bytes : concatBytes(pieces, got);
+  return concatBytes(pieces, got);
 }
 
 /** The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`). */

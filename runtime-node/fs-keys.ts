@@ -48,7 +48,7 @@ export class StoreKeys {
     const known = allowRoot ? undefined : this.#files.get(path);
     if (known !== undefined) return known;
     assertStoragePath(path, allowRoot);
-    if (path.split("/").some((segment) => segment.startsWith(TEMP_PREFIX))) {
+    if (path.startsWith(TEMP_PREFIX) || path.includes(`/${TEMP_PREFIX}`)) {
       throw new InvalidInputError(`storage path ${JSON.stringify(path)} uses the reserved prefix "${TEMP_PREFIX}"`, { path });
     }
     const file = path === "" ? this.#root : this.#under(path);

@@ -103,8 +103,10 @@ export class JsonlDecoder<T = unknown> {
     if (this.#finished) throw new InternalError(`JsonlDecoder for ${this.#options.file}: push after finish`, { file: this.#options.file });
     const out: DecodedRecord<T>[] = [];
     const ascii = this.#pendingBytes === 0 ? asciiText(chunk) : undefined;
+    // In an ASCII chunk the text's offsets are the bytes' and its search is the faster one.
+    const next = (from: number) => (ascii !== undefined ? ascii.indexOf("\n", from) : chunk.indexOf(NEWLINE, from));
     let start = 0;
-    for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
+    for (let i = next(0); i !== -1; i = next(start)) {
       const piece = chunk.subarray(start, i);
       this.#line += 1;
       const length = this.#pendingBytes + piece.length;

@@ -5,19 +5,16 @@
  * included (zod puts the schema's fields first, in its order, then the unknown ones), so the
  * reader keeps the parsed value itself. A check that fails proves nothing: the reader then
  * asks the zod schema, which stays the source of truth and gives the typed diagnostic. A
- * check may only ever be stricter than its schema (test/schema/fast-check.test.ts holds
+ * check may only ever be stricter than its schema (test/core/fast-check.test.ts holds
  * them to that on a corpus).
  *
  * @module
  */
 import type { z } from "zod";
-import { Timestamp } from "./common.ts";
 import { DraftRecord, MessageRecord } from "./message.ts";
 import { SessionMeta } from "./meta.ts";
 import { SummaryRecord } from "./summary.ts";
-
-/** The datetime pattern of the schemas' `Timestamp` itself, so the two cannot drift. */
-const TIMESTAMP: RegExp = Timestamp._zod.pattern;
+import { isTimestampText } from "./timestamp-check.ts";
 
 type Plain = Record<string, unknown>;
 
@@ -71,7 +68,7 @@ const isText = (value: unknown): value is string => typeof value === "string";
 const isName = (value: unknown): boolean => typeof value === "string" && value.length > 0;
 const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
 const isSequence = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 1;
-const isTime = (value: unknown): boolean => typeof value === "string" && TIMESTAMP.test(value);
+const isTime = (value: unknown): boolean => typeof value === "string" && isTimestampText(value);
 const optional = (value: Plain, key: string, check: (v: unknown) => boolean): boolean => !(key in value) || check(value[key]);
 
 const TEXT_KEYS = order("sequence", "type", "text");

@@ -21,9 +21,7 @@ const utf8 = new TextEncoder();
  */
 export function assertStoragePath(path: string, allowRoot = false): void {
   if (allowRoot && path === "") return;
-  // The control characters are what this refuses.
-  // deno-lint-ignore no-control-regex
-  if (typeof path !== "string" || path.length === 0 || /[\u0000-\u001f\u007f\\]/.test(path)) {
+  if (typeof path !== "string" || path.length === 0 || hasRefusedCharacter(path)) {
     throw new InvalidInputError(
       `storage path ${typeof path === "string" ? escapedExcerpt(path, 80) : String(path)} is not a relative '/'-separated path of printable characters`,
       { path },
@@ -37,6 +35,19 @@ export function assertStoragePath(path: string, allowRoot = false): void {
       throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has a segment of more than ${MAX_SEGMENT_BYTES} bytes`, { path });
     }
   }
+}
+
+/**
+ * Whether `path` holds a control character (`\0`…`\x1f`, DEL) or a backslash. A loop, not a
+ * character-class pattern: a pattern is compiled on its first use, inside a process's first
+ * storage call.
+ */
+function hasRefusedCharacter(path: string): boolean {
+  for (let i = 0; i < path.length; i++) {
+    const code = path.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f || code === 0x5c) return true;
+  }
+  return false;
 }
 
 /**

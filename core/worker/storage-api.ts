@@ -11,7 +11,7 @@ import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readManyByCalls } from "../storage/read-many.ts";
-import { type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
+import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
 
 /**
  * What the host calls through the hop: open once, then the port's methods, every optional
@@ -64,7 +64,7 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
       const store = opened();
       const found = await (store.readMany ? store.readMany(requests) : readManyByCalls(store, requests));
       // Each whole buffer a result owns is transferred (a buffer once), the rest copied.
-      const buffers = new Set(found.flatMap((result) => (result && ownsBuffer(result.bytes) ? [result.bytes.buffer] : [])));
+      const buffers = new Set(found.flatMap((result) => (result && ownsBuffer(result.bytes, ANSWER_TRANSFER_BYTES) ? [result.bytes.buffer] : [])));
       return buffers.size > 0 ? comlink.transfer(found, [...buffers] as never[]) : found;
     },
     list: (dir) => opened().list(dir),

@@ -69,15 +69,32 @@ export function registerErrorTransfer(comlink: ComlinkLike): void {
  * ```
  */
 export function withTransfer<T>(comlink: ComlinkLike, value: T, bytes: Uint8Array): T {
-  return ownsBuffer(bytes) ? comlink.transfer(value, [bytes.buffer as never]) : value;
+  return ownsBuffer(bytes, ANSWER_TRANSFER_BYTES) ? comlink.transfer(value, [bytes.buffer as never]) : value;
 }
 
-/** True when detaching `bytes.buffer` affects nothing but `bytes` and saves a real copy (≥ 64 KiB). */
-export function ownsBuffer(bytes: Uint8Array): boolean {
+/**
+ * True when detaching `bytes.buffer` affects nothing but `bytes` and saves a real copy: at
+ * least `minBytes` (64 KiB unless given; an answer the worker posts back moves from 4 KiB,
+ * {@linkcode ANSWER_TRANSFER_BYTES}).
+ *
+ * @example
+ * ```ts
+ * ownsBuffer(new Uint8Array(100_000)); // true
+ * ownsBuffer(new Uint8Array(100_000).subarray(1)); // false: the rest of its buffer would go too
+ * ```
+ */
+export function ownsBuffer(bytes: Uint8Array, minBytes: number = 64 * 1024): boolean {
   return (
     bytes.buffer instanceof ArrayBuffer &&
     bytes.byteOffset === 0 &&
     bytes.byteLength === bytes.buffer.byteLength &&
-    bytes.byteLength >= 64 * 1024
+    bytes.byteLength >= minBytes
   );
 }
+
+/**
+ * From this size a buffer a store read returns is moved to the host rather than copied: a
+ * session's `active.jsonl` (tens of KiB) crosses without a copy on each open (a transfer
+ * costs less than copying it from a few KiB on).
+ */
+export const ANSWER_TRANSFER_BYTES = 4 * 1024;

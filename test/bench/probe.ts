@@ -12,11 +12,13 @@ import { performance } from "node:perf_hooks";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold, LANGGRAPH_THREAD } from "./lib/fixtures.ts";
 import { median } from "./lib/stats.ts";
+import { startWorkerFloor } from "./lib/worker-floor.ts";
 import { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
 
 /** The formats and implementations a probe knows. */
 export type ProbeFormat = "sessionfold" | "jsonl" | "pi" | "langgraph";
-export type ProbeImpl = "sessionfold" | "sessionfold-noworker" | "jsonl" | "pi" | "langgraph";
+/** `worker-floor`: the bound of `open.node.*` (lib/worker-floor.ts), on a sessionfold tree. */
+export type ProbeImpl = "sessionfold" | "sessionfold-noworker" | "worker-floor" | "jsonl" | "pi" | "langgraph";
 
 export type ProbeTask =
   | { readonly kind: "build"; readonly items: readonly { readonly format: ProbeFormat; readonly path: string }[]; readonly n: number }
@@ -62,6 +64,26 @@ async function openSessionfold(impl: ProbeImpl, path: string, warm: number | und
   }
 }
 
+/** The platform's floor for the same reads (lib/worker-floor.ts), timed as `openSessionfold` times an open. */
+async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+  const floor = await startWorkerFloor(root);
+  try {
+    const once = async () => {
+      const t0 = performance.now();
+      const { messages, summaryChars } = await floor.open();
+      return { ms: performance.now() - t0, contextMessages: messages, summaryChars };
+    };
+    if (warm === undefined) return await once();
+    for (let i = 0; i < 5; i++) await once();
+    const runs = [];
+    const t0 = performance.now();
+    while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
+    return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+  } finally {
+    await floor.close();
+  }
+}
+
 /** Reads the whole plain JSONL file and takes the next model input from it. */
 async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
   const once = async () => {
@@ -81,7 +103,9 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
   let ms: number;
   let contextMessages: number;
   let summaryChars: number;
-  if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "jsonl") {
+  if (impl === "worker-floor") {
+    ({ ms, contextMessages, summaryChars } = await openWorkerFloor(path, warm, budgetMs));
+  } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "jsonl") {
     ({ ms, contextMessages, summaryChars } = impl === "jsonl" ? await openJsonl(path, warm, budgetMs) : await openSessionfold(impl, path, warm, budgetMs));
   } else if (impl === "pi") {
     const { SessionManager } = await import("@mariozechner/pi-coding-agent");

@@ -5,11 +5,14 @@
  * value the hand-written check passes must be one its schema accepts and returns unchanged,
  * field order included; a value the schema refuses must get the schema's own issues.
  */
+import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import type { z } from "zod";
 import { DraftRecord, ExtractiveSummarizer, MemoryStorage, MessageRecord, SessionMeta, Sessions, SummaryRecord } from "../../core/mod.ts";
+import { Timestamp } from "../../core/schema/common.ts";
 import { fastParse } from "../../core/schema/fast-check.ts";
 import { type NewMessage, toMessageRecord } from "../../core/session/message-input.ts";
+import { isTimestampText } from "../../core/schema/timestamp-check.ts";
 import { REF } from "../support/session.ts";
 
 const TIME = "2026-12-02T13:00:00.000Z";
@@ -257,5 +260,69 @@ describe("toMessageRecord", () => {
       expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
     }
     expect(() => toMessageRecord({ role: "user", parts: [{ type: "text", text: 1 as unknown as string }] }, clock)).toThrow(/parts\.0\.text/);
+  });
+});
+
+describe("the hand-written timestamp check agrees with the Timestamp schema's pattern", () => {
+  const pattern = Timestamp._zod.pattern;
+  const agrees = (text: string) => expect([text, isTimestampText(text)]).toEqual([text, pattern.test(text)]);
+
+  it("on edge cases of the date, the time, the fraction and the offset", () => {
+    const cases = [
+      TIME,
+      "2026-12-02T13:00:00Z",
+      "2026-12-02T13:00:00+02:00",
+      "2026-12-02T13:00:00.5-23:59",
+      "2024-02-29T00:00:00Z",
+      "2000-02-29T00:00:00Z",
+      "1900-02-29T00:00:00Z",
+      "0000-02-29T00:00:00Z",
+      "2026-02-29T00:00:00Z",
+      "2026-02-28T23:59:59Z",
+      "2026-04-31T00:00:00Z",
+      "2026-12-31T00:00:00Z",
+      "2026-13-01T00:00:00Z",
+      "2026-00-01T00:00:00Z",
+      "2026-01-00T00:00:00Z",
+      "2026-01-01T24:00:00Z",
+      "2026-01-01T00:60:00Z",
+      "2026-01-01T00:00:60Z",
+      "2026-01-01T00:00:00.Z",
+      "2026-01-01T00:00:00.123456789Z",
+      "2026-01-01T00:00:00z",
+      "2026-01-01t00:00:00Z",
+      "2026-01-01 00:00:00Z",
+      "2026-01-01T00:00:00",
+      "2026-01-01T00:00:00+24:00",
+      "2026-01-01T00:00:00+02:60",
+      "2026-01-01T00:00:00+0200",
+      "2026-01-01T00:00:00+02:00Z",
+      "2026-01-01T00:00:00ZZ",
+      "+2026-01-01T00:00:00Z",
+      "2026-1-01T00:00:00Z",
+      "２026-01-01T00:00:00Z",
+      "",
+    ];
+    for (const text of cases) agrees(text);
+  });
+
+  it("on random timestamps and mutations of them", () => {
+    // Fields mostly in range, sometimes just past it, so that both answers are common.
+    const field = (width: number, max: number) => fc.integer({ min: 0, max: max + 1 }).map((n) => String(n).padStart(width, "0"));
+    const fraction = fc.option(fc.integer({ min: 1, max: 4 }).chain((n) => fc.string({ unit: fc.constantFrom(..."0123456789"), minLength: n, maxLength: n })));
+    const zone = fc.oneof(fc.constant("Z"), fc.tuple(fc.constantFrom("+", "-"), field(2, 23), field(2, 59)).map(([sign, h, m]) => `${sign}${h}:${m}`));
+    const stamp = fc.tuple(field(4, 2400), field(2, 12), field(2, 31), field(2, 23), field(2, 59), field(2, 59), fraction, zone)
+      .map(([y, mo, d, h, mi, s, f, z]) => `${y}-${mo}-${d}T${h}:${mi}:${s}${f === null ? "" : `.${f}`}${z}`);
+    const mutated = fc.tuple(stamp, fc.nat(30), fc.string({ maxLength: 2 })).map(([text, at, insert]) => text.slice(0, at) + insert + text.slice(at + 1));
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.oneof(stamp, mutated, fc.string()), (text) => {
+        const expected = pattern.test(text);
+        if (expected) accepted += 1;
+        return isTimestampText(text) === expected;
+      }),
+      { numRuns: 20_000 },
+    );
+    expect(accepted).toBeGreaterThan(1_000);
   });
 });

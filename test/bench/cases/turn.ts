@@ -133,17 +133,20 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   // warm): load on this shared machine drifts over the minutes the peers take, and must fall
   // on every size alike.
   ctx.log(`case 1: sessionfold at ${[0, ...sizes].join(", ")} messages, sizes interleaved`);
-  // open.node.*: at the smallest size, plain JSONL (and sessionfold without its worker, what
-  // bounds the cold row) take turns with sessionfold, cold and warm, in the same alternation.
+  // open.node.*: at the smallest size, plain JSONL, sessionfold without its worker and the
+  // worker floor (the same reads in a bare worker, lib/worker-floor.ts: what bounds both rows)
+  // take turns with sessionfold, cold and warm, in the same alternation.
   const lo = sizes[0]!;
   for (let rep = 0; rep < sfReps; rep++) {
     for (const n of [0, ...sizes]) if (n > 0 || rep < emptyReps) await probeCold("sessionfold", "sessionfold", n);
     await probeCold("jsonl", "history.jsonl", lo);
     await probeCold("sessionfold-noworker", "sessionfold", lo);
+    await probeCold("worker-floor", "sessionfold", lo);
   }
   for (let rep = 0; rep < warmReps; rep++) {
     for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
     await probeWarm("jsonl", "history.jsonl", lo);
+    await probeWarm("worker-floor", "sessionfold", lo);
   }
   for (const n of [0, ...sizes]) {
     // Every format must hand the model the same input.
@@ -204,8 +207,8 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
 
   const hi = sizes.at(-1)!;
   openRows(ctx, {
-    warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo))],
-    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo)],
+    warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo)), warm.get(key("worker-floor", lo))],
+    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo)],
     runs: [runs("sessionfold", lo), runs("jsonl", lo)],
     warmReps,
     lo,
@@ -264,8 +267,8 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
 function openRows(
   ctx: CaseContext,
   m: {
-    warm: [number | undefined, number | undefined];
-    cold: [number | null, number | null, number | null];
+    warm: [number | undefined, number | undefined, number | undefined];
+    cold: [number | null, number | null, number | null, number | null];
     runs: [number, number];
     warmReps: number;
     lo: number;
@@ -273,8 +276,13 @@ function openRows(
   },
 ): void {
   const label = sizeLabel(m.lo);
-  const [sfWarm, plainWarm] = m.warm;
-  const [sfCold, plainCold, noWorkerCold] = m.cold;
+  const [sfWarm, plainWarm, floorWarm] = m.warm;
+  const [sfCold, plainCold, noWorkerCold, floorCold] = m.cold;
+  /** The worker floor (lib/worker-floor.ts) of this run, against the baseline: the least a worker-backed open can cost here. */
+  const floor = (value: number | null | undefined, base: number | null | undefined) =>
+    `bound: the same files read with fs in a bare worker thread and posted back (transferred), then parsed as plain JSONL: ${value?.toFixed(2) ?? "-"} ms${
+      value && base ? ` = ${(value / base).toFixed(2)}× the baseline` : ""
+    }`;
   const target = { op: "<=", limit: 2, text: "≤ 2× plain JSONL" } as const;
   ctx.emit({
     case: 1,
@@ -288,7 +296,7 @@ function openRows(
     target,
     runs: m.warmReps,
     note: `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after 5 warm-up opens in one process, ` +
-      `${m.warmReps} processes each, alternating; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
+      `${m.warmReps} processes each, alternating; ${floor(floorWarm, plainWarm)}; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
   });
   ctx.emit({
     case: 1,
@@ -303,6 +311,6 @@ function openRows(
     runs: m.runs[0],
     note: `the first open + compose of a fresh process (store opened, worker up, modules loaded before the clock starts), alternating with plain JSONL (${
       m.runs[1]
-    } runs); the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms`,
+    } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms`,
   });
 }
