@@ -166,7 +166,7 @@ export function sealedHeadOf(session: SealedSession): SessionHead {
     place: session.place,
     revision: meta instanceof EnvelopeRefusal ? 0 : Number(meta.clear.revision ?? 0),
     last_sequence: sealedLastSequence(session),
-    segments: session.segments.map(formatSegmentName),
+    newest_segment: session.segments.length > 0 ? formatSegmentName(session.segments.at(-1)!) : null,
     labels: {},
     instruction: null,
     sealed: { ...session.documents, keys: session.keys },
