@@ -173,6 +173,8 @@ class SyncRun {
   #state!: SyncState;
   /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
   #pushAgain = false;
+  /** Set when the remote rejected a mutation: the local changes are looked at again (it may need others). */
+  #rejected = false;
   /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
   readonly #codec: SealedCodec | undefined;
 
@@ -203,10 +205,13 @@ class SyncRun {
     // fork, segments a create did not bring) pushes them: once more.
     for (let pass = 0; pass < 3; pass++) {
       this.#pushAgain = false;
-      // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
+      // A rejected mutation can ask for another (the server lacks earlier messages, a sealed fork to push): a few rounds.
       for (let round = 0; round < 4; round++) {
+        this.#rejected = false;
         if (!(await this.#flush())) return this.report;
         await this.#makeSealedForks();
+        // What was enqueued went through: every session is not opened again to find nothing (changes made meanwhile go next time).
+        if (round > 0 && !this.#rejected) break;
         if (!(await this.#enqueueLocalChanges())) break;
       }
       await this.#pull();
@@ -287,6 +292,7 @@ class SyncRun {
     const mutation = this.#state.pending.find((m) => m.number === reported.number);
     if (!mutation) return;
     const result = reported.status === "duplicate" && reported.result ? reported.result : reported;
+    if (result.status === "rejected") this.#rejected = true;
     const known = this.#state.sessions;
     // A create's messages include those of its segments.
     const messages = mutation.op === "create"
@@ -541,20 +547,26 @@ class SyncRun {
     let diverged = Boolean(known?.reread);
     if (!diverged) {
       const shared = Math.min(last, head.last_sequence);
+      const oursAtShared = (await messageAt(local, shared))?.message_id ?? null;
       const ask = head.newest_segment !== agreed.last || ours.after !== agreed.count ? (ours.after === agreed.count ? agreed : NO_SEGMENTS) : undefined;
-      const page = await this.#remote.read({
-        v: SYNC_PROTOCOL_VERSION,
-        ref: head.ref,
-        after_sequence: shared,
-        expect_message_id: (await messageAt(local, shared))?.message_id ?? null,
-        limit: 1,
-        ...(ask ? { segments_after: ask } : {}),
-      });
-      if (ask) theirs = page.segments ?? { after: 0, names: [] };
-      // The server's list lacks the agreed position: both whole lists are compared.
-      if (theirs.after !== ours.after) ours = segmentNamesAfter(await segmentNamesOf(local), NO_SEGMENTS);
-      // Two segmentations that are not one the other's start: the server's wins (a re-read).
-      diverged = !(startsWith(ours.names, theirs.names) || startsWith(theirs.names, ours.names)) || page.diverged;
+      if (!ask && shared === head.last_sequence && head.last_message_id !== null) {
+        // The head names the server's message at `shared` (its last): nothing to ask (the one-message path).
+        diverged = head.last_message_id !== oursAtShared;
+      } else {
+        const page = await this.#remote.read({
+          v: SYNC_PROTOCOL_VERSION,
+          ref: head.ref,
+          after_sequence: shared,
+          expect_message_id: oursAtShared,
+          limit: 1,
+          ...(ask ? { segments_after: ask } : {}),
+        });
+        if (ask) theirs = page.segments ?? { after: 0, names: [] };
+        // The server's list lacks the agreed position: both whole lists are compared.
+        if (theirs.after !== ours.after) ours = segmentNamesAfter(await segmentNamesOf(local), NO_SEGMENTS);
+        // Two segmentations that are not one the other's start: the server's wins (a re-read).
+        diverged = !(startsWith(ours.names, theirs.names) || startsWith(theirs.names, ours.names)) || page.diverged;
+      }
     }
     if (diverged && !known?.reread && unacknowledged.length > 0) {
       this.report.conflicts.push({
@@ -564,17 +576,22 @@ class SyncRun {
       });
       return;
     }
+    // The local handle stays current through its own appends; another writer's (a segment closed, labels, the archive) needs a new one.
+    let current: Session | undefined = local.place === head.place ? local : undefined;
     try {
       if (diverged) {
         return await this.#reread(local, head, unacknowledged, known?.fork?.ref);
       } else {
         if (head.last_sequence > last) await this.#fastForward(local, last, head);
-        if (!(await this.#adoptSegments(head, theirs.names.slice(ours.names.length)))) {
+        const adopted = theirs.names.slice(ours.names.length);
+        if (adopted.length > 0) current = undefined;
+        if (!(await this.#adoptSegments(head, adopted))) {
           return await this.#reread(local, head, (await messagesAfter(local, head.last_sequence)).messages, undefined);
         }
         const instruction = await this.#instructionOf(local);
         const { labels, instruction: remoteInstruction } = await this.#labelsOf(head);
         if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== remoteInstruction)) {
+          current = undefined;
           await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer);
         }
         if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
@@ -586,15 +603,16 @@ class SyncRun {
     }
     // Local segments the server lacks (a `create` it took as an append of messages to the session it had) are pushed in this run.
     if (head.place === "live" && ours.names.length > theirs.names.length) this.#pushAgain = true;
-    await this.#agreed(head, positionAfter(theirs.after === agreed.count ? agreed : NO_SEGMENTS, theirs.names));
+    await this.#agreed(head, positionAfter(theirs.after === agreed.count ? agreed : NO_SEGMENTS, theirs.names), current);
   }
 
   /**
    * Records what both sides now have of a session: through the server's last sequence (local
    * messages after it are still to push), and `segments`, how far both have the same ones.
+   * `session`: the local copy as it is now, when the caller holds it.
    */
-  async #agreed(head: SessionHead, segments: SegmentPosition): Promise<void> {
-    const now = (await this.#open(head.ref, head.place === "archived"))!;
+  async #agreed(head: SessionHead, segments: SegmentPosition, session?: Session): Promise<void> {
+    const now = session ?? (await this.#open(head.ref, head.place === "archived"))!;
     const last = Math.min(lastSequenceOf(now), head.last_sequence);
     this.#state.sessions[head.ref] = {
       last_sequence: last,

@@ -231,6 +231,12 @@ export interface SessionHead {
   readonly place: "live" | "archived";
   readonly revision: number;
   readonly last_sequence: number;
+  /**
+   * The id of the message at `last_sequence` when Active holds it; `null` when there is none
+   * or it is in a segment (not read for a head). A device at that sequence compares it
+   * without a `read` (docs/SYNC.md "Segments by position").
+   */
+  readonly last_message_id: string | null;
   /** The name of its newest segment (`null` before the first compaction): the others are asked for with a `read`'s `segments_after`. */
   readonly newest_segment: string | null;
   readonly labels: SessionLabels;

@@ -166,6 +166,7 @@ export function sealedHeadOf(session: SealedSession): SessionHead {
     place: session.place,
     revision: meta instanceof EnvelopeRefusal ? 0 : Number(meta.clear.revision ?? 0),
     last_sequence: sealedLastSequence(session),
+    last_message_id: session.active.at(-1)?.message_id ?? null,
     newest_segment: session.segments.length > 0 ? formatSegmentName(session.segments.at(-1)!) : null,
     labels: {},
     instruction: null,

@@ -94,6 +94,7 @@ export async function headOf(storage: StoragePort, session: Session): Promise<Se
     place: session.place,
     revision: session.revision,
     last_sequence: lastSequenceOf(session),
+    last_message_id: session.active.at(-1)?.message_id ?? null,
     newest_segment: session.newestSegment ? formatSegmentName(session.newestSegment) : null,
     labels: labelsOf(session.meta),
     instruction: instruction ? decoder.decode(instruction) : null,
