@@ -376,8 +376,9 @@ class SyncRun {
       }
     } else if (mutation.op === "segment") {
       const entry = known[mutation.ref];
-      // Segments are pushed in order after the agreed one: each acknowledged one is the next.
-      if (entry && entry.segments.last !== mutation.segment.name) entry.segments = positionAfter(entry.segments, [mutation.segment.name]);
+      // Segments are pushed in order after the agreed one: an acknowledged one that starts right after it is the next.
+      const next = parseSegmentName(mutation.segment.name)!.start === (parseSegmentName(entry?.segments.last ?? "")?.end ?? 0) + 1;
+      if (entry && next) entry.segments = positionAfter(entry.segments, [mutation.segment.name]);
       // A segment of a session sent in parts carried its messages: the agreed history reaches its end.
       if (entry && entry.last_sequence < parseSegmentName(mutation.segment.name)!.end) {
         // The server checked the segment; its message lines are all but the footer.
