@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { resolve } from "node:path";
 import type { Connect, Logger, Plugin } from "vite";
-import { createSyncHandler, STORE_OWNER, SyncServer } from "../core/sync/mod.ts";
+import { createSyncHandler, STORE_OWNER, SYNC_PROTOCOL_VERSION, SyncServer } from "../core/sync/mod.ts";
 import { fetchRequestListener, NodeFileStorage, nodeWriterIdentity } from "../runtime-node/mod.ts";
 import { bearerMatches, isLoopbackHost } from "../runtime-node/serve-access.ts";
 
@@ -72,7 +72,7 @@ function syncMiddleware(host: string | boolean | undefined, defaultStore: string
 /** Every sync request answered 403, saying why (the protocol's error body, so the page shows the message). */
 function refuseAll(listensOn: string): (req: IncomingMessage, res: ServerResponse) => void {
   const body = JSON.stringify({
-    v: 1,
+    v: SYNC_PROTOCOL_VERSION,
     error: {
       reason: "forbidden",
       message:

@@ -25,7 +25,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
-import { type Mutation, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
+import { type Mutation, SYNC_PROTOCOL_VERSION, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
 import { type SyncFaultKind, SyncFaults } from "./sync-faults.ts";
 
 /** What a setup function hands to {@linkcode runSyncTests}. */
@@ -257,7 +257,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
       await h.sync(a);
       await s.append(text("one"));
-      const push = { v: 1, client_id: "client-dup", mutations: [appendOf(s, 0)] };
+      const push = { v: SYNC_PROTOCOL_VERSION, client_id: "client-dup", mutations: [appendOf(s, 0)] };
       const first = await a.remote.push(push);
       const second = await a.remote.push(push);
       expect(first.results.map((r) => r.status)).toEqual(["applied"]);
@@ -273,7 +273,9 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
       await h.sync(a);
       await s.append(text("one"));
-      const refusal = await a.remote.push({ v: 1, client_id: "client-gap", mutations: [{ ...appendOf(s, 0), number: 2 }] }).catch((e: unknown) => e);
+      const refusal = await a.remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: "client-gap", mutations: [{ ...appendOf(s, 0), number: 2 }] }).catch((
+        e: unknown,
+      ) => e);
       expect(refusal).toBeInstanceOf(SyncRefusedError);
       expect((refusal as SyncRefusedError).reason).toBe("mutation-gap");
       expect((refusal as SyncRefusedError).status).toBe(409);
@@ -411,7 +413,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
       await h.sync(a);
       await s.append([text("one"), reply("two")]);
-      const push = { v: 1, client_id: "client-concurrent", mutations: [appendOf(s, 0)] };
+      const push = { v: SYNC_PROTOCOL_VERSION, client_id: "client-concurrent", mutations: [appendOf(s, 0)] };
       const outcomes = await Promise.allSettled([a.remote.push(push), a.remote.push(push)]);
       for (const outcome of outcomes) {
         // Two server instances may race: the loser is told to push again (409), never applied twice.
@@ -442,8 +444,8 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       const a = await h.device();
       const b = await h.device();
       await h.sync(b);
-      const { cursor } = await b.remote.pull({ v: 1 });
-      const waiting = b.remote.pull({ v: 1, cursor, wait_ms: 30_000 });
+      const { cursor } = await b.remote.pull({ v: SYNC_PROTOCOL_VERSION });
+      const waiting = b.remote.pull({ v: SYNC_PROTOCOL_VERSION, cursor, wait_ms: 30_000 });
       await (await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" })).append(text("live"));
       await h.sync(a);
       const { sessions } = await waiting;
@@ -502,16 +504,16 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       const report = await h.sync(bob);
       expect(report.pulled).toBe(0);
       expect(await bob.sessions.list()).toEqual([]);
-      const read = await bob.remote.read({ v: 1, ref: "a1/w-alice/s1", after_sequence: 0 }).catch((e: unknown) => e);
+      const read = await bob.remote.read({ v: SYNC_PROTOCOL_VERSION, ref: "a1/w-alice/s1", after_sequence: 0 }).catch((e: unknown) => e);
       expect((read as SyncRefusedError).status).toBe(403);
       const mallory = await bob.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
       await mallory.append(text("written by bob"));
-      const write = await bob.remote.push({ v: 1, client_id: "client-bob", mutations: [appendOf(mallory, 0)] }).catch((e: unknown) => e);
+      const write = await bob.remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: "client-bob", mutations: [appendOf(mallory, 0)] }).catch((e: unknown) => e);
       expect((write as SyncRefusedError).status).toBe(403);
       expect((write as SyncRefusedError).reason).toBe("forbidden");
       // Alice's client id, sent by Bob.
       const aliceClient = await clientIdOf(alice);
-      const spoofed = await bob.remote.push({ v: 1, client_id: aliceClient, mutations: [] }).catch((e: unknown) => e);
+      const spoofed = await bob.remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: aliceClient, mutations: [] }).catch((e: unknown) => e);
       expect((spoofed as SyncRefusedError).status).toBe(403);
       expect((spoofed as SyncRefusedError).reason).toBe("client-id-taken");
       expect(await ids(await h.server.open("a1/w-alice/s1"))).toEqual(s.active.map((m) => m.message_id));
@@ -519,7 +521,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
       h.devices.splice(h.devices.indexOf(bob), 1);
       if (h.target.unauthenticated) {
         const nobody = h.target.remote(null);
-        const refused = await nobody.pull({ v: 1 }).catch((e: unknown) => e);
+        const refused = await nobody.pull({ v: SYNC_PROTOCOL_VERSION }).catch((e: unknown) => e);
         expect((refused as SyncRefusedError).status).toBe(401);
         expect((refused as SyncRefusedError).code).toBe("unauthorized");
       }
@@ -625,7 +627,7 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
         const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
         await h.sync(a);
         await s.append([text("one"), reply("two")]);
-        const push = { v: 1, client_id: "client-held", mutations: [appendOf(s, 0)] };
+        const push = { v: SYNC_PROTOCOL_VERSION, client_id: "client-held", mutations: [appendOf(s, 0)] };
         const held = h.faults.inject({ kind: "hold-before", route: "push" });
         const late = a.remote.push(push);
         await held.met;

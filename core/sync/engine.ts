@@ -35,6 +35,9 @@ import {
   type SealedDocuments,
   type SealedRecord,
   type SegmentFile,
+  type SegmentNames,
+  segmentNamesAfter,
+  type SegmentPosition,
   type SessionHead,
   type SessionLabels,
   SYNC_PROTOCOL_VERSION,
@@ -56,6 +59,7 @@ import {
   messagesOfSegments,
   readSegmentFile,
   sameLabels,
+  segmentNamesOf,
   type SessionFiles,
   stageSessionFiles,
   type SyncWriter,
@@ -122,8 +126,11 @@ export interface KnownSession {
   labels: SessionLabels;
   instruction: string | null;
   place: "live" | "archived";
-  /** The segment names both sides have, oldest first. */
-  segments: string[];
+  /**
+   * How far both sides have the same segments: a count and the last one's name (a list of
+   * every name grew with the history; docs/SYNC.md "Segments by position").
+   */
+  segments: SegmentPosition;
   /** The server forked this session's local tail or refused its segmentation: re-read it. */
   reread?: boolean;
   /**
@@ -180,6 +187,8 @@ class SyncRun {
   #state!: SyncState;
   /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
   #pushAgain = false;
+  /** Set when the remote rejected a mutation: the local changes are looked at again (it may need others). */
+  #rejected = false;
   /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
   readonly #codec: SealedCodec | undefined;
 
@@ -207,15 +216,18 @@ class SyncRun {
     // A re-read a crash cut is finished or undone first: until then its session may be missing here, which a push would take for a delete.
     for (const { ref, message } of await settleRereads(this.#local.storage)) this.report.conflicts.push({ ref, reason: "reread-blocked", message });
     const bytes = await this.#local.storage.read(this.#statePath);
-    this.#state = bytes ? (JSON.parse(decoder.decode(bytes)) as SyncState) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
+    this.#state = bytes ? stateOf(JSON.parse(decoder.decode(bytes))) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
     // A pull that left local changes the remote lacks (messages a re-read carried over to a
     // fork, segments a create did not bring) pushes them: once more.
     for (let pass = 0; pass < 3; pass++) {
       this.#pushAgain = false;
-      // A refused mutation can ask for another (the server lacks earlier messages): a few rounds.
+      // A rejected mutation can ask for another (the server lacks earlier messages, a sealed fork to push): a few rounds.
       for (let round = 0; round < 4; round++) {
+        this.#rejected = false;
         if (!(await this.#flush())) return this.report;
         await this.#makeSealedForks();
+        // What was enqueued went through: every session is not opened again to find nothing (changes made meanwhile go next time).
+        if (round > 0 && !this.#rejected) break;
         if (!(await this.#enqueueLocalChanges())) break;
       }
       await this.#pull();
@@ -296,6 +308,7 @@ class SyncRun {
     const mutation = this.#state.pending.find((m) => m.number === reported.number);
     if (!mutation) return;
     const result = reported.status === "duplicate" && reported.result ? reported.result : reported;
+    if (result.status === "rejected") this.#rejected = true;
     const known = this.#state.sessions;
     // A create's messages include those of its segments.
     const messages = mutation.op === "create"
@@ -313,7 +326,7 @@ class SyncRun {
       const through = Math.max(result.last_sequence ?? 0, entry?.fork?.ref === fork.ref ? entry.fork.through : 0);
       const marked = { reread: true, fork: { ref: fork.ref, through, at: fork.at_sequence } };
       if (entry) Object.assign(entry, marked);
-      else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], ...marked };
+      else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: NO_SEGMENTS, ...marked };
       return;
     }
     if (result.status === "rejected") {
@@ -325,7 +338,8 @@ class SyncRun {
           ...(entry ?? { labels: {}, instruction: null, place: "live" }),
           last_sequence: last,
           last_message_id: null,
-          segments: (entry?.segments ?? []).filter((name) => Number(name.split("-")[1]!.replace(".jsonl", "")) <= last),
+          // The agreed segments through `last` (the server may hold any later one's messages in Active); else from the first again, which the server finds present.
+          segments: entry && (parseSegmentName(entry.segments.last ?? "")?.end ?? 0) <= last ? entry.segments : NO_SEGMENTS,
         };
       } else if (result.reason === "server-behind") {
         // The server lacks messages before these: send the session again from what it has.
@@ -359,7 +373,7 @@ class SyncRun {
         const through = result.last_sequence ?? last?.sequence ?? 0;
         const marked = { reread: true, fork: { ref: fork.ref, through } };
         if (entry) Object.assign(entry, marked);
-        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: [], ...marked };
+        else known[mutation.ref] = { last_sequence: 0, last_message_id: null, labels: {}, instruction: null, place: "live", segments: NO_SEGMENTS, ...marked };
         return;
       }
       if (mutation.op === "create" || mutation.op === "create_sealed") {
@@ -369,7 +383,7 @@ class SyncRun {
           labels: mutation.op === "create" ? labelsOf(mutation.meta) : {},
           instruction: mutation.op === "create" ? mutation.instruction : null,
           place: "live",
-          segments: mutation.segments.map((s) => s.name),
+          segments: positionAfter(NO_SEGMENTS, mutation.segments.map((s) => s.name)),
           ...(mutation.op === "create_sealed" ? { sealed: { meta: mutation.meta, instruction: mutation.instruction, keys: mutation.keys } } : {}),
         };
       } else if (entry && last) {
@@ -378,7 +392,9 @@ class SyncRun {
       }
     } else if (mutation.op === "segment") {
       const entry = known[mutation.ref];
-      if (entry && !entry.segments.includes(mutation.segment.name)) entry.segments.push(mutation.segment.name);
+      // Segments are pushed in order after the agreed one: an acknowledged one that starts right after it is the next.
+      const next = parseSegmentName(mutation.segment.name)!.start === (parseSegmentName(entry?.segments.last ?? "")?.end ?? 0) + 1;
+      if (entry && next) entry.segments = positionAfter(entry.segments, [mutation.segment.name]);
       // A segment of a session sent in parts carried its messages: the agreed history reaches its end.
       if (entry && entry.last_sequence < parseSegmentName(mutation.segment.name)!.end) {
         // The server checked the segment; its message lines are all but the footer.
@@ -433,9 +449,8 @@ class SyncRun {
           baseId = messages.at(-1)!.message_id;
           if (!more) break;
         }
-        const segments = (await session.segments()).map(formatSegmentName);
         if (!archived) {
-          for (const name of segments.slice(known.segments.length)) {
+          for (const name of (await localSegmentsAfter(session, known.segments)).names) {
             add({ op: "segment", ref, segment: await this.#segmentFile(session, name), ...(this.#codec ? { keys: await this.#codec.keys(session) } : {}) });
           }
         }
@@ -536,25 +551,39 @@ class SyncRun {
     const known = this.#state.sessions[head.ref];
     const local = (await this.#open(head.ref, false)) ?? (await this.#open(head.ref, true));
     if (!local) {
-      await this.#install(head);
-      return this.#agreed(head);
+      const copy = await this.#install(head);
+      return this.#agreed(head, positionAfter(NO_SEGMENTS, copy.segments.map((s) => s.name)));
     }
     const last = lastSequenceOf(local);
-    const segments = (await local.segments()).map(formatSegmentName);
+    const agreed = known?.segments ?? NO_SEGMENTS;
+    // The segments after the agreed ones on each side: nothing listed when both newest segments are the agreed one.
+    let ours = await localSegmentsAfter(local, agreed);
+    let theirs: SegmentNames = { after: ours.after, names: [] };
     // Local messages the remote has not acknowledged: never dropped.
     const unacknowledged = (await messagesAfter(local, known?.fork?.through ?? known?.last_sequence ?? 0)).messages;
-    // Two segmentations that are not one the other's start: the server's wins (a re-read).
-    let diverged = Boolean(known?.reread) || !(startsWith(segments, head.segments) || startsWith(head.segments, segments));
+    let diverged = Boolean(known?.reread);
     if (!diverged) {
       const shared = Math.min(last, head.last_sequence);
-      const page = await this.#remote.read({
-        v: SYNC_PROTOCOL_VERSION,
-        ref: head.ref,
-        after_sequence: shared,
-        expect_message_id: (await messageAt(local, shared))?.message_id ?? null,
-        limit: 1,
-      });
-      diverged = page.diverged;
+      const oursAtShared = (await messageAt(local, shared))?.message_id ?? null;
+      const ask = head.newest_segment !== agreed.last || ours.after !== agreed.count ? (ours.after === agreed.count ? agreed : NO_SEGMENTS) : undefined;
+      if (!ask && shared === head.last_sequence && head.last_message_id !== null) {
+        // The head names the server's message at `shared` (its last): nothing to ask (the one-message path).
+        diverged = head.last_message_id !== oursAtShared;
+      } else {
+        const page = await this.#remote.read({
+          v: SYNC_PROTOCOL_VERSION,
+          ref: head.ref,
+          after_sequence: shared,
+          expect_message_id: oursAtShared,
+          limit: 1,
+          ...(ask ? { segments_after: ask } : {}),
+        });
+        if (ask) theirs = page.segments ?? { after: 0, names: [] };
+        // The server's list lacks the agreed position: both whole lists are compared.
+        if (theirs.after !== ours.after) ours = segmentNamesAfter(await segmentNamesOf(local), NO_SEGMENTS);
+        // Two segmentations that are not one the other's start: the server's wins (a re-read).
+        diverged = !(startsWith(ours.names, theirs.names) || startsWith(theirs.names, ours.names)) || page.diverged;
+      }
     }
     if (diverged && !known?.reread && unacknowledged.length > 0) {
       this.report.conflicts.push({
@@ -564,16 +593,21 @@ class SyncRun {
       });
       return;
     }
+    // The local handle stays current through its own appends; another writer's (a segment closed, labels, the archive) needs a new one.
+    let current: Session | undefined = local.place === head.place ? local : undefined;
     try {
       if (diverged) {
         return await this.#reread(head, known?.fork?.through ?? known?.last_sequence ?? 0, known?.fork?.ref);
       } else {
         if (head.last_sequence > last) await this.#fastForward(local, last, head);
-        if (!(await this.#adoptSegments(head, segments.length))) return await this.#reread(head, head.last_sequence, undefined);
+        const adopted = theirs.names.slice(ours.names.length);
+        if (adopted.length > 0) current = undefined;
+        if (!(await this.#adoptSegments(head, adopted))) return await this.#reread(head, head.last_sequence, undefined);
         const instruction = await this.#instructionOf(local);
-        const { labels, instruction: theirs } = await this.#labelsOf(head);
-        if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== theirs)) {
-          await writeLabels(this.#local, head.ref, labels, theirs, this.#writer);
+        const { labels, instruction: remoteInstruction } = await this.#labelsOf(head);
+        if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== remoteInstruction)) {
+          current = undefined;
+          await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer);
         }
         if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
       }
@@ -585,29 +619,26 @@ class SyncRun {
       } else throw error;
       return;
     }
-    await this.#agreed(head);
+    // Local segments the server lacks (a `create` it took as an append of messages to the session it had) are pushed in this run.
+    if (head.place === "live" && ours.names.length > theirs.names.length) this.#pushAgain = true;
+    await this.#agreed(head, positionAfter(theirs.after === agreed.count ? agreed : NO_SEGMENTS, theirs.names), current);
   }
 
   /**
    * Records what both sides now have of a session: through the server's last sequence (local
-   * messages after it are still to push), and the segments both have. Local segments the
-   * server lacks (a `create` it took as an append of messages to the session it had) are
-   * pushed in this run.
+   * messages after it are still to push), and `segments`, how far both have the same ones.
+   * `session`: the local copy as it is now, when the caller holds it.
    */
-  async #agreed(head: SessionHead): Promise<void> {
-    const now = (await this.#open(head.ref, head.place === "archived"))!;
+  async #agreed(head: SessionHead, segments: SegmentPosition, session?: Session): Promise<void> {
+    const now = session ?? (await this.#open(head.ref, head.place === "archived"))!;
     const last = Math.min(lastSequenceOf(now), head.last_sequence);
-    const segments = (await now.segments()).map(formatSegmentName);
-    const theirs = new Set(head.segments);
-    const agreed = segments.filter((name) => theirs.has(name));
-    if (head.place === "live" && agreed.length < segments.length) this.#pushAgain = true;
     this.#state.sessions[head.ref] = {
       last_sequence: last,
       last_message_id: (await messageAt(now, last))?.message_id ?? null,
       labels: head.labels,
       instruction: head.instruction,
       place: head.place,
-      segments: agreed,
+      segments,
       ...(head.sealed ? { sealed: head.sealed } : {}),
     };
   }
@@ -680,7 +711,7 @@ class SyncRun {
     this.report.reread.push(head.ref);
     // Saved at once: a later request of this pull that fails must not leave the session marked
     // for a re-read it had, which would take messages written after it for acknowledged ones.
-    await this.#agreed(head);
+    await this.#agreed(head, positionAfter(NO_SEGMENTS, copy.segments.map((s) => s.name)));
     await this.#save();
   }
 
@@ -703,7 +734,7 @@ class SyncRun {
     // A fork that appeared here meanwhile takes them as an append.
     if (!(await this.#write(forkHead, withCarried(forkCopy, carried.filter((m) => !own.has(m.message_id)), 0)))) return this.#carryToFork(forkRef, carried);
     this.#countPulled(forkCopy);
-    await this.#agreed(forkHead);
+    await this.#agreed(forkHead, positionAfter(NO_SEGMENTS, forkCopy.segments.map((s) => s.name)));
     await this.#save();
   }
 
@@ -737,9 +768,9 @@ class SyncRun {
     }
   }
 
-  /** Closes locally the server's segments after the first `have`. `false` when one does not fit (then the session is re-read). */
-  async #adoptSegments(head: SessionHead, have: number): Promise<boolean> {
-    for (const name of head.segments.slice(have)) {
+  /** Closes locally the server's segments `names`, in order. `false` when one does not fit (then the session is re-read). */
+  async #adoptSegments(head: SessionHead, names: readonly string[]): Promise<boolean> {
+    for (const name of names) {
       if ((await adoptSegment(this.#local, head.ref, await this.#segment(head, name), this.#writer)) === "conflict") return false;
     }
     return true;
@@ -778,23 +809,37 @@ class SyncRun {
   }
 
   /** Installs the remote's session whole: its segments by name, its Active messages, `meta.json`, `instruction.md`. */
-  async #install(head: SessionHead): Promise<void> {
+  async #install(head: SessionHead): Promise<SessionFiles> {
     const copy = await this.#fetch(head);
     if (await this.#write(head, copy)) this.#countPulled(copy);
+    return copy;
   }
 
   /** The remote's session whole (an encrypted one's documents opened here), read before anything local changes. */
   async #fetch(head: SessionHead): Promise<SessionFiles> {
     const ref = parseSessionRef(head.ref);
+    const read = (after: number, segmentsAfter?: SegmentPosition) =>
+      this.#remote.read({
+        v: SYNC_PROTOCOL_VERSION,
+        ref: head.ref,
+        after_sequence: after,
+        limit: this.#batchMessages,
+        ...(segmentsAfter ? { segments_after: segmentsAfter } : {}),
+      });
+    // Every segment name, with the first page of Active after the head's newest segment.
+    const headEnd = parseSegmentName(head.newest_segment ?? "")?.end ?? 0;
+    let page = await read(headEnd, NO_SEGMENTS);
+    const names = page.segments?.names ?? [];
+    const newestEnd = parseSegmentName(names.at(-1) ?? "")?.end ?? 0;
+    // Compacted since the head: Active is read after the newest segment listed.
+    if (newestEnd !== headEnd) page = await read(newestEnd);
     const segments: SegmentFile[] = [];
-    for (const name of head.segments) segments.push(await this.#segment(head, name));
-    const newestEnd = segments.length > 0 ? Number(head.segments.at(-1)!.split("-")[1]!.replace(".jsonl", "")) : 0;
+    for (const name of names) segments.push(await this.#segment(head, name));
     const active: MessageRecord[] = [];
-    let page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: newestEnd, limit: this.#batchMessages });
     active.push(...(await this.#messagesOf(head, newestEnd, page)));
     while (page.more) {
       const after = active.at(-1)!.sequence;
-      page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: head.ref, after_sequence: after, limit: this.#batchMessages });
+      page = await read(after);
       active.push(...(await this.#messagesOf(head, after, page)));
     }
     const sealed = head.sealed && this.#codec ? await this.#codec.openDocuments(ref, head.sealed.keys, head.sealed) : undefined;
@@ -842,6 +887,37 @@ class SyncRun {
       throw error;
     }
   }
+}
+
+/** Before the first segment. */
+const NO_SEGMENTS: SegmentPosition = { count: 0, last: null };
+
+/** The position after `names`, which follow `position`. */
+function positionAfter(position: SegmentPosition, names: readonly string[]): SegmentPosition {
+  return names.length === 0 ? position : { count: position.count + names.length, last: names.at(-1)! };
+}
+
+/**
+ * A local session's segment names after `position`, every name when its list does not have
+ * that segment there. `segments/` is listed only when the newest segment is another one (a
+ * compaction since): an incremental sync costs the same whatever the history holds.
+ */
+async function localSegmentsAfter(session: Session, position: SegmentPosition): Promise<SegmentNames> {
+  const newest = session.newestSegment ? formatSegmentName(session.newestSegment) : null;
+  if (newest === position.last) return { after: position.count, names: [] };
+  return segmentNamesAfter(await segmentNamesOf(session), position);
+}
+
+/**
+ * A sync state as stored. A state written before segment positions (version 1 of the
+ * protocol) named every agreed segment: its count and last name are the position.
+ */
+function stateOf(stored: SyncState): SyncState {
+  for (const known of Object.values(stored.sessions)) {
+    const segments: unknown = known.segments;
+    if (Array.isArray(segments)) known.segments = positionAfter(NO_SEGMENTS, segments as string[]);
+  }
+  return stored;
 }
 
 /** Whether `list` begins with every name of `prefix`, in order. */

@@ -39,6 +39,7 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
  * @example
  * ```ts
  * import { MemoryStorage } from "sessionfold";
+ * import { SYNC_PROTOCOL_VERSION } from "sessionfold/sync";
  *
  * const handler = createSyncHandler({
  *   storage: new MemoryStorage(),
@@ -46,7 +47,7 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
  *   authorize: (request) =>
  *     request.headers.get("authorization") === "Bearer t0ken" ? { user: "alice", may: () => true } : undefined,
  * });
- * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: '{"v":1}', headers: { authorization: "Bearer t0ken" } }));
+ * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }), headers: { authorization: "Bearer t0ken" } }));
  * ```
  */
 export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {

@@ -53,6 +53,8 @@ export {
   type SealedRecord,
   type SealedSetMetaMutation,
   type SegmentFile,
+  type SegmentNames,
+  type SegmentPosition,
   type SegmentRequest,
   type SegmentResponse,
   type SessionHead,

@@ -12,8 +12,12 @@ import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";
 import { describeIssues, MessageRecord, SessionMeta } from "../schema/mod.ts";
 
-/** The protocol version this package speaks (docs/SYNC.md "Versioning"). */
-export const SYNC_PROTOCOL_VERSION = 1;
+/**
+ * The protocol version this package speaks (docs/SYNC.md "Versioning"). Version 2: a head
+ * names only its newest segment, and a `read` sends the segment names after a position the
+ * client gives, so a sync's cost does not grow with the history (version 1 sent every name).
+ */
+export const SYNC_PROTOCOL_VERSION = 2;
 
 /** `<agent_id>/<workspace_id>/<session_id>`, each a valid id (docs/FORMAT.md "Ids"). */
 const Ref = z.string().refine((ref) => {
@@ -190,13 +194,51 @@ export interface PushResponse {
   readonly results: readonly MutationResult[];
 }
 
+/**
+ * A place in a session's list of segments: its first `count` segments, the last of them named
+ * `last` (`0` and `null`: before the first). Segments are immutable and only ever added after
+ * the newest, so two sides that have the same segment at the same place have the same list
+ * up to it (docs/SYNC.md "Segments by position").
+ */
+export interface SegmentPosition {
+  readonly count: number;
+  readonly last: string | null;
+}
+
+/** The segment names of a session from the position `after` (how many come before them) on. */
+export interface SegmentNames {
+  readonly after: number;
+  readonly names: readonly string[];
+}
+
+/**
+ * The names of `names` (a session's segments, oldest first) after `position`; every name,
+ * from 0, when the list does not have that segment at that place.
+ *
+ * @example
+ * ```ts
+ * segmentNamesAfter(["1-5.jsonl", "6-9.jsonl"], { count: 1, last: "1-5.jsonl" }); // { after: 1, names: ["6-9.jsonl"] }
+ * ```
+ */
+export function segmentNamesAfter(names: readonly string[], position: SegmentPosition): SegmentNames {
+  const there = position.count === 0 ? position.last === null : names[position.count - 1] === position.last;
+  return there ? { after: position.count, names: names.slice(position.count) } : { after: 0, names: [...names] };
+}
+
 /** What a server tells about one session in a pull (docs/SYNC.md "Pull"). */
 export interface SessionHead {
   readonly ref: string;
   readonly place: "live" | "archived";
   readonly revision: number;
   readonly last_sequence: number;
-  readonly segments: readonly string[];
+  /**
+   * The id of the message at `last_sequence` when Active holds it; `null` when there is none
+   * or it is in a segment (not read for a head). A device at that sequence compares it
+   * without a `read` (docs/SYNC.md "Segments by position").
+   */
+  readonly last_message_id: string | null;
+  /** The name of its newest segment (`null` before the first compaction): the others are asked for with a `read`'s `segments_after`. */
+  readonly newest_segment: string | null;
   readonly labels: SessionLabels;
   readonly instruction: string | null;
   /** An end-to-end encrypted session: its `keys.json` and sealed documents (then `labels` is empty and `instruction` null). */
@@ -227,7 +269,9 @@ export interface PullResponse {
 /**
  * `POST <base>/read`: one session's messages after `after_sequence`, at most `limit`.
  * With `expect_message_id`, the server checks that its message at `after_sequence` is that
- * one (`diverged: true` when not).
+ * one (`diverged: true` when not). With `segments_after`, the answer's `segments` names the
+ * session's segments after that position (all of them when its list does not have that
+ * segment there).
  */
 export interface ReadRequest {
   readonly v: number;
@@ -235,6 +279,7 @@ export interface ReadRequest {
   readonly after_sequence: number;
   readonly expect_message_id?: string | null;
   readonly limit?: number;
+  readonly segments_after?: SegmentPosition;
 }
 
 /**
@@ -250,6 +295,8 @@ export interface ReadResponse {
   readonly messages: readonly MessageRecord[];
   readonly more: boolean;
   readonly sealed?: { readonly records: readonly SealedRecord[] };
+  /** With the request's `segments_after`: the names after it (`after` is its `count`), or every name (`after` is 0) when the position is not in the list. */
+  readonly segments?: SegmentNames;
 }
 
 /** `POST <base>/segment`: one segment file by name. */
@@ -327,6 +374,10 @@ const schemas = {
     after_sequence: Sequence,
     expect_message_id: z.string().nullable().optional(),
     limit: z.number().int().min(1).max(100_000).optional(),
+    segments_after: z
+      .object({ count: Sequence, last: SegmentName.nullable() })
+      .refine((p) => (p.count === 0) === (p.last === null), "expected count 0 with last null, or a count above 0 with the name of that segment")
+      .optional(),
   }),
   segment: z.object({ v: z.number(), ref: Ref, name: SegmentName }),
 };
@@ -351,7 +402,7 @@ export const SYNC_ROUTES: readonly SyncRoute[] = ["push", "pull", "read", "segme
  *
  * @example
  * ```ts
- * const request = parseSyncRequest("pull", { v: 1 });
+ * const request = parseSyncRequest("pull", { v: SYNC_PROTOCOL_VERSION });
  * request.cursor; // undefined
  * ```
  * @throws {SyncRefusedError} `unsupported-version` (400) for another `v`, `malformed` (400) naming the field.

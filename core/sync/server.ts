@@ -12,6 +12,7 @@
 import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
+import { formatSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, nowTimestamp } from "../schema/mod.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
@@ -32,6 +33,7 @@ import {
   refused,
   type SealedAppendMutation,
   type SealedCreateMutation,
+  segmentNamesAfter,
   type SegmentRequest,
   type SegmentResponse,
   type SessionHead,
@@ -72,6 +74,7 @@ import {
   messagesOfSegments,
   readSegmentFile,
   sameLabels,
+  segmentNamesOf,
   type SyncWriter,
   writeLabels,
 } from "./session-files.ts";
@@ -142,9 +145,10 @@ const decoder = new TextDecoder();
  * @example
  * ```ts
  * import { MemoryStorage } from "sessionfold";
+ * import { SYNC_PROTOCOL_VERSION } from "sessionfold/sync";
  *
  * const server = new SyncServer({ storage: new MemoryStorage() });
- * const { sessions } = await server.pull(STORE_OWNER, { v: 1 });
+ * const { sessions } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
  * ```
  */
 export class SyncServer {
@@ -264,7 +268,16 @@ export class SyncServer {
         ((at?.sequence === request.after_sequence ? at.message_id : null) ?? null) !== request.expect_message_id;
       const page = await sealedMessagesAfter(this.storage, sealed, request.after_sequence, request.limit ?? 1000);
       const records = page.messages.map(({ file, line }) => ({ file, line }));
-      return { v: SYNC_PROTOCOL_VERSION, head: sealedHeadOf(sealed), diverged, messages: [], more: page.more, sealed: { records } };
+      const segments = request.segments_after && segmentNamesAfter(sealed.segments.map(formatSegmentName), request.segments_after);
+      return {
+        v: SYNC_PROTOCOL_VERSION,
+        head: sealedHeadOf(sealed),
+        diverged,
+        messages: [],
+        more: page.more,
+        sealed: { records },
+        ...(segments ? { segments } : {}),
+      };
     }
     const session = await this.#openReadable(principal, request.ref);
     let diverged = false;
@@ -273,7 +286,10 @@ export class SyncServer {
       diverged = (at?.message_id ?? null) !== request.expect_message_id;
     }
     const page = await messagesAfter(session, request.after_sequence, request.limit ?? 1000);
-    return { v: SYNC_PROTOCOL_VERSION, head: await headOf(this.storage, session), meta: session.meta, diverged, messages: page.messages, more: page.more };
+    // Only asked for (a compaction on either side, an install): the one listing of segments/ a sync makes here.
+    const segments = request.segments_after && segmentNamesAfter(await segmentNamesOf(session), request.segments_after);
+    const head = await headOf(this.storage, session);
+    return { v: SYNC_PROTOCOL_VERSION, head, meta: session.meta, diverged, messages: page.messages, more: page.more, ...(segments ? { segments } : {}) };
   }
 
   /**

@@ -49,7 +49,8 @@ export async function messagesAfter(session: Session, after: number, limit = Num
   const out: MessageRecord[] = [];
   const newest = session.newestSegment;
   if (newest && after < newest.end) {
-    for (const range of await session.segments()) {
+    // Within the newest segment (a page near the end, the message before Active): no listing of segments/, which grows with the history.
+    for (const range of after >= newest.start - 1 ? [newest] : await session.segments()) {
       if (range.end <= after) continue;
       for (const m of (await session.readSegment(range)).messages) if (m.sequence > after) out.push(m);
       if (out.length > limit) break;
@@ -80,7 +81,12 @@ export function sameLabels(a: SessionLabels, b: SessionLabels): boolean {
   return a.title === b.title && a.model_label === b.model_label && a.timezone === b.timezone;
 }
 
-/** What a pull tells about a session. */
+/** Every segment name of a session, oldest first (one listing of `segments/`). */
+export async function segmentNamesOf(session: Session): Promise<string[]> {
+  return (await session.segments()).map(formatSegmentName);
+}
+
+/** What a pull tells about a session: its newest segment by name, the others never listed. */
 export async function headOf(storage: StoragePort, session: Session): Promise<SessionHead> {
   const instruction = await storage.read(session.paths.instruction);
   return {
@@ -88,7 +94,8 @@ export async function headOf(storage: StoragePort, session: Session): Promise<Se
     place: session.place,
     revision: session.revision,
     last_sequence: lastSequenceOf(session),
-    segments: (await session.segments()).map(formatSegmentName),
+    last_message_id: session.active.at(-1)?.message_id ?? null,
+    newest_segment: session.newestSegment ? formatSegmentName(session.newestSegment) : null,
     labels: labelsOf(session.meta),
     instruction: instruction ? decoder.decode(instruction) : null,
   };

@@ -21,6 +21,7 @@ import { type Browser, type BrowserContext, chromium, type Frame, type Page } fr
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MessageRecord, type SessionMeta, Sessions } from "../../core/mod.ts";
 import { AGENT_ID, WORKSPACE_ID } from "../../demo/agent-settings.ts";
+import { SYNC_PROTOCOL_VERSION } from "../../core/sync/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
 import { type Playground, sendTurn, startPlayground, until } from "./playground.ts";
@@ -117,9 +118,13 @@ function textsOf(messages: readonly MessageRecord[], role = "user"): string[] {
 describe("npm start: the playground's local sync server", () => {
   it("serves the sync protocol at /sync on the playground's port, over the store it printed", async () => {
     expect(playground!.log()).toContain(`sessionfold sync server: /sync on this server, store ${store}`);
-    const response = await fetch(`${baseUrl}/sync/pull`, { method: "POST", body: JSON.stringify({ v: 1 }), headers: { "content-type": "application/json" } });
+    const response = await fetch(`${baseUrl}/sync/pull`, {
+      method: "POST",
+      body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }),
+      headers: { "content-type": "application/json" },
+    });
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ v: 1, sessions: expect.any(Array) });
+    expect(await response.json()).toMatchObject({ v: SYNC_PROTOCOL_VERSION, sessions: expect.any(Array) });
   });
 
   it("two devices write offline after the same message: the first back online continues the session, the other's tail becomes a fork both see", async () => {
@@ -253,7 +258,7 @@ describe("what the playground's sync server refuses, and what the page shows", (
     const guarded = await startPlayground({ build: false, env: { SESSIONFOLD_DEMO_SYNC_TOKEN: "t0ken-for-the-demo" } });
     try {
       expect(guarded.log()).toContain("(bearer token required)");
-      const bare = await fetch(`${guarded.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: 1 }) });
+      const bare = await fetch(`${guarded.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }) });
       expect(bare.status).toBe(401);
       const page = await openPage("/?device=t", "token", guarded.url);
       await syncState(page, "refused");
@@ -304,9 +309,9 @@ describe("what the playground's sync server refuses, and what the page shows", (
     const open = await startPlayground({ build: false, host: "0.0.0.0" });
     try {
       expect(open.log()).toContain("sessionfold sync server: refused — listening on 0.0.0.0 needs SESSIONFOLD_DEMO_SYNC_TOKEN");
-      const response = await fetch(`${open.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: 1 }) });
+      const response = await fetch(`${open.url}/sync/pull`, { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }) });
       expect(response.status).toBe(403);
-      expect(await response.json()).toMatchObject({ v: 1, error: { reason: "forbidden" } });
+      expect(await response.json()).toMatchObject({ v: SYNC_PROTOCOL_VERSION, error: { reason: "forbidden" } });
       const page = await openPage("/?device=lan", "beyond loopback", open.url);
       await syncState(page, "refused");
       expect(await page.locator("#sync-problem").textContent()).toContain("start it with SESSIONFOLD_DEMO_SYNC_TOKEN set, or on a loopback address");

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
-import { type Mutation, parseSyncRequest, STORE_OWNER, SyncServer } from "../../core/sync/mod.ts";
+import { type Mutation, parseSyncRequest, STORE_OWNER, SYNC_PROTOCOL_VERSION, SyncServer } from "../../core/sync/mod.ts";
 
 const T = "2026-12-04T12:00:00.000Z";
 const meta = (sessionId: string) => ({
@@ -65,7 +65,7 @@ async function serverWith(n: number) {
 }
 
 async function push(server: SyncServer, clientId: string, mutations: readonly Mutation[]) {
-  return server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify({ v: 1, client_id: clientId, mutations }))));
+  return server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify({ v: SYNC_PROTOCOL_VERSION, client_id: clientId, mutations }))));
 }
 
 const createOf = (number: number, sessionId: string): Mutation => ({
@@ -92,10 +92,10 @@ describe("the pull cursor over the change log", () => {
     const sizes = [];
     for (const n of [1, 100, 1000]) {
       const { server } = await serverWith(n);
-      const first = await server.pull(STORE_OWNER, { v: 1 });
+      const first = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
       expect(first.sessions).toHaveLength(n);
       await push(server, "c1", [appendTo(n + 1, "s0")]);
-      const next = await server.pull(STORE_OWNER, { v: 1, cursor: first.cursor });
+      const next = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor: first.cursor });
       expect(next.sessions.map((h) => h.ref)).toEqual(["a1/w1/s0"]);
       sizes.push(first.cursor.length, next.cursor.length);
     }
@@ -106,11 +106,11 @@ describe("the pull cursor over the change log", () => {
     const measured = [];
     for (const n of [10, 1000]) {
       const { server, counted } = await serverWith(n);
-      const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+      const { cursor } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
       expect(counted.take().sessions).toBe(n);
       await push(server, "c1", [appendTo(n + 1, "s7")]);
       counted.take();
-      const pulled = await server.pull(STORE_OWNER, { v: 1, cursor });
+      const pulled = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor });
       expect(pulled.sessions.map((h) => [h.ref, h.last_sequence])).toEqual([["a1/w1/s7", 2]]);
       measured.push(counted.take());
     }
@@ -133,17 +133,17 @@ describe("the pull cursor over the change log", () => {
     });
     const server = new SyncServer({ storage, clock: () => Date.parse(T) });
     await push(server, "c1", [createOf(1, "s1")]);
-    const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+    const { cursor } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
     failLog = true;
     const append = appendTo(2, "s1");
     await expect(push(server, "c1", [append])).rejects.toThrow("the server died");
     expect((await new Sessions({ storage: memory }).open("a1/w1/s1")).active).toHaveLength(2);
     // Not logged yet, and no sweep is due: the pull cannot know.
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor })).sessions).toEqual([]);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor })).sessions).toEqual([]);
     failLog = false;
     const retry = await push(server, "c1", [append]);
     expect(retry.results.map((r) => r.status)).toEqual(["duplicate"]);
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor })).sessions.map((h) => [h.ref, h.last_sequence])).toEqual([["a1/w1/s1", 2]]);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor })).sessions.map((h) => [h.ref, h.last_sequence])).toEqual([["a1/w1/s1", 2]]);
   });
 
   it("finds another writer's change at the next sweep", async () => {
@@ -151,48 +151,51 @@ describe("the pull cursor over the change log", () => {
     let now = Date.parse(T);
     const server = new SyncServer({ storage, clock: () => now, sweepIntervalMs: 60_000 });
     await push(server, "c1", [createOf(1, "s1")]);
-    const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+    const { cursor } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
     await (await new Sessions({ storage }).open("a1/w1/s1")).append({ role: "user", parts: [{ type: "text", text: "written on the server" }] });
     now += 59_000;
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor })).sessions).toEqual([]);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor })).sessions).toEqual([]);
     now += 1_000;
-    const swept = await server.pull(STORE_OWNER, { v: 1, cursor });
+    const swept = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor });
     expect(swept.sessions.map((h) => [h.ref, h.last_sequence])).toEqual([["a1/w1/s1", 2]]);
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor: swept.cursor })).sessions).toEqual([]);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor: swept.cursor })).sessions).toEqual([]);
   });
 
   it("still answers a version 1 cursor (the sessions and tombstones seen), with a version 2 cursor", async () => {
     const { server } = await serverWith(3);
     await push(server, "c1", [appendTo(4, "s1")]);
-    const heads = (await server.pull(STORE_OWNER, { v: 1 })).sessions;
+    const heads = (await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION })).sessions;
     const v1 = btoa(JSON.stringify({ s: Object.fromEntries(heads.map((h) => [h.ref, `live:${h.ref.endsWith("s1") ? h.revision - 1 : h.revision}`])), t: [] }));
-    const pulled = await server.pull(STORE_OWNER, { v: 1, cursor: v1 });
+    const pulled = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor: v1 });
     expect(pulled.sessions.map((h) => h.ref)).toEqual(["a1/w1/s1"]);
     expect(JSON.parse(atob(pulled.cursor)).v).toBe(2);
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor: pulled.cursor })).sessions).toEqual([]);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor: pulled.cursor })).sessions).toEqual([]);
   });
 
   it("answers a cursor whose log entry is gone (a store restored from a backup) with every session", async () => {
     const { server, counted } = await serverWith(3);
-    const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+    const { cursor } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
     await counted.storage.remove("sync/changes");
-    const pulled = await server.pull(STORE_OWNER, { v: 1, cursor });
+    const pulled = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor });
     expect(pulled.sessions).toHaveLength(3);
   });
 
   it("answers a cursor before a gap in the log (an entry a crash lost) with every session, not with nothing", async () => {
     const { server, counted } = await serverWith(3);
-    const { cursor } = await server.pull(STORE_OWNER, { v: 1 });
+    const { cursor } = await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION });
     await push(server, "c1", [appendTo(4, "s0")]);
     await push(server, "c1", [appendTo(5, "s1")]);
     const page = "sync/changes/0000000000";
     const names = await counted.storage.list(page);
     await counted.storage.remove(`${page}/${names.at(-2)}`);
-    expect((await server.pull(STORE_OWNER, { v: 1, cursor })).sessions).toHaveLength(3);
+    expect((await server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor })).sessions).toHaveLength(3);
   });
 
   it("refuses a cursor it did not give (400 malformed)", async () => {
     const { server } = await serverWith(1);
-    await expect(server.pull(STORE_OWNER, { v: 1, cursor: btoa('{"v":2,"n":"12"}') })).rejects.toMatchObject({ reason: "malformed", status: 400 });
+    await expect(server.pull(STORE_OWNER, { v: SYNC_PROTOCOL_VERSION, cursor: btoa('{"v":2,"n":"12"}') })).rejects.toMatchObject({
+      reason: "malformed",
+      status: 400,
+    });
   });
 });

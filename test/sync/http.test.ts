@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
-import { createSyncHandler, httpRemote, syncStores } from "../../core/sync/mod.ts";
+import { createSyncHandler, httpRemote, SYNC_PROTOCOL_VERSION, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { runSyncTests, type SyncTestTarget, testPrincipal } from "../../testing/sync-conformance.ts";
 import { SyncFaults } from "../../testing/sync-faults.ts";
@@ -82,14 +82,28 @@ describe("the sync handler's refusals", () => {
   });
 
   it("400 for an unknown protocol version, saying which it speaks", async () => {
-    expect(await post("/sync/pull", '{"v":2}')).toMatchObject({ status: 400, body: { error: { reason: "unsupported-version", supported: [1] } } });
+    expect(await post("/sync/pull", '{"v":3}')).toMatchObject({ status: 400, body: { error: { reason: "unsupported-version", supported: [2] } } });
+  });
+
+  it("400 for a version 1 request (every segment name in each head), which a version 2 server no longer answers", async () => {
+    for (
+      const [route, body] of [["pull", { v: 1 }], ["read", { v: 1, ref: "a1/w1/s1", after_sequence: 0 }], ["push", {
+        v: 1,
+        client_id: "c1",
+        mutations: [],
+      }]] as const
+    ) {
+      const { status, body: answer } = await post(`/sync/${route}`, JSON.stringify(body));
+      expect({ status, answer }).toMatchObject({ status: 400, answer: { v: 2, error: { reason: "unsupported-version", supported: [2] } } });
+      expect(answer.error!.message).toBe(`${route}: protocol version 1 is not supported; this server speaks v2`);
+    }
   });
 
   it("400 for a mutation that is not valid, naming the field", async () => {
     const { status, body } = await post(
       "/sync/push",
       JSON.stringify({
-        v: 1,
+        v: SYNC_PROTOCOL_VERSION,
         client_id: "c1",
         mutations: [{ number: 1, op: "append", ref: "a1/../s1", base_sequence: 0, base_message_id: null, messages: [] }],
       }),
@@ -99,7 +113,10 @@ describe("the sync handler's refusals", () => {
   });
 
   it("413 for a body over the limit, declared or streamed", async () => {
-    expect(await post("/sync/pull", JSON.stringify({ v: 1, pad: "x".repeat(2000) }))).toMatchObject({ status: 413, body: { error: { reason: "too-large" } } });
+    expect(await post("/sync/pull", JSON.stringify({ v: SYNC_PROTOCOL_VERSION, pad: "x".repeat(2000) }))).toMatchObject({
+      status: 413,
+      body: { error: { reason: "too-large" } },
+    });
     const chunks = new ReadableStream({
       start(controller) {
         for (let i = 0; i < 4; i++) controller.enqueue(new TextEncoder().encode("x".repeat(512)));

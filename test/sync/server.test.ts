@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type MessageRecord, Sessions } from "../../core/mod.ts";
-import { type CreateMutation, parseSyncRequest, STORE_OWNER, SyncRefusedError, SyncServer } from "../../core/sync/mod.ts";
+import { type CreateMutation, parseSyncRequest, STORE_OWNER, SYNC_PROTOCOL_VERSION, SyncRefusedError, SyncServer } from "../../core/sync/mod.ts";
 
 const T = "2026-12-04T12:00:00.000Z";
 const meta = {
@@ -37,7 +37,7 @@ function create(overrides: Partial<CreateMutation>): CreateMutation {
 }
 
 async function push(server: SyncServer, mutation: CreateMutation) {
-  return server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify({ v: 1, client_id: "c1", mutations: [mutation] }))));
+  return server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify({ v: SYNC_PROTOCOL_VERSION, client_id: "c1", mutations: [mutation] }))));
 }
 
 describe("SyncServer", () => {
@@ -78,11 +78,11 @@ describe("SyncServer", () => {
 
   it("keeps the client's ledger in the store: a second server on the same store knows the client and its user", async () => {
     const storage = new MemoryStorage();
-    await new SyncServer({ storage }).push({ user: "alice", may: () => true }, { v: 1, client_id: "c1", mutations: [create({})] });
+    await new SyncServer({ storage }).push({ user: "alice", may: () => true }, { v: SYNC_PROTOCOL_VERSION, client_id: "c1", mutations: [create({})] });
     const second = new SyncServer({ storage });
-    const again = await second.push({ user: "alice", may: () => true }, { v: 1, client_id: "c1", mutations: [create({})] });
+    const again = await second.push({ user: "alice", may: () => true }, { v: SYNC_PROTOCOL_VERSION, client_id: "c1", mutations: [create({})] });
     expect(again.results[0]).toMatchObject({ status: "duplicate", result: { status: "applied" } });
-    await expect(second.push({ user: "bob", may: () => true }, { v: 1, client_id: "c1", mutations: [] })).rejects.toMatchObject({
+    await expect(second.push({ user: "bob", may: () => true }, { v: SYNC_PROTOCOL_VERSION, client_id: "c1", mutations: [] })).rejects.toMatchObject({
       reason: "client-id-taken",
       status: 403,
     });

@@ -19,7 +19,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type MessageRecord, Sessions, type StoragePort } from "../../../core/mod.ts";
-import { createSyncHandler, httpRemote, type Mutation, STORE_OWNER, type SyncRemote, syncStores } from "../../../core/sync/mod.ts";
+import { createSyncHandler, httpRemote, type Mutation, STORE_OWNER, SYNC_PROTOCOL_VERSION, type SyncRemote, syncStores } from "../../../core/sync/mod.ts";
 import { syncStatePath } from "../../../core/sync/engine.ts";
 import { sessionPaths } from "../../../core/layout/paths.ts";
 import { formatSegmentName } from "../../../core/layout/segments.ts";
@@ -150,7 +150,7 @@ async function agreedPair(ctx: CaseContext, n: number) {
         labels: { title: `synthetic ${n}` },
         instruction: BENCH_SYSTEM,
         place: "live",
-        segments: historyPlan(n).segments.map(formatSegmentName),
+        segments: { count: historyPlan(n).segments.length, last: historyPlan(n).segments.map(formatSegmentName).at(-1) ?? null },
       },
     },
   };
@@ -217,7 +217,7 @@ async function bareServer() {
     req.on("data", () => {});
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end('{"v":1,"results":[]}');
+      res.end(JSON.stringify({ v: SYNC_PROTOCOL_VERSION, results: [] }));
     });
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -261,12 +261,12 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
         base_message_id: message(sequence - 1).message_id,
         messages: [message(sequence)],
       };
-    const outcome = await remote.push({ v: 1, client_id: "bench-rt", mutations: [mutation] });
+    const outcome = await remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: "bench-rt", mutations: [mutation] });
     if (outcome.results[0]?.status !== "applied") throw new Error(`push ${number}: ${JSON.stringify(outcome)}`);
   };
   const bodyOf = (seq: number) =>
     JSON.stringify({
-      v: 1,
+      v: SYNC_PROTOCOL_VERSION,
       client_id: "bench-rt",
       mutations: [{ number: seq, op: "append", ref: REF, base_sequence: seq - 1, base_message_id: message(seq - 1).message_id, messages: [message(seq)] }],
     });
