@@ -9,8 +9,11 @@
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import {
+  applyCommitPlanByCalls,
   type CatalogListing,
   type CatalogPage,
+  type CommitPlan,
+  type CommitPlanResult,
   type FileTail,
   formatBytes,
   InvalidInputError,
@@ -209,11 +212,16 @@ export class NodeFileStorage implements StoragePort {
    * rename still makes the change atomic for every other process.
    */
   replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
+    return this.#replace(path, bytes, options);
+  }
+
+  /** {@linkcode NodeFileStorage.replace}; `checked`: the folders a commit plan already found real. */
+  #replace(path: string, bytes: Uint8Array, options?: WriteOptions, checked?: Set<string>): Promise<void> {
     const durable = this.#fsync && options?.durable !== false;
     return this.#withFile("replace", path, (file) => {
       this.#pinned.closeBelow(path);
       const temp = tempBeside(file);
-      const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600));
+      const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600), checked);
       try {
         this.#boundary.replaceable(path, file);
       } catch (error) {
@@ -234,10 +242,17 @@ export class NodeFileStorage implements StoragePort {
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {
+    return this.#append(path, bytes);
+  }
+
+  /** {@linkcode NodeFileStorage.append}; `checked`: the folders a commit plan already found real. */
+  #append(path: string, bytes: Uint8Array, checked = new Set<string>()): Promise<void> {
     return this.#withFile("append", path, (file) => {
       const pinned = this.#pinned.get(path);
       if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
-      const { fd, info } = this.#withParents(path, () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600) ?? missingParent(file));
+      // One set for both walks: the parents' check and the open's own.
+      const open = () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600, checked) ?? missingParent(file);
+      const { fd, info } = this.#withParents(path, open, checked);
       try {
         if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
         this.#appendTo(fd, info.size, bytes, file, pinned);
@@ -248,6 +263,30 @@ export class NodeFileStorage implements StoragePort {
         else closeSync(fd);
       }
     });
+  }
+
+  /**
+   * Applies a commit plan by this store's calls (`applyCommitPlanByCalls`), the folders its files share checked once for
+   * the plan, as {@linkcode NodeFileStorage.readMany} does for its reads: a compaction's writes and its lock's removal
+   * lie in one session folder, where each call walked the folders from the root again (an `lstat` each).
+   */
+  applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
+    // A held commit (its fence and one append, both through pinned handles) has no folders to share.
+    if (!plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) return applyCommitPlanByCalls(this, plan);
+    const checked = new Set<string>();
+    const planned: StoragePort = {
+      maxFileBytes: this.maxFileBytes,
+      read: (path) => this.#withFile("read", path, (file) => this.#readWhole(path, file, checked)),
+      readTail: (path, maxBytes) => this.#withFile("readTail", path, (file) => this.#readTail(path, file, maxBytes, checked)),
+      replace: (path, bytes, options) => this.#replace(path, bytes, options, checked),
+      append: (path, bytes) => this.#append(path, bytes, checked),
+      createExclusive: (path, bytes, options) => this.#createExclusive(path, bytes, options, checked),
+      remove: (path, options) => this.#remove(path, options, checked),
+      list: (dir) => this.list(dir),
+      truncate: (path, length) => this.truncate(path, length),
+      move: (from, to) => this.move(from, to),
+    };
+    return applyCommitPlanByCalls(planned, plan);
   }
 
   /**
@@ -284,6 +323,11 @@ export class NodeFileStorage implements StoragePort {
   }
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
+    return this.#createExclusive(path, bytes, options);
+  }
+
+  /** {@linkcode NodeFileStorage.createExclusive}; `checked`: the folders a commit plan already found real. */
+  #createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions, checked?: Set<string>): Promise<boolean> {
     const durable = this.#fsync && options?.durable !== false;
     return this.#withFile("createExclusive", path, (file) => {
       // The bytes go to a synced temp file first, then link() publishes it: like open(…, "wx")
@@ -291,7 +335,7 @@ export class NodeFileStorage implements StoragePort {
       // (SIGKILL) never leaves an empty writer.lock or meta.json behind.
       const temp = tempBeside(file);
       try {
-        fill(this.#withParents(path, () => openSync(temp, "wx", 0o600)), bytes, durable);
+        fill(this.#withParents(path, () => openSync(temp, "wx", 0o600), checked), bytes, durable);
         try {
           linkSync(temp, file);
         } catch (error) {
@@ -348,10 +392,15 @@ export class NodeFileStorage implements StoragePort {
   }
 
   remove(path: string, options?: WriteOptions): Promise<void> {
+    return this.#remove(path, options);
+  }
+
+  /** {@linkcode NodeFileStorage.remove}; `checked`: the folders a commit plan already found real. */
+  #remove(path: string, options?: WriteOptions, checked?: Set<string>): Promise<void> {
     return this.#withFile("remove", path, (file) => {
       this.#pinned.closeBelow(path);
       // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
-      if (this.#boundary.parents(path, "read") === "missing") return;
+      if (this.#boundary.parents(path, "read", checked) === "missing") return;
       try {
         rmSync(file, { recursive: true, force: true });
       } catch (error) {
@@ -422,9 +471,9 @@ export class NodeFileStorage implements StoragePort {
    * Runs `create` once its folders are checked; when a parent folder is missing, creates the
    * parents and runs it again.
    */
-  #withParents<T>(path: string, create: () => T): T {
+  #withParents<T>(path: string, create: () => T, checked?: Set<string>): T {
     try {
-      if (this.#boundary.parents(path, "write") === "missing") throw missingParent(path);
+      if (this.#boundary.parents(path, "write", checked) === "missing") throw missingParent(path);
       return create();
     } catch (error) {
       if (errno(error) !== "ENOENT") throw error;

@@ -1,12 +1,10 @@
 /**
- * The one commit path of a session handle: what it knows of the session (`state`), the
- * lock and the optimistic revision check taken as one commit plan, a held lease (the lock
- * kept between operations), and the application of every planned change
- * (`planned-change.ts`: an append, a segment close; `recovery.ts`: recovery's repairs), each
- * written as one commit plan (`apply-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a
- * revision conflict leaves the handle refusing writes until `reload()`, which goes through
- * the handle's operation slot (`operation-slot.ts`), so a reload and an operation never
- * overlap.
+ * The one commit path of a session handle: what it knows of the session (`state`), the lock and the optimistic revision
+ * check taken as one commit plan, a held lease (the lock kept between operations), and the application of every planned
+ * change (`planned-change.ts`: an append, a segment close; `recovery.ts`: recovery's repairs), each written as one commit
+ * plan (`apply-commit-plan.ts`), fenced while held (`lease.ts`). On failure it reloads and types the error; a revision
+ * conflict leaves the handle refusing writes until `reload()`, which goes through the handle's operation slot
+ * (`operation-slot.ts`), so a reload and an operation never overlap.
  *
  * @module
  */
@@ -43,6 +41,8 @@ export class CommitPath {
   readonly #lease: Lease;
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
+  /** The lock of a running {@linkcode CommitPath.locked} operation that ends with a segment close, until given back. */
+  #giveBack: WriterLease | undefined;
 
   constructor(
     ctx: SessionContext,
@@ -86,9 +86,8 @@ export class CommitPath {
   }
 
   /**
-   * Takes the session for this handle until {@linkcode CommitPath.release}: the lock (after
-   * the revision check) is kept, so later operations need neither a new lock nor a revision
-   * read. Nothing when already held.
+   * Takes the session for this handle until {@linkcode CommitPath.release}: the lock (after the revision check) is kept, so
+   * later operations need neither a new lock nor a revision read. Nothing when already held.
    *
    * @throws {WriterLockedError} at once when another writer holds the session.
    * @throws {RevisionConflictError} when another writer committed since this handle read.
@@ -104,8 +103,8 @@ export class CommitPath {
   }
 
   /**
-   * Runs `body` in the handle's operation slot, on a live, writable handle. `repairing`: the
-   * handle may be blocked by corruption or stale (repair reads the files afresh under the lock).
+   * Runs `body` in the handle's operation slot, on a live, writable handle. `repairing`: the handle may be blocked by
+   * corruption or stale (repair reads the files afresh under the lock).
    *
    * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
@@ -122,11 +121,12 @@ export class CommitPath {
   }
 
   /**
-   * The body of a mutating operation that does more than one commit: lock and revision
-   * check (one plan, so one round trip through a worker), recovery's repairs, `fn`, release.
+   * The body of a mutating operation that does more than one commit: lock and revision check (one plan), recovery's repairs,
+   * `fn`, release. `closes`: `fn` ends with a segment close, whose plan then gives the lock back (one round trip fewer).
    */
-  async locked<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  async locked<T>(operation: string, fn: () => Promise<T>, closes = false): Promise<T> {
     const lease = await this.lock(operation, [], true);
+    this.#giveBack = closes && lease !== this.#lease.held ? lease : undefined;
     try {
       const unknown = this.state.repairs.rewriteActive ? await unknownActiveLines(this) : [];
       await this.#applyPendingRepairs(planPendingRepairs(this.state, unknown, this.now));
@@ -134,14 +134,15 @@ export class CommitPath {
     } catch (error) {
       throw await this.failed(operation, error);
     } finally {
-      await this.unlock(lease).catch(() => undefined);
+      const pending = closes ? this.#giveBack : lease;
+      this.#giveBack = undefined;
+      if (pending) await this.unlock(pending).catch(() => undefined);
     }
   }
 
   /**
-   * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in
-   * one storage call when the backend runs plans itself. Only for a session without repairs
-   * to do or a draft to finish (those take {@linkcode CommitPath.locked}).
+   * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in one storage call when the backend
+   * runs plans itself. Only for a session without repairs to do or a draft to finish (those take {@linkcode CommitPath.locked}).
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
     // Held: the lease stands for the lock and the revision check; only the writes go out.
@@ -151,10 +152,7 @@ export class CommitPath {
     return this.#appended(change);
   }
 
-  /**
-   * Commits `records` inside a held lock: one append (each line carries the new revision)
-   * and, unless a lease lets it lag (at most 64 commits or one second), a `meta.json` update.
-   */
+  /** Commits `records` inside a held lock: one append (lines carry the new revision), and `meta.json` unless a lease lets it lag. */
   async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
     const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     const now = this.ctx.clock();
@@ -171,19 +169,25 @@ export class CommitPath {
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
   }
 
-  /** Applies a segment close (compaction, reset) inside a held lock: one commit plan, then the state. */
+  /** Applies a segment close (compaction, reset): one plan (that gives the lock back when it ends a `closes` operation), then the state. */
   async closeSegment(close: SegmentClose): Promise<void> {
     const { storage } = this.ctx;
-    // What meta.json holds now: the operation applied recovery's repairs before this runs.
-    const before = encodeJsonDocument(this.state.meta);
     const activeBytes = close.activeBytes.length; // the bytes themselves are handed over to the plan
+    const release = this.#giveBack;
+    this.#giveBack = undefined;
     try {
-      await this.#lease.apply({ writes: segmentCloseWrites(this.paths, close) });
+      await this.#lease.apply({ writes: segmentCloseWrites(this.paths, close), ...(release ? { release } : {}) });
     } catch (error) {
-      // Best effort: put back the meta.json that matches the files (the next open would rebuild it anyway);
-      // never after a lost lease: meta.json is then the new owner's.
+      // Best effort: put back the meta.json that matches the files unless the segment was written (the next open would
+      // rebuild it anyway); never after a lost lease (meta.json is the new owner's). The state is unchanged until the plan
+      // committed. A failed plan gave the lock back: the put-back takes it again and replaces only this plan's meta.json.
       if (!(error instanceof LeaseLostError) && !(await storage.readTail(this.paths.segment(close.range), 0).catch(() => undefined))) {
-        await storage.replace(this.paths.meta, before).catch(() => undefined);
+        const bytes = encodeJsonDocument(this.state.meta);
+        const { identity, clock } = this.ctx;
+        const expect = { path: this.paths.meta, revision: close.meta.revision };
+        const writes: PlannedWrite[] = [{ op: "replace", path: this.paths.meta, bytes }];
+        if (!release) await storage.replace(this.paths.meta, bytes).catch(() => undefined);
+        else await takeWriterLock(storage, this.paths.lock, { identity, operation: "restore", clock, hold: false, expect, writes }).catch(() => undefined);
       }
       throw error;
     }

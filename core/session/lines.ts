@@ -3,11 +3,13 @@
  * wrote it. A compaction or a rewrite of Active copies these bytes instead of encoding the
  * JSON again: it costs a copy, not a serialization, and a line keeps its exact bytes
  * (unknown fields included). Held by the record object itself, in a private slot: a
- * committed record is never mutated.
+ * committed record is never mutated. Its token estimate is kept the same way once asked for.
  *
  * @module
  */
+import { estimateTokens } from "../compaction/estimate.ts";
 import { encodeJsonlLine } from "../jsonl/encode.ts";
+import type { MessageRecord } from "../schema/mod.ts";
 
 const NEWLINE = 0x0a;
 const encoder = new TextEncoder();
@@ -43,9 +45,39 @@ class RememberedLine extends Stamped {
   }
 }
 
+/**
+ * A committed message's token estimate, as a private field of its own, added when first asked for: an open, which
+ * remembers every line, pays nothing for it. Only a message with a remembered line keeps it (those are never mutated).
+ */
+class RememberedTokens extends Stamped {
+  readonly #tokens: number;
+
+  private constructor(record: object, tokens: number) {
+    super(record);
+    this.#tokens = tokens;
+  }
+
+  static of(record: MessageRecord): number {
+    if (#tokens in record) return (record as unknown as RememberedTokens).#tokens;
+    const tokens = estimateTokens([record]);
+    if (RememberedLine.get(record)) new RememberedTokens(record, tokens);
+    return tokens;
+  }
+}
+
 /** Remembers the bytes (without `\n`) `record` was decoded from or encoded to. */
 export function rememberLine(record: object, bytes: Uint8Array): void {
   RememberedLine.set(record, bytes);
+}
+
+/**
+ * `estimateTokens(messages)` where each message with a remembered line (a committed one) is estimated once and the
+ * figure kept with its line: the compaction trigger (`atContextTokens`) estimates all of Active before each run step.
+ */
+export function storedTokens(messages: readonly MessageRecord[]): number {
+  let total = 0;
+  for (const message of messages) total += RememberedTokens.of(message);
+  return total;
 }
 
 /** The line of `record` without its `\n`: remembered, or encoded now and remembered. */

@@ -11,6 +11,7 @@ import { asSessionfoldError, CancelledError, ProviderError, SessionfoldError } f
 import { type DraftRecord, type MessageRecord, nowTimestamp, type ToolPart, type Usage } from "../schema/mod.ts";
 import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
+import { storedTokens } from "./lines.ts";
 import { ContextLengthExceededError, type ModelInput, type Provider, type Tool, type ToolDefinition } from "../model/mod.ts";
 import { runTool, streamStep } from "./run-step.ts";
 import type { RunEvent, RunOutcome } from "./run-events.ts";
@@ -136,7 +137,7 @@ export async function runLoop(locked: LockedOperation, input: RunInput, options:
           ...(lastUsage ? { lastUsage } : {}),
           ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
           activeCount: state.active.length,
-          estimatedTokens: () => estimateTokens([...state.active, ...candidate], toolDefinitions),
+          estimatedTokens: () => storedTokens(state.active) + estimateTokens(candidate, toolDefinitions),
           deepCompactionPending: deepPending,
           contextRefused: refused,
         });

@@ -124,6 +124,7 @@ function planCompactionClose(
   const { text, costUsdMicros: cost, usage: summaryUsage } = summary;
   const previous = cumulativeSummary(state.footer);
   // The estimate adds up message by message: Active = the selected half + the kept half.
+  // Estimated afresh, not kept with the lines (storedTokens): keeping a figure on each message costs about as much again.
   const removedTokens = estimateTokens(selection.selected);
   const keptTokens = estimateTokens(selection.kept);
   const beforeTokens = estimateTextTokens(previous) + removedTokens + keptTokens;

@@ -161,7 +161,7 @@ export class Session extends SessionView {
         }
         const outcome = await compactActive(tx, summarizer, options.signal ?? new AbortController().signal);
         return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
-      }));
+      }, true));
   }
 
   /**
@@ -184,7 +184,7 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} / {RevisionConflictError} as for `append`.
    */
   reset(): Promise<{ revision: number }> {
-    return this.#tx.exclusive("reset", () => this.#tx.locked("reset", () => resetActive(this.#tx)));
+    return this.#tx.exclusive("reset", () => this.#tx.locked("reset", () => resetActive(this.#tx), true));
   }
 
   /**

@@ -48,6 +48,8 @@ export function encodeWithUnknown(
   withTrailing: boolean,
   tail: readonly unknown[] = [],
 ): Uint8Array {
+  // Unknown lines are rare: without them, Active's remembered lines as they are.
+  if (unknown.length === 0) return joinLines([...messages.map(lineOf), ...tail.map((record) => lineOf(record as object))]);
   const before = new Map<number, string[]>();
   for (const line of unknown) {
     if (line.beforeSequence === null) continue;

@@ -74,7 +74,10 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     truncate: (path, length) => opened().truncate(path, length),
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
-    applyCommitPlan: (plan) => applyCommitPlanByCalls(opened(), plan),
+    applyCommitPlan: (plan) => {
+      const store = opened();
+      return store.applyCommitPlan ? store.applyCommitPlan(plan) : applyCommitPlanByCalls(store, plan);
+    },
     // `undefined` / 0 where the store keeps no catalog: the host then reads every meta.json.
     // The listing crosses as JSON text: one string to copy, where a structured clone walks each
     // of 10⁴ entries on both sides. Its documents were parsed from JSON, so the text loses nothing.

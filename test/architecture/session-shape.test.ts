@@ -75,7 +75,7 @@ describe("compaction, reset and recovery's repairs reach storage through the one
     return s;
   }
 
-  it("compaction: one summarizer call, then the lock, one plan with meta.json, the segment and Active, the release", async () => {
+  it("compaction: one summarizer call, then the lock, one plan with meta.json, the segment and Active that also gives the lock back", async () => {
     const storage = new PlanRecordingStorage(new MemoryStorage());
     const s = await session(storage);
     let calls = 0;
@@ -84,20 +84,18 @@ describe("compaction, reset and recovery's repairs reach storage through the one
     expect(storage.mutations()).toEqual([]);
     expect(storage.planned()).toEqual([
       ["lock hold", "expect"],
-      ["replace meta.json", "replace messages/segments/000000000001-000000000002.jsonl", "replace messages/active.jsonl"],
-      ["release"],
+      ["replace meta.json", "replace messages/segments/000000000001-000000000002.jsonl", "replace messages/active.jsonl", "release"],
     ]);
   });
 
-  it("reset: the same three plans, Active closed whole", async () => {
+  it("reset: the same two plans, Active closed whole", async () => {
     const storage = new PlanRecordingStorage(new MemoryStorage());
     const s = await session(storage);
     await s.reset();
     expect(storage.mutations()).toEqual([]);
     expect(storage.planned()).toEqual([
       ["lock hold", "expect"],
-      ["replace meta.json", "replace messages/segments/000000000001-000000000004.jsonl", "replace messages/active.jsonl"],
-      ["release"],
+      ["replace meta.json", "replace messages/segments/000000000001-000000000004.jsonl", "replace messages/active.jsonl", "release"],
     ]);
   });
 

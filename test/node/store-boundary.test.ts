@@ -107,6 +107,31 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await hashTree(outside)).toEqual(before);
   });
 
+  it("a commit plan (its folders checked once for the plan) still refuses a link on the way of any of its files", async () => {
+    const before = await hashTree(outside);
+    await symlink(join(outside, "folder"), join(root, "s", "segments"));
+    const folder = { found: "a symbolic link", expected: "a folder" };
+    const lock = { path: "s/writer.lock", bytes: utf8('{"lock_id":"l1"}'), lockId: "l1" };
+    // The first write's folders are real; the second's are not: the first is written, the plan rejects at the second, the lock goes.
+    const plan = storage.applyCommitPlan({
+      lock,
+      writes: [{ op: "replace", path: "s/meta.json", bytes: utf8('{"a":1}') }, { op: "replace", path: "s/segments/new.jsonl", bytes: utf8("{}\n") }],
+    });
+    await expect(plan).rejects.toMatchObject({ details: folder });
+    expect(await readFile(join(root, "s", "meta.json"), "utf8")).toBe('{"a":1}');
+    expect(await storage.read("s/writer.lock")).toBeUndefined();
+    // A plan whose files share their folders: written, and the lock it names given back.
+    await storage.createExclusive("s/writer.lock", lock.bytes);
+    const done = await storage.applyCommitPlan({
+      writes: [{ op: "replace", path: "s/meta.json", bytes: utf8('{"a":2}') }, { op: "append", path: "s/active.jsonl", bytes: utf8("{}\n") }],
+      release: { path: lock.path, lockId: lock.lockId },
+    });
+    expect(done).toEqual({ outcome: "committed" });
+    expect(await readFile(join(root, "s", "active.jsonl"), "utf8")).toBe("{}\n");
+    expect(await storage.read("s/writer.lock")).toBeUndefined();
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
   it("a hard link: read as the file the store names, never written", async () => {
     const before = await hashTree(outside);
     await link(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));

@@ -127,6 +127,39 @@ describe("compact()", () => {
     expect(reopened.revision).toBe(session.revision);
   });
 
+  test("a failed close's put-back takes the lock again and never writes over a meta.json another writer wrote meanwhile", async () => {
+    const inner = new MemoryStorage();
+    await sessionWith(6, inner);
+    const theirs = new TextEncoder().encode('{"schema_version":1,"written_by":"another writer"}\n');
+    let locks = 0;
+    const failing = new Proxy(inner, {
+      get(target, prop) {
+        // Plans and the lock by this proxy's calls, whatever the backend runs itself.
+        if (prop === "applyCommitPlan" || prop === "acquireLock" || prop === "releaseLock") return undefined;
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === "replace") {
+          return async (path: string, bytes: Uint8Array) => {
+            if (path.includes("/segments/")) throw new StorageFullError(`${path}: simulated full disk`, { path });
+            return target.replace(path, bytes);
+          };
+        }
+        if (prop === "createExclusive") {
+          // The close's plan gave the lock back when it failed; before the put-back takes it again, another writer commits.
+          return async (path: string, bytes: Uint8Array) => {
+            if (path === P.lock && ++locks === 2) await target.replace(P.meta, theirs);
+            return target.createExclusive(path, bytes);
+          };
+        }
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const again = await registry(failing).open(REF);
+    await expect(again.compact({ summarizer: summarizer() })).rejects.toBeInstanceOf(StorageFullError);
+    expect(locks).toBe(2);
+    expect(await inner.read(P.meta)).toEqual(theirs);
+    expect(await inner.read(P.lock)).toBeUndefined();
+  });
+
   test("is one segment replace, one Active replace and one meta replace under the lock", async () => {
     const inner = new MemoryStorage();
     const { session } = await sessionWith(4, inner);

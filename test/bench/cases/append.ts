@@ -79,7 +79,7 @@ function formatCommit(dir: string, line: Uint8Array, meta: Uint8Array, owner: Ui
  * most every 64th commit, so `commits` should span several of those.
  */
 async function commitBreakdown(root: string, commits: number, hold = false): Promise<{ text: string; times: StorageTimes }> {
-  const timed = timedStorage(new NodeFileStorage({ root }));
+  const timed = timedStorage(new NodeFileStorage({ root }), true);
   const sessions = new Sessions({ storage: timed.storage });
   const session = await sessions.create({ agentId: "bench", workspaceId: "w1", sessionId: "breakdown" }, { hold });
   try {

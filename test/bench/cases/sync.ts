@@ -226,7 +226,7 @@ async function bareServer() {
 }
 
 async function roundTrip(ctx: CaseContext): Promise<void> {
-  const timed = timedStorage(new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }));
+  const timed = timedStorage(new NodeFileStorage({ root: join(ctx.tmp, "rt-server") }), true);
   const server = await syncServerAt(timed.storage);
   const bare = await bareServer();
   const remote: SyncRemote = remoteAt(server.url);

@@ -29,7 +29,7 @@ import type { OpenResult, ProbeFormat, ProbeImpl } from "../probe.ts";
 
 /** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
 async function openBreakdown(root: string): Promise<string> {
-  const timed = timedStorage(new NodeFileStorage({ root }));
+  const timed = timedStorage(new NodeFileStorage({ root }), true);
   const sessions = new Sessions({ storage: timed.storage });
   for (let i = 0; i < 5; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
   timed.clear();
