@@ -42,6 +42,18 @@ export interface OpenResult {
 
 const MB = 1024 * 1024;
 
+type OpenFigures = Omit<OpenResult, "maxRssMB">;
+
+/** One open when `warm` is undefined; else the median of up to `warm` opens (3 at least, within `budgetMs`) after 5 warm-up opens. */
+async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
+  if (warm === undefined) return await once();
+  for (let i = 0; i < 5; i++) await once();
+  const runs = [];
+  const t0 = performance.now();
+  while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
+  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+}
+
 /** Opens the store once per process (its worker start is per process, not per turn), then times open + compose. */
 async function openSessionfold(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
   const store = await openNodeSessions({ root: path, worker: impl === "sessionfold" });
@@ -53,12 +65,7 @@ async function openSessionfold(impl: ProbeImpl, path: string, warm: number | und
       const { input } = session.compose(BENCH_PROVIDER);
       return { ms: performance.now() - t0, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
     };
-    if (warm === undefined) return await once();
-    for (let i = 0; i < 5; i++) await once();
-    const runs = [];
-    const t0 = performance.now();
-    while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
-    return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+    return await timeOpens(once, warm, budgetMs);
   } finally {
     await store.close();
   }
@@ -73,12 +80,7 @@ async function openWorkerFloor(root: string, warm: number | undefined, budgetMs:
       const { messages, summaryChars } = await floor.open();
       return { ms: performance.now() - t0, contextMessages: messages, summaryChars };
     };
-    if (warm === undefined) return await once();
-    for (let i = 0; i < 5; i++) await once();
-    const runs = [];
-    const t0 = performance.now();
-    while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
-    return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+    return await timeOpens(once, warm, budgetMs);
   } finally {
     await floor.close();
   }
