@@ -53,9 +53,14 @@ describe("openBrowserSessions (worker: false)", () => {
     const dbName = `mod-${next++}`;
     const a = await open(dbName);
     const b = await open(dbName);
+    // A third instance on the database that never stops listening: once it has heard a commit,
+    // that commit's announcement has reached every instance, so b's silence is observed, not waited for.
+    const witness = await open(dbName);
     const other = await open(`mod-${next++}`);
     const toA: CommitEvent[] = [];
     const toB: CommitEvent[] = [];
+    const toWitness: CommitEvent[] = [];
+    witness.onCommit((e) => toWitness.push(e));
     const toOther: CommitEvent[] = [];
     a.onCommit((e) => toA.push(e));
     const stop = b.onCommit((e) => toB.push(e));
@@ -70,8 +75,8 @@ describe("openBrowserSessions (worker: false)", () => {
     const viewB = await b.sessions.open("a1/w1/s1");
     expect(viewB.revision).toBe(revision);
     stop();
-    await session.append({ role: "user", parts: [{ type: "text", text: "again" }] });
-    await new Promise((r) => setTimeout(r, 50));
+    const again = await session.append({ role: "user", parts: [{ type: "text", text: "again" }] });
+    await vi.waitFor(() => expect(toWitness).toContainEqual({ refText: "a1/w1/s1", revision: again.revision }));
     expect(toB).toHaveLength(1);
   });
 
@@ -83,8 +88,13 @@ describe("openBrowserSessions (worker: false)", () => {
     listener.onCommit((e) => heard.push(e));
     const session = await quiet.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
-    await new Promise((r) => setTimeout(r, 50));
-    expect(heard).toEqual([]);
+    // An instance that does announce commits after it: once its announcement is heard, one from
+    // the quiet instance (posted before it) would have been heard too.
+    const loud = await open(dbName);
+    const marker = await loud.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s2" });
+    const { revision } = await marker.append({ role: "user", parts: [{ type: "text", text: "marker" }] });
+    await vi.waitFor(() => expect(heard).toContainEqual({ refText: "a1/w1/s2", revision }));
+    expect(heard.filter((e) => e.refText === "a1/w1/s1")).toEqual([]);
   });
 });
 

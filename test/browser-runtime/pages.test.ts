@@ -13,6 +13,7 @@ import { createServer, type ViteDevServer } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
 import type { LooseJson } from "../support/loose-json.ts";
+import { until } from "../support/until.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/fixture/index.html";
@@ -95,17 +96,6 @@ async function ok(page: Page, name: string, ...args: unknown[]): Promise<LooseJs
   const outcome = await sf(page, name, ...args);
   if (!outcome.ok) throw new Error(`sf.${name} failed: ${outcome.error.name} (${outcome.error.code}): ${outcome.error.message}`);
   return outcome.value;
-}
-
-/** Polls `probe` until it returns a truthy value. */
-async function until<T>(what: string, probe: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The reply text the fixture's scripted provider streams for its `call`th request (see fixture/main.ts). */

@@ -26,7 +26,8 @@ import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
-import { type Playground, sendTurn, startPlayground, until } from "./playground.ts";
+import { until } from "../support/until.ts";
+import { type Playground, sendTurn, startPlayground } from "./playground.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURES = join(ROOT, "test/e2e/fixtures");

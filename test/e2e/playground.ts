@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Frame, Page } from "playwright-core";
 import { build } from "vite";
+import { until } from "../support/until.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -84,17 +85,6 @@ export function freePort(): Promise<number> {
     });
     server.on("error", reject);
   });
-}
-
-/** Waits for `probe` to hold, looking again every 50 ms, up to a deadline (then fails naming `what`). */
-export async function until<T>(what: string, probe: () => Promise<T> | T, timeoutMs = 15_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Sends one message from the playground in `surface` (a page, or a device's frame) and waits until its turn is committed. */

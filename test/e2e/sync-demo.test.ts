@@ -24,7 +24,8 @@ import { AGENT_ID, WORKSPACE_ID } from "../../demo/agent-settings.ts";
 import { SYNC_PROTOCOL_VERSION } from "../../core/sync/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
-import { type Playground, sendTurn, startPlayground, until } from "./playground.ts";
+import { until } from "../support/until.ts";
+import { type Playground, sendTurn, startPlayground } from "./playground.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHOTS = join(ROOT, "test-results/screenshots");

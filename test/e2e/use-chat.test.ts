@@ -8,7 +8,7 @@
  * back as a stopped reply.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import { build } from "esbuild";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from "../support/chromium.ts";
+import { until } from "../support/until.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIRST = "Hello from the ";
@@ -223,7 +224,7 @@ describe("useChat (the AI SDK's chat client in chromium) on chatRoute", () => {
     await model.holding(2);
     await assistantShows(first, FIRST);
     const draft = join(dir, "store/agents/chat/workspaces/web/sessions/c1/messages/assistant_message.json");
-    await until(() => readFileSync(draft, "utf8").includes(FIRST));
+    await until("the draft to hold the first reply", () => existsSync(draft) && readFileSync(draft, "utf8").includes(FIRST), 60_000);
     const { port } = server!;
     const died = new Promise((resolve) => server!.child.once("exit", resolve));
     server!.child.kill("SIGKILL");
@@ -248,16 +249,3 @@ describe("useChat (the AI SDK's chat client in chromium) on chatRoute", () => {
     await first.close();
   }, 120_000);
 });
-
-/** Waits until `check` holds (a condition on the store, not a delay), for at most a minute. */
-async function until(check: () => boolean): Promise<void> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    try {
-      if (check()) return;
-    } catch {
-      // not written yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error("the condition never held");
-}
