@@ -17,7 +17,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { catalogDocument, Sessions } from "../../../core/mod.ts";
+import { catalogDocument, Sessions, type StoragePort } from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import { SNAPSHOT_HEADER } from "../../../runtime-node/fs-catalog-snapshot.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
@@ -89,6 +89,38 @@ async function writeFilesFixture(root: string, n: number): Promise<void> {
   );
 }
 
+/**
+ * Times the first page of one workspace's `n` sessions on `storage` into `page`; at 10⁴
+ * sessions also the whole listing against the same listing without the catalog, as a row.
+ */
+async function measureStore(
+  ctx: CaseContext,
+  m: {
+    backend: string;
+    n: number;
+    storage: StoragePort;
+    page: Map<number, number>;
+    runs: number;
+    pageRuns: number;
+  },
+  note: string,
+): Promise<void> {
+  const sessions = new Sessions({ storage: m.storage });
+  m.page.set(
+    m.n,
+    await timeListing(
+      m.pageRuns,
+      Math.min(PAGE, m.n),
+      () => sessions.list({ ...filter, limit: PAGE }),
+    ),
+  );
+  if (m.n !== 10_000) return;
+  const all = await timeListing(m.runs, m.n, () => sessions.list(filter));
+  const before = new Sessions({ storage: withoutCatalog(m.storage) });
+  const baseline = await timeListing(1, m.n, () => before.list(filter));
+  emitListAll(ctx, m.backend, all, baseline, m.runs, note);
+}
+
 async function filesListing(
   ctx: CaseContext,
   runs: number,
@@ -103,27 +135,9 @@ async function filesListing(
     ctx.log(
       `list (files): ${n} sessions written in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
-    const sessions = new Sessions({ storage: new NodeFileStorage({ root }) });
-    page.set(
-      n,
-      await timeListing(
-        pageRuns,
-        Math.min(PAGE, n),
-        () => sessions.list({ ...filter, limit: PAGE }),
-      ),
-    );
-    if (n !== 10_000) continue;
-    const all = await timeListing(runs, n, () => sessions.list(filter));
-    const before = new Sessions({
-      storage: withoutCatalog(new NodeFileStorage({ root })),
-    });
-    const baseline = await timeListing(1, n, () => before.list(filter));
-    emitListAll(
+    await measureStore(
       ctx,
-      "files",
-      all,
-      baseline,
-      runs,
+      { backend: "files", n, storage: new NodeFileStorage({ root }), page, runs, pageRuns },
       "Sessions.list of one workspace's 10⁴ sessions on NodeFileStorage (the calling thread, as sessionfold ls): its catalog read whole",
     );
   }
@@ -175,25 +189,9 @@ async function postgresListing(
         schema,
       });
       try {
-        const sessions = new Sessions({ storage });
-        page.set(
-          n,
-          await timeListing(
-            pageRuns,
-            Math.min(PAGE, n),
-            () => sessions.list({ ...filter, limit: PAGE }),
-          ),
-        );
-        if (n !== 10_000) continue;
-        const all = await timeListing(runs, n, () => sessions.list(filter));
-        const before = new Sessions({ storage: withoutCatalog(storage) });
-        const baseline = await timeListing(1, n, () => before.list(filter));
-        emitListAll(
+        await measureStore(
           ctx,
-          "postgres",
-          all,
-          baseline,
-          runs,
+          { backend: "postgres", n, storage, page, runs, pageRuns },
           "Sessions.list of one workspace's 10⁴ sessions on PostgresStorage: one statement",
         );
       } finally {
