@@ -29,7 +29,7 @@ import {
 } from "node:fs";
 import { type FileHandle, open as openHandle } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/mod.ts";
+import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/errors.ts";
 import { errno, missingAsUndefined } from "./fs-errors.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */

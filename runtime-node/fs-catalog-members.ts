@@ -16,7 +16,7 @@
  * @module
  */
 import { type BigIntStats, lstatSync, readdirSync } from "node:fs";
-import { isListedName } from "../core/mod.ts";
+import { isListedName } from "../core/reader.ts";
 import { missingAsUndefined } from "./fs-errors.ts";
 
 const FINE_MARGIN_NS = 100_000_000n;

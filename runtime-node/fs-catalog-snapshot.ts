@@ -11,8 +11,7 @@
  */
 import { Buffer } from "node:buffer";
 import { readSync } from "node:fs";
-import type { CatalogEntry, CatalogPage } from "../core/mod.ts";
-import { isListedName } from "../core/mod.ts";
+import { type CatalogEntry, type CatalogPage, isListedName } from "../core/reader.ts";
 
 /** The first line of a sorted snapshot (catalog version 2); a snapshot without it is read whole. */
 export const SNAPSHOT_HEADER = '{"catalog":2,"order":"updated_at desc, name"}';

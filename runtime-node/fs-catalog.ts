@@ -26,6 +26,7 @@
  */
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
+import { StorageError } from "../core/errors.ts";
 import {
   catalogDocument,
   type CatalogEntry,
@@ -34,9 +35,8 @@ import {
   cataloguedFolder,
   cataloguedPath,
   isListedName,
-  StorageError,
-} from "../core/mod.ts";
-import { parentPath } from "../core/internal.ts";
+  parentPath,
+} from "../core/reader.ts";
 import { APPEND_FLAGS, READ_FLAGS, type StoreBoundary } from "./fs-boundary.ts";
 import { FolderMembers, identityOf } from "./fs-catalog-members.ts";
 import { applyLines, lineNames, mergedSnapshot, snapshotBytes, SortedSnapshot } from "./fs-catalog-snapshot.ts";

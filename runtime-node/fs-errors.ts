@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { SessionfoldError } from "../core/mod.ts";
-import { messageOf, storageFailure } from "../core/internal.ts";
+import type { SessionfoldError } from "../core/errors.ts";
+import { messageOf, storageFailure } from "../core/reader.ts";
 
 /**
  * The `code` of a Node system error (`"ENOENT"`), `undefined` for anything else.

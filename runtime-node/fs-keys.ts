@@ -7,7 +7,8 @@
  * @module
  */
 import { resolve, sep } from "node:path";
-import { assertStoragePath, InvalidInputError } from "../core/mod.ts";
+import { InvalidInputError } from "../core/errors.ts";
+import { assertStoragePath } from "../core/reader.ts";
 
 /** Names starting with this are a file store's temporary files: never listed, never a valid key. */
 export const TEMP_PREFIX = ".tmp-";

@@ -11,7 +11,7 @@
  */
 import { closeSync } from "node:fs";
 import { bestEffort } from "./fs-errors.ts";
-import { isWithin } from "../core/internal.ts";
+import { isWithin } from "../core/reader.ts";
 
 /** A read handle of a pinned file and the file it was opened on. */
 export interface PinnedReader {

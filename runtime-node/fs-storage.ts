@@ -8,6 +8,7 @@
  */
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
+import { InvalidInputError } from "../core/errors.ts";
 import {
   applyCommitPlanByCalls,
   type CatalogListing,
@@ -16,14 +17,14 @@ import {
   type CommitPlanResult,
   type FileTail,
   formatBytes,
-  InvalidInputError,
+  isWithin,
   MAX_FILE_BYTES,
+  parentPath,
   type ReadRequest,
   type ReadResult,
   type StoragePort,
   type WriteOptions,
-} from "../core/mod.ts";
-import { isWithin, parentPath } from "../core/internal.ts";
+} from "../core/reader.ts";
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { FileCatalog } from "./fs-catalog.ts";

@@ -224,46 +224,73 @@ export class JsonlDecoder<T = unknown> {
     line: number,
     decoded?: string,
   ): { ok: true; record: DecodedRecord<T> | undefined } | { ok: false; code: "invalid_json" | "invalid_record"; reason: string } {
-    let text: string;
-    try {
-      text = decoded ?? utf8.decode(bytes);
-    } catch {
-      return { ok: false, code: "invalid_json", reason: "not valid UTF-8" };
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return { ok: false, code: "invalid_json", reason: describeJsonError(text) };
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
-    }
-    const type = (value as { record_type?: unknown }).record_type;
-    if (typeof type !== "string") {
-      return { ok: false, code: "invalid_record", reason: "missing string record_type" };
-    }
-    // The schema walks the value recursively: a value nested past the limit is refused first
-    // (a line with no more brackets than the limit cannot be nested deeper: not walked).
-    if (bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
-      return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
-    }
-    const schema = Object.hasOwn(this.#options.schemas, type) ? this.#options.schemas[type] : undefined;
-    if (!schema) {
-      this.#report(line, "unknown_record", false, `record_type ${escapedExcerpt(type)} is not known here; skipped`);
+    const parsed = parseRecordLine<T>(bytes, this.#options.schemas, decoded);
+    if (!parsed.ok) return parsed;
+    if (parsed.unknown !== undefined) {
+      this.#report(line, "unknown_record", false, `record_type ${escapedExcerpt(parsed.unknown)} is not known here; skipped`);
       return { ok: true, record: undefined };
     }
-    const result = fastParse(schema, value);
-    if (!result.success) {
-      return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
-    }
-    return { ok: true, record: this.#options.keepLineBytes ? { record: result.data as T, line, bytes } : { record: result.data as T, line } };
+    return { ok: true, record: this.#options.keepLineBytes ? { record: parsed.record, line, bytes } : { record: parsed.record, line } };
   }
 
   #report(line: number, code: Diagnostic["code"], fatal: boolean, message: string): void {
     if (fatal) this.#fatal = true;
     this.#diagnostics.push({ file: this.#options.file, line, code, message: `${this.#options.file}:${line}: ${message}`, fatal });
   }
+}
+
+/** What one line holds: its record, or the unknown `record_type` it names (skipped), or why it is invalid. */
+export type LineVerdict<T> =
+  | { readonly ok: true; readonly record: T; readonly unknown?: undefined }
+  | { readonly ok: true; readonly record?: undefined; readonly unknown: string }
+  | { readonly ok: false; readonly code: "invalid_json" | "invalid_record"; readonly reason: string };
+
+/**
+ * Judges one line (its bytes without the `\n`) by the rules of docs/FORMAT.md: UTF-8, a JSON
+ * object, a string `record_type`, no deeper than {@linkcode MAX_JSON_DEPTH}, valid for the
+ * schema of its type. The one judgement {@linkcode JsonlDecoder} makes of each line, and that
+ * a reader of a single final line (`lastRecordInWindow`) makes without a decoder. `decoded`
+ * is the line's text when it is already known.
+ *
+ * @example
+ * ```ts
+ * import { SummaryRecord } from "sessionfold";
+ * const line = new TextEncoder().encode('{"record_type":"note"}');
+ * parseRecordLine(line, { summary: SummaryRecord }); // { ok: true, unknown: "note" }
+ * ```
+ */
+export function parseRecordLine<T = unknown>(bytes: Uint8Array, schemas: RecordSchemas, decoded?: string): LineVerdict<T> {
+  let text: string;
+  try {
+    text = decoded ?? utf8.decode(bytes);
+  } catch {
+    return { ok: false, code: "invalid_json", reason: "not valid UTF-8" };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, code: "invalid_json", reason: describeJsonError(text) };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
+  }
+  const type = (value as { record_type?: unknown }).record_type;
+  if (typeof type !== "string") {
+    return { ok: false, code: "invalid_record", reason: "missing string record_type" };
+  }
+  // The schema walks the value recursively: a value nested past the limit is refused first
+  // (a line with no more brackets than the limit cannot be nested deeper: not walked).
+  if (bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
+    return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
+  }
+  const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
+  if (!schema) return { ok: true, unknown: type };
+  const result = fastParse(schema, value);
+  if (!result.success) {
+    return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
+  }
+  return { ok: true, record: result.data as T };
 }
 
 /** Chunks up to this size are decoded whole first: one decoder call, not one per line. */

@@ -1,6 +1,6 @@
 import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { type JsonlDecodeOptions, JsonlDecoder } from "./decode.ts";
+import { type JsonlDecodeOptions, JsonlDecoder, parseRecordLine } from "./decode.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
 /** What {@linkcode readLastRecord} found at the end of a file. */
@@ -80,11 +80,18 @@ export function lastRecordInWindow<T = unknown>(bytes: Uint8Array, size: number,
   // A negative fromIndex would count from the end: with end === 0 there is nothing before the final line.
   const start = end === 0 ? 0 : bytes.lastIndexOf(NEWLINE, end - 1) + 1;
   if (start === 0 && bytes.length < size) return undefined;
+  const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+  // The usual final line, ended by its newline and valid, is judged alone (a `show` judges one
+  // per segment); any other goes through a decoder, which words its diagnostics.
+  if (end < bytes.length && end - start <= maxLineBytes) {
+    const parsed = parseRecordLine<T>(bytes.subarray(start, end), options.schemas);
+    if (parsed.ok && parsed.unknown === undefined) return { record: parsed.record, diagnostics: [], size, bytesRead: bytes.length };
+  }
   const decoder = new JsonlDecoder<T>({
     file: options.file,
     schemas: options.schemas,
     tornTailRecoverable: options.tornTailRecoverable,
-    maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
+    maxLineBytes,
   });
   const decoded = decoder.push(bytes.subarray(start));
   const result = decoder.finish();

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { parseSessionRef, type SessionRef } from "../../core/mod.ts";
+import { parseSessionRef, type SessionRef } from "../../core/reader.ts";
 import type { ArgsSpec, ParsedArgs } from "./args.ts";
 import type { CliIo } from "./io.ts";
 import type { Output } from "./output.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { describeLockOwner } from "../../core/internal.ts";
+import { describeLockOwner } from "../../core/reader.ts";
 import type { StaleLockReclaimed } from "../../core/mod.ts";
 import { EXIT } from "./exit.ts";
 import type { CliIo } from "./io.ts";

@@ -9,32 +9,21 @@
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import type { MigrationReport, Session, SessionOptions, StaleLockReclaimed } from "../../core/mod.ts";
+import { InvalidInputError, NotFoundError, UnsupportedSchemaError } from "../../core/errors.ts";
 import {
-  type AgentConfig,
-  AgentConfigError,
-  agentConfigPath,
-  agentModelLabel,
-  agentSessionOptions,
   EncryptedStorage,
-  ExtractiveSummarizer,
   formatSessionRef,
-  InvalidInputError,
   type KeyProvider,
-  type MigrationReport,
-  NotFoundError,
-  parseAgentConfig,
-  type Session,
-  type SessionOptions,
   sessionPaths,
   type SessionRef,
   Sessions,
-  type StaleLockReclaimed,
   storageForKeys,
   type StoragePort,
-  type Summarizer,
-  UnsupportedSchemaError,
-} from "../../core/mod.ts";
-import { keyProviderOf, nodeAesGcm, NodeFileStorage, nodeWriterIdentity, openNodeSessions, readKeyFile } from "../mod.ts";
+} from "../../core/reader.ts";
+import { nodeAesGcm } from "../aes-gcm.ts";
+import { NodeFileStorage } from "../fs-storage.ts";
+import { nodeWriterIdentity, openNodeSessions } from "../open.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
@@ -100,20 +89,6 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
   shown.password = "";
   shown.searchParams.delete("password");
   return { kind: "postgres", root: `${shown.toString()}${schema ? ` (schema ${schema})` : ""}`, url: url.toString(), schema };
-}
-
-/** What an agent file gives the CLI. */
-export interface AgentSetup {
-  /** The options sessions of this agent are opened with (`{}` without an agent file). */
-  readonly options: SessionOptions;
-  /** For `new`: `meta.json`'s `model_label`. */
-  readonly modelLabel: string | undefined;
-  /** The summarizer `compact` uses: the configured one, else the offline extractive one. */
-  readonly summarizer: Summarizer;
-  /** The parsed agent file, when there is one. */
-  readonly config: AgentConfig | undefined;
-  /** The agent file's absolute path, when there is one. */
-  readonly file: string | undefined;
 }
 
 /**
@@ -231,7 +206,7 @@ export class Store {
 
   async #openWithKeys(): Promise<OpenStore> {
     const location = this.#location;
-    const keys = location.keyFile === undefined ? undefined : await keyProviderOf(await readKeyFile(location.keyFile));
+    const keys = location.keyFile === undefined ? undefined : await keysOfFile(location.keyFile);
     return location.kind === "files"
       ? openNodeSessions({
         root: this.root,
@@ -242,6 +217,12 @@ export class Store {
       })
       : openPostgres(location, keys);
   }
+}
+
+/** The keys of a key file; its reader (and the key import) is loaded only for a store opened with one. */
+async function keysOfFile(path: string): Promise<KeyProvider> {
+  const { keyProviderOf, readKeyFile } = await import("../key-file.ts");
+  return keyProviderOf(await readKeyFile(path));
 }
 
 /** The PostgreSQL backend of a store; `pg` (an optional peer dependency) is loaded only here. */
@@ -275,24 +256,6 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
   }
   const sessions = new Sessions({ storage: sealed, identity: nodeWriterIdentity() });
   return { sessions, storage: sealed, root: location.root, close: () => storage.close() };
-}
-
-/**
- * Reads `<root>/agents/<agent_id>/agent.jsonc` when it exists and maps it to session
- * options. The CLI is the host of a `summarizer: {kind: "host"}` agent: its summarizer
- * is the offline {@linkcode ExtractiveSummarizer}.
- *
- * @throws {AgentConfigError} (`invalid-input`) naming `file:line:column` when the file is not valid.
- */
-export async function loadAgent(store: OpenStore | undefined, agentId: string): Promise<AgentSetup> {
-  const path = agentConfigPath(agentId);
-  const bytes = store ? await store.storage.read(path) : undefined;
-  const fallback = new ExtractiveSummarizer();
-  if (bytes === undefined) return { options: {}, modelLabel: undefined, summarizer: fallback, config: undefined, file: undefined };
-  const file = join(store!.root, path);
-  const config = parseAgentConfig(decodeAgentFile(bytes, file), file);
-  const options = agentSessionOptions(config, { summarizer: fallback });
-  return { options, modelLabel: agentModelLabel(config), summarizer: options.summarizer ?? fallback, config, file };
 }
 
 /**
@@ -362,18 +325,5 @@ async function isDirectory(path: string): Promise<boolean> {
     return (await stat(path)).isDirectory();
   } catch {
     return false;
-  }
-}
-
-function decodeAgentFile(bytes: Uint8Array, file: string): string {
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    // Locate the first byte the lenient decoder had to replace, as an editor would.
-    const lenient = new TextDecoder("utf-8").decode(bytes);
-    const before = lenient.slice(0, Math.max(0, lenient.indexOf("\uFFFD")));
-    const line = before.split("\n").length;
-    const column = before.length - before.lastIndexOf("\n");
-    throw new AgentConfigError(`${file}:${line}:${column}: not valid UTF-8`, { file, line, column, path: null });
   }
 }

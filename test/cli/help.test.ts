@@ -125,10 +125,19 @@ describe("sessionfold --help", () => {
     const help = await loadedBy(["show", "--help"]);
     expect(help.stdout).toMatch(/^Usage: sessionfold \[--root DIR\] \[--json\] show REF\n/);
     expect(help.files).toContain("runtime-node/cli/commands/show.ts");
-    expect(help.files).toContain("core/mod.ts");
+    expect(help.files).toContain("core/reader.ts");
     expect(help.files).not.toContain("runtime-node/cli/commands/write.ts");
     const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
     expect(shown.status).toBe(4);
     expect(shown.packages).toContain("zod");
+  }, SLOW);
+
+  it("show reaches the core through its narrow entry: not the importers, export, agent files, nor the storage worker", async () => {
+    const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
+    expect(shown.status).toBe(4);
+    expect(shown.files).toContain("core/reader.ts");
+    const unused = /^core\/(mod|internal)\.ts$|^core\/(formats|export|agent)\/|^runtime-node\/(mod|storage-worker-client|key-file)\.ts$|cli\/agent-setup\.ts$/;
+    expect(shown.files.filter((file) => unused.test(file))).toEqual([]);
+    expect(shown.packages).not.toContain("comlink");
   }, SLOW);
 });

@@ -26,7 +26,8 @@
 import { compose as composeInput, formatSessionRef, type ProviderIdentity, relativeToSession, type Session } from "../../../core/mod.ts";
 import { type Command, refArg } from "../command.ts";
 import { messageLine } from "../format.ts";
-import { loadAgent, openForReading } from "../store.ts";
+import { loadAgent } from "../agent-setup.ts";
+import { openForReading } from "../store.ts";
 import { assertReadable } from "./messages.ts";
 
 /** The identity composed for when no assistant message in Active names its provider. */

@@ -6,32 +6,27 @@
  *
  * @module
  */
+import { CorruptSessionError, NotFoundError, StoreEntryError, UnsupportedSchemaError } from "../../../core/errors.ts";
 import {
-  CorruptSessionError,
   formatSessionRef,
+  LAST_RECORD_WINDOW,
+  lockDiagnostics,
   type MessagePart,
-  NotFoundError,
   parseMetaJson,
+  readMany,
+  readSegmentFooter,
+  segmentFooterInTail,
   type SessionMeta,
   sessionPaths,
   type SessionPlace,
   type SessionRef,
-  StoreEntryError,
-  UnsupportedSchemaError,
-} from "../../../core/mod.ts";
-import { type Command, refArg } from "../command.ts";
-import { type CliDiagnostic, diagnosticLines } from "../format.ts";
-import { exists, type OpenStore } from "../store.ts";
-import {
-  LAST_RECORD_WINDOW,
-  lockDiagnostics,
-  readMany,
-  readSegmentFooter,
-  segmentFooterInTail,
   unsafeEntry,
   unsupportedSchema,
   withPrefetchedTail,
-} from "../../../core/internal.ts";
+} from "../../../core/reader.ts";
+import { type Command, refArg } from "../command.ts";
+import { type CliDiagnostic, diagnosticLines } from "../format.ts";
+import { exists, type OpenStore } from "../store.ts";
 
 /** Segment footers read per `readMany` call: 500 tails of 4 KiB at most, 2 MiB held at once. */
 const FOOTER_BATCH = 500;

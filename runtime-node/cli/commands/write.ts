@@ -8,7 +8,8 @@
 import { type CompactionOutcome, formatSessionRef, type NoCompaction } from "../../../core/mod.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
-import { loadAgent, openForWriting } from "../store.ts";
+import { loadAgent } from "../agent-setup.ts";
+import { openForWriting } from "../store.ts";
 
 /** `sessionfold new`: create an empty session. Its `help` says what it prints. */
 export const create: Command = {

@@ -1,0 +1,33 @@
+/**
+ * The core as code that opens and reads a store needs it, and nothing else: the storage
+ * contract and the helpers a backend uses, the session registry, ids and paths, `meta.json`
+ * and segment footers, batched reads, the lock's diagnostics and the encrypted store's
+ * decorator. A narrow door beside `core/mod.ts` and `core/internal.ts` (every name here is
+ * exported by one of them too): a bundle splits code by which entry reaches a module, so
+ * the Node file store and the CLI's `show`, importing this one, do not load the importers of
+ * other systems' formats, export with redaction or agent definitions, which `core/mod.ts`
+ * reaches (docs/decisions.md "CLI start-up"). Not in the package's `exports`.
+ *
+ * @example
+ * ```ts
+ * // The same names as the package's (this module is not an export of its own):
+ * import { formatSessionRef } from "sessionfold";
+ * formatSessionRef({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }); // "a1/w1/s1"
+ * ```
+ * @module
+ */
+export { EncryptedStorage, storageForKeys } from "./encryption/encrypted-storage.ts";
+export type { KeyProvider } from "./encryption/keys.ts";
+export { LAST_RECORD_WINDOW } from "./jsonl/tail.ts";
+export { formatSessionRef, parseSessionRef, type SessionRef } from "./layout/ids.ts";
+export { sessionPaths, type SessionPlace } from "./layout/paths.ts";
+export type { MessagePart } from "./schema/message.ts";
+export type { SessionMeta } from "./schema/meta.ts";
+export { parseMetaJson } from "./schema/parse.ts";
+export { describeLockOwner } from "./session/lock.ts";
+export { Sessions } from "./session/registry.ts";
+export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.ts";
+// The storage layer whole: the port every backend implements and the helpers it uses.
+export * from "./storage/mod.ts";
+export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
+export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
