@@ -11,8 +11,9 @@
  *   same bytes (the JSONL line and the new `meta.json`) and its `COMMIT`, one per round trip,
  *   with `synchronous_commit = on`. Alternating batches; target ≥ 0.7 of the floor, and the
  *   bounds measured in the same batches (the CPU time per commit of the main thread and of the
- *   server's backend, from Linux's schedstat, against the floor's; the server's time in
- *   `run_plan` from `track_functions`). The same
+ *   server's backend, from Linux's schedstat, against the floor's; the main thread's for one
+ *   commit's plan sent again through the adapter alone and for its statement through `pg`
+ *   alone; the server's time in `run_plan` from `track_functions`). The same
  *   writer holding a lease (no lock or revision check per commit, `meta.json` lazily) in the
  *   same alternation, without a target. Both are fenced (docs/POSTGRES.md "Fencing"): the
  *   per-operation commit holds the session's lock in its own transaction, the held commit runs
@@ -27,7 +28,7 @@
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import { encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
+import { type CommitPlan, encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
@@ -112,12 +113,18 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
   for (const store of stores) await store.storage.close();
 }
 
-/** How many statements `pg` sends while `body` runs (every query goes through `Client#query`). */
+/** How many statements `pg` sends while `body` runs. */
 async function countStatements(body: () => Promise<unknown>): Promise<number> {
-  const query = pg.Client.prototype.query;
   let sent = 0;
+  await watchStatements(body, () => sent++);
+  return sent;
+}
+
+/** Runs `body`, telling `seen` the first argument of every statement `pg` sends meanwhile (every query goes through `Client#query`). */
+async function watchStatements(body: () => Promise<unknown>, seen: (statement: unknown) => void): Promise<void> {
+  const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    sent++;
+    seen(args[0]);
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   try {
@@ -125,7 +132,39 @@ async function countStatements(body: () => Promise<unknown>): Promise<number> {
   } finally {
     pg.Client.prototype.query = query;
   }
-  return sent;
+}
+
+/**
+ * One commit of a session of its own, kept as the plan the core hands the adapter and as the
+ * statement the adapter sends for it, both to be sent again: the plan expects the revision it
+ * writes, so each replay commits the same line and the same `meta.json` once more. Timed
+ * beside the real commits, they split the client's time per commit into the core's path, the
+ * adapter's and `pg`'s.
+ */
+async function replayableCommit(storage: PostgresStorage, sessions: Sessions): Promise<{ plan: CommitPlan; statement: pg.QueryConfig }> {
+  const session = await sessions.create({ ...BENCH_REF, sessionId: "replayed", title: "replayed" });
+  await session.append(appendMessage(0));
+  const apply = storage.applyCommitPlan.bind(storage);
+  let planned: CommitPlan | undefined;
+  storage.applyCommitPlan = (plan) => apply(planned = plan);
+  try {
+    await session.append(appendMessage(1));
+  } finally {
+    storage.applyCommitPlan = apply;
+  }
+  const meta = planned?.writes.find((write) => write.path === planned?.expect?.path);
+  if (!planned || !meta) throw new Error("the replayed commit planned no meta.json");
+  const { revision } = JSON.parse(new TextDecoder().decode(meta.bytes)) as { revision: number };
+  const plan: CommitPlan = { ...planned, expect: { path: meta.path, revision } };
+  let statement: pg.QueryConfig | undefined;
+  await watchStatements(async () => {
+    const result = await storage.applyCommitPlan(plan);
+    if (result.outcome !== "committed") throw new Error(`the replayed commit ended ${result.outcome}`);
+  }, (sent) => {
+    if ((sent as { name?: unknown }).name === "one_writer.run_plan") statement = sent as pg.QueryConfig;
+  });
+  if (!statement) throw new Error("the replayed commit sent no run_plan");
+  return { plan, statement };
 }
 
 /** The bytes one commit writes: the appended JSONL line and the new meta.json. */
@@ -149,6 +188,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   await session.append(appendMessage(0));
   const held = await sessions.create({ ...BENCH_REF, sessionId: "held", title: "one writer, held" }, { hold: true });
   await held.append(appendMessage(0));
+  const replayed = await replayableCommit(storage, sessions);
   const bytes = Buffer.alloc(await commitBytes(storage, session), 0x61);
   const pool = await floorTable(url);
   const floorClient = await pool.connect();
@@ -163,6 +203,9 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   /** CPU per commit (µs): this process's main thread (the commit's path, GC on it included) and the server's backends. */
   const ourCpu = { client: [] as number[], server: [] as number[] };
   const floorCpu = { client: [] as number[], server: [] as number[] };
+  /** The same, for one commit's plan through the adapter alone and for its statement through `pg` alone (the server's side not kept). */
+  const adapterCpu = { client: [] as number[], server: [] as number[] };
+  const statementCpu = { client: [] as number[], server: [] as number[] };
   /** Commits/s of `perBatch` calls of `commit`, kept once the warm-up batch is done. */
   const batch = async (into: number[], b: number, commit: () => Promise<unknown>, cpu?: { client: number[]; server: number[]; backends: string }) => {
     const backends = cpu ? await backendsOf(cpu.backends) : [];
@@ -179,6 +222,8 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     await batch(ours, b, () => session.append(appendMessage(i++)), { ...ourCpu, backends: "application_name = 'one_writer'" });
     await batch(ourHeld, b, () => held.append(appendMessage(i++)));
     await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), { ...floorCpu, backends: "pid = pg_backend_pid()" });
+    await batch([], b, () => storage.applyCommitPlan(replayed.plan), { ...adapterCpu, backends: "false" });
+    await batch([], b, () => floorClient.query(replayed.statement), { ...statementCpu, backends: "false" });
   }
   floorClient.release();
   await pool.end();
@@ -209,7 +254,9 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (fenced: the lock is the commit's own transaction's); " +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
-      } µs: the core's commit, the plan, pg), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
+      } µs; one commit's plan sent again through the adapter alone ${median(adapterCpu.client).toFixed(0)} µs, its statement through pg alone ${
+        median(statementCpu.client).toFixed(0)
+      } µs: the rest is the core's commit path), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
         median(floorCpu.server).toFixed(0)
       } µs), of which run_plan ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
       `bounds, floor / (floor + extra CPU): the client's alone ${bound(clientMs)}, the server's alone ${bound(backendMs)}, both ${bound(clientMs + backendMs)}`,
