@@ -9,6 +9,13 @@
  * meta.json as they are after the compaction) to one new file with one `write` and one
  * `fsync`. Each repetition uses a fresh session; the two alternate.
  *
+ * A long-lived host compacts many sessions, so the row times compactions once the code is
+ * warm: the first {@linkcode WARMUP} compactions of each store are not timed. With one untimed
+ * compaction, as before, the timed ones were the 2nd to 8th of the process: V8 was still
+ * compiling the compaction's code on its background threads, whose CPU time counted, and they
+ * ran half-tiered code. The first compaction of the process (code never run before) is given
+ * in the note as what a fresh process pays once.
+ *
  * @module
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
@@ -21,6 +28,12 @@ import { median } from "../lib/stats.ts";
 import { BENCH_REF, syntheticMessage, syntheticText, timestampOf } from "../lib/synth.ts";
 
 const ACTIVE_MESSAGES = 1000;
+/**
+ * Untimed compactions per store before the timed ones: in a probe of 40 compactions in a row, the CPU time per
+ * compaction (all threads) fell from 10–19 ms in the first two to 4–5 ms by the 8th and about 2.2 ms from the 12th on,
+ * once V8's background compilation had ended.
+ */
+const WARMUP = 12;
 /** Text length giving ~500-byte records. */
 const TEXT_CHARS = 330;
 
@@ -59,20 +72,32 @@ async function writeActiveSession(root: string, sessionId: string, count: number
 /**
  * A compaction's writes as docs/FORMAT.md orders them, with raw system calls and no sessionfold
  * code: `meta.json`, the new segment and the new Active, each a temp file fsynced, renamed
- * over its name and its folder fsynced (what "atomic and durable" costs on a filesystem).
+ * over its name and its folder fsynced (what "atomic and durable" costs on a filesystem). The
+ * segment goes into a new folder (`segments`, created and made durable first), as in the first
+ * compaction of a session, which every timed compaction here is.
  */
-function formatCompaction(dir: string, files: readonly Uint8Array[]): void {
+function formatCompaction(dir: string, files: readonly Uint8Array[], rep: number): void {
+  const segments = join(dir, `segments-${rep}`);
   files.forEach((bytes, i) => {
-    const temp = join(dir, `.tmp-${i}`);
+    if (i === 1) {
+      mkdirSync(segments, { mode: 0o700 });
+      syncFolder(dir);
+    }
+    const into = i === 1 ? segments : dir;
+    const temp = join(into, `.tmp-${i}`);
     const fd = openSync(temp, "w", 0o600);
     for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done);
     fsyncSync(fd);
     closeSync(fd);
-    renameSync(temp, join(dir, `file-${i}`));
-    const folder = openSync(dir, "r");
-    fsyncSync(folder);
-    closeSync(folder);
+    renameSync(temp, join(into, `file-${i}`));
+    syncFolder(into);
   });
+}
+
+function syncFolder(dir: string): void {
+  const folder = openSync(dir, "r");
+  fsyncSync(folder);
+  closeSync(folder);
 }
 
 export async function compactCase(ctx: CaseContext): Promise<void> {
@@ -92,8 +117,9 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
   const contractDir = join(ctx.tmp, "format-contract");
   mkdirSync(contractDir, { recursive: true });
   let bytes = 0;
+  let firstMs = 0;
   try {
-    for (let rep = -1; rep < reps; rep++) {
+    for (let rep = -WARMUP; rep < reps; rep++) {
       const sessionId = `c${rep + 1}`;
       await writeActiveSession(root, sessionId, ACTIVE_MESSAGES);
       const session = await store.sessions.open({ ...BENCH_REF, sessionId });
@@ -102,6 +128,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
       const outcome = await session.compact({ summarizer: instantSummarizer });
       const elapsed = performance.now() - t0;
       const used = process.cpuUsage(cpu0);
+      if (rep === -WARMUP) firstMs = elapsed;
       if (outcome.segment === null) throw new Error("case 4: nothing was compacted");
       const paths = session.paths;
       const file = (path: string) => join(root, ...path.split("/"));
@@ -124,7 +151,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
       await rm(raw, { force: true });
       const files = [paths.meta, paths.segment(outcome.segment), paths.active].map((path) => readFileSync(file(path)));
       const c0 = performance.now();
-      formatCompaction(contractDir, files);
+      formatCompaction(contractDir, files, rep + WARMUP);
       if (rep >= 0) contractMs.push(performance.now() - c0);
       await store.sessions.delete({ ...BENCH_REF, sessionId });
       await writeActiveSession(volatileRoot, sessionId, ACTIVE_MESSAGES);
@@ -163,7 +190,9 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
         median(systemMs).toFixed(2)
       } ms; ${fsyncOff.toFixed(2)} ms with fsync off) vs ${base.toFixed(2)} ms raw for ${
         (bytes / 1024).toFixed(0)
-      } KiB (segment + Active + meta.json); summarizer answers at once; ` +
+      } KiB (segment + Active + meta.json); summarizer answers at once; after ${WARMUP} untimed compactions per store (the process's first took ${
+        firstMs.toFixed(2)
+      } ms); ` +
       `ceiling of any implementation: compact.format-contract, base / contract = ${base.toFixed(2)} / ${contract.toFixed(2)} = ${
         (base / contract).toFixed(2)
       }; ` +
@@ -182,7 +211,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of raw write speed)",
     runs: reps,
     note:
-      `not sessionfold: the same three files written as docs/FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync) with raw system calls: ${
+      `not sessionfold: the same three files written as docs/FORMAT.md requires (meta.json, segment, Active in that order, each temp + fsync + rename + folder fsync; the segment's folder created and synced first, as in a session's first compaction) with raw system calls: ${
         contract.toFixed(2)
       } ms, what any implementation of the contract pays here`,
   });
