@@ -475,13 +475,15 @@ export class NodeFileStorage implements StoragePort {
    * before `create` ran), creates the parents first.
    */
   #withParents<T>(path: string, create: () => T, checked?: Set<string>): T {
+    // A missing folder (a compaction's first segment) is no error to build, and the folders found real on the way are not walked again.
+    let known = checked;
     try {
-      // A missing folder (a compaction's first segment) is no error to build: only a vanished one is.
       if (this.#boundary.parents(path, "write", checked) !== "missing") return create();
     } catch (error) {
       if (errno(error) !== "ENOENT") throw error;
+      known = undefined; // a folder vanished after its check: every folder is checked again
     }
-    this.#ensureFolder(parentPath(path), checked);
+    this.#ensureFolder(parentPath(path), known);
     return create();
   }
 
