@@ -30,7 +30,7 @@ import { BENCH_REF, syntheticMessage, syntheticText, timestampOf } from "../lib/
 const ACTIVE_MESSAGES = 1000;
 /**
  * Untimed compactions per store before the timed ones: in a probe of 40 compactions in a row, the CPU time per
- * compaction (all threads) fell from 10–19 ms in the first two to 4–5 ms by the 8th and about 2.2 ms from the 12th on,
+ * compaction (all threads) fell from 6–19 ms in the first two to 3–10 ms up to the 10th and 2.2–3 ms from the 12th on,
  * once V8's background compilation had ended.
  */
 const WARMUP = 12;
