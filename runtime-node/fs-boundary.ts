@@ -172,15 +172,17 @@ export class StoreBoundary {
 
   /**
    * Creates the folder `path` and its missing parents `0700` (whatever the umask), checking
-   * every folder on the way; returns the folders it created, outermost first.
+   * every folder on the way (but those in `checked`, found real by the same call); returns the
+   * folders it created, outermost first.
    *
    * @throws {StoreEntryError} when something other than a real folder is in the way.
    */
-  ensureFolder(path: string): string[] {
+  ensureFolder(path: string, checked?: Set<string>): string[] {
     const created = this.#ensureRoot();
     let folder = this.#root;
     for (const segment of path === "" ? [] : path.split("/")) {
       folder = join(folder, segment);
+      if (checked?.has(folder)) continue;
       const info = lstatOrUndefined(folder);
       if (info?.isDirectory()) continue;
       if (info) throw entryError(path, folder, kindOf(info), "a folder");

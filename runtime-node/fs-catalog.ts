@@ -90,11 +90,14 @@ export class FileCatalog {
     this.#ensureFolder = ensureFolder;
   }
 
-  /** After `path` was written with `bytes`: a session's `meta.json` gets its line. Best effort: the catalog is rebuilt from `meta.json`. */
-  written(path: string, bytes: Uint8Array): void {
+  /**
+   * After `path` was written with `bytes`: a session's `meta.json` gets its line. Best effort: the catalog is rebuilt from
+   * `meta.json`. `checked`: the folders the write's call (a commit plan) already found real.
+   */
+  written(path: string, bytes: Uint8Array, checked?: Set<string>): void {
     const at = cataloguedPath(path);
     if (!at || !isListedName(at.name)) return;
-    bestEffort(() => this.#append(at.dir, { name: at.name, meta: catalogDocument(bytes) ?? null }));
+    bestEffort(() => this.#append(at.dir, { name: at.name, meta: catalogDocument(bytes) ?? null }, checked));
   }
 
   /** After a folder moved to `to`: a session folder moved into place (an archive, a staged fork or import) gets its line. */
@@ -224,12 +227,12 @@ export class FileCatalog {
   }
 
   /** Appends one line to the log of `dir`, again if a compaction set the file aside meanwhile; then compacts when due. */
-  #append(dir: string, line: { name: string; meta: unknown }): void {
+  #append(dir: string, line: { name: string; meta: unknown }, checked?: Set<string>): void {
     const files = catalogFiles(dir);
     const bytes = encoder.encode(`${JSON.stringify(line)}\n`);
     const file = this.#keys.file(files.log);
     for (let attempt = 0; attempt < 8; attempt++) {
-      let opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600);
+      let opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600, checked);
       if (!opened) {
         this.#ensureFolder(files.folder);
         opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600);

@@ -238,7 +238,7 @@ export class NodeFileStorage implements StoragePort {
         throw error;
       }
       if (durable) this.#syncFolder(dirname(file));
-      this.#catalog.written(path, bytes);
+      this.#catalog.written(path, bytes, checked);
     });
   }
 
@@ -403,10 +403,13 @@ export class NodeFileStorage implements StoragePort {
       // The entry itself may be a link (removing it follows nothing); the folders on the way may not.
       if (this.#boundary.parents(path, "read", checked) === "missing") return;
       try {
-        rmSync(file, { recursive: true, force: true });
+        // A file (a lock, a draft: the usual case) is one unlink; a folder (EISDIR, EPERM on macOS) goes with all it holds.
+        unlinkSync(file);
       } catch (error) {
-        if (errno(error) === "ENOTDIR") return; // a parent is a file: nothing is at `path`
-        throw error;
+        const code = errno(error);
+        if (code === "ENOTDIR") return; // a parent is a file: nothing is at `path`
+        if (code === "EISDIR" || code === "EPERM") rmSync(file, { recursive: true, force: true });
+        else if (code !== "ENOENT") throw error;
       }
       if (options?.durable !== false) this.#syncFolder(dirname(file));
     });
@@ -469,24 +472,26 @@ export class NodeFileStorage implements StoragePort {
   }
 
   /**
-   * Runs `create` once its folders are checked; when a parent folder is missing, creates the
-   * parents and runs it again.
+   * Runs `create` once its folders are checked; when a parent folder is missing (or vanished
+   * before `create` ran), creates the parents first.
    */
   #withParents<T>(path: string, create: () => T, checked?: Set<string>): T {
+    // A missing folder (a compaction's first segment) is no error to build, and the folders found real on the way are not walked again.
+    let known = checked;
     try {
-      if (this.#boundary.parents(path, "write", checked) === "missing") throw missingParent(path);
-      return create();
+      if (this.#boundary.parents(path, "write", checked) !== "missing") return create();
     } catch (error) {
       if (errno(error) !== "ENOENT") throw error;
-      this.#ensureFolder(parentPath(path));
-      return create();
+      known = undefined; // a folder vanished after its check: every folder is checked again
     }
+    this.#ensureFolder(parentPath(path), known);
+    return create();
   }
 
-  /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably. */
-  #ensureFolder(dir: string): void {
+  /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably; `checked` as for `#walk`. */
+  #ensureFolder(dir: string, checked?: Set<string>): void {
     this.#keys.file(dir, true);
-    const created = this.#boundary.ensureFolder(dir);
+    const created = this.#boundary.ensureFolder(dir, checked);
     if (created.length === 0) return;
     for (const folder of [dirname(created[0]!), ...created.slice(0, -1)]) this.#syncFolder(folder);
   }

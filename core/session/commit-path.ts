@@ -123,14 +123,15 @@ export class CommitPath {
   /**
    * The body of a mutating operation that does more than one commit: lock and revision check (one plan), recovery's repairs,
    * `fn`, release. `closes`: `fn` ends with a segment close, whose plan then gives the lock back (one round trip fewer).
+   * `prepare` (pure work on the state; it must not throw) runs while the lock's plan is in flight, and `fn` gets its result.
    */
-  async locked<T>(operation: string, fn: () => Promise<T>, closes = false): Promise<T> {
-    const lease = await this.lock(operation, [], true);
+  async locked<T, P = never>(operation: string, fn: (prepared?: P) => Promise<T>, closes = false, prepare?: () => P): Promise<T> {
+    const [lease, prepared] = await Promise.all([this.lock(operation, [], true), prepare?.()]);
     this.#giveBack = closes && lease !== this.#lease.held ? lease : undefined;
     try {
       const unknown = this.state.repairs.rewriteActive ? await unknownActiveLines(this) : [];
       await this.#applyPendingRepairs(planPendingRepairs(this.state, unknown, this.now));
-      return await fn();
+      return await fn(prepared);
     } catch (error) {
       throw await this.failed(operation, error);
     } finally {

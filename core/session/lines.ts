@@ -104,15 +104,29 @@ export function linesOf(records: readonly object[]): Uint8Array {
   return bytes;
 }
 
-/** JSONL bytes of `lines`, each followed by `\n`, in one allocation. */
+/**
+ * JSONL bytes of `lines`, each followed by `\n`, in one allocation. Lines that lie one after
+ * the other in the bytes they were read from, each ended there by its `\n` (the lines of
+ * Active an open remembered), are copied as one run: a compaction's segment and Active are
+ * a copy or two, not one per line.
+ */
 export function joinLines(lines: readonly Uint8Array[]): Uint8Array {
   let size = 0;
   for (const line of lines) size += line.length + 1;
   const out = new Uint8Array(size);
   let offset = 0;
-  for (const line of lines) {
-    out.set(line, offset);
-    offset += line.length;
+  for (let i = 0; i < lines.length;) {
+    const first = lines[i]!;
+    const source = new Uint8Array(first.buffer);
+    let end = first.byteOffset + first.length;
+    // Extend the run while the next line starts right after this one's newline in the same bytes.
+    for (i++; i < lines.length; i++) {
+      const next = lines[i]!;
+      if (next.buffer !== first.buffer || next.byteOffset !== end + 1 || source[end] !== NEWLINE) break;
+      end = next.byteOffset + next.length;
+    }
+    out.set(source.subarray(first.byteOffset, end), offset);
+    offset += end - first.byteOffset;
     out[offset++] = NEWLINE;
   }
   return out;

@@ -61,7 +61,12 @@ export function planPendingRepairs(state: SessionState, unknown: readonly Unknow
 export async function unknownActiveLines(
   handle: { readonly ctx: { readonly storage: StoragePort }; readonly paths: SessionPaths; readonly state: SessionState },
 ): Promise<UnknownLine[]> {
-  const file = relativeToSession(handle.paths, handle.paths.active);
-  if (!handle.state.diagnostics.some((d) => d.code === "unknown_record" && d.file === file)) return [];
+  if (!hasUnknownActiveLines(handle.state, handle.paths)) return [];
   return unknownLines((await handle.ctx.storage.read(handle.paths.active)) ?? new Uint8Array(0));
+}
+
+/** Whether recovery saw lines of unknown record types in `active.jsonl` (then {@linkcode unknownActiveLines} reads them). */
+export function hasUnknownActiveLines(state: Pick<SessionState, "diagnostics">, paths: SessionPaths): boolean {
+  const file = relativeToSession(paths, paths.active);
+  return state.diagnostics.some((d) => d.code === "unknown_record" && d.file === file);
 }

@@ -1,6 +1,7 @@
 /**
  * Compaction and reset: each closes the oldest part of Active into an immutable segment.
- * The path goes one way down: the summarizer is called once ({@linkcode summarize}), the
+ * The path goes one way down: what needs no lock is worked out from Active while the lock is
+ * being taken ({@linkcode prepareCompaction}), the summarizer is called once ({@linkcode summarize}), the
  * close is planned as a value from the state ({@linkcode planCompactionClose},
  * {@linkcode planResetClose}: nothing is read or written), and the commit path applies it
  * in one commit plan (`CommitPath.closeSegment`). Compaction closes the oldest half with one
@@ -12,13 +13,14 @@
 import { accumulateCompaction, type CompactionOutcome, type CompactionPlan, estimateTextTokens, estimateTokens, planCompaction } from "../compaction/mod.ts";
 import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import type { SessionPaths } from "../layout/paths.ts";
 import type { Summarizer } from "../model/mod.ts";
-import { cumulativeSummary, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/mod.ts";
+import { cumulativeSummary, type MessageRecord, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/mod.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { newId } from "./ids.ts";
 import { nextMeta, type SegmentClose } from "./planned-change.ts";
-import { unknownActiveLines } from "./recovery.ts";
+import { hasUnknownActiveLines, unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
 import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
 
@@ -38,18 +40,105 @@ export interface Summary {
 }
 
 /**
+ * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
+ * round trip is in flight): which messages go, the summarizer's input, the token estimates of both halves (most of a
+ * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes. Valid for `active` as long as
+ * it has `count` messages.
+ */
+export interface PreparedCompaction {
+  readonly active: readonly MessageRecord[];
+  readonly count: number;
+  readonly selection: CompactionPlan;
+  /** The selected messages as the summarizer gets them (without the fields only their lines need). */
+  readonly input: MessageRecord[];
+  readonly removedTokens: number;
+  readonly keptTokens: number;
+  /** The kept half as the new Active holds it (without batch marks). */
+  readonly kept: MessageRecord[];
+  /** The new Active's bytes, when no unknown lines must be carried into it. */
+  readonly activeBytes?: Uint8Array;
+}
+
+/**
+ * {@linkcode PreparedCompaction} of `state`, `undefined` when there is nothing to compact.
+ *
+ * @throws {InvalidInputError} when Active's sequences are not strictly increasing.
+ */
+function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics">, paths: SessionPaths): PreparedCompaction | undefined {
+  const selection = planCompaction(state.active);
+  if (!selection) return undefined;
+  // The estimate adds up message by message: Active = the selected half + the kept half.
+  // Estimated afresh, not kept with the lines (storedTokens): keeping a figure on each message costs about as much again.
+  const removedTokens = estimateTokens(selection.selected);
+  const keptTokens = estimateTokens(selection.kept);
+  const kept = selection.kept.map(withoutBatchMark);
+  const unknown = hasUnknownActiveLines(state, paths);
+  return {
+    active: state.active,
+    count: state.active.length,
+    selection,
+    input: selection.selected.map(publicRecord),
+    removedTokens,
+    keptTokens,
+    kept,
+    ...(unknown ? {} : { activeBytes: encodeWithUnknown(kept, [], true) }),
+  };
+}
+
+/**
+ * `compact()` of a session handle: the lock and revision check (one plan, while {@linkcode prepareCompaction} runs), then
+ * {@linkcode compactActive}, whose plan gives the lock back. Refused while a draft exists.
+ *
+ * @throws {SessionBusyError} when a streaming draft exists (finish it first).
+ * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
+ */
+export function compactLocked(path: CommitPath, summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | NoCompaction> {
+  const body = async (prepared?: PreparedCompaction): Promise<CompactionOutcome | NoCompaction> => {
+    const state = path.state;
+    if (state.draft) {
+      throw new SessionBusyError(`${formatSessionRef(path.ref)}: a streaming draft exists; finish it before compacting`, {
+        draft: state.draft.record.message_id,
+      });
+    }
+    const outcome = await compactActive(path, summarizer, signal, prepared);
+    return outcome ?? { revision: state.meta.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
+  };
+  return path.locked<CompactionOutcome | NoCompaction, PreparedCompaction | undefined>("compact", body, true, () => prepareBeforeLock(path.state, path.paths));
+}
+
+/**
+ * {@linkcode prepareCompaction} while the lock is being taken (`CommitPath.locked`'s `prepare`, which must not throw):
+ * `undefined` where it would throw, so that the compaction meets the error again under the lock.
+ */
+function prepareBeforeLock(state: Pick<SessionState, "active" | "diagnostics">, paths: SessionPaths): PreparedCompaction | undefined {
+  try {
+    return prepareCompaction(state, paths);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Compacts Active with one summary call: the oldest half becomes a segment whose footer is
  * the new cumulative summary (previous summary + that half). `undefined` when Active has
- * fewer than 2 messages. Runs inside a held lock (`CommitPath.locked`).
+ * fewer than 2 messages. Runs inside a held lock (`CommitPath.locked`); `prepared`, when it
+ * still fits Active, saves working it out again.
  *
  * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
  */
-export async function compactActive(path: CommitPath, summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | undefined> {
-  const selection = planCompaction(path.state.active);
-  if (!selection) return undefined;
-  const summary = await summarize(path.ref, path.state, selection, summarizer, signal);
-  const unknown = await unknownActiveLines(path);
-  const { close, outcome } = planCompactionClose(path.state, path.ref, selection, summary, unknown, path.now);
+export async function compactActive(
+  path: CommitPath,
+  summarizer: Summarizer,
+  signal: AbortSignal,
+  prepared?: PreparedCompaction,
+): Promise<CompactionOutcome | undefined> {
+  const { active } = path.state;
+  const fits = prepared !== undefined && prepared.active === active && prepared.count === active.length;
+  const ready = fits ? prepared : prepareCompaction(path.state, path.paths);
+  if (!ready) return undefined;
+  const summary = await summarize(path.ref, path.state, ready.input, summarizer, signal);
+  const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
+  const { close, outcome } = planCompactionClose(path.state, path.ref, ready, summary, unknown, path.now);
   await path.closeSegment(close);
   return outcome;
 }
@@ -72,14 +161,14 @@ export async function resetActive(path: CommitPath): Promise<{ revision: number 
 
 /**
  * The one summarizer call of a compaction: the previous cumulative summary and the selected
- * messages in, the new cumulative summary out.
+ * messages (`input`, as a host sees them) in, the new cumulative summary out.
  *
  * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary.
  */
 export async function summarize(
   ref: SessionRef,
   state: Pick<SessionState, "footer">,
-  selection: CompactionPlan,
+  input: MessageRecord[],
   summarizer: Summarizer,
   signal: AbortSignal,
 ): Promise<Summary> {
@@ -88,7 +177,7 @@ export async function summarize(
   let usage: Usage | undefined;
   try {
     signal.throwIfAborted();
-    const result = await summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: selection.selected.map(publicRecord), signal });
+    const result = await summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: input, signal });
     signal.throwIfAborted();
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;
@@ -116,17 +205,14 @@ export async function summarize(
 function planCompactionClose(
   state: SessionState,
   ref: SessionRef,
-  selection: CompactionPlan,
+  prepared: PreparedCompaction,
   summary: Summary,
   unknown: readonly UnknownLine[],
   now: () => string,
 ): { close: SegmentClose; outcome: CompactionOutcome } {
   const { text, costUsdMicros: cost, usage: summaryUsage } = summary;
+  const { selection, removedTokens, keptTokens, kept } = prepared;
   const previous = cumulativeSummary(state.footer);
-  // The estimate adds up message by message: Active = the selected half + the kept half.
-  // Estimated afresh, not kept with the lines (storedTokens): keeping a figure on each message costs about as much again.
-  const removedTokens = estimateTokens(selection.selected);
-  const keptTokens = estimateTokens(selection.kept);
   const beforeTokens = estimateTextTokens(previous) + removedTokens + keptTokens;
   const footer: SummaryRecord = {
     record_type: "summary",
@@ -137,9 +223,8 @@ function planCompactionClose(
     created_at: now(),
   };
   const selected = selection.selected.map(withoutBatchMark);
-  const kept = selection.kept.map(withoutBatchMark);
   const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
-  const activeBytes = encodeWithUnknown(kept, unknown, true);
+  const activeBytes = prepared.activeBytes ?? encodeWithUnknown(kept, unknown, true);
   const afterTokens = estimateTextTokens(text) + keptTokens;
   const accounting = accumulateCompaction(state.meta.compaction, {
     removedMessages: selected.length,

@@ -7,8 +7,7 @@
  * @module
  */
 import type { CompactionOutcome } from "../compaction/mod.ts";
-import { InvalidInputError, SessionBusyError } from "../errors.ts";
-import { formatSessionRef } from "../layout/ids.ts";
+import { InvalidInputError } from "../errors.ts";
 import type { Summarizer } from "../model/mod.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { type NewMessage, toMessageRecord } from "./message-input.ts";
@@ -17,7 +16,7 @@ import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
 import { type RunInput, runLoop, type RunOptions } from "./run.ts";
 import { RunHandle } from "./run-events.ts";
-import { compactActive, type NoCompaction, resetActive } from "./segment-close.ts";
+import { compactLocked, type NoCompaction, resetActive } from "./segment-close.ts";
 import { partsOf, SessionView } from "./session-view.ts";
 import { hasRepairs, stoppedDraftMessages } from "./state.ts";
 import { buildLockedOperation, removeDraft } from "./build-locked-operation.ts";
@@ -151,17 +150,7 @@ export class Session extends SessionView {
     const summarizer = options.summarizer ?? this.#tx.options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
     const tx = this.#tx;
-    return tx.exclusive("compact", () =>
-      tx.locked("compact", async () => {
-        const state = tx.state;
-        if (state.draft) {
-          throw new SessionBusyError(`${formatSessionRef(this.ref)}: a streaming draft exists; finish it before compacting`, {
-            draft: state.draft.record.message_id,
-          });
-        }
-        const outcome = await compactActive(tx, summarizer, options.signal ?? new AbortController().signal);
-        return outcome ?? { revision: this.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
-      }, true));
+    return tx.exclusive("compact", () => compactLocked(tx, summarizer, options.signal ?? new AbortController().signal));
   }
 
   /**

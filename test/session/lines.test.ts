@@ -1,10 +1,11 @@
 /**
  * Remembered lines (core/session/lines.ts): a stored message's token estimate is kept with its
- * line and equals `estimateTokens`.
+ * line and equals `estimateTokens`; joined lines are each line and its newline, whether or not
+ * they lie one after the other in the bytes they were read from.
  */
 import { describe, expect, test } from "vitest";
 import { estimateTokens, type MessageRecord } from "../../core/mod.ts";
-import { rememberLine, storedTokens } from "../../core/session/lines.ts";
+import { joinLines, rememberLine, storedTokens } from "../../core/session/lines.ts";
 
 const encoder = new TextEncoder();
 describe("storedTokens", () => {
@@ -26,5 +27,33 @@ describe("storedTokens", () => {
     // Kept with the line: asked again, the same figure.
     expect(storedTokens(stored)).toBe(estimateTokens(stored));
     expect(storedTokens([])).toBe(0);
+  });
+});
+
+describe("joinLines", () => {
+  /** Each line followed by `\n`, one line at a time: what joinLines must equal. */
+  const plainly = (lines: readonly Uint8Array[]) => encoder.encode(lines.map((line) => `${new TextDecoder().decode(line)}\n`).join(""));
+  /** Views of each line of `text` without its `\n`, as a decoder keeps them (lines end at every `\n`). */
+  const viewsOf = (bytes: Uint8Array) => {
+    const views: Uint8Array[] = [];
+    for (let start = 0, end = bytes.indexOf(0x0a); end !== -1; start = end + 1, end = bytes.indexOf(0x0a, start)) views.push(bytes.subarray(start, end));
+    return views;
+  };
+
+  test("copies a run of lines read one after the other as the same bytes", () => {
+    const read = encoder.encode('{"a":1}\n{"b":"ü"}\n{"c":3}\n');
+    const lines = viewsOf(read);
+    expect(joinLines(lines)).toEqual(read);
+    expect(joinLines(lines.slice(1))).toEqual(read.subarray(lines[1]!.byteOffset));
+  });
+
+  test("is each line and a newline where lines skip some, repeat, come from several buffers or are separated by something else", () => {
+    const read = encoder.encode('{"a":1}\n\n{"b":2}\n{"c":3}\r{"d":4}\n{"e":5}\n');
+    const [a, blank, b, cd, e] = viewsOf(read);
+    const other = encoder.encode('{"x":9}');
+    const bc = read.subarray(b!.byteOffset, b!.byteOffset + 15); // '{"b":2}\n{"c":3}': a view across a newline
+    const [c, d] = [cd!.subarray(0, 7), cd!.subarray(8)]; // next to each other but for the "\r" between them
+    const cases = [[a!, b!], [a!, blank!, b!], [b!, b!], [a!, other, e!], [cd!, e!], [c, d], [e!, a!], [bc, e!], [a!.subarray(0, 3), b!], [], [other]];
+    for (const lines of cases) expect(joinLines(lines)).toEqual(plainly(lines));
   });
 });
