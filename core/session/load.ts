@@ -79,7 +79,7 @@ export async function loadSessionState(
   const activeFile = relativeToSession(paths, paths.active);
   const activeBytes = activeRead?.bytes ?? new Uint8Array(0);
   const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
-  for (const { record, bytes } of decoded.records) rememberLine(record, bytes!);
+  for (let i = 0; i < decoded.records.length; i++) rememberLine(decoded.records[i]!.record, decoded.records[i]!.bytes!);
   diagnostics.push(...decoded.diagnostics);
   let records = decoded.records;
   let keptBytes = decoded.validBytes;
@@ -110,15 +110,21 @@ export async function loadSessionState(
   if (overlap.length > 0) {
     records = withoutOverlap(records, overlap, segmentEnd, activeFile, report, repairs);
   }
+  const active: MessageRecord[] = [];
   let expected = segmentEnd + 1;
-  for (const { record, line } of records) {
-    if (sequenceStep(record.sequence, expected) !== "next") {
+  let inSequence = true;
+  for (let i = 0; i < records.length; i++) {
+    const { record, line } = records[i]!;
+    active.push(record);
+    // The first break in the sequence is reported (it blocks writes).
+    if (!inSequence) continue;
+    if (sequenceStep(record.sequence, expected) === "next") {
+      expected += 1;
+    } else {
+      inSequence = false;
       report(activeFile, line, "invalid_record", true, `message sequence ${record.sequence} where ${expected} was expected`);
-      break;
     }
-    expected += 1;
   }
-  const active = records.map((r) => r.record);
 
   // assistant_message.json: recovery rule 4
   const draft = draftBytes ? loadDraft(draftBytes, paths, active, report, repairs) : undefined;
