@@ -108,12 +108,13 @@ function composeMessage(
   closedToolCalls: ClosedToolCall[],
 ): MessageRecord {
   let parts: MessagePart[] | undefined;
-  message.parts.forEach((part, index) => {
+  for (let index = 0; index < message.parts.length; index++) {
+    const part = message.parts[index]!;
     const replacement = composePart(message.sequence, part, identity, omittedContext, closedToolCalls);
-    if (replacement === part && parts === undefined) return;
+    if (replacement === part && parts === undefined) continue;
     parts ??= message.parts.slice(0, index);
     if (replacement !== undefined) parts.push(replacement);
-  });
+  }
   return parts === undefined ? message : { ...message, parts };
 }
 

@@ -103,25 +103,26 @@ export class JsonlDecoder<T = unknown> {
     if (this.#finished) throw new InternalError(`JsonlDecoder for ${this.#options.file}: push after finish`, { file: this.#options.file });
     const out: DecodedRecord<T>[] = [];
     const ascii = this.#pendingBytes === 0 ? asciiText(chunk) : undefined;
-    // In an ASCII chunk the text's offsets are the bytes' and its search is the faster one.
-    const next = (from: number) => (ascii !== undefined ? ascii.indexOf("\n", from) : chunk.indexOf(NEWLINE, from));
+    const maxLine = this.#maxLine;
     let start = 0;
-    for (let i = next(0); i !== -1; i = next(start)) {
+    // In an ASCII chunk the text's offsets are the bytes' and its search is the faster one.
+    for (let i = ascii !== undefined ? ascii.indexOf("\n") : chunk.indexOf(NEWLINE); i !== -1;) {
       const piece = chunk.subarray(start, i);
-      this.#line += 1;
+      const line = ++this.#line;
       const length = this.#pendingBytes + piece.length;
-      if (this.#oversized || length > this.#maxLine) {
+      if (this.#oversized || length > maxLine) {
         this.#dropPending();
-        this.#reportOversized(this.#line, length, true);
+        this.#reportOversized(line, length, true);
       } else {
         const text = ascii !== undefined && this.#pendingBytes === 0 ? ascii.slice(start, i) : undefined;
-        const lineBytes = this.#pendingBytes === 0 ? piece : this.#takePending(piece);
-        const decoded = this.#decodeLine(lineBytes, this.#line, text);
-        if (decoded !== "invalid" && decoded) out.push(decoded);
+        const parsed = this.#parseLine(this.#pendingBytes === 0 ? piece : this.#takePending(piece), line, text);
+        if (!parsed.ok) this.#report(line, parsed.code, true, parsed.reason);
+        else if (parsed.record) out.push(parsed.record);
       }
       this.#consumed += length + 1;
       this.#validBytes = this.#consumed;
       start = i + 1;
+      i = ascii !== undefined ? ascii.indexOf("\n", start) : chunk.indexOf(NEWLINE, start);
     }
     if (start < chunk.length) {
       this.#pendingBytes += chunk.length - start;
@@ -135,6 +136,22 @@ export class JsonlDecoder<T = unknown> {
   /** Ends the stream: judges a final line without `\n` and returns the diagnostics. */
   finish(): JsonlDecodeResult<T> {
     if (this.#finished) return this.#finished;
+    // A stream that ended with its last `\n` (every whole file a writer finished) has no final line to judge.
+    const { tail, missingNewline } = this.#oversized || this.#pendingBytes > 0 ? this.#finalLine() : { tail: [], missingNewline: false };
+    if (this.#all) { for (const record of tail) this.#all.push(record); }
+    this.#finished = {
+      records: this.#all ?? tail,
+      diagnostics: this.#diagnostics,
+      validBytes: this.#validBytes,
+      totalBytes: this.#consumed,
+      missingNewline,
+      fatal: this.#fatal,
+    };
+    return this.#finished;
+  }
+
+  /** Judges the final line of a stream that did not end with `\n`: a valid record, an interrupted append or corruption. */
+  #finalLine(): { tail: DecodedRecord<T>[]; missingNewline: boolean } {
     let missingNewline = false;
     const tail: DecodedRecord<T>[] = [];
     if (this.#oversized) {
@@ -165,16 +182,7 @@ export class JsonlDecoder<T = unknown> {
         this.#consumed += lineBytes.length;
       }
     }
-    if (this.#all) { for (const record of tail) this.#all.push(record); }
-    this.#finished = {
-      records: this.#all ?? tail,
-      diagnostics: this.#diagnostics,
-      validBytes: this.#validBytes,
-      totalBytes: this.#consumed,
-      missingNewline,
-      fatal: this.#fatal,
-    };
-    return this.#finished;
+    return { tail, missingNewline };
   }
 
   /** Makes {@linkcode finish} return every record, not only the tail's (used by {@linkcode decodeJsonl}). */
@@ -208,14 +216,6 @@ export class JsonlDecoder<T = unknown> {
     this.#pending = [];
     this.#pendingBytes = 0;
     return out;
-  }
-
-  /** A record, `undefined` for a skipped unknown type, or `"invalid"` (already reported). */
-  #decodeLine(bytes: Uint8Array, line: number, text?: string): DecodedRecord<T> | undefined | "invalid" {
-    const parsed = this.#parseLine(bytes, line, text);
-    if (parsed.ok) return parsed.record;
-    this.#report(line, parsed.code, true, parsed.reason);
-    return "invalid";
   }
 
   /** `decoded` is the line's text when it is already known (an ASCII chunk decoded whole). */
@@ -280,8 +280,8 @@ export function parseRecordLine<T = unknown>(bytes: Uint8Array, schemas: RecordS
     return { ok: false, code: "invalid_record", reason: "missing string record_type" };
   }
   // The schema walks the value recursively: a value nested past the limit is refused first
-  // (a line with no more brackets than the limit cannot be nested deeper: not walked).
-  if (bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
+  // (a line with no more brackets than the limit, or no more characters, cannot be nested deeper: not walked).
+  if (text.length > MAX_JSON_DEPTH && bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
     return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
   }
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;

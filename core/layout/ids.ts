@@ -3,7 +3,19 @@ import { InvalidIdError } from "../errors.ts";
 /** Which id a value was meant to be, for error messages. */
 export type IdKind = "agent_id" | "workspace_id" | "session_id";
 
-const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
+/**
+ * Whether `value` is an id: 1 to 128 characters of `[A-Za-z0-9_.-]`, not starting with `.`
+ * (the pattern `^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$`, as a loop: a regular expression is
+ * compiled at its first uses in a process, on the path of every first open).
+ */
+function isId(value: string): boolean {
+  if (value.length === 0 || value.length > 128 || value.charCodeAt(0) === 0x2e) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2d || c === 0x2e)) return false;
+  }
+  return true;
+}
 
 /**
  * Checks an id against docs/FORMAT.md: 1 to 128 characters of `[A-Za-z0-9_.-]`, not starting with `.`.
@@ -16,7 +28,7 @@ const ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
  * @throws {InvalidIdError} naming the id kind and the value found.
  */
 export function assertId(kind: IdKind, value: unknown): asserts value is string {
-  if (typeof value !== "string" || !ID_PATTERN.test(value)) {
+  if (typeof value !== "string" || !isId(value)) {
     const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : describeNonString(value);
     throw new InvalidIdError(
       `invalid ${kind} ${shown}: expected 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'`,
@@ -42,7 +54,7 @@ function describeNonString(value: unknown): string {
  * ```
  */
 export function isValidId(value: unknown): value is string {
-  return typeof value === "string" && ID_PATTERN.test(value);
+  return typeof value === "string" && isId(value);
 }
 
 /** Identifies one session: `<agent_id>/<workspace_id>/<session_id>`. */

@@ -83,6 +83,11 @@ function isPart(part: unknown): boolean {
   if (type === "text" || type === "reasoning" || type === "reasoning-summary") {
     return inOrder(part, TEXT_KEYS) && isSequence(part["sequence"]) && isText(part["text"]);
   }
+  return isRichPart(part as Plain, type);
+}
+
+/** {@linkcode isPart} of a tool call, a file or a provider's context: apart, so that a session of text alone never compiles it. */
+function isRichPart(part: Plain, type: unknown): boolean {
   if (type === "tool") {
     return inOrder(part, TOOL_KEYS) && isSequence(part["sequence"]) && isName(part["tool_call_id"]) && isName(part["tool_name"]) &&
       TOOL_STATES.has(part["state"] as string) && "input" in part && optional(part, "error", isText);
@@ -100,8 +105,11 @@ function isPart(part: unknown): boolean {
 
 function isParts(value: unknown): boolean {
   if (!Array.isArray(value)) return false;
+  // One part (most messages) is unique without a set.
+  if (value.length === 1) return isPart(value[0]);
   const seen = new Set<unknown>();
-  for (const part of value) {
+  for (let i = 0; i < value.length; i++) {
+    const part: unknown = value[i];
     if (!isPart(part)) return false;
     seen.add((part as Plain)["sequence"]);
   }

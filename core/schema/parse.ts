@@ -96,18 +96,19 @@ export function metaOfDocument(value: unknown, file = "meta.json"): SessionMeta 
   // Only a JSON object can carry a version; anything else (array, null, scalar) is corrupt.
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;
-    if (version !== META_SCHEMA_VERSION) {
-      // A missing version is refused too: a reader never guesses that an unversioned document is version 1.
-      const found = version === undefined
-        ? "is missing"
-        : `${typeof version === "string" ? escapedExcerpt(version) : describeScalar(version)} is not supported`;
-      throw new UnsupportedSchemaError(`${file}: schema_version ${found} (this reader knows ${META_SCHEMA_VERSION})`, {
-        file,
-        schema_version: version ?? null,
-      });
-    }
+    if (version !== META_SCHEMA_VERSION) throw unsupportedVersion(version, file);
   }
   return validated(SessionMeta, value, file, "meta.json record");
+}
+
+/** The error for a `meta.json` whose `schema_version` this reader does not know (apart: an open of a sound session never runs it). */
+function unsupportedVersion(version: unknown, file: string): UnsupportedSchemaError {
+  // A missing version is refused too: a reader never guesses that an unversioned document is version 1.
+  const found = version === undefined ? "is missing" : `${typeof version === "string" ? escapedExcerpt(version) : describeScalar(version)} is not supported`;
+  return new UnsupportedSchemaError(`${file}: schema_version ${found} (this reader knows ${META_SCHEMA_VERSION})`, {
+    file,
+    schema_version: version ?? null,
+  });
 }
 
 /**

@@ -14,7 +14,7 @@ import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
-import { loadSessionState } from "./load.ts";
+import { loadSessionState, readSessionFiles } from "./load.ts";
 import { Lease } from "./lease.ts";
 import { releaseWriterLock, takeWriterLock, type WriterLease, writerLockedError } from "./lock.ts";
 import { OperationSlot } from "./operation-slot.ts";
@@ -74,7 +74,7 @@ export class CommitPath {
   }
 
   async #reloadNow(): Promise<void> {
-    this.state = await loadSessionState(this.ctx.storage, this.paths, this.ref, this.ctx.clock);
+    this.state = await loadSessionState(this.ctx.storage, this.paths, this.ref, this.ctx.clock, readSessionFiles(this.ctx.storage, this.paths));
     this.#onReload(this.state);
     this.#needsReload = false;
     this.#conflict = undefined;

@@ -14,7 +14,7 @@ import type { SegmentRange } from "../layout/segments.ts";
 import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { publicRecord } from "./batch.ts";
-import { listSegments } from "./load.ts";
+import { listSegments } from "./load-repairs.ts";
 import type { SessionState } from "./state.ts";
 
 /** What the read view reads: the store, the session's paths, and the handle's current state. */

@@ -17,7 +17,7 @@ import { reportReclaimed, type SessionContext } from "./context.ts";
 import { copyForFork } from "./fork.ts";
 import { newId } from "./ids.ts";
 import { importedMessages, writeImported } from "./import-portable.ts";
-import { loadSessionState } from "./load.ts";
+import { loadSessionState, readSessionFiles } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
@@ -25,7 +25,6 @@ import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListS
 import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
 import { listSessions, rebuildCatalogs } from "./session-listing.ts";
-import type { SessionState } from "./state.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
 
 export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
@@ -109,19 +108,19 @@ export class Sessions {
   async open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
     const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
     const place: SessionPlace = options?.archived ? "archived" : "live";
-    const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const paths = sessionPaths(valid, place);
+    // The first reads go out first: the options are resolved and the load's code runs (the first time in a process,
+    // compiles) while the storage (a worker thread) reads. Refused options throw (the reads' outcome is then dropped).
+    const files = readSessionFiles(this.storage, paths);
+    files.catch(() => undefined);
+    const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     // A meta.json the load read is the session's existence; only without one (or when the
     // load fails) is it asked apart, and a session that does not exist is reported as not found.
     const notFound = () =>
       new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
-    let state: SessionState;
-    try {
-      state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock);
-    } catch (error) {
-      if (!(await sessionExists(this.storage, valid, place))) throw notFound();
-      throw error;
-    }
+    const state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock, files).catch(async (error: unknown) => {
+      throw (await sessionExists(this.storage, valid, place)) ? error : notFound();
+    });
     if (state.diskRevision === undefined && !(await sessionExists(this.storage, valid, place))) throw notFound();
     const session = new Session(this.#ctx, valid, place, paths, state, resolved);
     if (options?.hold) await session.hold();

@@ -64,8 +64,11 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
       const store = opened();
       const found = await (store.readMany ? store.readMany(requests) : readManyByCalls(store, requests));
       // Each whole buffer a result owns is transferred (a buffer once), the rest copied.
-      const buffers = new Set(found.flatMap((result) => (result && ownsBuffer(result.bytes, ANSWER_TRANSFER_BYTES) ? [result.bytes.buffer] : [])));
-      return buffers.size > 0 ? comlink.transfer(found, [...buffers] as never[]) : found;
+      const buffers: ArrayBufferLike[] = [];
+      for (const result of found) {
+        if (result && ownsBuffer(result.bytes, ANSWER_TRANSFER_BYTES) && !buffers.includes(result.bytes.buffer)) buffers.push(result.bytes.buffer);
+      }
+      return buffers.length > 0 ? comlink.transfer(found, buffers as never[]) : found;
     },
     list: (dir) => opened().list(dir),
     replace: (path, bytes, options) => opened().replace(path, bytes, options),

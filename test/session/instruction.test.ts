@@ -98,6 +98,22 @@ describe("options", () => {
     expect(ok.options.policy).toEqual({ kind: "after-messages", messages: 3 });
   });
 
+  test("refused options are the error even when the open's reads, sent before the options are resolved, fail", async () => {
+    const storage = new MemoryStorage();
+    await writeSession(storage, { active: msgs(1, 2) });
+    let failedReads = 0;
+    const failing = new Proxy(storage, {
+      get: (target, key) => {
+        if (key === "readMany") return () => (failedReads += 1, Promise.reject(new Error("the disk is gone")));
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    // The failed read is dropped, not left unhandled (vitest fails the run on an unhandled rejection).
+    await rejection(registry(failing).open(REF, { policy: afterMessages(3) }), InvalidInputError, "invalid-input");
+    expect(failedReads).toBe(1);
+  });
+
   test("real-usage without contextWindow is InvalidInputError", async () => {
     const storage = new MemoryStorage();
     await writeSession(storage, { active: msgs(1, 2) });
