@@ -10,7 +10,7 @@ import type { StoragePort } from "../storage/port.ts";
 import { readMany, withPrefetchedTail } from "../storage/read-many.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
-import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
+import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { describeOrderBreak, readSegmentFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
@@ -19,10 +19,10 @@ const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
 
 /**
  * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
- * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (in one step where the
- * backend offers `readMany`), then the newest segment's tail for its footer: the one `meta.json` names when the files confirm
- * it, else the newest in a listing of `segments/`. Nothing else, and it writes nothing
- * (repairs wait for the next write).
+ * Reads `meta.json`, `active.jsonl`, the draft, `instruction.md` and the newest segment's
+ * tail for its footer (in one step where the backend offers `readMany`): the segment
+ * `meta.json` names when the files confirm it, else the newest in a listing of `segments/`.
+ * Nothing else, and it writes nothing (repairs wait for the next write).
  *
  * @throws {UnsupportedSchemaError} when `meta.json` has an unknown `schema_version`.
  * @throws {NotFoundError} is not thrown here: callers check existence first.
@@ -49,12 +49,14 @@ export async function loadSessionState(
   // One step where the backend reads several files from one state of the store (PostgreSQL:
   // one statement, one snapshot), with the newest segment's tail as a prefetch for its footer;
   // elsewhere meta.json first, then the other three at once (one round trip through a worker).
+  // A store that cannot find the last file of segments/ without listing it reads the segment
+  // meta.json's hint names instead: a compacted session's open is one call too.
   const [metaRead, activeRead, draftRead, instructionRead, newestTail] = await readMany(storage, [
     { path: paths.meta },
     { path: paths.active },
     { path: paths.draft },
     { path: paths.instruction },
-    { lastIn: paths.segmentsDir, tailBytes: LAST_RECORD_WINDOW },
+    { lastIn: paths.segmentsDir, tailBytes: LAST_RECORD_WINDOW, namedIn: { path: paths.meta, field: NEWEST_SEGMENT_FIELD } },
   ]);
   const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
   if (!metaBytes) {
