@@ -1,7 +1,6 @@
 import { CorruptSessionError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { LAST_RECORD_WINDOW } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
@@ -11,11 +10,18 @@ import { readMany, withPrefetchedTail } from "../storage/read-many.ts";
 import { incompleteFinalBatch, lineRevision } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
-import { describeOrderBreak, readSegmentFooter, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
+import { describeOrderBreak, readSegmentFooter, segmentFooterInTail, segmentListing, segmentOrderBreaks, sequenceStep } from "./segment-rules.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
+
+/**
+ * The newest segment's tail an open reads with its other files: enough for a footer holding
+ * the default extractive summary (4,000 characters, at most 3 bytes each in UTF-8) and its
+ * fields, so a compacted session's open stays one storage call; a longer footer is read again.
+ */
+const FOOTER_PREFETCH_BYTES = 16 * 1024;
 
 /**
  * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
@@ -56,7 +62,7 @@ export async function loadSessionState(
     { path: paths.active },
     { path: paths.draft },
     { path: paths.instruction },
-    { lastIn: paths.segmentsDir, tailBytes: LAST_RECORD_WINDOW, namedIn: { path: paths.meta, field: NEWEST_SEGMENT_FIELD } },
+    { lastIn: paths.segmentsDir, tailBytes: FOOTER_PREFETCH_BYTES, namedIn: { path: paths.meta, field: NEWEST_SEGMENT_FIELD } },
   ]);
   const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
   if (!metaBytes) {
@@ -113,7 +119,9 @@ export async function loadSessionState(
   const first = records[0]?.record.sequence;
   let segments: SegmentRange[] | undefined;
   let newest: SegmentRange | undefined;
-  let tail = hint && (await readSegmentFooter(withPrefetchedTail(storage, newestTail), paths, hint));
+  // The footer from the prefetch when it is the segment the hint names and holds its last line whole.
+  const prefetched = hint && newestTail?.path === paths.segment(hint) ? segmentFooterInTail(newestTail, paths, hint) : undefined;
+  let tail = hint && (prefetched ?? (await readSegmentFooter(withPrefetchedTail(storage, newestTail), paths, hint)));
   if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
     newest = hint;
   } else {

@@ -73,4 +73,19 @@ describe.each(stores)("an open of a files store %s", (_name, open) => {
     await session.compact({ summarizer: new ExtractiveSummarizer() });
     expect(await callsOfOpen(storage)).toEqual({ calls: ["readMany"], segments: 1, messages: 10 });
   });
+
+  it("is one readMany when the footer holds a default extractive summary of multi-byte text (over 4 KiB)", async () => {
+    const storage = open(root);
+    toClose.push(storage);
+    const session = await registry(storage).create(REF);
+    for (let i = 0; i < 60; i++) {
+      const text = `Étape ${i} : ${"déjà vérifié, à réécrire ; ".repeat(10)}`;
+      await session.append({ role: i % 2 === 0 ? "user" : "assistant", parts: [{ type: "text", text }] });
+    }
+    const { segment } = await session.compact({ summarizer: new ExtractiveSummarizer() });
+    const footer = await storage.readTail(session.paths.segment(segment!), 64 * 1024);
+    const lastLine = new TextDecoder().decode(footer!.bytes).trimEnd().split("\n").at(-1)!;
+    expect(new TextEncoder().encode(lastLine).length).toBeGreaterThan(4096);
+    expect(await callsOfOpen(storage)).toMatchObject({ calls: ["readMany"], segments: 1 });
+  });
 });
