@@ -385,6 +385,13 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         }
       });
 
+      test("a hinted prefetch of a folder outside the store is refused, and reads nothing", async (storage) => {
+        await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":1,"end":4}}'));
+        for (const lastIn of ["../s/segments", "s/../../segments", "/s/segments"]) {
+          await expectInvalidInput(lastIn, () => readMany(storage, [{ path: "s/meta.json" }, { ...hinted(), lastIn }]));
+        }
+      });
+
       test("a hint for a folder that is not there finds no file", async (storage) => {
         await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":1,"end":4}}'));
         await storage.replace("s/secret.jsonl", utf8("outside the folder\n"));
