@@ -67,7 +67,7 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The file a `lastIn` request's `namedIn` hint names ({@linkcode LastFileRequest}), read from
- * the answers `found` to the `requests` before it: the segment named by the range
+ * `found`, the answers to the requests `earlier` in the same call: the segment named by the range
  * `{"start", "end"}` in the hint's field of the JSON object that an earlier request read
  * whole, in the request's folder. `undefined` when the request has no hint, no earlier request
  * read that file whole, it is missing or not a JSON object, or the field holds no valid range.
