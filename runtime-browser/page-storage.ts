@@ -31,18 +31,19 @@ export class PageStorage implements StoragePort {
   constructor(inner: StoragePort, options: PageStorageOptions = {}) {
     this.inner = inner;
     this.#options = options;
+    // Configurable, so that a Proxy over this storage (a timing wrapper) may answer them wrapped.
     if (inner.acquireLock && inner.releaseLock) {
       const acquire = inner.acquireLock.bind(inner);
       const release = inner.releaseLock.bind(inner);
-      Object.defineProperty(this, "acquireLock", { value: (name: string) => (this.#write(), acquire(name)) });
-      Object.defineProperty(this, "releaseLock", { value: (name: string) => release(name) });
+      Object.defineProperty(this, "acquireLock", { value: (name: string) => (this.#write(), acquire(name)), configurable: true });
+      Object.defineProperty(this, "releaseLock", { value: (name: string) => release(name), configurable: true });
     }
     if (inner.applyCommitPlan) {
       const apply = inner.applyCommitPlan.bind(inner);
-      Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)) });
+      Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)), configurable: true });
     }
     // An open's reads in one call (one round trip to the storage worker), where the inner storage has it.
-    if (inner.readMany) Object.defineProperty(this, "readMany", { value: inner.readMany.bind(inner) });
+    if (inner.readMany) Object.defineProperty(this, "readMany", { value: inner.readMany.bind(inner), configurable: true });
   }
 
   /** The inner storage's catalog (with `page`, that page's part where it answers pages), `undefined` when it keeps none. */
