@@ -29,8 +29,8 @@ export function addOrConflict(store: IDBObjectStore, value: unknown, key: string
   });
 }
 
-/** Walks a cursor to its end (or until `step` returns `false`), one record at a time. */
-export function walk(request: IDBRequest<IDBCursorWithValue | null>, step: (cursor: IDBCursorWithValue) => boolean | void): Promise<void> {
+/** Walks a cursor (of records or of keys only) to its end (or until `step` returns `false`), one record at a time. */
+export function walk<C extends IDBCursor>(request: IDBRequest<C | null>, step: (cursor: C) => boolean | void): Promise<void> {
   return new Promise((resolve, reject) => {
     request.onsuccess = () => {
       try {

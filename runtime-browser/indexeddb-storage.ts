@@ -4,8 +4,8 @@
  * object store; the store then runs its own multi-key transactions on it).
  *
  * The record layout (a header and chunk records per file) is in `indexeddb-records.ts`;
- * the connection and its transactions in `indexeddb-connection.ts`, the Web Locks in
- * `web-locks.ts`.
+ * the connection and its transactions in `indexeddb-connection.ts`, the reads in
+ * `indexeddb-reads.ts`, the Web Locks in `web-locks.ts`.
  *
  * ## Costs
  *
@@ -16,6 +16,8 @@
  *   core replaces `active.jsonl` at every compaction).
  * - `readTail`: a reverse cursor over the chunk range, stopping at the first chunk that
  *   covers the requested tail: O(tail + one chunk).
+ * - `readMany`: every read in one `readonly` transaction (one snapshot); a folder's last file
+ *   from a reverse cursor over its header keys, whatever the folder's size.
  * - `truncate`: drops the chunks past the cut and cuts the straddling one.
  * - `move`: one transaction copying every record under the source (file, descendants,
  *   their chunks) to the target keys and deleting the source ranges. IndexedDB has no
@@ -33,13 +35,13 @@ import {
   type CatalogListing,
   cataloguedFolder,
   type FileTail,
-  formatBytes,
   MAX_FILE_BYTES,
+  type ReadRequest,
+  type ReadResult,
   type StoragePort,
-  StoreEntryError,
   type WriteOptions,
 } from "../core/mod.ts";
-import { concatBytes, isWithin } from "../core/internal.ts";
+import { isWithin } from "../core/internal.ts";
 import {
   catalogComplete,
   catalogMoved,
@@ -50,7 +52,8 @@ import {
   rebuildCatalogRecords,
 } from "./indexeddb-catalog.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
-import { allHeaders, checked, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
+import { readRequest, readTail, readWhole } from "./indexeddb-reads.ts";
+import { allHeaders, chunkKey, chunksBelow, chunksOf, type FileHeader, headersBelow, movedChunk, movedHeader, split } from "./indexeddb-records.ts";
 import { addOrConflict, moveRange, readHeader, walk } from "./indexeddb-requests.ts";
 import { HeldWebLocks, webLocks } from "./web-locks.ts";
 
@@ -135,46 +138,32 @@ export class IndexedDbStorage implements StoragePort {
 
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
-    return this.#connection.transaction("readonly", "read", path, async (store) => {
-      // The header first: a file over the limit is refused before any of its chunks is loaded.
-      const header = await readHeader(store, path);
-      if (!header) return undefined;
-      if (!(header.size <= this.maxFileBytes)) {
-        const max = formatBytes(this.maxFileBytes);
-        const found = `a file of ${Number.isFinite(header.size) ? formatBytes(header.size) : String(header.size)}`;
-        throw new StoreEntryError(`store entry "${path}": found ${found} where a file of at most ${max} belongs; it is not read`, {
-          path,
-          found,
-          expected: `a file of at most ${max}`,
-        });
-      }
-      const chunks = await promisifyRequest(store.getAll(chunksOf(path)) as IDBRequest<Uint8Array[]>);
-      return checked(concatBytes(chunks, header.size), header, path);
-    });
+    return this.#connection.transaction("readonly", "read", path, (store) => readWhole(store, path, this.maxFileBytes));
   }
 
   async readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
     assertStoragePath(path);
-    const wanted = Number.isFinite(maxBytes) ? Math.max(0, Math.floor(maxBytes)) : maxBytes > 0 ? Number.MAX_SAFE_INTEGER : 0;
-    return this.#connection.transaction("readonly", "readTail", path, async (store) => {
-      const parts: Uint8Array[] = [];
-      let have = 0;
-      const [header] = await Promise.all([
-        readHeader(store, path),
-        wanted === 0 ? undefined : walk(store.openCursor(chunksOf(path), "prev"), (cursor) => {
-          const chunk = cursor.value as Uint8Array;
-          parts.unshift(chunk);
-          have += chunk.length;
-          return have < wanted;
-        }),
-      ]);
-      if (!header) return undefined;
-      const take = Math.min(wanted, header.size);
-      if (take === 0) return { bytes: new Uint8Array(0), size: header.size };
-      const joined = concatBytes(parts, have);
-      if (have < take) checked(joined, header, path);
-      return { bytes: joined.slice(have - take), size: header.size };
-    });
+    return this.#connection.transaction("readonly", "readTail", path, (store) => readTail(store, path, maxBytes));
+  }
+
+  /**
+   * Every read of `requests` in one `readonly` transaction: one state of the store, as one
+   * PostgreSQL statement reads it. A `lastIn` prefetch reads the folder's last file, found
+   * from the keys' order whatever the folder's size (its hint is not needed).
+   */
+  async readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | undefined)[]> {
+    for (const request of requests) {
+      if ("lastIn" in request) assertStoragePath(request.lastIn, true);
+      else assertStoragePath(request.path);
+    }
+    const first = requests[0];
+    if (!first) return [];
+    return this.#connection.transaction(
+      "readonly",
+      "readMany",
+      "lastIn" in first ? first.lastIn : first.path,
+      (store) => Promise.all(requests.map((request) => readRequest(store, request, this.maxFileBytes))),
+    );
   }
 
   async list(dir: string): Promise<string[]> {

@@ -1,4 +1,4 @@
-import type { CatalogListing, CatalogPage, CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../core/mod.ts";
+import type { CatalogListing, CatalogPage, CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../core/mod.ts";
 
 /** Options of {@linkcode PageStorage}. */
 export interface PageStorageOptions {
@@ -9,8 +9,8 @@ export interface PageStorageOptions {
 /**
  * A thin page-side wrapper over the storage a tab uses: it forwards every call unchanged
  * and runs `onFirstWrite` once before the first mutating call. It adds no rule of its own;
- * `acquireLock` / `releaseLock` and `applyCommitPlan` exist exactly when the inner storage
- * has them. (Commits are announced by the core's `SessionsOptions.onCommit`, not here.)
+ * `acquireLock` / `releaseLock`, `applyCommitPlan` and `readMany` exist exactly when the inner
+ * storage has them. (Commits are announced by the core's `SessionsOptions.onCommit`, not here.)
  *
  * @example
  * ```ts
@@ -24,22 +24,26 @@ export class PageStorage implements StoragePort {
   declare readonly acquireLock?: (name: string) => Promise<boolean>;
   declare readonly releaseLock?: (name: string) => Promise<void>;
   declare readonly applyCommitPlan?: (plan: CommitPlan) => Promise<CommitPlanResult>;
+  declare readonly readMany?: (requests: readonly ReadRequest[]) => Promise<(ReadResult | null | undefined)[]>;
   readonly #options: PageStorageOptions;
   #wrote = false;
 
   constructor(inner: StoragePort, options: PageStorageOptions = {}) {
     this.inner = inner;
     this.#options = options;
+    // Configurable, so that a Proxy over this storage (a timing wrapper) may answer them wrapped.
     if (inner.acquireLock && inner.releaseLock) {
       const acquire = inner.acquireLock.bind(inner);
       const release = inner.releaseLock.bind(inner);
-      Object.defineProperty(this, "acquireLock", { value: (name: string) => (this.#write(), acquire(name)) });
-      Object.defineProperty(this, "releaseLock", { value: (name: string) => release(name) });
+      Object.defineProperty(this, "acquireLock", { value: (name: string) => (this.#write(), acquire(name)), configurable: true });
+      Object.defineProperty(this, "releaseLock", { value: (name: string) => release(name), configurable: true });
     }
     if (inner.applyCommitPlan) {
       const apply = inner.applyCommitPlan.bind(inner);
-      Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)) });
+      Object.defineProperty(this, "applyCommitPlan", { value: (plan: CommitPlan) => (this.#write(), apply(plan)), configurable: true });
     }
+    // An open's reads in one call (one round trip to the storage worker), where the inner storage has it.
+    if (inner.readMany) Object.defineProperty(this, "readMany", { value: inner.readMany.bind(inner), configurable: true });
   }
 
   /** The inner storage's catalog (with `page`, that page's part where it answers pages), `undefined` when it keeps none. */

@@ -17,7 +17,9 @@ import {
   type CommitPlanResult,
   type FileTail,
   formatBytes,
+  hintedFile,
   isWithin,
+  type LastFileRequest,
   MAX_FILE_BYTES,
   parentPath,
   type ReadRequest,
@@ -118,14 +120,15 @@ export class NodeFileStorage implements StoragePort {
    * older state of the store than one before it (a file store has no snapshot: what a reader
    * of `meta.json` before the lines needs is this order). The folders the files share are
    * checked once for the call. Through a worker, one round trip. A `lastIn` prefetch is
-   * `undefined` when its folder is not there, else `null` (not read).
+   * `undefined` when its folder is not there, else the tail of the file its `namedIn` hint
+   * names, or `null` (not read) when there is none.
    */
   readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
     const checked = new Set<string>();
     const found: (ReadResult | null | undefined)[] = [];
-    for (const request of requests) {
+    for (const [i, request] of requests.entries()) {
       const read = "lastIn" in request
-        ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request.lastIn, checked), true)
+        ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request, () => hintedFile(requests.slice(0, i), found, request), checked), true)
         : this.#syncCall("readMany", request.path, (file) => this.#readRequest(request.path, file, request.tailBytes, checked));
       if (!read.ok) return Promise.reject(read.error);
       found.push(read.value);
@@ -143,11 +146,16 @@ export class NodeFileStorage implements StoragePort {
   }
 
   /**
-   * A `lastIn` prefetch: `undefined` when the folder `dir` is not there (it holds no file),
-   * else `null`, not read: finding its last name means listing it whole, which grows with it.
+   * A `lastIn` prefetch: `undefined` when its folder is not there (it holds no file), else the
+   * tail of the file its hint names (`hinted()`, `hintedFile`), or `null`, not read, when there
+   * is no hint or no such file: finding the folder's last name means listing it whole, which
+   * grows with it. A hinted file that is not a plain file is refused as `readTail` refuses it.
    */
-  #lastIn(dir: string, checked: Set<string>): null | undefined {
-    return this.#boundary.folder(dir, "read", checked) === "missing" ? undefined : null;
+  #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>): ReadResult | null | undefined {
+    if (this.#boundary.folder(request.lastIn, "read", checked) === "missing") return undefined;
+    const hinted = hint();
+    if (hinted === undefined) return null;
+    return this.#readRequest(hinted, this.#keys.file(hinted), request.tailBytes, checked) ?? null;
   }
 
   #readWhole(path: string, file: string, checked?: Set<string>): Uint8Array | undefined {

@@ -21,8 +21,8 @@
  * @module
  */
 import { describe, expect, it, type TestContext } from "vitest";
-import { applyCommitPlanByCalls, type CommitPlan, type StoragePort } from "../core/mod.ts";
-import { concatBytes } from "../core/internal.ts";
+import { applyCommitPlanByCalls, type CommitPlan, type ReadRequest, type ReadResult, type StoragePort } from "../core/mod.ts";
+import { concatBytes, readMany } from "../core/internal.ts";
 
 /**
  * What a setup function hands to {@linkcode runStorageTests}: a fresh, empty store.
@@ -320,6 +320,84 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         ]);
         expect(found[0]!.bytes).toBeInstanceOf(Uint8Array);
         expect(await storage.readMany!([])).toEqual([]);
+      });
+
+      // A `lastIn` prefetch with a `namedIn` hint, through the backend's own readMany or the
+      // core's over its other calls (what a session's open does on every backend): the file
+      // the hint names, or the folder's last file, or not read (`null`) where a backend can
+      // find neither; never a file the hint does not name, never one outside the folder.
+      const segment = (start: number, end: number) => `s/segments/${String(start).padStart(12, "0")}-${String(end).padStart(12, "0")}.jsonl`;
+      const hinted = (field = "newest_segment") => ({ lastIn: "s/segments", tailBytes: 7, namedIn: { path: "s/meta.json", field } });
+      async function seedSegments(storage: StoragePort, meta: string): Promise<void> {
+        await storage.replace("s/meta.json", utf8(meta));
+        await storage.replace(segment(1, 4), utf8("old\nold footer\n"));
+        await storage.replace(segment(5, 9), utf8("first\nfooter\n"));
+        await storage.replace("s/secret.jsonl", utf8("outside the folder\n"));
+      }
+      const shown = (found: ReadResult | null | undefined) => found && { path: found.path, text: decoder.decode(found.bytes), size: found.size };
+      const LAST = { path: segment(5, 9), text: "footer\n", size: 13 };
+
+      test("a lastIn hint reads the segment the JSON file read before it names, in the same call", async (storage) => {
+        await seedSegments(storage, '{"revision":3,"newest_segment":{"start":5,"end":9}}');
+        const found = await readMany(storage, [{ path: "s/meta.json" }, { path: "s/active.jsonl" }, hinted()]);
+        expect(found[1]).toBeUndefined();
+        expect(shown(found[2])).toEqual(LAST);
+        // A hint naming an older segment that exists: that one, or the folder's last file.
+        await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":1,"end":4}}'));
+        const [, older] = await readMany(storage, [{ path: "s/meta.json" }, hinted()]);
+        expect([{ path: segment(1, 4), text: "footer\n", size: 15 }, LAST]).toContainEqual(shown(older));
+      });
+
+      test("a hint that names no file, or no valid segment, is no read of anything else", async (storage) => {
+        const metas = [
+          '{"newest_segment":{"start":10,"end":12}}', // a file that is not there
+          '{"newest_segment":"../secret.jsonl"}', // a string: not a range, and it would leave the folder
+          '{"newest_segment":{"start":"5","end":"9"}}', // numbers as strings
+          '{"newest_segment":{"start":5.5,"end":9}}',
+          '{"newest_segment":{"start":9,"end":5}}',
+          '{"newest_segment":{"start":5,"end":1e13}}', // past the 12 digits of a segment name
+          '{"newest_segment":null}',
+          '{"other":{"start":5,"end":9}}', // no such field
+          '[{"start":5,"end":9}]',
+          '{"newest_segment":{"start":5,"end":9}', // not JSON
+        ];
+        await seedSegments(storage, metas[0]!);
+        for (const meta of metas) {
+          await storage.replace("s/meta.json", utf8(meta));
+          const [, found] = await readMany(storage, [{ path: "s/meta.json" }, hinted()]);
+          expect([null, LAST], meta).toContainEqual(shown(found));
+        }
+        // A field inherited by every object, a field name that is not a string, a hint whose
+        // file no earlier request read whole (only its tail, or not at all), or that escapes.
+        await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":5,"end":9}}'));
+        const requests: ReadRequest[][] = [
+          [{ path: "s/meta.json" }, hinted("__proto__")],
+          [{ path: "s/meta.json" }, hinted("constructor")],
+          [{ path: "s/meta.json" }, { ...hinted(), namedIn: { path: "s/meta.json", field: 5 as unknown as string } }],
+          [{ path: "s/meta.json", tailBytes: 4096 }, hinted()],
+          [{ path: "s/active.jsonl" }, hinted()],
+          [{ path: "s/meta.json" }, { ...hinted(), namedIn: { path: "s/../s/meta.json", field: "newest_segment" } }],
+          [hinted(), { path: "s/meta.json" }],
+        ];
+        for (const asked of requests) {
+          const found = await readMany(storage, asked);
+          expect([null, LAST], JSON.stringify(asked)).toContainEqual(shown(found[asked.findIndex((r) => "lastIn" in r)]));
+        }
+      });
+
+      test("a hinted prefetch of a folder outside the store is refused, and reads nothing", async (storage) => {
+        await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":1,"end":4}}'));
+        for (const lastIn of ["../s/segments", "s/../../segments", "/s/segments"]) {
+          await expectInvalidInput(lastIn, () => readMany(storage, [{ path: "s/meta.json" }, { ...hinted(), lastIn }]));
+        }
+      });
+
+      test("a hint for a folder that is not there finds no file", async (storage) => {
+        await storage.replace("s/meta.json", utf8('{"newest_segment":{"start":1,"end":4}}'));
+        await storage.replace("s/secret.jsonl", utf8("outside the folder\n"));
+        const [, found] = await readMany(storage, [{ path: "s/meta.json" }, hinted()]);
+        // `undefined`: no file; `null`: not read (a backend without its own readMany cannot tell).
+        expect([null, undefined]).toContain(found);
       });
     });
 

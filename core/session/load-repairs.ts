@@ -15,7 +15,7 @@ import type { MessageRecord, SessionMeta } from "../schema/mod.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 import { withPrefetchedTail } from "../storage/read-many.ts";
 import { lineRevision } from "./batch.ts";
-import { describeOrderBreak, readSegmentFooter, type SegmentFooter, segmentListing, segmentOrderBreaks } from "./segment-rules.ts";
+import { describeOrderBreak, readSegmentFooter, type SegmentFooter, segmentFooterInTail, segmentListing, segmentOrderBreaks } from "./segment-rules.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 /**
@@ -84,7 +84,9 @@ export async function newestSegment(
   meta: SessionMeta | undefined,
   report: Report,
 ): Promise<{ segments: SegmentRange[] | undefined; newest: SegmentRange | undefined; tail: SegmentFooter | undefined }> {
-  let tail = hint && (await readSegmentFooter(withPrefetchedTail(storage, newestTail), paths, hint));
+  // The footer from the prefetch when it is the segment the hint names and holds its last line whole.
+  const prefetched = hint && newestTail?.path === paths.segment(hint) ? segmentFooterInTail(newestTail, paths, hint) : undefined;
+  let tail = hint && (prefetched ?? (await readSegmentFooter(withPrefetchedTail(storage, newestTail), paths, hint)));
   if (hint && tail && (first !== undefined ? first >= hint.start && first <= hint.end + 1 : meta!.message_count === hint.end)) {
     return { segments: undefined, newest: hint, tail };
   }

@@ -1,7 +1,6 @@
 import { CorruptSessionError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import { LAST_RECORD_WINDOW } from "../jsonl/tail.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
@@ -11,12 +10,19 @@ import { readMany } from "../storage/read-many.ts";
 import { incompleteFinalBatch } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
 import { newestSegment, reconcileMeta, reportMisplacedMeta, reportMissingMeta, withoutIncompleteBatch, withoutOverlap } from "./load-repairs.ts";
-import { newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
+import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { sequenceStep } from "./segment-rules.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
+
+/**
+ * The newest segment's tail an open reads with its other files: enough for a footer holding
+ * the default extractive summary (4,000 characters, at most 3 bytes each in UTF-8) and its
+ * fields, so a compacted session's open stays one storage call; a longer footer is read again.
+ */
+const FOOTER_PREFETCH_BYTES = 16 * 1024;
 
 /** What an open reads in its first storage step: `meta.json`, Active, the draft, `instruction.md` and the newest segment's tail (a prefetch). */
 export type SessionFiles = (ReadResult | null | undefined)[];
@@ -35,21 +41,23 @@ export async function readSessionFiles(storage: StoragePort, paths: SessionPaths
   // One step where the backend reads several files from one state of the store (PostgreSQL:
   // one statement, one snapshot), with the newest segment's tail as a prefetch for its footer;
   // elsewhere meta.json first, then the other three at once (one round trip through a worker).
+  // A store that cannot find the last file of segments/ without listing it reads the segment
+  // meta.json's hint names instead: a compacted session's open is one call too.
   return await readMany(storage, [
     { path: paths.meta },
     { path: paths.active },
     { path: paths.draft },
     { path: paths.instruction },
-    { lastIn: paths.segmentsDir, tailBytes: LAST_RECORD_WINDOW },
+    { lastIn: paths.segmentsDir, tailBytes: FOOTER_PREFETCH_BYTES, namedIn: { path: paths.meta, field: NEWEST_SEGMENT_FIELD } },
   ]);
 }
 
 /**
  * Opens a session's files and applies the recovery rules of docs/FORMAT.md in order.
- * Reads `meta.json`, `active.jsonl`, the draft and `instruction.md` (in one step where the
- * backend offers `readMany`: `files`, started by {@linkcode readSessionFiles}), then the newest
- * segment's tail for its footer: the one `meta.json` names when the files confirm it, else the
- * newest in a listing of `segments/`. Nothing else, and it writes nothing (repairs wait for the
+ * Reads `meta.json`, `active.jsonl`, the draft, `instruction.md` and the newest segment's
+ * tail for its footer (in one step where the backend offers `readMany`: `files`, started by
+ * {@linkcode readSessionFiles}): the segment `meta.json` names when the files confirm it, else
+ * the newest in a listing of `segments/`. Nothing else, and it writes nothing (repairs wait for the
  * next write). What only a damaged or lagging session needs is in functions of its own
  * (`load-repairs.ts`), so that a sound session's first open compiles none of it.
  *

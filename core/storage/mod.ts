@@ -9,8 +9,9 @@
  * ```
  * @module
  */
-export type { CommitPlan, CommitPlanResult, FileTail, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
+export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
 export { applyCommitPlanByCalls } from "./commit-plan.ts";
+export { hintedFile } from "./read-many.ts";
 export {
   CATALOG_FIELDS,
   catalogDocument,

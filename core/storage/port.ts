@@ -73,8 +73,10 @@ export interface StoragePort {
    * `meta.json` before the lines needs. A `lastIn` request is a prefetch: the core uses its
    * answer only for the path it names, and an answer of `undefined` as "that folder holds no
    * file"; it reads any other path itself. A backend that cannot find a folder's last file in
-   * constant time (a file system lists the whole folder, which grows with history) answers it
-   * `null` (not read) unless it knows the folder holds no file.
+   * constant time (a file system lists the whole folder, which grows with history) reads the
+   * file the request's `namedIn` hint names instead (`hintedFile`: the caller judges what it
+   * gets), and answers `null` (not read) when there is no such hint or no such file, unless it
+   * knows the folder holds no file.
    */
   readMany?(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]>;
   /**
@@ -118,9 +120,30 @@ export interface StoragePort {
 /**
  * One read of {@linkcode StoragePort.readMany}: the whole file at `path` (as `read`, with its
  * limits), or with `tailBytes` its last bytes (as `readTail`); or, with `lastIn`, the last
- * `tailBytes` of the file whose name sorts last in that folder (folders below it skipped).
+ * `tailBytes` of the file whose name sorts last in that folder (folders below it skipped), or
+ * of the file its `namedIn` hint names ({@linkcode LastFileRequest}).
  */
-export type ReadRequest = { readonly path: string; readonly tailBytes?: number } | { readonly lastIn: string; readonly tailBytes: number };
+export type ReadRequest = { readonly path: string; readonly tailBytes?: number } | LastFileRequest;
+
+/**
+ * The `lastIn` prefetch of {@linkcode ReadRequest}: the tail of a folder's last file. With
+ * `namedIn`, a backend that cannot find that file in constant time reads the one the hint
+ * names: the field `field` of the JSON object at `namedIn.path`, read whole by an earlier
+ * request of the same call, holds a segment range `{"start", "end"}`, and the file is that
+ * segment's name (docs/FORMAT.md "Segments") in the folder `lastIn`. `meta.json`'s
+ * `newest_segment` is such a hint: it keeps an open one call on a backend that lists a
+ * folder whole (a file system), whatever the history's length. A hint that is not a range,
+ * not read earlier or names no file is no read (`null`); it never names a path outside
+ * `lastIn`. The answer's `path` says which file was read: the caller judges it.
+ */
+export interface LastFileRequest {
+  /** The folder whose last file is asked for. */
+  readonly lastIn: string;
+  /** How many bytes of its end to read. */
+  readonly tailBytes: number;
+  /** Where the caller believes that file is named (see above). */
+  readonly namedIn?: { readonly path: string; readonly field: string };
+}
 
 /**
  * What one {@linkcode ReadRequest} found (`undefined` in its place when nothing is there; `null`

@@ -1,4 +1,5 @@
-import type { FileTail, ReadRequest, ReadResult, StoragePort } from "./port.ts";
+import { formatSegmentName } from "../layout/segments.ts";
+import type { FileTail, LastFileRequest, ReadRequest, ReadResult, StoragePort } from "./port.ts";
 
 /**
  * Reads `requests` with the backend's {@linkcode StoragePort.readMany} when it offers one
@@ -24,9 +25,10 @@ export function readMany(storage: StoragePort, requests: readonly ReadRequest[])
 /**
  * {@linkcode StoragePort.readMany} over the port's other calls: the first request alone, then
  * the others at once, so that none of them sees an older state than the first; a `lastIn`
- * prefetch is answered `null` (not read: a listing grows with the folder). What a backend
- * behind a hop (a worker) answers with when its store has no `readMany` of its own: the
- * calls then cost no round trip each.
+ * prefetch reads the file its `namedIn` hint names ({@linkcode hintedFile}, from the first
+ * request's answer), else is answered `null` (not read: a listing grows with the folder).
+ * What a backend behind a hop (a worker) answers with when its store has no `readMany` of its
+ * own: the calls then cost no round trip each.
  *
  * @example
  * ```ts
@@ -39,9 +41,7 @@ export function readMany(storage: StoragePort, requests: readonly ReadRequest[])
  * ```
  */
 export async function readManyByCalls(storage: StoragePort, requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
-  const readOne = async (request: ReadRequest): Promise<ReadResult | null | undefined> => {
-    if ("lastIn" in request) return null;
-    const { path, tailBytes } = request;
+  const readOne = async (path: string, tailBytes: number | undefined): Promise<ReadResult | undefined> => {
     if (tailBytes !== undefined) {
       const tail = await storage.readTail(path, tailBytes);
       return tail && { path, bytes: tail.bytes, size: tail.size };
@@ -51,8 +51,61 @@ export async function readManyByCalls(storage: StoragePort, requests: readonly R
   };
   const [first, ...rest] = requests;
   if (!first) return [];
-  const head = await readOne(first);
-  return [head, ...(await Promise.all(rest.map(readOne)))];
+  // Only the first answer is known before the others are read: a hint may name only it.
+  const head = "lastIn" in first ? null : await readOne(first.path, first.tailBytes);
+  return [
+    head,
+    ...(await Promise.all(rest.map(async (request) => {
+      if (!("lastIn" in request)) return readOne(request.path, request.tailBytes);
+      const hinted = hintedFile([first], [head], request);
+      return hinted === undefined ? null : (await readOne(hinted, request.tailBytes)) ?? null;
+    }))),
+  ];
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The file a `lastIn` request's `namedIn` hint names ({@linkcode LastFileRequest}), read from
+ * `found`, the answers to the requests `earlier` in the same call: the segment named by the range
+ * `{"start", "end"}` in the hint's field of the JSON object that an earlier request read
+ * whole, in the request's folder. `undefined` when the request has no hint, no earlier request
+ * read that file whole, it is missing or not a JSON object, or the field holds no valid range.
+ * The name is built from the range's two numbers alone, so it never leaves the folder. What a
+ * backend that cannot find a folder's last file in constant time reads for the prefetch.
+ *
+ * @example
+ * ```ts
+ * const bytes = new TextEncoder().encode('{"newest_segment":{"start":1,"end":450}}');
+ * const meta = { path: "s/meta.json", bytes, size: bytes.length };
+ * const request = { lastIn: "s/segments", tailBytes: 4096, namedIn: { path: "s/meta.json", field: "newest_segment" } };
+ * hintedFile([{ path: "s/meta.json" }], [meta], request); // "s/segments/000000000001-000000000450.jsonl"
+ * ```
+ */
+export function hintedFile(earlier: readonly ReadRequest[], found: readonly (ReadResult | null | undefined)[], request: LastFileRequest): string | undefined {
+  const hint = request.namedIn;
+  if (!hint || typeof hint.path !== "string" || typeof hint.field !== "string") return undefined;
+  const at = earlier.findIndex((r) => "path" in r && r.path === hint.path && r.tailBytes === undefined);
+  const bytes = at < 0 ? undefined : found[at]?.bytes;
+  if (!bytes) return undefined;
+  let range: unknown;
+  try {
+    const document: unknown = JSON.parse(STRICT_UTF8.decode(bytes));
+    if (typeof document !== "object" || document === null || !Object.hasOwn(document, hint.field)) return undefined;
+    range = (document as Record<string, unknown>)[hint.field];
+  } catch {
+    return undefined;
+  }
+  if (typeof range !== "object" || range === null) return undefined;
+  const { start, end } = range as { start?: unknown; end?: unknown };
+  if (typeof start !== "number" || typeof end !== "number") return undefined;
+  let name: string;
+  try {
+    name = formatSegmentName({ start, end });
+  } catch {
+    return undefined; // not 1 <= start <= end < 10^12 in whole numbers
+  }
+  return request.lastIn === "" ? name : `${request.lastIn}/${name}`;
 }
 
 /**

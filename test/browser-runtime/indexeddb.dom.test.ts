@@ -145,6 +145,26 @@ describe("IndexedDbStorage record layout", () => {
     expect(cursorSteps).toBeLessThanOrEqual(1);
   });
 
+  it("readMany is one readonly transaction, and finds a folder's last file from its keys whatever the folder's size", async () => {
+    const storage = fresh();
+    const name = (i: number) => `s/segments/${String(i * 10 + 1).padStart(12, "0")}-${String(i * 10 + 10).padStart(12, "0")}.jsonl`;
+    for (let i = 0; i < 200; i++) await storage.replace(name(i), utf8(`line\nfooter ${i}\n`));
+    await storage.replace("s/segments/999999999999-999999999999.jsonl/inner.jsonl", utf8("a folder's file\n")); // sorts last, skipped
+    await storage.replace("s/meta.json", utf8("{}"));
+    const { result, transactions, cursorSteps, getAlls } = await observe(() =>
+      storage.readMany([{ path: "s/meta.json" }, { path: "s/active.jsonl" }, { lastIn: "s/segments", tailBytes: 11 }])
+    );
+    expect(transactions).toEqual(["readonly"]);
+    expect(result.map((r) => r && { path: r.path, text: text(r.bytes) })).toEqual([
+      { path: "s/meta.json", text: "{}" },
+      undefined,
+      { path: name(199), text: "footer 199\n" },
+    ]);
+    // The key cursor steps over the folder's own folder only, never over the 200 files.
+    expect(cursorSteps).toBeLessThanOrEqual(2);
+    expect(getAlls).toBe(1);
+  });
+
   it("splits large writes into bounded chunks", async () => {
     const storage = fresh();
     const big = new Uint8Array(MAX_CHUNK_BYTES * 2 + 10).map((_, i) => i % 251);

@@ -30,6 +30,17 @@ function under(prefix: string, inner: StoragePort): StoragePort {
     truncate: (path, length) => inner.truncate(at(path), length),
     remove: (path) => inner.remove(at(path)),
     move: (from, to) => inner.move(at(from), at(to)),
+    // One round trip through the worker, as an open makes it: paths prefixed on the way in, cut on the way out.
+    readMany: async (requests) => {
+      const found = await inner.readMany!(
+        requests.map((r) =>
+          "lastIn" in r
+            ? { ...r, lastIn: r.lastIn === "" ? prefix : at(r.lastIn), ...(r.namedIn ? { namedIn: { ...r.namedIn, path: at(r.namedIn.path) } } : {}) }
+            : { ...r, path: at(r.path) }
+        ),
+      );
+      return found.map((result) => result && { ...result, path: result.path.slice(prefix.length + 1) });
+    },
     close: async () => {},
   };
 }
