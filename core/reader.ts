@@ -27,7 +27,27 @@ export { parseMetaJson } from "./schema/parse.ts";
 export { describeLockOwner } from "./session/lock.ts";
 export { Sessions } from "./session/registry.ts";
 export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.ts";
-// The storage layer whole: the port every backend implements and the helpers it uses.
-export * from "./storage/mod.ts";
-export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
+// The storage layer whole: the port every backend implements and the helpers it uses, named
+// one by one: esbuild, bundling without code splitting, leaves a module that a dynamic import
+// also reaches uninitialised behind an `export *` of a module that none does (the Node file
+// store then found its catalog's constants undefined; test/node/crash.test.ts bundles so).
+export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./storage/port.ts";
+export { applyCommitPlanByCalls } from "./storage/commit-plan.ts";
+export {
+  CATALOG_FIELDS,
+  catalogDocument,
+  type CatalogEntry,
+  type CatalogListing,
+  type CatalogPage,
+  cataloguedFolder,
+  type CataloguedPath,
+  cataloguedPath,
+  isListedName,
+} from "./storage/catalog.ts";
+export { MemoryStorage, type MemoryStorageOptions } from "./storage/memory.ts";
+export { assertStoragePath, isWithin, parentPath } from "./storage/path.ts";
+export { concatBytes } from "./storage/bytes.ts";
+export { messageOf, type StorageFailure, storageFailure } from "./storage/failure.ts";
+export { formatBytes, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "./storage/limits.ts";
+export { hintedFile, readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
