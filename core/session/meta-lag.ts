@@ -13,7 +13,7 @@
  * bound a reader sees; this one only matters to a clock that stands still. At 64 (before), a
  * held commit paid for a replace of `meta.json` and its catalog line every 64th commit, and
  * the next fsync for their data (ext4 flushes a renamed file's data with the journal that
- * holds the rename): about 4 % of a held commit on files (docs/decisions.md).
+ * holds the rename): 10 % of its CPU with fsync off (docs/decisions.md).
  */
 const MAX_LAG_COMMITS = 1024;
 /** How long (ms) `meta.json` may stay behind before it is written. */
