@@ -193,24 +193,6 @@ function metaInSchemaOrder(value: unknown): unknown {
   return inSchemaOrder(value as Plain, META_KEYS, { forked_from: FORK_KEYS, compaction: COMPACTION_KEYS, provider: IDENTITY_KEYS });
 }
 
-/**
- * A copy of the plain object `value` with the message schema's fields first, in its order,
- * then the others in theirs: the shape {@linkcode fastParse} keeps as is, so a writer that
- * builds a message in its own order still skips zod. `value` itself when it has an own
- * `__proto__` field (a copy would set the prototype instead; zod then reads it).
- *
- * @example
- * ```ts
- * import { MessageRecord } from "sessionfold";
- * const record = inMessageOrder({ role: "user", parts: [], record_type: "message", sequence: 1, message_id: "m1", created_at: "2026-12-02T13:00:00.000Z" });
- * Object.keys(record)[0] === "record_type"; // true
- * fastParse(MessageRecord, record).data === record; // true
- * ```
- */
-export function inMessageOrder(value: Record<string, unknown>): Record<string, unknown> {
-  return Object.hasOwn(value, "__proto__") ? value : inSchemaOrder(value, MESSAGE_KEYS);
-}
-
 /** The value the schema would return, or `undefined` when the hand-written check cannot tell. */
 const FAST_CHECKS = new Map<z.ZodType, (value: unknown) => unknown>([
   [MessageRecord, (value) => (isMessageLike(value, false) ? value : undefined)],

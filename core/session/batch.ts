@@ -23,13 +23,19 @@ export function markBatch(messages: MessageRecord[]): MessageRecord[] {
  */
 export const LINE_REVISION_FIELD = "revision";
 
-/** `messages` as the lines of the commit that creates `revision`: the field set last, so it ends each line. */
-export function stampRevision(messages: readonly MessageRecord[], revision: number): MessageRecord[] {
-  return messages.map((message) => {
-    // One copy per commit's record: the rest is new, so the field is added to it in place.
-    const { [LINE_REVISION_FIELD]: _old, ...rest } = message as MessageRecord & { [LINE_REVISION_FIELD]?: unknown };
-    (rest as Record<string, unknown>)[LINE_REVISION_FIELD] = revision;
-    return rest as MessageRecord;
+/**
+ * `messages` as the lines of the commit that creates `revision`: the field set last, so it
+ * ends each line; with `firstSequence`, numbered from it too (in the same copy).
+ */
+export function stampRevision(messages: readonly MessageRecord[], revision: number, firstSequence?: number): MessageRecord[] {
+  return messages.map((message, i) => {
+    // One copy per commit's record, a plain clone (a spread with other fields beside it, or a
+    // rest pattern, copies field by field at several times the cost); the fields set on it.
+    const line: Record<string, unknown> = { ...message };
+    if (firstSequence !== undefined) line["sequence"] = firstSequence + i;
+    if (LINE_REVISION_FIELD in line) delete line[LINE_REVISION_FIELD];
+    line[LINE_REVISION_FIELD] = revision;
+    return line as MessageRecord;
   });
 }
 

@@ -147,7 +147,7 @@ export class CommitPath {
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
     // Held: the lease stands for the lock and the revision check; only the writes go out.
-    if (this.#lease.held) return this.commit(records);
+    if (this.#lease.held) return await this.commit(records);
     const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);

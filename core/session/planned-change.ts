@@ -14,7 +14,7 @@ import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limi
 import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
-import { withNewestSegment } from "./segment-hint.ts";
+import { hasNewestSegment, withNewestSegment } from "./segment-hint.ts";
 import { lastSequence, type SessionState } from "./state.ts";
 
 /** An append of messages: their numbered records, the lines to append, `meta.json` after. */
@@ -52,28 +52,28 @@ export function nextMeta(state: Pick<SessionState, "meta" | "newest">, patch: Pa
  */
 export function planAppend(state: SessionState, records: readonly MessageRecord[], now: string, maxFileBytes = MAX_FILE_BYTES): AppendChange {
   if (records.length === 0) throw new InvalidInputError("a commit needs at least one message");
-  let sequence = lastSequence(state);
+  const first = lastSequence(state) + 1;
+  const sequence = first + records.length - 1;
   const revision = state.meta.revision + 1;
-  const numbered = records.map((m) => ({ ...m, sequence: ++sequence }));
   // The line revision goes last, after a batch mark: it ends every line (docs/FORMAT.md `revision`).
-  const sequenced = stampRevision(numbered, revision);
+  const sequenced = stampRevision(records, revision, first);
   // Each line but a batch's first (its mark) is the record Active keeps: its bytes are
   // remembered, and a compaction copies them instead of encoding the record again.
-  const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(numbered).slice(0, 1), revision), ...sequenced.slice(1)];
+  const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(sequenced).slice(0, 1), revision), ...sequenced.slice(1)];
   const bytes = linesOf(lines);
   const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
   assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: state.activeBytes, describeLine }, MAX_LINE_BYTES, maxFileBytes);
   // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
   const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
-  const meta: SessionMeta = {
-    ...withNewestSegment(state.meta, state.newest),
-    ...(produced ? { provider: { provider: produced.provider, api: produced.api, model: produced.model } } : {}),
-    message_count: sequence,
-    history_bytes: state.meta.history_bytes + bytes.length,
-    revision,
-    updated_at: now,
-  };
-  return { sequenced, bytes, meta };
+  // A plain clone and fields set on it: a commit's meta.json differs from the last in four
+  // fields, and the hint is rebuilt only when it changed (a compaction's plan sets it).
+  const meta: Record<string, unknown> = { ...(hasNewestSegment(state.meta, state.newest) ? state.meta : withNewestSegment(state.meta, state.newest)) };
+  if (produced) meta["provider"] = { provider: produced.provider, api: produced.api, model: produced.model };
+  meta["message_count"] = sequence;
+  meta["history_bytes"] = state.meta.history_bytes + bytes.length;
+  meta["revision"] = revision;
+  meta["updated_at"] = now;
+  return { sequenced, bytes, meta: meta as SessionMeta };
 }
 
 /**

@@ -16,6 +16,7 @@ import type { SegmentRange } from "../layout/segments.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { incompleteFinalBatch } from "./batch.ts";
 import { joinLines } from "./lines.ts";
+import { sameBytes } from "../storage/bytes.ts";
 import { SecondWriterLines } from "./repair-duplicates.ts";
 import type { MovedLine, RepairRefusal } from "./repair-report.ts";
 import { isFooterOf, SEGMENT_RECORDS, sequenceStep } from "./segment-rules.ts";
@@ -206,10 +207,6 @@ function splitLines(bytes: Uint8Array): Line[] {
     start = end + 1;
   }
   return lines;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
 /** Lines of a list in words: `line 4`, `lines 4, 7`. */

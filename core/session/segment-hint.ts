@@ -20,6 +20,13 @@ export function newestSegmentHint(meta: SessionMeta): SegmentRange | undefined {
   return { start: start as number, end: end as number };
 }
 
+/** Whether `meta` carries exactly the hint `newest` (none when there is no segment). */
+export function hasNewestSegment(meta: SessionMeta, newest: SegmentRange | undefined): boolean {
+  const value = (meta as Record<string, unknown>)[NEWEST_SEGMENT_FIELD] as { start?: unknown; end?: unknown } | undefined;
+  if (!newest) return value === undefined && !(NEWEST_SEGMENT_FIELD in meta);
+  return typeof value === "object" && value !== null && value.start === newest.start && value.end === newest.end && Object.keys(value).length === 2;
+}
+
 /** `meta` with the hint set to `newest`, or without it when there is no segment. */
 export function withNewestSegment(meta: SessionMeta, newest: SegmentRange | undefined): SessionMeta {
   const { [NEWEST_SEGMENT_FIELD]: _old, ...rest } = meta as SessionMeta & { [NEWEST_SEGMENT_FIELD]?: unknown };

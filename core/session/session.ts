@@ -69,7 +69,7 @@ export class Session extends SessionView {
     if (list.length === 0) throw new InvalidInputError("append needs at least one message");
     const tx = this.#tx;
     const records = list.map((m, i) => toMessageRecord(m, tx.ctx.clock, `messages[${i}]`));
-    return tx.exclusive("append", () => {
+    return await tx.exclusive("append", () => { // awaited: an async function returning a promise as is settles two turns later
       // The common case is one plan run by the storage: one round trip through a worker.
       if (!tx.state.draft && !hasRepairs(tx.state)) return tx.commitAlone("append", records);
       return tx.locked("append", async () => {

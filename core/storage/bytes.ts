@@ -1,6 +1,6 @@
 /**
  * Byte arrays joined into one: the one copy of the loop that every backend, the JSONL readers
- * and the conformance suite need when a file comes back in pieces.
+ * and the conformance suite need when a file comes back in pieces; and compared.
  *
  * @module
  */
@@ -25,4 +25,19 @@ export function concatBytes(parts: readonly Uint8Array[], size?: number): Uint8A
     offset += part.length;
   }
   return out;
+}
+
+/**
+ * Whether `a` and `b` hold the same bytes.
+ *
+ * @example
+ * ```ts
+ * import { sameBytes } from "sessionfold/internal";
+ * sameBytes(new Uint8Array([1, 2]), new Uint8Array([1, 2])); // true
+ * ```
+ */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { metaRevisionOf } from "../schema/parse.ts";
-import { holdsWriterLock } from "./fence.ts";
+import { carriesLockId, holdsWriterLock, MAX_LOCK_BYTES } from "./fence.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort, WriteOptions } from "./port.ts";
 
 /**
@@ -48,7 +48,8 @@ export async function applyCommitPlanByCalls(storage: StoragePort, plan: CommitP
   try {
     taken = lock && (await takeLockFile(storage, lock.path, lock.bytes));
     if (lock && !taken) return { outcome: "locked" };
-    if (plan.fence && !(await holdsWriterLock(storage, plan.fence.path, plan.fence.lockId))) return { outcome: "locked" };
+    // The fence's tail read awaited here, not through holdsWriterLock: one async call fewer on every held commit.
+    if (plan.fence && !carriesLockId(await storage.readTail(plan.fence.path, MAX_LOCK_BYTES), plan.fence.lockId)) return { outcome: "locked" };
     if (expect) {
       const revision = metaRevisionOf(await storage.read(expect.path)) ?? null;
       if (revision !== expect.revision) return { outcome: "conflict", revision };

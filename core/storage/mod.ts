@@ -25,6 +25,6 @@ export {
 } from "./catalog.ts";
 export { MemoryStorage, type MemoryStorageOptions } from "./memory.ts";
 export { assertStoragePath, isWithin, parentPath } from "./path.ts";
-export { concatBytes } from "./bytes.ts";
+export { concatBytes, sameBytes } from "./bytes.ts";
 export { messageOf, type StorageFailure, storageFailure } from "./failure.ts";
 export { formatBytes, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "./limits.ts";

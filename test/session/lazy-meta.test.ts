@@ -1,7 +1,7 @@
 /**
  * `revision` on the lines and a `meta.json` that may lag (docs/FORMAT.md): every committed
  * line ends with the revision its commit created; a lease holder writes `meta.json` only
- * when it is more than 64 commits or one second behind, at compaction and at close; an
+ * when it is more than 1,024 commits or one second behind, at compaction and at close; an
  * open takes the greater of `meta.json`'s and the last line's revision, and a session
  * whose lines lack the field opens exactly as before. A handle that reclaims a dead
  * holder's lock never writes over lines it has not read.
@@ -42,22 +42,22 @@ describe("revision on the lines, meta.json lazily", () => {
     expect(await metaOf(storage, held.paths.meta)).toMatchObject({ revision: 5, message_count: 5 });
   });
 
-  it("writes meta.json once 64 commits or one second would be left out, and at compaction", async () => {
+  it("writes meta.json once 1,024 commits or one second would be left out, and at compaction", async () => {
     const storage = new MemoryStorage();
     let now = 10_000;
     const sessions = new Sessions({ storage, clock: () => now, defaults: { summarizer: new ExtractiveSummarizer() } });
     const held = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }, { hold: true });
-    for (let i = 1; i <= 64; i++) await held.append(text(`m${i}`));
+    for (let i = 1; i <= 1024; i++) await held.append(text(`m${i}`));
     expect((await metaOf(storage, held.paths.meta)).revision).toBe(0);
-    await held.append(text("m65"));
-    expect((await metaOf(storage, held.paths.meta)).revision).toBe(65);
-    await held.append(text("m66"));
+    await held.append(text("m1025"));
+    expect((await metaOf(storage, held.paths.meta)).revision).toBe(1025);
+    await held.append(text("m1026"));
     now += 1_000;
-    await held.append(text("m67"));
-    expect((await metaOf(storage, held.paths.meta)).revision).toBe(67);
-    await held.append(text("m68"));
+    await held.append(text("m1027"));
+    expect((await metaOf(storage, held.paths.meta)).revision).toBe(1027);
+    await held.append(text("m1028"));
     await held.compact();
-    expect((await metaOf(storage, held.paths.meta)).revision).toBe(69);
+    expect((await metaOf(storage, held.paths.meta)).revision).toBe(1029);
     await held.close();
   });
 

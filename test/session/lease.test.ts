@@ -36,7 +36,7 @@ describe("leases", () => {
     calls.length = 0;
     await held.append(text("one"));
     await held.append([text("two"), text("three")]);
-    // meta.json may lag behind the lines under a lease (up to 64 commits or a second); the
+    // meta.json may lag behind the lines under a lease (up to 1,024 commits or a second); the
     // fence reads writer.lock before each append (docs/FORMAT.md "Fencing").
     expect(calls).toEqual(["readTail s1/writer.lock", "append messages/active.jsonl", "readTail s1/writer.lock", "append messages/active.jsonl"]);
     expect(held.revision).toBe(2);

@@ -68,4 +68,23 @@ describe("toMessageRecord", () => {
     expect(() => toMessageRecord({ role: "system", parts: [] } as unknown as NewMessage, clock)).toThrow(/message\.role/);
     expect(() => toMessageRecord({ role: "user", status: "streaming", parts: [] } as unknown as NewMessage, clock)).toThrow(/message\.status/);
   });
+
+  test("refuses a null status, parts that are not a list and a part that is not an object with a typed error, never a TypeError", () => {
+    const refused = (message: unknown, field: RegExp) => {
+      expect(() => toMessageRecord(message as NewMessage, clock)).toThrow(InvalidInputError);
+      expect(() => toMessageRecord(message as NewMessage, clock)).toThrow(field);
+    };
+    refused({ role: "assistant", status: null, parts: [] }, /message\.status/);
+    refused({ role: "user", parts: "hi" }, /message\.parts/);
+    refused({ role: "user", parts: [null] }, /message\.parts\.0/);
+    refused({ role: "user", parts: [{ type: "text", text: "a" }, 7] }, /message\.parts\.1/);
+  });
+
+  test("a field named __proto__ stays a field of the record (it never becomes its prototype)", () => {
+    const message = JSON.parse('{"role":"user","parts":[{"type":"text","text":"x","__proto__":{"p":1}}],"__proto__":{"polluted":true}}') as NewMessage;
+    const record = toMessageRecord(message, clock);
+    expect(Object.getPrototypeOf(record)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(record.parts[0])).toBe(Object.prototype);
+    expect(JSON.stringify(record)).toBe(JSON.stringify(bySchema(message, record)));
+  });
 });

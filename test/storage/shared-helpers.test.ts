@@ -1,7 +1,8 @@
-/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts). */
+/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts, fence.ts). */
 import { describe, expect, it } from "vitest";
-import { InvalidInputError, StorageError, StorageFullError } from "../../core/mod.ts";
-import { concatBytes, isWithin, messageOf, storageFailure } from "../../core/internal.ts";
+import { InvalidInputError, MemoryStorage, StorageError, StorageFullError } from "../../core/mod.ts";
+import { concatBytes, isWithin, messageOf, sameBytes, storageFailure } from "../../core/internal.ts";
+import { holdsWriterLock } from "../../core/storage/fence.ts";
 
 describe("concatBytes", () => {
   it("joins parts in order into one fresh array", () => {
@@ -22,6 +23,37 @@ describe("concatBytes", () => {
 
   it("uses the size the caller counted", () => {
     expect([...concatBytes([new Uint8Array([1]), new Uint8Array([2, 3])], 3)]).toEqual([1, 2, 3]);
+  });
+});
+
+describe("sameBytes", () => {
+  it("is true for equal bytes only", () => {
+    expect(sameBytes(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 3]))).toBe(true);
+    expect(sameBytes(new Uint8Array(0), new Uint8Array(0))).toBe(true);
+    expect(sameBytes(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 4]))).toBe(false);
+    expect(sameBytes(new Uint8Array([1, 2]), new Uint8Array([1, 2, 3]))).toBe(false);
+  });
+});
+
+describe("holdsWriterLock", () => {
+  const lock = (lockId: string, pid = 1) =>
+    new TextEncoder().encode(JSON.stringify({ pid, hostname: "h", runtime: "node", operation: "lease", lock_id: lockId }));
+
+  it("answers from the file every time, whatever bytes it saw before (same bytes are compared, not parsed again)", async () => {
+    const storage = new MemoryStorage();
+    const path = "s/writer.lock";
+    await storage.replace(path, lock("lock_1"));
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(true);
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(true); // the same bytes again
+    expect(await holdsWriterLock(storage, path, "lock_2")).toBe(false); // the same bytes, another holder
+    await storage.replace(path, lock("lock_9")); // taken by another writer, same length
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(false);
+    await storage.replace(path, lock("lock_1", 2)); // rewritten in place with the same lock_id
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(true);
+    await storage.replace(path, new TextEncoder().encode("{not json"));
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(false);
+    await storage.remove(path);
+    expect(await holdsWriterLock(storage, path, "lock_1")).toBe(false);
   });
 });
 

@@ -272,7 +272,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     ratioMeaning: "sessionfold / floor",
     runs: batches,
     note:
-      "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 64th commit); batches alternate with the row above and the floor",
+      "a lease (create with { hold: true }), fenced: each commit runs on the connection that holds the lease's advisory lock (no lock and no revision check per commit, the line appended alone and meta.json replaced every 1,024th commit or once a second); batches alternate with the row above and the floor",
   });
 }
 
