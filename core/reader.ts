@@ -31,7 +31,17 @@ export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.
 // one by one: esbuild, bundling without code splitting, leaves a module that a dynamic import
 // also reaches uninitialised behind an `export *` of a module that none does (the Node file
 // store then found its catalog's constants undefined; test/node/crash.test.ts bundles so).
-export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./storage/port.ts";
+export type {
+  CommitPlan,
+  CommitPlanResult,
+  FileTail,
+  LastFileRequest,
+  PlannedWrite,
+  ReadRequest,
+  ReadResult,
+  StoragePort,
+  WriteOptions,
+} from "./storage/port.ts";
 export { applyCommitPlanByCalls } from "./storage/commit-plan.ts";
 export {
   CATALOG_FIELDS,
