@@ -31,33 +31,12 @@ export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.
 // one by one: esbuild, bundling without code splitting, leaves a module that a dynamic import
 // also reaches uninitialised behind an `export *` of a module that none does (the Node file
 // store then found its catalog's constants undefined; test/node/crash.test.ts bundles so).
-export type {
-  CommitPlan,
-  CommitPlanResult,
-  FileTail,
-  LastFileRequest,
-  PlannedWrite,
-  ReadRequest,
-  ReadResult,
-  StoragePort,
-  WriteOptions,
-} from "./storage/port.ts";
+export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult } from "./storage/port.ts";
+export type { StoragePort, WriteOptions } from "./storage/port.ts";
 export { applyCommitPlanByCalls } from "./storage/commit-plan.ts";
-export {
-  CATALOG_FIELDS,
-  catalogDocument,
-  type CatalogEntry,
-  type CatalogListing,
-  type CatalogPage,
-  cataloguedFolder,
-  type CataloguedPath,
-  cataloguedPath,
-  isListedName,
-} from "./storage/catalog.ts";
-export { MemoryStorage, type MemoryStorageOptions } from "./storage/memory.ts";
-export { assertStoragePath, isWithin, parentPath } from "./storage/path.ts";
-export { concatBytes } from "./storage/bytes.ts";
-export { messageOf, type StorageFailure, storageFailure } from "./storage/failure.ts";
-export { formatBytes, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "./storage/limits.ts";
+export { CATALOG_FIELDS, catalogDocument, type CatalogEntry, type CatalogListing, type CatalogPage } from "./storage/catalog.ts";
+export { cataloguedFolder, type CataloguedPath, cataloguedPath, isListedName } from "./storage/catalog.ts";
+export { assertStoragePath, concatBytes, formatBytes, isWithin, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES, parentPath } from "./storage/mod.ts";
+export { MemoryStorage, type MemoryStorageOptions, messageOf, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { hintedFile, readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
