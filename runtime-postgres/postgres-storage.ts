@@ -138,6 +138,11 @@ export class PostgresStorage implements StoragePort {
   readonly #queues = new Map<string, Promise<unknown>>();
   /** Advisory lock numbers by lock name, at most {@linkcode LOCK_KEYS_KEPT}. */
   readonly #lockKeys = new Map<string, string>();
+  /**
+   * `run_plan`'s named statement, its fields on the prototype: `pg` copies a query's own
+   * fields for every call (by property descriptors, into a slow object), and there are none.
+   */
+  readonly #runPlan: pg.QueryConfig;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
@@ -151,6 +156,11 @@ export class PostgresStorage implements StoragePort {
       });
     }
     this.#s = quoteIdent(this.#schema);
+    this.#runPlan = Object.create({
+      name: `${this.#schema}.run_plan`,
+      text:
+        `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
+    }) as pg.QueryConfig;
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
@@ -343,12 +353,7 @@ export class PostgresStorage implements StoragePort {
     ];
     let outcome: string;
     try {
-      const result = await client.query<{ outcome: string }>({
-        name: `${this.#schema}.run_plan`,
-        text:
-          `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
-        values: parameters,
-      });
+      const result = await client.query<{ outcome: string }>(this.#runPlan, parameters);
       outcome = result.rows[0]!.outcome;
     } catch (error) {
       if (holder) {
