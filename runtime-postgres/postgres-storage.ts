@@ -21,6 +21,7 @@ import {
   type StoragePort,
   StoreEntryError,
 } from "../core/mod.ts";
+import { binaryArray } from "./binary-array.ts";
 import { catalogStatement } from "./catalog-statement.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
@@ -330,7 +331,23 @@ export class PostgresStorage implements StoragePort {
     const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
     if (holder?.lost) throw holder.lost;
     const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
-    const columns = plan.writes.map((write) => (write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS));
+    const ops: string[] = [];
+    const paths: string[] = [];
+    const lengths: number[] = [];
+    const revisions: (number | null)[] = [];
+    const listings: (string | null)[] = [];
+    const listedAts: (string | null)[] = [];
+    for (const write of plan.writes) {
+      const columns = write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS;
+      ops.push(write.op);
+      paths.push(write.path);
+      lengths.push(write.bytes.length);
+      revisions.push(columns.revision);
+      listings.push(columns.listing);
+      listedAts.push(columns.listedAt);
+    }
+    // The arrays go in binary (binary-array.ts), as the writes' bytes do: one value, cut by their
+    // lengths (a bytea[] travels as hex text).
     const parameters = [
       plan.lock ? this.#lockKey(plan.lock.path) : null,
       Boolean(plan.hold),
@@ -339,17 +356,16 @@ export class PostgresStorage implements StoragePort {
       plan.lock && plan.hold ? Buffer.from(plan.lock.bytes) : null,
       plan.expect?.path ?? null,
       plan.expect?.revision ?? null,
-      plan.writes.map((write) => write.op),
-      plan.writes.map((write) => write.path),
-      // The writes' bytes as one value, sent in binary (a bytea[] travels as hex text).
+      binaryArray("text", ops),
+      binaryArray("text", paths),
       Buffer.concat(plan.writes.map((write) => write.bytes)),
-      plan.writes.map((write) => write.bytes.length),
-      columns.map((c) => c.revision),
+      binaryArray("int4", lengths),
+      binaryArray("int8", revisions),
       plan.release ? this.#lockKey(plan.release.path) : null,
       plan.release?.path ?? null,
       plan.release?.lockId ?? null,
-      columns.map((c) => c.listing),
-      columns.map((c) => c.listedAt),
+      binaryArray("text", listings),
+      binaryArray("text", listedAts),
     ];
     let outcome: string;
     try {
