@@ -8,7 +8,7 @@
  */
 
 /** The element types the adapter sends, by their PostgreSQL type OID. */
-export const ELEMENT = { int4: 23, int8: 20, text: 25 } as const;
+const ELEMENT = { int4: 23, int8: 20, text: 25 } as const;
 
 /** How the element type of {@linkcode binaryArray} is named. */
 export type ElementType = keyof typeof ELEMENT;
