@@ -616,14 +616,16 @@ END $$;
 }
 
 /**
- * Migration 5: a commit's `meta.json` is replaced in one statement. A file whose `revision`
- * column is known was last written whole by a commit (every other write sets it to `NULL`), so
- * it is exactly one chunk, ending at its size: `run_plan` reads the row's size and file id with
- * the revision (the statement it already runs after the lock), and replaces the file by
- * updating that row and that chunk in one statement, instead of three (the row, its other
- * chunks dropped, its chunk written). The row's update holds only while the row is still what
- * was read (its size, a known revision): a write outside a commit that came between falls back
- * to the three statements. Same signature, same stored bytes.
+ * Migration 5: a commit's usual writes (its lines appended, `meta.json` replaced) in one
+ * statement, after the read of the revision. A file whose `revision` column is known was last
+ * written whole by a commit (every other write sets it to `NULL`), so it is exactly one chunk,
+ * ending at its size: `run_plan` reads the row's size and file id with the revision, and
+ * updates that row and that chunk where they are, in the statement that moves the lines' row
+ * and inserts their chunk (data-modifying CTEs, each finding its rows by key). The row's update
+ * holds only while the row is still what was read (its size, a known revision); when a write
+ * outside a commit came between, the replace runs as version 4's three statements, and a file
+ * that does not exist yet is still created by `append`/`replace`. The unique index on
+ * `entries.file_id`, which no statement uses, is dropped. Same signature, same stored bytes.
  */
 function migration5(s: string): string {
   return `
