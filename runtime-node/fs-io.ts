@@ -1,13 +1,14 @@
 /**
  * The system calls of a Node file store, each with the care durability needs: whole reads
  * of a file that may still grow, tail reads, writes that may be short, fills of a fresh
- * temporary file, folder fsyncs. Synchronous on purpose (see `NodeFileStorage`).
+ * temporary file, folder fsyncs. Synchronous on purpose (see `NodeFileStorage`), but for
+ * {@linkcode flushTogether}: fsyncs the disk may confirm together.
  *
  * @module
  */
 import { Buffer } from "node:buffer";
 import { randomUUID } from "node:crypto";
-import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fsync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { concatBytes, type FileTail } from "../core/reader.ts";
 import { FOLDER_FLAGS, kindOf } from "./fs-boundary.ts";
@@ -88,6 +89,41 @@ export function fill(fd: number, bytes: Uint8Array, sync: boolean): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The first fsync of {@linkcode flushTogether} that failed: its error and its file (`undefined`: one of the folders). */
+export interface FlushFailure<T> {
+  readonly error: unknown;
+  readonly file: T | undefined;
+}
+
+/**
+ * fsyncs every open file of `files` and every folder of `folders` at once, each in the thread pool, and resolves when
+ * all are durable: the disk confirms them together instead of one after the other (a folder that cannot be fsynced is
+ * skipped, as by {@linkcode syncFolder}). Rejects with the first failure ({@linkcode FlushFailure}) once every fsync
+ * has ended, so no descriptor is closed under a running one.
+ */
+export async function flushTogether<T extends { readonly fd: number }>(files: readonly T[], folders: readonly string[]): Promise<void> {
+  const opened: number[] = [];
+  const flush = (fd: number, folder: boolean) =>
+    new Promise<void>((done, fail) => fsync(fd, (error) => error && !(folder && errno(error) === "EINVAL") ? fail(error) : done()));
+  try {
+    for (const folder of folders) {
+      const fd = missingAsUndefined(() => openSync(folder, FOLDER_FLAGS));
+      if (fd !== undefined) opened.push(fd);
+    }
+    const flushed = await Promise.allSettled([...files.map((file) => flush(file.fd, false)), ...opened.map((fd) => flush(fd, true))]);
+    const index = flushed.findIndex((result) => result.status === "rejected");
+    if (index >= 0) throw { error: (flushed[index] as PromiseRejectedResult).reason, file: files[index] } satisfies FlushFailure<T>;
+  } catch (error) {
+    throw isFlushFailure<T>(error) ? error : { error, file: undefined } satisfies FlushFailure<T>;
+  } finally {
+    for (const fd of opened) closeSync(fd);
+  }
+}
+
+function isFlushFailure<T>(value: unknown): value is FlushFailure<T> {
+  return typeof value === "object" && value !== null && "error" in value && "file" in value;
 }
 
 /** Writes every byte of `bytes` (a write may be short), at `position` or at the end for `null`. */
