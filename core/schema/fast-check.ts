@@ -39,6 +39,8 @@ type Path = (string | number)[];
 /** One rule of a record: whether a value passes, the issues of one that does not, and what zod returns of one that does. */
 interface Rule {
   valid(value: unknown): boolean;
+  /** `valid`, and zod returns the value unchanged (the schema's fields first, in its order, no `__proto__`): one pass, the common case. */
+  asIs(value: unknown): boolean;
   explain(value: unknown, path: Path, into: CheckIssue[]): void;
   /** zod's output of a valid value: the value itself when nothing in it is reordered; absent for a leaf. */
   readonly output?: (value: unknown) => unknown;
@@ -56,7 +58,7 @@ const wrongType = (expected: string, value: unknown) => `Invalid input: expected
 
 /** A rule of a leaf value: one judgement, one message (`message` only asked of a refused value). */
 function leaf(valid: (value: unknown) => boolean, message: (value: unknown) => string): Rule {
-  return { valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
+  return { valid, asIs: valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
 }
 
 const text = leaf((v) => typeof v === "string", (v) => wrongType("string", v));
@@ -75,8 +77,10 @@ function oneOf(...values: string[]): Rule {
 
 /** `z.int()`, with `.min(min)` when given: a safe integer. */
 function int(min?: number): Rule {
+  const valid = (v: unknown) => Number.isSafeInteger(v) && (min === undefined || (v as number) >= min);
   return {
-    valid: (v) => Number.isSafeInteger(v) && (min === undefined || (v as number) >= min),
+    valid,
+    asIs: valid,
     explain(v, path, into) {
       if (typeof v !== "number" || !Number.isFinite(v)) return void into.push({ path, message: wrongType("number", v) });
       if (!Number.isInteger(v)) return void into.push({ path, message: wrongType("int", v) });
@@ -103,16 +107,45 @@ interface Refinement {
 /** `z.looseObject(fields)` with its refinements. */
 function object(fields: readonly Field[], refinements: readonly Refinement[] = []): Rule {
   const place = new Map(fields.map(([key], i) => [key, i]));
-  const nested = fields.filter(([, rule]) => rule.output !== undefined);
-  const fieldsValid = (v: Plain) => {
-    for (const [key, rule, optional] of fields) {
-      const field = v[key];
-      if (!(optional && field === undefined) && !rule.valid(field)) return false;
-    }
-    return true;
-  };
+  // Parallel arrays and index loops: the check runs for every line an open reads and every message appended.
+  const keys = fields.map(([key]) => key);
+  const rules = fields.map(([, rule]) => rule);
+  const optional = fields.map(([, , optional]) => optional !== undefined);
+  const nested = fields.filter(([, rule]) => rule.output !== undefined).map(([key, rule]) => [key, rule.output!] as const);
+  const output = (v: Plain, key: string, out: ((value: unknown) => unknown) | undefined) => (out && key in v ? out(v[key]) : v[key]);
   return {
-    valid: (v) => isObject(v) && fieldsValid(v) && refinements.every((r) => r.holds(v)),
+    valid(v) {
+      if (!isObject(v)) return false;
+      for (let i = 0; i < keys.length; i++) {
+        const field = v[keys[i]!];
+        if (!(optional[i] && field === undefined) && !rules[i]!.valid(field)) return false;
+      }
+      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
+      return true;
+    },
+    asIs(v) {
+      if (!isObject(v)) return false;
+      // One pass over the value's own fields (in their order): each schema field checked where it is, and every field the
+      // value skips must be optional.
+      let last = -1;
+      let extra = false;
+      for (const key in v) {
+        const at = place.get(key);
+        if (at === undefined) {
+          if (key === "__proto__") return false;
+          extra = true;
+          continue;
+        }
+        if (extra || at < last) return false;
+        for (let j = last + 1; j < at; j++) if (!optional[j]) return false;
+        const field = v[key];
+        if (!(optional[at] && field === undefined) && !rules[at]!.asIs(field)) return false;
+        last = at;
+      }
+      for (let j = last + 1; j < keys.length; j++) if (!optional[j]) return false;
+      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
+      return true;
+    },
     explain(v, path, into) {
       if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
       const before = into.length;
@@ -126,15 +159,14 @@ function object(fields: readonly Field[], refinements: readonly Refinement[] = [
     output(value) {
       const v = value as Plain;
       let same = inOrder(v, place);
-      const outputs = new Map<string, unknown>();
-      for (const [key, rule] of nested) {
-        if (!(key in v)) continue;
-        const out = rule.output!(v[key]);
-        if (out !== v[key]) same = false, outputs.set(key, out);
+      for (let i = 0; same && i < nested.length; i++) {
+        const [key, out] = nested[i]!;
+        if (key in v && out(v[key]) !== v[key]) same = false;
       }
       if (same) return v;
+      // A copy, as zod returns it: the schema's fields in its order (nested objects likewise), then the others.
       const copy: Plain = {};
-      for (const [key] of fields) if (key in v) copy[key] = outputs.has(key) ? outputs.get(key) : v[key];
+      for (const [key, rule] of fields) if (key in v) copy[key] = output(v, key, rule.output);
       for (const key in v) if (!place.has(key) && key !== "__proto__") copy[key] = v[key];
       return copy;
     },
@@ -166,6 +198,11 @@ function array(rule: Rule): Rule {
       for (let i = 0; i < v.length; i++) if (!rule.valid(v[i])) return false;
       return true;
     },
+    asIs(v) {
+      if (!Array.isArray(v)) return false;
+      for (let i = 0; i < v.length; i++) if (!rule.asIs(v[i])) return false;
+      return true;
+    },
     explain(v, path, into) {
       if (!Array.isArray(v)) return void into.push({ path, message: wrongType("array", v) });
       for (const [i, item] of v.entries()) if (!rule.valid(item)) rule.explain(item, [...path, i], into);
@@ -188,6 +225,7 @@ function byType(options: Readonly<Record<string, Rule>>): Rule {
   const optionOf = (v: Plain) => (typeof v["type"] === "string" && Object.hasOwn(options, v["type"]) ? options[v["type"]] : undefined);
   return {
     valid: (v) => isObject(v) && optionOf(v)?.valid(v) === true,
+    asIs: (v) => isObject(v) && optionOf(v)?.asIs(v) === true,
     explain(v, path, into) {
       if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
       const option = optionOf(v);
@@ -304,6 +342,7 @@ const lock = object([["pid", int()], ["hostname", text], ["runtime", name], ["op
 function check<T>(rule: Rule): RecordCheck<T> {
   return {
     safeParse(value) {
+      if (rule.asIs(value)) return { success: true, data: value as T };
       if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
       const issues: CheckIssue[] = [];
       rule.explain(value, [], issues);
