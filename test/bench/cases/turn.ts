@@ -142,6 +142,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     await probeCold("jsonl", "history.jsonl", lo);
     await probeCold("sessionfold-noworker", "sessionfold", lo);
     await probeCold("worker-floor", "sessionfold", lo);
+    await probeCold("sessionfold-eager", "sessionfold", lo);
   }
   for (let rep = 0; rep < warmReps; rep++) {
     for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
@@ -208,7 +209,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const hi = sizes.at(-1)!;
   openRows(ctx, {
     warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo)), warm.get(key("worker-floor", lo))],
-    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo)],
+    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo), ms("sessionfold-eager", lo)],
     runs: [runs("sessionfold", lo), runs("jsonl", lo)],
     warmReps,
     lo,
@@ -268,7 +269,7 @@ function openRows(
   ctx: CaseContext,
   m: {
     warm: [number | undefined, number | undefined, number | undefined];
-    cold: [number | null, number | null, number | null, number | null];
+    cold: [number | null, number | null, number | null, number | null, number | null];
     runs: [number, number];
     warmReps: number;
     lo: number;
@@ -277,7 +278,7 @@ function openRows(
 ): void {
   const label = sizeLabel(m.lo);
   const [sfWarm, plainWarm, floorWarm] = m.warm;
-  const [sfCold, plainCold, noWorkerCold, floorCold] = m.cold;
+  const [sfCold, plainCold, noWorkerCold, floorCold, eagerCold] = m.cold;
   /** The worker floor (lib/worker-floor.ts) of this run, against the baseline: the least a worker-backed open can cost here. */
   const floor = (value: number | null | undefined, base: number | null | undefined) =>
     `bound: the same files read with fs in a bare worker thread and posted back (transferred), then parsed as plain JSONL: ${value?.toFixed(2) ?? "-"} ms${
@@ -309,8 +310,12 @@ function openRows(
     ratioMeaning: "value / baseline",
     target,
     runs: m.runs[0],
-    note: `the first open + compose of a fresh process (store opened, worker up, modules loaded before the clock starts), alternating with plain JSONL (${
-      m.runs[1]
-    } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms`,
+    note:
+      `the first open + compose of a fresh process (store opened, worker up, modules loaded from the TypeScript sources through tsx before the clock starts), alternating with plain JSONL (${
+        m.runs[1]
+      } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms; ` +
+      `bound: the same open with every function compiled as its module loads (node --no-lazy, out of the clock), so none at its first call: ${
+        eagerCold?.toFixed(2) ?? "-"
+      } ms${eagerCold && plainCold ? ` = ${(eagerCold / plainCold).toFixed(2)}× the baseline` : ""}`,
   });
 }
