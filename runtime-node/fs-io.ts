@@ -33,7 +33,16 @@ export function readWhole(fd: number, size: number, max: number, tooLarge: (byte
   // bytes appended since fstat, into one scratch buffer (the calls are synchronous, so it is
   // never shared). A read of a regular file that returns less than it asked for has reached
   // the file's end, so a file that did not grow costs this one read.
-  let got = readvSync(fd, [bytes, growthScratch], 0);
+  const got = readvSync(fd, [bytes, growthScratch], 0);
+  return got === size ? bytes : readRest(fd, bytes, got, max, tooLarge);
+}
+
+/**
+ * {@linkcode readWhole} once its first read returned other than the `fstat` size: a short read (the file shrank, or
+ * the read stopped early) or bytes appended since. Apart: a file that did not change while read never runs it.
+ */
+function readRest(fd: number, bytes: Uint8Array, got: number, max: number, tooLarge: (bytes: number) => Error): Uint8Array {
+  const size = bytes.length;
   let grown = Math.max(0, got - size);
   if (got < size) {
     while (got < size) {

@@ -127,7 +127,8 @@ export class NodeFileStorage implements StoragePort {
   readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
     const checked = new Set<string>();
     const found: (ReadResult | null | undefined)[] = [];
-    for (const [i, request] of requests.entries()) {
+    for (let i = 0; i < requests.length; i++) {
+      const request = requests[i]!;
       const read = "lastIn" in request
         ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request, () => hintedFile(requests.slice(0, i), found, request), checked), true)
         : this.#syncCall("readMany", request.path, (file) => this.#readRequest(request.path, file, request.tailBytes, checked));

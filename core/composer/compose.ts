@@ -52,13 +52,9 @@ export function compose(state: ComposerState): ComposedInput {
   const portableFallbacks: number[] = [];
   const messages: MessageRecord[] = [];
   let previous = footer?.through_sequence ?? 0;
-  for (const message of active) {
-    if (!(message.sequence > previous)) {
-      throw new InvalidInputError(
-        `Active message sequence ${message.sequence} is not after ${previous} (${footer ? "footer or " : ""}previous message)`,
-        { sequence: message.sequence, after: previous },
-      );
-    }
+  for (let i = 0; i < active.length; i++) {
+    const message = active[i]!;
+    if (!(message.sequence > previous)) throw outOfOrder(message.sequence, previous, Boolean(footer));
     previous = message.sequence;
     let composed = composeMessage(message, identity, omittedContext, closedToolCalls);
     const fallback = portableFallback(message, identity);
@@ -109,7 +105,10 @@ function composeMessage(
   let parts: MessagePart[] | undefined;
   for (let index = 0; index < message.parts.length; index++) {
     const part = message.parts[index]!;
-    const replacement = composePart(message.sequence, part, identity, omittedContext, closedToolCalls);
+    // Only provider context and tool calls can change (a session of text alone never compiles composePart).
+    const replacement = part.type === "provider-context" || part.type === "tool"
+      ? composePart(message.sequence, part, identity, omittedContext, closedToolCalls)
+      : part;
     if (replacement === part && parts === undefined) continue;
     parts ??= message.parts.slice(0, index);
     if (replacement !== undefined) parts.push(replacement);
@@ -136,10 +135,18 @@ function composePart(
   return part;
 }
 
+/** The error for an Active message whose sequence is not after the one before it (apart: a sound session never runs it). */
+function outOfOrder(sequence: number, previous: number, hasFooter: boolean): InvalidInputError {
+  return new InvalidInputError(`Active message sequence ${sequence} is not after ${previous} (${hasFooter ? "footer or " : ""}previous message)`, {
+    sequence,
+    after: previous,
+  });
+}
+
 function assertIdentity(identity: ProviderIdentity): void {
+  const { provider, api, model } = identity ?? {};
+  if (typeof provider === "string" && typeof api === "string" && typeof model === "string" && provider !== "" && api !== "" && model !== "") return;
   const fields = ["provider", "api", "model"] as const;
   const missing = fields.filter((field) => typeof identity?.[field] !== "string" || identity[field].length === 0);
-  if (missing.length > 0) {
-    throw new InvalidInputError(`compose: the receiving provider identity lacks ${missing.join(", ")}`, { missing });
-  }
+  throw new InvalidInputError(`compose: the receiving provider identity lacks ${missing.join(", ")}`, { missing });
 }

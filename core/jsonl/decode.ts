@@ -342,7 +342,33 @@ function bracketsOver(text: string, max: number): boolean {
  * ```
  */
 export function decodeJsonl<T = unknown>(bytes: Uint8Array, options: JsonlDecodeOptions): JsonlDecodeResult<T> {
+  const sound = soundAsciiFile<T>(bytes, options);
+  if (sound) return sound;
   const decoder = new JsonlDecoder<T>(options).collectAll();
   decoder.push(bytes);
   return decoder.finish();
+}
+
+/**
+ * {@linkcode decodeJsonl}'s result for a whole file that is ASCII, ends with `\n` and whose
+ * every line is a valid record of a known type, no longer than the limit (every sound Active
+ * and segment a writer of this format leaves); `undefined` at the first line that is anything
+ * else, and the decoder then judges the file from its start. The same judgement of each line
+ * ({@linkcode parseRecordLine}) in one loop: a fresh process's first open runs (and compiles)
+ * this instead of the streaming decoder's bookkeeping per line.
+ */
+function soundAsciiFile<T>(bytes: Uint8Array, options: JsonlDecodeOptions): JsonlDecodeResult<T> | undefined {
+  const end = bytes.length;
+  const text = end === 0 ? "" : bytes[end - 1] === NEWLINE ? asciiText(bytes) : undefined;
+  if (text === undefined) return undefined;
+  const maxLine = options.maxLineBytes ?? MAX_LINE_BYTES;
+  const records: DecodedRecord<T>[] = [];
+  for (let start = 0, i = text.indexOf("\n"), line = 1; i !== -1; start = i + 1, i = text.indexOf("\n", start), line++) {
+    if (i - start > maxLine) return undefined;
+    const piece = bytes.subarray(start, i);
+    const parsed = parseRecordLine<T>(piece, options.schemas, text.slice(start, i));
+    if (!parsed.ok || parsed.record === undefined) return undefined;
+    records.push(options.keepLineBytes ? { record: parsed.record, line, bytes: piece } : { record: parsed.record, line });
+  }
+  return { records, diagnostics: [], validBytes: end, totalBytes: end, missingNewline: false, fatal: false };
 }

@@ -28,13 +28,16 @@ function isId(value: string): boolean {
  * @throws {InvalidIdError} naming the id kind and the value found.
  */
 export function assertId(kind: IdKind, value: unknown): asserts value is string {
-  if (typeof value !== "string" || !isId(value)) {
-    const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : describeNonString(value);
-    throw new InvalidIdError(
-      `invalid ${kind} ${shown}: expected 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'`,
-      { kind, value: typeof value === "string" ? value : null },
-    );
-  }
+  if (typeof value !== "string" || !isId(value)) throw invalidId(kind, value);
+}
+
+/** The error for a value that is not an id (apart: a valid id never runs it). */
+function invalidId(kind: IdKind, value: unknown): InvalidIdError {
+  const shown = typeof value === "string" ? JSON.stringify(value.length > 140 ? `${value.slice(0, 140)}…` : value) : describeNonString(value);
+  return new InvalidIdError(
+    `invalid ${kind} ${shown}: expected 1 to 128 characters of [A-Za-z0-9_.-], not starting with '.'`,
+    { kind, value: typeof value === "string" ? value : null },
+  );
 }
 
 /** A short, never-throwing description of a value that is not a string (`String()` throws for some objects). */

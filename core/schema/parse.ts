@@ -159,7 +159,11 @@ export function parseLockJson(bytes: Uint8Array | string, file = "writer.lock"):
  * ```
  */
 export function isBlankDocument(bytes: Uint8Array): boolean {
-  return bytes.every((byte) => byte === 0 || byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09);
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i];
+    if (byte !== 0 && byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return false;
+  }
+  return true;
 }
 
 /**

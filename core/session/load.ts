@@ -167,12 +167,17 @@ function checkedMeta(bytes: Uint8Array, ref: SessionRef, report: Report): Sessio
   try {
     meta = parseMetaJson(bytes, "meta.json");
   } catch (error) {
-    if (!(error instanceof CorruptSessionError)) throw error;
-    report("meta.json", null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(/^meta\.json: /, ""));
-    return undefined;
+    return reportCorruptMeta(error, report);
   }
   if (meta.session_id !== ref.sessionId || meta.agent_id !== ref.agentId || meta.workspace_id !== ref.workspaceId) reportMisplacedMeta(meta, ref, report);
   return meta;
+}
+
+/** Reports a `meta.json` that is not JSON or not a meta record (anything else is thrown); apart: a sound session never runs it. */
+function reportCorruptMeta(error: unknown, report: Report): undefined {
+  if (!(error instanceof CorruptSessionError)) throw error;
+  report("meta.json", null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(/^meta\.json: /, ""));
+  return undefined;
 }
 
 function sameRange(a: SegmentRange, b: SegmentRange): boolean {

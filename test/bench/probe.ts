@@ -17,8 +17,13 @@ import { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, contextFromPlainJsonl } from "
 
 /** The formats and implementations a probe knows. */
 export type ProbeFormat = "sessionfold" | "jsonl" | "pi" | "langgraph";
-/** `worker-floor`: the bound of `open.node.*` (lib/worker-floor.ts), on a sessionfold tree. */
-export type ProbeImpl = "sessionfold" | "sessionfold-noworker" | "worker-floor" | "jsonl" | "pi" | "langgraph";
+/**
+ * `worker-floor`: the bound of `open.node.*` (lib/worker-floor.ts), on a sessionfold tree.
+ * `sessionfold-eager`: sessionfold through its worker in a process started with `--no-lazy`
+ * (lib/child.ts), so that V8 compiles every function as its module loads, before the clock:
+ * the first open without its first-call compiles, a bound of `open.node.cold`.
+ */
+export type ProbeImpl = "sessionfold" | "sessionfold-noworker" | "sessionfold-eager" | "worker-floor" | "jsonl" | "pi" | "langgraph";
 
 export type ProbeTask =
   | { readonly kind: "build"; readonly items: readonly { readonly format: ProbeFormat; readonly path: string }[]; readonly n: number }
@@ -56,7 +61,7 @@ async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefi
 
 /** Opens the store once per process (its worker start is per process, not per turn), then times open + compose. */
 async function openSessionfold(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
-  const store = await openNodeSessions({ root: path, worker: impl === "sessionfold" });
+  const store = await openNodeSessions({ root: path, worker: impl !== "sessionfold-noworker" });
   try {
     await store.storage.list(""); // the worker is up
     const once = async () => {
@@ -107,7 +112,7 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
   let summaryChars: number;
   if (impl === "worker-floor") {
     ({ ms, contextMessages, summaryChars } = await openWorkerFloor(path, warm, budgetMs));
-  } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "jsonl") {
+  } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "sessionfold-eager" || impl === "jsonl") {
     ({ ms, contextMessages, summaryChars } = impl === "jsonl" ? await openJsonl(path, warm, budgetMs) : await openSessionfold(impl, path, warm, budgetMs));
   } else if (impl === "pi") {
     const { SessionManager } = await import("@mariozechner/pi-coding-agent");

@@ -82,6 +82,10 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
   };
   const msText = (impl: ProbeImpl, n: number) => ms(impl, n)?.toFixed(1) ?? "-";
+  const minMs = (impl: ProbeImpl, n: number) => {
+    const cell = cells.get(key(impl, n));
+    return cell && cell.runs.length > 0 ? Math.min(...cell.runs.map((r) => r.ms)) : null;
+  };
 
   /** One cold probe of `impl` at size `n` into its cell; a failure is kept and ends the cell. */
   const probeCold = async (impl: ProbeImpl, file: string, n: number) => {
@@ -142,6 +146,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     await probeCold("jsonl", "history.jsonl", lo);
     await probeCold("sessionfold-noworker", "sessionfold", lo);
     await probeCold("worker-floor", "sessionfold", lo);
+    await probeCold("sessionfold-eager", "sessionfold", lo);
   }
   for (let rep = 0; rep < warmReps; rep++) {
     for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
@@ -208,8 +213,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const hi = sizes.at(-1)!;
   openRows(ctx, {
     warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo)), warm.get(key("worker-floor", lo))],
-    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo)],
+    cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo), ms("sessionfold-eager", lo)],
     runs: [runs("sessionfold", lo), runs("jsonl", lo)],
+    eagerMin: minMs("sessionfold-eager", lo),
     warmReps,
     lo,
     breakdown: breakdowns.get(lo),
@@ -268,8 +274,10 @@ function openRows(
   ctx: CaseContext,
   m: {
     warm: [number | undefined, number | undefined, number | undefined];
-    cold: [number | null, number | null, number | null, number | null];
+    cold: [number | null, number | null, number | null, number | null, number | null];
     runs: [number, number];
+    /** The fastest `--no-lazy` run: a process that compiled everything at load has a larger heap, and a collection may land in its clock. */
+    eagerMin: number | null;
     warmReps: number;
     lo: number;
     breakdown: string | undefined;
@@ -277,7 +285,7 @@ function openRows(
 ): void {
   const label = sizeLabel(m.lo);
   const [sfWarm, plainWarm, floorWarm] = m.warm;
-  const [sfCold, plainCold, noWorkerCold, floorCold] = m.cold;
+  const [sfCold, plainCold, noWorkerCold, floorCold, eagerCold] = m.cold;
   /** The worker floor (lib/worker-floor.ts) of this run, against the baseline: the least a worker-backed open can cost here. */
   const floor = (value: number | null | undefined, base: number | null | undefined) =>
     `bound: the same files read with fs in a bare worker thread and posted back (transferred), then parsed as plain JSONL: ${value?.toFixed(2) ?? "-"} ms${
@@ -309,8 +317,14 @@ function openRows(
     ratioMeaning: "value / baseline",
     target,
     runs: m.runs[0],
-    note: `the first open + compose of a fresh process (store opened, worker up, modules loaded before the clock starts), alternating with plain JSONL (${
-      m.runs[1]
-    } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms`,
+    note:
+      `the first open + compose of a fresh process (store opened, worker up, modules loaded from the TypeScript sources through tsx before the clock starts), alternating with plain JSONL (${
+        m.runs[1]
+      } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms; ` +
+      `bound: the same open with every function compiled as its module loads (node --no-lazy, out of the clock), so none at its first call: ${
+        eagerCold?.toFixed(2) ?? "-"
+      } ms median (${m.eagerMin?.toFixed(2) ?? "-"} ms the fastest run)${
+        eagerCold && plainCold ? ` = ${(eagerCold / plainCold).toFixed(2)}× the baseline` : ""
+      }`,
   });
 }

@@ -1,6 +1,8 @@
 /**
  * Runs one probe (`test/bench/probe.ts`) in a fresh Node process and returns its JSON
- * result. Every probe gets the same flags, whatever it measures.
+ * result. Every probe gets the same flags, whatever it measures, but one: `sessionfold-eager`
+ * also gets `--no-lazy` (V8 compiles every function at load), to measure what first-call
+ * compiles cost an open.
  *
  * @module
  */
@@ -15,7 +17,8 @@ export const PROBE_HEAP_MB = 12_288;
 /** Runs `task` in a fresh process; rejects with the child's stderr when it fails or exceeds `timeoutMs`. */
 export function runProbe<T = OpenResult>(task: ProbeTask, timeoutMs = 600_000): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [`--max-old-space-size=${PROBE_HEAP_MB}`, "--import", "tsx", PROBE, JSON.stringify(task)], {
+    const eager = task.kind === "open" && task.impl === "sessionfold-eager" ? ["--no-lazy"] : [];
+    const child = spawn(process.execPath, [`--max-old-space-size=${PROBE_HEAP_MB}`, ...eager, "--import", "tsx", PROBE, JSON.stringify(task)], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, NODE_NO_WARNINGS: "1" },
     });
