@@ -57,10 +57,13 @@ export function readWhole(fd: number, size: number, max: number, tooLarge: (byte
   return concatBytes(pieces, got);
 }
 
-/** The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`). */
-export function readTailOf(fd: number, size: number, maxBytes: number): FileTail {
+/**
+ * The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`), read into `into`
+ * when it is large enough (then a view of it), else into bytes of their own.
+ */
+export function readTailOf(fd: number, size: number, maxBytes: number, into?: Uint8Array): FileTail {
   const length = Math.min(size, Math.max(0, Math.floor(maxBytes)));
-  const bytes = new Uint8Array(length);
+  const bytes = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(length);
   for (let got = 0; got < length;) {
     const bytesRead = readSync(fd, bytes, got, length - got, size - length + got);
     // The file shrank since fstat: return what was there.
