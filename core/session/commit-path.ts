@@ -43,6 +43,9 @@ export class CommitPath {
   #conflict: RevisionConflictError | undefined;
   /** The lock of a running {@linkcode CommitPath.locked} operation that ends with a segment close, until given back. */
   #giveBack: WriterLease | undefined;
+  /** `meta.json`'s catch-up and whether an operation runs, for the lag's timer: made once, not per held commit. */
+  readonly #catchUp = (): Promise<void> => this.#lease.catchUp(this.state);
+  readonly #busy = (): boolean => this.#slot.taken;
 
   constructor(
     ctx: SessionContext,
@@ -109,14 +112,13 @@ export class CommitPath {
    * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
   exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
-    return this.#slot.exclusive(operation, async () => {
+    // Not an async function: the slot takes a body that throws as one that rejects, and every commit would pay for a promise and a turn more.
+    return this.#slot.exclusive(operation, () => {
       if (this.place !== "live") throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
-      if (!repairing) {
-        if (this.#conflict) throw this.#conflict;
-        if (this.#needsReload) await this.#reloadNow();
-        assertWritable(this.state, this.ref);
-      }
-      return await body();
+      if (repairing) return body();
+      if (this.#conflict) throw this.#conflict;
+      if (!this.#needsReload) return (assertWritable(this.state, this.ref), body());
+      return this.#reloadNow().then(() => (assertWritable(this.state, this.ref), body()));
     });
   }
 
@@ -165,7 +167,7 @@ export class CommitPath {
     this.state.activeBytes += change.bytes.length;
     this.state.meta = change.meta;
     lag.add(now);
-    lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken);
+    lag.schedule(this.#catchUp, this.#busy);
     notifyCommit(this.ctx, this.ref, change.meta.revision);
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
   }
