@@ -43,9 +43,6 @@ export class CommitPath {
   #conflict: RevisionConflictError | undefined;
   /** The lock of a running {@linkcode CommitPath.locked} operation that ends with a segment close, until given back. */
   #giveBack: WriterLease | undefined;
-  /** `meta.json`'s catch-up and whether an operation runs, for the lag's timer: made once, not per held commit. */
-  readonly #catchUp = (): Promise<void> => this.#lease.catchUp(this.state);
-  readonly #busy = (): boolean => this.#slot.taken;
 
   constructor(
     ctx: SessionContext,
@@ -146,10 +143,9 @@ export class CommitPath {
   /**
    * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in one storage call when the backend
    * runs plans itself. Only for a session without repairs to do or a draft to finish (those take {@linkcode CommitPath.locked}).
+   * A held session commits with {@linkcode CommitPath.commit}, which lets `meta.json` lag.
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
-    // Held: the lease stands for the lock and the revision check; only the writes go out.
-    if (this.#lease.held) return await this.commit(records);
     const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);
@@ -167,7 +163,7 @@ export class CommitPath {
     this.state.activeBytes += change.bytes.length;
     this.state.meta = change.meta;
     lag.add(now);
-    lag.schedule(this.#catchUp, this.#busy);
+    if (!lag.scheduled) lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken); // two closures a second, not per commit
     notifyCommit(this.ctx, this.ref, change.meta.revision);
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
   }
