@@ -178,6 +178,7 @@ export {
   JsonlDecoder,
   type JsonlDecodeResult,
   readLastRecord,
+  type RecordSchema,
   type RecordSchemas,
 } from "./jsonl/mod.ts";
 // Ids, session references and the on-disk layout (docs/FORMAT.md).

@@ -1,13 +1,14 @@
 /**
  * The system calls of a Node file store, each with the care durability needs: whole reads
  * of a file that may still grow, tail reads, writes that may be short, fills of a fresh
- * temporary file, folder fsyncs. Synchronous on purpose (see `NodeFileStorage`).
+ * temporary file, folder fsyncs. Synchronous on purpose (see `NodeFileStorage`), but for
+ * {@linkcode flushTogether}: fsyncs the disk may confirm together.
  *
  * @module
  */
 import { Buffer } from "node:buffer";
 import { randomUUID } from "node:crypto";
-import { closeSync, fchmodSync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fsync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { concatBytes, type FileTail } from "../core/reader.ts";
 import { FOLDER_FLAGS, kindOf } from "./fs-boundary.ts";
@@ -63,11 +64,12 @@ export function readWhole(fd: number, size: number, max: number, tooLarge: (byte
  */
 export function readTailOf(fd: number, size: number, maxBytes: number, into?: Uint8Array): FileTail {
   const length = Math.min(size, Math.max(0, Math.floor(maxBytes)));
-  const bytes = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(length);
+  // Every byte is read over before it is returned, as in readWhole: no zero-filling first (`show` reads 2,000 tails).
+  const bytes = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
   for (let got = 0; got < length;) {
     const bytesRead = readSync(fd, bytes, got, length - got, size - length + got);
-    // The file shrank since fstat: return what was there.
-    if (bytesRead === 0) return { bytes: bytes.subarray(0, got), size: size - length + got };
+    // The file shrank since fstat: return what was there (a copy: the rest of the buffer was never filled).
+    if (bytesRead === 0) return { bytes: bytes.slice(0, got), size: size - length + got };
     got += bytesRead;
   }
   return { bytes, size };
@@ -91,6 +93,41 @@ export function fill(fd: number, bytes: Uint8Array, sync: boolean): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** The first fsync of {@linkcode flushTogether} that failed: its error and its file (`undefined`: one of the folders). */
+export interface FlushFailure<T> {
+  readonly error: unknown;
+  readonly file: T | undefined;
+}
+
+/**
+ * fsyncs every open file of `files` and every folder of `folders` at once, each in the thread pool, and resolves when
+ * all are durable: the disk confirms them together instead of one after the other (a folder that cannot be fsynced is
+ * skipped, as by {@linkcode syncFolder}). Rejects with the first failure ({@linkcode FlushFailure}) once every fsync
+ * has ended, so no descriptor is closed under a running one.
+ */
+export async function flushTogether<T extends { readonly fd: number }>(files: readonly T[], folders: readonly string[]): Promise<void> {
+  const opened: number[] = [];
+  const flush = (fd: number, folder: boolean) =>
+    new Promise<void>((done, fail) => fsync(fd, (error) => error && !(folder && errno(error) === "EINVAL") ? fail(error) : done()));
+  try {
+    for (const folder of folders) {
+      const fd = missingAsUndefined(() => openSync(folder, FOLDER_FLAGS));
+      if (fd !== undefined) opened.push(fd);
+    }
+    const flushed = await Promise.allSettled([...files.map((file) => flush(file.fd, false)), ...opened.map((fd) => flush(fd, true))]);
+    const index = flushed.findIndex((result) => result.status === "rejected");
+    if (index >= 0) throw { error: (flushed[index] as PromiseRejectedResult).reason, file: files[index] } satisfies FlushFailure<T>;
+  } catch (error) {
+    throw isFlushFailure<T>(error) ? error : { error, file: undefined } satisfies FlushFailure<T>;
+  } finally {
+    for (const fd of opened) closeSync(fd);
+  }
+}
+
+function isFlushFailure<T>(value: unknown): value is FlushFailure<T> {
+  return typeof value === "object" && value !== null && "error" in value && "file" in value;
 }
 
 /** Writes every byte of `bytes` (a write may be short), at `position` or at the end for `null`. */

@@ -21,6 +21,7 @@ import {
   type StoragePort,
   StoreEntryError,
 } from "../core/mod.ts";
+import { binaryArray } from "./binary-array.ts";
 import { catalogStatement } from "./catalog-statement.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
@@ -138,6 +139,11 @@ export class PostgresStorage implements StoragePort {
   readonly #queues = new Map<string, Promise<unknown>>();
   /** Advisory lock numbers by lock name, at most {@linkcode LOCK_KEYS_KEPT}. */
   readonly #lockKeys = new Map<string, string>();
+  /**
+   * `run_plan`'s named statement, its fields on the prototype: `pg` copies a query's own
+   * fields for every call (by property descriptors, into a slow object), and there are none.
+   */
+  readonly #runPlan: pg.QueryConfig;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
@@ -151,6 +157,11 @@ export class PostgresStorage implements StoragePort {
       });
     }
     this.#s = quoteIdent(this.#schema);
+    this.#runPlan = Object.create({
+      name: `${this.#schema}.run_plan`,
+      text:
+        `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
+    }) as pg.QueryConfig;
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
@@ -320,7 +331,23 @@ export class PostgresStorage implements StoragePort {
     const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
     if (holder?.lost) throw holder.lost;
     const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
-    const columns = plan.writes.map((write) => (write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS));
+    const ops: string[] = [];
+    const paths: string[] = [];
+    const lengths: number[] = [];
+    const revisions: (number | null)[] = [];
+    const listings: (string | null)[] = [];
+    const listedAts: (string | null)[] = [];
+    for (const write of plan.writes) {
+      const columns = write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS;
+      ops.push(write.op);
+      paths.push(write.path);
+      lengths.push(write.bytes.length);
+      revisions.push(columns.revision);
+      listings.push(columns.listing);
+      listedAts.push(columns.listedAt);
+    }
+    // The arrays go in binary (binary-array.ts), as the writes' bytes do: one value, cut by their
+    // lengths (a bytea[] travels as hex text).
     const parameters = [
       plan.lock ? this.#lockKey(plan.lock.path) : null,
       Boolean(plan.hold),
@@ -329,26 +356,20 @@ export class PostgresStorage implements StoragePort {
       plan.lock && plan.hold ? Buffer.from(plan.lock.bytes) : null,
       plan.expect?.path ?? null,
       plan.expect?.revision ?? null,
-      plan.writes.map((write) => write.op),
-      plan.writes.map((write) => write.path),
-      // The writes' bytes as one value, sent in binary (a bytea[] travels as hex text).
+      binaryArray("text", ops),
+      binaryArray("text", paths),
       Buffer.concat(plan.writes.map((write) => write.bytes)),
-      plan.writes.map((write) => write.bytes.length),
-      columns.map((c) => c.revision),
+      binaryArray("int4", lengths),
+      binaryArray("int8", revisions),
       plan.release ? this.#lockKey(plan.release.path) : null,
       plan.release?.path ?? null,
       plan.release?.lockId ?? null,
-      columns.map((c) => c.listing),
-      columns.map((c) => c.listedAt),
+      binaryArray("text", listings),
+      binaryArray("text", listedAts),
     ];
     let outcome: string;
     try {
-      const result = await client.query<{ outcome: string }>({
-        name: `${this.#schema}.run_plan`,
-        text:
-          `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
-        values: parameters,
-      });
+      const result = await client.query<{ outcome: string }>(this.#runPlan, parameters);
       outcome = result.rows[0]!.outcome;
     } catch (error) {
       if (holder) {

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Client, PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
@@ -37,6 +37,7 @@ function migrationSql(n: number, s: string): string {
   if (n === 2) return migration2(s);
   if (n === 3) return migration3(s);
   if (n === 4) return migration4(s);
+  if (n === 5) return migration5(s);
   if (n !== 1) throw new Error(`no migration ${n}`);
   return `
 CREATE TABLE ${s}.entries (
@@ -592,6 +593,147 @@ BEGIN
       IF FOUND THEN
         -- Its one chunk kept in place when the size did not change (meta.json's usually does
         -- not): an update of the bytes, no new index entry.
+        DELETE FROM ${s}.chunks WHERE file_id = fid AND end_offset <> len;
+        IF len > 0 THEN
+          INSERT INTO ${s}.chunks VALUES (fid, len, substring(data FROM at FOR len))
+            ON CONFLICT (file_id, end_offset) DO UPDATE SET bytes = excluded.bytes;
+        END IF;
+      ELSE
+        PERFORM ${s}.replace(paths[i], substring(data FROM at FOR len), revisions[i], listings[i], listed_ats[i]);
+      END IF;
+    END IF;
+    at := at + len;
+  END LOOP;
+  IF release_key IS NOT NULL THEN
+    PERFORM ${s}.remove_lock_record(release_path, release_lock_id);
+    -- Hand the session lock over to a transaction lock, so it is free only once this commits.
+    PERFORM pg_advisory_xact_lock(release_key);
+    PERFORM pg_advisory_unlock(release_key);
+  END IF;
+  RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Migration 5: a commit's usual writes (its lines appended, `meta.json` replaced) in one
+ * statement, after the read of the revision. A file whose `revision` column is known was last
+ * written whole by a commit (every other write sets it to `NULL`), so it is exactly one chunk,
+ * ending at its size: `run_plan` reads the row's size and file id with the revision, and
+ * updates that row and that chunk where they are, in the statement that moves the lines' row
+ * and inserts their chunk (data-modifying CTEs, each finding its rows by key). The row's update
+ * holds only while the row is still what was read (its size, a known revision); when a write
+ * outside a commit came between, the replace runs as version 4's three statements, and a file
+ * that does not exist yet is still created by `append`/`replace`. The unique index on
+ * `entries.file_id`, which no statement uses, is dropped. Same signature, same stored bytes.
+ */
+function migration5(s: string): string {
+  return `
+-- No statement looks a row up by its file id (they come from a sequence): one index less to
+-- update each time a row moves, as meta.json's does at every commit.
+ALTER TABLE ${s}.entries DROP CONSTRAINT entries_file_id_key;
+
+CREATE OR REPLACE FUNCTION ${s}.run_plan(
+  lock_key bigint, hold boolean, lock_path text, lock_bytes bytea,
+  expect_path text, expect_revision bigint,
+  ops text[], paths text[], data bytea, lengths integer[], revisions bigint[],
+  release_key bigint, release_path text, release_lock_id text,
+  listings text[], listed_ats text[]
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  meta_found boolean;
+  found_revision bigint;
+  meta_id bigint;
+  meta_size bigint;
+  one_chunk boolean;
+  stale_lock boolean;
+  appended boolean;
+  replaced boolean;
+  first integer := 1;
+  at integer := 1;
+  len integer;
+  fid bigint;
+BEGIN
+  IF lock_key IS NOT NULL THEN
+    IF hold THEN
+      IF NOT pg_try_advisory_lock(lock_key) THEN RETURN 'locked'; END IF;
+    ELSIF NOT pg_try_advisory_xact_lock(lock_key) THEN
+      RETURN 'locked';
+    END IF;
+  END IF;
+  -- Read after the lock is taken (a statement of its own, so a snapshot that sees the last holder's commit).
+  SELECT m.path IS NOT NULL, m.revision, m.file_id, m.size, EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path AND NOT hold)
+    INTO meta_found, found_revision, meta_id, meta_size, stale_lock
+    FROM (SELECT 1) one LEFT JOIN ${s}.entries m ON m.path = expect_path AND m.file_id IS NOT NULL;
+  -- A known revision: the file is the one chunk a commit wrote (see migration 5).
+  one_chunk := found_revision IS NOT NULL AND meta_size > 0;
+  IF expect_path IS NOT NULL THEN
+    IF meta_found AND found_revision IS NULL THEN found_revision := ${s}.revision_of(expect_path); END IF;
+    IF found_revision = -1 OR found_revision IS DISTINCT FROM expect_revision THEN
+      IF lock_key IS NOT NULL AND hold THEN PERFORM pg_advisory_unlock(lock_key); END IF;
+      RETURN CASE WHEN found_revision = -1 THEN 'check' ELSE 'conflict:' || coalesce(found_revision::text, 'null') END;
+    END IF;
+  END IF;
+  IF lock_key IS NOT NULL THEN
+    -- The lock record: written when it is held on, else only a dead holder's stale one is dropped.
+    IF hold THEN
+      PERFORM ${s}.replace(lock_path, lock_bytes);
+    ELSIF stale_lock THEN
+      PERFORM ${s}.remove(lock_path);
+    END IF;
+  END IF;
+  -- A commit's usual writes (its lines appended, meta.json replaced) in one statement: each
+  -- half that found nothing to update (a file to create, a row that changed) is done below.
+  IF one_chunk AND array_length(ops, 1) = 2 AND ops[1] = 'append' AND ops[2] = 'replace' AND paths[2] = expect_path
+     AND paths[1] <> expect_path AND lengths[1] > 0 AND lengths[2] > 0 THEN
+    WITH moved AS (
+      UPDATE ${s}.entries SET size = size + lengths[1], revision = NULL, listing = NULL, listed_at = NULL
+      WHERE path = paths[1] AND file_id IS NOT NULL RETURNING file_id, size),
+    added AS (INSERT INTO ${s}.chunks SELECT file_id, size, substring(data FROM 1 FOR lengths[1]) FROM moved RETURNING 1),
+    kept AS (
+      UPDATE ${s}.entries SET size = lengths[2], revision = revisions[2], listing = listings[2], listed_at = listed_ats[2]
+      WHERE path = paths[2] AND file_id = meta_id AND size = meta_size AND revision IS NOT NULL RETURNING 1),
+    rewritten AS (
+      UPDATE ${s}.chunks SET end_offset = lengths[2], bytes = substring(data FROM 1 + lengths[1] FOR lengths[2])
+      WHERE file_id = meta_id AND end_offset = meta_size AND EXISTS (SELECT 1 FROM kept) RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM added), EXISTS (SELECT 1 FROM rewritten) INTO appended, replaced;
+    IF NOT appended THEN PERFORM ${s}.append(paths[1], substring(data FROM 1 FOR lengths[1])); END IF;
+    first := CASE WHEN replaced THEN 3 ELSE 2 END;
+    at := 1 + lengths[1];
+    one_chunk := false;
+  END IF;
+  FOR i IN first .. coalesce(array_length(ops, 1), 0) LOOP
+    len := lengths[i];
+    IF ops[i] = 'append' THEN
+      -- As append(): the size moved (the row locked) and the chunk inserted, in one statement.
+      IF len > 0 THEN
+        WITH moved AS (
+          UPDATE ${s}.entries SET size = size + len, revision = NULL, listing = NULL, listed_at = NULL
+          WHERE path = paths[i] AND file_id IS NOT NULL RETURNING file_id, size)
+        INSERT INTO ${s}.chunks SELECT file_id, size, substring(data FROM at FOR len) FROM moved;
+      END IF;
+      IF len = 0 OR NOT FOUND THEN PERFORM ${s}.append(paths[i], substring(data FROM at FOR len)); END IF;
+      IF paths[i] = expect_path THEN one_chunk := false; END IF;
+    ELSE
+      -- The file read above, still one chunk: its row and its chunk in one statement. The
+      -- row is updated only while it is what was read; else nothing is, and the steps below run.
+      IF one_chunk AND len > 0 AND paths[i] = expect_path THEN
+        WITH kept AS (
+          UPDATE ${s}.entries SET size = len, revision = revisions[i], listing = listings[i], listed_at = listed_ats[i]
+          WHERE path = paths[i] AND file_id = meta_id AND size = meta_size AND revision IS NOT NULL RETURNING 1)
+        UPDATE ${s}.chunks SET end_offset = len, bytes = substring(data FROM at FOR len)
+          WHERE file_id = meta_id AND end_offset = meta_size AND EXISTS (SELECT 1 FROM kept);
+        one_chunk := false;
+        IF FOUND THEN
+          at := at + len;
+          CONTINUE;
+        END IF;
+      END IF;
+      -- As replace().
+      UPDATE ${s}.entries SET size = len, revision = revisions[i], listing = listings[i], listed_at = listed_ats[i]
+        WHERE path = paths[i] AND file_id IS NOT NULL RETURNING file_id INTO fid;
+      IF FOUND THEN
+        -- Its one chunk kept in place when the size did not change: an update of the bytes.
         DELETE FROM ${s}.chunks WHERE file_id = fid AND end_offset <> len;
         IF len > 0 THEN
           INSERT INTO ${s}.chunks VALUES (fid, len, substring(data FROM at FOR len))

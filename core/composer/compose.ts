@@ -1,6 +1,5 @@
 import { InvalidInputError } from "../errors.ts";
-import type { MessagePart, MessageRecord, ProviderIdentity } from "../schema/mod.ts";
-import { cumulativeSummary } from "../schema/mod.ts";
+import { cumulativeSummary, type MessagePart, type MessageRecord, type ProviderIdentity } from "../schema/records.ts";
 import { portableFallbackOf } from "../schema/portable-fallback.ts";
 import { sameIdentity } from "./identity.ts";
 import type { ClosedToolCall, ComposedInput, ComposerState, OmittedContext } from "./types.ts";

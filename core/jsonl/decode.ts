@@ -1,16 +1,22 @@
-import type { z } from "zod";
 import { InternalError } from "../errors.ts";
 import { formatBytes, MAX_JSON_DEPTH, MAX_LINE_BYTES } from "../storage/limits.ts";
 import { concatBytes } from "../storage/bytes.ts";
 import { escapedExcerpt } from "../schema/excerpt.ts";
 import { describeJsonError } from "../schema/json-error.ts";
 import { jsonDepthOver } from "../schema/json-depth.ts";
-import { fastParse } from "../schema/fast-check.ts";
-import { describeIssues } from "../schema/parse.ts";
+import { describeIssues, type IssueList } from "../schema/parse.ts";
 import type { Diagnostic } from "./diagnostic.ts";
 
+/**
+ * A record type's schema as the decoder asks it: a zod schema (`MessageRecord`…), or its
+ * hand-written check (core/schema/fast-check.ts), which the core's own readers pass.
+ */
+export interface RecordSchema {
+  safeParse(value: unknown): { success: true; data?: unknown } | { success: false; error: IssueList };
+}
+
 /** Schemas by `record_type`; a line whose type is not here is skipped and reported. */
-export type RecordSchemas = Readonly<Record<string, z.ZodType>>;
+export type RecordSchemas = Readonly<Record<string, RecordSchema>>;
 
 /** Options of {@linkcode JsonlDecoder} and {@linkcode decodeJsonl}. */
 export interface JsonlDecodeOptions {
@@ -286,7 +292,7 @@ export function parseRecordLine<T = unknown>(bytes: Uint8Array, schemas: RecordS
   }
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { ok: true, unknown: type };
-  const result = fastParse(schema, value);
+  const result = schema.safeParse(value);
   if (!result.success) {
     return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
   }

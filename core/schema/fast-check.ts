@@ -1,221 +1,379 @@
 /**
- * Hand-written checks of the records an open reads on every turn (a message line, a
- * segment's footer, `meta.json`, the draft), for the hot read path: a check that passes
- * means the zod schema accepts the value and would return it unchanged, key order
- * included (zod puts the schema's fields first, in its order, then the unknown ones), so the
- * reader keeps the parsed value itself. A check that fails proves nothing: the reader then
- * asks the zod schema, which stays the source of truth and gives the typed diagnostic. A
- * check may only ever be stricter than its schema (test/core/fast-check.test.ts holds
- * them to that on a corpus).
+ * Hand-written checks of the records a store is read by (a message line, a segment's footer,
+ * `meta.json`, the draft, `writer.lock`), without zod: the read path (an open, `show`) loads
+ * neither zod nor the schemas (docs/decisions.md "zod off the read path"). Each check takes
+ * exactly what its zod schema (core/schema/message.ts, meta.ts, summary.ts) takes and returns
+ * what the schema returns: the value itself when its fields are already in the schema's
+ * order, else a copy with the schema's fields first, in its order, then the others
+ * (`__proto__` dropped, as zod drops it). What it refuses gets zod's issues, same path and
+ * same wording, the first of them at least. The schemas stay the public contract;
+ * test/core/fast-check.test.ts holds each check to its schema on a corpus of records and
+ * their mutations (JSON values: what a reader gets from `JSON.parse`, or a host's message).
  *
  * @module
  */
-import type { z } from "zod";
-import { DraftRecord, MessageRecord } from "./message.ts";
-import { SessionMeta } from "./meta.ts";
-import { SummaryRecord } from "./summary.ts";
+import type { DraftRecord, MessageRecord } from "./message.ts";
+import type { SessionMeta, WriterLockRecord } from "./meta.ts";
+import type { SummaryRecord } from "./summary.ts";
 import { isTimestampText } from "./timestamp-check.ts";
 
-type Plain = Record<string, unknown>;
+import { META_SCHEMA_VERSION } from "./version.ts";
 
-/** Field name → place in the schema, for the order check. */
-function order(...keys: string[]): ReadonlyMap<string, number> {
-  return new Map(keys.map((key, i) => [key, i]));
+/** What a check refused, as zod words an issue: where (the path from the record) and what was expected. */
+export interface CheckIssue {
+  readonly path: (string | number)[];
+  readonly message: string;
 }
 
-/**
- * Whether one check accepts schema fields out of the schema's order (`meta.json`, whose
- * writers order some fields otherwise; a check that does returns a copy in the schema's order).
- */
-let anyOrder = false;
+/** What {@linkcode RecordCheck.safeParse} returns: the shape of zod's `safeParse` result. */
+export type CheckResult<T> = { success: true; data: T; error?: undefined } | { success: false; data?: undefined; error: { issues: CheckIssue[] } };
 
-/**
- * `true` when `value` is a plain object whose schema fields come first, in the schema's
- * order, and whose other fields (kept by a loose schema) come after them: the order zod's
- * output has (any order while `anyOrder` is set). `__proto__` is never plain: zod would not
- * copy it as a field.
- */
-function inOrder(value: unknown, keys: ReadonlyMap<string, number>): value is Plain {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+/** A record's hand-written check, called as its zod schema's `safeParse` is. */
+export interface RecordCheck<T> {
+  safeParse(value: unknown): CheckResult<T>;
+}
+
+type Plain = Record<string, unknown>;
+type Path = (string | number)[];
+
+/** One rule of a record: whether a value passes, the issues of one that does not, and what zod returns of one that does. */
+interface Rule {
+  valid(value: unknown): boolean;
+  /** `valid`, and zod returns the value unchanged (the schema's fields first, in its order, no `__proto__`): one pass, the common case. */
+  asIs(value: unknown): boolean;
+  explain(value: unknown, path: Path, into: CheckIssue[]): void;
+  /** zod's output of a valid value: the value itself when nothing in it is reordered; absent for a leaf. */
+  readonly output?: (value: unknown) => unknown;
+}
+
+/** zod's name of what it received. */
+function received(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isNaN(value) ? "NaN" : Number.isFinite(value) ? "number" : value > 0 ? "Infinity" : "-Infinity";
+  return typeof value;
+}
+
+const wrongType = (expected: string, value: unknown) => `Invalid input: expected ${expected}, received ${received(value)}`;
+
+/** A rule of a leaf value: one judgement, one message (`message` only asked of a refused value). */
+function leaf(valid: (value: unknown) => boolean, message: (value: unknown) => string): Rule {
+  return { valid, asIs: valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
+}
+
+const text = leaf((v) => typeof v === "string", (v) => wrongType("string", v));
+const name = leaf(
+  (v) => typeof v === "string" && v.length > 0,
+  (v) => (typeof v === "string" ? "Too small: expected string to have >=1 characters" : wrongType("string", v)),
+);
+const time = leaf((v) => typeof v === "string" && isTimestampText(v), (v) => (typeof v === "string" ? "Invalid ISO datetime" : wrongType("string", v)));
+/** Anything but `undefined` (a required field of any JSON value). */
+const present = leaf((v) => v !== undefined, (v) => wrongType("nonoptional", v));
+const literal = (expected: string | number) => leaf((v) => v === expected, () => `Invalid input: expected ${JSON.stringify(expected)}`);
+function oneOf(...values: string[]): Rule {
+  const set = new Set<unknown>(values);
+  return leaf((v) => set.has(v), () => `Invalid option: expected one of ${values.map((v) => JSON.stringify(v)).join("|")}`);
+}
+
+/** `z.int()`, with `.min(min)` when given: a safe integer. */
+function int(min?: number): Rule {
+  const valid = (v: unknown) => Number.isSafeInteger(v) && (min === undefined || (v as number) >= min);
+  return {
+    valid,
+    asIs: valid,
+    explain(v, path, into) {
+      if (typeof v !== "number" || !Number.isFinite(v)) return void into.push({ path, message: wrongType("number", v) });
+      if (!Number.isInteger(v)) return void into.push({ path, message: wrongType("int", v) });
+      if (v > Number.MAX_SAFE_INTEGER) into.push({ path, message: `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}` });
+      if (v < Number.MIN_SAFE_INTEGER) into.push({ path, message: `Too small: expected int to be >=${Number.MIN_SAFE_INTEGER}` });
+      if (min !== undefined && v < min) into.push({ path, message: `Too small: expected number to be >=${min}` });
+    },
+  };
+}
+const count = int(0);
+const sequence = int(1);
+
+const isObject = (v: unknown): v is Plain => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A field of an object: its rule, and whether it may be absent (or `undefined`). */
+type Field = readonly [key: string, rule: Rule, optional?: "optional"];
+/** A refinement run when every field passed: zod's `.refine`, with its message and path. */
+interface Refinement {
+  readonly holds: (value: Plain) => boolean;
+  readonly message: string;
+  readonly path: Path;
+}
+
+/** `z.looseObject(fields)` with its refinements. */
+function object(fields: readonly Field[], refinements: readonly Refinement[] = []): Rule {
+  const place = new Map(fields.map(([key], i) => [key, i]));
+  // Parallel arrays and index loops: the check runs for every line an open reads and every message appended.
+  const keys = fields.map(([key]) => key);
+  const rules = fields.map(([, rule]) => rule);
+  const optional = fields.map(([, , optional]) => optional !== undefined);
+  const nested = fields.filter(([, rule]) => rule.output !== undefined).map(([key, rule]) => [key, rule.output!] as const);
+  const output = (v: Plain, key: string, out: ((value: unknown) => unknown) | undefined) => (out && key in v ? out(v[key]) : v[key]);
+  return {
+    valid(v) {
+      if (!isObject(v)) return false;
+      for (let i = 0; i < keys.length; i++) {
+        const field = v[keys[i]!];
+        if (!(optional[i] && field === undefined) && !rules[i]!.valid(field)) return false;
+      }
+      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
+      return true;
+    },
+    asIs(v) {
+      if (!isObject(v)) return false;
+      // One pass over the value's own fields (in their order): each schema field checked where it is, and every field the
+      // value skips must be optional.
+      let last = -1;
+      let extra = false;
+      for (const key in v) {
+        const at = place.get(key);
+        if (at === undefined) {
+          if (key === "__proto__") return false;
+          extra = true;
+          continue;
+        }
+        if (extra || at < last) return false;
+        for (let j = last + 1; j < at; j++) if (!optional[j]) return false;
+        const field = v[key];
+        if (!(optional[at] && field === undefined) && !rules[at]!.asIs(field)) return false;
+        last = at;
+      }
+      for (let j = last + 1; j < keys.length; j++) if (!optional[j]) return false;
+      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
+      return true;
+    },
+    explain(v, path, into) {
+      if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
+      const before = into.length;
+      for (const [key, rule, optional] of fields) {
+        const field = v[key];
+        if (!(optional && field === undefined) && !rule.valid(field)) rule.explain(field, [...path, key], into);
+      }
+      if (into.length > before) return;
+      for (const r of refinements) if (!r.holds(v)) into.push({ path: [...path, ...r.path], message: r.message });
+    },
+    output(value) {
+      const v = value as Plain;
+      let same = inOrder(v, place);
+      for (let i = 0; same && i < nested.length; i++) {
+        const [key, out] = nested[i]!;
+        if (key in v && out(v[key]) !== v[key]) same = false;
+      }
+      if (same) return v;
+      // A copy, as zod returns it: the schema's fields in its order (nested objects likewise), then the others.
+      const copy: Plain = {};
+      for (const [key, rule] of fields) if (key in v) copy[key] = output(v, key, rule.output);
+      for (const key in v) if (!place.has(key) && key !== "__proto__") copy[key] = v[key];
+      return copy;
+    },
+  };
+}
+
+/** `true` when the object's schema fields come first, in the schema's order, and it has no `__proto__` field. */
+function inOrder(value: Plain, place: ReadonlyMap<string, number>): boolean {
   let last = -1;
   let extra = false;
   for (const key in value) {
-    const at = keys.get(key);
+    const at = place.get(key);
     if (at === undefined) {
       if (key === "__proto__") return false;
       extra = true;
     } else {
-      if (!anyOrder && (extra || at < last)) return false;
+      if (extra || at < last) return false;
       last = at;
     }
   }
   return true;
 }
 
-/** A copy of the plain object `value` as zod returns it: the schema's fields in its order, then the others; `nested` objects likewise. */
-function inSchemaOrder(value: Plain, keys: ReadonlyMap<string, number>, nested: Readonly<Record<string, ReadonlyMap<string, number>>> = {}): Plain {
-  const out: Plain = {};
-  for (const key of keys.keys()) {
-    if (!(key in value)) continue;
-    const inner = nested[key];
-    out[key] = inner ? inSchemaOrder(value[key] as Plain, inner, key === "compaction" ? { summary_usage: USAGE_KEYS } : {}) : value[key];
-  }
-  for (const key in value) if (!keys.has(key)) out[key] = value[key];
-  return out;
+/** `z.array(rule)`. */
+function array(rule: Rule): Rule {
+  return {
+    valid(v) {
+      if (!Array.isArray(v)) return false;
+      for (let i = 0; i < v.length; i++) if (!rule.valid(v[i])) return false;
+      return true;
+    },
+    asIs(v) {
+      if (!Array.isArray(v)) return false;
+      for (let i = 0; i < v.length; i++) if (!rule.asIs(v[i])) return false;
+      return true;
+    },
+    explain(v, path, into) {
+      if (!Array.isArray(v)) return void into.push({ path, message: wrongType("array", v) });
+      for (const [i, item] of v.entries()) if (!rule.valid(item)) rule.explain(item, [...path, i], into);
+    },
+    output(value) {
+      const v = value as unknown[];
+      let copy: unknown[] | undefined;
+      for (let i = 0; i < v.length; i++) {
+        const out = rule.output!(v[i]);
+        if (out !== v[i]) (copy ??= v.slice())[i] = out;
+      }
+      return copy ?? v;
+    },
+  };
 }
 
-const isText = (value: unknown): value is string => typeof value === "string";
-const isName = (value: unknown): boolean => typeof value === "string" && value.length > 0;
-const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
-const isSequence = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 1;
-const isTime = (value: unknown): boolean => typeof value === "string" && isTimestampText(value);
-const optional = (value: Plain, key: string, check: (v: unknown) => boolean): boolean => !(key in value) || check(value[key]);
-
-const TEXT_KEYS = order("sequence", "type", "text");
-const TOOL_KEYS = order("sequence", "type", "tool_call_id", "tool_name", "state", "input", "output", "error");
-const FILE_KEYS = order("sequence", "type", "media_type", "name", "data", "url");
-const CONTEXT_KEYS = order("sequence", "type", "provider", "api", "model", "data");
-const TOOL_STATES = new Set(["input-available", "output-available", "output-error"]);
-
-function isPart(part: unknown): boolean {
-  if (typeof part !== "object" || part === null) return false;
-  const type = (part as Plain)["type"];
-  if (type === "text" || type === "reasoning" || type === "reasoning-summary") {
-    return inOrder(part, TEXT_KEYS) && isSequence(part["sequence"]) && isText(part["text"]);
-  }
-  return isRichPart(part as Plain, type);
+/** `z.discriminatedUnion("type", …)`: the rule of each `type`. */
+function byType(options: Readonly<Record<string, Rule>>): Rule {
+  const types = Object.keys(options);
+  const optionOf = (v: Plain) => (typeof v["type"] === "string" && Object.hasOwn(options, v["type"]) ? options[v["type"]] : undefined);
+  return {
+    valid: (v) => isObject(v) && optionOf(v)?.valid(v) === true,
+    asIs: (v) => isObject(v) && optionOf(v)?.asIs(v) === true,
+    explain(v, path, into) {
+      if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
+      const option = optionOf(v);
+      if (option) return option.explain(v, path, into);
+      into.push({ path: [...path, "type"], message: `Invalid discriminator value. Expected ${types.map((t) => `'${t}'`).join(" | ")}` });
+    },
+    output: (v) => optionOf(v as Plain)!.output!(v),
+  };
 }
 
-/** {@linkcode isPart} of a tool call, a file or a provider's context: apart, so that a session of text alone never compiles it. */
-function isRichPart(part: Plain, type: unknown): boolean {
-  if (type === "tool") {
-    return inOrder(part, TOOL_KEYS) && isSequence(part["sequence"]) && isName(part["tool_call_id"]) && isName(part["tool_name"]) &&
-      TOOL_STATES.has(part["state"] as string) && "input" in part && optional(part, "error", isText);
-  }
-  if (type === "file") {
-    return inOrder(part, FILE_KEYS) && isSequence(part["sequence"]) && isName(part["media_type"]) && optional(part, "name", isText) &&
-      optional(part, "data", isText) && optional(part, "url", isText) && (part["data"] !== undefined || part["url"] !== undefined);
-  }
-  if (type === "provider-context") {
-    return inOrder(part, CONTEXT_KEYS) && isSequence(part["sequence"]) && isName(part["provider"]) && isName(part["api"]) &&
-      isName(part["model"]) && "data" in part;
-  }
-  return false;
-}
+const textLike = (type: string) => object([["sequence", sequence], ["type", literal(type)], ["text", text]]);
+const part = byType({
+  text: textLike("text"),
+  reasoning: textLike("reasoning"),
+  "reasoning-summary": textLike("reasoning-summary"),
+  tool: object([
+    ["sequence", sequence],
+    ["type", literal("tool")],
+    ["tool_call_id", name],
+    ["tool_name", name],
+    ["state", oneOf("input-available", "output-available", "output-error")],
+    ["input", present],
+    ["output", present, "optional"],
+    ["error", text, "optional"],
+  ]),
+  file: object(
+    [["sequence", sequence], ["type", literal("file")], ["media_type", name], ["name", text, "optional"], ["data", text, "optional"], [
+      "url",
+      text,
+      "optional",
+    ]],
+    [{ holds: (p) => p["data"] !== undefined || p["url"] !== undefined, message: "a file part needs data or url", path: [] }],
+  ),
+  "provider-context": object([["sequence", sequence], ["type", literal("provider-context")], ["provider", name], ["api", name], ["model", name], [
+    "data",
+    present,
+  ]]),
+});
+const usage = object([["input_tokens", count], ["output_tokens", count], ["total_tokens", count, "optional"], ["cost_usd_micros", count, "optional"]]);
+const identity = object([["provider", name], ["api", name], ["model", name]]);
 
-function isParts(value: unknown): boolean {
-  if (!Array.isArray(value)) return false;
-  // One part (most messages) is unique without a set.
-  if (value.length === 1) return isPart(value[0]);
+/** Part sequences unique within a message (one part, most messages, is unique without a set). */
+function uniqueParts(message: Plain): boolean {
+  const parts = message["parts"] as Plain[];
+  if (parts.length < 2) return true;
   const seen = new Set<unknown>();
-  for (let i = 0; i < value.length; i++) {
-    const part: unknown = value[i];
-    if (!isPart(part)) return false;
-    seen.add((part as Plain)["sequence"]);
-  }
-  return seen.size === value.length;
+  for (const p of parts) seen.add(p["sequence"]);
+  return seen.size === parts.length;
+}
+const UNIQUE_PARTS: Refinement = { holds: uniqueParts, message: "part sequences must be unique within a message", path: ["parts"] };
+
+function message(draft: boolean): Rule {
+  const status: Field = draft ? ["status", literal("streaming")] : ["status", oneOf("completed", "stopped", "failed", "streaming"), "optional"];
+  return object(
+    [
+      ["record_type", literal("message")],
+      ["sequence", sequence],
+      ["message_id", name],
+      ["role", draft ? literal("assistant") : oneOf("user", "assistant")],
+      ["created_at", time],
+      status,
+      ["parts", array(part)],
+      ["usage", usage, "optional"],
+      ["provider", identity, "optional"],
+    ],
+    draft ? [UNIQUE_PARTS] : [
+      { holds: (m) => m["status"] !== "streaming", message: 'status "streaming" exists only in assistant_message.json', path: ["status"] },
+      UNIQUE_PARTS,
+    ],
+  );
 }
 
-const USAGE_KEYS = order("input_tokens", "output_tokens", "total_tokens", "cost_usd_micros");
-const isUsage = (value: unknown): boolean =>
-  inOrder(value, USAGE_KEYS) && isCount(value["input_tokens"]) && isCount(value["output_tokens"]) && optional(value, "total_tokens", isCount) &&
-  optional(value, "cost_usd_micros", isCount);
-
-const IDENTITY_KEYS = order("provider", "api", "model");
-const isIdentity = (value: unknown): boolean => inOrder(value, IDENTITY_KEYS) && isName(value["provider"]) && isName(value["api"]) && isName(value["model"]);
-
-const MESSAGE_KEYS = order("record_type", "sequence", "message_id", "role", "created_at", "status", "parts", "usage", "provider");
-const STATUSES = new Set(["completed", "stopped", "failed"]);
-
-function isMessageLike(value: unknown, draft: boolean): boolean {
-  if (!inOrder(value, MESSAGE_KEYS)) return false;
-  const { role, status } = value;
-  const roleOk = draft ? role === "assistant" : role === "user" || role === "assistant";
-  const statusOk = draft ? status === "streaming" : !("status" in value) || STATUSES.has(status as string);
-  return value["record_type"] === "message" && roleOk && statusOk && isSequence(value["sequence"]) && isName(value["message_id"]) &&
-    isTime(value["created_at"]) && isParts(value["parts"]) && optional(value, "usage", isUsage) && optional(value, "provider", isIdentity);
-}
-
-const SUMMARY_KEYS = order("record_type", "session_id", "summary_id", "through_sequence", "text", "created_at");
-const isSummary = (value: unknown): boolean =>
-  inOrder(value, SUMMARY_KEYS) && value["record_type"] === "summary" && isName(value["session_id"]) && isName(value["summary_id"]) &&
-  isSequence(value["through_sequence"]) && isName(value["text"]) && isTime(value["created_at"]);
-
-const COMPACTION_KEYS = order(
-  "completed",
-  "removed_messages",
-  "removed_tokens_estimate",
-  "cost_usd_micros",
-  "last_before_tokens",
-  "last_after_tokens",
-  "summary_usage",
-);
-const isCompaction = (value: unknown): boolean =>
-  inOrder(value, COMPACTION_KEYS) && isCount(value["completed"]) && isCount(value["removed_messages"]) && isCount(value["removed_tokens_estimate"]) &&
-  optional(value, "cost_usd_micros", isCount) && optional(value, "last_before_tokens", isCount) && optional(value, "last_after_tokens", isCount) &&
-  optional(value, "summary_usage", isUsage);
-const FORK_KEYS = order("session_id", "through_sequence");
-const isFork = (value: unknown): boolean => inOrder(value, FORK_KEYS) && isName(value["session_id"]) && isCount(value["through_sequence"]);
-
-const META_KEYS = order(
-  "schema_version",
-  "session_id",
-  "agent_id",
-  "workspace_id",
-  "title",
-  "model_label",
-  "created_at",
-  "updated_at",
-  "message_count",
-  "history_bytes",
-  "timezone",
-  "revision",
-  "forked_from",
-  "compaction",
-  "provider",
-);
-const isMeta = (value: unknown): boolean =>
-  inOrder(value, META_KEYS) && value["schema_version"] === 1 && isName(value["session_id"]) && isName(value["agent_id"]) &&
-  isName(value["workspace_id"]) && optional(value, "title", isText) && optional(value, "model_label", isText) && isTime(value["created_at"]) &&
-  isTime(value["updated_at"]) && isCount(value["message_count"]) && isCount(value["history_bytes"]) && optional(value, "timezone", isText) &&
-  isCount(value["revision"]) && optional(value, "forked_from", isFork) && optional(value, "compaction", isCompaction) &&
-  optional(value, "provider", isIdentity);
-
-/** `meta.json` in the schema's order: checked in any order, then copied when its order is not the schema's. */
-function metaInSchemaOrder(value: unknown): unknown {
-  if (isMeta(value)) return value;
-  anyOrder = true;
-  try {
-    if (!isMeta(value)) return undefined;
-  } finally {
-    anyOrder = false;
-  }
-  return inSchemaOrder(value as Plain, META_KEYS, { forked_from: FORK_KEYS, compaction: COMPACTION_KEYS, provider: IDENTITY_KEYS });
-}
-
-/** The value the schema would return, or `undefined` when the hand-written check cannot tell. */
-const FAST_CHECKS = new Map<z.ZodType, (value: unknown) => unknown>([
-  [MessageRecord, (value) => (isMessageLike(value, false) ? value : undefined)],
-  [DraftRecord, (value) => (isMessageLike(value, true) ? value : undefined)],
-  [SummaryRecord, (value) => (isSummary(value) ? value : undefined)],
-  [SessionMeta, metaInSchemaOrder],
+const summary = object([
+  ["record_type", literal("summary")],
+  ["session_id", name],
+  ["summary_id", name],
+  ["through_sequence", sequence],
+  ["text", name],
+  ["created_at", time],
 ]);
 
+const META_FIELDS: readonly Field[] = [
+  ["schema_version", literal(META_SCHEMA_VERSION)],
+  ["session_id", name],
+  ["agent_id", name],
+  ["workspace_id", name],
+  ["title", text, "optional"],
+  ["model_label", text, "optional"],
+  ["created_at", time],
+  ["updated_at", time],
+  ["message_count", count],
+  ["history_bytes", count],
+  ["timezone", text, "optional"],
+  ["revision", count],
+  ["forked_from", object([["session_id", name], ["through_sequence", count]]), "optional"],
+  [
+    "compaction",
+    object([
+      ["completed", count],
+      ["removed_messages", count],
+      ["removed_tokens_estimate", count],
+      ["cost_usd_micros", count, "optional"],
+      ["last_before_tokens", count, "optional"],
+      ["last_after_tokens", count, "optional"],
+      ["summary_usage", usage, "optional"],
+    ]),
+    "optional",
+  ],
+  ["provider", identity, "optional"],
+];
+
+const lock = object([["pid", int()], ["hostname", text], ["runtime", name], ["operation", name], ["created_at", time]]);
+
+function check<T>(rule: Rule): RecordCheck<T> {
+  return {
+    safeParse(value) {
+      if (rule.asIs(value)) return { success: true, data: value as T };
+      if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
+      const issues: CheckIssue[] = [];
+      rule.explain(value, [], issues);
+      return { success: false, error: { issues } };
+    },
+  };
+}
+
+/** {@linkcode MessageRecord}'s check: a committed message. */
+export const messageCheck: RecordCheck<MessageRecord> = check(message(false));
+/** {@linkcode DraftRecord}'s check: the streaming draft. */
+export const draftCheck: RecordCheck<DraftRecord> = check(message(true));
+/** {@linkcode SummaryRecord}'s check: a segment's footer. */
+export const summaryCheck: RecordCheck<SummaryRecord> = check(summary);
+/** {@linkcode SessionMeta}'s check: `meta.json`. */
+export const metaCheck: RecordCheck<SessionMeta> = check(object(META_FIELDS));
+/** {@linkcode WriterLockRecord}'s check: `writer.lock`. */
+export const lockCheck: RecordCheck<WriterLockRecord> = check(lock);
+
+const META_FIELD_RULES = new Map(META_FIELDS.map(([key, rule, optional]) => [key, optional ? (v: unknown) => v === undefined || rule.valid(v) : rule.valid]));
+
 /**
- * What `schema.safeParse(value)` returns, without zod when `schema` has a hand-written check
- * here and `value` passes it: then `value` itself (the schema would return an equal value,
- * fields in the same order) or, for `meta.json`, a copy in the schema's order. One call in
- * place of `schema.safeParse` on the read path.
+ * Whether `value` is valid as `meta.json`'s field `key` on its own (`true` for a field the
+ * schema does not name: it is kept as is): what a repair salvages of an unreadable `meta.json`.
  *
  * @example
  * ```ts
- * import { SummaryRecord } from "sessionfold";
- * const footer = JSON.parse('{"record_type":"summary","session_id":"s1","summary_id":"x","through_sequence":4,"text":"t","created_at":"2026-12-02T13:00:00.000Z"}');
- * fastParse(SummaryRecord, footer).data === footer; // true
+ * metaFieldValid("title", "Notes"); // true
+ * metaFieldValid("title", 7); // false
  * ```
  */
-export function fastParse<S extends z.ZodType>(schema: S, value: unknown): z.ZodSafeParseResult<z.infer<S>> {
-  const data = FAST_CHECKS.get(schema)?.(value);
-  if (data !== undefined) return { success: true, data: data as z.infer<S> };
-  return schema.safeParse(value) as z.ZodSafeParseResult<z.infer<S>>;
+export function metaFieldValid(key: string, value: unknown): boolean {
+  return META_FIELD_RULES.get(key)?.(value) ?? true;
 }

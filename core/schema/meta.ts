@@ -1,9 +1,9 @@
 import * as z from "zod";
 import { Count, Timestamp } from "./common.ts";
 import { ProviderIdentity, Usage } from "./message.ts";
+import { META_SCHEMA_VERSION } from "./version.ts";
 
-/** The only `meta.json` schema version this reader knows. */
-export const META_SCHEMA_VERSION = 1 as const;
+export { META_SCHEMA_VERSION };
 
 /** Compaction accounting (docs/FORMAT.md "`meta.json`"), accumulated over the session's life. */
 export const CompactionAccounting: z.ZodObject<

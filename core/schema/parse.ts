@@ -1,10 +1,15 @@
-import type { z } from "zod";
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
 import { escapedExcerpt } from "./excerpt.ts";
-import { fastParse } from "./fast-check.ts";
+import { draftCheck, lockCheck, metaCheck, type RecordCheck } from "./fast-check.ts";
 import { describeJsonError } from "./json-error.ts";
-import { DraftRecord } from "./message.ts";
-import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
+import type { DraftRecord } from "./message.ts";
+import type { SessionMeta, WriterLockRecord } from "./meta.ts";
+import { META_SCHEMA_VERSION } from "./version.ts";
+
+/** What {@linkcode describeIssues} reads of an error: zod's `ZodError` or a hand-written check's (core/schema/fast-check.ts). */
+export interface IssueList {
+  readonly issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[];
+}
 
 /**
  * A one-line account of what a zod schema rejected: `parts.0.text: expected string`.
@@ -17,9 +22,9 @@ import { META_SCHEMA_VERSION, SessionMeta, WriterLockRecord } from "./meta.ts";
  * if (!r.success) describeIssues(r.error); // "record_type: Invalid input: expected \"message\"; …"
  * ```
  */
-export function describeIssues(error: z.ZodError, max = 3): string {
+export function describeIssues(error: IssueList, max = 3): string {
   const shown = error.issues.slice(0, max).map((issue) => {
-    const where = issue.path.length > 0 ? issue.path.join(".") : "(record)";
+    const where = issue.path.length > 0 ? issue.path.map(String).join(".") : "(record)";
     return `${where}: ${issue.message}`;
   });
   const more = error.issues.length > max ? `; and ${error.issues.length - max} more` : "";
@@ -52,8 +57,8 @@ function describeScalar(value: unknown): string {
   return Array.isArray(value) ? "an array" : "an object";
 }
 
-function validated<S extends z.ZodType>(schema: S, value: unknown, file: string, what: string): z.infer<S> {
-  const result = fastParse(schema, value);
+function validated<T>(check: RecordCheck<T>, value: unknown, file: string, what: string): T {
+  const result = check.safeParse(value);
   if (!result.success) {
     throw new CorruptSessionError(`${file}: not a valid ${what}: ${describeIssues(result.error)}`, {
       file,
@@ -98,7 +103,7 @@ export function metaOfDocument(value: unknown, file = "meta.json"): SessionMeta 
     const version = Object.hasOwn(value, "schema_version") ? (value as { schema_version?: unknown }).schema_version : undefined;
     if (version !== META_SCHEMA_VERSION) throw unsupportedVersion(version, file);
   }
-  return validated(SessionMeta, value, file, "meta.json record");
+  return validated(metaCheck, value, file, "meta.json record");
 }
 
 /** The error for a `meta.json` whose `schema_version` this reader does not know (apart: an open of a sound session never runs it). */
@@ -125,7 +130,7 @@ function unsupportedVersion(version: unknown, file: string): UnsupportedSchemaEr
  * @throws {CorruptSessionError} when it is not JSON or not a valid draft.
  */
 export function parseDraftJson(bytes: Uint8Array | string, file = "messages/assistant_message.json"): DraftRecord {
-  return validated(DraftRecord, parseJsonDocument(bytes, file), file, "draft message");
+  return validated(draftCheck, parseJsonDocument(bytes, file), file, "draft message");
 }
 
 /**
@@ -141,7 +146,7 @@ export function parseDraftJson(bytes: Uint8Array | string, file = "messages/assi
  * @throws {CorruptSessionError} when it is not JSON or not a valid lock record.
  */
 export function parseLockJson(bytes: Uint8Array | string, file = "writer.lock"): WriterLockRecord {
-  return validated(WriterLockRecord, parseJsonDocument(bytes, file), file, "writer lock");
+  return validated(lockCheck, parseJsonDocument(bytes, file), file, "writer lock");
 }
 
 /**

@@ -24,21 +24,4 @@ export const SummaryRecord: z.ZodObject<
 /** The parsed shape of {@linkcode SummaryRecord}. */
 export type SummaryRecord = z.infer<typeof SummaryRecord>;
 
-/**
- * Extension field of a footer closed by `reset()`: the history before it no longer
- * belongs to the model context, so the footer contributes no summary (docs/decisions.md).
- */
-export const RESET_FIELD = "reset";
-
-/**
- * The cumulative summary a footer gives the model context: its text, or `null` when
- * there is no footer or the footer marks a reset.
- *
- * @example
- * ```ts
- * cumulativeSummary(undefined); // null
- * ```
- */
-export function cumulativeSummary(footer: SummaryRecord | undefined): string | null {
-  return footer && footer[RESET_FIELD] !== true ? footer.text : null;
-}
+export { cumulativeSummary, RESET_FIELD } from "./footer.ts";

@@ -11,7 +11,7 @@
 import { asSessionfoldError, InvalidInputError, LeaseLostError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
-import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
 import { loadSessionState, readSessionFiles } from "./load.ts";

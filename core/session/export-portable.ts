@@ -9,7 +9,7 @@
 import { CorruptSessionError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import type { PortableSegment, PortableSession } from "../model/mod.ts";
-import { cumulativeSummary, type MessageRecord, metaRevisionOf, type SessionMeta } from "../schema/mod.ts";
+import { cumulativeSummary, type MessageRecord, metaRevisionOf, type SessionMeta } from "../schema/records.ts";
 import { publicRecord } from "./batch.ts";
 import { readSegment, segmentRanges } from "./read-view.ts";
 import type { CommitPath } from "./commit-path.ts";

@@ -10,7 +10,7 @@ import { CorruptSessionError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import { relativeToSession } from "../layout/paths.ts";
-import { nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { SEGMENT_RECORDS } from "./segment-rules.ts";
 import type { Session } from "./session.ts";

@@ -10,7 +10,7 @@
 import { InvalidInputError } from "../errors.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import type { ImportedFrom, PortableSession } from "../model/mod.ts";
-import { describeIssues, MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { describeIssues, messageCheck, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { importedHistoryFiles } from "./import-history.ts";
@@ -25,7 +25,7 @@ import type { Staging } from "./staging.ts";
 export function importedMessages(portable: PortableSession): { messages: MessageRecord[]; revision: number } {
   const messages = portable.messages.map((message, i) => {
     assertJsonDepth(message, `imported message ${i + 1}`);
-    const parsed = MessageRecord.safeParse({ ...message, sequence: i + 1 });
+    const parsed = messageCheck.safeParse({ ...message, sequence: i + 1 });
     if (!parsed.success || parsed.data.status === "streaming") {
       const why = parsed.success ? 'status "streaming" cannot be imported' : describeIssues(parsed.error);
       throw new InvalidInputError(`imported message ${i + 1} is not a valid message record: ${why}`, { index: i });

@@ -8,7 +8,7 @@
  * @module
  */
 import type { SessionPaths } from "../layout/paths.ts";
-import { encodeJsonDocument } from "../schema/mod.ts";
+import { encodeJsonDocument } from "../schema/records.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
 import { applyFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, type WriterLease } from "./lock.ts";

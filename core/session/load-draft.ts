@@ -8,7 +8,7 @@
 import { CorruptSessionError, SessionfoldError } from "../errors.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
-import { describeIssues, MessageRecord, parseDraftJson } from "../schema/mod.ts";
+import { describeIssues, messageCheck, type MessageRecord, parseDraftJson } from "../schema/records.ts";
 import type { LiveDraft, PendingRepairs, Report } from "./state.ts";
 
 /** Extension field of the draft file: the run's uncommitted messages (docs/decisions.md). */
@@ -30,7 +30,7 @@ export function loadDraft(
     const rawPending = (record as Record<string, unknown>)[PENDING_FIELD];
     const pending: MessageRecord[] = [];
     for (const [i, value] of (Array.isArray(rawPending) ? rawPending : []).entries()) {
-      const parsed = MessageRecord.safeParse(value);
+      const parsed = messageCheck.safeParse(value);
       if (!parsed.success) {
         throw new CorruptSessionError(`${file}: ${PENDING_FIELD}[${i}] is not a valid message: ${describeIssues(parsed.error)}`, {
           file,

@@ -4,7 +4,7 @@ import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { decodeUtf8, isBlankDocument, MessageRecord, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { decodeUtf8, isBlankDocument, messageCheck, type MessageRecord, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 import { readMany } from "../storage/read-many.ts";
 import { incompleteFinalBatch } from "./batch.ts";
@@ -15,7 +15,7 @@ import { sequenceStep } from "./segment-rules.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
-const MESSAGE_SCHEMAS = { message: MessageRecord } as const;
+const MESSAGE_SCHEMAS = { message: messageCheck } as const;
 
 /**
  * The newest segment's tail an open reads with its other files: enough for a footer holding

@@ -1,6 +1,5 @@
 import { type LockOwner, WriterLockedError } from "../errors.ts";
-import { encodeJsonDocument, parseLockJson } from "../schema/parse.ts";
-import { nowTimestamp } from "../schema/common.ts";
+import { encodeJsonDocument, nowTimestamp, parseLockJson } from "../schema/records.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { BATCH_FIELD, LINE_REVISION_FIELD } from "./batch.ts";
 import { newId } from "./ids.ts";

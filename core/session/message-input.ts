@@ -5,9 +5,8 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
-import { fastParse } from "../schema/fast-check.ts";
+import { messageCheck, type MessagePart, type MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/records.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
-import { type MessagePart, MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/mod.ts";
 import { newId } from "./ids.ts";
 
 /** A message to commit: sequence, id, time and part sequences are filled in when absent. */
@@ -40,12 +39,11 @@ const SCHEMA_FIELDS = new Set(["record_type", "sequence", "message_id", "role", 
  */
 export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
   assertJsonDepth(message, where);
-  // Built field by field in the order zod returns (the schema's fields in its order, then the
-  // host's own in theirs; each part with its sequence first), so it passes the hand-written
-  // check and skips zod, which would return an equal value: every commit pays for this, and
-  // spreads into literals with other fields were most of its cost. Anything the check does
-  // not take still goes to zod, which says what is wrong. An optional field left `undefined`
-  // is left out, as in the line.
+  // Built field by field in the order the schema returns (its fields in its order, then the
+  // host's own in theirs; each part with its sequence first), so the hand-written check
+  // (core/schema/fast-check.ts) takes it as it is, without a copy: every commit pays for
+  // this, and spreads into literals with other fields were most of its cost. The check says
+  // what is wrong, as zod would. An optional field left `undefined` is left out, as in the line.
   const record: Plain = { record_type: "message", sequence: 1, message_id: message.message_id ?? newId("m") };
   if (message.role !== undefined) record["role"] = message.role;
   record["created_at"] = message.created_at ?? nowTimestamp(clock);
@@ -55,7 +53,7 @@ export function toMessageRecord(message: NewMessage, clock: () => number, where 
   if (message.usage !== undefined) record["usage"] = message.usage;
   if (message.provider !== undefined) record["provider"] = message.provider;
   copyFields(message, record, SCHEMA_FIELDS);
-  const parsed = fastParse(MessageRecord, record);
+  const parsed = messageCheck.safeParse(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new InvalidInputError(`${where}.${issue.path.join(".")}: ${issue.message}`, { path: issue.path.map(String) });
@@ -63,7 +61,7 @@ export function toMessageRecord(message: NewMessage, clock: () => number, where 
   return parsed.data;
 }
 
-/** Copies of `parts` with their sequences first (the index from 1 where a part has none); anything that is not a part as it is, for zod to name. */
+/** Copies of `parts` with their sequences first (the index from 1 where a part has none); anything that is not a part as it is, for the check to name. */
 function numberedParts(parts: unknown): unknown {
   if (parts === undefined || parts === null) return [];
   if (!Array.isArray(parts)) return parts;

@@ -9,7 +9,7 @@
 import { InvalidInputError } from "../errors.ts";
 import type { SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
-import { encodeJsonDocument, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/mod.ts";
+import { encodeJsonDocument, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/records.ts";
 import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";

@@ -11,7 +11,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
-import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
+import { messageCheck, type MessageRecord, summaryCheck, type SummaryRecord } from "../schema/records.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { publicRecord } from "./batch.ts";
 import { listSegments } from "./load-repairs.ts";
@@ -65,7 +65,7 @@ export async function readSegment(source: ReadSource, range: SegmentRange): Prom
   const bytes = (await source.storage.read(path)) ?? new Uint8Array(0);
   const result = decodeJsonl<MessageRecord | SummaryRecord>(bytes, {
     file,
-    schemas: { message: MessageRecord, summary: SummaryRecord },
+    schemas: { message: messageCheck, summary: summaryCheck },
     tornTailRecoverable: false,
   });
   const fatal = result.diagnostics.find((d) => d.fatal);

@@ -9,7 +9,7 @@
 import { asSessionfoldError, CorruptSessionError, InvalidInputError, NotFoundError } from "../errors.ts";
 import { formatSessionRef, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
-import { encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { PortableSession } from "../model/mod.ts";
 import { filesUnder } from "../storage/files-under.ts";
 import type { StoragePort } from "../storage/port.ts";

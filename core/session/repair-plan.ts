@@ -12,7 +12,17 @@
 import { CorruptSessionError, UnsupportedSchemaError } from "../errors.ts";
 import type { SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
-import { decodeUtf8, encodeJsonDocument, isBlankDocument, MessageRecord, nowTimestamp, parseDraftJson, parseMetaJson, SessionMeta } from "../schema/mod.ts";
+import {
+  decodeUtf8,
+  encodeJsonDocument,
+  isBlankDocument,
+  messageCheck,
+  metaFieldValid,
+  nowTimestamp,
+  parseDraftJson,
+  parseMetaJson,
+  type SessionMeta,
+} from "../schema/records.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { joinLines } from "./lines.ts";
 import { PENDING_FIELD } from "./load-draft.ts";
@@ -195,11 +205,10 @@ function salvageFrom(bytes: Uint8Array): { salvage: Record<string, unknown>; sal
     return { salvage: {} };
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { salvage: {} };
-  const shape = SessionMeta.shape as Record<string, { safeParse(value: unknown): { success: boolean } }>;
   const salvage: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(value)) {
     if (REBUILT_FIELDS.has(key)) continue;
-    if (!Object.hasOwn(shape, key) || shape[key]!.safeParse(field).success) salvage[key] = field;
+    if (metaFieldValid(key, field)) salvage[key] = field;
   }
   const revision = (value as { revision?: unknown }).revision;
   return { salvage, ...(Number.isSafeInteger(revision) && (revision as number) >= 0 ? { salvageRevision: revision as number } : {}) };
@@ -230,7 +239,7 @@ function judgeDraft(bytes: Uint8Array, file: string, committed: ReadonlySet<stri
   }
   const pending = record[PENDING_FIELD];
   for (const [i, value] of (Array.isArray(pending) ? pending : []).entries()) {
-    if (!MessageRecord.safeParse(value).success) return `${file}: ${PENDING_FIELD}[${i}] is not a valid message`;
+    if (!messageCheck.safeParse(value).success) return `${file}: ${PENDING_FIELD}[${i}] is not a valid message`;
   }
   const ids = [record["message_id"], ...(Array.isArray(pending) ? pending.map((m: { message_id?: unknown }) => m?.message_id) : [])];
   if (ids.some((id) => typeof id === "string" && committed.has(id))) return `${file}: the draft is already committed in Active (a stale draft)`;

@@ -8,7 +8,7 @@
 import { type CompactionOutcome, compactionTrigger, estimateTokens, nextFold, validateAfterCompaction } from "../compaction/mod.ts";
 import { compose } from "../composer/mod.ts";
 import { asSessionfoldError, CancelledError, ProviderError, SessionfoldError } from "../errors.ts";
-import { type DraftRecord, type MessageRecord, nowTimestamp, type ToolPart, type Usage } from "../schema/mod.ts";
+import { type DraftRecord, type MessageRecord, nowTimestamp, type ToolPart, type Usage } from "../schema/records.ts";
 import { publicRecord } from "./batch.ts";
 import { newId } from "./ids.ts";
 import { storedTokens } from "./lines.ts";

@@ -15,7 +15,7 @@ import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths } from "../layout/paths.ts";
 import type { Summarizer } from "../model/mod.ts";
-import { cumulativeSummary, type MessageRecord, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/mod.ts";
+import { cumulativeSummary, type MessageRecord, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/records.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { newId } from "./ids.ts";

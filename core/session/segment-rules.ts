@@ -14,11 +14,11 @@ import type { JsonlDecodeOptions } from "../jsonl/decode.ts";
 import { type LastRecord, lastRecordInWindow, readLastRecord } from "../jsonl/tail.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import { parseSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { MessageRecord, SummaryRecord } from "../schema/mod.ts";
+import { messageCheck, type MessageRecord, summaryCheck, type SummaryRecord } from "../schema/records.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 
 /** The records a segment may hold: messages, then its summary footer. */
-export const SEGMENT_RECORDS = { message: MessageRecord, summary: SummaryRecord } as const;
+export const SEGMENT_RECORDS = { message: messageCheck, summary: summaryCheck } as const;
 
 /** The names in `segments/` as ranges, oldest first, and the names that are no segment. */
 export function segmentListing(names: readonly string[]): { ranges: SegmentRange[]; strangers: string[] } {

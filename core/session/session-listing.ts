@@ -10,7 +10,7 @@
 import { asSessionfoldError, InvalidInputError } from "../errors.ts";
 import { assertId, isValidId } from "../layout/ids.ts";
 import { sessionsDir, workspacesDir } from "../layout/paths.ts";
-import { metaOfDocument, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { metaOfDocument, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { ListSessionsOptions, SessionList } from "./registry-options.ts";

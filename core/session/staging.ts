@@ -9,7 +9,7 @@
 import { InvalidInputError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import { type SessionPaths, sessionPaths, type SessionPlace, sessionsDir } from "../layout/paths.ts";
-import { encodeJsonDocument, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, type SessionMeta } from "../schema/records.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 

@@ -158,7 +158,12 @@ export interface ReadResult {
   readonly size: number;
 }
 
-/** One write of a {@linkcode CommitPlan}, done in order. */
+/**
+ * One write of a {@linkcode CommitPlan}, done in order: each is in place before the next is. A backend may write (and
+ * flush) a later replace's bytes under a name no reader reads before an earlier one is in place (Node's files flush a
+ * compaction's three files together, docs/FORMAT.md "Compaction"); when the plan then fails before a write is in
+ * place, that write and the later ones are not done.
+ */
 export interface PlannedWrite {
   readonly op: "append" | "replace";
   readonly path: string;

@@ -14,7 +14,7 @@ import { SESSION_KEYS_FILE } from "../encryption/places.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths } from "../layout/paths.ts";
-import { MessageRecord, parseMetaJson, type SessionMeta } from "../schema/mod.ts";
+import { messageCheck, type MessageRecord, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import { BATCH_FIELD } from "../session/batch.ts";
 import type { Session } from "../session/session.ts";
 import type { Mutation, SealedDocuments, SealedRecord, SegmentFile } from "./protocol.ts";
@@ -88,7 +88,7 @@ export class SealedCodec {
       const path = `${sessionPaths(ref).dir}/${file}`;
       const text = records.slice(i, j).map((r) => `${r.line}\n`).join("");
       const opened = await this.#storage.openStored(path, encoder.encode(text), { keys, whole: false });
-      const decoded = decodeJsonl<MessageRecord>(opened, { file: path, schemas: { message: MessageRecord }, tornTailRecoverable: false });
+      const decoded = decodeJsonl<MessageRecord>(opened, { file: path, schemas: { message: messageCheck }, tornTailRecoverable: false });
       const bad = decoded.diagnostics.find((d) => d.fatal);
       if (bad || decoded.records.length !== j - i) {
         throw new CorruptSessionError(`${path}: ${bad?.message ?? "a record that is not a message"}`, { file: path, line: null });

@@ -14,7 +14,7 @@ import { decodeJsonl } from "../jsonl/decode.ts";
 import { formatSessionRef, parseSessionRef, type SessionRef } from "../layout/ids.ts";
 import { sessionPaths, sessionsDir } from "../layout/paths.ts";
 import { formatSegmentName, parseSegmentName, type SegmentRange } from "../layout/segments.ts";
-import { encodeJsonDocument, MessageRecord, nowTimestamp, type SessionMeta, SummaryRecord } from "../schema/mod.ts";
+import { encodeJsonDocument, messageCheck, type MessageRecord, nowTimestamp, type SessionMeta, summaryCheck, type SummaryRecord } from "../schema/records.ts";
 import { BATCH_FIELD } from "../session/batch.ts";
 import { newId } from "../session/ids.ts";
 import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
@@ -116,7 +116,7 @@ export function messagesOfSegments(ref: string, segments: readonly SegmentFile[]
     const file = `${ref}/messages/segments/${segment.name}`;
     const result = decodeJsonl<MessageRecord | SummaryRecord>(encoder.encode(segment.text), {
       file,
-      schemas: { message: MessageRecord, summary: SummaryRecord },
+      schemas: { message: messageCheck, summary: summaryCheck },
       tornTailRecoverable: false,
     });
     const bad = result.diagnostics.find((d) => d.fatal);

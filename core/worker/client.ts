@@ -10,19 +10,19 @@ import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
 import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
+import { comlinkAnswerValue, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
 
-/** The slice of Comlink the client needs beyond {@linkcode ComlinkLike}: wrapping an endpoint. */
-export interface ComlinkClientLike extends ComlinkLike {
-  wrap(endpoint: never): unknown;
-}
-
 /** How a runtime connects a {@linkcode WorkerStorageClient} to its worker. */
 export interface WorkerLink<Options> {
-  /** The `comlink` module (the core never imports it). */
-  readonly comlink: ComlinkClientLike;
-  /** What `comlink.wrap` takes: the Web Worker, or a Node worker wrapped by Comlink's node adapter. */
+  /** The `comlink` module (the core never imports it): its transfer handlers rebuild what the worker answers. */
+  readonly comlink: ComlinkLike;
+  /**
+   * Where `Comlink.expose` serves the worker's API: the Web Worker, or a Node worker wrapped by
+   * Comlink's node adapter (a {@linkcode MessageEndpoint}; DOM's and Comlink's own types of it
+   * do not fit one declaration, so it is taken as it comes).
+   */
   readonly endpoint: unknown;
   /** The backend's options, sent first with `open()`; the worker builds its store from them. */
   readonly options: Options;
@@ -44,7 +44,8 @@ export interface WorkerLink<Options> {
  * class, `code` and `details`. When the worker dies ({@linkcode WorkerStorageClient.fail},
  * which the runtime calls from its worker's error and exit events) or is closed, every
  * pending and later call rejects with a {@linkcode StorageError}; nothing hangs. A commit
- * plan runs in the worker: one round trip.
+ * plan runs in the worker: one round trip, one message each way (Comlink's protocol, spoken
+ * here without `Comlink.wrap`'s proxies: `core/worker/comlink-wire.ts`).
  *
  * @example
  * ```ts
@@ -66,91 +67,98 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** Releases a lock taken with `acquireLock`; own property only when the link has `locks`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
   readonly #link: WorkerLink<Options>;
-  readonly #remote: StorageWorkerApi<Options>;
-  readonly #pending = new Set<(error: StorageError) => void>();
+  readonly #endpoint: MessageEndpoint;
+  /** The calls the worker still owes an answer, by id. */
+  readonly #pending = new Map<string, PendingCall>();
+  #lastId = 0;
   #dead: StorageError | undefined;
 
   constructor(link: WorkerLink<Options>) {
     this.#link = link;
     registerErrorTransfer(link.comlink);
-    // Comlink's Remote<T> of this API is the API itself: every method already returns a promise.
-    this.#remote = link.comlink.wrap(link.endpoint as never) as StorageWorkerApi<Options>;
+    this.#endpoint = link.endpoint as MessageEndpoint;
+    this.#endpoint.addEventListener("message", (event) => this.#answered(event.data));
+    this.#endpoint.start?.();
     // Sent first: the worker opens its store before any other call reaches it (one channel, in order).
-    void this.#call(() => this.#remote.open(link.options)).catch(() => undefined);
+    void this.#call("open", [link.options]).catch(() => undefined);
     if (link.locks) {
-      Object.defineProperty(this, "acquireLock", { value: (name: string) => this.#call(() => this.#remote.acquireLock(name)) });
-      Object.defineProperty(this, "releaseLock", { value: (name: string) => this.#call(() => this.#remote.releaseLock(name)) });
+      Object.defineProperty(this, "acquireLock", { value: (name: string) => this.#call("acquireLock", [name]) });
+      Object.defineProperty(this, "releaseLock", { value: (name: string) => this.#call("releaseLock", [name]) });
     }
   }
 
   read(path: string): Promise<Uint8Array | undefined> {
-    return this.#call(() => this.#remote.read(path));
+    return this.#call("read", [path]);
   }
 
   readTail(path: string, maxBytes: number): Promise<FileTail | undefined> {
-    return this.#call(() => this.#remote.readTail(path, maxBytes));
+    return this.#call("readTail", [path, maxBytes]);
   }
 
   /** Every read of `requests` in the worker: one round trip (the worker's store reads them as `readMany` says). */
   readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
-    return this.#call(() => this.#remote.readMany(requests));
+    return this.#call("readMany", [requests]);
   }
 
   list(dir: string): Promise<string[]> {
-    return this.#call(() => this.#remote.list(dir));
+    return this.#call("list", [dir]);
   }
 
   replace(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> {
-    return this.#call(() => this.#remote.replace(path, this.#outgoing(bytes), options));
+    const moved: ArrayBuffer[] = [];
+    return this.#call("replace", [path, outgoing(bytes, moved), options], moved);
   }
 
   append(path: string, bytes: Uint8Array): Promise<void> {
-    return this.#call(() => this.#remote.append(path, this.#outgoing(bytes)));
+    const moved: ArrayBuffer[] = [];
+    return this.#call("append", [path, outgoing(bytes, moved)], moved);
   }
 
   createExclusive(path: string, bytes: Uint8Array, options?: WriteOptions): Promise<boolean> {
-    return this.#call(() => this.#remote.createExclusive(path, this.#outgoing(bytes), options));
+    const moved: ArrayBuffer[] = [];
+    return this.#call("createExclusive", [path, outgoing(bytes, moved), options], moved);
   }
 
   truncate(path: string, length: number): Promise<void> {
-    return this.#call(() => this.#remote.truncate(path, length));
+    return this.#call("truncate", [path, length]);
   }
 
   remove(path: string, options?: WriteOptions): Promise<void> {
-    return this.#call(() => this.#remote.remove(path, options));
+    return this.#call("remove", [path, options]);
   }
 
   move(from: string, to: string): Promise<boolean> {
-    return this.#call(() => this.#remote.move(from, to));
+    return this.#call("move", [from, to]);
   }
 
   /** Keeps `path` open for appends in the worker's store (when it can). */
   pinFile(path: string): Promise<void> {
-    return this.#call(() => this.#remote.pinFile(path));
+    return this.#call("pinFile", [path]);
   }
 
   /** Ends {@linkcode WorkerStorageClient.pinFile}. */
   unpinFile(path: string): Promise<void> {
-    return this.#call(() => this.#remote.unpinFile(path));
+    return this.#call("unpinFile", [path]);
   }
 
   /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     // Writes handed over move their buffers to the worker instead of a structured clone (a
     // compaction's segment and Active: hundreds of KiB, copied twice otherwise).
-    const moved = plan.writes.filter((write) => write.handOver && ownsBuffer(write.bytes)).map((write) => write.bytes.buffer as never);
-    return this.#call(() => this.#remote.applyCommitPlan(moved.length > 0 ? this.#link.comlink.transfer(plan, moved) : plan));
+    const moved: ArrayBuffer[] = [];
+    for (const write of plan.writes) if (write.handOver && ownsBuffer(write.bytes)) moved.push(write.bytes.buffer as ArrayBuffer);
+    return this.#call("applyCommitPlan", [plan], moved);
   }
 
   /** The catalog of `dir` (with `page`, that page's part where the store answers pages) as the worker's store keeps it; `undefined` when it keeps none. */
   async readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
-    const text = await this.#call(() => this.#remote.readCatalog(dir, page));
+    const text = await this.#call("readCatalog", [dir, page]);
     return text === undefined ? undefined : (JSON.parse(text) as CatalogListing);
   }
 
   /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */
   rebuildCatalog(dir: string): Promise<number> {
-    return this.#call(() => this.#remote.rebuildCatalog(dir));
+    return this.#call("rebuildCatalog", [dir]);
   }
 
   /** Ends the worker (its locks go with it). Pending calls reject with a `StorageError`; later calls too. Idempotent. */
@@ -166,46 +174,69 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
    */
   fail(error: StorageError): void {
     this.#dead ??= error;
-    for (const reject of this.#pending) reject(this.#dead);
+    for (const call of this.#pending.values()) call.reject(this.#dead);
     if (this.#pending.size > 0) this.#link.onPending?.(false);
     this.#pending.clear();
   }
 
-  /** Forwards one call; it settles with the worker's answer or rejects when the worker is gone. */
-  #call<T>(send: () => Promise<T>): Promise<T> {
-    if (this.#dead) return Promise.reject(this.#dead);
-    return new Promise<T>((resolve, reject) => {
-      if (this.#pending.size === 0) this.#link.onPending?.(true);
-      this.#pending.add(reject);
-      const done = () => {
-        // An answer after fail() (which rejected it already) must not report the idle state again.
-        if (this.#pending.delete(reject) && this.#pending.size === 0 && !this.#dead) this.#link.onPending?.(false);
-      };
-      let sent: Promise<T>;
+  /**
+   * Posts one call (`moved`: buffers it transfers instead of copying); it settles with the
+   * worker's answer, or rejects when the worker is gone.
+   */
+  #call<K extends keyof StorageWorkerApi<Options>>(
+    method: K,
+    args: Parameters<StorageWorkerApi<Options>[K]>,
+    moved: ArrayBuffer[] = [],
+  ): ReturnType<StorageWorkerApi<Options>[K]> {
+    type Answer = Awaited<ReturnType<StorageWorkerApi<Options>[K]>>;
+    if (this.#dead) return Promise.reject(this.#dead) as ReturnType<StorageWorkerApi<Options>[K]>;
+    return new Promise<Answer>((resolve, reject) => {
+      const id = String(++this.#lastId);
       try {
-        sent = send();
+        this.#endpoint.postMessage(comlinkCall(id, method, args), moved as never[]);
       } catch (error) {
-        done();
         reject(new StorageError(`storage call could not be sent: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error }));
         return;
       }
-      sent.then(
-        (value) => (done(), resolve(value)),
-        (error: unknown) => (done(), reject(error)),
-      );
-    });
+      if (this.#pending.size === 0) this.#link.onPending?.(true);
+      this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+    }) as ReturnType<StorageWorkerApi<Options>[K]>;
   }
 
-  /**
-   * The bytes to post. The port copies what it is given, so the caller's array is never
-   * detached: a view over part of a buffer is copied once (that copy transferred when it is
-   * large) instead of cloning its whole buffer; a whole-buffer view is cloned by the hop.
-   */
-  #outgoing(bytes: Uint8Array): Uint8Array {
-    if (!(bytes instanceof Uint8Array)) return bytes;
-    const whole = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-    if (whole) return bytes;
-    const copy = bytes.slice();
-    return ownsBuffer(copy) ? this.#link.comlink.transfer(copy, [copy.buffer as never]) : copy;
+  /** Settles the call a message from the worker answers; anything else (an answer after `fail()`) is dropped. */
+  #answered(data: unknown): void {
+    if (!isComlinkAnswer(data)) return;
+    const call = this.#pending.get(data.id);
+    if (!call) return;
+    this.#pending.delete(data.id);
+    if (this.#pending.size === 0) this.#link.onPending?.(false);
+    let value: unknown;
+    try {
+      value = comlinkAnswerValue(this.#link.comlink, data);
+    } catch (error) {
+      call.reject(error);
+      return;
+    }
+    call.resolve(value);
   }
+}
+
+/** A call posted to the worker and not answered yet. */
+interface PendingCall {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The bytes to post. The port copies what it is given, so the caller's array is never
+ * detached: a view over part of a buffer is copied once (that copy moved, pushed on `moved`,
+ * when it is large) instead of cloning its whole buffer; a whole-buffer view is cloned by the hop.
+ */
+function outgoing(bytes: Uint8Array, moved: ArrayBuffer[]): Uint8Array {
+  if (!(bytes instanceof Uint8Array)) return bytes;
+  const whole = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+  if (whole) return bytes;
+  const copy = bytes.slice();
+  if (ownsBuffer(copy)) moved.push(copy.buffer);
+  return copy;
 }

@@ -3,7 +3,7 @@
  * REFs, locks, corruption found by verify / compose / messages, unknown schemas, bad
  * agent files and failures of the store itself.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../core/mod.ts";
@@ -260,6 +260,42 @@ describe("not found, locks, corruption, schema, agent files", () => {
       expect.objectContaining({ line: 2, code: "invalid_record", message: expect.stringContaining("message sequence 3 where 2 was expected") }),
     ]);
     expect((await cli(root, ["verify", REF])).status).toBe(1);
+  });
+
+  it("show words a footer, a meta.json field and an Active line that fail their schemas: file, line, field, what was expected", async () => {
+    const root = await missingRoot();
+    await seed(root, REF, 8);
+    expectOk(await cli(root, ["compact", REF]));
+    const dir = sessionDir(root, REF);
+    const segment = join(dir, "messages/segments", (await readdir(join(dir, "messages/segments")))[0]!);
+    const lines = (await readFile(segment, "utf8")).trimEnd().split("\n");
+    await writeFile(segment, [...lines.slice(0, -1), JSON.stringify({ ...JSON.parse(lines.at(-1)!), through_sequence: "4" })].join("\n") + "\n");
+    const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
+    await writeFile(join(dir, "meta.json"), JSON.stringify({ ...meta, message_count: -1 }));
+    const active = (await readFile(join(dir, "messages/active.jsonl"), "utf8")).trimEnd().split("\n");
+    const first = JSON.parse(active[0]!);
+    active[0] = JSON.stringify({ ...first, parts: [{ ...first.parts[0], text: 7 }] });
+    await writeFile(join(dir, "messages/active.jsonl"), active.join("\n") + "\n");
+    const shown = await cli(root, ["--json", "show", REF]);
+    expect(shown.status).toBe(0);
+    expect(json(shown).diagnostics).toEqual(expect.arrayContaining([
+      expect.objectContaining({
+        file: "meta.json",
+        code: "invalid_record",
+        message: expect.stringContaining("message_count: Too small: expected number to be >=0"),
+      }),
+      expect.objectContaining({
+        file: expect.stringMatching(/^messages\/segments\/.*\.jsonl$/),
+        code: "invalid_record",
+        message: expect.stringContaining("invalid summary record: through_sequence: Invalid input: expected number, received string"),
+      }),
+      expect.objectContaining({
+        file: "messages/active.jsonl",
+        line: 1,
+        code: "invalid_record",
+        message: expect.stringContaining("invalid message record: parts.0.text: Invalid input: expected string, received number"),
+      }),
+    ]));
   });
 
   it("compose and messages exit 4 when a fatal diagnostic touches Active; show reports it and exits 0", async () => {

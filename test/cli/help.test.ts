@@ -129,15 +129,18 @@ describe("sessionfold --help", () => {
     expect(help.files).not.toContain("runtime-node/cli/commands/write.ts");
     const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
     expect(shown.status).toBe(4);
-    expect(shown.packages).toContain("zod");
+    expect(shown.files).toContain("core/session/registry.ts");
   }, SLOW);
 
-  it("show reaches the core through its narrow entry: not the importers, export, agent files, nor the storage worker", async () => {
+  it("show reaches the core through its narrow entry: not the importers, export, agent files, the storage worker, nor zod", async () => {
     const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
     expect(shown.status).toBe(4);
     expect(shown.files).toContain("core/reader.ts");
     const unused = /^core\/(mod|internal)\.ts$|^core\/(formats|export|agent)\/|^runtime-node\/(mod|storage-worker-client|key-file)\.ts$|cli\/agent-setup\.ts$/;
     expect(shown.files.filter((file) => unused.test(file))).toEqual([]);
     expect(shown.packages).not.toContain("comlink");
+    // Records are judged by their hand-written checks (core/schema/fast-check.ts): neither zod nor the schemas are loaded.
+    expect(shown.packages).not.toContain("zod");
+    expect(shown.files.filter((file) => /^core\/schema\/(mod|common|message|meta|summary)\.ts$/.test(file))).toEqual([]);
   }, SLOW);
 });

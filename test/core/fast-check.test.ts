@@ -2,15 +2,17 @@
  * core/schema/fast-check.ts against the zod schemas it stands in for, on a corpus: every
  * record sessionfold itself writes, and mutations of them (each field missing, of each wrong
  * kind, out of order, unknown fields before and after, `__proto__`, integer-like names). A
- * value the hand-written check passes must be one its schema accepts and returns unchanged,
- * field order included; a value the schema refuses must get the schema's own issues.
+ * hand-written check must take exactly what its schema takes and return what it returns,
+ * field order included (the value itself when the schema returns it unchanged), and refuse
+ * the rest with the schema's own issues, path and message.
  */
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import type { z } from "zod";
 import { DraftRecord, ExtractiveSummarizer, MemoryStorage, MessageRecord, SessionMeta, Sessions, SummaryRecord } from "../../core/mod.ts";
 import { Timestamp } from "../../core/schema/common.ts";
-import { fastParse } from "../../core/schema/fast-check.ts";
+import { draftCheck, lockCheck, messageCheck, metaCheck, metaFieldValid, type RecordCheck, summaryCheck } from "../../core/schema/fast-check.ts";
+import { WriterLockRecord } from "../../core/schema/meta.ts";
 import { type NewMessage, toMessageRecord } from "../../core/session/message-input.ts";
 import { isTimestampText } from "../../core/schema/timestamp-check.ts";
 import { REF } from "../support/session.ts";
@@ -120,15 +122,20 @@ function hasIntegerKey(value: unknown): boolean {
   return Object.keys(value).some((key) => /^\d+$/.test(key)) || Object.values(value).some(hasIntegerKey);
 }
 
-/** Whether the fast path took `value` as is; `asIs` is whether the schema itself returns it unchanged (same fields, same order). */
-function expectAgreement(schema: z.ZodType, value: unknown): { fast: boolean; asIs: boolean } {
-  const fast = fastParse(schema, value);
+/** zod's issues as a check words them: path and message. */
+const worded = (issues: readonly { path: PropertyKey[]; message: string }[]) => issues.map(({ path, message }) => ({ path, message }));
+
+/** Whether the check took `value` as is; `asIs` is whether the schema itself returns it unchanged (same fields, same order). */
+function expectAgreement(check: RecordCheck<unknown>, schema: z.ZodType, value: unknown): { fast: boolean; asIs: boolean } {
+  const fast = check.safeParse(value);
   const slow = schema.safeParse(value);
   const asIs = slow.success && JSON.stringify(slow.data) === JSON.stringify(value) &&
     JSON.stringify(Object.keys(slow.data as object)) === JSON.stringify(Object.keys(value as object));
-  expect(fast.success).toBe(slow.success);
+  expect([value, fast.success]).toEqual([value, slow.success]);
   if (!slow.success) {
-    expect(fast.error?.issues).toEqual(slow.error.issues);
+    // The first issue (what an error message leads with) is zod's; the others are too, where the check finds them.
+    expect([value, fast.error!.issues[0]]).toEqual([value, worded(slow.error.issues)[0]]);
+    expect(worded(slow.error.issues)).toEqual(expect.arrayContaining(fast.error!.issues));
     return { fast: false, asIs };
   }
   if (fast.data === value) {
@@ -137,29 +144,30 @@ function expectAgreement(schema: z.ZodType, value: unknown): { fast: boolean; as
     expect(Object.keys(slow.data as object)).toEqual(Object.keys(value as object));
     return { fast: true, asIs };
   }
-  // A copy (meta.json out of order) or zod's own output: the schema's fields in its order either way.
+  // A copy: the schema's fields in its order, then the others, as zod returns them.
   expect(JSON.stringify(fast.data)).toBe(JSON.stringify(slow.data));
   expect(Object.keys(fast.data as object)).toEqual(Object.keys(slow.data as object));
   return { fast: false, asIs };
 }
 
 describe("the hand-written checks agree with their schemas", () => {
-  const cases: [string, z.ZodType, unknown[]][] = [
-    ["MessageRecord", MessageRecord, MESSAGES],
-    ["DraftRecord", DraftRecord, [DRAFT]],
-    ["SummaryRecord", SummaryRecord, [SUMMARY]],
-    ["SessionMeta", SessionMeta, [META]],
+  const cases: [string, RecordCheck<unknown>, z.ZodType, unknown[]][] = [
+    ["MessageRecord", messageCheck, MessageRecord, MESSAGES],
+    ["DraftRecord", draftCheck, DraftRecord, [DRAFT, { ...DRAFT, parts: [{ sequence: 1, type: "file", media_type: "a/b" }] }]],
+    ["SummaryRecord", summaryCheck, SummaryRecord, [SUMMARY]],
+    ["SessionMeta", metaCheck, SessionMeta, [META]],
+    ["WriterLockRecord", lockCheck, WriterLockRecord, [{ pid: -1, hostname: "", runtime: "node", operation: "append", created_at: TIME, extra: 1 }]],
   ];
-  for (const [name, schema, bases] of cases) {
+  for (const [name, check, schema, bases] of cases) {
     it(`${name}: on every mutation of its records`, () => {
       let asIs = 0;
       const declined: unknown[] = [];
       let total = 0;
       for (const base of bases) {
-        expect(fastParse(schema, base).data).toBe(base); // records in the schema's order are taken as they are
+        if (schema.safeParse(base).success) expect(check.safeParse(base).data).toBe(base); // records in the schema's order are taken as they are
         for (const value of mutations(base)) {
           total += 1;
-          const seen = expectAgreement(schema, value);
+          const seen = expectAgreement(check, schema, value);
           // An integer-like key is declined by design (an object puts it first, whatever the record's order).
           if (!seen.asIs || hasIntegerKey(value)) continue;
           asIs += 1;
@@ -197,12 +205,21 @@ describe("the hand-written checks agree with their schemas", () => {
     ].flatMap((bytes) => new TextDecoder().decode(bytes).split("\n").filter(Boolean).map((line) => JSON.parse(line)));
     expect(lines.filter((line) => line.record_type === "summary")).toHaveLength(1);
     for (const line of lines) {
-      const schema = line.record_type === "summary" ? SummaryRecord : MessageRecord;
-      expect(fastParse(schema, line).data).toBe(line);
+      const check = line.record_type === "summary" ? summaryCheck : messageCheck;
+      expect(check.safeParse(line).data).toBe(line);
     }
     const meta = JSON.parse(new TextDecoder().decode(await storage.read(session.paths.meta)));
     // meta.json's writers put some fields out of the schema's order: the check copies it in that order, as zod does.
-    expect(JSON.stringify(fastParse(SessionMeta, meta).data)).toBe(JSON.stringify(SessionMeta.parse(meta)));
+    expect(JSON.stringify(metaCheck.safeParse(meta).data)).toBe(JSON.stringify(SessionMeta.parse(meta)));
+  });
+
+  it("salvages a meta.json field on its own as the schema's field would", () => {
+    for (const [key, field] of Object.entries(SessionMeta.shape)) {
+      for (const value of [...WRONG, (META as Record<string, unknown>)[key]]) {
+        expect([key, value, metaFieldValid(key, value)]).toEqual([key, value, field.safeParse(value).success]);
+      }
+    }
+    expect(metaFieldValid("newest_segment", { start: 1 })).toBe(true);
   });
 });
 
@@ -254,7 +271,7 @@ describe("toMessageRecord", () => {
     }
   });
 
-  it("gives zod whatever the hand-written check does not take, with the same result", () => {
+  it("takes a host's fields in any order, `__proto__` and `undefined` fields, as zod returns them", () => {
     for (const message of otherMessages) {
       const record = toMessageRecord(message, clock);
       expect(JSON.stringify(record)).toBe(JSON.stringify(byZod(message)));

@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Worker } from "node:worker_threads";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreEntryError } from "../../core/mod.ts";
 import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerFileStorage } from "../../runtime-node/mod.ts";
 
@@ -142,6 +143,28 @@ describe("openNodeSessions", () => {
     expect((await stat(join(dir, "messages/active.jsonl"))).mode & 0o777).toBe(0o600);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
     expect((await readdir(dir)).sort()).toEqual(["messages", "meta.json"]);
+  });
+
+  it("a held commit through the worker is one message each way", async () => {
+    // Spied before the store starts: Comlink's node adapter binds the worker's postMessage once.
+    const posts = vi.spyOn(Worker.prototype, "postMessage");
+    try {
+      const store = await openNodeSessions({ root: join(base, "home"), fsync: false });
+      toClose.push(store);
+      const answers: unknown[] = [];
+      (store.storage as WorkerFileStorage).worker.on("message", (answer) => answers.push(answer));
+      const session = await store.sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "held" }, { hold: true });
+      await session.append({ role: "user", parts: [{ type: "text", text: "first" }] });
+      posts.mockClear();
+      answers.length = 0;
+      for (let i = 0; i < 5; i++) await session.append({ role: "user", parts: [{ type: "text", text: `message ${i}` }] });
+      expect(posts.mock.calls.map(([call]) => (call as { path: string[] }).path)).toEqual(Array.from({ length: 5 }, () => ["applyCommitPlan"]));
+      expect(answers).toHaveLength(5);
+      expect(answers).toMatchObject(Array.from({ length: 5 }, () => ({ type: "RAW", value: { outcome: "committed" } })));
+      await session.close();
+    } finally {
+      posts.mockRestore();
+    }
   });
 
   it("typed errors from the core reach the host through the worker", async () => {

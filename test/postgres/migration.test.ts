@@ -5,7 +5,9 @@
  * `meta.json`'s revision beside it (`entries.revision`): the tests check that a commit's
  * revision check still refuses a stale writer, and that no other write leaves the column stale.
  * Version 4's `run_plan` does the writes itself: a commit over files of several chunks, and
- * over files it must create, stores exactly each write's bytes.
+ * over files it must create, stores exactly each write's bytes. Version 5 writes a commit's
+ * usual pair (its lines, `meta.json`) in one statement, and the three-statement replace when
+ * `meta.json`'s row changed under it.
  */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -214,7 +216,63 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       )
         .rejects.toThrow(/is a folder, not a file/);
       expect(await read("grown.txt")).toBe("123");
-      expect(SCHEMA_VERSION).toBe(4);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("version 5 replaces a commit's meta.json in the statement of its append, and falls back when the row changed under it", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    // A session as version 4 left it (its meta.json one chunk with its revision), upgraded in place.
+    const source = new MemoryStorage();
+    const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 4" });
+    await original.append(text("one"));
+    await withAdmin(async (admin) => {
+      await migrate(admin, schema, "1", 4);
+      await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
+      await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
+    });
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxConnections: 1 });
+    const chunksOf = (path: string) =>
+      withAdmin(async (admin) =>
+        (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
+          .rows.map((row) => Number(row.end_offset))
+      );
+    try {
+      const session = await new Sessions({ storage }).open(REF);
+      for (const t of ["two", "three", "four"]) await session.append(text(t));
+      expect(await stored(schema, PATHS.meta)).toEqual({ revision: String(session.meta.revision), version: SCHEMA_VERSION });
+      const meta = (await storage.read(PATHS.meta))!;
+      expect(await chunksOf(PATHS.meta)).toEqual([meta.length]);
+      expect(await chunksOf(PATHS.active)).toHaveLength(4);
+
+      // Another writer appends to meta.json (outside any commit) between the commit's read of the
+      // row and its update: the commit waits for that row, finds it changed, and writes it whole.
+      await withAdmin(async (other) => {
+        await other.query("BEGIN");
+        await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
+        const commit = session.append(text("five"));
+        await withAdmin(async (watcher) => {
+          for (;;) {
+            const waiting = await watcher.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+              [`%"${schema}".run_plan%`],
+            );
+            if (waiting.rows.length > 0) break;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+        });
+        await other.query("COMMIT");
+        await commit;
+      });
+      const written = (await storage.read(PATHS.meta))!;
+      expect(JSON.parse(new TextDecoder().decode(written)).revision).toBe(session.meta.revision);
+      expect(await chunksOf(PATHS.meta)).toEqual([written.length]);
+      expect(await stored(schema, PATHS.meta)).toEqual({ revision: String(session.meta.revision), version: SCHEMA_VERSION });
+      const reopened = await new Sessions({ storage }).open(REF);
+      expect(reopened.diagnostics).toEqual([]);
+      expect(reopened.active.map((m) => (m.parts[0] as { text: string }).text)).toEqual(["one", "two", "three", "four", "five"]);
     } finally {
       await storage.close();
     }

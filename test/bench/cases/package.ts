@@ -9,8 +9,8 @@
  * What bounds each row is measured in the same run, fresh processes interleaved with the
  * same baseline: for `--help`, a process that only imports the CLI's entry module (the
  * bundle's `dist/cli/main.js`); for `show`, a process that only imports the bundle's `show`
- * command (its chunks: the core through its narrow entry `core/reader.ts`, with zod and the
- * schemas, and the file store; nothing run), and a
+ * command (its chunks: the core through its narrow entry `core/reader.ts`, without zod or
+ * the schemas, and the file store; nothing run), and a
  * plain-node read of every file `show` must read (`meta.json`, Active, the last 4 KiB of each
  * segment, for its footer's length).
  *
@@ -175,7 +175,7 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
     runs,
     note:
       `show of a session of ${n} messages (${segments} segments of 500, a meta.json hint) via bin/sessionfold.mjs, a fresh process per run, read on the main thread (no storage worker); ` +
-      `bound, measured in this run: importing the bundled show command alone (the core through core/reader.ts with zod and the schemas, the file store; nothing run) ${
+      `bound, measured in this run: importing the bundled show command alone (the core through core/reader.ts without zod, the file store; nothing run) ${
         times(importMs, base)
       }; ` +
       `plain node reading what show reads (meta.json, Active, the last 4 KiB of ${segments} segments) ${times(readsMs, base)}; ` +

@@ -120,11 +120,11 @@ async function countStatements(body: () => Promise<unknown>): Promise<number> {
   return sent;
 }
 
-/** Runs `body`, telling `seen` the first argument of every statement `pg` sends meanwhile (every query goes through `Client#query`). */
-async function watchStatements(body: () => Promise<unknown>, seen: (statement: unknown) => void): Promise<void> {
+/** Runs `body`, telling `seen` every statement `pg` sends meanwhile, as `Client#query` was given it (every query goes through it). */
+async function watchStatements(body: () => Promise<unknown>, seen: (statement: unknown, values: unknown) => void): Promise<void> {
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    seen(args[0]);
+    seen(args[0], args[1]);
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
   try {
@@ -160,8 +160,10 @@ async function replayableCommit(storage: PostgresStorage, sessions: Sessions): P
   await watchStatements(async () => {
     const result = await storage.applyCommitPlan(plan);
     if (result.outcome !== "committed") throw new Error(`the replayed commit ended ${result.outcome}`);
-  }, (sent) => {
-    if ((sent as { name?: unknown }).name === "one_writer.run_plan") statement = sent as pg.QueryConfig;
+  }, (sent, values) => {
+    const { name, text } = sent as pg.QueryConfig;
+    // The adapter passes the parameters beside its statement (whose fields are on its prototype).
+    if (name === "one_writer.run_plan") statement = { name, text, values: values as unknown[] };
   });
   if (!statement) throw new Error("the replayed commit sent no run_plan");
   return { plan, statement };
