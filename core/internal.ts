@@ -96,7 +96,7 @@ export {
   withoutBatchMark,
 } from "./session/mod.ts";
 // The storage port every backend implements, and the in-memory backend.
-export { concatBytes, isWithin, messageOf, parentPath, sameBytes, type StorageFailure, storageFailure } from "./storage/mod.ts";
+export { carriesLockId, concatBytes, isWithin, MAX_LOCK_BYTES, messageOf, parentPath, sameBytes, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, readSegmentFooter, segmentFooterInTail, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
 export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";

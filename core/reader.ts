@@ -34,6 +34,7 @@ export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.
 export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult } from "./storage/port.ts";
 export type { StoragePort, WriteOptions } from "./storage/port.ts";
 export { applyCommitPlanByCalls } from "./storage/commit-plan.ts";
+export { carriesLockId, MAX_LOCK_BYTES } from "./storage/fence.ts";
 export { CATALOG_FIELDS, catalogDocument, type CatalogEntry, type CatalogListing, type CatalogPage } from "./storage/catalog.ts";
 export { cataloguedFolder, type CataloguedPath, cataloguedPath, isListedName } from "./storage/catalog.ts";
 export { assertStoragePath, concatBytes, formatBytes, isWithin, MAX_FILE_BYTES, MAX_JSON_DEPTH, MAX_LINE_BYTES, parentPath } from "./storage/mod.ts";

@@ -67,11 +67,14 @@ function readRest(fd: number, bytes: Uint8Array, got: number, max: number, tooLa
   return concatBytes(pieces, got);
 }
 
-/** The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`). */
-export function readTailOf(fd: number, size: number, maxBytes: number): FileTail {
+/**
+ * The last `maxBytes` bytes of the open file `fd` of `size` bytes (fewer when it shrank since `fstat`), read into `into`
+ * when it is large enough (then a view of it), else into bytes of their own.
+ */
+export function readTailOf(fd: number, size: number, maxBytes: number, into?: Uint8Array): FileTail {
   const length = Math.min(size, Math.max(0, Math.floor(maxBytes)));
   // Every byte is read over before it is returned, as in readWhole: no zero-filling first (`show` reads 2,000 tails).
-  const bytes = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+  const bytes = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
   for (let got = 0; got < length;) {
     const bytesRead = readSync(fd, bytes, got, length - got, size - length + got);
     // The file shrank since fstat: return what was there (a copy: the rest of the buffer was never filled).

@@ -11,6 +11,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { InvalidInputError } from "../core/errors.ts";
 import {
   applyCommitPlanByCalls,
+  carriesLockId,
   type CatalogListing,
   type CatalogPage,
   type CommitPlan,
@@ -21,6 +22,7 @@ import {
   isWithin,
   type LastFileRequest,
   MAX_FILE_BYTES,
+  MAX_LOCK_BYTES,
   parentPath,
   type PlannedWrite,
   type ReadRequest,
@@ -93,6 +95,8 @@ export class NodeFileStorage implements StoragePort {
   readonly #pinned = new PinnedFiles();
   /** The catalog each write of a session's meta.json keeps (`fs-catalog.ts`). */
   readonly #catalog: FileCatalog;
+  /** Where a held commit's fence reads `writer.lock`: the check compares the bytes and forgets them, so one buffer serves every commit. */
+  readonly #lockScratch = new Uint8Array(MAX_LOCK_BYTES);
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -172,19 +176,20 @@ export class NodeFileStorage implements StoragePort {
     }
   }
 
-  #readTail(path: string, file: string, maxBytes: number, checked?: Set<string>): FileTail | undefined {
+  /** `into`: bytes to read into when they are large enough (the tail is then a view of them, good until the next read into them). */
+  #readTail(path: string, file: string, maxBytes: number, checked?: Set<string>, into?: Uint8Array): FileTail | undefined {
     if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
       throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
     }
     const pinned = this.#pinned.get(path);
-    const kept = pinned && this.#pinnedTail(pinned, file, maxBytes);
+    const kept = pinned && this.#pinnedTail(pinned, file, maxBytes, into);
     if (kept) return kept;
     const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked);
     if (!opened) return undefined;
     // A pinned file keeps this handle for its next tail reads.
     if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
     try {
-      return readTailOf(opened.fd, opened.info.size, maxBytes);
+      return readTailOf(opened.fd, opened.info.size, maxBytes, into);
     } finally {
       if (!pinned) closeSync(opened.fd);
     }
@@ -197,11 +202,11 @@ export class NodeFileStorage implements StoragePort {
    * when there is no handle, or the path names another file or none: the caller then opens
    * the path with every check.
    */
-  #pinnedTail(pinned: PinnedFile, file: string, maxBytes: number): FileTail | undefined {
+  #pinnedTail(pinned: PinnedFile, file: string, maxBytes: number, into?: Uint8Array): FileTail | undefined {
     const reader = pinned.reader;
     if (!reader) return undefined;
     const info = lstatSync(file, { throwIfNoEntry: false });
-    if (info?.isFile() && info.dev === reader.dev && info.ino === reader.ino) return readTailOf(reader.fd, info.size, maxBytes);
+    if (info?.isFile() && info.dev === reader.dev && info.ino === reader.ino) return readTailOf(reader.fd, info.size, maxBytes, into);
     this.#pinned.dropReader(pinned);
     return undefined;
   }
@@ -258,22 +263,26 @@ export class NodeFileStorage implements StoragePort {
 
   /** {@linkcode NodeFileStorage.append}; `checked`: the folders a commit plan already found real. */
   #append(path: string, bytes: Uint8Array, checked = new Set<string>()): Promise<void> {
-    return this.#withFile("append", path, (file) => {
-      const pinned = this.#pinned.get(path);
-      if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
-      // One set for both walks: the parents' check and the open's own.
-      const open = () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600, checked) ?? missingParent(file);
-      const { fd, info } = this.#withParents(path, open, checked);
-      try {
-        if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
-        this.#appendTo(fd, info.size, bytes, file, pinned);
-        // A file this append may have created needs its folder entry to be durable too.
-        if (info.size === 0) this.#syncFolder(dirname(file));
-      } finally {
-        if (pinned) pinned.fd = fd;
-        else closeSync(fd);
-      }
-    });
+    return this.#withFile("append", path, (file) => this.#appendFile(path, file, bytes, checked));
+  }
+
+  /** {@linkcode NodeFileStorage.append}'s work on `file`, the resolved `path`. */
+  #appendFile(path: string, file: string, bytes: Uint8Array, checked?: Set<string>): void {
+    const pinned = this.#pinned.get(path);
+    if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
+    // One set for both walks: the parents' check and the open's own.
+    const known = checked ?? new Set<string>();
+    const open = () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600, known) ?? missingParent(file);
+    const { fd, info } = this.#withParents(path, open, known);
+    try {
+      if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
+      this.#appendTo(fd, info.size, bytes, file, pinned);
+      // A file this append may have created needs its folder entry to be durable too.
+      if (info.size === 0) this.#syncFolder(dirname(file));
+    } finally {
+      if (pinned) pinned.fd = fd;
+      else closeSync(fd);
+    }
   }
 
   /**
@@ -284,8 +293,12 @@ export class NodeFileStorage implements StoragePort {
    * replace ({@linkcode NodeFileStorage.#stageReplaces}), each then renamed into place in order.
    */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    // A held commit (its fence and one append, both through pinned handles) has no folders to share.
-    if (!plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) return applyCommitPlanByCalls(this, plan);
+    if (!plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) {
+      // A held commit: its fence and one append, both through pinned handles.
+      const [write] = plan.writes;
+      if (plan.fence && write?.op === "append") return this.#fencedAppend(plan.fence, write.path, write.bytes);
+      return applyCommitPlanByCalls(this, plan); // no folders to share
+    }
     const checked = new Set<string>();
     const durable = this.#fsync ? plan.writes.filter((write) => write.op === "replace" && write.durable !== false) : [];
     const stages = durable.length > 1 && new Set(durable.map((write) => write.path)).size === durable.length;
@@ -362,6 +375,20 @@ export class NodeFileStorage implements StoragePort {
     staged.delete(entry.path);
     this.#syncFolder(dirname(file));
     this.#catalog.written(entry.path, entry.bytes, checked);
+  }
+
+  /**
+   * A held commit's plan (the fence, then one append) as `applyCommitPlanByCalls` runs it, the same two calls, in one
+   * synchronous call: no promise and no turn between them (every held commit paid for two of each), and `writer.lock`
+   * read into {@linkcode NodeFileStorage.#lockScratch}, not into bytes of its own (the check compares them and keeps a
+   * copy only of a lock it has not seen).
+   */
+  #fencedAppend(fence: { readonly path: string; readonly lockId: string }, path: string, bytes: Uint8Array): Promise<CommitPlanResult> {
+    const read = this.#syncCall("readTail", fence.path, (file) => this.#readTail(fence.path, file, MAX_LOCK_BYTES, undefined, this.#lockScratch));
+    if (!read.ok) return Promise.reject(read.error);
+    if (!carriesLockId(read.value, fence.lockId)) return Promise.resolve({ outcome: "locked" });
+    const appended = this.#syncCall("append", path, (file) => this.#appendFile(path, file, bytes));
+    return appended.ok ? Promise.resolve({ outcome: "committed" }) : Promise.reject(appended.error);
   }
 
   /**

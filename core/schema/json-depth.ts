@@ -27,13 +27,24 @@ export const MAX_JSON_DEPTH: number = 512;
  * ```
  */
 export function jsonDepthOver(value: unknown, max: number = MAX_JSON_DEPTH): number | undefined {
-  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: node, depth } = stack.pop()!;
-    if (node === null || typeof node !== "object") continue;
-    if (depth + 1 > max) return max + 1;
-    const children = Array.isArray(node) ? node : Object.values(node);
-    for (const child of children) if (child !== null && typeof child === "object") stack.push({ value: child, depth: depth + 1 });
+  if (value === null || typeof value !== "object") return undefined;
+  // Two stacks of plain values and no list of each object's values: every commit measures its
+  // messages, and a record per node and `Object.values` per object were most of this walk's cost.
+  const nodes: object[] = [value];
+  const depths: number[] = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop()!;
+    const depth = depths.pop()!;
+    if (depth > max) return max + 1;
+    if (Array.isArray(node)) {
+      for (const child of node) if (child !== null && typeof child === "object") (nodes.push(child), depths.push(depth + 1));
+      continue;
+    }
+    for (const key in node) {
+      if (!Object.hasOwn(node, key)) continue; // own fields, as `Object.values` gives them
+      const child: unknown = (node as Record<string, unknown>)[key];
+      if (child !== null && typeof child === "object") (nodes.push(child), depths.push(depth + 1));
+    }
   }
   return undefined;
 }

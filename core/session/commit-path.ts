@@ -109,14 +109,13 @@ export class CommitPath {
    * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
   exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
-    return this.#slot.exclusive(operation, async () => {
+    // Not an async function: the slot takes a body that throws as one that rejects, and every commit would pay for a promise and a turn more.
+    return this.#slot.exclusive(operation, () => {
       if (this.place !== "live") throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
-      if (!repairing) {
-        if (this.#conflict) throw this.#conflict;
-        if (this.#needsReload) await this.#reloadNow();
-        assertWritable(this.state, this.ref);
-      }
-      return await body();
+      if (repairing) return body();
+      if (this.#conflict) throw this.#conflict;
+      if (!this.#needsReload) return (assertWritable(this.state, this.ref), body());
+      return this.#reloadNow().then(() => (assertWritable(this.state, this.ref), body()));
     });
   }
 
@@ -144,10 +143,9 @@ export class CommitPath {
   /**
    * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in one storage call when the backend
    * runs plans itself. Only for a session without repairs to do or a draft to finish (those take {@linkcode CommitPath.locked}).
+   * A held session commits with {@linkcode CommitPath.commit}, which lets `meta.json` lag.
    */
   async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
-    // Held: the lease stands for the lock and the revision check; only the writes go out.
-    if (this.#lease.held) return await this.commit(records);
     const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);
@@ -165,7 +163,7 @@ export class CommitPath {
     this.state.activeBytes += change.bytes.length;
     this.state.meta = change.meta;
     lag.add(now);
-    lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken);
+    if (!lag.scheduled) lag.schedule(() => this.#lease.catchUp(this.state), () => this.#slot.taken); // two closures a second, not per commit
     notifyCommit(this.ctx, this.ref, change.meta.revision);
     return { sequences: change.sequenced.map((r) => r.sequence), revision: change.meta.revision };
   }

@@ -30,6 +30,11 @@ export class MetaLag {
     return this.#commits > 0;
   }
 
+  /** Whether a catch-up is scheduled ({@linkcode MetaLag.schedule} then does nothing). */
+  get scheduled(): boolean {
+    return this.#timer !== undefined;
+  }
+
   /** When the first commit not in `meta.json` was made (ms), if any. */
   get since(): number | undefined {
     return this.#since;

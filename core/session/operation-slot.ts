@@ -41,7 +41,8 @@ export class OperationSlot {
 
   /**
    * Runs `body` as this process's only mutating operation on the session, after the reloads
-   * this handle was asked for before it.
+   * this handle was asked for before it. A `body` that throws is an operation that failed: its
+   * error rejects the promise.
    *
    * @throws {SessionBusyError} when another operation runs on this session (from this store).
    */
@@ -52,9 +53,10 @@ export class OperationSlot {
       throw new SessionBusyError(`${this.#name}: "${holder}" is still running; one mutating operation at a time`, { operation: holder });
     }
     this.#busy.set(this.#dir, operation);
-    const running = body();
-    this.#running = running;
+    let running: Promise<T> | undefined;
     try {
+      running = body();
+      this.#running = running;
       return await running;
     } finally {
       this.#busy.delete(this.#dir);

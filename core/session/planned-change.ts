@@ -61,10 +61,13 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   // remembered, and a compaction copies them instead of encoding the record again.
   const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(sequenced).slice(0, 1), revision), ...sequenced.slice(1)];
   const bytes = linesOf(lines);
-  const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
-  assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: state.activeBytes, describeLine }, MAX_LINE_BYTES, maxFileBytes);
+  // Within both limits as a whole, no line is over one: the check (and what it would say) is made only when it could refuse.
+  if (bytes.length > MAX_LINE_BYTES || state.activeBytes + bytes.length > maxFileBytes) {
+    const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
+    assertJsonlFits(bytes, { file: "messages/active.jsonl", sizeBefore: state.activeBytes, describeLine }, MAX_LINE_BYTES, maxFileBytes);
+  }
   // docs/FORMAT.md: meta.json's provider is the identity of the newest assistant message.
-  const produced = sequenced.findLast((m) => m.role === "assistant" && m.provider)?.provider;
+  const produced = sequenced.findLast(producedByProvider)?.provider;
   // A plain clone and fields set on it: a commit's meta.json differs from the last in four
   // fields, and the hint is rebuilt only when it changed (a compaction's plan sets it).
   const meta: Record<string, unknown> = { ...(hasNewestSegment(state.meta, state.newest) ? state.meta : withNewestSegment(state.meta, state.newest)) };
@@ -74,6 +77,11 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   meta["revision"] = revision;
   meta["updated_at"] = now;
   return { sequenced, bytes, meta: meta as SessionMeta };
+}
+
+/** An assistant message that names its provider. */
+function producedByProvider(message: MessageRecord): boolean {
+  return message.role === "assistant" && Boolean(message.provider);
 }
 
 /**

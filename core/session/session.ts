@@ -71,7 +71,8 @@ export class Session extends SessionView {
     const records = list.map((m, i) => toMessageRecord(m, tx.ctx.clock, `messages[${i}]`));
     return await tx.exclusive("append", () => { // awaited: an async function returning a promise as is settles two turns later
       // The common case is one plan run by the storage: one round trip through a worker.
-      if (!tx.state.draft && !hasRepairs(tx.state)) return tx.commitAlone("append", records);
+      // Held, the lease stands for the lock and the revision check: the commit's promise as is (no turn more).
+      if (!tx.state.draft && !hasRepairs(tx.state)) return tx.held ? tx.commit(records) : tx.commitAlone("append", records);
       return tx.locked("append", async () => {
         const draft = tx.state.draft;
         const recovered = draft ? stoppedDraftMessages(draft, false) : [];

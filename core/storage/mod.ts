@@ -11,6 +11,7 @@
  */
 export type { CommitPlan, CommitPlanResult, FileTail, LastFileRequest, PlannedWrite, ReadRequest, ReadResult, StoragePort, WriteOptions } from "./port.ts";
 export { applyCommitPlanByCalls } from "./commit-plan.ts";
+export { carriesLockId, MAX_LOCK_BYTES } from "./fence.ts";
 export { hintedFile } from "./read-many.ts";
 export {
   CATALOG_FIELDS,

@@ -132,6 +132,31 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await hashTree(outside)).toEqual(before);
   });
 
+  it("a held commit's plan (the fence, then one append, in one synchronous call) refuses a link at either file, naming it, and writes nothing", async () => {
+    const before = await hashTree(outside);
+    const owner = utf8('{"lock_id":"l1"}');
+    const held = { writes: [{ op: "append" as const, path: "s/active.jsonl", bytes: utf8("{}\n") }], fence: { path: "s/writer.lock", lockId: "l1" } };
+    await storage.createExclusive("s/writer.lock", owner);
+    for (const path of ["s/active.jsonl", "s/writer.lock"]) await storage.pinFile(path);
+    expect(await storage.applyCommitPlan(held)).toEqual({ outcome: "committed" });
+    // The lock another's: nothing is appended.
+    await storage.replace("s/writer.lock", utf8('{"lock_id":"l2"}'));
+    expect(await storage.applyCommitPlan(held)).toEqual({ outcome: "locked" });
+    // writer.lock a link to a file outside: the fence's tail read refuses it, before the append.
+    await rm(join(root, "s", "writer.lock"));
+    await symlink(join(outside, "victim.jsonl"), join(root, "s", "writer.lock"));
+    const file = { found: "a symbolic link", expected: "a regular file" };
+    await expect(storage.applyCommitPlan(held)).rejects.toMatchObject({ name: "StoreEntryError", details: { ...file, path: "s/writer.lock" } });
+    // active.jsonl a link (the lock ours again): the append refuses it once its pinned handle is closed by a change through the store.
+    await rm(join(root, "s", "writer.lock"));
+    await storage.createExclusive("s/writer.lock", owner);
+    await storage.remove("s/active.jsonl");
+    await symlink(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));
+    await expect(storage.applyCommitPlan(held)).rejects.toMatchObject({ name: "StoreEntryError", details: { ...file, path: "s/active.jsonl" } });
+    expect(await readFile(join(outside, "victim.jsonl"), "utf8")).toBe('{"record_type":"message"}\n');
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
   it("a hard link: read as the file the store names, never written", async () => {
     const before = await hashTree(outside);
     await link(join(outside, "victim.jsonl"), join(root, "s", "active.jsonl"));

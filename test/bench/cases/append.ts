@@ -134,7 +134,8 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
     `breakdown (same run, ${held.totalMs.toFixed(3)} ms per held commit): append (write + fsync) ${append.toFixed(3)} ms + the fence's readTail(writer.lock) ${
       fence.toFixed(3)
     } ms + replace(meta.json) ${meta.toFixed(3)} ms (every 1,024th commit or once a second, spread)${rest} ` +
-    `+ ${held.outsideMs.toFixed(3)} ms outside storage (the core's CPU, and the thread waking after each fsync); ` +
+    `+ ${held.outsideMs.toFixed(3)} ms outside storage (the core's CPU, and the thread waking after each fsync; the breakdown runs each plan by its calls, ` +
+    `each timed, where the row's commits run the fence and the append as one synchronous call of the store, so this is an upper bound); ` +
     `even with every storage call at the floor, the time outside storage bounds the ratio at floor / (floor + outside) = ${boundText(floorMs, held.outsideMs)}`
   );
 }
