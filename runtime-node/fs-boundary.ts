@@ -105,9 +105,12 @@ export type Access = "read" | "write";
  */
 export class StoreBoundary {
   readonly #root: string;
+  /** The root with a separator at its end. */
+  readonly #rootPrefix: string;
 
   constructor(root: string) {
     this.#root = root;
+    this.#rootPrefix = root.endsWith(sep) ? root : `${root}${sep}`;
   }
 
   /**
@@ -118,6 +121,9 @@ export class StoreBoundary {
    * @throws {StoreEntryError} for a link or a special file in the way, or for a write, a regular file.
    */
   parents(path: string, access: Access, checked?: Set<string>): "present" | "missing" {
+    // A file of a folder the call already found real (most of an open's files): no key split, no folder joined.
+    const cut = path.lastIndexOf("/");
+    if (checked && cut > 0 && sep === "/" && checked.has(`${this.#rootPrefix}${path.slice(0, cut)}`)) return "present";
     const segments = path.split("/");
     return this.#walk(path, segments.slice(0, -1), access, checked);
   }
@@ -238,7 +244,7 @@ export class StoreBoundary {
 
   /** The absolute folder of the key segments `folders`, as {@linkcode StoreBoundary.#walk} builds it. */
   #folderOf(folders: readonly string[]): string {
-    return `${this.#root.endsWith(sep) ? this.#root : `${this.#root}${sep}`}${folders.join(sep)}`;
+    return `${this.#rootPrefix}${folders.join(sep)}`;
   }
 
   /** Names what an open refused to open. @throws {StoreEntryError} always, when the entry is still there. */

@@ -46,7 +46,8 @@ export class StoreKeys {
    * @throws {InvalidInputError} for a hostile key, before any path is built.
    */
   file(path: string, allowRoot = false): string {
-    const known = allowRoot ? undefined : this.#files.get(path);
+    // A key other than "" is checked the same with or without `allowRoot`: a folder's key (an open's `segments/`) is remembered too.
+    const known = path === "" ? undefined : this.#files.get(path);
     if (known !== undefined) return known;
     assertStoragePath(path, allowRoot);
     if (path.startsWith(TEMP_PREFIX) || path.includes(`/${TEMP_PREFIX}`)) {
@@ -56,7 +57,7 @@ export class StoreKeys {
     if (file !== this.#root && !file.startsWith(this.#rootPrefix)) {
       throw new InvalidInputError(`storage path ${JSON.stringify(path)} leaves the store's root`, { path });
     }
-    if (!allowRoot) {
+    if (path !== "") {
       // Bounded: a long-lived store touches many sessions; the checks are cheap to redo.
       if (this.#files.size >= CHECKED_KEYS) this.#files.clear();
       this.#files.set(path, file);

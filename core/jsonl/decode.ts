@@ -108,11 +108,19 @@ export class JsonlDecoder<T = unknown> {
   push(chunk: Uint8Array): DecodedRecord<T>[] {
     if (this.#finished) throw new InternalError(`JsonlDecoder for ${this.#options.file}: push after finish`, { file: this.#options.file });
     const out: DecodedRecord<T>[] = [];
-    const ascii = this.#pendingBytes === 0 ? asciiText(chunk) : undefined;
+    const whole = this.#pendingBytes === 0 ? wholeLinesText(chunk) : undefined;
+    // In an ASCII chunk the text's offsets are the bytes'. Otherwise the text's line ends are
+    // found in step with the bytes' (a `\n` is one byte in UTF-8, and no other character's
+    // bytes hold it), each byte search starting where the line's text ends: a line has at
+    // least as many bytes as UTF-16 units, and a string's search is the faster one.
+    const ascii = whole !== undefined && isAsciiOf(whole, chunk);
     const maxLine = this.#maxLine;
     let start = 0;
-    // In an ASCII chunk the text's offsets are the bytes' and its search is the faster one.
-    for (let i = ascii !== undefined ? ascii.indexOf("\n") : chunk.indexOf(NEWLINE); i !== -1;) {
+    let textStart = 0;
+    let textEnd = whole === undefined ? -1 : whole.indexOf("\n");
+    const lineEnd = () =>
+      whole === undefined ? chunk.indexOf(NEWLINE, start) : ascii || textEnd === -1 ? textEnd : chunk.indexOf(NEWLINE, start + textEnd - textStart);
+    for (let i = lineEnd(); i !== -1;) {
       const piece = chunk.subarray(start, i);
       const line = ++this.#line;
       const length = this.#pendingBytes + piece.length;
@@ -120,7 +128,10 @@ export class JsonlDecoder<T = unknown> {
         this.#dropPending();
         this.#reportOversized(line, length, true);
       } else {
-        const text = ascii !== undefined && this.#pendingBytes === 0 ? ascii.slice(start, i) : undefined;
+        // A line decoded alone loses a leading byte order mark, as the chunk's first line did: one after a `\n` is decoded alone too.
+        const text = whole !== undefined && this.#pendingBytes === 0 && (start === 0 || whole.charCodeAt(textStart) !== BOM)
+          ? whole.slice(textStart, textEnd)
+          : undefined;
         const parsed = this.#parseLine(this.#pendingBytes === 0 ? piece : this.#takePending(piece), line, text);
         if (!parsed.ok) this.#report(line, parsed.code, true, parsed.reason);
         else if (parsed.record) out.push(parsed.record);
@@ -128,7 +139,11 @@ export class JsonlDecoder<T = unknown> {
       this.#consumed += length + 1;
       this.#validBytes = this.#consumed;
       start = i + 1;
-      i = ascii !== undefined ? ascii.indexOf("\n", start) : chunk.indexOf(NEWLINE, start);
+      if (whole !== undefined) {
+        textStart = textEnd + 1;
+        textEnd = whole.indexOf("\n", textStart);
+      }
+      i = lineEnd();
     }
     if (start < chunk.length) {
       this.#pendingBytes += chunk.length - start;
@@ -302,21 +317,33 @@ export function parseRecordLine<T = unknown>(bytes: Uint8Array, schemas: RecordS
 /** Chunks up to this size are decoded whole first: one decoder call, not one per line. */
 const WHOLE_DECODE_MAX = 4 * 1024 * 1024;
 
+/** U+FEFF, which a decoder drops at the start of what it decodes. */
+const BOM = 0xfeff;
+
 /**
- * The complete lines of `chunk` as one string when every byte is ASCII (then string offsets are
- * byte offsets), else `undefined`: each line is then decoded on its own, so that a line that is
- * not UTF-8 is reported at its number.
+ * The complete lines of `chunk` as one string (one decoder call), or `undefined` when they are
+ * not all UTF-8: each line is then decoded on its own, so that a line that is not UTF-8 is
+ * reported at its number.
  */
-function asciiText(chunk: Uint8Array): string | undefined {
+function wholeLinesText(chunk: Uint8Array): string | undefined {
   const end = chunk.lastIndexOf(NEWLINE) + 1;
   if (end === 0 || end > WHOLE_DECODE_MAX) return undefined;
   try {
-    const text = utf8.decode(chunk.subarray(0, end));
-    // Any byte past ASCII decodes to fewer characters than bytes (or fails to decode).
-    return text.length === end ? text : undefined;
+    return utf8.decode(chunk.subarray(0, end));
   } catch {
     return undefined;
   }
+}
+
+/** {@linkcode wholeLinesText} when every byte is ASCII (then the text's offsets are the bytes'), else `undefined`. */
+function asciiText(chunk: Uint8Array): string | undefined {
+  const text = wholeLinesText(chunk);
+  return text !== undefined && isAsciiOf(text, chunk) ? text : undefined;
+}
+
+/** Whether `text`, the complete lines of `chunk` decoded, is all ASCII: any other character decodes to fewer characters than bytes. */
+function isAsciiOf(text: string, chunk: Uint8Array): boolean {
+  return text.length === chunk.lastIndexOf(NEWLINE) + 1;
 }
 
 /** Whether `text` holds more than `max` opening brackets (`{` or `[`, in strings too): only then can its value nest deeper than `max`. */

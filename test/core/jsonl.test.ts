@@ -204,6 +204,25 @@ describe("decodeJsonl: invalid_json (recovery rule 2)", () => {
     ]);
   });
 
+  it("a chunk decoded whole (non-ASCII lines, a byte order mark at a line's start) reads as its lines decoded one by one", () => {
+    const text = [
+      `\uFEFF${jsonLine({ ...message(1), x: "é😀" })}`, // the file's first line: a decoder drops the mark
+      `\uFEFF${jsonLine(message(2))}`, // after a \n: each line decoded on its own dropped it too
+      jsonLine({ ...message(3), x: "naïve \u2028 ünïcödé" }),
+      "{bad json é\n",
+      jsonLine(message(4)),
+    ].join("");
+    const bytes = concatBytes(utf8(text), utf8('{"record_type":"message","x":"torn é'));
+    const oneByOne = decodeChunks(splitAt(bytes, Array.from({ length: bytes.length }, (_, i) => i)), { keepLineBytes: true });
+    const whole = decode(bytes, { keepLineBytes: true });
+    expect(whole).toEqual(oneByOne);
+    expect(sequences(whole)).toEqual([1, 2, 3, 4].map((sequence, i) => ({ line: i < 3 ? i + 1 : 5, sequence })));
+    expect(whole.diagnostics.map((d) => [d.line, d.code])).toEqual([[4, "invalid_json"], [6, "truncated_tail"]]);
+    // An invalid byte anywhere: every line is decoded on its own, and only that line is refused.
+    const invalid = concatBytes(utf8(text), new Uint8Array([0xff, 0x0a]), utf8(jsonLine(message(5))));
+    expect(decode(invalid)).toEqual(decodeChunks(splitAt(invalid, Array.from({ length: invalid.length }, (_, i) => i))));
+  });
+
   it("UTF-8-encoded surrogates (CESU) are rejected as invalid UTF-8", () => {
     const bad = concatBytes(utf8('{"record_type":"message","x":"'), new Uint8Array([0xed, 0xa0, 0x80]), utf8('"}\n'));
     const result = decode(bad);
