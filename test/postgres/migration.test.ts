@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { MemoryStorage, RevisionConflictError, sessionPaths, Sessions } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { migrate, SCHEMA_VERSION } from "../../runtime-postgres/schema.ts";
+import { until } from "../support/until.ts";
 import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
@@ -253,16 +254,15 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
         await other.query("BEGIN");
         await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
         const commit = session.append(text("five"));
-        await withAdmin(async (watcher) => {
-          for (;;) {
+        await withAdmin((watcher) =>
+          until("the commit to wait on the meta.json row", async () => {
             const waiting = await watcher.query(
               "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
               [`%"${schema}".run_plan%`],
             );
-            if (waiting.rows.length > 0) break;
-            await new Promise((resolve) => setTimeout(resolve, 10));
-          }
-        });
+            return waiting.rows.length > 0;
+          })
+        );
         await other.query("COMMIT");
         await commit;
       });
