@@ -86,7 +86,7 @@ export class Turns {
     store.dismiss("locked");
     store.renderAll();
     store.view.scrollToEnd();
-    let restore = false;
+    let failure: { readonly error: unknown } | undefined;
     let reading: Promise<void> | undefined;
     try {
       const handle = session.run(text, {
@@ -98,11 +98,14 @@ export class Turns {
       reading = this.#readReply(run, handle);
       await handle.result;
     } catch (error) {
-      restore = this.#reportRunError(error);
+      failure = { error };
     } finally {
       // The stream ends right after the run settles (its `finish` chunk): the reply is whole.
       await reading;
       state.run = undefined;
+      // The notice and the text put back into the box in one task: a notice that says the message
+      // is still in the box is never shown before it is.
+      const restore = failure !== undefined && this.#reportRunError(failure.error);
       store.view.turnEnded(text, restore);
       store.renderAll();
       store.view.scrollToEnd();
