@@ -228,6 +228,9 @@ describe("estimateTokens of text parts", () => {
       fc.string({ unit: "binary" }),
       fc.string({ unit: "grapheme" }),
       fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }),
+      // ASCII, mostly printable: the whole-text test's path (plain) and its fall-back (a quote, a backslash, a control character, DEL).
+      fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)) }),
+      fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 400 }),
     );
     fc.assert(
       fc.property(
@@ -249,6 +252,9 @@ describe("estimateTokens of text parts", () => {
       fc.string({ unit: "binary" }),
       fc.string({ unit: "grapheme" }),
       fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) }),
+      // ASCII, mostly printable: the whole-text test's path (plain) and its fall-back (a quote, a backslash, a control character, DEL).
+      fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)) }),
+      fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 400 }),
     );
     fc.assert(
       fc.property(text, (body) => {
