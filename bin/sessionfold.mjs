@@ -28,4 +28,8 @@ const status = await main(process.argv.slice(2));
 // the storage worker is closed by main(), but nothing else may keep the process waiting.
 await new Promise((resolve) => process.stdout.write("", resolve));
 await new Promise((resolve) => process.stderr.write("", resolve));
-process.exit(status);
+// The process ends with its event loop, not by process.exit(), which can hang it for ever
+// while V8 still compiles on a background thread (docs/decisions.md "The CLI exits with
+// its event loop"); a handle left open by mistake still cannot keep it waiting long.
+process.exitCode = status;
+setTimeout(() => process.exit(status), 1000).unref();
