@@ -14,6 +14,7 @@ import {
   InvalidInputError,
   LeaseLostError,
   MAX_FILE_BYTES,
+  type PlannedWrite,
   type ReadRequest,
   type ReadResult,
   StorageError,
@@ -144,6 +145,8 @@ export class PostgresStorage implements StoragePort {
    * fields for every call (by property descriptors, into a slow object), and there are none.
    */
   readonly #runPlan: pg.QueryConfig;
+  /** `run_append`'s named statement (an append's per-operation commit), the same way. */
+  readonly #runAppend: pg.QueryConfig;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
@@ -161,6 +164,10 @@ export class PostgresStorage implements StoragePort {
       name: `${this.#schema}.run_plan`,
       text:
         `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
+    }) as pg.QueryConfig;
+    this.#runAppend = Object.create({
+      name: `${this.#schema}.run_append`,
+      text: `SELECT ${this.#s}.run_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome`,
     }) as pg.QueryConfig;
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
@@ -331,45 +338,13 @@ export class PostgresStorage implements StoragePort {
     const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
     if (holder?.lost) throw holder.lost;
     const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
-    const ops: string[] = [];
-    const paths: string[] = [];
-    const lengths: number[] = [];
-    const revisions: (number | null)[] = [];
-    const listings: (string | null)[] = [];
-    const listedAts: (string | null)[] = [];
-    for (const write of plan.writes) {
-      const columns = write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS;
-      ops.push(write.op);
-      paths.push(write.path);
-      lengths.push(write.bytes.length);
-      revisions.push(columns.revision);
-      listings.push(columns.listing);
-      listedAts.push(columns.listedAt);
-    }
-    // The arrays go in binary (binary-array.ts), as the writes' bytes do: one value, cut by their
-    // lengths (a bytea[] travels as hex text).
-    const parameters = [
-      plan.lock ? this.#lockKey(plan.lock.path) : null,
-      Boolean(plan.hold),
-      plan.lock?.path ?? null,
-      // The lock record is written only for a lock held on; a per-operation lock is the transaction's advisory lock alone.
-      plan.lock && plan.hold ? Buffer.from(plan.lock.bytes) : null,
-      plan.expect?.path ?? null,
-      plan.expect?.revision ?? null,
-      binaryArray("text", ops),
-      binaryArray("text", paths),
-      Buffer.concat(plan.writes.map((write) => write.bytes)),
-      binaryArray("int4", lengths),
-      binaryArray("int8", revisions),
-      plan.release ? this.#lockKey(plan.release.path) : null,
-      plan.release?.path ?? null,
-      plan.release?.lockId ?? null,
-      binaryArray("text", listings),
-      binaryArray("text", listedAts),
-    ];
+    // A per-operation commit of an append has a function of its own (`run_append`, scalar arguments); any other plan, `run_plan`.
+    const append = appendCommitOf(plan);
+    const statement = append ? this.#runAppend : this.#runPlan;
+    const parameters = append ? this.#appendParameters(plan, append) : this.#planParameters(plan);
     let outcome: string;
     try {
-      const result = await client.query<{ outcome: string }>(this.#runPlan, parameters);
+      const result = await client.query<{ outcome: string }>(statement, parameters);
       outcome = result.rows[0]!.outcome;
     } catch (error) {
       if (holder) {
@@ -404,6 +379,63 @@ export class PostgresStorage implements StoragePort {
     if (outcome === "locked") return { outcome: "locked" };
     const revision = outcome.slice("conflict:".length);
     return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
+  }
+
+  /** `run_plan`'s parameters: the writes' paths, lengths and columns as binary arrays, their bytes as one value. */
+  #planParameters(plan: CommitPlan): unknown[] {
+    const ops: string[] = [];
+    const paths: string[] = [];
+    const lengths: number[] = [];
+    const revisions: (number | null)[] = [];
+    const listings: (string | null)[] = [];
+    const listedAts: (string | null)[] = [];
+    for (const write of plan.writes) {
+      const columns = write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS;
+      ops.push(write.op);
+      paths.push(write.path);
+      lengths.push(write.bytes.length);
+      revisions.push(columns.revision);
+      listings.push(columns.listing);
+      listedAts.push(columns.listedAt);
+    }
+    // The arrays go in binary (binary-array.ts), as the writes' bytes do: one value, cut by their
+    // lengths (a bytea[] travels as hex text).
+    return [
+      plan.lock ? this.#lockKey(plan.lock.path) : null,
+      Boolean(plan.hold),
+      plan.lock?.path ?? null,
+      // The lock record is written only for a lock held on; a per-operation lock is the transaction's advisory lock alone.
+      plan.lock && plan.hold ? Buffer.from(plan.lock.bytes) : null,
+      plan.expect?.path ?? null,
+      plan.expect?.revision ?? null,
+      binaryArray("text", ops),
+      binaryArray("text", paths),
+      Buffer.concat(plan.writes.map((write) => write.bytes)),
+      binaryArray("int4", lengths),
+      binaryArray("int8", revisions),
+      plan.release ? this.#lockKey(plan.release.path) : null,
+      plan.release?.path ?? null,
+      plan.release?.lockId ?? null,
+      binaryArray("text", listings),
+      binaryArray("text", listedAts),
+    ];
+  }
+
+  /** `run_append`'s parameters for an append's commit ({@linkcode appendCommitOf}). */
+  #appendParameters(plan: CommitPlan, { lines, meta }: AppendCommit): unknown[] {
+    const columns = metaColumnsOf(meta.path, meta.bytes);
+    return [
+      this.#lockKey(plan.lock!.path),
+      plan.lock!.path,
+      meta.path,
+      plan.expect!.revision,
+      lines.path,
+      Buffer.from(lines.bytes.buffer, lines.bytes.byteOffset, lines.bytes.byteLength),
+      Buffer.from(meta.bytes.buffer, meta.bytes.byteOffset, meta.bytes.byteLength),
+      columns.revision,
+      columns.listing,
+      columns.listedAt,
+    ];
   }
 
   /**
@@ -730,6 +762,25 @@ function metaColumnsOf(path: string, bytes: Uint8Array): MetaColumns {
     listing: JSON.stringify(document),
     listedAt: typeof updatedAt === "string" ? updatedAt : null,
   };
+}
+
+/** The writes of an append's per-operation commit: its lines, then the `meta.json` it checked. */
+interface AppendCommit {
+  readonly lines: PlannedWrite;
+  readonly meta: PlannedWrite;
+}
+
+/**
+ * `plan` as an append's per-operation commit, which `run_append` runs (docs/POSTGRES.md
+ * "Writer ownership and commits"): a lock taken for the plan alone, a revision expected,
+ * non-empty lines appended to one file and then the expected `meta.json` replaced. Any other
+ * plan (`undefined`) is `run_plan`'s.
+ */
+function appendCommitOf(plan: CommitPlan): AppendCommit | undefined {
+  if (!plan.lock || plan.hold || plan.release || !plan.expect || plan.expect.revision === null || plan.writes.length !== 2) return undefined;
+  const [lines, meta] = plan.writes as [PlannedWrite, PlannedWrite];
+  if (lines.op !== "append" || meta.op !== "replace" || meta.path !== plan.expect.path || lines.path === meta.path) return undefined;
+  return lines.bytes.length > 0 && meta.bytes.length > 0 ? { lines, meta } : undefined;
 }
 
 /** A stored listing as JSON; `undefined` (the reader then reads the file) for text that is not. */

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import type { Client, PoolClient } from "pg";
 
 /** The schema version this code writes and reads. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** A quoted PostgreSQL identifier (the store's schema name goes into every statement). */
 export function quoteIdent(name: string): string {
@@ -38,6 +38,7 @@ function migrationSql(n: number, s: string): string {
   if (n === 3) return migration3(s);
   if (n === 4) return migration4(s);
   if (n === 5) return migration5(s);
+  if (n === 6) return migration6(s);
   if (n !== 1) throw new Error(`no migration ${n}`);
   return `
 CREATE TABLE ${s}.entries (
@@ -752,6 +753,66 @@ BEGIN
     PERFORM pg_advisory_unlock(release_key);
   END IF;
   RETURN 'committed';
+END $$;
+`;
+}
+
+/**
+ * Migration 6: `run_append`, a per-operation commit of an append (its lines appended,
+ * `meta.json` replaced, under a transaction-level lock) with scalar arguments, in one
+ * statement after the lock (docs/POSTGRES.md "Writer ownership and commits"). `run_plan`
+ * spent about as long in PL/pgSQL as in its statements: a second statement for the revision
+ * read, a dozen expressions set up anew in each transaction, and seven array arguments
+ * expanded at every call. Here the revision check, the stale lock record's absence and
+ * `meta.json`'s one chunk are conditions of the write statement itself (its snapshot is taken
+ * after the lock, so it sees the last holder's commit), and every write is conditioned on the
+ * one before it. Whatever it did not write is done the general way in the same transaction:
+ * nothing written (a revision that differs or is not known, a stale lock record, a file to
+ * create) runs `run_plan` with the same writes; the lines written but not `meta.json` (a
+ * write outside a commit changed its row in between) replaces `meta.json` whole.
+ */
+function migration6(s: string): string {
+  return `
+CREATE FUNCTION ${s}.run_append(
+  lock_key bigint, lock_path text, meta_path text, expect_revision bigint,
+  lines_path text, lines bytea, meta bytea, meta_revision bigint, meta_listing text, meta_listed_at text
+) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  appended boolean;
+  replaced boolean;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(lock_key) THEN RETURN 'locked'; END IF;
+  -- One statement after the lock: meta.json still at the expected revision, known, so one chunk
+  -- ending at its size (see migration 5); no stale lock record; then each write only if the one
+  -- before it was done, each finding its rows by key.
+  WITH m AS (
+    SELECT file_id, size FROM ${s}.entries
+    WHERE path = meta_path AND file_id IS NOT NULL AND revision = expect_revision AND size > 0
+      AND length(lines) > 0 AND length(meta) > 0 AND lines_path <> meta_path
+      AND NOT EXISTS (SELECT 1 FROM ${s}.entries WHERE path = lock_path)),
+  moved AS (
+    UPDATE ${s}.entries SET size = size + length(lines), revision = NULL, listing = NULL, listed_at = NULL
+    WHERE path = lines_path AND file_id IS NOT NULL AND EXISTS (SELECT 1 FROM m) RETURNING file_id, size),
+  added AS (INSERT INTO ${s}.chunks SELECT file_id, size, lines FROM moved RETURNING 1),
+  kept AS (
+    UPDATE ${s}.entries SET size = length(meta), revision = meta_revision, listing = meta_listing, listed_at = meta_listed_at
+    WHERE path = meta_path AND file_id = (SELECT file_id FROM m) AND size = (SELECT size FROM m) AND revision IS NOT NULL
+      AND EXISTS (SELECT 1 FROM added) RETURNING file_id),
+  rewritten AS (
+    UPDATE ${s}.chunks SET end_offset = length(meta), bytes = meta
+    WHERE file_id = (SELECT file_id FROM kept) AND end_offset = (SELECT size FROM m) RETURNING 1)
+  SELECT EXISTS (SELECT 1 FROM added), EXISTS (SELECT 1 FROM rewritten) INTO appended, replaced;
+  IF replaced THEN RETURN 'committed'; END IF;
+  IF appended THEN
+    -- meta.json's row changed after the statement's snapshot (the row's update re-checked it).
+    PERFORM ${s}.replace(meta_path, meta, meta_revision, meta_listing, meta_listed_at);
+    RETURN 'committed';
+  END IF;
+  -- Nothing written: the general way, which reports a conflict, reads a revision not known,
+  -- drops a stale lock record and creates missing files (the lock is taken again: it stacks).
+  RETURN ${s}.run_plan(lock_key, false, lock_path, NULL, meta_path, expect_revision,
+    ARRAY['append', 'replace'], ARRAY[lines_path, meta_path], lines || meta, ARRAY[length(lines), length(meta)],
+    ARRAY[NULL, meta_revision]::bigint[], NULL, NULL, NULL, ARRAY[NULL, meta_listing], ARRAY[NULL, meta_listed_at]);
 END $$;
 `;
 }

@@ -7,7 +7,9 @@
  * Version 4's `run_plan` does the writes itself: a commit over files of several chunks, and
  * over files it must create, stores exactly each write's bytes. Version 5 writes a commit's
  * usual pair (its lines, `meta.json`) in one statement, and the three-statement replace when
- * `meta.json`'s row changed under it.
+ * `meta.json`'s row changed under it. Version 6 runs an append's per-operation commit through
+ * `run_append` (scalar arguments, one statement after the lock), and `run_plan` for whatever
+ * that statement did not write.
  */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
@@ -250,6 +252,9 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
 
       // Another writer appends to meta.json (outside any commit) between the commit's read of the
       // row and its update: the commit waits for that row, finds it changed, and writes it whole.
+      // A dead holder's lock record sends this commit through run_plan (version 6's run_append
+      // hands a commit that must drop one to it), whose one statement is the one tested here.
+      await storage.replace(PATHS.lock, new TextEncoder().encode('{"lock_id":"dead","pid":1}'));
       await withAdmin(async (other) => {
         await other.query("BEGIN");
         await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
@@ -258,7 +263,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
           until("the commit to wait on the meta.json row", async () => {
             const waiting = await watcher.query(
               "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-              [`%"${schema}".run_plan%`],
+              [`%"${schema}".run_%`],
             );
             return waiting.rows.length > 0;
           })
@@ -266,6 +271,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
         await other.query("COMMIT");
         await commit;
       });
+      expect(await storage.read(PATHS.lock)).toBeUndefined();
       const written = (await storage.read(PATHS.meta))!;
       expect(JSON.parse(new TextDecoder().decode(written)).revision).toBe(session.meta.revision);
       expect(await chunksOf(PATHS.meta)).toEqual([written.length]);
@@ -274,6 +280,88 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       expect(reopened.diagnostics).toEqual([]);
       expect(reopened.active.map((m) => (m.parts[0] as { text: string }).text)).toEqual(["one", "two", "three", "four", "five"]);
     } finally {
+      await storage.close();
+    }
+  });
+  it("version 6 runs an append's commit in run_append's one statement, and the general way what it did not write", async () => {
+    const schema = freshSchema("migrate");
+    schemas.push(schema);
+    // A session as version 5 left it, upgraded in place.
+    const source = new MemoryStorage();
+    const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 5" });
+    await original.append(text("one"));
+    await withAdmin(async (admin) => {
+      await migrate(admin, schema, "1", 5);
+      await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
+      await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
+    });
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxConnections: 1 });
+    // The statements the handle sends, by name (its commits are named prepared statements).
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const name = (args[0] as { name?: unknown } | undefined)?.name;
+      if (typeof name === "string") sent.push(name.slice(schema.length + 1));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    const chunksOf = (path: string) =>
+      withAdmin(async (admin) =>
+        (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
+          .rows.map((row) => Number(row.end_offset))
+      );
+    const texts = async () => (await new Sessions({ storage }).open(REF)).active.map((m) => (m.parts[0] as { text: string }).text);
+    try {
+      const sessions = new Sessions({ storage });
+      const session = await sessions.open(REF);
+      sent.length = 0;
+      for (const t of ["two", "three"]) await session.append(text(t));
+      expect(sent).toEqual(["run_append", "run_append"]);
+      expect(await stored(schema, PATHS.meta)).toEqual({ revision: String(session.meta.revision), version: SCHEMA_VERSION });
+      expect(await chunksOf(PATHS.meta)).toEqual([(await storage.read(PATHS.meta))!.length]);
+      const listed = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      expect(listed.rows[0].listed_at).toBe(session.meta.updated_at);
+      expect(JSON.parse(listed.rows[0].listing as string)).toMatchObject({ message_count: 3, revision: session.meta.revision });
+
+      // Another writer appends to meta.json (outside any commit) while run_append waits for its
+      // row: the lines land, and meta.json is written whole, one chunk again.
+      await withAdmin(async (other) => {
+        await other.query("BEGIN");
+        await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
+        sent.length = 0;
+        const commit = session.append(text("four"));
+        await withAdmin((watcher) =>
+          until("the commit to wait on the meta.json row", async () => {
+            const waiting = await watcher.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", [
+              `%"${schema}".run_append%`,
+            ]);
+            return waiting.rows.length > 0;
+          })
+        );
+        await other.query("COMMIT");
+        await commit;
+      });
+      expect(sent).toEqual(["run_append"]);
+      const written = (await storage.read(PATHS.meta))!;
+      expect(JSON.parse(new TextDecoder().decode(written)).revision).toBe(session.meta.revision);
+      expect(await chunksOf(PATHS.meta)).toEqual([written.length]);
+      expect(await stored(schema, PATHS.meta)).toEqual({ revision: String(session.meta.revision), version: SCHEMA_VERSION });
+
+      // A stale writer: refused, nothing written.
+      const stale = await sessions.open(REF);
+      await session.append(text("five"));
+      await expect(stale.append(text("five, stale"))).rejects.toBeInstanceOf(RevisionConflictError);
+      // A dead holder's lock record: dropped by the general way, and the commit lands.
+      await storage.replace(PATHS.lock, new TextEncoder().encode('{"lock_id":"dead","pid":1}'));
+      await session.append(text("six"));
+      expect(await storage.read(PATHS.lock)).toBeUndefined();
+      // A meta.json written outside a commit (its revision not known): read from the document.
+      await storage.replace(PATHS.meta, (await storage.read(PATHS.meta))!);
+      expect((await stored(schema, PATHS.meta)).revision).toBeNull();
+      await session.append(text("seven"));
+      expect((await stored(schema, PATHS.meta)).revision).toBe(String(session.meta.revision));
+      expect(await texts()).toEqual(["one", "two", "three", "four", "five", "six", "seven"]);
+    } finally {
+      pg.Client.prototype.query = query;
       await storage.close();
     }
   });

@@ -13,7 +13,7 @@
  *   bounds measured in the same batches (the CPU time per commit of the main thread and of the
  *   server's backend, from Linux's schedstat, against the floor's; the main thread's for one
  *   commit's plan sent again through the adapter alone and for its statement through `pg`
- *   alone; the server's time in `run_plan` from `track_functions`). The same
+ *   alone; the server's time in `run_append` from `track_functions`). The same
  *   writer holding a lease (no lock or revision check per commit, `meta.json` lazily) in the
  *   same alternation, without a target. Both are fenced (docs/POSTGRES.md "Fencing"): the
  *   per-operation commit holds the session's lock in its own transaction, the held commit runs
@@ -163,9 +163,9 @@ async function replayableCommit(storage: PostgresStorage, sessions: Sessions): P
   }, (sent, values) => {
     const { name, text } = sent as pg.QueryConfig;
     // The adapter passes the parameters beside its statement (whose fields are on its prototype).
-    if (name === "one_writer.run_plan") statement = { name, text, values: values as unknown[] };
+    if (name === "one_writer.run_append") statement = { name, text, values: values as unknown[] };
   });
-  if (!statement) throw new Error("the replayed commit sent no run_plan");
+  if (!statement) throw new Error("the replayed commit sent no run_append");
   return { plan, statement };
 }
 
@@ -253,14 +253,14 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     target: { op: ">=", limit: 0.7, text: "≥ 0.7 of the floor" },
     runs: batches,
     note:
-      "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (fenced: the lock is the commit's own transaction's); " +
+      "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (run_append: one statement after the lock; fenced: the lock is the commit's own transaction's); " +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
       } µs; one commit's plan sent again through the adapter alone ${median(adapterCpu.client).toFixed(0)} µs, its statement through pg alone ${
         median(statementCpu.client).toFixed(0)
       } µs: the rest is the core's commit path), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
         median(floorCpu.server).toFixed(0)
-      } µs), of which run_plan ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
+      } µs), of which run_append ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
       `bounds, floor / (floor + extra CPU): the client's alone ${bound(clientMs)}, the server's alone ${bound(backendMs)}, both ${bound(clientMs + backendMs)}`,
   });
   ctx.emit({
@@ -297,7 +297,7 @@ function cpuUsOf(file: string): number {
 }
 
 /**
- * The server's time per commit inside `run_plan`, from `pg_stat_user_functions` over
+ * The server's time per commit inside `run_append` (an append's per-operation commit), from `pg_stat_user_functions` over
  * `commits` commits of `session`'s store sent with `track_functions = all` (a handle of its
  * own, so the timed batches above run without the instrumentation).
  */
@@ -306,7 +306,7 @@ async function serverTimePerCommit(url: string, session: Session, commits: numbe
   await admin.connect();
   const stats = async () => {
     const found = await admin.query<{ calls: string; total: number }>(
-      "SELECT calls, total_time AS total FROM pg_stat_user_functions WHERE schemaname = 'one_writer' AND funcname = 'run_plan'",
+      "SELECT calls, total_time AS total FROM pg_stat_user_functions WHERE schemaname = 'one_writer' AND funcname = 'run_append'",
     );
     return { calls: Number(found.rows[0]?.calls ?? 0), total: Number(found.rows[0]?.total ?? 0) };
   };
