@@ -12,7 +12,16 @@ import { Sessions } from "../../../core/mod.ts";
 import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
 import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
-import { BENCH_PROVIDER, BENCH_REF, contextFromPlainJsonl, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
+import { median } from "../lib/stats.ts";
+import {
+  BENCH_PROVIDER,
+  BENCH_REF,
+  COMPACTED_ACTIVE_SIZE,
+  COMPACTED_REF,
+  contextFromPlainJsonl,
+  writePlainJsonl,
+  writeSyntheticSession,
+} from "../lib/synth.ts";
 import { LIST_AGENT, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */
@@ -24,12 +33,43 @@ interface OpenTiming {
   ms: number;
   /** Whether the page is cross-origin isolated (performance.now() then resolves to 5 µs). */
   isolated: boolean;
+  /** The step of `performance.now()` in this page, measured after the timing (µs, median of 20). */
+  timerStepUs: number;
   contextMessages: number;
   summaryChars: number;
 }
 
+/** The timer's resolution in effect: the median of 20 steps between successive distinct readings of `performance.now()`. */
+function timerStepUs(): number {
+  const steps: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const from = performance.now();
+    let to = performance.now();
+    while (to === from) to = performance.now();
+    steps.push((to - from) * 1000);
+  }
+  return median(steps);
+}
+
+/** An open's timing, with the page's timer as it is after the clock stopped and the model input's shape. */
+function timing(ms: number, input: { summary?: string | null; messages: readonly unknown[] }): OpenTiming {
+  return {
+    ms,
+    isolated: globalThis.crossOriginIsolated === true,
+    timerStepUs: timerStepUs(),
+    contextMessages: input.messages.length,
+    summaryChars: input.summary?.length ?? 0,
+  };
+}
+
+/** The session of the history `open` times: each size's own, or its compacted one (lib/synth.ts). */
+const refOf = (compacted: boolean) => (compacted ? COMPACTED_REF : BENCH_REF);
+
 const bench = {
-  /** Writes the synthetic session of `n` messages and its plain JSONL copy into `dbName`. */
+  /**
+   * Writes the synthetic session of `n` messages, the same history compacted as the flatness
+   * row compares it (`COMPACTED_REF`) and the plain JSONL copy into `dbName`.
+   */
   async seed(
     dbName: string,
     n: number,
@@ -41,6 +81,7 @@ const bench = {
         (path, bytes) => storage.replace(path, bytes),
         n,
       );
+      await writeSyntheticSession((path, bytes) => storage.replace(path, bytes), n, COMPACTED_REF, COMPACTED_ACTIVE_SIZE);
       await storage.remove(PLAIN);
       const plainBytes = await writePlainJsonl(
         (bytes) => storage.append(PLAIN, bytes),
@@ -53,14 +94,14 @@ const bench = {
   },
 
   /** Times `sessions.open` + `compose` (the store and its worker are up before the clock starts). */
-  async open(dbName: string): Promise<OpenTiming> {
+  async open(dbName: string, compacted = false): Promise<OpenTiming> {
     const browser = await openBrowserSessions({ dbName, channel: false });
     try {
       const t0 = performance.now();
-      const session = await browser.sessions.open(BENCH_REF);
+      const session = await browser.sessions.open(refOf(compacted));
       const { input } = session.compose(BENCH_PROVIDER);
       const ms = performance.now() - t0;
-      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
+      return timing(ms, input);
     } finally {
       await browser.close();
     }
@@ -79,7 +120,7 @@ const bench = {
       const bytes = (await storage.read(PLAIN)) ?? new Uint8Array(0);
       const context = contextFromPlainJsonl(new TextDecoder().decode(bytes));
       const ms = performance.now() - t0;
-      return { ms, isolated: globalThis.crossOriginIsolated === true, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
+      return timing(ms, context);
     } finally {
       await storage.close();
     }
@@ -90,19 +131,19 @@ const bench = {
    * worker, a `Sessions` over a timing wrapper of its storage; 3 warm-up opens, then the mean
    * of 10.
    */
-  async openBreakdown(dbName: string): Promise<string> {
+  async openBreakdown(dbName: string, compacted = false): Promise<string> {
     const browser = await openBrowserSessions({ dbName, channel: false });
     try {
       const timed = timedStorage(browser.storage);
       const sessions = new Sessions({ storage: timed.storage });
       for (let i = 0; i < 3; i++) {
-        (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+        (await sessions.open(refOf(compacted))).compose(BENCH_PROVIDER);
       }
       timed.clear();
       const runs = 10;
       const t0 = performance.now();
       for (let i = 0; i < runs; i++) {
-        (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+        (await sessions.open(refOf(compacted))).compose(BENCH_PROVIDER);
       }
       return `warm open + compose ${timed.describe((performance.now() - t0) / runs, runs)}`;
     } finally {

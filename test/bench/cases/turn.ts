@@ -14,6 +14,13 @@
  * median. Files are in the page cache for every format alike (each was written shortly
  * before, on a machine with memory to spare).
  *
+ * sessionfold's flatness rows compare the same open at every size: beside each size's
+ * history, a compacted one (Active of `COMPACTED_ACTIVE_SIZE`, so 10² has a segment and a
+ * summary as every larger size has), every size measured once per batch (cold: a fresh
+ * process per size; warm: one process opening every size in turn), the ratio the median of
+ * the per-batch ratios with its interquartile range in the note. The note also gives the
+ * ratio on the per-size histories, where 10² is a session never compacted.
+ *
  * @module
  */
 import { rm } from "node:fs/promises";
@@ -22,10 +29,10 @@ import { Sessions } from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import { ProbeTimeout, runProbe } from "../lib/child.ts";
 import type { BenchRow, CaseContext } from "../lib/result.ts";
-import { median } from "../lib/stats.ts";
+import { median, pairedRatio, spreadText } from "../lib/stats.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
-import { BENCH_PROVIDER, BENCH_REF, sizeLabel } from "../lib/synth.ts";
-import type { OpenResult, ProbeFormat, ProbeImpl } from "../probe.ts";
+import { ACTIVE_SIZE, BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabel } from "../lib/synth.ts";
+import type { BuildItem, OpenResult, ProbeFormat, ProbeImpl, WarmSizesResult } from "../probe.ts";
 
 /** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
 async function openBreakdown(root: string): Promise<string> {
@@ -46,6 +53,11 @@ interface Impl {
   readonly file: string;
 }
 
+/** The compacted history beside each size's own (lib/synth.ts `COMPACTED_ACTIVE_SIZE`): what the flatness rows compare. */
+const COMPACTED_FILE = "sessionfold-compacted";
+/** The cell of the compacted history at `n`. */
+const compactedKey = (n: number) => `compacted@${n}`;
+
 const IMPLS: readonly Impl[] = [
   { impl: "sessionfold", format: "sessionfold", label: "sessionfold", file: "sessionfold" },
   { impl: "jsonl", format: "jsonl", label: "plain JSONL read whole", file: "history.jsonl" },
@@ -65,6 +77,15 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   // LangGraph needs minutes per open at 10⁵ and up; quick mode stops it at 10⁴.
   const sizesOf = (impl: ProbeImpl) => (ctx.quick && impl === "langgraph" ? sizes.filter((n) => n <= 10_000) : sizes);
   const sfReps = ctx.quick ? 4 : 15;
+  /**
+   * Cold runs of sessionfold's own histories above the smallest size (only their rows against
+   * the peers use them), and of the compacted ones between the smallest and the largest (the
+   * flatness row shows them; its ratio uses the two ends, measured in every batch).
+   */
+  const perSizeReps = ctx.quick ? 2 : 5;
+  /** Processes opening every size in turn for the warm flatness row, and timed rounds in each. */
+  const warmSizesReps = ctx.quick ? 3 : 7;
+  const warmSizesRounds = ctx.quick ? 100 : 300;
   const peerReps = ctx.quick ? 1 : 5;
   /** A peer stops repeating once it has used this much time on one size (it always runs once). */
   const peerBudgetMs = ctx.quick ? 8_000 : 150_000;
@@ -82,15 +103,20 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     return cell && cell.runs.length > 0 ? median(cell.runs.map((r) => r.ms)) : null;
   };
   const msText = (impl: ProbeImpl, n: number) => ms(impl, n)?.toFixed(1) ?? "-";
+  /** The cold runs of the compacted history at `n`, batch by batch. */
+  const compactedMs = (n: number) => (cells.get(compactedKey(n))?.runs ?? []).map((r) => r.ms);
+  const compactedCpuMs = (n: number) => (cells.get(compactedKey(n))?.runs ?? []).map((r) => r.cpuMs ?? Number.NaN);
+  /** The cold runs of sessionfold's own history at `n`, batch by batch. */
+  const cellMs = (n: number) => (cells.get(key("sessionfold", n))?.runs ?? []).map((r) => r.ms);
   const minMs = (impl: ProbeImpl, n: number) => {
     const cell = cells.get(key(impl, n));
     return cell && cell.runs.length > 0 ? Math.min(...cell.runs.map((r) => r.ms)) : null;
   };
 
   /** One cold probe of `impl` at size `n` into its cell; a failure is kept and ends the cell. */
-  const probeCold = async (impl: ProbeImpl, file: string, n: number) => {
-    const cell = cells.get(key(impl, n)) ?? { runs: [], spentMs: 0 };
-    cells.set(key(impl, n), cell);
+  const probeCold = async (impl: ProbeImpl, file: string, n: number, cellKey = key(impl, n)) => {
+    const cell = cells.get(cellKey) ?? { runs: [], spentMs: 0 };
+    cells.set(cellKey, cell);
     if (cell.failure) return;
     const t0 = performance.now();
     try {
@@ -116,7 +142,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     // Quick mode keeps the empty-session memory baseline for sessionfold only (case 6's target).
     const impls = IMPLS.filter((i) => (n === 0 ? !ctx.quick || i.impl === "sessionfold" : sizesOf(i.impl).includes(n)));
     ctx.log(`case 1: building ${impls.map((i) => i.format).join(", ")} histories of ${n} messages`);
-    await runProbe({ kind: "build", items: impls.map(({ format, file }) => ({ format, path: join(dir, file) })), n }, timeoutMs);
+    const items: BuildItem[] = impls.map(({ format, file }) => ({ format, path: join(dir, file) }));
+    if (n > 0) items.push({ format: "sessionfold", path: join(dir, COMPACTED_FILE), active: COMPACTED_ACTIVE_SIZE });
+    await runProbe({ kind: "build", items, n }, timeoutMs);
     const peers = impls.filter((i) => i.impl !== "sessionfold");
     const reps = n === 0 ? emptyReps : peerReps;
     for (let rep = 0; rep < reps; rep++) {
@@ -141,27 +169,49 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   // worker floor (the same reads in a bare worker, lib/worker-floor.ts: what bounds both rows)
   // take turns with sessionfold, cold and warm, in the same alternation.
   const lo = sizes[0]!;
+  const hi = sizes.at(-1)!;
   for (let rep = 0; rep < sfReps; rep++) {
-    for (const n of [0, ...sizes]) if (n > 0 || rep < emptyReps) await probeCold("sessionfold", "sessionfold", n);
+    // Each batch starts one size later, so no size always follows the same process.
+    for (const n of [0, ...sizes.map((_, k) => sizes[(k + rep) % sizes.length]!)]) {
+      if (n === 0 ? rep < emptyReps : n === lo || rep < perSizeReps) await probeCold("sessionfold", "sessionfold", n);
+      // The flatness ratio needs the smallest and the largest compacted size in every batch; the sizes between are shown.
+      if (n === lo || n === hi || (n > 0 && rep < perSizeReps)) await probeCold("sessionfold", COMPACTED_FILE, n, compactedKey(n));
+    }
     await probeCold("jsonl", "history.jsonl", lo);
     await probeCold("sessionfold-noworker", "sessionfold", lo);
     await probeCold("worker-floor", "sessionfold", lo);
     await probeCold("sessionfold-eager", "sessionfold", lo);
   }
-  for (let rep = 0; rep < warmReps; rep++) {
-    for (const n of sizes) await probeWarm("sessionfold", "sessionfold", n);
+  // Warm: each process of the flatness row opens every compacted size in turn, and the
+  // smallest and largest per-size histories, in one long-lived host.
+  const warmSizesPaths = [
+    join(ctx.tmp, `n${lo}`, "sessionfold"),
+    ...sizes.map((n) => join(ctx.tmp, `n${n}`, COMPACTED_FILE)),
+    join(ctx.tmp, `n${hi}`, "sessionfold"),
+  ];
+  const warmSizes: WarmSizesResult[] = [];
+  for (let rep = 0; rep < Math.max(warmReps, warmSizesReps); rep++) {
+    if (rep < warmSizesReps) warmSizes.push(await runProbe<WarmSizesResult>({ kind: "warm-sizes", paths: warmSizesPaths, rounds: warmSizesRounds }, timeoutMs));
+    if (rep >= warmReps) continue;
+    await probeWarm("sessionfold", "sessionfold", lo);
     await probeWarm("jsonl", "history.jsonl", lo);
     await probeWarm("worker-floor", "sessionfold", lo);
   }
+  /** Per size, the warm figure of every warm-sizes process: `[uncompacted lo, ...compacted sizes, per-size hi]`. */
+  const warmOf = (index: number) => warmSizes.map((r) => r.ms[index]!);
   for (const n of [0, ...sizes]) {
     // Every format must hand the model the same input.
     const shapes = new Set(IMPLS.map(({ impl }) => cells.get(key(impl, n))?.runs[0]).filter(Boolean).map((r) => `${r!.contextMessages}/${r!.summaryChars}`));
     if (shapes.size > 1) throw new Error(`case 1 at ${n}: the formats disagree on the model input (messages/summary chars): ${[...shapes].join(", ")}`);
-    ctx.log(
-      `case 1: n=${n}: sessionfold cold ${msText("sessionfold", n)} ms${
-        n > 0 ? `, warm ${median(warmRuns.get(key("sessionfold", n)) ?? [Number.NaN]).toFixed(2)} ms` : ""
-      }`,
-    );
+    ctx.log(`case 1: n=${n}: sessionfold cold ${msText("sessionfold", n)} ms${n > 0 ? `, compacted cold ${median(compactedMs(n)).toFixed(1)} ms` : ""}`);
+  }
+  // The compacted histories, cold and warm, must all hand the model the same shape of input: a summary and the same Active.
+  const compactedShapes = [
+    ...sizes.flatMap((n) => cells.get(compactedKey(n))?.runs ?? []).map((r) => [r.contextMessages, r.summaryChars] as const),
+    ...warmSizes.flatMap((r) => r.shapes.slice(1, 1 + sizes.length).map((shape) => shape.split("/").map(Number) as [number, number])),
+  ];
+  if (compactedShapes.some(([messages, summary]) => messages !== COMPACTED_ACTIVE_SIZE || !(summary > 0))) {
+    throw new Error(`case 1: a compacted history did not give ${COMPACTED_ACTIVE_SIZE} messages and a summary: ${JSON.stringify(compactedShapes)}`);
   }
   for (const [k, runs] of warmRuns) warm.set(k, median(runs));
 
@@ -188,7 +238,19 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       });
     }
   }
+  const flat: FlatnessFigures = {
+    row: "flatness",
+    sizes,
+    times: sizes.map(compactedMs),
+    cpu: sizes.map(compactedCpuMs),
+    perSize: [cellMs(lo), cellMs(hi)],
+    method: `first open + compose of a fresh process, the smallest and the largest size once per batch (the sizes between in ${perSizeReps})`,
+  };
   for (const { impl, label } of IMPLS) {
+    if (impl === "sessionfold") {
+      ctx.emit(flatnessRow(flat));
+      continue;
+    }
     const own = sizesOf(impl);
     const hi = own.at(-1)!;
     const lo = own[0]!;
@@ -204,13 +266,11 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       ratio: value !== null && base ? value / base : null,
       ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages`,
       runs: runs(impl, hi),
-      ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
       ...(failure(impl, hi) ? { note: `${label} at n=${sizeLabel(hi)}: ${failure(impl, hi)}` } : {}),
     };
     ctx.emit(row);
   }
 
-  const hi = sizes.at(-1)!;
   openRows(ctx, {
     warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo)), warm.get(key("worker-floor", lo))],
     cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo), ms("sessionfold-eager", lo)],
@@ -220,24 +280,31 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     lo,
     breakdown: breakdowns.get(lo),
   });
-  for (const impl of ["sessionfold", "jsonl"] as const) {
-    const value = warm.get(key(impl, hi)) ?? null;
-    const base = warm.get(key(impl, lo)) ?? null;
+  ctx.emit(flatnessRow({
+    row: "warm.flatness",
+    sizes,
+    times: sizes.map((_, i) => warmOf(1 + i)),
+    cpu: sizes.map((_, i) => warmSizes.map((r) => r.cpuMs[1 + i]!)),
+    perSize: [warmOf(0), warmOf(1 + sizes.length)],
+    method: `${warmSizes.length} processes (the batches), each opening every size in turn through its own worker (${warmSizesRounds} rounds after 5 untimed, ` +
+      `each starting one store later; each size's median per process)`,
+    tail: `without the worker, per-size histories, n=${sizeLabel(hi)}: ${breakdowns.get(hi)}; n=${sizeLabel(lo)}: ${breakdowns.get(lo)}`,
+  }));
+  {
+    const value = warm.get(key("jsonl", hi)) ?? null;
+    const base = warm.get(key("jsonl", lo)) ?? null;
     ctx.emit({
       case: 1,
-      name: `turn.node.${impl}.warm.flatness(n=${sizeLabel(hi)}/n=${sizeLabel(lo)})`,
+      name: `turn.node.jsonl.warm.flatness(n=${sizeLabel(hi)}/n=${sizeLabel(lo)})`,
       value,
       unit: "ms",
       baseline: base,
       baselineName: `the same, warm, at n=${sizeLabel(lo)}`,
       ratio: value !== null && base ? value / base : null,
       ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, warm process`,
-      note:
-        `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host)${
-          impl === "sessionfold" ? `, ${warmReps} processes per size, sizes interleaved` : ""
-        }; ${sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key(impl, n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")}` +
-        (impl === "sessionfold" ? `; without the worker, n=${sizeLabel(hi)}: ${breakdowns.get(hi)}; n=${sizeLabel(lo)}: ${breakdowns.get(lo)}` : ""),
-      ...(impl === "sessionfold" ? { target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const } : {}),
+      note: `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host); ${
+        sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key("jsonl", n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")
+      }`,
     });
   }
 
@@ -263,6 +330,69 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       ...(failure(impl, hi) ? { note: `${label}: ${failure(impl, hi)}` } : {}),
     });
   }
+}
+
+const FLAT = { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" } as const;
+
+/** `n=1e2: 3.10 ms, n=1e4: …` of per-size figures. */
+const perSizeText = (sizes: readonly number[], figures: readonly number[][]) =>
+  sizes.map((n, i) => `n=${sizeLabel(n)}: ${median(figures[i]!).toFixed(2)} ms`).join(", ");
+
+/** The process's CPU time per open (every thread), per size and as a per-batch ratio: what the machine's load moves less than wall time. */
+function cpuText(sizes: readonly number[], cpu: readonly number[][]): string {
+  return `CPU time of the process per open (every thread) ${perSizeText(sizes, cpu)}, per-batch ratio ${spreadText(pairedRatio(cpu.at(-1)!, cpu[0]!))}`;
+}
+
+/** What the per-size histories give, beside the compacted ones: there n=10² was never compacted. */
+function perSizeHistoriesText(lo: number, hi: number, [atLo, atHi]: readonly [readonly number[], readonly number[]]): string {
+  return `on the per-size histories (Active ${ACTIVE_SIZE}; n=${sizeLabel(lo)} never compacted, so its open reads no segment and composes no summary): ` +
+    `n=${sizeLabel(hi)}: ${median(atHi).toFixed(2)} ms (${atHi.length} runs), n=${sizeLabel(lo)}: ${median(atLo).toFixed(2)} ms, ratio ${
+      spreadText(pairedRatio(atHi, atLo))
+    }`;
+}
+
+/** What a flatness row of sessionfold is made of: the compacted histories' figures per size, batch by batch. */
+interface FlatnessFigures {
+  /** `"flatness"` (cold) or `"warm.flatness"`. */
+  readonly row: "flatness" | "warm.flatness";
+  readonly sizes: readonly number[];
+  /** Per size, the wall time of each batch, ms. */
+  readonly times: number[][];
+  /** Per size, the process's CPU time of each batch, ms. */
+  readonly cpu: number[][];
+  /** The per-size histories at the smallest and the largest size, batch by batch. */
+  readonly perSize: readonly [number[], number[]];
+  /** How a batch measures, first in the note. */
+  readonly method: string;
+  /** What the note ends with. */
+  readonly tail?: string;
+}
+
+/**
+ * `turn.node.sessionfold.flatness` (cold) and `….warm.flatness`: the compacted history at the
+ * largest size against the smallest, the median of the per-batch ratios.
+ */
+function flatnessRow(m: FlatnessFigures): BenchRow {
+  const lo = m.sizes[0]!;
+  const hi = m.sizes.at(-1)!;
+  const [atLo, atHi] = [m.times[0]!, m.times.at(-1)!];
+  const r = pairedRatio(atHi, atLo);
+  return {
+    case: 1,
+    name: `turn.node.sessionfold.${m.row}(n=${sizeLabel(hi)}/n=${sizeLabel(lo)})`,
+    value: atHi.length ? median(atHi) : null,
+    unit: "ms",
+    baseline: atLo.length ? median(atLo) : null,
+    baselineName: `sessionfold itself at n=${sizeLabel(lo)}${m.row === "warm.flatness" ? ", warm" : ""}, compacted as every size`,
+    ratio: r.batches > 0 ? r.ratio : null,
+    ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, median of the per-batch ratios`,
+    runs: r.batches,
+    target: FLAT,
+    note: `${m.method}; every size compacted (Active ${COMPACTED_ACTIVE_SIZE} messages, a segment whose footer the open reads, a summary in the input): ` +
+      `per-batch ratio ${spreadText(r)}; medians ${perSizeText(m.sizes, m.times)}; ${cpuText(m.sizes, m.cpu)}; ${perSizeHistoriesText(lo, hi, m.perSize)}${
+        m.tail ? `; ${m.tail}` : ""
+      }`,
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import { createWriteStream } from "node:fs";
 import { mkdir, open, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
+  ACTIVE_SIZE,
   BENCH_PROVIDER,
   BENCH_REF,
   BENCH_SYSTEM,
@@ -22,13 +23,18 @@ import {
 } from "./synth.ts";
 import type { MessageRecord } from "../../../core/mod.ts";
 
-/** Writes the sessionfold tree of `n` messages under the store `root`. */
-export async function buildSessionfold(root: string, n: number): Promise<number> {
-  return writeSyntheticSession(async (path, bytes) => {
-    const file = join(root, ...path.split("/"));
-    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(file, bytes, { mode: 0o600 });
-  }, n);
+/** Writes the sessionfold tree of `n` messages under the store `root`, `activeSize` of them in Active. */
+export async function buildSessionfold(root: string, n: number, activeSize = ACTIVE_SIZE): Promise<number> {
+  return writeSyntheticSession(
+    async (path, bytes) => {
+      const file = join(root, ...path.split("/"));
+      await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+      await writeFile(file, bytes, { mode: 0o600 });
+    },
+    n,
+    BENCH_REF,
+    activeSize,
+  );
 }
 
 /** Creates an empty sessionfold session (meta.json only) under `root`. */

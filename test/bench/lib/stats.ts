@@ -25,3 +25,36 @@ export async function timeEach(reps: number, fn: (rep: number) => Promise<void>)
   }
   return times;
 }
+
+/** The `p`-quantile of `values` (0 ≤ p ≤ 1), interpolated linearly between the sorted values. */
+export function quantile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = p * (sorted.length - 1);
+  const below = Math.floor(at);
+  const above = Math.min(below + 1, sorted.length - 1);
+  return sorted[below]! + (sorted[above]! - sorted[below]!) * (at - below);
+}
+
+/** The ratio of two figures measured batch by batch: the median of the per-batch ratios and their interquartile range. */
+export interface PairedRatio {
+  readonly ratio: number;
+  readonly q1: number;
+  readonly q3: number;
+  readonly batches: number;
+}
+
+/**
+ * `hi[i] / lo[i]` for every batch `i` that measured both (each batch measures every size once,
+ * so drift in the machine's load between batches cancels), summarized by median and quartiles.
+ */
+export function pairedRatio(hi: readonly number[], lo: readonly number[]): PairedRatio {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(hi.length, lo.length); i++) ratios.push(hi[i]! / lo[i]!);
+  return { ratio: median(ratios), q1: quantile(ratios, 0.25), q3: quantile(ratios, 0.75), batches: ratios.length };
+}
+
+/** `r` as "1.02 (IQR 0.97–1.08, 15 batches)". */
+export function spreadText(r: PairedRatio): string {
+  return `${r.ratio.toFixed(3)} (IQR ${r.q1.toFixed(3)}–${r.q3.toFixed(3)}, ${r.batches} batches)`;
+}

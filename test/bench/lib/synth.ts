@@ -16,8 +16,17 @@ import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
 export const SEGMENT_SIZE = 500;
 /** Messages left in Active (the bounded window the next model call reads). */
 export const ACTIVE_SIZE = 100;
+/**
+ * Active of the histories the flatness rows of case 1 compare: half of 10², where
+ * sessionfold's own compaction of a 10²-message Active cuts (docs/FORMAT.md "Compaction"), so
+ * that every size, 10² included, is a compacted session with the same Active and an equal
+ * footer: the same open whatever the history length (test/bench/notes.md, case 1).
+ */
+export const COMPACTED_ACTIVE_SIZE = 50;
 /** The session every benchmark history lives in. */
 export const BENCH_REF: SessionRef = { agentId: "bench", workspaceId: "w1", sessionId: "s1" };
+/** Where case 1 in chromium keeps the compacted history of a size, beside {@linkcode BENCH_REF}'s in the same database. */
+export const COMPACTED_REF: SessionRef = { ...BENCH_REF, sessionId: "s1-compacted" };
 /** The system text of every synthetic session (a plain JSONL host would keep it in its config). */
 export const BENCH_SYSTEM = "You are a careful coding agent. Answer briefly and cite the files you read.";
 /** Provider identity of the synthetic assistant messages. */
@@ -88,9 +97,9 @@ export interface HistoryPlan {
   readonly active: { readonly start: number; readonly end: number };
 }
 
-/** Segments of {@linkcode SEGMENT_SIZE} (the last one may be shorter) cover all but the last {@linkcode ACTIVE_SIZE} messages. */
-export function historyPlan(n: number): HistoryPlan {
-  const activeCount = Math.min(n, ACTIVE_SIZE);
+/** Segments of {@linkcode SEGMENT_SIZE} (the last one may be shorter) cover all but the last `activeSize` messages. */
+export function historyPlan(n: number, activeSize = ACTIVE_SIZE): HistoryPlan {
+  const activeCount = Math.min(n, activeSize);
   const closed = n - activeCount;
   const segments: { start: number; end: number }[] = [];
   for (let start = 1; start <= closed; start += SEGMENT_SIZE) segments.push({ start, end: Math.min(closed, start + SEGMENT_SIZE - 1) });
@@ -126,10 +135,11 @@ export type FileSink = (path: string, bytes: Uint8Array) => Promise<void>;
 /**
  * Writes a whole synthetic session of `n` messages through `sink`, meta.json last, and
  * returns the bytes of every `.jsonl` file (= `history_bytes`). Nothing is committed:
- * the files are exactly what `n` commits and `floor(…/500)` compactions would leave.
+ * the files are exactly what `n` commits and `floor(…/500)` compactions would leave, with
+ * `activeSize` messages left in Active.
  */
-export async function writeSyntheticSession(sink: FileSink, n: number, ref: SessionRef = BENCH_REF): Promise<number> {
-  const plan = historyPlan(n);
+export async function writeSyntheticSession(sink: FileSink, n: number, ref: SessionRef = BENCH_REF, activeSize = ACTIVE_SIZE): Promise<number> {
+  const plan = historyPlan(n, activeSize);
   const paths = sessionPaths(ref);
   let historyBytes = 0;
   for (const range of plan.segments) {
