@@ -43,8 +43,8 @@ export interface Summary {
 /**
  * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
  * round trip is in flight): which messages go, the summarizer's input, the token estimates of both halves (most of a
- * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes. Valid for `active` as long as
- * it has `count` messages.
+ * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes and the segment's lines. Valid
+ * for `active` as long as it has `count` messages.
  */
 export interface PreparedCompaction {
   readonly active: readonly MessageRecord[];
