@@ -184,12 +184,16 @@ export class StoreBoundary {
    * @throws {StoreEntryError} when something other than a real folder is in the way.
    */
   ensureFolder(path: string, checked?: Set<string>): string[] {
-    const created = this.#ensureRoot();
+    const segments = path === "" ? [] : path.split("/");
+    // A folder under the root that this call found real: the root is there (a compaction's first `segments/`).
+    const created = checked?.has(join(this.#root, segments[0] ?? "")) ? [] : this.#ensureRoot();
     let folder = this.#root;
-    for (const segment of path === "" ? [] : path.split("/")) {
+    for (const segment of segments) {
+      const parent = folder;
       folder = join(folder, segment);
       if (checked?.has(folder)) continue;
-      const info = lstatOrUndefined(folder);
+      // In a folder found real, the missing one is created at once (its `lstat` said it is not there); else checked first.
+      const info = checked?.has(parent) ? undefined : lstatOrUndefined(folder);
       if (info?.isDirectory()) continue;
       if (info) throw entryError(path, folder, kindOf(info), "a folder");
       try {

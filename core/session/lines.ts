@@ -111,9 +111,24 @@ export function linesOf(records: readonly object[]): Uint8Array {
  * a copy or two, not one per line.
  */
 export function joinLines(lines: readonly Uint8Array[]): Uint8Array {
+  return joinLinesWithRoom(lines, 0).bytes;
+}
+
+/**
+ * Lines joined as by {@linkcode joinLines} into `bytes`, with room left after them (from `used` on) for one more line
+ * known only later: a compaction joins its segment's lines while its lock is being taken, and the footer, which waits
+ * for the summary, goes into that room ({@linkcode withLastLine}).
+ */
+export interface OpenLines {
+  readonly bytes: Uint8Array;
+  readonly used: number;
+}
+
+/** {@linkcode joinLines} of `lines` with `room` bytes to spare after them ({@linkcode OpenLines}). */
+export function joinLinesWithRoom(lines: readonly Uint8Array[], room: number): OpenLines {
   let size = 0;
   for (const line of lines) size += line.length + 1;
-  const out = new Uint8Array(size);
+  const out = new Uint8Array(size + room);
   let offset = 0;
   for (let i = 0; i < lines.length;) {
     const first = lines[i]!;
@@ -129,5 +144,19 @@ export function joinLines(lines: readonly Uint8Array[]): Uint8Array {
     offset += end - first.byteOffset;
     out[offset++] = NEWLINE;
   }
-  return out;
+  return { bytes: out, used: offset };
+}
+
+/**
+ * The JSONL bytes of `open`'s lines, then `record`'s line: written into `open`'s room when it fits (a view of its
+ * bytes, so the lines are not copied again), else joined anew. `open`'s room is used up either way.
+ */
+export function withLastLine(open: OpenLines, record: object): Uint8Array {
+  const line = lineOf(record);
+  const end = open.used + line.length + 1;
+  const bytes = end <= open.bytes.length ? open.bytes : new Uint8Array(end);
+  if (bytes !== open.bytes) bytes.set(open.bytes.subarray(0, open.used));
+  bytes.set(line, open.used);
+  bytes[end - 1] = NEWLINE;
+  return bytes.length === end ? bytes : bytes.subarray(0, end);
 }

@@ -23,6 +23,7 @@ import { nextMeta, type SegmentClose } from "./planned-change.ts";
 import { hasUnknownActiveLines, unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
 import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
+import { joinLinesWithRoom, lineOf, type OpenLines, withLastLine } from "./lines.ts";
 
 /** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
 export interface NoCompaction {
@@ -42,8 +43,8 @@ export interface Summary {
 /**
  * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
  * round trip is in flight): which messages go, the summarizer's input, the token estimates of both halves (most of a
- * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes. Valid for `active` as long as
- * it has `count` messages.
+ * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes and the segment's lines. Valid
+ * for `active` as long as it has `count` messages.
  */
 export interface PreparedCompaction {
   readonly active: readonly MessageRecord[];
@@ -57,6 +58,15 @@ export interface PreparedCompaction {
   readonly kept: MessageRecord[];
   /** The new Active's bytes, when no unknown lines must be carried into it. */
   readonly activeBytes?: Uint8Array;
+  /** With `activeBytes`: the segment's lines, with room for its footer, which waits for the summary. */
+  readonly segmentLines?: OpenLines;
+}
+
+const FOOTER_ROOM = 16 * 1024;
+
+/** The lines of the messages a compaction moves into its segment, with room for its footer: 16 KiB and 3 bytes per character of the last summary. */
+function segmentLinesOf(selected: readonly MessageRecord[], previous: SessionState["footer"]): OpenLines {
+  return joinLinesWithRoom(selected.map((message) => lineOf(withoutBatchMark(message))), FOOTER_ROOM + 3 * (previous?.text.length ?? 0));
 }
 
 /**
@@ -64,7 +74,7 @@ export interface PreparedCompaction {
  *
  * @throws {InvalidInputError} when Active's sequences are not strictly increasing.
  */
-function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics">, paths: SessionPaths): PreparedCompaction | undefined {
+function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics" | "footer">, paths: SessionPaths): PreparedCompaction | undefined {
   const selection = planCompaction(state.active);
   if (!selection) return undefined;
   // The estimate adds up message by message: Active = the selected half + the kept half.
@@ -81,7 +91,7 @@ function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics">, 
     removedTokens,
     keptTokens,
     kept,
-    ...(unknown ? {} : { activeBytes: encodeWithUnknown(kept, [], true) }),
+    ...(unknown ? {} : { activeBytes: encodeWithUnknown(kept, [], true), segmentLines: segmentLinesOf(selection.selected, state.footer) }),
   };
 }
 
@@ -110,7 +120,7 @@ export function compactLocked(path: CommitPath, summarizer: Summarizer, signal: 
  * {@linkcode prepareCompaction} while the lock is being taken (`CommitPath.locked`'s `prepare`, which must not throw):
  * `undefined` where it would throw, so that the compaction meets the error again under the lock.
  */
-function prepareBeforeLock(state: Pick<SessionState, "active" | "diagnostics">, paths: SessionPaths): PreparedCompaction | undefined {
+function prepareBeforeLock(state: Pick<SessionState, "active" | "diagnostics" | "footer">, paths: SessionPaths): PreparedCompaction | undefined {
   try {
     return prepareCompaction(state, paths);
   } catch {
@@ -222,12 +232,13 @@ function planCompactionClose(
     text,
     created_at: now(),
   };
-  const selected = selection.selected.map(withoutBatchMark);
-  const segmentBytes = encodeWithUnknown(selected, unknown, false, [footer]);
+  const segmentBytes = prepared.segmentLines
+    ? withLastLine(prepared.segmentLines, footer)
+    : encodeWithUnknown(selection.selected.map(withoutBatchMark), unknown, false, [footer]);
   const activeBytes = prepared.activeBytes ?? encodeWithUnknown(kept, unknown, true);
   const afterTokens = estimateTextTokens(text) + keptTokens;
   const accounting = accumulateCompaction(state.meta.compaction, {
-    removedMessages: selected.length,
+    removedMessages: selection.selected.length,
     removedTokensEstimate: removedTokens,
     ...(cost !== undefined ? { costUsdMicros: cost } : {}),
     ...(summaryUsage !== undefined ? { summaryUsage } : {}),
@@ -247,7 +258,7 @@ function planCompactionClose(
   );
   const outcome: CompactionOutcome = {
     revision,
-    removedMessages: selected.length,
+    removedMessages: selection.selected.length,
     keptMessages: kept.length,
     segment: { start: selection.range.start, end: selection.range.end },
     beforeTokens,

@@ -171,9 +171,10 @@ export interface PlannedWrite {
   /** Passed to `replace` as {@linkcode WriteOptions.durable}. */
   readonly durable?: boolean;
   /**
-   * The caller is done with `bytes`: a backend behind a hop (a worker) may move their buffer
-   * instead of copying it, which leaves them empty on the caller's side. For large writes
-   * built for this plan alone (a compaction's segment and Active).
+   * The caller is done with `bytes` and with the whole buffer under them: a backend behind a
+   * hop (a worker) may move that buffer instead of copying it, which leaves them empty on the
+   * caller's side. For large writes built for this plan alone (a compaction's segment and
+   * Active; the segment may be a view that leaves room unused at its buffer's end).
    */
   readonly handOver?: boolean;
 }

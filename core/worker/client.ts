@@ -144,9 +144,13 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** Runs the whole commit in the worker: one round trip instead of one per storage call. */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
     // Writes handed over move their buffers to the worker instead of a structured clone (a
-    // compaction's segment and Active: hundreds of KiB, copied twice otherwise).
+    // compaction's segment and Active: hundreds of KiB, copied twice otherwise). The whole buffer
+    // is handed over with them, room a view leaves unused included (a segment's spare room for its footer).
     const moved: ArrayBuffer[] = [];
-    for (const write of plan.writes) if (write.handOver && ownsBuffer(write.bytes)) moved.push(write.bytes.buffer as ArrayBuffer);
+    for (const write of plan.writes) {
+      const { buffer } = write.bytes;
+      if (write.handOver && ownsBuffer(new Uint8Array(buffer)) && !moved.includes(buffer as ArrayBuffer)) moved.push(buffer as ArrayBuffer);
+    }
     return this.#call("applyCommitPlan", [plan], moved);
   }
 

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CorruptSessionError, type StoragePort, StoreEntryError } from "../../core/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
+import { StoreBoundary } from "../../runtime-node/fs-boundary.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
@@ -210,6 +211,20 @@ describe("NodeFileStorage follows no link and touches only regular files under i
       createExclusive: file,
       truncate: file,
     });
+  });
+
+  it("a folder created in a folder the call found real is made at once, and what stands there meanwhile is still checked", async () => {
+    await mkdir(join(root, "s", "real"), { recursive: true });
+    await symlink(join(outside, "folder"), join(root, "s", "linked"));
+    await writeFile(join(root, "s", "file"), "x");
+    const boundary = new StoreBoundary(root);
+    const checked = () => new Set([join(root, "s")]); // as a walk that found s real and stopped at the missing folder leaves it
+    expect(boundary.ensureFolder("s/new", checked())).toEqual([join(root, "s", "new")]);
+    expect((await stat(join(root, "s", "new"))).isDirectory()).toBe(true);
+    expect(boundary.ensureFolder("s/real", checked())).toEqual([]);
+    expect(() => boundary.ensureFolder("s/linked", checked())).toThrow(StoreEntryError);
+    expect(() => boundary.ensureFolder("s/file", checked())).toThrow(StoreEntryError);
+    expect(await readdir(join(outside, "folder"))).toEqual(["kept"]);
   });
 
   it("a file over maxFileBytes is refused unread; a tail of it can still be read", async () => {

@@ -92,6 +92,12 @@ describe("WorkerFileStorage", () => {
     expect(kept.length).toBe(200_000);
     expect(await storage.read("moved")).toEqual(new Uint8Array(200_000).fill(1));
     expect(await storage.read("kept")).toEqual(kept);
+    // A view handed over moves its whole buffer (a segment's room for its footer left unused): the view's bytes are written.
+    const room = new Uint8Array(300_000).fill(3);
+    const view = room.subarray(0, 200_000);
+    expect(await storage.applyCommitPlan({ writes: [{ op: "replace", path: "view", bytes: view, handOver: true }] })).toEqual({ outcome: "committed" });
+    expect(room.buffer.byteLength).toBe(0);
+    expect(await storage.read("view")).toEqual(new Uint8Array(200_000).fill(3));
   });
 
   it("a terminated worker rejects pending and later calls with a typed StorageError", async () => {

@@ -1,11 +1,12 @@
 /**
  * Remembered lines (core/session/lines.ts): a stored message's token estimate is kept with its
  * line and equals `estimateTokens`; joined lines are each line and its newline, whether or not
- * they lie one after the other in the bytes they were read from.
+ * they lie one after the other in the bytes they were read from; a line added in the room left
+ * after joined lines is the same bytes as the lines joined with it.
  */
 import { describe, expect, test } from "vitest";
 import { estimateTokens, type MessageRecord } from "../../core/mod.ts";
-import { joinLines, rememberLine, storedTokens } from "../../core/session/lines.ts";
+import { joinLines, joinLinesWithRoom, lineOf, rememberLine, storedTokens, withLastLine } from "../../core/session/lines.ts";
 
 const encoder = new TextEncoder();
 describe("storedTokens", () => {
@@ -55,5 +56,32 @@ describe("joinLines", () => {
     const [c, d] = [cd!.subarray(0, 7), cd!.subarray(8)]; // next to each other but for the "\r" between them
     const cases = [[a!, b!], [a!, blank!, b!], [b!, b!], [a!, other, e!], [cd!, e!], [c, d], [e!, a!], [bc, e!], [a!.subarray(0, 3), b!], [], [other]];
     for (const lines of cases) expect(joinLines(lines)).toEqual(plainly(lines));
+  });
+});
+
+describe("joinLinesWithRoom and withLastLine", () => {
+  const read = encoder.encode('{"a":1}\n{"b":"ü"}\n');
+  const lines = [read.subarray(0, 7), read.subarray(8, read.length - 1)];
+  const footer = { record_type: "summary", text: "a summary" };
+  const whole = joinLines([...lines, lineOf(footer)]);
+
+  test("the last line goes into the room when it fits: a view of the same buffer, the bytes of a join", () => {
+    const open = joinLinesWithRoom(lines, 100);
+    expect(open.used).toBe(read.length);
+    expect(open.bytes.length).toBe(read.length + 100);
+    const bytes = withLastLine(open, footer);
+    expect(bytes).toEqual(whole);
+    expect(bytes.buffer).toBe(open.bytes.buffer);
+  });
+
+  test("a last line longer than the room, or one that fills it exactly, gives the same bytes", () => {
+    const short = joinLinesWithRoom(lines, 5);
+    const bytes = withLastLine(short, footer);
+    expect(bytes).toEqual(whole);
+    expect(bytes.buffer).not.toBe(short.bytes.buffer);
+    const exact = joinLinesWithRoom(lines, lineOf(footer).length + 1);
+    expect(withLastLine(exact, footer)).toBe(exact.bytes);
+    expect(exact.bytes).toEqual(whole);
+    expect(withLastLine(joinLinesWithRoom([], 0), footer)).toEqual(joinLines([lineOf(footer)]));
   });
 });
