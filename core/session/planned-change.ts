@@ -14,6 +14,7 @@ import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limi
 import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
+import { plainClone } from "./plain-clone.ts";
 import { hasNewestSegment, withNewestSegment } from "./segment-hint.ts";
 import { lastSequence, type SessionState } from "./state.ts";
 
@@ -70,7 +71,7 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   const produced = sequenced.findLast(producedByProvider)?.provider;
   // A plain clone and fields set on it: a commit's meta.json differs from the last in four
   // fields, and the hint is rebuilt only when it changed (a compaction's plan sets it).
-  const meta: Record<string, unknown> = { ...(hasNewestSegment(state.meta, state.newest) ? state.meta : withNewestSegment(state.meta, state.newest)) };
+  const meta: Record<string, unknown> = plainClone(hasNewestSegment(state.meta, state.newest) ? state.meta : withNewestSegment(state.meta, state.newest));
   if (produced) meta["provider"] = { provider: produced.provider, api: produced.api, model: produced.model };
   meta["message_count"] = sequence;
   meta["history_bytes"] = state.meta.history_bytes + bytes.length;
