@@ -7,7 +7,6 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { randomUUID } from "node:crypto";
 import { closeSync, fchmodSync, fsync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { concatBytes, type FileTail, type ReadRequest } from "../core/reader.ts";
@@ -131,9 +130,10 @@ function shared(maxBytes: number | undefined): number {
  * A temp file beside `file`: same folder, so the rename is atomic; the prefix never parses as an id or a segment.
  * 16 hex digits of a `randomUUID` (60 random bits; it is created with `wx`, so a clash fails, never overwrites): Node
  * draws those from a cached batch, where `randomBytes(8)` runs a job of its own, about 5 µs for each file a commit writes.
+ * The global `crypto`'s, not `node:crypto`'s (the same function): a process that never writes never loads either.
  */
 export function tempBeside(file: string): string {
-  return join(dirname(file), `${TEMP_PREFIX}${randomUUID().replaceAll("-", "").slice(0, 16)}`);
+  return join(dirname(file), `${TEMP_PREFIX}${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`);
 }
 
 /** Fills a file just created with `wx`: mode 0600 whatever the umask, every byte, fsync when `sync`, close. */
