@@ -1,12 +1,13 @@
 /**
  * The core as code that opens and reads a store needs it, and nothing else: the storage
- * contract and the helpers a backend uses, the session registry, ids and paths, `meta.json`
- * and segment footers, batched reads, the lock's diagnostics and the encrypted store's
- * decorator. A narrow door beside `core/mod.ts` and `core/internal.ts` (every name here is
- * exported by one of them too): a bundle splits code by which entry reaches a module, so
+ * contract and the helpers a backend uses, ids and paths, `meta.json` and segment footers, a
+ * session's state as an open reads it, batched reads, the lock's diagnostics and the encrypted
+ * store's decorator. A narrow door beside `core/mod.ts` and `core/internal.ts` (every name here
+ * is exported by one of them too): a bundle splits code by which entry reaches a module, so
  * the Node file store and the CLI's `show`, importing this one, do not load the importers of
  * other systems' formats, export with redaction or agent definitions, which `core/mod.ts`
- * reaches (docs/decisions.md "CLI start-up"). Not in the package's `exports`.
+ * reaches (docs/decisions.md "CLI start-up"), nor the session handle's writers, which come
+ * with the registry (`core/registry.ts`). Not in the package's `exports`.
  *
  * @example
  * ```ts
@@ -25,7 +26,9 @@ export type { MessagePart } from "./schema/message.ts";
 export type { SessionMeta } from "./schema/meta.ts";
 export { parseMetaJson } from "./schema/parse.ts";
 export { describeLockOwner } from "./session/lock.ts";
-export { Sessions } from "./session/registry.ts";
+export { readSessionState } from "./session/load.ts";
+export type { SessionState } from "./session/state.ts";
+export { segmentRanges } from "./session/read-view.ts";
 export { readSegmentFooter, segmentFooterInTail } from "./session/segment-rules.ts";
 // The storage layer whole: the port every backend implements and the helpers it uses, named
 // one by one: esbuild, bundling without code splitting, leaves a module that a dynamic import

@@ -25,7 +25,6 @@
  * @module
  */
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { StorageError } from "../core/errors.ts";
 import {
   catalogDocument,
@@ -271,7 +270,7 @@ export class FileCatalog {
 
   /** Renames the log aside (so new lines start a new one); returns every log set aside, older ones left by a crash included. */
   #setLogAside(files: CatalogFiles): string[] {
-    const aside = `${files.folder}/${files.place}.merging-${String(Date.now()).padStart(13, "0")}-${randomBytes(4).toString("hex")}.jsonl`;
+    const aside = `${files.folder}/${files.place}.merging-${String(Date.now()).padStart(13, "0")}-${crypto.randomUUID().slice(0, 8)}.jsonl`;
     missingAsUndefined(() => renameSync(this.#keys.file(files.log), this.#keys.file(aside)));
     return this.#catalogFiles(files).filter((file) => file !== files.snapshot && file !== files.log);
   }

@@ -33,7 +33,7 @@ import {
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { FileCatalog } from "./fs-catalog.ts";
-import { fill, type FlushFailure, flushTogether, kindOfEntry, readTailOf, readWhole, syncFolder, tempBeside, writeAll } from "./fs-io.ts";
+import { fill, type FlushFailure, flushTogether, kindOfEntry, readTailOf, readWhole, syncFolder, TailSlab, tempBeside, writeAll } from "./fs-io.ts";
 import { StoreKeys, TEMP_PREFIX } from "./fs-keys.ts";
 import { type PinnedFile, PinnedFiles } from "./fs-pins.ts";
 
@@ -131,24 +131,28 @@ export class NodeFileStorage implements StoragePort {
   readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
     const checked = new Set<string>();
     const found: (ReadResult | null | undefined)[] = [];
+    const slab = new TailSlab(requests);
     for (let i = 0; i < requests.length; i++) {
       const request = requests[i]!;
       const read = "lastIn" in request
-        ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request, () => hintedFile(requests.slice(0, i), found, request), checked), true)
-        : this.#syncCall("readMany", request.path, (file) => this.#readRequest(request.path, file, request.tailBytes, checked));
+        ? this.#syncCall("readMany", request.lastIn, () => this.#lastIn(request, () => hintedFile(requests.slice(0, i), found, request), checked, slab), true)
+        : this.#syncCall("readMany", request.path, (file) => this.#readRequest(request.path, file, request.tailBytes, checked, slab));
       if (!read.ok) return Promise.reject(read.error);
       found.push(read.value);
     }
     return Promise.resolve(found);
   }
 
-  #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>): ReadResult | undefined {
+  /** `slab`: where the call's tails share their buffers. */
+  #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>, slab: TailSlab): ReadResult | undefined {
     if (tailBytes === undefined) {
       const bytes = this.#readWhole(path, file, checked);
       return bytes && { path, bytes, size: bytes.length };
     }
-    const tail = this.#readTail(path, file, tailBytes, checked);
-    return tail && { path, bytes: tail.bytes, size: tail.size };
+    const tail = this.#readTail(path, file, tailBytes, checked, slab.room(tailBytes));
+    if (!tail) return undefined;
+    slab.took(tail.bytes);
+    return { path, bytes: tail.bytes, size: tail.size };
   }
 
   /**
@@ -157,11 +161,11 @@ export class NodeFileStorage implements StoragePort {
    * is no hint or no such file: finding the folder's last name means listing it whole, which
    * grows with it. A hinted file that is not a plain file is refused as `readTail` refuses it.
    */
-  #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>): ReadResult | null | undefined {
+  #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>, slab: TailSlab): ReadResult | null | undefined {
     if (this.#boundary.folder(request.lastIn, "read", checked) === "missing") return undefined;
     const hinted = hint();
     if (hinted === undefined) return null;
-    return this.#readRequest(hinted, this.#keys.file(hinted), request.tailBytes, checked) ?? null;
+    return this.#readRequest(hinted, this.#keys.file(hinted), request.tailBytes, checked, slab) ?? null;
   }
 
   #readWhole(path: string, file: string, checked?: Set<string>): Uint8Array | undefined {

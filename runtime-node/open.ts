@@ -18,10 +18,10 @@
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { LeaseLostNotice, SessionOptions, StaleLockReclaimed, WriterIdentity } from "../core/mod.ts";
-import { type KeyProvider, Sessions, storageForKeys, type StoragePort } from "../core/reader.ts";
+import type { KeyProvider, StoragePort } from "../core/reader.ts";
+import { Sessions } from "../core/registry.ts";
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
-import { nodeAesGcm } from "./aes-gcm.ts";
-import { NodeFileStorage } from "./fs-storage.ts";
+import { openNodeStorage } from "./open-storage.ts";
 
 /**
  * Who writes from this process, stamped into `writer.lock`.
@@ -112,19 +112,25 @@ export interface NodeSessions {
  */
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
-  const fsync = options.fsync ?? true;
-  const files: StoragePort = options.worker === false
-    ? new NodeFileStorage({ root, fsync })
-    : new (await import("./storage-worker-client.ts")).WorkerFileStorage({ root, fsync });
-  let storage: StoragePort;
-  try {
-    storage = await storageForKeys(files, options.keys, { cipher: nodeAesGcm });
-  } catch (error) {
-    await files.close?.();
-    throw error;
-  }
+  const storage = await openNodeStorage({ root, worker: options.worker !== false, fsync: options.fsync ?? true, keys: options.keys });
+  return { sessions: nodeSessions(storage, options), storage, root, close: async () => await storage.close?.() };
+}
+
+/**
+ * The registry of a Node store over its opened `storage`: this process's writer identity and
+ * owner probe, and the options' defaults and listeners. What {@linkcode openNodeSessions}
+ * builds over {@linkcode openNodeStorage}'s storage, and the CLI over the storage it opened.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * const sessions = nodeSessions(new MemoryStorage(), {});
+ * await sessions.create({ agentId: "coder", workspaceId: "repo", sessionId: "s1" });
+ * ```
+ */
+export function nodeSessions(storage: StoragePort, options: Pick<OpenNodeSessionsOptions, "defaults" | "onStaleLockReclaimed" | "onLeaseLost">): Sessions {
   const probe = nodeOwnerProbe();
-  const sessions = new Sessions({
+  return new Sessions({
     storage,
     identity: nodeWriterIdentity(),
     ...(probe ? { probe } : {}),
@@ -132,5 +138,4 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
     ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
     ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
   });
-  return { sessions, storage, root, close: async () => await storage.close?.() };
 }

@@ -1,8 +1,8 @@
-import { CorruptSessionError } from "../errors.ts";
+import { CorruptSessionError, NotFoundError } from "../errors.ts";
 import { decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
-import type { SessionRef } from "../layout/ids.ts";
-import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
+import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
+import { relativeToSession, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
 import { decodeUtf8, isBlankDocument, messageCheck, type MessageRecord, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
@@ -12,6 +12,7 @@ import { rememberLine } from "./lines.ts";
 import { newestSegment, reconcileMeta, reportMisplacedMeta, reportMissingMeta, withoutIncompleteBatch, withoutOverlap } from "./load-repairs.ts";
 import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { sequenceStep } from "./segment-rules.ts";
+import { sessionExists } from "./staging.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
@@ -50,6 +51,45 @@ export async function readSessionFiles(storage: StoragePort, paths: SessionPaths
     { path: paths.instruction },
     { lastIn: paths.segmentsDir, tailBytes: FOOTER_PREFETCH_BYTES, namedIn: { path: paths.meta, field: NEWEST_SEGMENT_FIELD } },
   ]);
+}
+
+/**
+ * A session as {@linkcode Sessions.open} reads it, without a handle: {@linkcode loadSessionState}
+ * over its first storage step (`files`, started by {@linkcode readSessionFiles} unless given), and
+ * a session that does not exist, live or archived as `place` says, reported as not found. What
+ * `Sessions.open` runs before it makes the handle, and what a reader that only looks (the CLI's
+ * `show`) runs alone, loading none of the handle's writers.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, sessionPaths, Sessions } from "sessionfold";
+ * import { readSessionState } from "sessionfold/internal";
+ * const storage = new MemoryStorage();
+ * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * await new Sessions({ storage }).create(ref);
+ * const state = await readSessionState(storage, ref, "live", sessionPaths(ref), Date.now);
+ * state.meta.message_count; // 0
+ * ```
+ * @throws {NotFoundError} when there is no such session.
+ * @throws {UnsupportedSchemaError} when `meta.json` has an unknown schema version.
+ */
+export async function readSessionState(
+  storage: StoragePort,
+  ref: SessionRef,
+  place: SessionPlace,
+  paths: SessionPaths,
+  clock: () => number,
+  files: Promise<SessionFiles> = readSessionFiles(storage, paths),
+): Promise<SessionState> {
+  // A meta.json the load read is the session's existence; only without one (or when the
+  // load fails) is it asked apart, and a session that does not exist is reported as not found.
+  const notFound = () =>
+    new NotFoundError(`no session ${formatSessionRef(ref)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(ref) });
+  const state = await loadSessionState(storage, paths, ref, clock, files).catch(async (error: unknown) => {
+    throw (await sessionExists(storage, ref, place)) ? error : notFound();
+  });
+  if (state.diskRevision === undefined && !(await sessionExists(storage, ref, place))) throw notFound();
+  return state;
 }
 
 /**

@@ -17,7 +17,7 @@ import { reportReclaimed, type SessionContext } from "./context.ts";
 import { copyForFork } from "./fork.ts";
 import { newId } from "./ids.ts";
 import { importedMessages, writeImported } from "./import-portable.ts";
-import { loadSessionState, readSessionFiles } from "./load.ts";
+import { readSessionFiles, readSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
@@ -114,14 +114,7 @@ export class Sessions {
     const files = readSessionFiles(this.storage, paths);
     files.catch(() => undefined);
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
-    // A meta.json the load read is the session's existence; only without one (or when the
-    // load fails) is it asked apart, and a session that does not exist is reported as not found.
-    const notFound = () =>
-      new NotFoundError(`no session ${formatSessionRef(valid)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(valid) });
-    const state = await loadSessionState(this.storage, paths, valid, this.#ctx.clock, files).catch(async (error: unknown) => {
-      throw (await sessionExists(this.storage, valid, place)) ? error : notFound();
-    });
-    if (state.diskRevision === undefined && !(await sessionExists(this.storage, valid, place))) throw notFound();
+    const state = await readSessionState(this.storage, valid, place, paths, this.#ctx.clock, files);
     const session = new Session(this.#ctx, valid, place, paths, state, resolved);
     if (options?.hold) await session.hold();
     return session;

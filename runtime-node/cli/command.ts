@@ -33,6 +33,15 @@ export interface CommandEntry {
    * calling thread, without starting the storage worker.
    */
   readonly readOnly?: true;
+  /**
+   * Runs with V8's optimizing compiler off, when the process is the command's own
+   * (`CliIo.ownsProcess`): its JavaScript is a short read whose every function runs a few
+   * thousand times at most, where TurboFan's compiles (on a thread of their own) cost more CPU
+   * than they save, and a compile waiting for a garbage collection while the main thread drains
+   * the platform's tasks can hang the process at its end (docs/decisions.md "show without the
+   * optimizing compiler").
+   */
+  readonly unoptimized?: true;
   /** Imports the command's module. */
   load(): Promise<Command>;
 }

@@ -27,6 +27,12 @@ export interface CliIo {
   readonly worker?: boolean;
   /** fsync writes. Default `true`; tests may turn it off for speed. */
   readonly fsync?: boolean;
+  /**
+   * This process runs this one command line and ends (`bin/sessionfold.mjs`, through
+   * {@linkcode processIo}), so a command may tune V8 for itself (`CommandEntry.unoptimized`).
+   * Default `false`: `main()` called in a host's or a test's process changes nothing of it.
+   */
+  readonly ownsProcess?: boolean;
 }
 
 /** The process's own streams, environment and terminal. */
@@ -38,6 +44,7 @@ export function processIo(): CliIo {
     stderrIsTTY: process.stderr.isTTY === true,
     stdoutIsTTY: process.stdout.isTTY === true,
     cwd: process.cwd(),
+    ownsProcess: true,
   };
 }
 

@@ -53,6 +53,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     const entry = findCommand(command);
     if (!entry) throw unknownCommand(command);
+    // Before the command's code is loaded, so that none of it is ever queued for TurboFan.
+    if (entry.unoptimized && io.ownsProcess) (await import("node:v8")).setFlagsFromString("--no-opt");
     const selected = await entry.load();
     const args = parseCommandArgs(entry.name, rest, selected.spec, globals);
     json = globals.json; // exact now: a `--json` that was an option's value (`--text --json`) is not the flag

@@ -9,31 +9,30 @@
 import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import type { MigrationReport, Session, SessionOptions, StaleLockReclaimed } from "../../core/mod.ts";
+import type { MigrationReport, Session, SessionOptions, Sessions, StaleLockReclaimed } from "../../core/mod.ts";
 import { InvalidInputError, NotFoundError, UnsupportedSchemaError } from "../../core/errors.ts";
-import {
-  EncryptedStorage,
-  formatSessionRef,
-  type KeyProvider,
-  sessionPaths,
-  type SessionRef,
-  Sessions,
-  storageForKeys,
-  type StoragePort,
-} from "../../core/reader.ts";
+import { EncryptedStorage, formatSessionRef, type KeyProvider, sessionPaths, type SessionRef, storageForKeys, type StoragePort } from "../../core/reader.ts";
 import { nodeAesGcm } from "../aes-gcm.ts";
 import { NodeFileStorage } from "../fs-storage.ts";
-import { nodeWriterIdentity, openNodeSessions } from "../open.ts";
+import { openNodeStorage } from "../open-storage.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
 
-/** An opened store: the registry and the storage under it. */
-export interface OpenStore {
-  readonly sessions: Sessions;
+/** An opened store's storage, without its registry: what `show` reads through. */
+export interface OpenStorage {
   readonly storage: StoragePort;
   /** The folder, or for a database its URL without password (what messages name). */
   readonly root: string;
   close(): Promise<void>;
+}
+
+/**
+ * An opened store: the registry and the storage under it. The registry (and with it the
+ * session handle's writers, `runtime-node/open.ts`) is loaded only by a command that opens
+ * sessions through it.
+ */
+export interface OpenStore extends OpenStorage {
+  readonly sessions: Sessions;
 }
 
 /** Where the store is: a folder, or a schema of a PostgreSQL database. */
@@ -111,6 +110,7 @@ export class Store {
   readonly #io: CliIo;
   readonly #onStaleLockReclaimed: ((event: StaleLockReclaimed) => void) | undefined;
   readonly #readOnly: boolean;
+  #storage: Promise<OpenStorage> | undefined;
   #opened: Promise<OpenStore> | undefined;
 
   /** The store's folder when it is a folder store (`undefined` for a database). */
@@ -138,7 +138,7 @@ export class Store {
    * read-only command then has nothing to read and must not create the root.
    */
   async forReading(): Promise<OpenStore | undefined> {
-    if (!this.#opened && !(await this.#exists())) return undefined;
+    if (!this.#storage && !(await this.#exists())) return undefined;
     return this.#open();
   }
 
@@ -151,6 +151,17 @@ export class Store {
     const opened = await this.forReading();
     if (!opened) throw noSuchSession(ref, this.root);
     return opened;
+  }
+
+  /**
+   * {@linkcode Store.holding}'s storage alone, without the registry: for a command that reads
+   * the session's files itself (`show`), and so loads none of the session handle's writers.
+   *
+   * @throws {NotFoundError} naming `ref` when the root folder does not exist.
+   */
+  async holdingStorage(ref: SessionRef): Promise<OpenStorage> {
+    if (!this.#storage && !(await this.#exists())) throw noSuchSession(ref, this.root);
+    return this.#openStorage();
   }
 
   /** The store for writing; the storage creates the root (`0700`) on its first write. */
@@ -181,7 +192,8 @@ export class Store {
 
   /** Ends the storage worker, if one was started. */
   async close(): Promise<void> {
-    const opened = this.#opened;
+    const opened = this.#storage;
+    this.#storage = undefined;
     this.#opened = undefined;
     if (opened) await (await opened.catch(() => undefined))?.close();
   }
@@ -200,22 +212,29 @@ export class Store {
   }
 
   #open(): Promise<OpenStore> {
-    this.#opened ??= this.#openWithKeys();
+    this.#opened ??= this.#withSessions();
     return this.#opened;
   }
 
-  async #openWithKeys(): Promise<OpenStore> {
+  #openStorage(): Promise<OpenStorage> {
+    this.#storage ??= this.#openWithKeys();
+    return this.#storage;
+  }
+
+  async #withSessions(): Promise<OpenStore> {
+    const [opened, open] = await Promise.all([this.#openStorage(), import("../open.ts")]);
+    const sessions = this.#location.kind === "files"
+      ? open.nodeSessions(opened.storage, this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {})
+      : new (await import("../../core/registry.ts")).Sessions({ storage: opened.storage, identity: open.nodeWriterIdentity() });
+    return { ...opened, sessions };
+  }
+
+  async #openWithKeys(): Promise<OpenStorage> {
     const location = this.#location;
     const keys = location.keyFile === undefined ? undefined : await keysOfFile(location.keyFile);
-    return location.kind === "files"
-      ? openNodeSessions({
-        root: this.root,
-        worker: this.#io.worker ?? !this.#readOnly,
-        fsync: this.#io.fsync ?? true,
-        ...(keys ? { keys } : {}),
-        ...(this.#onStaleLockReclaimed ? { onStaleLockReclaimed: this.#onStaleLockReclaimed } : {}),
-      })
-      : openPostgres(location, keys);
+    if (location.kind === "postgres") return openPostgres(location, keys);
+    const storage = await openNodeStorage({ root: this.root, worker: this.#io.worker ?? !this.#readOnly, fsync: this.#io.fsync ?? true, keys });
+    return { storage, root: this.root, close: async () => await storage.close?.() };
   }
 }
 
@@ -245,7 +264,7 @@ async function postgresBackend(location: Extract<StoreLocation, { kind: "postgre
 }
 
 /** Opens a PostgreSQL store with its keys (an encrypted store without them is refused). */
-async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStore> {
+async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" }>, keys: KeyProvider | undefined): Promise<OpenStorage> {
   const storage = await postgresBackend(location);
   let sealed: StoragePort;
   try {
@@ -254,8 +273,7 @@ async function openPostgres(location: Extract<StoreLocation, { kind: "postgres" 
     await storage.close();
     throw error;
   }
-  const sessions = new Sessions({ storage: sealed, identity: nodeWriterIdentity() });
-  return { sessions, storage: sealed, root: location.root, close: () => storage.close() };
+  return { storage: sealed, root: location.root, close: () => storage.close() };
 }
 
 /**

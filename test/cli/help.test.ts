@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { BIN, bin, missingRoot, REPO, tempDir } from "./support.ts";
+import { BIN, bin, REPO, tempDir } from "./support.ts";
 
 const SLOW = 120_000;
 
@@ -127,16 +127,20 @@ describe("sessionfold --help", () => {
     expect(help.files).toContain("runtime-node/cli/commands/show.ts");
     expect(help.files).toContain("core/reader.ts");
     expect(help.files).not.toContain("runtime-node/cli/commands/write.ts");
-    const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
-    expect(shown.status).toBe(4);
-    expect(shown.files).toContain("core/session/registry.ts");
+    // An existing root: the store is opened, and with it the registry, before the session is found missing.
+    const listed = await loadedBy(["--root", await tempDir(), "compose", "a1/w1/s1"]);
+    expect(listed.status).toBe(4);
+    expect(listed.files).toContain("core/session/registry.ts");
   }, SLOW);
 
-  it("show reaches the core through its narrow entry: not the importers, export, agent files, the storage worker, nor zod", async () => {
-    const shown = await loadedBy(["--root", await missingRoot(), "show", "a1/w1/s1"]);
+  it("show reaches the core through its narrow entry: not the importers, export, agent files, the storage worker, the writers, nor zod", async () => {
+    const shown = await loadedBy(["--root", await tempDir(), "show", "a1/w1/s1"]);
     expect(shown.status).toBe(4);
     expect(shown.files).toContain("core/reader.ts");
-    const unused = /^core\/(mod|internal)\.ts$|^core\/(formats|export|agent)\/|^runtime-node\/(mod|storage-worker-client|key-file)\.ts$|cli\/agent-setup\.ts$/;
+    expect(shown.files).toContain("runtime-node/open-storage.ts");
+    // It reads the session as an open does (readSessionState), without the registry and the handle's writers.
+    const unused =
+      /^core\/(mod|internal|registry)\.ts$|^core\/(formats|export|agent|composer)\/|^core\/session\/(registry|session|commit-path|run|purge|repair)\.ts$|^runtime-node\/(mod|open|storage-worker-client|key-file)\.ts$|cli\/agent-setup\.ts$/;
     expect(shown.files.filter((file) => unused.test(file))).toEqual([]);
     expect(shown.packages).not.toContain("comlink");
     // Records are judged by their hand-written checks (core/schema/fast-check.ts): neither zod nor the schemas are loaded.

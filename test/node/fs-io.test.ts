@@ -1,14 +1,16 @@
 /**
  * runtime-node/fs-io.ts's whole read of a file that changed since its `fstat`: bytes
  * appended meanwhile are read too (in one step or several), a file that shrank gives what
- * it holds, and the size limit holds for the grown file.
+ * it holds, and the size limit holds for the grown file. The tails of one `readMany` share
+ * buffers (`TailSlab`) and never each other's bytes.
  */
 import { closeSync, fstatSync, openSync, truncateSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readWhole } from "../../runtime-node/fs-io.ts";
+import { readWhole, TailSlab } from "../../runtime-node/fs-io.ts";
+import { NodeFileStorage } from "../../runtime-node/fs-storage.ts";
 
 let dir: string;
 beforeEach(async () => (dir = await mkdtemp(join(tmpdir(), "sessionfold-fs-io-"))));
@@ -58,5 +60,32 @@ describe("readWhole", () => {
     const before = filled(1000, 4);
     expect(() => readAfter(before, (file) => writeFileSync(file, filled(70_000, 4)), 50_000)).toThrow(/^too large: \d+$/);
     expect(() => readAfter(before, (file) => writeFileSync(file, filled(1500, 4)), 1200)).toThrow("too large: 1500");
+  });
+});
+
+describe("the tails of one readMany", () => {
+  it("share buffers, each its own bytes, and a call of one tail gets a buffer of its size", async () => {
+    const storage = new NodeFileStorage({ root: dir, fsync: false });
+    // Files shorter and longer than the tail asked, enough of them for several shared buffers.
+    const files = Array.from({ length: 300 }, (_, i) => filled(i % 3 === 0 ? 100 + i : 5000 + i, i));
+    for (const [i, bytes] of files.entries()) await storage.replace(`t/${i}.bin`, bytes);
+    const found = await storage.readMany([...files.keys()].map((i) => ({ path: `t/${i}.bin`, tailBytes: 4096 })));
+    for (const [i, bytes] of files.entries()) {
+      expect(found[i]).toEqual({ path: `t/${i}.bin`, bytes: bytes.subarray(Math.max(0, bytes.length - 4096)), size: bytes.length });
+    }
+    expect(new Set(found.map((result) => result!.bytes.buffer)).size).toBeLessThan(10);
+    const [one] = await storage.readMany([{ path: "t/1.bin", tailBytes: 4096 }, { path: "t/0.bin" }]);
+    expect(one!.bytes.buffer.byteLength).toBe(4096);
+  });
+
+  it("gives a tail too long to share bytes of its own", () => {
+    const slab = new TailSlab([{ path: "a", tailBytes: 4096 }, { path: "b", tailBytes: 1 << 20 }]);
+    expect(slab.room(1 << 20)).toBeUndefined();
+    expect(slab.room(Number.NaN)).toBeUndefined();
+    const room = slab.room(4096)!;
+    expect(room.buffer.byteLength).toBe(4096);
+    slab.took(room.subarray(0, 10));
+    // The next tail starts after the bytes taken; the buffer is replaced once it has no room.
+    expect(slab.room(4000)!.byteOffset).toBe(10);
   });
 });

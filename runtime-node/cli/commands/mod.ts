@@ -23,6 +23,7 @@ export const COMMANDS: readonly CommandEntry[] = [
     synopsis: "show REF",
     summary: "what is stored and what recovery found (read-only)",
     readOnly: true,
+    unoptimized: true,
     load: async () => (await import("./show.ts")).show,
   },
   {

@@ -15,18 +15,22 @@ import {
   parseMetaJson,
   readMany,
   readSegmentFooter,
+  readSessionState,
   segmentFooterInTail,
+  segmentRanges,
   type SessionMeta,
   sessionPaths,
   type SessionPlace,
   type SessionRef,
+  type SessionState,
+  type StoragePort,
   unsafeEntry,
   unsupportedSchema,
   withPrefetchedTail,
 } from "../../../core/reader.ts";
 import { type Command, refArg } from "../command.ts";
 import { type CliDiagnostic, diagnosticLines } from "../format.ts";
-import { exists, type OpenStore } from "../store.ts";
+import { exists } from "../store.ts";
 
 /** Segment footers read per `readMany` call: 500 tails of 4 KiB at most, 2 MiB held at once. */
 const FOOTER_BATCH = 500;
@@ -53,21 +57,21 @@ export const show: Command = {
   spec: { positionals: ["REF"], options: {} },
   async run({ store, out, args }) {
     const ref = refArg(args);
-    const opened = await store.holding(ref);
-    const { report, place } = await showSession(opened, ref);
+    const { storage } = await store.holdingStorage(ref);
+    const { report, place } = await showSession(storage, ref);
     return out.result(report, () => showText(ref, place, report));
   },
 };
 
 /**
- * Builds the `show` report of a session. Reads `meta.json`, what an open reads, and the
- * tail of every segment (for its footer); writes nothing.
+ * Builds the `show` report of a session. Reads `meta.json`, what an open reads (as
+ * `Sessions.open` reads it, without a handle: `show` loads none of the writers), and the tail
+ * of every segment (for its footer); writes nothing.
  *
  * @throws {NotFoundError} when there is no such session, live or archived.
  * @throws {CorruptSessionError} when `meta.json` is not JSON.
  */
-async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
-  const { sessions, storage } = store;
+async function showSession(storage: StoragePort, ref: SessionRef): Promise<{ report: ShowReport; place: SessionPlace }> {
   const place: SessionPlace | undefined = (await exists(storage, ref, false)) ? "live" : (await exists(storage, ref, true)) ? "archived" : undefined;
   if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
   const paths = sessionPaths(ref, place);
@@ -94,18 +98,18 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
       // A readable meta.json that fails its schema is shown through the open's diagnostics.
     }
   }
-  let session: Awaited<ReturnType<typeof sessions.open>>;
+  let state: SessionState;
   try {
-    session = await sessions.open(ref, { archived: place === "archived" });
+    state = await readSessionState(storage, ref, place, paths, Date.now);
   } catch (error) {
     // docs/CLI.md: show exits 0 whenever meta.json can be read; what the open refused is a diagnostic.
     if (!(error instanceof StoreEntryError) || !readableMeta) throw error;
     return { report: refusedOpenReport(readableMeta, unsafeEntry(error, paths)), place };
   }
-  const diagnostics: CliDiagnostic[] = [...session.diagnostics];
+  const diagnostics: CliDiagnostic[] = [...state.diagnostics];
   const segments: ShowReport["segments"] = [];
-  const newest = session.newestSegment;
-  const ranges = await session.segments();
+  const newest = state.newest;
+  const ranges = await segmentRanges({ storage, paths, state });
   for (let from = 0; from < ranges.length; from += FOOTER_BATCH) {
     // The footers' tails in one readMany per batch (a file store checks the session's folders
     // once per call, not once per segment); a footer longer than the tail is read again whole.
@@ -114,7 +118,7 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
     for (const [i, range] of batch.entries()) {
       if (range.end === newest?.end) {
         // Open read this footer already (and reported it when it is wrong).
-        segments.push({ start: range.start, end: range.end, summary_chars: session.summary?.text.length ?? null });
+        segments.push({ start: range.start, end: range.end, summary_chars: state.footer?.text.length ?? null });
         continue;
       }
       // Judged from the tail already read; read again only when its last line is longer.
@@ -126,10 +130,10 @@ async function showSession(store: OpenStore, ref: SessionRef): Promise<{ report:
     }
   }
   diagnostics.push(...(await lockDiagnostics(storage, paths)));
-  const active = session.active;
-  const draft = session.draft;
+  const active = state.active;
+  const draft = state.draft;
   const report: ShowReport = {
-    meta: session.meta,
+    meta: state.meta,
     segments,
     active: { count: active.length, first_sequence: active[0]?.sequence ?? null, last_sequence: active.at(-1)?.sequence ?? null },
     draft: draft ? { message_id: draft.record.message_id, sequence: draft.record.sequence, parts: draft.record.parts } : null,
