@@ -3,12 +3,17 @@
  * cold: builds a synthetic history, or opens one and gets what the next model call
  * needs, timing only that and reporting the process's peak memory. Started by
  * `lib/child.ts` as `node --import tsx test/bench/probe.ts '<task json>'`; the last line
- * of stdout is the JSON result.
+ * of stdout is the JSON result. Every probe loads the same modules before its clock (the
+ * sources through tsx: the plain-JSONL baseline's process is what it always was); an open
+ * through sessionfold uses the `sessionfold/node` module its task's `entry` names (case 1:
+ * the packed package's `dist/runtime-node/mod.js`, what a user's process runs), else the
+ * sources.
  *
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold, LANGGRAPH_THREAD } from "./lib/fixtures.ts";
 import { median } from "./lib/stats.ts";
@@ -30,8 +35,17 @@ export type ProbeTask =
   /**
    * Opens once in this fresh process; with `warm`, first opens a few times, then reports the
    * median of up to `warm` more opens in the same process (a long-lived host's per-turn cost).
+   * `entry`: the file of the `sessionfold/node` module to open with (default: the sources' `runtime-node/mod.ts`).
    */
-  | { readonly kind: "open"; readonly impl: ProbeImpl; readonly path: string; readonly n: number; readonly warm?: number; readonly warmBudgetMs?: number };
+  | {
+    readonly kind: "open";
+    readonly impl: ProbeImpl;
+    readonly path: string;
+    readonly n: number;
+    readonly warm?: number;
+    readonly warmBudgetMs?: number;
+    readonly entry?: string;
+  };
 
 /** What an `open` probe reports. */
 export interface OpenResult {
@@ -59,9 +73,19 @@ async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefi
   return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
 }
 
-/** Opens the store once per process (its worker start is per process, not per turn), then times open + compose. */
-async function openSessionfold(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
-  const store = await openNodeSessions({ root: path, worker: impl !== "sessionfold-noworker" });
+/**
+ * Opens the store once per process (its worker start is per process, not per turn), through the module `entry` names
+ * (else the sources, loaded by every probe), then times open + compose.
+ */
+async function openSessionfold(
+  impl: ProbeImpl,
+  path: string,
+  warm: number | undefined,
+  budgetMs: number,
+  entry?: string,
+): Promise<Omit<OpenResult, "maxRssMB">> {
+  const openStore = entry ? ((await import(pathToFileURL(entry).href)) as typeof import("../../runtime-node/mod.ts")).openNodeSessions : openNodeSessions;
+  const store = await openStore({ root: path, worker: impl !== "sessionfold-noworker" });
   try {
     await store.storage.list(""); // the worker is up
     const once = async () => {
@@ -106,14 +130,16 @@ async function openJsonl(path: string, warm: number | undefined, budgetMs: numbe
   return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
 }
 
-async function open(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs = 10_000): Promise<OpenResult> {
+async function open(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs = 10_000, entry?: string): Promise<OpenResult> {
   let ms: number;
   let contextMessages: number;
   let summaryChars: number;
   if (impl === "worker-floor") {
     ({ ms, contextMessages, summaryChars } = await openWorkerFloor(path, warm, budgetMs));
   } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "sessionfold-eager" || impl === "jsonl") {
-    ({ ms, contextMessages, summaryChars } = impl === "jsonl" ? await openJsonl(path, warm, budgetMs) : await openSessionfold(impl, path, warm, budgetMs));
+    ({ ms, contextMessages, summaryChars } = impl === "jsonl"
+      ? await openJsonl(path, warm, budgetMs)
+      : await openSessionfold(impl, path, warm, budgetMs, entry));
   } else if (impl === "pi") {
     const { SessionManager } = await import("@mariozechner/pi-coding-agent");
     const t0 = performance.now();
@@ -153,7 +179,7 @@ async function build(items: readonly { format: ProbeFormat; path: string }[], n:
 
 const task = JSON.parse(process.argv[2] ?? "null") as ProbeTask | null;
 if (!task) throw new Error("probe.ts needs a task as JSON in argv[2]");
-const result = task.kind === "build" ? await build(task.items, task.n) : await open(task.impl, task.path, task.warm, task.warmBudgetMs);
+const result = task.kind === "build" ? await build(task.items, task.n) : await open(task.impl, task.path, task.warm, task.warmBudgetMs, task.entry);
 process.stdout.write(`\n${JSON.stringify(result)}\n`);
 // pi and LangGraph may leave handles open; the measurement is done.
 process.exit(0);
