@@ -3,22 +3,21 @@
  * cold: builds a synthetic history, or opens one and gets what the next model call
  * needs, timing only that and reporting the process's peak memory. Started by
  * `lib/child.ts` as `node --import tsx test/bench/probe.ts '<task json>'`; the last line
- * of stdout is the JSON result. Every probe loads the same modules before its clock (the
- * sources through tsx: the plain-JSONL baseline's process is what it always was); an open
- * through sessionfold uses the `sessionfold/node` module its task's `entry` names (case 1:
- * the packed package's `dist/runtime-node/mod.js`, what a user's process runs), else the
- * sources.
+ * of stdout is the JSON result. An open of sessionfold through the packed package (a task
+ * with `entry`) runs in `probe-package.ts` instead, which loads nothing of the sources.
  *
  * @module
  */
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
-import { pathToFileURL } from "node:url";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold, LANGGRAPH_THREAD } from "./lib/fixtures.ts";
+import { type OpenFigures, type OpenResult, openSessionfold, timeOpens, withPeakMemory } from "./lib/open-probe.ts";
 import { median } from "./lib/stats.ts";
 import { startWorkerFloor } from "./lib/worker-floor.ts";
-import { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
+import { BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
+
+export type { OpenResult } from "./lib/open-probe.ts";
 
 /** The formats and implementations a probe knows. */
 export type ProbeFormat = "sessionfold" | "jsonl" | "pi" | "langgraph";
@@ -35,7 +34,8 @@ export type ProbeTask =
   /**
    * Opens once in this fresh process; with `warm`, first opens a few times, then reports the
    * median of up to `warm` more opens in the same process (a long-lived host's per-turn cost).
-   * `entry`: the file of the `sessionfold/node` module to open with (default: the sources' `runtime-node/mod.ts`).
+   * `entry`: the file of the `sessionfold/node` module to open sessionfold with, in `probe-package.ts`
+   * (`lib/child.ts` starts that probe for such a task); without it, the sources' `runtime-node/mod.ts`, here.
    */
   | {
     readonly kind: "open";
@@ -47,61 +47,8 @@ export type ProbeTask =
     readonly entry?: string;
   };
 
-/** What an `open` probe reports. */
-export interface OpenResult {
-  /** Milliseconds from "open the session" to "the next model call's input is in hand". */
-  readonly ms: number;
-  /** Peak resident set of the whole process (worker threads included), MB. */
-  readonly maxRssMB: number;
-  /** Messages in the model input (a sanity check: every format must yield the same). */
-  readonly contextMessages: number;
-  /** Characters of the summary in the model input. */
-  readonly summaryChars: number;
-}
-
-const MB = 1024 * 1024;
-
-type OpenFigures = Omit<OpenResult, "maxRssMB">;
-
-/** One open when `warm` is undefined; else the median of up to `warm` opens (3 at least, within `budgetMs`) after 5 warm-up opens. */
-async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
-  if (warm === undefined) return await once();
-  for (let i = 0; i < 5; i++) await once();
-  const runs = [];
-  const t0 = performance.now();
-  while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
-  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
-}
-
-/**
- * Opens the store once per process (its worker start is per process, not per turn), through the module `entry` names
- * (else the sources, loaded by every probe), then times open + compose.
- */
-async function openSessionfold(
-  impl: ProbeImpl,
-  path: string,
-  warm: number | undefined,
-  budgetMs: number,
-  entry?: string,
-): Promise<Omit<OpenResult, "maxRssMB">> {
-  const openStore = entry ? ((await import(pathToFileURL(entry).href)) as typeof import("../../runtime-node/mod.ts")).openNodeSessions : openNodeSessions;
-  const store = await openStore({ root: path, worker: impl !== "sessionfold-noworker" });
-  try {
-    await store.storage.list(""); // the worker is up
-    const once = async () => {
-      const t0 = performance.now();
-      const session = await store.sessions.open(BENCH_REF);
-      const { input } = session.compose(BENCH_PROVIDER);
-      return { ms: performance.now() - t0, contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
-    };
-    return await timeOpens(once, warm, budgetMs);
-  } finally {
-    await store.close();
-  }
-}
-
 /** The platform's floor for the same reads (lib/worker-floor.ts), timed as `openSessionfold` times an open. */
-async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
   const floor = await startWorkerFloor(root);
   try {
     const once = async () => {
@@ -116,7 +63,7 @@ async function openWorkerFloor(root: string, warm: number | undefined, budgetMs:
 }
 
 /** Reads the whole plain JSONL file and takes the next model input from it. */
-async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
   const once = async () => {
     const t0 = performance.now();
     const context = contextFromPlainJsonl(await readFile(path, "utf8"));
@@ -130,7 +77,7 @@ async function openJsonl(path: string, warm: number | undefined, budgetMs: numbe
   return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
 }
 
-async function open(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs = 10_000, entry?: string): Promise<OpenResult> {
+async function open(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs = 10_000): Promise<OpenResult> {
   let ms: number;
   let contextMessages: number;
   let summaryChars: number;
@@ -139,7 +86,7 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
   } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "sessionfold-eager" || impl === "jsonl") {
     ({ ms, contextMessages, summaryChars } = impl === "jsonl"
       ? await openJsonl(path, warm, budgetMs)
-      : await openSessionfold(impl, path, warm, budgetMs, entry));
+      : await openSessionfold(openNodeSessions, impl !== "sessionfold-noworker", path, warm, budgetMs));
   } else if (impl === "pi") {
     const { SessionManager } = await import("@mariozechner/pi-coding-agent");
     const t0 = performance.now();
@@ -163,7 +110,7 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
     summaryChars = context.summary?.length ?? 0;
     saver.db.close();
   }
-  return { ms, maxRssMB: (process.resourceUsage().maxRSS * 1024) / MB, contextMessages, summaryChars };
+  return withPeakMemory({ ms, contextMessages, summaryChars });
 }
 
 async function build(items: readonly { format: ProbeFormat; path: string }[], n: number): Promise<{ ms: number }> {
@@ -179,7 +126,7 @@ async function build(items: readonly { format: ProbeFormat; path: string }[], n:
 
 const task = JSON.parse(process.argv[2] ?? "null") as ProbeTask | null;
 if (!task) throw new Error("probe.ts needs a task as JSON in argv[2]");
-const result = task.kind === "build" ? await build(task.items, task.n) : await open(task.impl, task.path, task.warm, task.warmBudgetMs, task.entry);
+const result = task.kind === "build" ? await build(task.items, task.n) : await open(task.impl, task.path, task.warm, task.warmBudgetMs);
 process.stdout.write(`\n${JSON.stringify(result)}\n`);
 // pi and LangGraph may leave handles open; the measurement is done.
 process.exit(0);

@@ -11,17 +11,16 @@
 import { prng } from "../../support/prng.ts";
 import { type MessageRecord, type SessionMeta, sessionPaths, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
+import { BENCH_PROVIDER, BENCH_REF } from "./bench-ref.ts";
+
+export { BENCH_PROVIDER, BENCH_REF };
 
 /** Messages per closed segment. */
 export const SEGMENT_SIZE = 500;
 /** Messages left in Active (the bounded window the next model call reads). */
 export const ACTIVE_SIZE = 100;
-/** The session every benchmark history lives in. */
-export const BENCH_REF: SessionRef = { agentId: "bench", workspaceId: "w1", sessionId: "s1" };
 /** The system text of every synthetic session (a plain JSONL host would keep it in its config). */
 export const BENCH_SYSTEM = "You are a careful coding agent. Answer briefly and cite the files you read.";
-/** Provider identity of the synthetic assistant messages. */
-export const BENCH_PROVIDER = { provider: "openai", api: "responses", model: "gpt-5" } as const;
 
 const BASE_TIME = Date.UTC(2026, 0, 1);
 const WORDS = (
