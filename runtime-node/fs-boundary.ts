@@ -21,6 +21,7 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  realpathSync,
   renameSync,
   type Stats,
   statSync,
@@ -125,7 +126,9 @@ export class StoreBoundary {
     const cut = path.lastIndexOf("/");
     if (checked && cut > 0 && sep === "/" && checked.has(`${this.#rootPrefix}${path.slice(0, cut)}`)) return "present";
     const segments = path.split("/");
-    return this.#walk(path, segments.slice(0, -1), access, checked);
+    const folders = segments.slice(0, -1);
+    if (access === "read" && this.#allReal(folders, checked)) return "present";
+    return this.#walk(path, folders, access, checked);
   }
 
   /** {@linkcode StoreBoundary.parents} for a folder, the folder itself included. */
@@ -247,6 +250,29 @@ export class StoreBoundary {
   }
 
   /** The absolute folder of the key segments `folders`, as {@linkcode StoreBoundary.#walk} builds it. */
+  /**
+   * Whether every one of `folders` (the root's folders down to a file's) is a real folder, by one `realpath` of the
+   * deepest (the kernel's walk, not one `lstat` and its `Stats` per folder): it names the same path only when no folder
+   * on the way is a link, and fails when one is missing or not a folder. `false` sends the caller to the walk, which
+   * says what is wrong (a root reached through a link always walks).
+   */
+  #allReal(folders: readonly string[], checked?: Set<string>): boolean {
+    if (folders.length < 2) return false;
+    const deepest = this.#folderOf(folders);
+    let real: string;
+    try {
+      real = realpathSync.native(deepest);
+    } catch {
+      return false;
+    }
+    if (real !== deepest) return false;
+    if (checked) {
+      let folder = this.#root;
+      for (const segment of folders) checked.add(folder = folder.endsWith(sep) ? folder + segment : `${folder}${sep}${segment}`);
+    }
+    return true;
+  }
+
   #folderOf(folders: readonly string[]): string {
     return `${this.#rootPrefix}${folders.join(sep)}`;
   }

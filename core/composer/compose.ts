@@ -146,7 +146,12 @@ function outOfOrder(sequence: number, previous: number, hasFooter: boolean): Inv
 function assertIdentity(identity: ProviderIdentity): void {
   const { provider, api, model } = identity ?? {};
   if (typeof provider === "string" && typeof api === "string" && typeof model === "string" && provider !== "" && api !== "" && model !== "") return;
+  throw incompleteIdentity(identity);
+}
+
+/** The error of an identity {@linkcode assertIdentity} refused; apart: a compose with a full identity never compiles it. */
+function incompleteIdentity(identity: ProviderIdentity): InvalidInputError {
   const fields = ["provider", "api", "model"] as const;
   const missing = fields.filter((field) => typeof identity?.[field] !== "string" || identity[field].length === 0);
-  throw new InvalidInputError(`compose: the receiving provider identity lacks ${missing.join(", ")}`, { missing });
+  return new InvalidInputError(`compose: the receiving provider identity lacks ${missing.join(", ")}`, { missing });
 }

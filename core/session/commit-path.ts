@@ -16,6 +16,7 @@ import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
 import { loadSessionState, readSessionFiles } from "./load.ts";
 import { Lease } from "./lease.ts";
+import type { LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, takeWriterLock, type WriterLease, writerLockedError } from "./lock.ts";
 import { OperationSlot } from "./operation-slot.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
@@ -34,11 +35,13 @@ export class CommitPath {
   readonly options: ResolvedSessionOptions;
   /** What the handle knows; replaced by every reload. */
   state: SessionState;
-  readonly #slot: OperationSlot;
   readonly #onReload: (state: SessionState) => void;
   #needsReload = false;
-  /** The writer lock this handle keeps between operations, if it holds the session. */
-  readonly #lease: Lease;
+  /** The operation slot and the lease (the writer lock kept between operations), made at the first write or `held` (`#slot`, `#lease`). */
+  #slotMade: OperationSlot | undefined;
+  #leaseMade: Lease | undefined;
+  /** A lost lease: the handle re-reads the files before its next write. */
+  readonly #leaseLost = (event: LeaseLostNotice) => ((this.#needsReload = true), reportLeaseLost(this.ctx, event));
   /** Set by a revision conflict: every write is refused until the host calls `reload()`. */
   #conflict: RevisionConflictError | undefined;
   /** The lock of a running {@linkcode CommitPath.locked} operation that ends with a segment close, until given back. */
@@ -60,9 +63,15 @@ export class CommitPath {
     this.state = state;
     this.options = options;
     this.#onReload = onReload;
-    this.#slot = new OperationSlot(ctx.storage, paths.dir, formatSessionRef(ref));
-    // A lost lease: the handle re-reads the files before its next write.
-    this.#lease = new Lease(ctx.storage, paths, formatSessionRef(ref), (event) => ((this.#needsReload = true), reportLeaseLost(ctx, event)));
+  }
+
+  // A handle that only reads (an open, a compose) never builds these, nor in a fresh process compiles their code.
+  get #slot(): OperationSlot {
+    return this.#slotMade ??= new OperationSlot(this.ctx.storage, this.paths.dir, formatSessionRef(this.ref));
+  }
+
+  get #lease(): Lease {
+    return this.#leaseMade ??= new Lease(this.ctx.storage, this.paths, formatSessionRef(this.ref), this.#leaseLost);
   }
 
   /** The clock as a `meta.json` / record timestamp. */
@@ -235,17 +244,10 @@ export class CommitPath {
     // The revision this check is made against, kept for the error (the state may be reloaded meanwhile).
     const read = this.state.diskRevision ?? null;
     const expect = checkRevision ? { path: this.paths.meta, revision: read } : undefined;
+    const checks = expect && { expect, lines: { path: this.paths.active, revision: this.state.meta.revision } };
     let taken: Awaited<ReturnType<typeof takeWriterLock>>;
     try {
-      taken = await takeWriterLock(storage, path, {
-        identity,
-        operation,
-        clock,
-        hold,
-        writes,
-        ...(probe ? { probe } : {}),
-        ...(expect ? { expect, lines: { path: this.paths.active, revision: this.state.meta.revision } } : {}),
-      });
+      taken = await takeWriterLock(storage, path, { identity, operation, clock, hold, writes, ...(probe ? { probe } : {}), ...checks });
     } catch (error) {
       throw await this.failed(operation, error);
     }

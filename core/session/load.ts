@@ -116,6 +116,9 @@ export async function loadSessionState(
   const report: Report = (file, line, code, fatal, message) =>
     diagnostics.push({ file, line, code, fatal, message: `${line === null ? file : `${file}:${line}`}: ${message}` });
 
+  // What needs no file is done while the storage reads.
+  const activeFile = relativeToSession(paths, paths.active);
+
   // meta.json (an unknown schema refuses the session: it is thrown, not reported)
   const [metaRead, activeRead, draftRead, instructionRead, newestTail] = await files;
   const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
@@ -124,7 +127,6 @@ export async function loadSessionState(
   else reportMissingMeta(metaBytes !== undefined, report);
 
   // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
-  const activeFile = relativeToSession(paths, paths.active);
   const activeBytes = activeRead?.bytes ?? new Uint8Array(0);
   const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
   for (let i = 0; i < decoded.records.length; i++) rememberLine(decoded.records[i]!.record, decoded.records[i]!.bytes!);

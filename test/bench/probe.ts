@@ -3,7 +3,9 @@
  * cold: builds a synthetic history, or opens one and gets what the next model call
  * needs, timing only that and reporting the process's peak memory. Started by
  * `lib/child.ts` as `node --import tsx test/bench/probe.ts '<task json>'`; the last line
- * of stdout is the JSON result.
+ * of stdout is the JSON result. An open of sessionfold through the packed package (a task
+ * with `entry`, an `open` or a `warm-sizes`) runs in `probe-package.ts` instead, which loads
+ * nothing of the sources.
  *
  * @module
  */
@@ -11,9 +13,12 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold, LANGGRAPH_THREAD } from "./lib/fixtures.ts";
+import { type OpenFigures, type OpenResult, openSessionfold, timeOpens, warmSizes, withPeakMemory } from "./lib/open-probe.ts";
 import { median } from "./lib/stats.ts";
 import { startWorkerFloor } from "./lib/worker-floor.ts";
-import { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
+import { BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/synth.ts";
+
+export type { OpenResult, WarmSizesResult } from "./lib/open-probe.ts";
 
 /** The formats and implementations a probe knows. */
 export type ProbeFormat = "sessionfold" | "jsonl" | "pi" | "langgraph";
@@ -37,82 +42,27 @@ export type ProbeTask =
   /**
    * Opens once in this fresh process; with `warm`, first opens a few times, then reports the
    * median of up to `warm` more opens in the same process (a long-lived host's per-turn cost).
+   * `entry`: the file of the `sessionfold/node` module to open sessionfold with, in `probe-package.ts`
+   * (`lib/child.ts` starts that probe for such a task); without it, the sources' `runtime-node/mod.ts`, here.
    */
-  | { readonly kind: "open"; readonly impl: ProbeImpl; readonly path: string; readonly n: number; readonly warm?: number; readonly warmBudgetMs?: number }
+  | {
+    readonly kind: "open";
+    readonly impl: ProbeImpl;
+    readonly path: string;
+    readonly n: number;
+    readonly warm?: number;
+    readonly warmBudgetMs?: number;
+    readonly entry?: string;
+  }
   /**
    * Warm opens of several sessionfold stores in one process, round-robin (a long-lived host
-   * that opens sessions of every size): 5 warm-up rounds, then `rounds` timed ones.
+   * that opens sessions of every size): 5 warm-up rounds, then `rounds` timed ones; `entry` as
+   * for `open`.
    */
-  | { readonly kind: "warm-sizes"; readonly paths: readonly string[]; readonly rounds: number };
-
-/** What a `warm-sizes` probe reports: per store, the median open + compose of its timed rounds, ms. */
-export interface WarmSizesResult {
-  readonly ms: readonly number[];
-  /** Per store, the median CPU time of the process (every thread) over the same opens, ms. */
-  readonly cpuMs: readonly number[];
-  /** Per store, messages/summary characters of the model input (every size must agree). */
-  readonly shapes: readonly string[];
-}
-
-/** What an `open` probe reports. */
-export interface OpenResult {
-  /** Milliseconds from "open the session" to "the next model call's input is in hand". */
-  readonly ms: number;
-  /**
-   * sessionfold only: CPU time of the whole process (every thread, the worker's included)
-   * over the same span, ms; what the load of a shared machine moves less than wall time.
-   */
-  readonly cpuMs?: number;
-  /** Peak resident set of the whole process (worker threads included), MB. */
-  readonly maxRssMB: number;
-  /** Messages in the model input (a sanity check: every format must yield the same). */
-  readonly contextMessages: number;
-  /** Characters of the summary in the model input. */
-  readonly summaryChars: number;
-}
-
-const MB = 1024 * 1024;
-
-type OpenFigures = Omit<OpenResult, "maxRssMB">;
-
-/** One open when `warm` is undefined; else the median of up to `warm` opens (3 at least, within `budgetMs`) after 5 warm-up opens. */
-async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
-  if (warm === undefined) return await once();
-  for (let i = 0; i < 5; i++) await once();
-  const runs = [];
-  const t0 = performance.now();
-  while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
-  const cpu = runs.flatMap((r) => (r.cpuMs === undefined ? [] : [r.cpuMs]));
-  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)), ...(cpu.length ? { cpuMs: median(cpu) } : {}) };
-}
-
-/** CPU time of the whole process since `from` (a `process.cpuUsage()`), ms. */
-function cpuMsSince(from: NodeJS.CpuUsage): number {
-  const { user, system } = process.cpuUsage(from);
-  return (user + system) / 1000;
-}
-
-/** Opens the store once per process (its worker start is per process, not per turn), then times open + compose. */
-async function openSessionfold(impl: ProbeImpl, path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
-  const store = await openNodeSessions({ root: path, worker: impl !== "sessionfold-noworker" });
-  try {
-    await store.storage.list(""); // the worker is up
-    const once = async () => {
-      const c0 = process.cpuUsage();
-      const t0 = performance.now();
-      const session = await store.sessions.open(BENCH_REF);
-      const { input } = session.compose(BENCH_PROVIDER);
-      const ms = performance.now() - t0;
-      return { ms, cpuMs: cpuMsSince(c0), contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
-    };
-    return await timeOpens(once, warm, budgetMs);
-  } finally {
-    await store.close();
-  }
-}
+  | { readonly kind: "warm-sizes"; readonly paths: readonly string[]; readonly rounds: number; readonly entry?: string };
 
 /** The platform's floor for the same reads (lib/worker-floor.ts), timed as `openSessionfold` times an open. */
-async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
   const floor = await startWorkerFloor(root);
   try {
     const once = async () => {
@@ -127,7 +77,7 @@ async function openWorkerFloor(root: string, warm: number | undefined, budgetMs:
 }
 
 /** Reads the whole plain JSONL file and takes the next model input from it. */
-async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<Omit<OpenResult, "maxRssMB">> {
+async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
   const once = async () => {
     const t0 = performance.now();
     const context = contextFromPlainJsonl(await readFile(path, "utf8"));
@@ -151,7 +101,7 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
   } else if (impl === "sessionfold" || impl === "sessionfold-noworker" || impl === "sessionfold-eager" || impl === "jsonl") {
     ({ ms, contextMessages, summaryChars, cpuMs } = impl === "jsonl"
       ? await openJsonl(path, warm, budgetMs)
-      : await openSessionfold(impl, path, warm, budgetMs));
+      : await openSessionfold(openNodeSessions, impl !== "sessionfold-noworker", path, warm, budgetMs));
   } else if (impl === "pi") {
     const { SessionManager } = await import("@mariozechner/pi-coding-agent");
     const t0 = performance.now();
@@ -175,41 +125,7 @@ async function open(impl: ProbeImpl, path: string, warm: number | undefined, bud
     summaryChars = context.summary?.length ?? 0;
     saver.db.close();
   }
-  return { ms, maxRssMB: (process.resourceUsage().maxRSS * 1024) / MB, contextMessages, summaryChars, ...(cpuMs === undefined ? {} : { cpuMs }) };
-}
-
-/**
- * Each store through its own worker, all opened before the first round; each round opens
- * every store once, in turn (starting one store later each round), so drift in the machine's
- * load, and the collections that recur every few opens, fall on every size alike.
- */
-async function warmSizes(paths: readonly string[], rounds: number): Promise<WarmSizesResult> {
-  const stores = await Promise.all(paths.map((root) => openNodeSessions({ root })));
-  try {
-    for (const store of stores) await store.storage.list(""); // the workers are up
-    const times = paths.map((): number[] => []);
-    const cpu = paths.map((): number[] => []);
-    const shapes = paths.map(() => "");
-    for (let round = -5; round < rounds; round++) {
-      // Each round starts one store later: a collection that recurs every few opens would
-      // otherwise land on the same store in every round.
-      for (let k = 0; k < stores.length; k++) {
-        const i = (k + round + 5) % stores.length;
-        const c0 = process.cpuUsage();
-        const t0 = performance.now();
-        const session = await stores[i]!.sessions.open(BENCH_REF);
-        const { input } = session.compose(BENCH_PROVIDER);
-        const ms = performance.now() - t0;
-        shapes[i] = `${input.messages.length}/${input.summary?.length ?? 0}`;
-        if (round < 0) continue;
-        times[i]!.push(ms);
-        cpu[i]!.push(cpuMsSince(c0));
-      }
-    }
-    return { ms: times.map((t) => median(t)), cpuMs: cpu.map((t) => median(t)), shapes };
-  } finally {
-    for (const store of stores) await store.close();
-  }
+  return withPeakMemory({ ms, contextMessages, summaryChars, ...(cpuMs === undefined ? {} : { cpuMs }) });
 }
 
 async function build(items: readonly BuildItem[], n: number): Promise<{ ms: number }> {
@@ -228,7 +144,7 @@ if (!task) throw new Error("probe.ts needs a task as JSON in argv[2]");
 const result = task.kind === "build"
   ? await build(task.items, task.n)
   : task.kind === "warm-sizes"
-  ? await warmSizes(task.paths, task.rounds)
+  ? await warmSizes(openNodeSessions, task.paths, task.rounds)
   : await open(task.impl, task.path, task.warm, task.warmBudgetMs);
 process.stdout.write(`\n${JSON.stringify(result)}\n`);
 // pi and LangGraph may leave handles open; the measurement is done.

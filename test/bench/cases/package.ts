@@ -16,16 +16,15 @@
  *
  * @module
  */
-import { execFile, execFileSync } from "node:child_process";
-import { mkdir, readdir, symlink } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { buildSessionfold } from "../lib/fixtures.ts";
+import { packPackage } from "../lib/packed.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median, round } from "../lib/stats.ts";
 import { BENCH_REF, sizeLabel } from "../lib/synth.ts";
-
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 /** Wall time of one fresh process, start to exit, in ms; rejects when it exits non-zero. */
 function timeProcess(args: readonly string[], cwd?: string): Promise<number> {
@@ -99,9 +98,7 @@ function times(value: number, baseline: number): string {
 }
 
 export async function packageCase(ctx: CaseContext): Promise<void> {
-  const out = execFileSync("npm", ["pack", "--json", "--pack-destination", ctx.tmp], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  const [info] = JSON.parse(out.slice(out.indexOf("["))) as { filename: string; size: number; unpackedSize: number; entryCount: number }[];
-  if (!info) throw new Error(`npm pack printed no package: ${out}`);
+  const { info, dir: pkg } = await packPackage(ctx.tmp);
   ctx.log(`case 9: ${info.filename}: ${(info.size / 1000).toFixed(1)} kB, ${info.entryCount} files`);
   ctx.emit({
     case: 9,
@@ -114,11 +111,6 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "files in the tarball",
   });
 
-  const unpacked = join(ctx.tmp, "installed");
-  await mkdir(unpacked);
-  execFileSync("tar", ["-xzf", join(ctx.tmp, info.filename), "-C", unpacked]);
-  const pkg = join(unpacked, "package");
-  await symlink(join(ROOT, "node_modules"), join(pkg, "node_modules"), "dir");
   const bin = join(pkg, "bin/sessionfold.mjs");
   // Start-up times are tens of ms on a loaded machine: medians of many short runs, interleaved.
   const runs = ctx.quick ? 11 : 21;

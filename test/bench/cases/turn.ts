@@ -5,10 +5,11 @@
  * Each history exists in four formats holding the same messages (lib/fixtures.ts). Each
  * timing is one fresh process (probe.ts) that opens the session and gets what the next
  * model call needs — sessionfold: `sessions.open` + `compose` through `openNodeSessions`
- * (worker thread); plain JSONL: read the whole file, parse every line, take the last
- * summary and what follows; pi-coding-agent: `SessionManager.open` +
- * `buildSessionContext()`; LangGraph: `SqliteSaver.getTuple` of the thread and the
- * messages after the summarized ones. The peers are measured size by size, implementations
+ * (worker thread) of the package as `npm pack` ships it (lib/packed.ts: its `dist/`, what a
+ * user's process loads; the histories are built from the sources); plain JSONL: read the
+ * whole file, parse every line, take the last summary and what follows; pi-coding-agent:
+ * `SessionManager.open` + `buildSessionContext()`; LangGraph: `SqliteSaver.getTuple` of the
+ * thread and the messages after the summarized ones. The peers are measured size by size, implementations
  * interleaved; sessionfold's sizes are measured round-robin after all are built, so drift
  * in the machine's load falls on every size of its flatness ratio alike. Each figure is the
  * median. Files are in the page cache for every format alike (each was written shortly
@@ -28,6 +29,7 @@ import { join } from "node:path";
 import { Sessions } from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import { ProbeTimeout, runProbe } from "../lib/child.ts";
+import { packPackage } from "../lib/packed.ts";
 import type { BenchRow, CaseContext } from "../lib/result.ts";
 import { median, pairedRatio, spreadText } from "../lib/stats.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
@@ -94,6 +96,10 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const warm = new Map<string, number>();
   const breakdowns = new Map<number, string>();
   const key = (impl: ProbeImpl, n: number) => `${impl}@${n}`;
+  ctx.log("case 1: npm pack (sessionfold is opened as installed, from its dist/)");
+  const entry = join((await packPackage(join(ctx.tmp, "package"))).dir, "dist/runtime-node/mod.js");
+  /** The packed package for sessionfold's probes; the others load no sessionfold module to open with. */
+  const entryOf = (impl: ProbeImpl) => (impl.startsWith("sessionfold") ? { entry } : {});
   /** Warm processes per size for sessionfold (each the median of up to 30 opens); the figure is their median. */
   const warmReps = ctx.quick ? 2 : 3;
   /** Cold runs at n = 0 (case 6's empty-session baseline), for every implementation. */
@@ -120,7 +126,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     if (cell.failure) return;
     const t0 = performance.now();
     try {
-      cell.runs.push(await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n }, timeoutMs));
+      cell.runs.push(await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, ...entryOf(impl) }, timeoutMs));
     } catch (error) {
       cell.failure = error instanceof ProbeTimeout
         ? `did not finish within ${Math.round(timeoutMs / 1000)} s`
@@ -131,7 +137,8 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   };
   const warmRuns = new Map<string, number[]>();
   const probeWarm = async (impl: ProbeImpl, file: string, n: number) => {
-    const result = await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000 }, timeoutMs);
+    const task = { kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000, ...entryOf(impl) } as const;
+    const result = await runProbe(task, timeoutMs);
     warmRuns.set(key(impl, n), [...(warmRuns.get(key(impl, n)) ?? []), result.ms]);
   };
 
@@ -191,7 +198,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   ];
   const warmSizes: WarmSizesResult[] = [];
   for (let rep = 0; rep < Math.max(warmReps, warmSizesReps); rep++) {
-    if (rep < warmSizesReps) warmSizes.push(await runProbe<WarmSizesResult>({ kind: "warm-sizes", paths: warmSizesPaths, rounds: warmSizesRounds }, timeoutMs));
+    if (rep < warmSizesReps) {
+      warmSizes.push(await runProbe<WarmSizesResult>({ kind: "warm-sizes", paths: warmSizesPaths, rounds: warmSizesRounds, entry }, timeoutMs));
+    }
     if (rep >= warmReps) continue;
     await probeWarm("sessionfold", "sessionfold", lo);
     await probeWarm("jsonl", "history.jsonl", lo);
@@ -448,7 +457,7 @@ function openRows(
     target,
     runs: m.runs[0],
     note:
-      `the first open + compose of a fresh process (store opened, worker up, modules loaded from the TypeScript sources through tsx before the clock starts), alternating with plain JSONL (${
+      `the first open + compose of a fresh process (the packed package's dist/ as a user's process loads it; store opened, worker up, modules loaded before the clock starts), alternating with plain JSONL (${
         m.runs[1]
       } runs); ${floor(floorCold, plainCold)}; the same without the worker: ${noWorkerCold?.toFixed(2) ?? "-"} ms; ` +
       `bound: the same open with every function compiled as its module loads (node --no-lazy, out of the clock), so none at its first call: ${

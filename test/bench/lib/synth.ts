@@ -11,6 +11,9 @@
 import { prng } from "../../support/prng.ts";
 import { type MessageRecord, type SessionMeta, sessionPaths, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
+import { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF } from "./bench-ref.ts";
+
+export { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF };
 
 /** Messages per closed segment. */
 export const SEGMENT_SIZE = 500;
@@ -23,14 +26,8 @@ export const ACTIVE_SIZE = 100;
  * footer: the same open whatever the history length (test/bench/notes.md, case 1).
  */
 export const COMPACTED_ACTIVE_SIZE = 50;
-/** The session every benchmark history lives in. */
-export const BENCH_REF: SessionRef = { agentId: "bench", workspaceId: "w1", sessionId: "s1" };
-/** Where case 1 in chromium keeps the compacted history of a size, beside {@linkcode BENCH_REF}'s in the same database. */
-export const COMPACTED_REF: SessionRef = { ...BENCH_REF, sessionId: "s1-compacted" };
 /** The system text of every synthetic session (a plain JSONL host would keep it in its config). */
 export const BENCH_SYSTEM = "You are a careful coding agent. Answer briefly and cite the files you read.";
-/** Provider identity of the synthetic assistant messages. */
-export const BENCH_PROVIDER = { provider: "openai", api: "responses", model: "gpt-5" } as const;
 
 const BASE_TIME = Date.UTC(2026, 0, 1);
 const WORDS = (
