@@ -249,7 +249,6 @@ export class StoreBoundary {
     return "present";
   }
 
-  /** The absolute folder of the key segments `folders`, as {@linkcode StoreBoundary.#walk} builds it. */
   /**
    * Whether every one of `folders` (the root's folders down to a file's) is a real folder, by one `realpath` of the
    * deepest (the kernel's walk, not one `lstat` and its `Stats` per folder): it names the same path only when no folder
@@ -273,6 +272,7 @@ export class StoreBoundary {
     return true;
   }
 
+  /** The absolute folder of the key segments `folders`, as {@linkcode StoreBoundary.#walk} builds it. */
   #folderOf(folders: readonly string[]): string {
     return `${this.#rootPrefix}${folders.join(sep)}`;
   }
