@@ -100,8 +100,12 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const entry = join((await packPackage(join(ctx.tmp, "package"))).dir, "dist/runtime-node/mod.js");
   /** The packed package for sessionfold's probes; the others load no sessionfold module to open with. */
   const entryOf = (impl: ProbeImpl) => (impl.startsWith("sessionfold") ? { entry } : {});
-  /** Warm processes per size for sessionfold (each the median of up to 30 opens); the figure is their median. */
-  const warmReps = ctx.quick ? 2 : 3;
+  /**
+   * Warm processes for open.node.warm, each of sessionfold, plain JSONL and the worker floor in
+   * turn (each the median of up to 30 opens); the figure is their median. Seven, not three: one
+   * process's median moves by more than the row's margin (0.40–0.60 ms for the same tree).
+   */
+  const warmReps = ctx.quick ? 2 : 7;
   /** Cold runs at n = 0 (case 6's empty-session baseline), for every implementation. */
   const emptyReps = ctx.quick ? 2 : 3;
   const ms = (impl: ProbeImpl, n: number) => {
@@ -286,6 +290,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     runs: [runs("sessionfold", lo), runs("jsonl", lo)],
     eagerMin: minMs("sessionfold-eager", lo),
     warmReps,
+    warmSpread: [warmRuns.get(key("sessionfold", lo)) ?? [], warmRuns.get(key("jsonl", lo)) ?? []],
     lo,
     breakdown: breakdowns.get(lo),
   });
@@ -418,6 +423,8 @@ function openRows(
     /** The fastest `--no-lazy` run: a process that compiled everything at load has a larger heap, and a collection may land in its clock. */
     eagerMin: number | null;
     warmReps: number;
+    /** Each warm process's median, sessionfold's and plain JSONL's. */
+    warmSpread: [readonly number[], readonly number[]];
     lo: number;
     breakdown: string | undefined;
   },
@@ -431,6 +438,8 @@ function openRows(
       value && base ? ` = ${(value / base).toFixed(2)}× the baseline` : ""
     }`;
   const target = { op: "<=", limit: 2, text: "≤ 2× plain JSONL" } as const;
+  /** The lowest and highest of some per-process medians, ms. */
+  const spread = (values: readonly number[]) => (values.length ? `${Math.min(...values).toFixed(3)}–${Math.max(...values).toFixed(3)}` : "-");
   ctx.emit({
     case: 1,
     name: `open.node.warm.n=${label}`,
@@ -443,7 +452,8 @@ function openRows(
     target,
     runs: m.warmReps,
     note: `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after 5 warm-up opens in one process, ` +
-      `${m.warmReps} processes each, alternating; ${floor(floorWarm, plainWarm)}; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
+      `${m.warmReps} processes each, alternating (per process: sessionfold ${spread(m.warmSpread[0])} ms, plain JSONL ${spread(m.warmSpread[1])} ms); ` +
+      `${floor(floorWarm, plainWarm)}; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
   });
   ctx.emit({
     case: 1,
