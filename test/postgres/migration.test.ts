@@ -48,6 +48,32 @@ async function stored(schema: string, path: string): Promise<{ revision: string 
   });
 }
 
+/**
+ * A fresh schema holding a session of one message ("one") as version `version` left it (its
+ * `meta.json` one chunk with its revision), for the test to upgrade in place.
+ */
+async function sessionAtVersion(version: number): Promise<string> {
+  const schema = freshSchema("migrate");
+  schemas.push(schema);
+  const source = new MemoryStorage();
+  const original = await new Sessions({ storage: source }).create({ ...REF, title: `from version ${version}` });
+  await original.append(text("one"));
+  await withAdmin(async (admin) => {
+    await migrate(admin, schema, "1", version);
+    await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
+    await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
+  });
+  return schema;
+}
+
+/** The end offsets of `path`'s chunks, in order. */
+function chunkEnds(schema: string, path: string): Promise<number[]> {
+  return withAdmin(async (admin) =>
+    (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
+      .rows.map((row) => Number(row.end_offset))
+  );
+}
+
 describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   it("a version-1 store with a session is upgraded in place: same files, and commits go on", async () => {
     const schema = freshSchema("migrate");
@@ -225,23 +251,10 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   });
 
   it("version 5 replaces a commit's meta.json in the statement of its append, and falls back when the row changed under it", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
     // A session as version 4 left it (its meta.json one chunk with its revision), upgraded in place.
-    const source = new MemoryStorage();
-    const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 4" });
-    await original.append(text("one"));
-    await withAdmin(async (admin) => {
-      await migrate(admin, schema, "1", 4);
-      await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
-      await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
-    });
+    const schema = await sessionAtVersion(4);
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxConnections: 1 });
-    const chunksOf = (path: string) =>
-      withAdmin(async (admin) =>
-        (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
-          .rows.map((row) => Number(row.end_offset))
-      );
+    const chunksOf = (path: string) => chunkEnds(schema, path);
     try {
       const session = await new Sessions({ storage }).open(REF);
       for (const t of ["two", "three", "four"]) await session.append(text(t));
@@ -284,17 +297,8 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
     }
   });
   it("version 6 runs an append's commit in run_append's one statement, and the general way what it did not write", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
     // A session as version 5 left it, upgraded in place.
-    const source = new MemoryStorage();
-    const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 5" });
-    await original.append(text("one"));
-    await withAdmin(async (admin) => {
-      await migrate(admin, schema, "1", 5);
-      await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
-      await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
-    });
+    const schema = await sessionAtVersion(5);
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxConnections: 1 });
     // The statements the handle sends, by name (its commits are named prepared statements).
     const sent: string[] = [];
@@ -304,11 +308,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       if (typeof name === "string") sent.push(name.slice(schema.length + 1));
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;
-    const chunksOf = (path: string) =>
-      withAdmin(async (admin) =>
-        (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
-          .rows.map((row) => Number(row.end_offset))
-      );
+    const chunksOf = (path: string) => chunkEnds(schema, path);
     const texts = async () => (await new Sessions({ storage }).open(REF)).active.map((m) => (m.parts[0] as { text: string }).text);
     try {
       const sessions = new Sessions({ storage });
