@@ -29,10 +29,10 @@ function testApi(comlink: ComlinkLike, kept: Uint8Array[]) {
       kept.push(bytes);
       return comlink.transfer({ bytes }, [bytes.buffer as never]);
     },
-    refuse: (path: string) => {
+    refuse: (path: string): number => {
       throw new InvalidInputError(`bad path ${path}`, { path });
     },
-    reject: async () => {
+    reject: async (): Promise<number> => {
       throw new Error("not one of ours");
     },
     nothing: () => undefined,
