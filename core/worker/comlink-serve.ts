@@ -4,10 +4,10 @@
  * through `comlink-wire.ts`) calls one method of the API, and its answer goes back under the
  * call's id exactly as `Comlink.expose` posts it: the value raw (its buffers transferred where
  * the API marked them), a thrown error through the transfer handler that claims it. It
- * replaces `Comlink.expose` in the storage worker, whose generic dispatch (a property path
+ * replaces `Comlink.expose` in the storage workers, whose generic dispatch (a property path
  * walked twice, every argument mapped, an answer built by two object spreads after two
- * promise turns) was a fifth of what the worker spends on a held commit besides its system
- * calls (docs/decisions.md, "The held commit through the worker").
+ * promise turns) was about a sixth of what the worker spends on a held commit besides its
+ * system calls (docs/decisions.md, "The held commit through the worker, both threads").
  *
  * @module
  */
