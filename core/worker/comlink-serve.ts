@@ -69,7 +69,7 @@ export function serveComlinkCalls(comlink: ComlinkLike, at: unknown, build: (com
     endpoint.postMessage({ id, type: "HANDLER", name: ERROR_TRANSFER_HANDLER, value: serialized }, []);
   };
   const settle = (id: string, result: unknown): void => {
-    // The answer is posted as soon as the result settles: one turn, not Comlink's three.
+    // The answer is posted as soon as the result settles: one promise turn, where Comlink's `.catch().then()` takes two.
     Promise.resolve(result).then(
       (value) => {
         try {
