@@ -107,3 +107,4 @@ export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTran
 export { type StorageWorkerApi, storageWorkerApi } from "./worker/storage-api.ts";
 export { type WorkerLink, WorkerStorageClient } from "./worker/client.ts";
 export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./worker/comlink-wire.ts";
+export { serveComlinkCalls } from "./worker/comlink-serve.ts";

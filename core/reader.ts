@@ -46,5 +46,5 @@ export { assertStoragePath, concatBytes, formatBytes, isWithin, MAX_FILE_BYTES, 
 export { MemoryStorage, type MemoryStorageOptions, messageOf, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { hintedFile, readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
-export { registerErrorTransfer } from "./worker/transfer.ts";
 export { storageWorkerApi } from "./worker/storage-api.ts";
+export { serveComlinkCalls } from "./worker/comlink-serve.ts";

@@ -49,7 +49,11 @@ export interface ComlinkAnswer {
  * ```
  */
 export function comlinkCall(id: string, method: string, args: readonly unknown[]): ComlinkCall {
-  return { id, type: "APPLY", path: [method], argumentList: args.map((value) => ({ type: "RAW", value })) };
+  // Built by push, not `map`: a mapped array is holey, which the structured clone writes (and
+  // the worker reads) as a sparse array, key by key.
+  const argumentList: { readonly type: "RAW"; readonly value: unknown }[] = [];
+  for (const value of args) argumentList.push({ type: "RAW", value });
+  return { id, type: "APPLY", path: [method], argumentList };
 }
 
 /**
