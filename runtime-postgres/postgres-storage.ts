@@ -150,6 +150,8 @@ export class PostgresStorage implements StoragePort {
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
+  /** Set once the schema is migrated: a statement then waits for nothing first (not even a settled promise's turn). */
+  #migrated = false;
   #closed = false;
 
   constructor(options: PostgresStorageOptions = {}) {
@@ -284,7 +286,7 @@ export class PostgresStorage implements StoragePort {
    */
   async acquireLock(name: string): Promise<boolean> {
     assertStoragePath(name);
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
     if (this.#held.has(name)) return false;
     const client = await this.#connect(this.#lockPool);
     try {
@@ -322,7 +324,7 @@ export class PostgresStorage implements StoragePort {
    * still held (a lost lock: `LeaseLostError`, nothing sent).
    */
   async applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
     for (const write of plan.writes) assertStoragePath(write.path);
     if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
     const released = plan.release ? this.#held.get(plan.release.path) : undefined;
@@ -481,6 +483,7 @@ export class PostgresStorage implements StoragePort {
       try {
         await migrate(client, this.#schema, this.#lockKey("\0migrate"));
         client.release();
+        this.#migrated = true;
       } catch (error) {
         client.release(true);
         throw storageError(error, `creating or migrating schema ${this.#schema}`);
@@ -587,7 +590,7 @@ export class PostgresStorage implements StoragePort {
   }
 
   async #query(statement: Statement, values: unknown[]): Promise<Row[]> {
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
     try {
       return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
