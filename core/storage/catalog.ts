@@ -119,7 +119,8 @@ export const CATALOG_FIELDS: readonly string[] = [
 /**
  * The document a catalog entry holds for the `meta.json` bytes written: the
  * {@linkcode CATALOG_FIELDS} of the JSON object, or `undefined` when the bytes are not a
- * JSON object or is sealed (the reader then reads `meta.json`).
+ * JSON object or is sealed (the reader then reads `meta.json`). Bytes that
+ * {@linkcode encodeMetaDocument} returned are read from the document they encode, with the same result.
  *
  * @example
  * ```ts
