@@ -101,6 +101,7 @@ export { segmentRanges } from "./session/read-view.ts";
 // The storage port every backend implements, and the in-memory backend.
 export { carriesLockId, concatBytes, isWithin, MAX_LOCK_BYTES, messageOf, parentPath, sameBytes, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { readMany, withPrefetchedTail } from "./storage/read-many.ts";
+export { encodeMetaDocument } from "./storage/catalog.ts";
 export { lockDiagnostics, readSegmentFooter, segmentFooterInTail, unsafeEntry, unsupportedSchema } from "./verify/mod.ts";
 export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";
 // The storage hop both runtimes use: the worker's API and the host's client.

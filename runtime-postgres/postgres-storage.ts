@@ -24,6 +24,7 @@ import {
 } from "../core/mod.ts";
 import { binaryArray } from "./binary-array.ts";
 import { catalogStatement } from "./catalog-statement.ts";
+import { KeptConnection } from "./kept-connection.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
 /** How long connecting may take by default (docs/POSTGRES.md "Timeouts"): a server that never answers is an error, not a hang. */
@@ -147,9 +148,13 @@ export class PostgresStorage implements StoragePort {
   readonly #runPlan: pg.QueryConfig;
   /** `run_append`'s named statement (an append's per-operation commit), the same way. */
   readonly #runAppend: pg.QueryConfig;
+  /** A connection of `#pool` kept between the commit plans that run on it (kept-connection.ts). */
+  readonly #commits: KeptConnection;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
   #batch: PendingRead[] | undefined;
   #ready: Promise<void> | undefined;
+  /** Set once the schema is migrated: a statement then waits for nothing first (not even a settled promise's turn). */
+  #migrated = false;
   #closed = false;
 
   constructor(options: PostgresStorageOptions = {}) {
@@ -175,6 +180,7 @@ export class PostgresStorage implements StoragePort {
     // An idle pool must not keep a process alive that has nothing else to do.
     this.#pool = new pg.Pool({ max: options.maxConnections ?? 10, allowExitOnIdle: true, ...base });
     this.#lockPool = new pg.Pool({ max: options.maxLockConnections ?? 64, allowExitOnIdle: true, ...base });
+    this.#commits = new KeptConnection(this.#pool);
     for (const pool of [this.#pool, this.#lockPool]) {
       // A connection that drops while idle is the pool's to replace, not the process's crash.
       pool.on("error", () => undefined);
@@ -194,6 +200,7 @@ export class PostgresStorage implements StoragePort {
    * creates or migrates it first): lets a read-only tool leave a database untouched.
    */
   async exists(): Promise<boolean> {
+    this.#commits.spare();
     try {
       const result = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [`${this.#s}.schema_version`]);
       return result.rows[0]!.found === true;
@@ -284,7 +291,7 @@ export class PostgresStorage implements StoragePort {
    */
   async acquireLock(name: string): Promise<boolean> {
     assertStoragePath(name);
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
     if (this.#held.has(name)) return false;
     const client = await this.#connect(this.#lockPool);
     try {
@@ -322,7 +329,7 @@ export class PostgresStorage implements StoragePort {
    * still held (a lost lock: `LeaseLostError`, nothing sent).
    */
   async applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
     for (const write of plan.writes) assertStoragePath(write.path);
     if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
     const released = plan.release ? this.#held.get(plan.release.path) : undefined;
@@ -337,7 +344,9 @@ export class PostgresStorage implements StoragePort {
     // lock to hold gets a connection of its own; any other runs on the shared pool.
     const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
     if (holder?.lost) throw holder.lost;
-    const client = holder?.client ?? (await this.#connect(plan.lock && plan.hold ? this.#lockPool : this.#pool));
+    // On the shared pool: the connection kept for commits when it is free.
+    const pooled = !holder && !(plan.lock && plan.hold);
+    const client = holder?.client ?? (pooled ? this.#commits.take() : undefined) ?? (await this.#connect(pooled ? this.#pool : this.#lockPool));
     // A per-operation commit of an append has a function of its own (`run_append`, scalar arguments); any other plan, `run_plan`.
     const append = appendCommitOf(plan);
     const statement = append ? this.#runAppend : this.#runPlan;
@@ -356,14 +365,17 @@ export class PostgresStorage implements StoragePort {
           this.#unhold(name);
           holder.client.release(true);
         }
+      } else if (pooled) {
+        this.#commits.discard(client, isConnectionLost(error));
       } else {
         // A session lock the failed plan may have taken goes with its connection.
-        client.release(Boolean(plan.lock && plan.hold) || isConnectionLost(error));
+        client.release(true);
       }
       throw storageError(error, "running a commit plan");
     }
     if (outcome === "check") {
-      if (!holder) client.release();
+      if (pooled) this.#commits.put(client);
+      else if (!holder) client.release();
       // meta.json is not a document the server can read; the core's own steps (over this
       // port's methods, so still fenced) read it and say what is wrong with it.
       return applyCommitPlanByCalls(this, plan);
@@ -371,8 +383,10 @@ export class PostgresStorage implements StoragePort {
     if (released) {
       this.#unhold(plan.release!.path);
       if (!released.lost) released.client.release();
+    } else if (pooled) {
+      this.#commits.put(client);
     } else if (!holder) {
-      if (outcome === "committed" && plan.lock && plan.hold) this.#hold(plan.lock.path, client);
+      if (outcome === "committed") this.#hold(plan.lock!.path, client);
       else client.release();
     }
     if (outcome === "committed") return { outcome: "committed" };
@@ -467,6 +481,7 @@ export class PostgresStorage implements StoragePort {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#commits.close();
     for (const name of [...this.#held.keys()]) {
       const held = this.#unhold(name)!;
       if (!held.lost) held.client.release(true);
@@ -481,6 +496,7 @@ export class PostgresStorage implements StoragePort {
       try {
         await migrate(client, this.#schema, this.#lockKey("\0migrate"));
         client.release();
+        this.#migrated = true;
       } catch (error) {
         client.release(true);
         throw storageError(error, `creating or migrating schema ${this.#schema}`);
@@ -587,7 +603,8 @@ export class PostgresStorage implements StoragePort {
   }
 
   async #query(statement: Statement, values: unknown[]): Promise<Row[]> {
-    await this.#ensureReady();
+    if (!this.#migrated) await this.#ensureReady();
+    this.#commits.spare();
     try {
       return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
@@ -697,6 +714,7 @@ export class PostgresStorage implements StoragePort {
 
   async #connect(pool: pg.Pool): Promise<pg.PoolClient> {
     if (this.#closed) throw new StorageError("this PostgresStorage is closed", { schema: this.#schema });
+    if (pool === this.#pool) this.#commits.spare();
     try {
       return await pool.connect();
     } catch (error) {

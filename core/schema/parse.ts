@@ -32,6 +32,7 @@ export function describeIssues(error: IssueList, max = 3): string {
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
+const encoder = new TextEncoder();
 
 /** Decodes UTF-8 bytes, throwing {@linkcode CorruptSessionError} naming `file` when they are not UTF-8. */
 export function decodeUtf8(bytes: Uint8Array, file: string): string {
@@ -195,5 +196,5 @@ export function metaRevisionOf(bytes: Uint8Array | undefined): number | undefine
  * ```
  */
 export function encodeJsonDocument(value: unknown): Uint8Array {
-  return new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
+  return encoder.encode(`${JSON.stringify(value, null, 2)}\n`);
 }

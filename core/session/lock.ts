@@ -17,19 +17,19 @@ export interface LockedWrites {
   /** Who takes the lock and what for, stamped into `writer.lock`. */
   readonly identity: WriterIdentity;
   /** What the platform knows of other processes: with it, a dead writer's lock is taken over. */
-  readonly probe?: OwnerProbe;
+  readonly probe?: OwnerProbe | undefined;
   readonly operation: string;
   readonly clock: () => number;
   /** Keep the lock once the writes committed (give it back with {@linkcode releaseWriterLock}). */
   readonly hold: boolean;
   /** `meta.json` must still hold this revision (`null`: be missing), or nothing is written. */
-  readonly expect?: { readonly path: string; readonly revision: number | null };
+  readonly expect?: { readonly path: string; readonly revision: number | null } | undefined;
   /**
    * With `expect`: the lines file and the revision the caller has read. Checked after taking
    * over a dead writer's lock, before any write: a dead lease holder may have committed lines
    * without `meta.json`, so `meta.json`'s revision alone proves nothing then.
    */
-  readonly lines?: { readonly path: string; readonly revision: number };
+  readonly lines?: { readonly path: string; readonly revision: number } | undefined;
   readonly writes?: readonly PlannedWrite[];
 }
 
@@ -50,7 +50,9 @@ export type TakenWriterLock =
 export async function takeWriterLock(storage: StoragePort, path: string, locked: LockedWrites): Promise<TakenWriterLock> {
   const owner = newLockOwner(locked.identity, locked.operation, locked.clock);
   const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
-  const plan: CommitPlan = { lock, hold: locked.hold, ...(locked.expect ? { expect: locked.expect } : {}), writes: locked.writes ?? [] };
+  const plan: CommitPlan = locked.expect
+    ? { lock, hold: locked.hold, expect: locked.expect, writes: locked.writes ?? [] }
+    : { lock, hold: locked.hold, writes: locked.writes ?? [] };
   const lease = { path, lockId: lock.lockId };
   const result = await applyCommitPlan(storage, plan);
   if (result.outcome !== "locked" || !locked.probe) return result.outcome === "committed" ? { outcome: "committed", lease } : result;
@@ -211,20 +213,18 @@ export async function releaseWriterLock(storage: StoragePort, lease: WriterLease
   await applyCommitPlan(storage, { writes: [], release: lease });
 }
 
-/** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own. */
+/** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own (fields set in order, not spread: docs/decisions.md "The commit path's own CPU"). */
 function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
   const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
-  return {
-    pid,
-    hostname,
-    ...(bootId !== undefined ? { boot_id: bootId } : {}),
-    ...(pidNamespace !== undefined ? { pid_namespace: pidNamespace } : {}),
-    ...(processStartedAt !== undefined ? { process_started_at: processStartedAt } : {}),
-    runtime,
-    operation,
-    lock_id: newId("lock"),
-    created_at: nowTimestamp(clock),
-  };
+  const owner: Record<string, unknown> = { pid, hostname };
+  if (bootId !== undefined) owner["boot_id"] = bootId;
+  if (pidNamespace !== undefined) owner["pid_namespace"] = pidNamespace;
+  if (processStartedAt !== undefined) owner["process_started_at"] = processStartedAt;
+  owner["runtime"] = runtime;
+  owner["operation"] = operation;
+  owner["lock_id"] = newId("lock");
+  owner["created_at"] = nowTimestamp(clock);
+  return owner as LockOwner & { lock_id: string };
 }
 
 /** The error for a lock someone else holds, naming that holder from the lock's content. */

@@ -9,7 +9,8 @@
 import { InvalidInputError } from "../errors.ts";
 import type { SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
-import { encodeJsonDocument, type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/records.ts";
+import { type MessageRecord, type SessionMeta, type SummaryRecord } from "../schema/records.ts";
+import { encodeMetaDocument } from "../storage/catalog.ts";
 import { assertJsonlFits, MAX_FILE_BYTES, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
@@ -92,7 +93,7 @@ function producedByProvider(message: MessageRecord): boolean {
 export function appendWrites(paths: SessionPaths, change: Pick<AppendChange, "bytes" | "meta">): PlannedWrite[] {
   return [
     { op: "append", path: paths.active, bytes: change.bytes },
-    { op: "replace", path: paths.meta, bytes: encodeJsonDocument(change.meta), durable: false },
+    { op: "replace", path: paths.meta, bytes: encodeMetaDocument(change.meta), durable: false },
   ];
 }
 
@@ -106,7 +107,7 @@ export function appendWrites(paths: SessionPaths, change: Pick<AppendChange, "by
  */
 export function segmentCloseWrites(paths: SessionPaths, close: SegmentClose): PlannedWrite[] {
   return [
-    { op: "replace", path: paths.meta, bytes: encodeJsonDocument(close.meta) },
+    { op: "replace", path: paths.meta, bytes: encodeMetaDocument(close.meta) },
     { op: "replace", path: paths.segment(close.range), bytes: close.segmentBytes, handOver: true },
     { op: "replace", path: paths.active, bytes: close.activeBytes, handOver: true },
   ];

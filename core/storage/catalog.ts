@@ -14,6 +14,7 @@
  * @module
  */
 import { isValidId } from "../layout/ids.ts";
+import { encodeJsonDocument } from "../schema/parse.ts";
 
 /** One session in a catalog: its folder's name and the `meta.json` document the catalog holds for it. */
 export interface CatalogEntry {
@@ -118,7 +119,8 @@ export const CATALOG_FIELDS: readonly string[] = [
 /**
  * The document a catalog entry holds for the `meta.json` bytes written: the
  * {@linkcode CATALOG_FIELDS} of the JSON object, or `undefined` when the bytes are not a
- * JSON object or is sealed (the reader then reads `meta.json`).
+ * JSON object or is sealed (the reader then reads `meta.json`). Bytes that
+ * {@linkcode encodeMetaDocument} returned are read from the document they encode, with the same result.
  *
  * @example
  * ```ts
@@ -128,6 +130,11 @@ export const CATALOG_FIELDS: readonly string[] = [
  * ```
  */
 export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | undefined {
+  const encodedFrom = encodedDocuments.get(bytes);
+  if (encodedFrom) {
+    const picked = pickedPlainFields(encodedFrom);
+    if (picked !== null) return picked;
+  }
   let value: unknown;
   try {
     value = JSON.parse(strictUtf8.decode(bytes));
@@ -141,6 +148,56 @@ export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | un
   const picked: Record<string, unknown> = {};
   for (const field of CATALOG_FIELDS) {
     if (Object.hasOwn(value, field)) picked[field] = (value as Record<string, unknown>)[field];
+  }
+  return picked;
+}
+
+/** The documents {@linkcode encodeMetaDocument} encoded, by the very bytes it returned (a copy of them, or sealed bytes, is another key). */
+const encodedDocuments = new WeakMap<Uint8Array, object>();
+
+/**
+ * A `meta.json` document's bytes ({@linkcode encodeJsonDocument}), remembered with the
+ * document they encode: {@linkcode catalogDocument} of these very bytes then picks the
+ * catalog's fields from `document` instead of decoding and parsing them again (a backend that
+ * keeps a catalog reads every `meta.json` a commit writes, docs/decisions.md "PostgreSQL's
+ * per-operation commit: the client's own work"). Only the same `Uint8Array` finds it: bytes a
+ * wrapper sealed, or a worker received as a copy, are parsed as before. `document` must not
+ * change afterwards (the core's `SessionMeta` values never do).
+ *
+ * @example
+ * ```ts
+ * const bytes = encodeMetaDocument({ revision: 3, title: "t", provider: { provider: "p" } });
+ * catalogDocument(bytes); // { title: "t", revision: 3 }, not parsed again
+ * ```
+ */
+export function encodeMetaDocument(document: object): Uint8Array {
+  const bytes = encodeJsonDocument(document);
+  encodedDocuments.set(bytes, document);
+  return bytes;
+}
+
+/**
+ * {@linkcode catalogDocument} of the bytes `document` was encoded to, taken from `document`
+ * where that is exactly what parsing them gives: its catalog fields plain values (a string, a
+ * finite number other than -0, a boolean, `null`; a field set to `undefined` is left out, as
+ * JSON leaves it out). `null` (parse the bytes) for a field holding an object or an array, so
+ * no entry ever shares an object with the session's state.
+ */
+function pickedPlainFields(document: object): Record<string, unknown> | undefined | null {
+  if ((document as Record<string, unknown>)["sealed"] !== undefined && Object.hasOwn(document, "sealed")) return undefined;
+  const picked: Record<string, unknown> = {};
+  for (const field of CATALOG_FIELDS) {
+    if (!Object.hasOwn(document, field)) continue;
+    const value = (document as Record<string, unknown>)[field];
+    if (value === undefined) continue;
+    if (
+      typeof value === "number"
+        ? !Number.isFinite(value) || Object.is(value, -0)
+        : typeof value === "object"
+        ? value !== null
+        : typeof value !== "string" && typeof value !== "boolean"
+    ) return null;
+    picked[field] = value;
   }
   return picked;
 }

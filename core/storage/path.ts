@@ -27,13 +27,18 @@ export function assertStoragePath(path: string, allowRoot = false): void {
       { path },
     );
   }
-  for (const segment of path.split("/")) {
-    if (segment === "" || segment === "." || segment === "..") {
+  // Segment by segment between the slashes, without the array and strings a split would make (every write of every commit checks its paths).
+  for (let start = 0; start <= path.length;) {
+    let end = path.indexOf("/", start);
+    if (end < 0) end = path.length;
+    const length = end - start;
+    if (length === 0 || (path.charCodeAt(start) === 0x2e && (length === 1 || (length === 2 && path.charCodeAt(start + 1) === 0x2e)))) {
       throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has an empty, '.' or '..' segment`, { path });
     }
-    if (segment.length * 3 > MAX_SEGMENT_BYTES && utf8.encode(segment).length > MAX_SEGMENT_BYTES) {
+    if (length * 3 > MAX_SEGMENT_BYTES && utf8.encode(path.slice(start, end)).length > MAX_SEGMENT_BYTES) {
       throw new InvalidInputError(`storage path ${escapedExcerpt(path, 80)} has a segment of more than ${MAX_SEGMENT_BYTES} bytes`, { path });
     }
+    start = end + 1;
   }
 }
 
