@@ -15,6 +15,7 @@
 import type { DraftRecord, MessageRecord } from "./message.ts";
 import type { SessionMeta, WriterLockRecord } from "./meta.ts";
 import type { SummaryRecord } from "./summary.ts";
+import { DRAFT_SHAPE, fileHasContent, fitsAsIs, LOCK_SHAPE, MESSAGE_SHAPE, META_SHAPE, notStreaming, type Shape, SUMMARY_SHAPE, uniqueParts } from "./as-is.ts";
 import { isTimestampText } from "./timestamp-check.ts";
 
 import { META_SCHEMA_VERSION } from "./version.ts";
@@ -36,11 +37,13 @@ export interface RecordCheck<T> {
 type Plain = Record<string, unknown>;
 type Path = (string | number)[];
 
-/** One rule of a record: whether a value passes, the issues of one that does not, and what zod returns of one that does. */
+/**
+ * One rule of a record: whether a value passes, the issues of one that does not, and what zod
+ * returns of one that does. Whether zod returns a record unchanged, the common case, is
+ * judged before any rule, by one function per record (`as-is.ts`).
+ */
 interface Rule {
   valid(value: unknown): boolean;
-  /** `valid`, and zod returns the value unchanged (the schema's fields first, in its order, no `__proto__`): one pass, the common case. */
-  asIs(value: unknown): boolean;
   explain(value: unknown, path: Path, into: CheckIssue[]): void;
   /** zod's output of a valid value: the value itself when nothing in it is reordered; absent for a leaf. */
   readonly output?: (value: unknown) => unknown;
@@ -58,7 +61,7 @@ const wrongType = (expected: string, value: unknown) => `Invalid input: expected
 
 /** A rule of a leaf value: one judgement, one message (`message` only asked of a refused value). */
 function leaf(valid: (value: unknown) => boolean, message: (value: unknown) => string): Rule {
-  return { valid, asIs: valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
+  return { valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
 }
 
 const text = leaf((v) => typeof v === "string", (v) => wrongType("string", v));
@@ -80,7 +83,6 @@ function int(min?: number): Rule {
   const valid = (v: unknown) => Number.isSafeInteger(v) && (min === undefined || (v as number) >= min);
   return {
     valid,
-    asIs: valid,
     explain(v, path, into) {
       if (typeof v !== "number" || !Number.isFinite(v)) return void into.push({ path, message: wrongType("number", v) });
       if (!Number.isInteger(v)) return void into.push({ path, message: wrongType("int", v) });
@@ -120,29 +122,6 @@ function object(fields: readonly Field[], refinements: readonly Refinement[] = [
         const field = v[keys[i]!];
         if (!(optional[i] && field === undefined) && !rules[i]!.valid(field)) return false;
       }
-      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
-      return true;
-    },
-    asIs(v) {
-      if (!isObject(v)) return false;
-      // One pass over the value's own fields (in their order): each schema field checked where it is, and every field the
-      // value skips must be optional.
-      let last = -1;
-      let extra = false;
-      for (const key in v) {
-        const at = place.get(key);
-        if (at === undefined) {
-          if (key === "__proto__") return false;
-          extra = true;
-          continue;
-        }
-        if (extra || at < last) return false;
-        for (let j = last + 1; j < at; j++) if (!optional[j]) return false;
-        const field = v[key];
-        if (!(optional[at] && field === undefined) && !rules[at]!.asIs(field)) return false;
-        last = at;
-      }
-      for (let j = last + 1; j < keys.length; j++) if (!optional[j]) return false;
       for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
       return true;
     },
@@ -198,11 +177,6 @@ function array(rule: Rule): Rule {
       for (let i = 0; i < v.length; i++) if (!rule.valid(v[i])) return false;
       return true;
     },
-    asIs(v) {
-      if (!Array.isArray(v)) return false;
-      for (let i = 0; i < v.length; i++) if (!rule.asIs(v[i])) return false;
-      return true;
-    },
     explain(v, path, into) {
       if (!Array.isArray(v)) return void into.push({ path, message: wrongType("array", v) });
       for (const [i, item] of v.entries()) if (!rule.valid(item)) rule.explain(item, [...path, i], into);
@@ -225,7 +199,6 @@ function byType(options: Readonly<Record<string, Rule>>): Rule {
   const optionOf = (v: Plain) => (typeof v["type"] === "string" && Object.hasOwn(options, v["type"]) ? options[v["type"]] : undefined);
   return {
     valid: (v) => isObject(v) && optionOf(v)?.valid(v) === true,
-    asIs: (v) => isObject(v) && optionOf(v)?.asIs(v) === true,
     explain(v, path, into) {
       if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
       const option = optionOf(v);
@@ -257,7 +230,7 @@ const part = byType({
       text,
       "optional",
     ]],
-    [{ holds: (p) => p["data"] !== undefined || p["url"] !== undefined, message: "a file part needs data or url", path: [] }],
+    [{ holds: fileHasContent, message: "a file part needs data or url", path: [] }],
   ),
   "provider-context": object([["sequence", sequence], ["type", literal("provider-context")], ["provider", name], ["api", name], ["model", name], [
     "data",
@@ -267,15 +240,11 @@ const part = byType({
 const usage = object([["input_tokens", count], ["output_tokens", count], ["total_tokens", count, "optional"], ["cost_usd_micros", count, "optional"]]);
 const identity = object([["provider", name], ["api", name], ["model", name]]);
 
-/** Part sequences unique within a message (one part, most messages, is unique without a set). */
-function uniqueParts(message: Plain): boolean {
-  const parts = message["parts"] as Plain[];
-  if (parts.length < 2) return true;
-  const seen = new Set<unknown>();
-  for (const p of parts) seen.add(p["sequence"]);
-  return seen.size === parts.length;
-}
-const UNIQUE_PARTS: Refinement = { holds: uniqueParts, message: "part sequences must be unique within a message", path: ["parts"] };
+const UNIQUE_PARTS: Refinement = {
+  holds: (m) => uniqueParts(m["parts"] as Plain[]),
+  message: "part sequences must be unique within a message",
+  path: ["parts"],
+};
 
 function message(draft: boolean): Rule {
   const status: Field = draft ? ["status", literal("streaming")] : ["status", oneOf("completed", "stopped", "failed", "streaming"), "optional"];
@@ -292,7 +261,7 @@ function message(draft: boolean): Rule {
       ["provider", identity, "optional"],
     ],
     draft ? [UNIQUE_PARTS] : [
-      { holds: (m) => m["status"] !== "streaming", message: 'status "streaming" exists only in assistant_message.json', path: ["status"] },
+      { holds: notStreaming, message: 'status "streaming" exists only in assistant_message.json', path: ["status"] },
       UNIQUE_PARTS,
     ],
   );
@@ -339,10 +308,11 @@ const META_FIELDS: readonly Field[] = [
 
 const lock = object([["pid", int()], ["hostname", text], ["runtime", name], ["operation", name], ["created_at", time]]);
 
-function check<T>(rule: Rule): RecordCheck<T> {
+/** A record's check: whether it fits its `shape` as is (zod would return it unchanged) first, then its rule. */
+function check<T>(rule: Rule, shape: Shape): RecordCheck<T> {
   return {
     safeParse(value) {
-      if (rule.asIs(value)) return { success: true, data: value as T };
+      if (fitsAsIs(value, shape)) return { success: true, data: value as T };
       if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
       const issues: CheckIssue[] = [];
       rule.explain(value, [], issues);
@@ -352,15 +322,15 @@ function check<T>(rule: Rule): RecordCheck<T> {
 }
 
 /** {@linkcode MessageRecord}'s check: a committed message. */
-export const messageCheck: RecordCheck<MessageRecord> = check(message(false));
+export const messageCheck: RecordCheck<MessageRecord> = check(message(false), MESSAGE_SHAPE);
 /** {@linkcode DraftRecord}'s check: the streaming draft. */
-export const draftCheck: RecordCheck<DraftRecord> = check(message(true));
+export const draftCheck: RecordCheck<DraftRecord> = check(message(true), DRAFT_SHAPE);
 /** {@linkcode SummaryRecord}'s check: a segment's footer. */
-export const summaryCheck: RecordCheck<SummaryRecord> = check(summary);
+export const summaryCheck: RecordCheck<SummaryRecord> = check(summary, SUMMARY_SHAPE);
 /** {@linkcode SessionMeta}'s check: `meta.json`. */
-export const metaCheck: RecordCheck<SessionMeta> = check(object(META_FIELDS));
+export const metaCheck: RecordCheck<SessionMeta> = check(object(META_FIELDS), META_SHAPE);
 /** {@linkcode WriterLockRecord}'s check: `writer.lock`. */
-export const lockCheck: RecordCheck<WriterLockRecord> = check(lock);
+export const lockCheck: RecordCheck<WriterLockRecord> = check(lock, LOCK_SHAPE);
 
 const META_FIELD_RULES = new Map(META_FIELDS.map(([key, rule, optional]) => [key, optional ? (v: unknown) => v === undefined || rule.valid(v) : rule.valid]));
 
