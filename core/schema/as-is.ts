@@ -24,7 +24,7 @@ type Plain = Record<string, unknown>;
  * shape) where it has one. Numbers, so that {@linkcode fitsAsIs}'s `switch` over them is a
  * jump table in V8's bytecode (its cases are these literals, not names it would load).
  */
-const Kind = {
+export const Kind = {
   /** Any string. */
   Text: 0,
   /** A non-empty string. */
@@ -48,7 +48,7 @@ const Kind = {
   /** An array of message parts, each of the shape its `type` names, their sequences unique. */
   Parts: 10,
 } as const;
-type Kind = (typeof Kind)[keyof typeof Kind];
+export type Kind = (typeof Kind)[keyof typeof Kind];
 
 /** An object's fields in the schema's order: parallel arrays, read by index in {@linkcode fitsAsIs}'s loop. */
 export interface Shape {
@@ -193,7 +193,7 @@ export function notStreaming(message: Plain): boolean {
 const textLike = (type: string) => shape([["sequence", Kind.Sequence], ["type", Kind.Literal, type], ["text", Kind.Text]]);
 
 /** Each part's shape by its `type` (`MessagePart`, core/schema/message.ts). */
-const PART_SHAPES: ReadonlyMap<unknown, Shape> = new Map<unknown, Shape>([
+export const PART_SHAPES: ReadonlyMap<unknown, Shape> = new Map<unknown, Shape>([
   ["text", textLike("text")],
   ["reasoning", textLike("reasoning")],
   ["reasoning-summary", textLike("reasoning-summary")],
