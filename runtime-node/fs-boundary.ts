@@ -257,6 +257,9 @@ export class StoreBoundary {
    */
   #allReal(folders: readonly string[], checked?: Set<string>): boolean {
     if (folders.length < 2) return false;
+    // The folder above it already found real in this call (Active's folder after meta.json's): the walk's one `lstat`
+    // costs less than the kernel resolving every folder again.
+    if (checked?.has(this.#folderOf(folders.slice(0, -1)))) return false;
     const deepest = this.#folderOf(folders);
     let real: string;
     try {

@@ -6,7 +6,9 @@
  * what the schema returns: the value itself when its fields are already in the schema's
  * order, else a copy with the schema's fields first, in its order, then the others
  * (`__proto__` dropped, as zod drops it). What it refuses gets zod's issues, same path and
- * same wording, the first of them at least. The schemas stay the public contract;
+ * same wording, the first of them at least. Each record's fields are written once, as its
+ * shape (`as-is.ts`, whose `fitsAsIs` takes the common case); the rules here are made from
+ * the shapes. The schemas stay the public contract;
  * test/core/fast-check.test.ts holds each check to its schema on a corpus of records and
  * their mutations (JSON values: what a reader gets from `JSON.parse`, or a host's message).
  *
@@ -15,9 +17,21 @@
 import type { DraftRecord, MessageRecord } from "./message.ts";
 import type { SessionMeta, WriterLockRecord } from "./meta.ts";
 import type { SummaryRecord } from "./summary.ts";
+import {
+  DRAFT_SHAPE,
+  fileHasContent,
+  fitsAsIs,
+  Kind,
+  LOCK_SHAPE,
+  MESSAGE_SHAPE,
+  META_SHAPE,
+  notStreaming,
+  PART_SHAPES,
+  type Shape,
+  SUMMARY_SHAPE,
+  uniqueParts,
+} from "./as-is.ts";
 import { isTimestampText } from "./timestamp-check.ts";
-
-import { META_SCHEMA_VERSION } from "./version.ts";
 
 /** What a check refused, as zod words an issue: where (the path from the record) and what was expected. */
 export interface CheckIssue {
@@ -36,11 +50,14 @@ export interface RecordCheck<T> {
 type Plain = Record<string, unknown>;
 type Path = (string | number)[];
 
-/** One rule of a record: whether a value passes, the issues of one that does not, and what zod returns of one that does. */
+/**
+ * One rule of a record: whether a value passes, the issues of one that does not, and what zod
+ * returns of one that does, made from the record's shape (`as-is.ts`). Whether zod returns a
+ * record unchanged, the common case, is judged before any rule, by one function over the
+ * shape (`fitsAsIs`).
+ */
 interface Rule {
   valid(value: unknown): boolean;
-  /** `valid`, and zod returns the value unchanged (the schema's fields first, in its order, no `__proto__`): one pass, the common case. */
-  asIs(value: unknown): boolean;
   explain(value: unknown, path: Path, into: CheckIssue[]): void;
   /** zod's output of a valid value: the value itself when nothing in it is reordered; absent for a leaf. */
   readonly output?: (value: unknown) => unknown;
@@ -58,7 +75,7 @@ const wrongType = (expected: string, value: unknown) => `Invalid input: expected
 
 /** A rule of a leaf value: one judgement, one message (`message` only asked of a refused value). */
 function leaf(valid: (value: unknown) => boolean, message: (value: unknown) => string): Rule {
-  return { valid, asIs: valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
+  return { valid, explain: (value, path, into) => void into.push({ path, message: message(value) }) };
 }
 
 const text = leaf((v) => typeof v === "string", (v) => wrongType("string", v));
@@ -80,7 +97,6 @@ function int(min?: number): Rule {
   const valid = (v: unknown) => Number.isSafeInteger(v) && (min === undefined || (v as number) >= min);
   return {
     valid,
-    asIs: valid,
     explain(v, path, into) {
       if (typeof v !== "number" || !Number.isFinite(v)) return void into.push({ path, message: wrongType("number", v) });
       if (!Number.isInteger(v)) return void into.push({ path, message: wrongType("int", v) });
@@ -120,29 +136,6 @@ function object(fields: readonly Field[], refinements: readonly Refinement[] = [
         const field = v[keys[i]!];
         if (!(optional[i] && field === undefined) && !rules[i]!.valid(field)) return false;
       }
-      for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
-      return true;
-    },
-    asIs(v) {
-      if (!isObject(v)) return false;
-      // One pass over the value's own fields (in their order): each schema field checked where it is, and every field the
-      // value skips must be optional.
-      let last = -1;
-      let extra = false;
-      for (const key in v) {
-        const at = place.get(key);
-        if (at === undefined) {
-          if (key === "__proto__") return false;
-          extra = true;
-          continue;
-        }
-        if (extra || at < last) return false;
-        for (let j = last + 1; j < at; j++) if (!optional[j]) return false;
-        const field = v[key];
-        if (!(optional[at] && field === undefined) && !rules[at]!.asIs(field)) return false;
-        last = at;
-      }
-      for (let j = last + 1; j < keys.length; j++) if (!optional[j]) return false;
       for (let i = 0; i < refinements.length; i++) if (!refinements[i]!.holds(v)) return false;
       return true;
     },
@@ -198,11 +191,6 @@ function array(rule: Rule): Rule {
       for (let i = 0; i < v.length; i++) if (!rule.valid(v[i])) return false;
       return true;
     },
-    asIs(v) {
-      if (!Array.isArray(v)) return false;
-      for (let i = 0; i < v.length; i++) if (!rule.asIs(v[i])) return false;
-      return true;
-    },
     explain(v, path, into) {
       if (!Array.isArray(v)) return void into.push({ path, message: wrongType("array", v) });
       for (const [i, item] of v.entries()) if (!rule.valid(item)) rule.explain(item, [...path, i], into);
@@ -225,7 +213,6 @@ function byType(options: Readonly<Record<string, Rule>>): Rule {
   const optionOf = (v: Plain) => (typeof v["type"] === "string" && Object.hasOwn(options, v["type"]) ? options[v["type"]] : undefined);
   return {
     valid: (v) => isObject(v) && optionOf(v)?.valid(v) === true,
-    asIs: (v) => isObject(v) && optionOf(v)?.asIs(v) === true,
     explain(v, path, into) {
       if (!isObject(v)) return void into.push({ path, message: wrongType("object", v) });
       const option = optionOf(v);
@@ -236,113 +223,68 @@ function byType(options: Readonly<Record<string, Rule>>): Rule {
   };
 }
 
-const textLike = (type: string) => object([["sequence", sequence], ["type", literal(type)], ["text", text]]);
-const part = byType({
-  text: textLike("text"),
-  reasoning: textLike("reasoning"),
-  "reasoning-summary": textLike("reasoning-summary"),
-  tool: object([
-    ["sequence", sequence],
-    ["type", literal("tool")],
-    ["tool_call_id", name],
-    ["tool_name", name],
-    ["state", oneOf("input-available", "output-available", "output-error")],
-    ["input", present],
-    ["output", present, "optional"],
-    ["error", text, "optional"],
-  ]),
-  file: object(
-    [["sequence", sequence], ["type", literal("file")], ["media_type", name], ["name", text, "optional"], ["data", text, "optional"], [
-      "url",
-      text,
-      "optional",
-    ]],
-    [{ holds: (p) => p["data"] !== undefined || p["url"] !== undefined, message: "a file part needs data or url", path: [] }],
-  ),
-  "provider-context": object([["sequence", sequence], ["type", literal("provider-context")], ["provider", name], ["api", name], ["model", name], [
-    "data",
-    present,
-  ]]),
-});
-const usage = object([["input_tokens", count], ["output_tokens", count], ["total_tokens", count, "optional"], ["cost_usd_micros", count, "optional"]]);
-const identity = object([["provider", name], ["api", name], ["model", name]]);
-
-/** Part sequences unique within a message (one part, most messages, is unique without a set). */
-function uniqueParts(message: Plain): boolean {
-  const parts = message["parts"] as Plain[];
-  if (parts.length < 2) return true;
-  const seen = new Set<unknown>();
-  for (const p of parts) seen.add(p["sequence"]);
-  return seen.size === parts.length;
-}
-const UNIQUE_PARTS: Refinement = { holds: uniqueParts, message: "part sequences must be unique within a message", path: ["parts"] };
-
-function message(draft: boolean): Rule {
-  const status: Field = draft ? ["status", literal("streaming")] : ["status", oneOf("completed", "stopped", "failed", "streaming"), "optional"];
-  return object(
-    [
-      ["record_type", literal("message")],
-      ["sequence", sequence],
-      ["message_id", name],
-      ["role", draft ? literal("assistant") : oneOf("user", "assistant")],
-      ["created_at", time],
-      status,
-      ["parts", array(part)],
-      ["usage", usage, "optional"],
-      ["provider", identity, "optional"],
-    ],
-    draft ? [UNIQUE_PARTS] : [
-      { holds: (m) => m["status"] !== "streaming", message: 'status "streaming" exists only in assistant_message.json', path: ["status"] },
-      UNIQUE_PARTS,
-    ],
-  );
-}
-
-const summary = object([
-  ["record_type", literal("summary")],
-  ["session_id", name],
-  ["summary_id", name],
-  ["through_sequence", sequence],
-  ["text", name],
-  ["created_at", time],
+/** What zod says of a refinement that fails, by the shape's predicate (`as-is.ts`). */
+const REFINEMENT_ISSUES = new Map<(value: Plain) => boolean, Omit<Refinement, "holds">>([
+  [notStreaming, { message: 'status "streaming" exists only in assistant_message.json', path: ["status"] }],
+  [fileHasContent, { message: "a file part needs data or url", path: [] }],
 ]);
+const UNIQUE_PARTS: Refinement = {
+  holds: (m) => uniqueParts(m["parts"] as Plain[]),
+  message: "part sequences must be unique within a message",
+  path: ["parts"],
+};
 
-const META_FIELDS: readonly Field[] = [
-  ["schema_version", literal(META_SCHEMA_VERSION)],
-  ["session_id", name],
-  ["agent_id", name],
-  ["workspace_id", name],
-  ["title", text, "optional"],
-  ["model_label", text, "optional"],
-  ["created_at", time],
-  ["updated_at", time],
-  ["message_count", count],
-  ["history_bytes", count],
-  ["timezone", text, "optional"],
-  ["revision", count],
-  ["forked_from", object([["session_id", name], ["through_sequence", count]]), "optional"],
-  [
-    "compaction",
-    object([
-      ["completed", count],
-      ["removed_messages", count],
-      ["removed_tokens_estimate", count],
-      ["cost_usd_micros", count, "optional"],
-      ["last_before_tokens", count, "optional"],
-      ["last_after_tokens", count, "optional"],
-      ["summary_usage", usage, "optional"],
-    ]),
-    "optional",
-  ],
-  ["provider", identity, "optional"],
-];
+/** The fields of an object of `shape`, each with the rule of its kind. */
+function fieldsOf(shape: Shape): Field[] {
+  return shape.keys.map((key, i): Field => {
+    const rule = kindRule(shape.kinds[i]!, shape.args[i]);
+    return (shape.required >> i) & 1 ? [key, rule] : [key, rule, "optional"];
+  });
+}
 
-const lock = object([["pid", int()], ["hostname", text], ["runtime", name], ["operation", name], ["created_at", time]]);
+/** The rule of an object of `shape`: its fields' rules, then its refinement and, for a message, its parts' unique sequences. */
+function ruleOf(shape: Shape): Rule {
+  const refinements: Refinement[] = [];
+  if (shape.refine) refinements.push({ holds: shape.refine, ...REFINEMENT_ISSUES.get(shape.refine)! });
+  if (shape.kinds.includes(Kind.Parts)) refinements.push(UNIQUE_PARTS);
+  return object(fieldsOf(shape), refinements);
+}
 
-function check<T>(rule: Rule): RecordCheck<T> {
+/** The rule of a field of `kind` (its argument `arg`, where it has one). */
+function kindRule(kind: Kind, arg: unknown): Rule {
+  switch (kind) {
+    case Kind.Text:
+      return text;
+    case Kind.Name:
+      return name;
+    case Kind.Time:
+      return time;
+    case Kind.Sequence:
+      return sequence;
+    case Kind.Count:
+      return count;
+    case Kind.Int:
+      return int();
+    case Kind.Present:
+      return present;
+    case Kind.Literal:
+      return literal(arg as string | number);
+    case Kind.OneOf:
+      return oneOf(...(arg as string[]));
+    case Kind.Object:
+      return ruleOf(arg as Shape);
+    case Kind.Parts:
+      return array(part);
+  }
+}
+
+const part = byType(Object.fromEntries([...PART_SHAPES].map(([type, shape]) => [type as string, ruleOf(shape)])));
+
+/** A record's check: whether it fits its `shape` as is (zod would return it unchanged) first, then its rule. */
+function check<T>(rule: Rule, shape: Shape): RecordCheck<T> {
   return {
     safeParse(value) {
-      if (rule.asIs(value)) return { success: true, data: value as T };
+      if (fitsAsIs(value, shape)) return { success: true, data: value as T };
       if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
       const issues: CheckIssue[] = [];
       rule.explain(value, [], issues);
@@ -352,17 +294,19 @@ function check<T>(rule: Rule): RecordCheck<T> {
 }
 
 /** {@linkcode MessageRecord}'s check: a committed message. */
-export const messageCheck: RecordCheck<MessageRecord> = check(message(false));
+export const messageCheck: RecordCheck<MessageRecord> = check(ruleOf(MESSAGE_SHAPE), MESSAGE_SHAPE);
 /** {@linkcode DraftRecord}'s check: the streaming draft. */
-export const draftCheck: RecordCheck<DraftRecord> = check(message(true));
+export const draftCheck: RecordCheck<DraftRecord> = check(ruleOf(DRAFT_SHAPE), DRAFT_SHAPE);
 /** {@linkcode SummaryRecord}'s check: a segment's footer. */
-export const summaryCheck: RecordCheck<SummaryRecord> = check(summary);
+export const summaryCheck: RecordCheck<SummaryRecord> = check(ruleOf(SUMMARY_SHAPE), SUMMARY_SHAPE);
 /** {@linkcode SessionMeta}'s check: `meta.json`. */
-export const metaCheck: RecordCheck<SessionMeta> = check(object(META_FIELDS));
+export const metaCheck: RecordCheck<SessionMeta> = check(ruleOf(META_SHAPE), META_SHAPE);
 /** {@linkcode WriterLockRecord}'s check: `writer.lock`. */
-export const lockCheck: RecordCheck<WriterLockRecord> = check(lock);
+export const lockCheck: RecordCheck<WriterLockRecord> = check(ruleOf(LOCK_SHAPE), LOCK_SHAPE);
 
-const META_FIELD_RULES = new Map(META_FIELDS.map(([key, rule, optional]) => [key, optional ? (v: unknown) => v === undefined || rule.valid(v) : rule.valid]));
+const META_FIELD_RULES = new Map(
+  fieldsOf(META_SHAPE).map(([key, rule, optional]) => [key, optional ? (v: unknown) => v === undefined || rule.valid(v) : rule.valid]),
+);
 
 /**
  * Whether `value` is valid as `meta.json`'s field `key` on its own (`true` for a field the

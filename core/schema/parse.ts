@@ -48,8 +48,13 @@ function parseJsonDocument(bytes: Uint8Array | string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new CorruptSessionError(`${file}: ${describeJsonError(text)}`, { file, line: null, code: "invalid_json" });
+    throw invalidJson(text, file);
   }
+}
+
+/** The error for a document that is not JSON (apart, as {@linkcode invalidRecord}). */
+function invalidJson(text: string, file: string): CorruptSessionError {
+  return new CorruptSessionError(`${file}: ${describeJsonError(text)}`, { file, line: null, code: "invalid_json" });
 }
 
 /** A non-string JSON value in a message, bounded: a number as is, anything else by its kind. */
@@ -60,14 +65,13 @@ function describeScalar(value: unknown): string {
 
 function validated<T>(check: RecordCheck<T>, value: unknown, file: string, what: string): T {
   const result = check.safeParse(value);
-  if (!result.success) {
-    throw new CorruptSessionError(`${file}: not a valid ${what}: ${describeIssues(result.error)}`, {
-      file,
-      line: null,
-      code: "invalid_record",
-    });
-  }
+  if (!result.success) throw invalidRecord(result.error, file, what);
   return result.data;
+}
+
+/** The error for a document its check refused (apart: a sound document's first check compiles none of it). */
+function invalidRecord(error: IssueList, file: string, what: string): CorruptSessionError {
+  return new CorruptSessionError(`${file}: not a valid ${what}: ${describeIssues(error)}`, { file, line: null, code: "invalid_record" });
 }
 
 /**

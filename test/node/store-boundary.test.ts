@@ -108,6 +108,18 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await hashTree(outside)).toEqual(before);
   });
 
+  it("a readMany whose first file's folder is real still refuses a link one folder below it (checked by the walk, not realpath)", async () => {
+    const before = await hashTree(outside);
+    await symlink(join(outside, "folder"), join(root, "s", "segments"));
+    const folder = { found: "a symbolic link", expected: "a folder" };
+    await expect(storage.readMany([{ path: "s/meta.json" }, { path: "s/segments/kept" }])).rejects.toMatchObject({ details: folder });
+    await mkdir(join(root, "s", "messages"));
+    await writeFile(join(root, "s", "messages", "active.jsonl"), "{}\n");
+    const read = await storage.readMany([{ path: "s/meta.json" }, { path: "s/messages/active.jsonl" }]);
+    expect(read.map((r) => r && new TextDecoder().decode(r.bytes))).toEqual(["{}", "{}\n"]);
+    expect(await hashTree(outside)).toEqual(before);
+  });
+
   it("a commit plan (its folders checked once for the plan) still refuses a link on the way of any of its files", async () => {
     const before = await hashTree(outside);
     await symlink(join(outside, "folder"), join(root, "s", "segments"));
