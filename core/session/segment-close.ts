@@ -138,7 +138,7 @@ export async function compactActive(
   const ready = fits ? prepared : prepareCompaction(path.state, path.paths);
   if (!ready) return undefined;
   // The lock is held: the segment's lines are staged now, flushed while the summary is made.
-  if (ready.staged && ready.segmentLines) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines);
+  if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines!);
   const summary = await summarize(path.ref, path.state, ready.input, summarizer, signal);
   const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
   const { close, outcome } = planCompactionClose(path.state, path.ref, ready, summary, unknown, path.now);
@@ -227,7 +227,7 @@ function planCompactionClose(
     created_at: now(),
   };
   // Staged: the segment's file is its staged lines and the footer's line, Active's its staged bytes.
-  const staged = prepared.staged?.segment && { active: prepared.staged.active, segment: prepared.staged.segment };
+  const staged = prepared.staged && { active: prepared.staged.active, segment: prepared.staged.segment! }; // its bytes are the backend's now
   const segmentBytes = staged
     ? joinLines([lineOf(footer)])
     : prepared.segmentLines
