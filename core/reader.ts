@@ -1,8 +1,10 @@
 /**
  * The core as code that opens and reads a store needs it, and nothing else: the storage
  * contract and the helpers a backend uses, ids and paths, `meta.json` and segment footers, a
- * session's state as an open reads it, batched reads, the lock's diagnostics and the encrypted
- * store's decorator. A narrow door beside `core/mod.ts` and `core/internal.ts` (every name here
+ * session's state as an open reads it, batched reads, the lock's diagnostics, the encrypted
+ * store's decorator and what a storage worker serves a store with (Node's file store worker
+ * imports this door: a worker started for a host's first open then loads about half the
+ * modules, without zod; docs/decisions.md "The first open's cold code, a fifth round"). A narrow door beside `core/mod.ts` and `core/internal.ts` (every name here
  * is exported by one of them too): a bundle splits code by which entry reaches a module, so
  * the Node file store and the CLI's `show`, importing this one, do not load the importers of
  * other systems' formats, export with redaction or agent definitions, which `core/mod.ts`
@@ -44,3 +46,5 @@ export { assertStoragePath, concatBytes, formatBytes, isWithin, MAX_FILE_BYTES, 
 export { MemoryStorage, type MemoryStorageOptions, messageOf, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { hintedFile, readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
+export { registerErrorTransfer } from "./worker/transfer.ts";
+export { storageWorkerApi } from "./worker/storage-api.ts";

@@ -133,7 +133,9 @@ export class NodeFileStorage implements StoragePort {
   readMany(requests: readonly ReadRequest[]): Promise<(ReadResult | null | undefined)[]> {
     const checked = new Set<string>();
     const found: (ReadResult | null | undefined)[] = [];
-    const slab = new TailSlab(requests);
+    // Made at the call's first tail: an open of a session without segments reads none.
+    let tails: TailSlab | undefined;
+    const slab = () => (tails ??= new TailSlab(requests));
     for (let i = 0; i < requests.length; i++) {
       const request = requests[i]!;
       const read = "lastIn" in request
@@ -145,15 +147,16 @@ export class NodeFileStorage implements StoragePort {
     return Promise.resolve(found);
   }
 
-  /** `slab`: where the call's tails share their buffers. */
-  #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>, slab: TailSlab): ReadResult | undefined {
+  /** `slab()`: where the call's tails share their buffers (made at its first tail). */
+  #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>, slab: () => TailSlab): ReadResult | undefined {
     if (tailBytes === undefined) {
       const bytes = this.#readWhole(path, file, checked);
       return bytes && { path, bytes, size: bytes.length };
     }
-    const tail = this.#readTail(path, file, tailBytes, checked, slab.room(tailBytes));
+    const shared = slab();
+    const tail = this.#readTail(path, file, tailBytes, checked, shared.room(tailBytes));
     if (!tail) return undefined;
-    slab.took(tail.bytes);
+    shared.took(tail.bytes);
     return { path, bytes: tail.bytes, size: tail.size };
   }
 
@@ -163,7 +166,7 @@ export class NodeFileStorage implements StoragePort {
    * is no hint or no such file: finding the folder's last name means listing it whole, which
    * grows with it. A hinted file that is not a plain file is refused as `readTail` refuses it.
    */
-  #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>, slab: TailSlab): ReadResult | null | undefined {
+  #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>, slab: () => TailSlab): ReadResult | null | undefined {
     if (this.#boundary.folder(request.lastIn, "read", checked) === "missing") return undefined;
     const hinted = hint();
     if (hinted === undefined) return null;

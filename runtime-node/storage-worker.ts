@@ -8,7 +8,7 @@
 import { parentPort } from "node:worker_threads";
 import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
-import { registerErrorTransfer, storageWorkerApi } from "../core/internal.ts";
+import { registerErrorTransfer, storageWorkerApi } from "../core/reader.ts";
 import { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 
 if (!parentPort) throw new Error("storage-worker.ts runs only as a worker_threads worker");

@@ -123,8 +123,8 @@ export async function loadSessionState(
   const [metaRead, activeRead, draftRead, instructionRead, newestTail] = await files;
   const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
   let meta: SessionMeta | undefined;
-  if (metaBytes && !isBlankDocument(metaBytes)) meta = checkedMeta(metaBytes, ref, report);
-  else reportMissingMeta(metaBytes !== undefined, report);
+  if (metaBytes) meta = checkedMeta(metaBytes, ref, report);
+  else reportMissingMeta(false, report);
 
   // active.jsonl: recovery rules 1 (torn tail), 2 (corruption) and 3 (overlap)
   const activeBytes = activeRead?.bytes ?? new Uint8Array(0);
@@ -168,7 +168,8 @@ export async function loadSessionState(
     active.push(record);
     // The first break in the sequence is reported (it blocks writes).
     if (!inSequence) continue;
-    if (sequenceStep(record.sequence, expected) === "next") {
+    // `sequenceStep`'s "next" (expected is above the segment's end), compared in place: no call per line.
+    if (record.sequence === expected) {
       expected += 1;
     } else {
       inSequence = false;
@@ -203,12 +204,14 @@ export async function loadSessionState(
   return state;
 }
 
-/** `meta.json`'s bytes checked, its problems reported (an unknown schema is thrown). */
+/** `meta.json`'s bytes checked, its problems reported (an unknown schema is thrown; a blank one is missing). */
 function checkedMeta(bytes: Uint8Array, ref: SessionRef, report: Report): SessionMeta | undefined {
   let meta: SessionMeta;
   try {
     meta = parseMetaJson(bytes, "meta.json");
   } catch (error) {
+    // A blank document never parses, so only a meta.json that failed is asked whether it is blank.
+    if (isBlankDocument(bytes)) return void reportMissingMeta(true, report);
     return reportCorruptMeta(error, report);
   }
   if (meta.session_id !== ref.sessionId || meta.agent_id !== ref.agentId || meta.workspace_id !== ref.workspaceId) reportMisplacedMeta(meta, ref, report);

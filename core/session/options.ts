@@ -51,7 +51,8 @@ export interface ResolvedSessionOptions extends SessionOptions {
 export function resolveSessionOptions(options: SessionOptions = {}): ResolvedSessionOptions {
   if (options.contextWindow !== undefined) assertContextWindow(options.contextWindow);
   const policy = options.policy ?? (options.summarizer && options.contextWindow ? realUsage() : manualOnly());
-  assertCompactionPolicy(policy);
+  // A host's policy is checked; a default is valid as made (`realUsage()` checks its own).
+  if (policy === options.policy) assertCompactionPolicy(policy);
   if (policy.kind !== "manual" && !options.summarizer) {
     throw new InvalidInputError(`compaction policy "${policy.kind}" is automatic but no summarizer is configured`, { policy: policy.kind });
   }

@@ -371,6 +371,25 @@ describe("opt-in policies", () => {
     await rejection(sessions.open(REF, { policy: realUsage(), summarizer: new ScriptedSummarizer() }), InvalidInputError, "invalid-input");
     await rejection(registry(storage, { policy: afterMessages(2) }, millisecondClock()).open(REF), InvalidInputError, "invalid-input");
   });
+
+  it("a policy a host wrote as an object literal is checked when the session is configured", async () => {
+    const storage = new MemoryStorage();
+    const sessions = registry(storage, undefined, millisecondClock());
+    await sessions.create(REF);
+    const summarizer = new ScriptedSummarizer();
+    const outOfRange = { kind: "real-usage", ratio: 1.5 } as const;
+    await rejection(sessions.open(REF, { policy: outOfRange, summarizer, contextWindow: 1000 }), InvalidInputError, "invalid-input");
+    const unknown = { kind: "sometimes" } as unknown as SessionOptions["policy"];
+    await rejection(sessions.open(REF, { policy: unknown, summarizer }), InvalidInputError, "invalid-input");
+    await rejection(
+      registry(storage, { policy: outOfRange, summarizer, contextWindow: 1000 }, millisecondClock()).open(REF),
+      InvalidInputError,
+      "invalid-input",
+    );
+    // Without one (or with `undefined`), the default policy opens the session.
+    await sessions.open(REF, { policy: undefined });
+    await sessions.open(REF, { summarizer, contextWindow: 1000 });
+  });
 });
 
 describe("repeated compaction stays bounded under the default policy", () => {
