@@ -95,6 +95,8 @@ export class NodeFileStorage implements StoragePort {
   readonly #pinned = new PinnedFiles();
   /** The catalog each write of a session's meta.json keeps (`fs-catalog.ts`). */
   readonly #catalog: FileCatalog;
+  /** What {@linkcode NodeFileStorage.stage} staged, by the caller's id (or the error it failed with), until a plan or `unstage` takes it. */
+  readonly #stagedFiles = new Map<string, StagedReplace | { readonly failed: unknown }>();
   /** Where a held commit's fence reads `writer.lock`: the check compares the bytes and forgets them, so one buffer serves every commit. */
   readonly #lockScratch = new Uint8Array(MAX_LOCK_BYTES);
 
@@ -300,15 +302,20 @@ export class NodeFileStorage implements StoragePort {
    * replace ({@linkcode NodeFileStorage.#stageReplaces}), each then renamed into place in order.
    */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    if (!plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) {
+    const named = plan.writes.filter((write) => write.staged !== undefined);
+    if (named.length === 0 && !plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) {
       // A held commit: its fence and one append, both through pinned handles.
       const [write] = plan.writes;
       if (plan.fence && write?.op === "append") return this.#fencedAppend(plan.fence, write.path, write.bytes);
       return applyCommitPlanByCalls(this, plan); // no folders to share
     }
+    if (named.some((write) => write.op !== "replace")) {
+      return Promise.reject(new InvalidInputError("only a replace may name staged bytes", { path: named[0]!.path }));
+    }
     const checked = new Set<string>();
-    const durable = this.#fsync ? plan.writes.filter((write) => write.op === "replace" && write.durable !== false) : [];
-    const stages = durable.length > 1 && new Set(durable.map((write) => write.path)).size === durable.length;
+    // Staged in one flush: the durable replaces, and any replace that names staged bytes (docs/FORMAT.md "Compaction").
+    const durable = plan.writes.filter((write) => write.op === "replace" && (write.staged !== undefined || (this.#fsync && write.durable !== false)));
+    const stages = named.length > 0 || (durable.length > 1 && new Set(durable.map((write) => write.path)).size === durable.length);
     let staging: Promise<Map<string, StagedReplace>> | undefined;
     const replace = (path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> => {
       if (!stages || !durable.some((write) => write.path === path && write.bytes === bytes)) return this.#replace(path, bytes, options, checked);
@@ -332,8 +339,72 @@ export class NodeFileStorage implements StoragePort {
       truncate: (path, length) => this.truncate(path, length),
       move: (from, to) => this.move(from, to),
     };
-    // A write that failed leaves the later files staged: their temp files go.
-    return applyCommitPlanByCalls(planned, plan).finally(() => staging?.then(dropStaged, () => undefined));
+    // The staged bytes are this store's; the plan's calls see plain replaces.
+    const byCalls = named.length > 0 ? { ...plan, writes: plan.writes.map(({ staged: _, ...write }) => write) } : plan;
+    // A write that failed leaves the later files staged: their temp files go, and so do staged bytes no replace reached.
+    return applyCommitPlanByCalls(planned, byCalls).finally(async () => {
+      await staging?.then(dropStaged, () => undefined);
+      for (const write of named) await this.unstage(write.staged!);
+    });
+  }
+
+  /**
+   * Writes `bytes` to a temp file beside `path`'s file (its missing folders created, their entries flushed with the plan's
+   * files) and, when they are the `whole` file, starts its fsync; resolves once the bytes are written. A plan's replace
+   * that names `id` appends what follows them and flushes the file with the plan's other files (a whole file's own fsync
+   * is awaited instead: an fsync more would cost the disk's flush again), then renames it into place
+   * ({@linkcode NodeFileStorage.#stageReplaces}).
+   */
+  stage(path: string, bytes: Uint8Array, id: string, options?: StageOptions): Promise<void> {
+    if (this.#stagedFiles.has(id)) return Promise.reject(new InvalidInputError(`staged bytes ${JSON.stringify(id)} already exist`, { path }));
+    const folders: string[] = [];
+    let entry: StagedReplace | undefined;
+    const done = this.#syncCall("stage", path, (file) => {
+      const temp = tempBeside(file);
+      const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600), new Set(), folders);
+      entry = { path, file, bytes, temp, fd, size: bytes.length, whole: options?.whole === true };
+      this.#boundary.replaceable(path, file);
+      fchmodSync(fd, 0o600);
+      writeAll(fd, bytes, 0);
+    });
+    if (!done.ok) {
+      if (entry) dropStaged(new Map([[path, entry]]));
+      for (const folder of folders) bestEffort(() => this.#syncFolder(folder)); // a folder made stays: its entry is durable
+      this.#stagedFiles.set(id, { failed: done.error });
+      return Promise.reject(done.error);
+    }
+    const staged = entry!;
+    // The entries of folders made for it are flushed now (a later plan takes a folder it finds as durable), its bytes too when whole.
+    if (this.#fsync && (staged.whole || folders.length > 0)) {
+      staged.flushed = flushTogether(staged.whole ? [staged] : [], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
+        throw storageErrorFromFs(error, "stage", path, file ? staged.file : folders.join(", "));
+      });
+      staged.flushed.catch(() => undefined); // the plan that names it (or unstage) takes the outcome
+    }
+    this.#stagedFiles.set(id, staged);
+    return Promise.resolve();
+  }
+
+  /** Drops the temp file {@linkcode NodeFileStorage.stage} wrote under `id`, once its flush has ended. */
+  async unstage(id: string): Promise<void> {
+    const entry = this.#stagedFiles.get(id);
+    this.#stagedFiles.delete(id);
+    if (entry === undefined || "failed" in entry) return;
+    await entry.flushed?.catch(() => undefined);
+    dropStaged(new Map([[entry.path, entry]]));
+  }
+
+  /** Takes the staged file a plan's replace of `path` names: it is the plan's now. */
+  #takeStaged(id: string, path: string): StagedReplace {
+    const entry = this.#stagedFiles.get(id);
+    this.#stagedFiles.delete(id);
+    if (entry === undefined) throw new InvalidInputError(`${path}: no bytes are staged as ${JSON.stringify(id)}`, { path });
+    if ("failed" in entry) throw entry.failed;
+    if (entry.path !== path) {
+      this.#stagedFiles.set(id, entry); // not this plan's: unstage still drops it
+      throw new InvalidInputError(`${path}: the bytes staged as ${JSON.stringify(id)} are for ${entry.path}`, { path });
+    }
+    return entry;
   }
 
   /**
@@ -349,25 +420,40 @@ export class NodeFileStorage implements StoragePort {
     const staged = new Map<string, StagedReplace>();
     /** The folders holding the entries of folders created for the files: flushed with them, before any name is put in place. */
     const folders: string[] = [];
+    /** The files this flush makes durable: all but a whole staged file, whose own fsync ({@linkcode NodeFileStorage.stage}) is awaited. */
+    const files: StagedReplace[] = [];
     try {
-      for (const { path, bytes } of writes) {
+      for (const { path, bytes, staged: id } of writes) {
         const done = this.#syncCall("replace", path, (file) => {
+          if (id !== undefined) {
+            // Staged earlier: what follows its bytes goes at their end.
+            const entry = this.#takeStaged(id, path);
+            staged.set(path, entry);
+            if (bytes.length > 0) writeAll(entry.fd, bytes, entry.size ?? 0);
+            if (bytes.length > 0 || !entry.whole) files.push(entry);
+            return;
+          }
           const temp = tempBeside(file);
           const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600), checked, folders);
-          staged.set(path, { path, file, bytes, temp, fd });
+          const entry = { path, file, bytes, temp, fd };
+          staged.set(path, entry);
+          files.push(entry);
           this.#boundary.replaceable(path, file);
           fchmodSync(fd, 0o600);
           writeAll(fd, bytes, 0);
         });
         if (!done.ok) throw done.error;
       }
-      await flushTogether([...staged.values()], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
+      await flushTogether(this.#fsync ? files : [], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
         const [path, at] = file ? [file.path, file.file] : [writes[0]!.path, folders.join(", ")];
         throw storageErrorFromFs(error, "replace", path, at);
       });
+      for (const file of staged.values()) await file.flushed;
       closeStaged(staged);
       return staged;
     } catch (error) {
+      // No descriptor is closed under a stage's fsync that still runs.
+      for (const file of staged.values()) await file.flushed?.catch(() => undefined);
       dropStaged(staged);
       throw error;
     }
@@ -613,6 +699,9 @@ export class NodeFileStorage implements StoragePort {
   }
 }
 
+/** Options of {@linkcode NodeFileStorage.stage}: as `StoragePort.stage`'s. */
+type StageOptions = Parameters<NonNullable<StoragePort["stage"]>>[3];
+
 /** A replace of a commit plan, written and flushed to its temp file, waiting for its rename. */
 interface StagedReplace {
   readonly path: string;
@@ -621,6 +710,10 @@ interface StagedReplace {
   readonly temp: string;
   /** Open until the flush; -1 once closed. */
   fd: number;
+  /** Staged by `stage`: how many bytes it wrote, whether they are the whole file (flushed by the stage), and the stage's own fsync. */
+  readonly size?: number;
+  readonly whole?: boolean;
+  flushed?: Promise<void>;
 }
 
 /** Closes the staged files' descriptors. */

@@ -651,6 +651,49 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         await run(storage, { writes: [], release: { path: lock.path, lockId: lock.lockId } });
         expect(JSON.parse((await readText(storage, "s/writer.lock")) ?? "")).toMatchObject({ lock_id: "lock_theirs" });
       });
+      // Only a backend that stages (`stage`, with its own applyCommitPlan) runs these; the others decline by leaving it out.
+      describe("staged files (optional: stage)", () => {
+        const staging = (storage: StoragePort, context: TestContext) => {
+          if (!storage.stage || !storage.unstage || !storage.applyCommitPlan) context.skip("this backend stages no files");
+          return storage as Required<Pick<StoragePort, "stage" | "unstage" | "applyCommitPlan">> & StoragePort;
+        };
+        const segment = "s/messages/segments/000000000001-000000000002.jsonl";
+        test("a plan's replace puts the staged bytes and its own in place; nothing staged is read or listed before", async (storage, _, context) => {
+          const store = staging(storage, context);
+          await store.replace("s/meta.json", utf8("{}"));
+          await store.stage(segment, utf8("one\ntwo\n"), "stage_seg");
+          await store.stage("s/messages/active.jsonl", utf8("three\n"), "stage_active", { whole: true });
+          expect(await store.list("s/messages/segments")).toEqual([]);
+          expect(await store.read(segment)).toBeUndefined();
+          expect(await store.read("s/messages/active.jsonl")).toBeUndefined();
+          const writes = [
+            { op: "replace", path: segment, bytes: utf8("footer\n"), staged: "stage_seg" },
+            { op: "replace", path: "s/messages/active.jsonl", bytes: new Uint8Array(0), staged: "stage_active" },
+          ] as const;
+          expect(await store.applyCommitPlan({ writes })).toEqual({ outcome: "committed" });
+          expect(await readText(store, segment)).toBe("one\ntwo\nfooter\n");
+          expect(await readText(store, "s/messages/active.jsonl")).toBe("three\n");
+          expect(await store.list("s/messages")).toEqual(["active.jsonl", "segments"]);
+          // Used up: a second plan naming them fails and writes nothing.
+          await expect(store.applyCommitPlan({ writes: [{ op: "replace", path: segment, bytes: utf8("x\n"), staged: "stage_seg" }] })).rejects.toThrow();
+          expect(await readText(store, segment)).toBe("one\ntwo\nfooter\n");
+        });
+        test("a plan that does not commit uses its staged bytes up; unstage drops the others", async (storage, _, context) => {
+          const store = staging(storage, context);
+          await store.replace("s/meta.json", meta(3));
+          await store.stage("s/messages/active.jsonl", utf8("kept\n"), "stage_a", { whole: true });
+          await store.stage(segment, utf8("lines\n"), "stage_b");
+          const writes = [{ op: "replace", path: "s/messages/active.jsonl", bytes: new Uint8Array(0), staged: "stage_a" }] as const;
+          expect(await store.applyCommitPlan({ expect: { path: "s/meta.json", revision: 2 }, writes })).toEqual({ outcome: "conflict", revision: 3 });
+          await expect(store.applyCommitPlan({ writes })).rejects.toThrow();
+          await store.unstage("stage_b");
+          await store.unstage("stage_b"); // nothing staged: nothing to do
+          await expect(store.applyCommitPlan({ writes: [{ op: "replace", path: segment, bytes: utf8("f\n"), staged: "stage_b" }] })).rejects.toThrow();
+          expect(await store.read("s/messages/active.jsonl")).toBeUndefined();
+          expect(await store.read(segment)).toBeUndefined();
+          expect(await store.list("s/messages")).not.toContain("active.jsonl");
+        });
+      });
     });
 
     describe("remove", () => {

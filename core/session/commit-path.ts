@@ -180,7 +180,7 @@ export class CommitPath {
   /** Applies a segment close (compaction, reset): one plan (that gives the lock back when it ends a `closes` operation), then the state. */
   async closeSegment(close: SegmentClose): Promise<void> {
     const { storage } = this.ctx;
-    const activeBytes = close.activeBytes.length; // the bytes themselves are handed over to the plan
+    const activeBytes = close.staged?.active.size ?? close.activeBytes.length; // the bytes themselves are handed over to the plan
     const release = this.#giveBack;
     this.#giveBack = undefined;
     try {

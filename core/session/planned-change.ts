@@ -16,6 +16,7 @@ import type { PlannedWrite } from "../storage/port.ts";
 import { markBatch, stampRevision } from "./batch.ts";
 import { linesOf } from "./lines.ts";
 import { plainClone } from "./plain-clone.ts";
+import type { StagedBytes } from "./staged-close.ts";
 import { hasNewestSegment, withNewestSegment } from "./segment-hint.ts";
 import { lastSequence, type SessionState } from "./state.ts";
 
@@ -38,6 +39,11 @@ export interface SegmentClose {
   readonly kept: MessageRecord[];
   readonly activeBytes: Uint8Array;
   readonly meta: SessionMeta;
+  /**
+   * The segment's lines and Active's bytes staged in the backend (`StoragePort.stage`, `staged-close.ts`): `segmentBytes`
+   * is then the footer's line that follows the staged lines, and `activeBytes` empty.
+   */
+  readonly staged?: { readonly segment: StagedBytes; readonly active: StagedBytes };
 }
 
 /** `meta.json` with `patch`, `updated_at` = `now` and the newest-segment hint (`newest`, else the current one). */
@@ -108,7 +114,13 @@ export function appendWrites(paths: SessionPaths, change: Pick<AppendChange, "by
 export function segmentCloseWrites(paths: SessionPaths, close: SegmentClose): PlannedWrite[] {
   return [
     { op: "replace", path: paths.meta, bytes: encodeMetaDocument(close.meta) },
-    { op: "replace", path: paths.segment(close.range), bytes: close.segmentBytes, handOver: true },
-    { op: "replace", path: paths.active, bytes: close.activeBytes, handOver: true },
+    {
+      op: "replace",
+      path: paths.segment(close.range),
+      bytes: close.segmentBytes,
+      handOver: true,
+      ...(close.staged ? { staged: close.staged.segment.id } : {}),
+    },
+    { op: "replace", path: paths.active, bytes: close.activeBytes, handOver: true, ...(close.staged ? { staged: close.staged.active.id } : {}) },
   ];
 }

@@ -23,7 +23,8 @@ import { nextMeta, type SegmentClose } from "./planned-change.ts";
 import { hasUnknownActiveLines, unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
 import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
-import { joinLinesWithRoom, lineOf, type OpenLines, withLastLine } from "./lines.ts";
+import { joinLines, joinLinesWithRoom, lineOf, type OpenLines, withLastLine } from "./lines.ts";
+import { type StagedClose, stageSegment, withStaging } from "./staged-close.ts";
 
 /** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
 export interface NoCompaction {
@@ -60,6 +61,8 @@ export interface PreparedCompaction {
   readonly activeBytes?: Uint8Array;
   /** With `activeBytes`: the segment's lines, with room for its footer, which waits for the summary. */
   readonly segmentLines?: OpenLines;
+  /** Where the backend stages files: `activeBytes` staged (given up), and under the lock `segmentLines` too (`staged-close.ts`). */
+  readonly staged?: StagedClose;
 }
 
 const FOOTER_ROOM = 16 * 1024;
@@ -105,27 +108,15 @@ function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics" | 
 export function compactLocked(path: CommitPath, summarizer: Summarizer, signal: AbortSignal): Promise<CompactionOutcome | NoCompaction> {
   const body = async (prepared?: PreparedCompaction): Promise<CompactionOutcome | NoCompaction> => {
     const state = path.state;
-    if (state.draft) {
-      throw new SessionBusyError(`${formatSessionRef(path.ref)}: a streaming draft exists; finish it before compacting`, {
-        draft: state.draft.record.message_id,
-      });
-    }
+    const draft = state.draft?.record.message_id;
+    if (draft) throw new SessionBusyError(`${formatSessionRef(path.ref)}: a streaming draft exists; finish it before compacting`, { draft });
     const outcome = await compactActive(path, summarizer, signal, prepared);
     return outcome ?? { revision: state.meta.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
   };
-  return path.locked<CompactionOutcome | NoCompaction, PreparedCompaction | undefined>("compact", body, true, () => prepareBeforeLock(path.state, path.paths));
-}
-
-/**
- * {@linkcode prepareCompaction} while the lock is being taken (`CommitPath.locked`'s `prepare`, which must not throw):
- * `undefined` where it would throw, so that the compaction meets the error again under the lock.
- */
-function prepareBeforeLock(state: Pick<SessionState, "active" | "diagnostics" | "footer">, paths: SessionPaths): PreparedCompaction | undefined {
-  try {
-    return prepareCompaction(state, paths);
-  } catch {
-    return undefined;
-  }
+  // Prepared while the lock is being taken: an error there is met again under the lock.
+  const prepare = () => prepareCompaction(path.state, path.paths);
+  type Prepared = PreparedCompaction | undefined;
+  return withStaging(path.ctx.storage, path.paths, prepare, (staged) => path.locked<CompactionOutcome | NoCompaction, Prepared>("compact", body, true, staged));
 }
 
 /**
@@ -146,9 +137,12 @@ export async function compactActive(
   const fits = prepared !== undefined && prepared.active === active && prepared.count === active.length;
   const ready = fits ? prepared : prepareCompaction(path.state, path.paths);
   if (!ready) return undefined;
+  // The lock is held: the segment's lines are staged now, flushed while the summary is made.
+  if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines!);
   const summary = await summarize(path.ref, path.state, ready.input, summarizer, signal);
   const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
   const { close, outcome } = planCompactionClose(path.state, path.ref, ready, summary, unknown, path.now);
+  if (ready.staged) ready.staged.sent = true;
   await path.closeSegment(close);
   return outcome;
 }
@@ -232,10 +226,15 @@ function planCompactionClose(
     text,
     created_at: now(),
   };
-  const segmentBytes = prepared.segmentLines
+  // Staged: the segment's file is its staged lines and the footer's line, Active's its staged bytes.
+  const staged = prepared.staged && { active: prepared.staged.active, segment: prepared.staged.segment! }; // its bytes are the backend's now
+  const segmentBytes = staged
+    ? joinLines([lineOf(footer)])
+    : prepared.segmentLines
     ? withLastLine(prepared.segmentLines, footer)
     : encodeWithUnknown(selection.selected.map(withoutBatchMark), unknown, false, [footer]);
-  const activeBytes = prepared.activeBytes ?? encodeWithUnknown(kept, unknown, true);
+  const activeBytes = staged ? new Uint8Array(0) : prepared.activeBytes ?? encodeWithUnknown(kept, unknown, true);
+  const stagedBytes = staged ? staged.active.size + staged.segment.size : 0;
   const afterTokens = estimateTextTokens(text) + keptTokens;
   const accounting = accumulateCompaction(state.meta.compaction, {
     removedMessages: selection.selected.length,
@@ -249,7 +248,7 @@ function planCompactionClose(
   const meta = nextMeta(
     state,
     {
-      history_bytes: state.meta.history_bytes - state.activeBytes + activeBytes.length + segmentBytes.length,
+      history_bytes: state.meta.history_bytes - state.activeBytes + activeBytes.length + segmentBytes.length + stagedBytes,
       revision,
       compaction: { ...accounting, [LAST_COMPACTED_FIELD]: lastSequence(state) },
     },
@@ -267,7 +266,7 @@ function planCompactionClose(
     ...(summaryUsage !== undefined ? { summaryUsage } : {}),
     summaryChars: text.length,
   };
-  return { close: { range: selection.range, footer, segmentBytes, kept, activeBytes, meta }, outcome };
+  return { close: { range: selection.range, footer, segmentBytes, kept, activeBytes, meta, ...(staged ? { staged } : {}) }, outcome };
 }
 
 /** A reset as a value: all of Active closed under a footer that marks the reset; `undefined` when Active is empty. */

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { InvalidInputError } from "../errors.ts";
 import { metaRevisionOf } from "../schema/parse.ts";
 import { carriesLockId, holdsWriterLock, MAX_LOCK_BYTES } from "./fence.ts";
 import type { CommitPlan, CommitPlanResult, StoragePort, WriteOptions } from "./port.ts";
@@ -40,9 +41,13 @@ export interface TakenLock {
  * if (result.outcome === "conflict") console.log("meta.json is at", result.revision);
  * ```
  * @throws {StorageError} (or a subclass) when a storage call fails.
+ * @throws {InvalidInputError} when a write names staged bytes (`PlannedWrite.staged`); nothing is done.
  */
 export async function applyCommitPlanByCalls(storage: StoragePort, plan: CommitPlan): Promise<CommitPlanResult> {
   const { lock, expect, release } = plan;
+  // Staged bytes live in the backend that staged them (StoragePort.stage), which applies its plans itself.
+  const staged = plan.writes.find((write) => write.staged !== undefined);
+  if (staged) throw new InvalidInputError(`${staged.path}: a write of staged bytes needs the backend's own applyCommitPlan`, { path: staged.path });
   let taken: TakenLock | undefined;
   let committed = false;
   try {

@@ -28,6 +28,8 @@ export interface WorkerLink<Options> {
   readonly options: Options;
   /** Whether the store in the worker has platform locks: then the client offers `acquireLock` / `releaseLock`. */
   readonly locks: boolean;
+  /** Whether the store in the worker stages files (`StoragePort.stage`): then the client offers `stage` / `unstage`. */
+  readonly staging?: boolean;
   /** Added to the details of the client's own errors (`{ root }`, `{ db }`). */
   readonly details: ErrorDetails;
   /**
@@ -66,6 +68,10 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   declare readonly acquireLock?: (name: string) => Promise<boolean>;
   /** Releases a lock taken with `acquireLock`; own property only when the link has `locks`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
+  /** Stages the start of a file in the worker's store; own property only when the link has `staging`. */
+  declare readonly stage?: (path: string, bytes: Uint8Array, id: string, options?: { readonly whole?: boolean }) => Promise<void>;
+  /** Drops what `stage` staged; own property only when the link has `staging`. */
+  declare readonly unstage?: (id: string) => Promise<void>;
   readonly #link: WorkerLink<Options>;
   readonly #endpoint: MessageEndpoint;
   /** The calls the worker still owes an answer, by id. */
@@ -84,6 +90,14 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     if (link.locks) {
       Object.defineProperty(this, "acquireLock", { value: (name: string) => this.#call("acquireLock", [name]) });
       Object.defineProperty(this, "releaseLock", { value: (name: string) => this.#call("releaseLock", [name]) });
+    }
+    if (link.staging) {
+      // The caller gives staged bytes up with their whole buffer (a compaction's segment and Active, room included), which moves.
+      const stage = (path: string, bytes: Uint8Array, id: string, options?: { readonly whole?: boolean }) =>
+        this.#call("stage", [path, bytes, id, options], ownsBuffer(new Uint8Array(bytes.buffer)) ? [bytes.buffer as ArrayBuffer] : []);
+      // Configurable, as PageStorage's: a Proxy over this storage (a timing wrapper) may answer them its own way.
+      Object.defineProperty(this, "stage", { value: stage, configurable: true });
+      Object.defineProperty(this, "unstage", { value: (id: string) => this.#call("unstage", [id]), configurable: true });
     }
   }
 

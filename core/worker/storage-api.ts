@@ -77,6 +77,14 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     truncate: (path, length) => opened().truncate(path, length),
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
+    stage: async (path, bytes, id, options) => {
+      const store = opened();
+      if (!store.stage) throw new StorageError("this storage stages no files", { path });
+      await store.stage(path, bytes, id, options);
+    },
+    unstage: async (id) => {
+      await opened().unstage?.(id);
+    },
     applyCommitPlan: (plan) => {
       const store = opened();
       return store.applyCommitPlan ? store.applyCommitPlan(plan) : applyCommitPlanByCalls(store, plan);

@@ -47,8 +47,8 @@ function served(): { client: WorkerStorageClient; posted: ComlinkCall[]; answere
   return { client, posted, answered, pending };
 }
 
-/** A client whose "worker" answers only what the test posts to `answer`. */
-function scripted() {
+/** A client whose "worker" answers only what the test posts to `answer` (`staging`: the link says its store stages). */
+function scripted(staging = false) {
   let listener: ((event: { data: unknown }) => void) | undefined;
   const posted: ComlinkCall[] = [];
   const pending: boolean[] = [];
@@ -64,6 +64,7 @@ function scripted() {
     endpoint,
     options: {},
     locks: false,
+    staging,
     details: {},
     onPending: (now) => pending.push(now),
     terminate: () => undefined,
@@ -110,6 +111,27 @@ describe("WorkerStorageClient over Comlink.expose", () => {
     ]);
     expect(answered).toHaveLength(posted.length);
     expect(new Set(posted.map((message) => message.id)).size).toBe(posted.length);
+  });
+
+  it("offers stage only for a worker store that stages; a store without it declines, and the core's plan refuses staged bytes", async () => {
+    const { client } = served();
+    expect(client.stage).toBeUndefined();
+    expect(client.unstage).toBeUndefined();
+    // The worker's side of a store without `stage` (MemoryStorage): a typed refusal, and an unstage that does nothing.
+    const api = storageWorkerApi(Comlink, () => new MemoryStorage());
+    await api.open({});
+    await expect(api.stage("s/x", utf8("a"), "stage_1")).rejects.toBeInstanceOf(StorageError);
+    await api.unstage("stage_1");
+    // Its plans run by calls, where staged bytes have no place: refused before anything is written.
+    const plan = { writes: [{ op: "replace", path: "s/x", bytes: utf8("tail"), staged: "stage_1" }] } as const;
+    await expect(api.applyCommitPlan(plan)).rejects.toBeInstanceOf(InvalidInputError);
+    expect(await api.read("s/x")).toBeUndefined();
+    // A link that stages: both methods are offered, each one message.
+    const { client: staging, posted } = scripted(true);
+    expect(typeof staging.stage).toBe("function");
+    void staging.stage!("s/x", utf8("a"), "stage_2", { whole: true });
+    void staging.unstage!("stage_2");
+    expect(posted.map((message) => message.path[0])).toEqual(["open", "stage", "unstage"]);
   });
 
   it("a commit plan is one message each way, its handed-over buffers moved and the others copied", async () => {

@@ -114,6 +114,41 @@ describe.runIf(process.platform === "linux")("a compaction's files on Node", () 
     });
   });
 
+  it("stage the segment and Active while the summary is made, and leave no temp file when the compaction fails", async () => {
+    for (const worker of [false, true]) {
+      const { root, store, session } = await sessionOfSix();
+      await store.close();
+      const next = await openNodeSessions({ root, worker });
+      const reopened = await next.sessions.open(REF);
+      const messages = join(root, dirname(session.paths.active));
+      const temps = async () => (await readdir(messages, { recursive: true })).filter((name) => name.split("/").at(-1)!.startsWith(".tmp-"));
+      // While the summarizer runs, both files are staged (written beside their names, under temp names no listing shows).
+      const seen: string[][] = [];
+      const failing = summarizer(async () => {
+        await next.storage.read(session.paths.meta); // the store applies calls in order: both stages are done once it answers
+        seen.push(await temps());
+        throw new Error("the provider is down");
+      });
+      await expect(reopened.compact({ summarizer: failing }), `worker: ${worker}`).rejects.toThrow(/the provider is down/);
+      expect(seen[0], `worker: ${worker}`).toHaveLength(2);
+      expect(await temps(), `worker: ${worker}`).toEqual([]);
+      // Refused before its lock (another writer holds the session): what it staged meanwhile goes too.
+      const holder = await openNodeSessions({ root, worker: false });
+      const held = await holder.sessions.open(REF, { hold: true });
+      await expect(reopened.compact({ summarizer: summarizer() }), `worker: ${worker}`).rejects.toThrow(/locked/);
+      expect(await temps(), `worker: ${worker}`).toEqual([]);
+      await held.close();
+      await holder.close();
+      // Then it compacts, and every message is read once.
+      const outcome = await reopened.compact({ summarizer: summarizer() });
+      expect(outcome.segment, `worker: ${worker}`).toEqual({ start: 1, end: 3 });
+      expect(await temps(), `worker: ${worker}`).toEqual([]);
+      const after = await next.sessions.open(REF);
+      expect(ids(await fullHistory(after)), `worker: ${worker}`).toEqual(["m_1", "m_2", "m_3", "m_4", "m_5", "m_6"]);
+      await next.close();
+    }
+  });
+
   it("lose nothing and leave nothing listed when the process dies at any system call of the compaction", async () => {
     // Count the compaction's mutating calls once, then crash at each.
     const counted = await sessionOfSix();

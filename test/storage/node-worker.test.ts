@@ -41,6 +41,18 @@ function under(prefix: string, inner: StoragePort): StoragePort {
       );
       return found.map((result) => result && { ...result, path: result.path.slice(prefix.length + 1) });
     },
+    // Commit plans and staged files run in the worker (its own applyCommitPlan), paths prefixed.
+    applyCommitPlan: (plan) =>
+      inner.applyCommitPlan!({
+        ...plan,
+        ...(plan.lock ? { lock: { ...plan.lock, path: at(plan.lock.path) } } : {}),
+        ...(plan.expect ? { expect: { ...plan.expect, path: at(plan.expect.path) } } : {}),
+        ...(plan.fence ? { fence: { ...plan.fence, path: at(plan.fence.path) } } : {}),
+        ...(plan.release ? { release: { ...plan.release, path: at(plan.release.path) } } : {}),
+        writes: plan.writes.map((write) => ({ ...write, path: at(write.path) })),
+      }),
+    stage: (path, bytes, id, options) => inner.stage!(at(path), bytes, id, options),
+    unstage: (id) => inner.unstage!(id),
     close: async () => {},
   };
 }

@@ -1,0 +1,85 @@
+/**
+ * A compaction's files staged before its summary (docs/FORMAT.md "Compaction"), where the backend stages
+ * (`StoragePort.stage`): the new Active's bytes as soon as they are joined, while the lock is being taken, and the
+ * segment's lines (all but the footer) once the lock is held, since a session's first segment creates its folder. The
+ * backend writes and flushes them while the summarizer runs; the close plan names them (`PlannedWrite.staged`) and
+ * carries only the footer and `meta.json`. Staged bytes that no plan named are dropped when the compaction ends.
+ *
+ * @module
+ */
+import type { SessionPaths } from "../layout/paths.ts";
+import type { SegmentRange } from "../layout/segments.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { newId } from "./ids.ts";
+import type { OpenLines } from "./lines.ts";
+
+/** One file's staged start: the id a plan names it by, and how many bytes it holds. */
+export interface StagedBytes {
+  readonly id: string;
+  readonly size: number;
+}
+
+/** What a compaction staged: Active, then (under the lock) the segment's lines; `sent` once a plan named them. */
+export interface StagedClose {
+  readonly active: StagedBytes;
+  segment?: StagedBytes;
+  sent: boolean;
+}
+
+/**
+ * Runs a compaction (`compaction`, which takes the lock and runs `prepare` meanwhile) with the prepared Active staged
+ * where `storage` stages, and drops what no plan named once it settled. After a failure every id is dropped: a plan
+ * that named some has used them up, and dropping them again is nothing. What `prepare` throws is `undefined` here (the
+ * compaction works it out again under the lock, where its error belongs).
+ */
+export async function withStaging<T, P extends { readonly activeBytes?: Uint8Array }>(
+  storage: StoragePort,
+  paths: SessionPaths,
+  prepare: () => P | undefined,
+  compaction: (prepare: () => (P & { staged?: StagedClose }) | undefined) => Promise<T>,
+): Promise<T> {
+  let staged: StagedClose | undefined;
+  try {
+    return await compaction(() => {
+      let prepared: P | undefined;
+      try {
+        prepared = prepare();
+      } catch {
+        return undefined;
+      }
+      staged = prepared?.activeBytes && stageActive(storage, paths, prepared.activeBytes);
+      return prepared && staged ? { ...prepared, staged } : prepared;
+    });
+  } catch (error) {
+    if (staged) staged.sent = false;
+    throw error;
+  } finally {
+    await unstageUnsent(storage, staged);
+  }
+}
+
+/** Stages the new Active's `bytes` (given up: they may move to a worker), or `undefined` when `storage` does not stage. */
+function stageActive(storage: StoragePort, paths: SessionPaths, bytes: Uint8Array): StagedClose | undefined {
+  if (!storage.stage) return undefined;
+  return { active: stageBytes(storage, paths.active, bytes, true), sent: false };
+}
+
+/** Stages the segment's lines of `range` (their bytes given up) beside what {@linkcode stageActive} staged. */
+export function stageSegment(storage: StoragePort, paths: SessionPaths, range: SegmentRange, staged: StagedClose, lines: OpenLines): void {
+  staged.segment = stageBytes(storage, paths.segment(range), lines.bytes.subarray(0, lines.used), false);
+}
+
+/** Drops what a compaction staged unless a plan named it (the backend has used it up then). */
+async function unstageUnsent(storage: StoragePort, staged: StagedClose | undefined): Promise<void> {
+  if (!staged || staged.sent) return;
+  for (const bytes of [staged.active, staged.segment]) if (bytes) await storage.unstage?.(bytes.id).catch(() => undefined);
+}
+
+/** `whole`: nothing follows `bytes` (Active), so the backend may flush them at once; the footer follows the segment's lines. */
+function stageBytes(storage: StoragePort, path: string, bytes: Uint8Array, whole: boolean): StagedBytes {
+  const id = newId("stage");
+  const size = bytes.length; // read before the bytes may move
+  // A failed stage is reported by the plan that names it (or dropped unused).
+  storage.stage!(path, bytes, id, { whole }).catch(() => undefined);
+  return { id, size };
+}
