@@ -84,7 +84,8 @@ function shape(fields: readonly FieldSpec[], refine?: (value: Plain) => boolean)
  * ```ts
  * const lock = { pid: 7, hostname: "h", runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00Z" };
  * fitsAsIs(lock, LOCK_SHAPE); // true
- * fitsAsIs({ hostname: "h", ...lock }, LOCK_SHAPE); // false: zod would put pid first
+ * const reordered = { hostname: "h", pid: 7, runtime: "node", operation: "append", created_at: "2026-12-02T13:00:00Z" };
+ * fitsAsIs(reordered, LOCK_SHAPE); // false: zod would put pid first
  * ```
  */
 export function fitsAsIs(value: unknown, shape: Shape): boolean {
