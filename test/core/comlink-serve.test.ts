@@ -46,12 +46,15 @@ async function answersOf(serve: (endpoint: ReturnType<typeof nodeEndpoint>, kept
   const kept: Uint8Array[] = [];
   serve(nodeEndpoint(channel.port1), kept);
   const answers: unknown[] = [];
-  channel.port2.on("message", (data) => answers.push(data));
-  for (const call of calls) channel.port2.postMessage(call);
-  const expected = calls.filter((call) => typeof (call as { id?: unknown } | null)?.id === "string").length;
-  while (answers.length < expected) await new Promise((resolve) => setTimeout(resolve, 1));
-  // Nothing more comes (a message without an id is not answered).
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // A last call marks the end: a port delivers in order, and every method of the test API settles within microtasks,
+  // which run before the next message is handled, so once its answer is in every earlier answer is too (and a message
+  // without an id, handled before it, was not answered).
+  const last = apply("last", "nothing");
+  const drained = new Promise<void>((resolve) => {
+    channel.port2.on("message", (data: { id?: unknown }) => (data?.id === last.id ? resolve() : answers.push(data)));
+  });
+  for (const call of [...calls, last]) channel.port2.postMessage(call);
+  await drained;
   return { answers, kept };
 }
 
