@@ -302,13 +302,13 @@ export class NodeFileStorage implements StoragePort {
    * replace ({@linkcode NodeFileStorage.#stageReplaces}), each then renamed into place in order.
    */
   applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    const named = plan.writes.filter((write) => write.staged !== undefined);
-    if (named.length === 0 && !plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1) {
-      // A held commit: its fence and one append, both through pinned handles.
-      const [write] = plan.writes;
-      if (plan.fence && write?.op === "append") return this.#fencedAppend(plan.fence, write.path, write.bytes);
+    const [first] = plan.writes;
+    if (!plan.lock && !plan.release && !plan.expect && plan.writes.length <= 1 && first?.staged === undefined) {
+      // A held commit: its fence and one append, both through pinned handles (looked at before anything is allocated).
+      if (plan.fence && first?.op === "append") return this.#fencedAppend(plan.fence, first.path, first.bytes);
       return applyCommitPlanByCalls(this, plan); // no folders to share
     }
+    const named = plan.writes.filter((write) => write.staged !== undefined);
     if (named.some((write) => write.op !== "replace")) {
       return Promise.reject(new InvalidInputError("only a replace may name staged bytes", { path: named[0]!.path }));
     }
