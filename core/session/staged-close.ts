@@ -26,29 +26,30 @@ export interface StagedClose {
   sent: boolean;
 }
 
+/** Stages the new Active's bytes (given up), or `undefined` where the backend does not stage. */
+export type StageActive = (activeBytes: Uint8Array) => StagedClose | undefined;
+
 /**
  * Runs a compaction (`compaction`, which takes the lock and runs `prepare` meanwhile) with the prepared Active staged
- * where `storage` stages, and drops what no plan named once it settled. After a failure every id is dropped: a plan
- * that named some has used them up, and dropping them again is nothing. What `prepare` throws is `undefined` here (the
- * compaction works it out again under the lock, where its error belongs).
+ * where `storage` stages (`prepare` calls `stage` with its bytes as soon as it has them, and keeps what it returns),
+ * and drops what no plan named once it settled. After a failure every id is dropped: a plan that named some has used
+ * them up, and dropping them again is nothing. What `prepare` throws is `undefined` here (the compaction works it out
+ * again under the lock, where its error belongs).
  */
-export async function withStaging<T, P extends { readonly activeBytes?: Uint8Array }>(
+export async function withStaging<T, P>(
   storage: StoragePort,
   paths: SessionPaths,
-  prepare: () => P | undefined,
-  compaction: (prepare: () => (P & { staged?: StagedClose }) | undefined) => Promise<T>,
+  prepare: (stage: StageActive) => P | undefined,
+  compaction: (prepare: () => P | undefined) => Promise<T>,
 ): Promise<T> {
   let staged: StagedClose | undefined;
   try {
     return await compaction(() => {
-      let prepared: P | undefined;
       try {
-        prepared = prepare();
+        return prepare((bytes) => (staged = stageActive(storage, paths, bytes)));
       } catch {
         return undefined;
       }
-      staged = prepared?.activeBytes && stageActive(storage, paths, prepared.activeBytes);
-      return prepared && staged ? { ...prepared, staged } : prepared;
     });
   } catch (error) {
     if (staged) staged.sent = false;
