@@ -1,7 +1,8 @@
 /**
  * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
  * round trip is in flight): the cut, the summarizer's input, the new Active's bytes (handed to the backend to stage as
- * soon as they are joined) and the segment's lines; and, once the files are staged, the token estimates.
+ * soon as they are joined) and the segment's lines; and, once the files are staged and the summarizer called, the token
+ * estimates.
  *
  * @module
  */
@@ -74,7 +75,8 @@ export function prepareCompaction(
 
 /**
  * The token estimates of a compaction's halves (most of its own CPU), needed after the summary: worked out once the files
- * are staged. Active = the selected half + the kept half. Not kept with the lines (storedTokens): that costs as much again.
+ * are staged and the summarizer called. Active = the selected half + the kept half. Not kept with the lines
+ * (storedTokens): that costs as much again.
  */
 export function estimatesOf(selection: CompactionPlan): { readonly removedTokens: number; readonly keptTokens: number } {
   return { removedTokens: estimateTokens(selection.selected), keptTokens: estimateTokens(selection.kept) };

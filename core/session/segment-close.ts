@@ -82,8 +82,10 @@ export async function compactActive(
   if (!ready) return undefined;
   // The lock is held: the segment's lines are staged now, flushed while the summary is made.
   if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines!);
+  // The summarizer is called first: the estimates are worked out while it answers.
+  const summarized = summarize(path.ref, path.state, ready.input, summarizer, signal);
   const estimates = estimatesOf(ready.selection);
-  const summary = await summarize(path.ref, path.state, ready.input, summarizer, signal);
+  const summary = await summarized;
   const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
   const { close, outcome } = planCompactionClose(path.state, path.ref, ready, estimates, summary, unknown, path.now);
   if (ready.staged) ready.staged.sent = true;
