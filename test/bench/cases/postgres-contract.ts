@@ -39,7 +39,7 @@ export interface ContractCommit {
   readonly listedAt: string | null;
 }
 
-/** The commit of `run_append`'s parameters (lock key, lock path, meta path, expected revision, lines path, lines, meta, its revision, listing, updated_at), expecting the revision it writes, so it can be sent again and again. */
+/** The commit of `run_append`'s parameters (lock key, lock path, meta path, expected revision, lines path, lines, meta, its revision, listing, updated_at). */
 export function contractCommitOf(values: readonly unknown[]): ContractCommit {
   const [lockKey, lockPath, metaPath, , linesPath, lines, meta, metaRevision, listing, listedAt] = values as [
     string,
@@ -53,10 +53,15 @@ export function contractCommitOf(values: readonly unknown[]): ContractCommit {
     string | null,
     string | null,
   ];
-  return { lockKey, lockPath, metaPath, expectRevision: metaRevision, linesPath, lines, meta, metaRevision, listing, listedAt };
+  return { lockKey, lockPath, metaPath, expectRevision: metaRevision - 1, linesPath, lines, meta, metaRevision, listing, listedAt };
 }
 
-/** A bare client that commits `commit` once per call with the contract's statements, in the schema `schema` (created anew here). */
+/**
+ * A bare client that commits `commit` again at each call with the contract's statements, in the
+ * schema `schema` (created anew here), as the session's next commit would: each expects the
+ * revision the one before it wrote, writes the next, and moves `updated_at` on by a millisecond
+ * (a key of the catalog's index, so `meta.json`'s row update is never HOT, as a real commit's is not).
+ */
 export async function commitContract(
   url: string,
   schema: string,
@@ -87,6 +92,8 @@ CREATE TABLE ${s}.chunks (file_id bigint NOT NULL, end_offset bigint NOT NULL, b
     ]);
   await row(commit.linesPath, 1, 0, null, null, null);
   await row(commit.metaPath, 2, commit.meta.length, commit.expectRevision, commit.listing, commit.listedAt);
+  let revision = commit.expectRevision;
+  const startedAt = Date.parse(commit.listedAt ?? "2026-01-01T00:00:00.000Z");
   await client.query(`INSERT INTO ${s}.chunks VALUES (2, $1, $2)`, [commit.meta.length, commit.meta]);
   const lock = {
     name: "contract_lock",
@@ -110,24 +117,18 @@ rewritten AS (
   UPDATE ${s}.chunks SET end_offset = length($6::bytea), bytes = $6::bytea
   WHERE file_id = (SELECT file_id FROM kept) AND end_offset = (SELECT size FROM m) RETURNING 1)
 SELECT EXISTS (SELECT 1 FROM rewritten) AS written`,
-    values: [
-      commit.lockPath,
-      commit.metaPath,
-      commit.expectRevision,
-      commit.linesPath,
-      commit.lines,
-      commit.meta,
-      commit.metaRevision,
-      commit.listing,
-      commit.listedAt,
-    ],
   };
+  /** The write's parameters; the expected and written revisions and `updated_at` (2, 6, 8) change at each commit. */
+  const values: unknown[] = [commit.lockPath, commit.metaPath, 0, commit.linesPath, commit.lines, commit.meta, 0, commit.listing, null];
   const pid = (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
   const parsed = new Set<string>();
   return {
     pid,
     async commit() {
-      const pipeline = new Pipeline([lock, write], parsed);
+      values[2] = revision;
+      values[6] = ++revision;
+      values[8] = new Date(startedAt + revision).toISOString();
+      const pipeline = new Pipeline([lock, { ...write, values }], parsed);
       void client.query(pipeline as unknown as pg.QueryConfig);
       const rows = await pipeline.done;
       if (rows[1]?.[0] !== "t") throw new Error(`the contract's commit wrote nothing (${JSON.stringify(rows)})`);

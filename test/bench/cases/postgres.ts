@@ -34,6 +34,7 @@ import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { type CommitPlan, encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
+import { firstValue } from "../../../runtime-postgres/lean-statement.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
@@ -145,7 +146,7 @@ async function watchStatements(body: () => Promise<unknown>, seen: (statement: u
  * statement the adapter sends for it, both to be sent again: the plan expects the revision it
  * writes, so each replay commits the same line and the same `meta.json` once more. Timed
  * beside the real commits, they split the client's time per commit into the core's path, the
- * adapter's and `pg`'s.
+ * adapter's and the statement's (as the adapter sends it, through `pg`).
  */
 async function replayableCommit(storage: PostgresStorage, sessions: Sessions): Promise<{ plan: CommitPlan; statement: pg.QueryConfig }> {
   const session = await sessions.create({ ...BENCH_REF, sessionId: "replayed", title: "replayed" });
@@ -166,10 +167,10 @@ async function replayableCommit(storage: PostgresStorage, sessions: Sessions): P
   await watchStatements(async () => {
     const result = await storage.applyCommitPlan(plan);
     if (result.outcome !== "committed") throw new Error(`the replayed commit ended ${result.outcome}`);
-  }, (sent, values) => {
-    const { name, text } = sent as pg.QueryConfig;
-    // The adapter passes the parameters beside its statement (whose fields are on its prototype).
-    if (name === "one_writer.run_append") statement = { name, text, values: values as unknown[] };
+  }, (sent) => {
+    // The adapter's commit statement carries its parameters (runtime-postgres/lean-statement.ts).
+    const { name, text, values } = sent as { name?: string; text: string; values: unknown[] };
+    if (name === "one_writer.run_append") statement = { name, text, values };
   });
   if (!statement) throw new Error("the replayed commit sent no run_append");
   return { plan, statement };
@@ -236,7 +237,10 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), { ...floorCpu, backends: "pid = pg_backend_pid()" });
     await batch(contractRates, b, () => contract.commit(), { ...contractCpu, backends: `pid = ${contract.pid}` });
     await batch([], b, () => storage.applyCommitPlan(replayed.plan), { ...adapterCpu, backends: "false" });
-    await batch([], b, () => floorClient.query(replayed.statement), { ...statementCpu, backends: "false" });
+    await batch([], b, () => firstValue(floorClient, replayed.statement as { name: string; text: string }, replayed.statement.values!), {
+      ...statementCpu,
+      backends: "false",
+    });
   }
   floorClient.release();
   await pool.end();
@@ -269,7 +273,9 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (run_append: one statement after the lock; fenced: the lock is the commit's own transaction's); " +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
-      } µs; one commit's plan sent again through the adapter alone ${median(adapterCpu.client).toFixed(0)} µs, its statement through pg alone ${
+      } µs; one commit's plan sent again through the adapter alone ${
+        median(adapterCpu.client).toFixed(0)
+      } µs, its statement alone, sent as the adapter sends it ${
         median(statementCpu.client).toFixed(0)
       } µs: the rest is the core's commit path), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
         median(floorCpu.server).toFixed(0)
