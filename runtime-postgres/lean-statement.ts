@@ -8,7 +8,8 @@
  * own, so both agree on what the connection has prepared), then Bind, Execute and Sync, and
  * keeps the first field of the first DataRow. It goes through `Client#query` as a
  * submittable (the extension point `pg-cursor` uses), so the client's queue, its
- * `query_timeout` and its handling of a lost connection apply as to any query.
+ * `query_timeout` and its handling of a lost connection apply as to any query. A client in
+ * `pg`'s pipeline mode refuses submittables: there the statement goes as `pg`'s own query.
  *
  * @module
  */
@@ -49,9 +50,21 @@ interface WireConnection {
  * ```
  */
 export function firstValue(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
+  if ((client as { pipeline?: boolean }).pipeline) return firstValueInPipeline(client, statement, values);
   return new Promise((resolve, reject) => {
     client.query(new LeanStatement(statement, values, (error, value) => (error ? reject(error) : resolve(value ?? null))));
   });
+}
+
+/** On a client in `pg`'s pipeline mode, which refuses every submittable: `pg`'s own query, each value kept as the server's text. */
+async function firstValueInPipeline(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
+  const result = await client.query<unknown[]>({ ...statement, values: [...values], rowMode: "array", types: { getTypeParser: () => asText } });
+  return (result.rows[0]?.[0] as string | null | undefined) ?? null;
+}
+
+/** A column's text as the server sent it. */
+function asText(value: string): string {
+  return value;
 }
 
 /** `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes). */

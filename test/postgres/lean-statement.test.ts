@@ -53,6 +53,13 @@ describe.skipIf(!POSTGRES_URL)("a statement sent lean", () => {
       expect(await firstValue(client, { name: "lean_null", text: "SELECT NULL::text" }, [])).toBeNull();
       expect(await firstValue(client, { name: "lean_none", text: "SELECT 1 WHERE false" }, [])).toBeNull();
     });
+    // pg's pipeline mode refuses a submittable: the same answers through pg's own query.
+    await withClient({ pipeline: true } as pg.ClientConfig, async (client) => {
+      const statement = { name: "lean_echo", text: "SELECT concat_ws('|', $1::text, $2::int + 1, encode($3::bytea, 'hex')) AS answer" };
+      expect(await firstValue(client, statement, ["one", 41, Buffer.from([0, 255])])).toBe("one|42|00ff");
+      expect(await firstValue(client, { name: "lean_int", text: "SELECT 7" }, [])).toBe("7");
+      expect(await firstValue(client, { name: "lean_null", text: "SELECT NULL::text" }, [])).toBeNull();
+    });
   });
 
   it("rejects with the server's error (its SQLSTATE), and the connection takes the next statement", async () => {
