@@ -9,7 +9,9 @@
  * keeps the first field of the first DataRow. It goes through `Client#query` as a
  * submittable (the extension point `pg-cursor` uses), so the client's queue, its
  * `query_timeout` and its handling of a lost connection apply as to any query. A client in
- * `pg`'s pipeline mode refuses submittables: there the statement goes as `pg`'s own query.
+ * `pg`'s pipeline mode refuses submittables, and a `pg` whose connection keeps no such record
+ * (the record is not in its types, so another 8.x may move it): there the statement goes as
+ * `pg`'s own query.
  *
  * @module
  */
@@ -50,14 +52,17 @@ interface WireConnection {
  * ```
  */
 export function firstValue(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
-  if ((client as { pipeline?: boolean }).pipeline) return firstValueInPipeline(client, statement, values);
+  const connection = (client as { connection?: Partial<WireConnection> }).connection;
+  const lean = !(client as { pipeline?: boolean }).pipeline && typeof connection?.parsedStatements === "object" &&
+    typeof connection.submittedNamedStatements === "object";
+  if (!lean) return firstValueAsQuery(client, statement, values);
   return new Promise((resolve, reject) => {
     client.query(new LeanStatement(statement, values, (error, value) => (error ? reject(error) : resolve(value ?? null))));
   });
 }
 
-/** On a client in `pg`'s pipeline mode, which refuses every submittable: `pg`'s own query, each value kept as the server's text. */
-async function firstValueInPipeline(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
+/** Where the lean statement cannot go (see the module doc): `pg`'s own query, each value kept as the server's text. */
+async function firstValueAsQuery(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
   const result = await client.query<unknown[]>({ ...statement, values: [...values], rowMode: "array", types: { getTypeParser: () => asText } });
   return (result.rows[0]?.[0] as string | null | undefined) ?? null;
 }

@@ -60,6 +60,21 @@ describe.skipIf(!POSTGRES_URL)("a statement sent lean", () => {
       expect(await firstValue(client, { name: "lean_int", text: "SELECT 7" }, [])).toBe("7");
       expect(await firstValue(client, { name: "lean_null", text: "SELECT NULL::text" }, [])).toBeNull();
     });
+    // A pg whose connection keeps no record of prepared names (the record is not in its types): pg's own query.
+    await withClient({}, async (client) => {
+      const connection = (client as unknown as { connection: { submittedNamedStatements?: unknown } }).connection;
+      const record = connection.submittedNamedStatements;
+      const query = client.query.bind(client) as (config: unknown) => Promise<unknown>;
+      const sent: unknown[] = [];
+      connection.submittedNamedStatements = undefined;
+      (client as unknown as { query: (config: unknown) => Promise<unknown> }).query = (config) => {
+        sent.push(config);
+        connection.submittedNamedStatements = record; // this pg's own query reads it
+        return query(config);
+      };
+      expect(await firstValue(client, { name: "lean_int", text: "SELECT 7" }, [])).toBe("7");
+      expect(sent).toMatchObject([{ name: "lean_int", rowMode: "array" }]);
+    });
   });
 
   it("rejects with the server's error (its SQLSTATE), and the connection takes the next statement", async () => {
