@@ -62,7 +62,11 @@ export function isTimestampText(text: string): boolean {
     if (at === first) return false;
   }
   if (at === end - 1) return text.charCodeAt(at) === 0x5a; // "Z"
-  if (at !== end - 6) return false;
+  return at === end - 6 && isOffsetAt(text, at);
+}
+
+/** Whether `text` holds an offset `±HH:MM` at `at`; apart, as the timestamps this library writes end with `Z`. */
+function isOffsetAt(text: string, at: number): boolean {
   const sign = text.charCodeAt(at);
   if ((sign !== 0x2b && sign !== 0x2d) || text.charCodeAt(at + 3) !== 0x3a) return false;
   const offsetHours = twoDigits(text, at + 1);
