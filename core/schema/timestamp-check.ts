@@ -62,11 +62,7 @@ export function isTimestampText(text: string): boolean {
     if (at === first) return false;
   }
   if (at === end - 1) return text.charCodeAt(at) === 0x5a; // "Z"
-  return at === end - 6 && isOffsetAt(text, at);
-}
-
-/** Whether `text` holds an offset `±HH:MM` at `at`; apart, as the timestamps this library writes end with `Z`. */
-function isOffsetAt(text: string, at: number): boolean {
+  if (at !== end - 6) return false;
   const sign = text.charCodeAt(at);
   if ((sign !== 0x2b && sign !== 0x2d) || text.charCodeAt(at + 3) !== 0x3a) return false;
   const offsetHours = twoDigits(text, at + 1);
