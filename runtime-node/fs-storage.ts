@@ -149,10 +149,13 @@ export class NodeFileStorage implements StoragePort {
 
   /** `slab()`: where the call's tails share their buffers (made at its first tail). */
   #readRequest(path: string, file: string, tailBytes: number | undefined, checked: Set<string>, slab: () => TailSlab): ReadResult | undefined {
-    if (tailBytes === undefined) {
-      const bytes = this.#readWhole(path, file, checked);
-      return bytes && { path, bytes, size: bytes.length };
-    }
+    if (tailBytes !== undefined) return this.#readTailRequest(path, file, tailBytes, checked, slab);
+    const bytes = this.#readWhole(path, file, checked);
+    return bytes && { path, bytes, size: bytes.length };
+  }
+
+  /** {@linkcode NodeFileStorage.#readRequest} of a tail (apart: an open of a session without segments reads none). */
+  #readTailRequest(path: string, file: string, tailBytes: number, checked: Set<string>, slab: () => TailSlab): ReadResult | undefined {
     const shared = slab();
     const tail = this.#readTail(path, file, tailBytes, checked, shared.room(tailBytes));
     if (!tail) return undefined;
@@ -167,7 +170,11 @@ export class NodeFileStorage implements StoragePort {
    * grows with it. A hinted file that is not a plain file is refused as `readTail` refuses it.
    */
   #lastIn(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>, slab: () => TailSlab): ReadResult | null | undefined {
-    if (this.#boundary.folder(request.lastIn, "read", checked) === "missing") return undefined;
+    return this.#boundary.folder(request.lastIn, "read", checked) === "missing" ? undefined : this.#hintedTail(request, hint, checked, slab);
+  }
+
+  /** {@linkcode NodeFileStorage.#lastIn} once its folder is there (apart: an open of a session without segments finds none). */
+  #hintedTail(request: LastFileRequest, hint: () => string | undefined, checked: Set<string>, slab: () => TailSlab): ReadResult | null {
     const hinted = hint();
     if (hinted === undefined) return null;
     return this.#readRequest(hinted, this.#keys.file(hinted), request.tailBytes, checked, slab) ?? null;

@@ -25,6 +25,7 @@ import {
 import { binaryArray } from "./binary-array.ts";
 import { catalogStatement } from "./catalog-statement.ts";
 import { KeptConnection } from "./kept-connection.ts";
+import { firstValue, type NamedStatement } from "./lean-statement.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
 /** How long connecting may take by default (docs/POSTGRES.md "Timeouts"): a server that never answers is an error, not a hang. */
@@ -141,13 +142,10 @@ export class PostgresStorage implements StoragePort {
   readonly #queues = new Map<string, Promise<unknown>>();
   /** Advisory lock numbers by lock name, at most {@linkcode LOCK_KEYS_KEPT}. */
   readonly #lockKeys = new Map<string, string>();
-  /**
-   * `run_plan`'s named statement, its fields on the prototype: `pg` copies a query's own
-   * fields for every call (by property descriptors, into a slow object), and there are none.
-   */
-  readonly #runPlan: pg.QueryConfig;
+  /** `run_plan`'s named statement, sent lean (lean-statement.ts). */
+  readonly #runPlan: NamedStatement;
   /** `run_append`'s named statement (an append's per-operation commit), the same way. */
-  readonly #runAppend: pg.QueryConfig;
+  readonly #runAppend: NamedStatement;
   /** A connection of `#pool` kept between the commit plans that run on it (kept-connection.ts). */
   readonly #commits: KeptConnection;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
@@ -165,15 +163,15 @@ export class PostgresStorage implements StoragePort {
       });
     }
     this.#s = quoteIdent(this.#schema);
-    this.#runPlan = Object.create({
+    this.#runPlan = {
       name: `${this.#schema}.run_plan`,
       text:
         `SELECT ${this.#s}.run_plan($1, $2, $3, $4, $5, $6, $7::text[], $8::text[], $9, $10::integer[], $11::bigint[], $12, $13, $14, $15::text[], $16::text[]) AS outcome`,
-    }) as pg.QueryConfig;
-    this.#runAppend = Object.create({
+    };
+    this.#runAppend = {
       name: `${this.#schema}.run_append`,
       text: `SELECT ${this.#s}.run_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome`,
-    }) as pg.QueryConfig;
+    };
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
@@ -351,10 +349,9 @@ export class PostgresStorage implements StoragePort {
     const append = appendCommitOf(plan);
     const statement = append ? this.#runAppend : this.#runPlan;
     const parameters = append ? this.#appendParameters(plan, append) : this.#planParameters(plan);
-    let outcome: string;
+    let outcome: string | null;
     try {
-      const result = await client.query<{ outcome: string }>(statement, parameters);
-      outcome = result.rows[0]!.outcome;
+      outcome = await firstValue(client, statement, parameters);
     } catch (error) {
       if (holder) {
         const name = this.#nameOf(holder);
@@ -391,6 +388,7 @@ export class PostgresStorage implements StoragePort {
     }
     if (outcome === "committed") return { outcome: "committed" };
     if (outcome === "locked") return { outcome: "locked" };
+    if (!outcome?.startsWith("conflict:")) throw new StorageError(`PostgreSQL storage: running a commit plan: the server answered ${JSON.stringify(outcome)}`);
     const revision = outcome.slice("conflict:".length);
     return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
   }

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../errors.ts";
 import { cumulativeSummary, type MessagePart, type MessageRecord, type ProviderIdentity } from "../schema/records.ts";
-import { portableFallbackOf } from "../schema/portable-fallback.ts";
+import { portableFallbackOf, RHO_EXTENSION_FIELD } from "../schema/portable-fallback.ts";
 import { sameIdentity } from "./identity.ts";
 import type { ClosedToolCall, ComposedInput, ComposerState, OmittedContext } from "./types.ts";
 
@@ -57,7 +57,8 @@ export function compose(state: ComposerState): ComposedInput {
     if (!(message.sequence > previous)) throw outOfOrder(message.sequence, previous, Boolean(footer));
     previous = message.sequence;
     let composed = composeMessage(message, identity, omittedContext, closedToolCalls);
-    const fallback = portableFallback(message, identity);
+    // Only a message with the extension field (imported from Rho) can have a fallback: no other runs (or compiles) its check.
+    const fallback = (message as Record<string, unknown>)[RHO_EXTENSION_FIELD] === undefined ? undefined : portableFallback(message, identity);
     if (fallback !== undefined) {
       composed = withFallback(composed, fallback);
       portableFallbacks.push(message.sequence);

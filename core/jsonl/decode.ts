@@ -281,37 +281,44 @@ export type LineVerdict<T> =
  * ```
  */
 export function parseRecordLine<T = unknown>(bytes: Uint8Array, schemas: RecordSchemas, decoded?: string): LineVerdict<T> {
-  let text: string;
-  try {
-    text = decoded ?? utf8.decode(bytes);
-  } catch {
-    return { ok: false, code: "invalid_json", reason: "not valid UTF-8" };
-  }
+  let text = decoded;
   let value: unknown;
   try {
+    text ??= utf8.decode(bytes);
     value = JSON.parse(text);
   } catch {
-    return { ok: false, code: "invalid_json", reason: describeJsonError(text) };
+    return unreadableLine(text);
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
-  }
-  const type = (value as { record_type?: unknown }).record_type;
-  if (typeof type !== "string") {
-    return { ok: false, code: "invalid_record", reason: "missing string record_type" };
-  }
+  const type = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as { record_type?: unknown }).record_type : undefined;
   // The schema walks the value recursively: a value nested past the limit is refused first
   // (a line with no more brackets than the limit, or no more characters, cannot be nested deeper: not walked).
-  if (text.length > MAX_JSON_DEPTH && bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined) {
-    return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
+  if (typeof type !== "string" || (text.length > MAX_JSON_DEPTH && bracketsOver(text, MAX_JSON_DEPTH) && jsonDepthOver(value) !== undefined)) {
+    return refusedValue(value);
   }
   const schema = Object.hasOwn(schemas, type) ? schemas[type] : undefined;
   if (!schema) return { ok: true, unknown: type };
   const result = schema.safeParse(value);
-  if (!result.success) {
-    return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(result.error)}` };
-  }
-  return { ok: true, record: result.data as T };
+  return result.success ? { ok: true, record: result.data as T } : refusedRecord(type, result.error);
+}
+
+/**
+ * Why a line is not JSON: `text` is its text, `undefined` when its bytes are not UTF-8. The refusals of
+ * {@linkcode parseRecordLine} are apart: a sound line's first judgement in a process compiles none of them.
+ */
+function unreadableLine(text: string | undefined): LineVerdict<never> {
+  return { ok: false, code: "invalid_json", reason: text === undefined ? "not valid UTF-8" : describeJsonError(text) };
+}
+
+/** Why a parsed line is no record: not an object, no string `record_type`, or nested past {@linkcode MAX_JSON_DEPTH}. */
+function refusedValue(value: unknown): LineVerdict<never> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, code: "invalid_json", reason: "expected a JSON object" };
+  if (typeof (value as { record_type?: unknown }).record_type !== "string") return { ok: false, code: "invalid_record", reason: "missing string record_type" };
+  return { ok: false, code: "invalid_record", reason: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects (MAX_JSON_DEPTH)` };
+}
+
+/** Why a record of a known type is not valid: its schema's issues. */
+function refusedRecord(type: string, issues: IssueList): LineVerdict<never> {
+  return { ok: false, code: "invalid_record", reason: `invalid ${type} record: ${describeIssues(issues)}` };
 }
 
 /** Chunks up to this size are decoded whole first: one decoder call, not one per line. */
@@ -369,8 +376,11 @@ function bracketsOver(text: string, max: number): boolean {
  * ```
  */
 export function decodeJsonl<T = unknown>(bytes: Uint8Array, options: JsonlDecodeOptions): JsonlDecodeResult<T> {
-  const sound = soundAsciiFile<T>(bytes, options);
-  if (sound) return sound;
+  return soundAsciiFile<T>(bytes, options) ?? decodeStreaming<T>(bytes, options);
+}
+
+/** {@linkcode decodeJsonl} through the streaming decoder: a file that is not {@linkcode soundAsciiFile}'s. */
+function decodeStreaming<T>(bytes: Uint8Array, options: JsonlDecodeOptions): JsonlDecodeResult<T> {
   const decoder = new JsonlDecoder<T>(options).collectAll();
   decoder.push(bytes);
   return decoder.finish();

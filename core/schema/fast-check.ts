@@ -283,14 +283,16 @@ const part = byType(Object.fromEntries([...PART_SHAPES].map(([type, shape]) => [
 /** A record's check: whether it fits its `shape` as is (zod would return it unchanged) first, then its rule. */
 function check<T>(rule: Rule, shape: Shape): RecordCheck<T> {
   return {
-    safeParse(value) {
-      if (fitsAsIs(value, shape)) return { success: true, data: value as T };
-      if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
-      const issues: CheckIssue[] = [];
-      rule.explain(value, [], issues);
-      return { success: false, error: { issues } };
-    },
+    safeParse: (value) => fitsAsIs(value, shape) ? { success: true, data: value as T } : byRule<T>(rule, value),
   };
+}
+
+/** What zod's `safeParse` returns of a value that does not fit its shape as is: a reordered copy, or the rule's issues (apart: a sound record never runs it). */
+function byRule<T>(rule: Rule, value: unknown): CheckResult<T> {
+  if (rule.valid(value)) return { success: true, data: rule.output!(value) as T };
+  const issues: CheckIssue[] = [];
+  rule.explain(value, [], issues);
+  return { success: false, error: { issues } };
 }
 
 /** {@linkcode MessageRecord}'s check: a committed message. */

@@ -166,7 +166,7 @@ export class CommitPath {
     const now = this.ctx.clock();
     const lag = this.#lease.lag;
     const lazy = this.#lease.held !== undefined && !lag.due(now);
-    await this.#lease.apply({ writes: lazy ? [{ op: "append", path: this.paths.active, bytes: change.bytes }] : appendWrites(this.paths, change) });
+    await (lazy ? this.#lease.applyAppend(this.paths.active, change.bytes) : this.#lease.apply({ writes: appendWrites(this.paths, change) }));
     if (!lazy) return this.#appended(change);
     this.state.active.push(...change.sequenced);
     this.state.activeBytes += change.bytes.length;

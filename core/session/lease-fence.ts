@@ -33,7 +33,8 @@ export interface LeaseLostNotice {
 }
 
 /**
- * Applies `plan` fenced by `lease`. Resolves the plan's result when the lease still stands;
+ * Applies `plan` fenced by `lease` (a plan whose `fence` is `lease` already is applied as it is,
+ * otherwise a copy with it). Resolves the plan's result when the lease still stands;
  * otherwise calls `lost` with what was found and waits for it (before throwing, so the
  * handle has dropped the lease, and closed what it kept open, whether or not the caller
  * catches), then throws.
@@ -57,10 +58,7 @@ export async function applyFencedPlan(
   refText: string,
   lost: (event: LeaseLostNotice) => void | Promise<void>,
 ): Promise<CommitPlanResult> {
-  // Not `{ ...plan, fence }`: a field beside a spread takes V8's slow path (`plain-clone.ts`).
-  const fenced: { -readonly [K in keyof CommitPlan]: CommitPlan[K] } = plainClone(plan);
-  fenced.fence = lease;
-  const result = await applyCommitPlan(storage, fenced);
+  const result = await applyCommitPlan(storage, plan.fence === lease ? plan : withFence(plan, lease));
   if (result.outcome !== "locked") return result;
   const owner = await readLockOwner(storage, lease.path).catch(() => undefined);
   const event: LeaseLostNotice = { refText, path: lease.path, lockId: lease.lockId, ...(owner ? { owner } : {}) };
@@ -72,4 +70,11 @@ export async function applyFencedPlan(
     outcome: "not-written",
     ...(owner ? { owner } : {}),
   });
+}
+
+/** `plan` with `fence`, as a copy. Not `{ ...plan, fence }`: a field beside a spread takes V8's slow path (`plain-clone.ts`). */
+function withFence(plan: CommitPlan, fence: WriterLease): CommitPlan {
+  const fenced: { -readonly [K in keyof CommitPlan]: CommitPlan[K] } = plainClone(plan);
+  fenced.fence = fence;
+  return fenced;
 }

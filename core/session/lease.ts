@@ -9,7 +9,7 @@
  */
 import type { SessionPaths } from "../layout/paths.ts";
 import { encodeJsonDocument } from "../schema/records.ts";
-import type { CommitPlan, CommitPlanResult, StoragePort } from "../storage/port.ts";
+import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { applyFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, type WriterLease } from "./lock.ts";
 import { MetaLag } from "./meta-lag.ts";
@@ -67,6 +67,19 @@ export class Lease {
     const lock = this.#held;
     if (!lock) return applyCommitPlan(this.#storage, plan);
     return applyFencedPlan(this.#storage, plan, lock, this.#refText, (event) => this.#lost(event));
+  }
+
+  /**
+   * Appends `bytes` to `path` as {@linkcode Lease.apply} would apply that one write, its plan made with the held lease as
+   * its fence (not copied to add it: a held commit's plan, every commit).
+   *
+   * @throws {LeaseLostError} when the held lease was lost; nothing was written.
+   */
+  applyAppend(path: string, bytes: Uint8Array): Promise<CommitPlanResult> {
+    const lock = this.#held;
+    const writes: PlannedWrite[] = [{ op: "append", path, bytes }];
+    if (!lock) return applyCommitPlan(this.#storage, { writes });
+    return applyFencedPlan(this.#storage, { writes, fence: lock }, lock, this.#refText, (event) => this.#lost(event));
   }
 
   /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned files closed. */

@@ -8,14 +8,23 @@
  * @module
  */
 import type { DecodedRecord } from "../jsonl/decode.ts";
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { relativeToSession, type SessionPaths } from "../layout/paths.ts";
 import type { SessionRef } from "../layout/ids.ts";
-import type { SegmentRange } from "../layout/segments.ts";
-import type { MessageRecord, SessionMeta } from "../schema/mod.ts";
+import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
+import type { MessageRecord, SessionMeta, SummaryRecord } from "../schema/mod.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 import { withPrefetchedTail } from "../storage/read-many.ts";
 import { lineRevision } from "./batch.ts";
-import { describeOrderBreak, readSegmentFooter, type SegmentFooter, segmentFooterInTail, segmentListing, segmentOrderBreaks } from "./segment-rules.ts";
+import {
+  describeOrderBreak,
+  readSegmentFooter,
+  type SegmentFooter,
+  segmentFooterInTail,
+  segmentListing,
+  segmentOrderBreaks,
+  sequenceStep,
+} from "./segment-rules.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
 
 /**
@@ -71,11 +80,56 @@ export function withoutIncompleteBatch(
   return keptBytes;
 }
 
+/** What the newest segment adds to an open ({@linkcode segmentSide}). */
+export interface SegmentSide {
+  /** The listing of `segments/`, when the open had to list it. */
+  readonly segments: SegmentRange[] | undefined;
+  readonly newest: SegmentRange | undefined;
+  readonly footer: SummaryRecord | undefined;
+  /** Active's lines without those the newest segment already holds. */
+  readonly records: DecodedRecord<MessageRecord>[];
+  /** Whether Active held lines the newest segment holds (dropped from `records`, reported). */
+  readonly overlap: boolean;
+  /** Why `meta.json`'s hint is stale, when the files do not confirm it. */
+  readonly staleHint: string | undefined;
+}
+
+/**
+ * The newest segment of an open that has a hint or a prefetched tail (`load.ts`): the segment
+ * and its footer ({@linkcode newestSegment}), the footer's diagnostics, whether `meta.json`'s
+ * hint is stale, and Active's `records` without the lines the segment already holds
+ * (docs/FORMAT.md recovery rule 3). Apart, so that the first open of a session without
+ * segments compiles none of it.
+ */
+export async function segmentSide(
+  storage: StoragePort,
+  paths: SessionPaths,
+  hint: SegmentRange | undefined,
+  newestTail: ReadResult | null | undefined,
+  records: DecodedRecord<MessageRecord>[],
+  meta: SessionMeta | undefined,
+  diagnostics: Diagnostic[],
+  activeFile: string,
+  report: Report,
+  repairs: PendingRepairs,
+): Promise<SegmentSide> {
+  const { segments, newest, tail } = await newestSegment(storage, paths, hint, newestTail, records[0]?.record.sequence, meta, report);
+  diagnostics.push(...(tail?.diagnostics ?? []));
+  const segmentEnd = newest?.end ?? 0;
+  const staleHint = hint && !(newest && newest.start === hint.start && newest.end === hint.end)
+    ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm`
+    : undefined;
+  // Without a segment no line overlaps one (sequences start at 1).
+  const overlap = segmentEnd === 0 ? [] : records.filter((r) => sequenceStep(r.record.sequence, segmentEnd + 1, segmentEnd) === "overlap");
+  const kept = overlap.length > 0 ? withoutOverlap(records, overlap, segmentEnd, activeFile, report, repairs) : records;
+  return { segments, newest, footer: tail?.footer, records: kept, overlap: overlap.length > 0, staleHint };
+}
+
 /**
  * The newest segment and its footer: `meta.json`'s `hint` when the files confirm it (its
  * footer from the prefetched `newestTail`), else the newest in a listing of `segments/`.
  */
-export async function newestSegment(
+async function newestSegment(
   storage: StoragePort,
   paths: SessionPaths,
   hint: SegmentRange | undefined,
@@ -97,7 +151,7 @@ export async function newestSegment(
 }
 
 /** Reports the lines of Active that the newest segment (through `segmentEnd`) already holds; returns the others. */
-export function withoutOverlap(
+function withoutOverlap(
   records: readonly DecodedRecord<MessageRecord>[],
   overlap: readonly DecodedRecord<MessageRecord>[],
   segmentEnd: number,

@@ -1,17 +1,15 @@
 import { CorruptSessionError, NotFoundError } from "../errors.ts";
-import { decodeJsonl } from "../jsonl/decode.ts";
+import { type DecodedRecord, decodeJsonl } from "../jsonl/decode.ts";
 import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import { relativeToSession, type SessionPaths, type SessionPlace } from "../layout/paths.ts";
-import { formatSegmentName, type SegmentRange } from "../layout/segments.ts";
 import { decodeUtf8, isBlankDocument, messageCheck, type MessageRecord, nowTimestamp, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 import { readMany } from "../storage/read-many.ts";
 import { incompleteFinalBatch } from "./batch.ts";
 import { rememberLine } from "./lines.ts";
-import { newestSegment, reconcileMeta, reportMisplacedMeta, reportMissingMeta, withoutIncompleteBatch, withoutOverlap } from "./load-repairs.ts";
+import { reconcileMeta, reportMisplacedMeta, reportMissingMeta, type SegmentSide, segmentSide, withoutIncompleteBatch } from "./load-repairs.ts";
 import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
-import { sequenceStep } from "./segment-rules.ts";
 import { sessionExists } from "./staging.ts";
 import { loadDraft } from "./load-draft.ts";
 import { lastSequence, type PendingRepairs, type Report, type SessionState } from "./state.ts";
@@ -120,8 +118,13 @@ export async function loadSessionState(
   const activeFile = relativeToSession(paths, paths.active);
 
   // meta.json (an unknown schema refuses the session: it is thrown, not reported)
-  const [metaRead, activeRead, draftRead, instructionRead, newestTail] = await files;
-  const [metaBytes, draftBytes, instructionBytes] = [metaRead?.bytes, draftRead?.bytes, instructionRead?.bytes];
+  // Read by index: an array pattern runs the iterator protocol, several times the bytecode of the load's other lines.
+  const read = await files;
+  const metaBytes = read[0]?.bytes;
+  const activeRead = read[1];
+  const draftBytes = read[2]?.bytes;
+  const instructionBytes = read[3]?.bytes;
+  const newestTail = read[4];
   let meta: SessionMeta | undefined;
   if (metaBytes) meta = checkedMeta(metaBytes, ref, report);
   else reportMissingMeta(false, report);
@@ -144,24 +147,14 @@ export async function loadSessionState(
   // The newest segment: meta.json's hint when the files confirm it, else a listing of segments/.
   const hint = meta ? newestSegmentHint(meta) : undefined;
   // Without a hint, a store that answered the prefetch with no file has no segment to list
-  // (`null`: the prefetch was not read).
-  const { segments, newest, tail } = !hint && newestTail === undefined
-    ? { segments: [], newest: undefined, tail: undefined }
-    : await newestSegment(storage, paths, hint, newestTail, records[0]?.record.sequence, meta, report);
-  diagnostics.push(...(tail?.diagnostics ?? []));
-  const footer = tail?.footer;
-  const segmentEnd = newest?.end ?? 0;
-  const staleHint = hint && !(newest && sameRange(hint, newest))
-    ? `meta.json names ${formatSegmentName(hint)} as the newest segment, which the files do not confirm`
-    : undefined;
-
-  // Without a segment no line overlaps one (sequences start at 1).
-  const overlap = segmentEnd === 0 ? [] : records.filter((r) => sequenceStep(r.record.sequence, segmentEnd + 1, segmentEnd) === "overlap");
-  if (overlap.length > 0) {
-    records = withoutOverlap(records, overlap, segmentEnd, activeFile, report, repairs);
-  }
+  // (`null`: the prefetch was not read); then no line overlaps one either (sequences start at 1).
+  const side = !hint && newestTail === undefined
+    ? undefined
+    : await segmentSide(storage, paths, hint, newestTail, records, meta, diagnostics, activeFile, report, repairs);
+  if (side) records = side.records;
+  const newest = side?.newest;
   const active: MessageRecord[] = [];
-  let expected = segmentEnd + 1;
+  let expected = (newest?.end ?? 0) + 1;
   let inSequence = true;
   for (let i = 0; i < records.length; i++) {
     const { record, line } = records[i]!;
@@ -169,12 +162,8 @@ export async function loadSessionState(
     // The first break in the sequence is reported (it blocks writes).
     if (!inSequence) continue;
     // `sequenceStep`'s "next" (expected is above the segment's end), compared in place: no call per line.
-    if (record.sequence === expected) {
-      expected += 1;
-    } else {
-      inSequence = false;
-      report(activeFile, line, "invalid_record", true, `message sequence ${record.sequence} where ${expected} was expected`);
-    }
+    if (record.sequence === expected) expected += 1;
+    else inSequence = reportOutOfSequence(record.sequence, expected, activeFile, line, report);
   }
 
   // assistant_message.json: recovery rule 4
@@ -186,9 +175,10 @@ export async function loadSessionState(
   const state: SessionState = {
     meta: withNewestSegment(meta ?? placeholderMeta(ref, clock), newest),
     diskRevision: meta?.revision,
-    segments,
+    // No folder, no segment: known to hold none, not left to be listed.
+    segments: side ? side.segments : [],
     newest,
-    footer,
+    footer: side?.footer,
     active,
     activeBytes: keptBytes,
     draft,
@@ -196,12 +186,31 @@ export async function loadSessionState(
     diagnostics,
     repairs,
   };
-  const last = lastSequence(state);
   // meta.json agrees with the files unless it counts other messages, or they show a write it cannot have accounted for.
-  if (!meta || meta.message_count !== last || overlap.length > 0 || repairs.addNewline || staleHint !== undefined) {
-    await reconcileMeta(storage, paths, state, meta, records, overlap.length > 0, staleHint, report);
+  if (!meta || meta.message_count !== lastSequence(state) || repairs.addNewline || side?.overlap || side?.staleHint !== undefined) {
+    return reconciled(storage, paths, state, meta, records, side, report);
   }
   return state;
+}
+
+/** {@linkcode loadSessionState}'s state once `reconcileMeta` brought its `meta.json` in line with the files (apart: a sound session never runs it). */
+async function reconciled(
+  storage: StoragePort,
+  paths: SessionPaths,
+  state: SessionState,
+  meta: SessionMeta | undefined,
+  records: readonly DecodedRecord<MessageRecord>[],
+  side: SegmentSide | undefined,
+  report: Report,
+): Promise<SessionState> {
+  await reconcileMeta(storage, paths, state, meta, records, side?.overlap ?? false, side?.staleHint, report);
+  return state;
+}
+
+/** Reports a message out of sequence in Active (apart: a sound session never runs it); `false`, no longer in sequence. */
+function reportOutOfSequence(sequence: number, expected: number, activeFile: string, line: number, report: Report): false {
+  report(activeFile, line, "invalid_record", true, `message sequence ${sequence} where ${expected} was expected`);
+  return false;
 }
 
 /** `meta.json`'s bytes checked, its problems reported (an unknown schema is thrown; a blank one is missing). */
@@ -210,23 +219,22 @@ function checkedMeta(bytes: Uint8Array, ref: SessionRef, report: Report): Sessio
   try {
     meta = parseMetaJson(bytes, "meta.json");
   } catch (error) {
-    // A blank document never parses, so only a meta.json that failed is asked whether it is blank.
-    if (isBlankDocument(bytes)) return void reportMissingMeta(true, report);
-    return reportCorruptMeta(error, report);
+    return reportUnreadableMeta(error, bytes, report);
   }
   if (meta.session_id !== ref.sessionId || meta.agent_id !== ref.agentId || meta.workspace_id !== ref.workspaceId) reportMisplacedMeta(meta, ref, report);
   return meta;
 }
 
-/** Reports a `meta.json` that is not JSON or not a meta record (anything else is thrown); apart: a sound session never runs it. */
-function reportCorruptMeta(error: unknown, report: Report): undefined {
+/**
+ * Reports a `meta.json` that failed to parse: blank (missing), not JSON or not a meta record
+ * (corrupt); anything else is thrown. Apart: a sound session never runs it.
+ */
+function reportUnreadableMeta(error: unknown, bytes: Uint8Array, report: Report): undefined {
+  // A blank document never parses, so only a meta.json that failed is asked whether it is blank.
+  if (isBlankDocument(bytes)) return void reportMissingMeta(true, report);
   if (!(error instanceof CorruptSessionError)) throw error;
   report("meta.json", null, (error.details["code"] as Diagnostic["code"]) ?? "invalid_record", true, error.message.replace(/^meta\.json: /, ""));
   return undefined;
-}
-
-function sameRange(a: SegmentRange, b: SegmentRange): boolean {
-  return a.start === b.start && a.end === b.end;
 }
 
 function safeUtf8(bytes: Uint8Array, file: string, report: Report): string | undefined {

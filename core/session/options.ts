@@ -53,17 +53,27 @@ export function resolveSessionOptions(options: SessionOptions = {}): ResolvedSes
   const policy = options.policy ?? (options.summarizer && options.contextWindow ? realUsage() : manualOnly());
   // A host's policy is checked; a default is valid as made (`realUsage()` checks its own).
   if (policy === options.policy) assertCompactionPolicy(policy);
+  const maxSteps = options.maxSteps ?? 32;
+  // The default (manual, no context window, 32 steps) passes every rule below without reaching its error.
+  if (policy.kind !== "manual" || !Number.isSafeInteger(maxSteps) || maxSteps < 1) refuseInconsistent(options, policy, maxSteps);
+  return { ...options, policy, maxSteps };
+}
+
+/**
+ * Throws for the first rule `options` (with their `policy` and `maxSteps`) break, if any, in the
+ * order {@linkcode resolveSessionOptions} documents; apart, so that an open with the default options
+ * compiles none of its errors.
+ */
+function refuseInconsistent(options: SessionOptions, policy: CompactionPolicy, maxSteps: number): void {
   if (policy.kind !== "manual" && !options.summarizer) {
     throw new InvalidInputError(`compaction policy "${policy.kind}" is automatic but no summarizer is configured`, { policy: policy.kind });
   }
   if (policy.kind === "real-usage" && options.contextWindow === undefined) {
     throw new InvalidInputError(`compaction policy "real-usage" needs contextWindow`, { policy: policy.kind });
   }
-  const maxSteps = options.maxSteps ?? 32;
   if (!Number.isSafeInteger(maxSteps) || maxSteps < 1) {
     throw new InvalidInputError(`maxSteps ${String(maxSteps)} is not a positive integer`, { maxSteps });
   }
-  return { ...options, policy, maxSteps };
 }
 
 /**

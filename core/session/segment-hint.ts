@@ -13,9 +13,14 @@ export const NEWEST_SEGMENT_FIELD = "newest_segment";
 
 /** The hint of `meta`, or `undefined` when absent or not a valid range. */
 export function newestSegmentHint(meta: SessionMeta): SegmentRange | undefined {
-  const value = (meta as Record<string, unknown>)[NEWEST_SEGMENT_FIELD] as { start?: unknown; end?: unknown } | undefined;
+  const value = (meta as Record<string, unknown>)[NEWEST_SEGMENT_FIELD];
+  return value === undefined ? undefined : validHint(value);
+}
+
+/** The hint `value` names, or `undefined` when it is not a valid range (apart: a session that never compacted has none). */
+function validHint(value: unknown): SegmentRange | undefined {
   if (typeof value !== "object" || value === null) return undefined;
-  const { start, end } = value;
+  const { start, end } = value as { start?: unknown; end?: unknown };
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || (start as number) < 1 || (end as number) < (start as number)) return undefined;
   return { start: start as number, end: end as number };
 }

@@ -54,12 +54,17 @@ export function lastSequence(state: Pick<SessionState, "newest" | "active">): nu
 
 /** `true` when a fatal diagnostic blocks writes. */
 export function isBlocked(state: Pick<SessionState, "diagnostics">): boolean {
-  return state.diagnostics.some((d) => d.fatal);
+  // A loop, not `some` with a closure: every commit asks, almost always of an empty list.
+  for (const diagnostic of state.diagnostics) if (diagnostic.fatal) return true;
+  return false;
 }
 
 /** `true` when recovery left repairs for the next write. */
 export function hasRepairs(state: Pick<SessionState, "repairs">): boolean {
-  return Object.values(state.repairs).some(Boolean);
+  // Its own fields by name, not `Object.values`: every append asks, and an array per ask is garbage.
+  const repairs = state.repairs as Record<string, unknown>;
+  for (const key in repairs) if (Object.hasOwn(repairs, key) && repairs[key]) return true;
+  return false;
 }
 
 /**

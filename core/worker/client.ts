@@ -12,7 +12,7 @@ import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
 import { comlinkAnswerValue, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
-import { type ComlinkLike, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
+import { type ComlinkLike, NOTHING_MOVED, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
 
 /** How a runtime connects a {@linkcode WorkerStorageClient} to its worker. */
 export interface WorkerLink<Options> {
@@ -160,10 +160,12 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     // Writes handed over move their buffers to the worker instead of a structured clone (a
     // compaction's segment and Active: hundreds of KiB, copied twice otherwise). The whole buffer
     // is handed over with them, room a view leaves unused included (a segment's spare room for its footer).
-    const moved: ArrayBuffer[] = [];
+    // A held commit hands nothing over: no list, no view made to ask.
+    let moved: ArrayBuffer[] | undefined;
     for (const write of plan.writes) {
-      const { buffer } = write.bytes;
-      if (write.handOver && ownsBuffer(new Uint8Array(buffer)) && !moved.includes(buffer as ArrayBuffer)) moved.push(buffer as ArrayBuffer);
+      if (!write.handOver) continue;
+      const buffer = write.bytes.buffer as ArrayBuffer;
+      if (ownsBuffer(new Uint8Array(buffer)) && !moved?.includes(buffer)) (moved ??= []).push(buffer);
     }
     return this.#call("applyCommitPlan", [plan], moved);
   }
@@ -204,7 +206,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   #call<K extends keyof StorageWorkerApi<Options>>(
     method: K,
     args: Parameters<StorageWorkerApi<Options>[K]>,
-    moved: ArrayBuffer[] = [],
+    moved: readonly ArrayBuffer[] = NOTHING_MOVED as readonly ArrayBuffer[],
   ): ReturnType<StorageWorkerApi<Options>[K]> {
     type Answer = Awaited<ReturnType<StorageWorkerApi<Options>[K]>>;
     if (this.#dead) return Promise.reject(this.#dead) as ReturnType<StorageWorkerApi<Options>[K]>;

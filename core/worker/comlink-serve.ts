@@ -13,7 +13,7 @@
  */
 import { InternalError } from "../errors.ts";
 import type { MessageEndpoint } from "./comlink-wire.ts";
-import { type ComlinkLike, ERROR_TRANSFER_HANDLER, registerErrorTransfer } from "./transfer.ts";
+import { type ComlinkLike, ERROR_TRANSFER_HANDLER, NOTHING_MOVED, registerErrorTransfer } from "./transfer.ts";
 
 /** A message as a caller posts it; only what this half reads. */
 interface IncomingCall {
@@ -62,11 +62,11 @@ export function serveComlinkCalls(comlink: ComlinkLike, at: unknown, build: (com
       }
     }
     const transfers = typeof value === "object" && value !== null ? marked.get(value) : undefined;
-    endpoint.postMessage({ id, type: "RAW", value }, (transfers ?? []) as never[]);
+    endpoint.postMessage({ id, type: "RAW", value }, (transfers ?? NOTHING_MOVED) as never[]);
   };
   const fail = (id: string, error: unknown): void => {
     const [serialized] = comlink.transferHandlers.get(ERROR_TRANSFER_HANDLER)!.serialize({ value: error } as never);
-    endpoint.postMessage({ id, type: "HANDLER", name: ERROR_TRANSFER_HANDLER, value: serialized }, []);
+    endpoint.postMessage({ id, type: "HANDLER", name: ERROR_TRANSFER_HANDLER, value: serialized }, NOTHING_MOVED as never[]);
   };
   const settle = (id: string, result: unknown): void => {
     // The answer is posted as soon as the result settles: one promise turn, where Comlink's `.catch().then()` takes two.

@@ -65,7 +65,8 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
       const found = await (store.readMany ? store.readMany(requests) : readManyByCalls(store, requests));
       // Each whole buffer a result owns is transferred (a buffer once), the rest copied.
       const buffers: ArrayBufferLike[] = [];
-      for (const result of found) {
+      for (let i = 0; i < found.length; i++) {
+        const result = found[i];
         if (result && ownsBuffer(result.bytes, ANSWER_TRANSFER_BYTES) && !buffers.includes(result.bytes.buffer)) buffers.push(result.bytes.buffer);
       }
       return buffers.length > 0 ? comlink.transfer(found, buffers as never[]) : found;

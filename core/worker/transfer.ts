@@ -17,6 +17,12 @@ export interface ComlinkLike {
   transfer<T>(value: T, transfers: never[]): T;
 }
 
+/**
+ * The transfer list of a message that moves nothing: one frozen list for every such call and
+ * answer (`postMessage` only reads it), not a new empty array each time.
+ */
+export const NOTHING_MOVED: readonly unknown[] = Object.freeze([]);
+
 /** The name under which both sides register the handler; it must be the same on both. */
 export const ERROR_TRANSFER_HANDLER = "sessionfold-error";
 

@@ -18,6 +18,11 @@
  *   same alternation, without a target. Both are fenced (docs/POSTGRES.md "Fencing"): the
  *   per-operation commit holds the session's lock in its own transaction, the held commit runs
  *   on the lease's own connection, so it lands only while the lease's lock is held.
+ * - the contract bound (`postgres.commit-contract`): what docs/POSTGRES.md requires of the same
+ *   per-operation commit (lock, revision check, the line appended, `meta.json`'s row and chunk
+ *   replaced, one transaction, one round trip) with raw SQL through a bare `pg` client and no
+ *   sessionfold code (postgres-contract.ts), in the same alternation: what any implementation
+ *   of the contract could reach on this server.
  * - 8 writers on 8 sessions at once (one process, one store handle): aggregate commits/s,
  *   against 8 bare INSERT loops at once.
  * - listing 10⁴ sessions of one workspace: `storage.list` of the sessions folder (one
@@ -29,12 +34,14 @@ import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { type CommitPlan, encodeJsonlLine, type Session, sessionPaths, Sessions } from "../../../core/mod.ts";
+import { firstValue } from "../../../runtime-postgres/lean-statement.ts";
 import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { BENCH_PROVIDER, BENCH_REF, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
 import { appendMessage } from "./append.ts";
+import { commitContract, contractCommitOf } from "./postgres-contract.ts";
 
 const encoder = new TextEncoder();
 
@@ -139,7 +146,7 @@ async function watchStatements(body: () => Promise<unknown>, seen: (statement: u
  * statement the adapter sends for it, both to be sent again: the plan expects the revision it
  * writes, so each replay commits the same line and the same `meta.json` once more. Timed
  * beside the real commits, they split the client's time per commit into the core's path, the
- * adapter's and `pg`'s.
+ * adapter's and the statement's (as the adapter sends it, through `pg`).
  */
 async function replayableCommit(storage: PostgresStorage, sessions: Sessions): Promise<{ plan: CommitPlan; statement: pg.QueryConfig }> {
   const session = await sessions.create({ ...BENCH_REF, sessionId: "replayed", title: "replayed" });
@@ -160,10 +167,10 @@ async function replayableCommit(storage: PostgresStorage, sessions: Sessions): P
   await watchStatements(async () => {
     const result = await storage.applyCommitPlan(plan);
     if (result.outcome !== "committed") throw new Error(`the replayed commit ended ${result.outcome}`);
-  }, (sent, values) => {
-    const { name, text } = sent as pg.QueryConfig;
-    // The adapter passes the parameters beside its statement (whose fields are on its prototype).
-    if (name === "one_writer.run_append") statement = { name, text, values: values as unknown[] };
+  }, (sent) => {
+    // The adapter's commit statement carries its parameters (runtime-postgres/lean-statement.ts).
+    const { name, text, values } = sent as { name?: string; text: string; values: unknown[] };
+    if (name === "one_writer.run_append") statement = { name, text, values };
   });
   if (!statement) throw new Error("the replayed commit sent no run_append");
   return { plan, statement };
@@ -191,6 +198,8 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   const held = await sessions.create({ ...BENCH_REF, sessionId: "held", title: "one writer, held" }, { hold: true });
   await held.append(appendMessage(0));
   const replayed = await replayableCommit(storage, sessions);
+  // docs/POSTGRES.md's own statements of the same commit, raw SQL through a bare client (postgres-contract.ts).
+  const contract = await commitContract(url, "commit_contract", contractCommitOf(replayed.statement.values!));
   const bytes = Buffer.alloc(await commitBytes(storage, session), 0x61);
   const pool = await floorTable(url);
   const floorClient = await pool.connect();
@@ -201,10 +210,12 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   const ours: number[] = [];
   const ourHeld: number[] = [];
   const floor: number[] = [];
+  const contractRates: number[] = [];
   let i = 1;
   /** CPU per commit (µs): this process's main thread (the commit's path, GC on it included) and the server's backends. */
   const ourCpu = { client: [] as number[], server: [] as number[] };
   const floorCpu = { client: [] as number[], server: [] as number[] };
+  const contractCpu = { client: [] as number[], server: [] as number[] };
   /** The same, for one commit's plan through the adapter alone and for its statement through `pg` alone (the server's side not kept). */
   const adapterCpu = { client: [] as number[], server: [] as number[] };
   const statementCpu = { client: [] as number[], server: [] as number[] };
@@ -224,17 +235,23 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     await batch(ours, b, () => session.append(appendMessage(i++)), { ...ourCpu, backends: "application_name = 'one_writer'" });
     await batch(ourHeld, b, () => held.append(appendMessage(i++)));
     await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), { ...floorCpu, backends: "pid = pg_backend_pid()" });
+    await batch(contractRates, b, () => contract.commit(), { ...contractCpu, backends: `pid = ${contract.pid}` });
     await batch([], b, () => storage.applyCommitPlan(replayed.plan), { ...adapterCpu, backends: "false" });
-    await batch([], b, () => floorClient.query(replayed.statement), { ...statementCpu, backends: "false" });
+    await batch([], b, () => firstValue(floorClient, replayed.statement as { name: string; text: string }, replayed.statement.values!), {
+      ...statementCpu,
+      backends: "false",
+    });
   }
   floorClient.release();
   await pool.end();
+  await contract.end();
   await held.close();
   const serverUs = await serverTimePerCommit(url, session, perBatch);
   await storage.close();
   const value = median(ours);
   const baseline = median(floor);
   const heldValue = median(ourHeld);
+  const contractValue = median(contractRates);
   // What ours adds to the floor's commit that is not waiting for the disk, each measured in
   // this run: the main thread's extra CPU and the server backend's. Either alone bounds the ratio.
   const floorMs = 1000 / baseline;
@@ -256,12 +273,37 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (run_append: one statement after the lock; fenced: the lock is the commit's own transaction's); " +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
-      } µs; one commit's plan sent again through the adapter alone ${median(adapterCpu.client).toFixed(0)} µs, its statement through pg alone ${
+      } µs; one commit's plan sent again through the adapter alone ${
+        median(adapterCpu.client).toFixed(0)
+      } µs, its statement alone, sent as the adapter sends it ${
         median(statementCpu.client).toFixed(0)
       } µs: the rest is the core's commit path), the server's backend ${median(ourCpu.server).toFixed(0)} µs (the floor's ${
         median(floorCpu.server).toFixed(0)
       } µs), of which run_append ${serverUs.toFixed(0)} µs (track_functions, a separate batch); ` +
-      `bounds, floor / (floor + extra CPU): the client's alone ${bound(clientMs)}, the server's alone ${bound(backendMs)}, both ${bound(clientMs + backendMs)}`,
+      `bounds, floor / (floor + extra CPU): the client's alone ${bound(clientMs)}, the server's alone ${bound(backendMs)}, both ${
+        bound(clientMs + backendMs)
+      }; ` +
+      `the contract's own statements (postgres.commit-contract, raw SQL through a bare pg client, same batches): ${
+        (contractValue / baseline).toFixed(2)
+      } of the floor`,
+  });
+  ctx.emit({
+    case: 10,
+    name: "postgres.commit-contract",
+    value: contractValue,
+    unit: "commits/s",
+    baseline,
+    baselineName: `the same bare INSERT + COMMIT of ${bytes.length} bytes`,
+    ratio: contractValue / baseline,
+    ratioMeaning: "contract / floor",
+    runs: batches,
+    note:
+      "not sessionfold: what docs/POSTGRES.md requires of one per-operation commit, raw SQL through a bare pg client on the layout of its Tables (created by the case's own DDL): in one transaction and one round trip (two prepared statements pipelined, one Sync), the session's transaction-level advisory lock, then one statement checking meta.json's revision column and that no writer.lock record exists, moving the lines' row and inserting their chunk, updating meta.json's row (size, revision, catalog columns) and its one chunk; the same line and meta.json as the row above; " +
+      `per commit, same batches: the client's main thread ${median(contractCpu.client).toFixed(0)} µs, the server's backend ${
+        median(contractCpu.server).toFixed(0)
+      } µs (the floor's ${median(floorCpu.client).toFixed(0)} and ${
+        median(floorCpu.server).toFixed(0)
+      } µs); what any implementation of the contract pays on this server`,
   });
   ctx.emit({
     case: 10,

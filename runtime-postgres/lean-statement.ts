@@ -1,0 +1,136 @@
+/**
+ * A named prepared statement whose answer is one value, sent without what `pg` adds to every
+ * execution (docs/decisions.md "PostgreSQL's per-operation commit: the statement sent lean"):
+ * `pg`'s `Query` asks the server to describe the portal before each run (a RowDescription the
+ * server builds and the client parses into field objects), builds a `Result` and a row object,
+ * and is an `EventEmitter`. A commit's answer is the first column of its one row (the
+ * outcome, as text), so this sends Parse once per connection (recorded where `pg` records its
+ * own, so both agree on what the connection has prepared), then Bind, Execute and Sync, and
+ * keeps the first field of the first DataRow. It goes through `Client#query` as a
+ * submittable (the extension point `pg-cursor` uses), so the client's queue, its
+ * `query_timeout` and its handling of a lost connection apply as to any query. A client in
+ * `pg`'s pipeline mode refuses submittables, and a `pg` whose connection keeps no such record
+ * (the record is not in its types, so another 8.x may move it): there the statement goes as
+ * `pg`'s own query.
+ *
+ * @module
+ */
+import type pg from "pg";
+
+/** A statement prepared once per connection under its name. */
+export interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** The calls a submitted query makes on `pg`'s wire connection, and its record of prepared statements (not in its types). */
+interface WireConnection {
+  readonly stream: { cork?(): void; uncork?(): void };
+  readonly parsedStatements: Record<string, string | undefined>;
+  readonly submittedNamedStatements: Record<string, string | undefined>;
+  parse(config: { name: string; text: string; types: readonly unknown[] }): void;
+  bind(config: { statement: string; values: readonly unknown[]; valueMapper: (value: unknown) => unknown }): void;
+  execute(config: { portal: string; rows: number }): void;
+  sync(): void;
+}
+
+/**
+ * Runs `statement` with `values` on `client` and resolves the first column of its first row as
+ * text (`null` for SQL `NULL` or no row). Parameters are sent as `pg` sends them: a `Buffer` in
+ * binary, `null` and `undefined` as `NULL`, anything else as its string.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { firstValue } from "./lean-statement.ts";
+ *
+ * const client = new pg.Client();
+ * await client.connect();
+ * const sum = await firstValue(client, { name: "add", text: "SELECT $1::int + $2::int" }, [1, 2]);
+ * console.log(sum); // "3"
+ * await client.end();
+ * ```
+ */
+export function firstValue(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
+  const connection = (client as { connection?: Partial<WireConnection> }).connection;
+  const lean = !(client as { pipeline?: boolean }).pipeline && typeof connection?.parsedStatements === "object" &&
+    typeof connection.submittedNamedStatements === "object";
+  if (!lean) return firstValueAsQuery(client, statement, values);
+  return new Promise((resolve, reject) => {
+    client.query(new LeanStatement(statement, values, (error, value) => (error ? reject(error) : resolve(value ?? null))));
+  });
+}
+
+/** Where the lean statement cannot go (see the module doc): `pg`'s own query, each value kept as the server's text. */
+async function firstValueAsQuery(client: pg.ClientBase, statement: NamedStatement, values: readonly unknown[]): Promise<string | null> {
+  const result = await client.query<unknown[]>({ ...statement, values: [...values], rowMode: "array", types: { getTypeParser: () => asText } });
+  return (result.rows[0]?.[0] as string | null | undefined) ?? null;
+}
+
+/** A column's text as the server sent it. */
+function asText(value: string): string {
+  return value;
+}
+
+/** `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes). */
+function wireValue(value: unknown): unknown {
+  return value === null || value === undefined || typeof value === "string" || Buffer.isBuffer(value) ? value ?? null : String(value);
+}
+
+/** The submittable: `Client#query` calls `submit` when the connection is free, then hands it the server's answers. */
+class LeanStatement implements pg.Submittable {
+  /** Read by `Client`: it records a parsed statement under the active query's name and text. */
+  readonly name: string;
+  readonly text: string;
+  /** The parameters, as given (a watcher of `Client#query` reads them here, as on `pg`'s own queries). */
+  readonly values: readonly unknown[];
+  #value: string | null | undefined;
+  /** Called once: `Client#query` wraps it to clear its `query_timeout`. */
+  callback: (error: unknown, value?: string | null) => void;
+
+  constructor(statement: NamedStatement, values: readonly unknown[], settle: (error: unknown, value?: string | null) => void) {
+    this.name = statement.name;
+    this.text = statement.text;
+    this.values = values;
+    let settled = false;
+    this.callback = (error, value) => {
+      if (settled) return;
+      settled = true;
+      settle(error, value);
+    };
+  }
+
+  submit(connection: pg.Connection): void {
+    const wire = connection as unknown as WireConnection;
+    wire.stream.cork?.();
+    try {
+      if (wire.parsedStatements[this.name] === undefined && wire.submittedNamedStatements[this.name] === undefined) {
+        wire.parse({ name: this.name, text: this.text, types: [] });
+        wire.submittedNamedStatements[this.name] = this.text;
+      }
+      wire.bind({ statement: this.name, values: this.values, valueMapper: wireValue });
+      wire.execute({ portal: "", rows: 0 });
+      wire.sync();
+    } finally {
+      wire.stream.uncork?.();
+    }
+  }
+
+  handleDataRow(message: { fields: (string | null)[] }): void {
+    if (this.#value === undefined) this.#value = message.fields[0] ?? null;
+  }
+
+  /** The server's error (the client stops sending it answers), a lost connection, or the client's `query_timeout`. */
+  handleError(error: unknown): void {
+    this.callback(error);
+  }
+
+  handleReadyForQuery(): void {
+    this.callback(undefined, this.#value);
+  }
+
+  handleRowDescription(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+}
