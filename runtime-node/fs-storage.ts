@@ -356,20 +356,21 @@ export class NodeFileStorage implements StoragePort {
   }
 
   /**
-   * Writes `bytes` to a temp file beside `path`'s file (its missing folders created, their entries flushed with the plan's
-   * files) and, when they are the `whole` file, starts its fsync; resolves once the bytes are written. A plan's replace
-   * that names `id` appends what follows them and flushes the file with the plan's other files (a whole file's own fsync
-   * is awaited instead: an fsync more would cost the disk's flush again), then renames it into place
-   * ({@linkcode NodeFileStorage.#stageReplaces}).
+   * Writes `bytes` to a temp file beside `path`'s file (its missing folders created) and starts their fsync, with the
+   * entries of the folders it made; resolves once the bytes are written. A plan's replace that names `id` appends what
+   * follows them, awaits that fsync, and flushes the file again with the plan's other files only when it appended
+   * something (a compaction's segment: its footer; Active, whole when staged, is not flushed twice), then renames it into
+   * place ({@linkcode NodeFileStorage.#stageReplaces}). So a staged file's bytes are made durable while the caller works
+   * out the rest (a compaction's summary), and the plan's flush covers only what follows them.
    */
-  stage(path: string, bytes: Uint8Array, id: string, options?: StageOptions): Promise<void> {
+  stage(path: string, bytes: Uint8Array, id: string): Promise<void> {
     if (this.#stagedFiles.has(id)) return Promise.reject(new InvalidInputError(`staged bytes ${JSON.stringify(id)} already exist`, { path }));
     const folders: string[] = [];
     let entry: StagedReplace | undefined;
     const done = this.#syncCall("stage", path, (file) => {
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600), new Set(), folders);
-      entry = { path, file, bytes, temp, fd, size: bytes.length, whole: options?.whole === true };
+      entry = { path, file, bytes, temp, fd, size: bytes.length };
       this.#boundary.replaceable(path, file);
       fchmodSync(fd, 0o600);
       writeAll(fd, bytes, 0);
@@ -381,9 +382,9 @@ export class NodeFileStorage implements StoragePort {
       return Promise.reject(done.error);
     }
     const staged = entry!;
-    // The entries of folders made for it are flushed now (a later plan takes a folder it finds as durable), its bytes too when whole.
-    if (this.#fsync && (staged.whole || folders.length > 0)) {
-      staged.flushed = flushTogether(staged.whole ? [staged] : [], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
+    // Flushed now, with the entries of folders made for it (a later plan takes a folder it finds as durable).
+    if (this.#fsync) {
+      staged.flushed = flushTogether([staged], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
         throw storageErrorFromFs(error, "stage", path, file ? staged.file : folders.join(", "));
       });
       staged.flushed.catch(() => undefined); // the plan that names it (or unstage) takes the outcome
@@ -427,7 +428,7 @@ export class NodeFileStorage implements StoragePort {
     const staged = new Map<string, StagedReplace>();
     /** The folders holding the entries of folders created for the files: flushed with them, before any name is put in place. */
     const folders: string[] = [];
-    /** The files this flush makes durable: all but a whole staged file, whose own fsync ({@linkcode NodeFileStorage.stage}) is awaited. */
+    /** The files this flush makes durable: all but a staged file nothing was appended to, whose own fsync ({@linkcode NodeFileStorage.stage}) is awaited. */
     const files: StagedReplace[] = [];
     try {
       for (const { path, bytes, staged: id } of writes) {
@@ -437,7 +438,7 @@ export class NodeFileStorage implements StoragePort {
             const entry = this.#takeStaged(id, path);
             staged.set(path, entry);
             if (bytes.length > 0) writeAll(entry.fd, bytes, entry.size ?? 0);
-            if (bytes.length > 0 || !entry.whole) files.push(entry);
+            if (bytes.length > 0 || entry.flushed === undefined) files.push(entry);
             return;
           }
           const temp = tempBeside(file);
@@ -706,9 +707,6 @@ export class NodeFileStorage implements StoragePort {
   }
 }
 
-/** Options of {@linkcode NodeFileStorage.stage}: as `StoragePort.stage`'s. */
-type StageOptions = Parameters<NonNullable<StoragePort["stage"]>>[3];
-
 /** A replace of a commit plan, written and flushed to its temp file, waiting for its rename. */
 interface StagedReplace {
   readonly path: string;
@@ -717,9 +715,8 @@ interface StagedReplace {
   readonly temp: string;
   /** Open until the flush; -1 once closed. */
   fd: number;
-  /** Staged by `stage`: how many bytes it wrote, whether they are the whole file (flushed by the stage), and the stage's own fsync. */
+  /** Staged by `stage`: how many bytes it wrote, and the stage's own fsync of them (none when the store does not fsync). */
   readonly size?: number;
-  readonly whole?: boolean;
   flushed?: Promise<void>;
 }
 

@@ -662,7 +662,7 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
           const store = staging(storage, context);
           await store.replace("s/meta.json", utf8("{}"));
           await store.stage(segment, utf8("one\ntwo\n"), "stage_seg");
-          await store.stage("s/messages/active.jsonl", utf8("three\n"), "stage_active", { whole: true });
+          await store.stage("s/messages/active.jsonl", utf8("three\n"), "stage_active");
           expect(await store.list("s/messages/segments")).toEqual([]);
           expect(await store.read(segment)).toBeUndefined();
           expect(await store.read("s/messages/active.jsonl")).toBeUndefined();
@@ -681,7 +681,7 @@ export function runStorageTests(name: string, setup: () => Promise<StorageTestTa
         test("a plan that does not commit uses its staged bytes up; unstage drops the others", async (storage, _, context) => {
           const store = staging(storage, context);
           await store.replace("s/meta.json", meta(3));
-          await store.stage("s/messages/active.jsonl", utf8("kept\n"), "stage_a", { whole: true });
+          await store.stage("s/messages/active.jsonl", utf8("kept\n"), "stage_a");
           await store.stage(segment, utf8("lines\n"), "stage_b");
           const writes = [{ op: "replace", path: "s/messages/active.jsonl", bytes: new Uint8Array(0), staged: "stage_a" }] as const;
           expect(await store.applyCommitPlan({ expect: { path: "s/meta.json", revision: 2 }, writes })).toEqual({ outcome: "conflict", revision: 3 });

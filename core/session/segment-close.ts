@@ -1,7 +1,7 @@
 /**
  * Compaction and reset: each closes the oldest part of Active into an immutable segment.
  * The path goes one way down: what needs no lock is worked out from Active while the lock is
- * being taken ({@linkcode prepareCompaction}), the summarizer is called once ({@linkcode summarize}), the
+ * being taken (`prepareCompaction`), the summarizer is called once ({@linkcode summarize}), the
  * close is planned as a value from the state ({@linkcode planCompactionClose},
  * {@linkcode planResetClose}: nothing is read or written), and the commit path applies it
  * in one commit plan (`CommitPath.closeSegment`). Compaction closes the oldest half with one
@@ -10,21 +10,21 @@
  *
  * @module
  */
-import { accumulateCompaction, type CompactionOutcome, type CompactionPlan, estimateTextTokens, estimateTokens, planCompaction } from "../compaction/mod.ts";
+import { accumulateCompaction, type CompactionOutcome, estimateTextTokens } from "../compaction/mod.ts";
 import { CompactionFailedError, SessionBusyError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
-import type { SessionPaths } from "../layout/paths.ts";
 import type { Summarizer } from "../model/mod.ts";
 import { cumulativeSummary, type MessageRecord, RESET_FIELD, type SummaryRecord, type Usage } from "../schema/records.ts";
-import { publicRecord, withoutBatchMark } from "./batch.ts";
+import { withoutBatchMark } from "./batch.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { newId } from "./ids.ts";
 import { nextMeta, type SegmentClose } from "./planned-change.ts";
-import { hasUnknownActiveLines, unknownActiveLines } from "./recovery.ts";
+import { unknownActiveLines } from "./recovery.ts";
 import { LAST_COMPACTED_FIELD, lastSequence, type SessionState } from "./state.ts";
 import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
-import { joinLines, joinLinesWithRoom, lineOf, type OpenLines, withLastLine } from "./lines.ts";
-import { type StagedClose, stageSegment, withStaging } from "./staged-close.ts";
+import { joinLines, lineOf, withLastLine } from "./lines.ts";
+import { estimatesOf, prepareCompaction, type PreparedCompaction } from "./compaction-prepare.ts";
+import { type StageActive, stageSegment, withStaging } from "./staged-close.ts";
 
 /** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
 export interface NoCompaction {
@@ -42,64 +42,7 @@ export interface Summary {
 }
 
 /**
- * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
- * round trip is in flight): which messages go, the summarizer's input, the token estimates of both halves (most of a
- * compaction's own CPU) and, when Active holds no unknown lines, the new Active's bytes and the segment's lines. Valid
- * for `active` as long as it has `count` messages.
- */
-export interface PreparedCompaction {
-  readonly active: readonly MessageRecord[];
-  readonly count: number;
-  readonly selection: CompactionPlan;
-  /** The selected messages as the summarizer gets them (without the fields only their lines need). */
-  readonly input: MessageRecord[];
-  readonly removedTokens: number;
-  readonly keptTokens: number;
-  /** The kept half as the new Active holds it (without batch marks). */
-  readonly kept: MessageRecord[];
-  /** The new Active's bytes, when no unknown lines must be carried into it. */
-  readonly activeBytes?: Uint8Array;
-  /** With `activeBytes`: the segment's lines, with room for its footer, which waits for the summary. */
-  readonly segmentLines?: OpenLines;
-  /** Where the backend stages files: `activeBytes` staged (given up), and under the lock `segmentLines` too (`staged-close.ts`). */
-  readonly staged?: StagedClose;
-}
-
-const FOOTER_ROOM = 16 * 1024;
-
-/** The lines of the messages a compaction moves into its segment, with room for its footer: 16 KiB and 3 bytes per character of the last summary. */
-function segmentLinesOf(selected: readonly MessageRecord[], previous: SessionState["footer"]): OpenLines {
-  return joinLinesWithRoom(selected.map((message) => lineOf(withoutBatchMark(message))), FOOTER_ROOM + 3 * (previous?.text.length ?? 0));
-}
-
-/**
- * {@linkcode PreparedCompaction} of `state`, `undefined` when there is nothing to compact.
- *
- * @throws {InvalidInputError} when Active's sequences are not strictly increasing.
- */
-function prepareCompaction(state: Pick<SessionState, "active" | "diagnostics" | "footer">, paths: SessionPaths): PreparedCompaction | undefined {
-  const selection = planCompaction(state.active);
-  if (!selection) return undefined;
-  // The estimate adds up message by message: Active = the selected half + the kept half.
-  // Estimated afresh, not kept with the lines (storedTokens): keeping a figure on each message costs about as much again.
-  const removedTokens = estimateTokens(selection.selected);
-  const keptTokens = estimateTokens(selection.kept);
-  const kept = selection.kept.map(withoutBatchMark);
-  const unknown = hasUnknownActiveLines(state, paths);
-  return {
-    active: state.active,
-    count: state.active.length,
-    selection,
-    input: selection.selected.map(publicRecord),
-    removedTokens,
-    keptTokens,
-    kept,
-    ...(unknown ? {} : { activeBytes: encodeWithUnknown(kept, [], true), segmentLines: segmentLinesOf(selection.selected, state.footer) }),
-  };
-}
-
-/**
- * `compact()` of a session handle: the lock and revision check (one plan, while {@linkcode prepareCompaction} runs), then
+ * `compact()` of a session handle: the lock and revision check (one plan, while `prepareCompaction` runs), then
  * {@linkcode compactActive}, whose plan gives the lock back. Refused while a draft exists.
  *
  * @throws {SessionBusyError} when a streaming draft exists (finish it first).
@@ -114,7 +57,7 @@ export function compactLocked(path: CommitPath, summarizer: Summarizer, signal: 
     return outcome ?? { revision: state.meta.revision, removedMessages: 0, keptMessages: state.active.length, segment: null };
   };
   // Prepared while the lock is being taken: an error there is met again under the lock.
-  const prepare = () => prepareCompaction(path.state, path.paths);
+  const prepare = (stage: StageActive) => prepareCompaction(path.state, path.paths, stage);
   type Prepared = PreparedCompaction | undefined;
   return withStaging(path.ctx.storage, path.paths, prepare, (staged) => path.locked<CompactionOutcome | NoCompaction, Prepared>("compact", body, true, staged));
 }
@@ -139,9 +82,12 @@ export async function compactActive(
   if (!ready) return undefined;
   // The lock is held: the segment's lines are staged now, flushed while the summary is made.
   if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines!);
-  const summary = await summarize(path.ref, path.state, ready.input, summarizer, signal);
+  // The summarizer is called first: the estimates are worked out while it answers.
+  const summarized = summarize(path.ref, path.state, ready.input, summarizer, signal);
+  const estimates = estimatesOf(ready.selection);
+  const summary = await summarized;
   const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
-  const { close, outcome } = planCompactionClose(path.state, path.ref, ready, summary, unknown, path.now);
+  const { close, outcome } = planCompactionClose(path.state, path.ref, ready, estimates, summary, unknown, path.now);
   if (ready.staged) ready.staged.sent = true;
   await path.closeSegment(close);
   return outcome;
@@ -210,12 +156,13 @@ function planCompactionClose(
   state: SessionState,
   ref: SessionRef,
   prepared: PreparedCompaction,
+  { removedTokens, keptTokens }: ReturnType<typeof estimatesOf>,
   summary: Summary,
   unknown: readonly UnknownLine[],
   now: () => string,
 ): { close: SegmentClose; outcome: CompactionOutcome } {
   const { text, costUsdMicros: cost, usage: summaryUsage } = summary;
-  const { selection, removedTokens, keptTokens, kept } = prepared;
+  const { selection, kept } = prepared;
   const previous = cumulativeSummary(state.footer);
   const beforeTokens = estimateTextTokens(previous) + removedTokens + keptTokens;
   const footer: SummaryRecord = {

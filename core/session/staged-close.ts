@@ -26,29 +26,30 @@ export interface StagedClose {
   sent: boolean;
 }
 
+/** Stages the new Active's bytes (given up), or `undefined` where the backend does not stage. */
+export type StageActive = (activeBytes: Uint8Array) => StagedClose | undefined;
+
 /**
  * Runs a compaction (`compaction`, which takes the lock and runs `prepare` meanwhile) with the prepared Active staged
- * where `storage` stages, and drops what no plan named once it settled. After a failure every id is dropped: a plan
- * that named some has used them up, and dropping them again is nothing. What `prepare` throws is `undefined` here (the
- * compaction works it out again under the lock, where its error belongs).
+ * where `storage` stages (`prepare` calls `stage` with its bytes as soon as it has them, and keeps what it returns),
+ * and drops what no plan named once it settled. After a failure every id is dropped: a plan that named some has used
+ * them up, and dropping them again is nothing. What `prepare` throws is `undefined` here (the compaction works it out
+ * again under the lock, where its error belongs).
  */
-export async function withStaging<T, P extends { readonly activeBytes?: Uint8Array }>(
+export async function withStaging<T, P>(
   storage: StoragePort,
   paths: SessionPaths,
-  prepare: () => P | undefined,
-  compaction: (prepare: () => (P & { staged?: StagedClose }) | undefined) => Promise<T>,
+  prepare: (stage: StageActive) => P | undefined,
+  compaction: (prepare: () => P | undefined) => Promise<T>,
 ): Promise<T> {
   let staged: StagedClose | undefined;
   try {
     return await compaction(() => {
-      let prepared: P | undefined;
       try {
-        prepared = prepare();
+        return prepare((bytes) => (staged = stageActive(storage, paths, bytes)));
       } catch {
         return undefined;
       }
-      staged = prepared?.activeBytes && stageActive(storage, paths, prepared.activeBytes);
-      return prepared && staged ? { ...prepared, staged } : prepared;
     });
   } catch (error) {
     if (staged) staged.sent = false;
@@ -61,12 +62,12 @@ export async function withStaging<T, P extends { readonly activeBytes?: Uint8Arr
 /** Stages the new Active's `bytes` (given up: they may move to a worker), or `undefined` when `storage` does not stage. */
 function stageActive(storage: StoragePort, paths: SessionPaths, bytes: Uint8Array): StagedClose | undefined {
   if (!storage.stage) return undefined;
-  return { active: stageBytes(storage, paths.active, bytes, true), sent: false };
+  return { active: stageBytes(storage, paths.active, bytes), sent: false };
 }
 
 /** Stages the segment's lines of `range` (their bytes given up) beside what {@linkcode stageActive} staged. */
 export function stageSegment(storage: StoragePort, paths: SessionPaths, range: SegmentRange, staged: StagedClose, lines: OpenLines): void {
-  staged.segment = stageBytes(storage, paths.segment(range), lines.bytes.subarray(0, lines.used), false);
+  staged.segment = stageBytes(storage, paths.segment(range), lines.bytes.subarray(0, lines.used));
 }
 
 /** Drops what a compaction staged unless a plan named it (the backend has used it up then). */
@@ -75,11 +76,11 @@ async function unstageUnsent(storage: StoragePort, staged: StagedClose | undefin
   for (const bytes of [staged.active, staged.segment]) if (bytes) await storage.unstage?.(bytes.id).catch(() => undefined);
 }
 
-/** `whole`: nothing follows `bytes` (Active), so the backend may flush them at once; the footer follows the segment's lines. */
-function stageBytes(storage: StoragePort, path: string, bytes: Uint8Array, whole: boolean): StagedBytes {
+/** Stages `bytes` (given up), which the backend may flush at once: the footer follows the segment's lines, nothing Active's. */
+function stageBytes(storage: StoragePort, path: string, bytes: Uint8Array): StagedBytes {
   const id = newId("stage");
   const size = bytes.length; // read before the bytes may move
   // A failed stage is reported by the plan that names it (or dropped unused).
-  storage.stage!(path, bytes, id, { whole }).catch(() => undefined);
+  storage.stage!(path, bytes, id).catch(() => undefined);
   return { id, size };
 }

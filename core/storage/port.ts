@@ -89,15 +89,15 @@ export interface StoragePort {
    * Optional, with `applyCommitPlan`: writes `bytes`, the start of a file a later plan puts at `path`, where no reader
    * reads or lists them (on files, a temporary name beside `path`, its missing folders created as by `replace`), so
    * that the plan's replace of `path` names them by `id` ({@linkcode PlannedWrite.staged}) and carries only what follows
-   * them. With `whole` (nothing follows them) a backend may flush them at once. A compaction stages its segment and
-   * Active while its summary is made (docs/FORMAT.md "Compaction"). The caller gives `bytes` up with their whole
+   * them. A backend may flush them at once (the plan then flushes only what follows them). A compaction stages its
+   * segment and Active while its summary is made (docs/FORMAT.md "Compaction"). The caller gives `bytes` up with their whole
    * buffer, which a backend behind a hop may move. The plan may be given before this call resolves: calls are applied
    * in the order made. A plan that names the id uses the staged bytes up, whether it commits or not; staged bytes no
    * plan names are dropped with {@linkcode StoragePort.unstage}. A failed stage makes the plan that names it fail with
    * the stage's error. `id` is the caller's, unique among the staged files. A crash leaves at most the staged bytes,
    * which no reader sees.
    */
-  stage?(path: string, bytes: Uint8Array, id: string, options?: { readonly whole?: boolean }): Promise<void>;
+  stage?(path: string, bytes: Uint8Array, id: string): Promise<void>;
   /** Drops what {@linkcode StoragePort.stage} staged under `id` (nothing when no such id is staged). */
   unstage?(id: string): Promise<void>;
   /**

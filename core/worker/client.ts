@@ -69,7 +69,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** Releases a lock taken with `acquireLock`; own property only when the link has `locks`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
   /** Stages the start of a file in the worker's store; own property only when the link has `staging`. */
-  declare readonly stage?: (path: string, bytes: Uint8Array, id: string, options?: { readonly whole?: boolean }) => Promise<void>;
+  declare readonly stage?: (path: string, bytes: Uint8Array, id: string) => Promise<void>;
   /** Drops what `stage` staged; own property only when the link has `staging`. */
   declare readonly unstage?: (id: string) => Promise<void>;
   readonly #link: WorkerLink<Options>;
@@ -93,8 +93,8 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     }
     if (link.staging) {
       // The caller gives staged bytes up with their whole buffer (a compaction's segment and Active, room included), which moves.
-      const stage = (path: string, bytes: Uint8Array, id: string, options?: { readonly whole?: boolean }) =>
-        this.#call("stage", [path, bytes, id, options], ownsBuffer(new Uint8Array(bytes.buffer)) ? [bytes.buffer as ArrayBuffer] : []);
+      const stage = (path: string, bytes: Uint8Array, id: string) =>
+        this.#call("stage", [path, bytes, id], ownsBuffer(new Uint8Array(bytes.buffer)) ? [bytes.buffer as ArrayBuffer] : []);
       // Configurable, as PageStorage's: a Proxy over this storage (a timing wrapper) may answer them its own way.
       Object.defineProperty(this, "stage", { value: stage, configurable: true });
       Object.defineProperty(this, "unstage", { value: (id: string) => this.#call("unstage", [id]), configurable: true });

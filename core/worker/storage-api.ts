@@ -78,10 +78,10 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
     truncate: (path, length) => opened().truncate(path, length),
     remove: (path, options) => opened().remove(path, options),
     move: (from, to) => opened().move(from, to),
-    stage: async (path, bytes, id, options) => {
+    stage: async (path, bytes, id) => {
       const store = opened();
       if (!store.stage) throw new StorageError("this storage stages no files", { path });
-      await store.stage(path, bytes, id, options);
+      await store.stage(path, bytes, id);
     },
     unstage: async (id) => {
       await opened().unstage?.(id);

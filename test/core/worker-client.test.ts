@@ -129,7 +129,7 @@ describe("WorkerStorageClient over Comlink.expose", () => {
     // A link that stages: both methods are offered, each one message.
     const { client: staging, posted } = scripted(true);
     expect(typeof staging.stage).toBe("function");
-    void staging.stage!("s/x", utf8("a"), "stage_2", { whole: true });
+    void staging.stage!("s/x", utf8("a"), "stage_2");
     void staging.unstage!("stage_2");
     expect(posted.map((message) => message.path[0])).toEqual(["open", "stage", "unstage"]);
   });

@@ -51,7 +51,7 @@ function under(prefix: string, inner: StoragePort): StoragePort {
         ...(plan.release ? { release: { ...plan.release, path: at(plan.release.path) } } : {}),
         writes: plan.writes.map((write) => ({ ...write, path: at(write.path) })),
       }),
-    stage: (path, bytes, id, options) => inner.stage!(at(path), bytes, id, options),
+    stage: (path, bytes, id) => inner.stage!(at(path), bytes, id),
     unstage: (id) => inner.unstage!(id),
     close: async () => {},
   };

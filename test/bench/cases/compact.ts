@@ -236,7 +236,7 @@ export async function compactCase(ctx: CaseContext): Promise<void> {
       } ms (lock + revision check, the summary being made under the lock; ` +
       `the host prepares the rest meanwhile), the host's work between the plans ${host.toFixed(2)} ms, the close plan's round trip ${
         close.toFixed(2)
-      } ms (the new Active written and flushed during the lock plan, the segment's lines staged meanwhile: docs/FORMAT.md "Compaction"); ` +
+      } ms (the new Active and the segment's lines written and flushed before it, while the lock's plan and the summary run: docs/FORMAT.md "Compaction"); ` +
       `FORMAT's file operations in one go with raw calls, nothing overlapped (compact.format-contract): ${contract.toFixed(2)} ms, base / contract = ${
         (base / contract).toFixed(2)
       }; bound: the close plan alone, with no lock plan and no host work: base / close = ${(base / close).toFixed(2)}`,
