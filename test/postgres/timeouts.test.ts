@@ -100,13 +100,22 @@ describe.skipIf(!POSTGRES_URL)("a statement past the statement timeout", () => {
   it("is a typed error (57014), nothing is written, and the session takes writes afterwards", async () => {
     const schema = freshSchema("timeout");
     schemas.push(schema);
-    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, statementTimeoutMillis: 300 });
+    // The schema (its tables and functions) and the session are made by a handle without the
+    // timeout: DDL on a loaded server can take longer than the timeout, which only the blocked
+    // statement is meant to reach.
+    const setup = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
+    try {
+      const created = await new Sessions({ storage: setup }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "timeout" });
+      await created.append({ role: "user", parts: [{ type: "text", text: "before" }] });
+    } finally {
+      await setup.close();
+    }
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, statementTimeoutMillis: 1000 });
     const blocker = new pg.Client({ connectionString: POSTGRES_URL });
     await blocker.connect();
     try {
       const sessions = new Sessions({ storage });
-      const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "timeout" });
-      await session.append({ role: "user", parts: [{ type: "text", text: "before" }] });
+      const session = await sessions.open({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
       await blocker.query("BEGIN");
       await blocker.query(`SELECT 1 FROM "${schema}".entries WHERE path = $1 FOR UPDATE`, ["agents/a1/workspaces/w1/sessions/s1/messages/active.jsonl"]);
       const error = await session.append({ role: "user", parts: [{ type: "text", text: "waits" }] }).catch((e: unknown) => e);
