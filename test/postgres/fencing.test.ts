@@ -9,19 +9,15 @@
  * server restart does to a client): typed errors, never an unhandled 'error' event.
  */
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LeaseLostError, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
 import { type LeaseLost, PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { fullHistory } from "../node/process-support.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL, terminateApplication, terminateLockHolder } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll, terminateApplication, terminateLockHolder } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const LOCK = "agents/a1/workspaces/w1/sessions/s1/writer.lock";
-const schemas: string[] = [];
-
-afterAll(async () => {
-  if (POSTGRES_URL) await dropSchemas(...schemas);
-});
+const newSchema = schemasDroppedAfterAll();
 
 /** A store handle of its own (its connections named `application`), with the lease losses it was told of. */
 function handle(schema: string, application = `fence_${Math.random().toString(16).slice(2)}`) {
@@ -78,8 +74,7 @@ async function expectIntact(schema: string, acknowledged: readonly string[]): Pr
 
 describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was killed", () => {
   it("a lease holder is told at once and refused on its next commit while another writer takes the session", async () => {
-    const schema = freshSchema("fence");
-    schemas.push(schema);
+    const schema = newSchema("fence");
     const a = handle(schema);
     const b = handle(schema);
     const acknowledged: string[] = [];
@@ -126,8 +121,7 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
   });
 
   it("a lease holder killed while it commits without pause: every commit either acknowledged or refused typed, none beside the other writer's", async () => {
-    const schema = freshSchema("fence");
-    schemas.push(schema);
+    const schema = newSchema("fence");
     const a = handle(schema);
     const b = handle(schema);
     const acknowledged: string[] = [];
@@ -164,8 +158,7 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
   });
 
   it("an operation's own lock (a compaction waiting on its summarizer) is fenced the same way", async () => {
-    const schema = freshSchema("fence");
-    schemas.push(schema);
+    const schema = newSchema("fence");
     const a = handle(schema);
     const b = handle(schema);
     const acknowledged: string[] = [];
@@ -210,8 +203,7 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
 
 describe.skipIf(!POSTGRES_URL)("a lost connection is a typed error, never a host crash", () => {
   it("every connection of a handle ended at once (a server restart, as the client sees it), with a lease held", async () => {
-    const schema = freshSchema("fence");
-    schemas.push(schema);
+    const schema = newSchema("fence");
     const a = handle(schema);
     const acknowledged: string[] = [];
     try {
@@ -245,8 +237,7 @@ describe.skipIf(!POSTGRES_URL)("a lost connection is a typed error, never a host
   });
 
   it("per operation: a commit whose connection is ended while the server works on it gets a typed error", async () => {
-    const schema = freshSchema("fence");
-    schemas.push(schema);
+    const schema = newSchema("fence");
     const a = handle(schema);
     const acknowledged: string[] = [];
     const blocker = new pg.Client({ connectionString: POSTGRES_URL });

@@ -7,23 +7,18 @@
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Sessions } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
-const schemas: string[] = [];
-
-afterAll(async () => {
-  if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
-});
+const newSchema = schemasDroppedAfterAll();
 
 describe.skipIf(!POSTGRES_URL)("the connection kept for commits", () => {
   it("a handle of one connection: reads and a second commit get it without waiting for its idle timeout", async () => {
-    const schema = freshSchema("kept");
-    schemas.push(schema);
+    const schema = newSchema("kept");
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxConnections: 1 });
     try {
       const session = await new Sessions({ storage }).create({ ...REF, title: "one connection" });
@@ -43,8 +38,7 @@ describe.skipIf(!POSTGRES_URL)("the connection kept for commits", () => {
   });
 
   it("a process whose handle committed and was never closed exits", async () => {
-    const schema = freshSchema("kept");
-    schemas.push(schema);
+    const schema = newSchema("kept");
     const script = `
       const before = process.getActiveResourcesInfo();
       const { Sessions } = await import(${JSON.stringify(fileURLToPath(new URL("../../core/mod.ts", import.meta.url)))});

@@ -12,21 +12,17 @@
  * that statement did not write.
  */
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MemoryStorage, RevisionConflictError, sessionPaths, Sessions } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { migrate, SCHEMA_VERSION } from "../../runtime-postgres/schema.ts";
 import { until } from "../support/until.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const PATHS = sessionPaths(REF);
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
-const schemas: string[] = [];
-
-afterAll(async () => {
-  if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
-});
+const newSchema = schemasDroppedAfterAll();
 
 /** Runs `body` with a connection of its own (for what a host of the old version would do). */
 async function withAdmin<T>(body: (admin: pg.Client) => Promise<T>): Promise<T> {
@@ -53,8 +49,7 @@ async function stored(schema: string, path: string): Promise<{ revision: string 
  * `meta.json` one chunk with its revision), for the test to upgrade in place.
  */
 async function sessionAtVersion(version: number): Promise<string> {
-  const schema = freshSchema("migrate");
-  schemas.push(schema);
+  const schema = newSchema("migrate");
   const source = new MemoryStorage();
   const original = await new Sessions({ storage: source }).create({ ...REF, title: `from version ${version}` });
   await original.append(text("one"));
@@ -76,8 +71,7 @@ function chunkEnds(schema: string, path: string): Promise<number[]> {
 
 describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   it("a version-1 store with a session is upgraded in place: same files, and commits go on", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
+    const schema = newSchema("migrate");
     // A session of 3 messages as version 1 stored it: its files written by version 1's functions.
     const source = new MemoryStorage();
     const original = await new Sessions({ storage: source }).create({ ...REF, title: "from version 1" });
@@ -113,8 +107,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   });
 
   it("the revision column refuses a stale writer, and a write that is not a commit's leaves it unknown", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
+    const schema = newSchema("migrate");
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
     try {
       const sessions = new Sessions({ storage });
@@ -151,8 +144,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   });
 
   it("a version-2 store is catalogued in place: each meta.json's updated_at filled in, pages listed on the index, commits keep it", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
+    const schema = newSchema("migrate");
     const source = new MemoryStorage();
     const sources = new Sessions({
       storage: source,
@@ -187,8 +179,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   });
 
   it("a version-3 store commits through version 4's run_plan: each write's bytes exactly, whatever chunks the file had", async () => {
-    const schema = freshSchema("migrate");
-    schemas.push(schema);
+    const schema = newSchema("migrate");
     const dir = "agents/a1/workspaces/w1/sessions/s9";
     await withAdmin(async (admin) => {
       await migrate(admin, schema, "1", 3);

@@ -6,21 +6,16 @@
  * compresses to almost nothing), so the test moves no such bytes itself.
  */
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Sessions, StoreEntryError } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll } from "./support.ts";
 
-const schemas: string[] = [];
-
-afterAll(async () => {
-  if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
-});
+const newSchema = schemasDroppedAfterAll();
 
 describe.skipIf(!POSTGRES_URL)("the read limit, from stored sizes", () => {
   it("a 275 MiB active.jsonl is refused before it is loaded, typed, naming the file and both sizes", async () => {
-    const schema = freshSchema("limit");
-    schemas.push(schema);
+    const schema = newSchema("limit");
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
     const admin = new pg.Client({ connectionString: POSTGRES_URL });
     await admin.connect();
@@ -45,8 +40,7 @@ describe.skipIf(!POSTGRES_URL)("the read limit, from stored sizes", () => {
   }, 120_000);
 
   it("maxFileBytes sets the limit: a file at the limit is read, one byte more is refused", async () => {
-    const schema = freshSchema("limit");
-    schemas.push(schema);
+    const schema = newSchema("limit");
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxFileBytes: 1024 });
     try {
       await storage.append("f/at-limit", new Uint8Array(1000));

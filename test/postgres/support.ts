@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { inject } from "vitest";
+import { afterAll, inject } from "vitest";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { advisoryLockKey } from "../../runtime-postgres/schema.ts";
 
@@ -25,6 +25,22 @@ export async function dropSchemas(...schemas: string[]): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * For a test file whose tests each make schemas of their own: call once at the file's top level; each call of the
+ * returned function is a fresh schema, all of them dropped after the file's last test.
+ */
+export function schemasDroppedAfterAll(): (prefix: string) => string {
+  const schemas: string[] = [];
+  afterAll(async () => {
+    if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
+  });
+  return (prefix) => {
+    const schema = freshSchema(prefix);
+    schemas.push(schema);
+    return schema;
+  };
 }
 
 /** A store in a new schema, with a teardown that closes it and drops the schema. */

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sessions, StorageError } from "../../core/mod.ts";
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { cliRaw } from "../cli/support.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll } from "./support.ts";
 
 /** A server that accepts every connection and never sends a byte. */
 function silentServer(): { server: Server; listen: (at: number | string) => Promise<void>; close: () => Promise<void> } {
@@ -40,7 +40,7 @@ let tcp: ReturnType<typeof silentServer>;
 let unix: ReturnType<typeof silentServer>;
 let socketDir: string;
 let port: number;
-const schemas: string[] = [];
+const newSchema = schemasDroppedAfterAll();
 
 beforeAll(async () => {
   tcp = silentServer();
@@ -55,7 +55,6 @@ afterAll(async () => {
   await tcp?.close();
   await unix?.close();
   if (socketDir) await rm(socketDir, { recursive: true, force: true });
-  if (POSTGRES_URL && schemas.length > 0) await dropSchemas(...schemas);
 });
 
 describe("a server that accepts and never answers", () => {
@@ -98,8 +97,7 @@ describe("--store URLs the backend refuses are usage errors", () => {
 
 describe.skipIf(!POSTGRES_URL)("a statement past the statement timeout", () => {
   it("is a typed error (57014), nothing is written, and the session takes writes afterwards", async () => {
-    const schema = freshSchema("timeout");
-    schemas.push(schema);
+    const schema = newSchema("timeout");
     // The schema (its tables and functions) and the session are made by a handle without the
     // timeout: DDL on a loaded server can take longer than the timeout, which only the blocked
     // statement is meant to reach.

@@ -19,7 +19,6 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import pg from "pg";
 import { catalogDocument, Sessions, type StoragePort } from "../../../core/mod.ts";
 import { NodeFileStorage } from "../../../runtime-node/mod.ts";
 import { SNAPSHOT_HEADER } from "../../../runtime-node/fs-catalog-snapshot.ts";
@@ -29,6 +28,7 @@ import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { LIST_AGENT, LIST_PAGE as PAGE, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
 import { emitFlatness, emitListAll } from "../lib/list-rows.ts";
+import { vacuumAnalyze } from "../lib/vacuum-analyze.ts";
 import { listInChromium } from "./list-browser.ts";
 
 /** Times `list` once untimed, then `runs` times; the median in ms. Checks the count each time. */
@@ -214,8 +214,6 @@ async function postgresListing(
         new PostgresStorage({ connectionString: server.url, schema }),
       );
     }
-    // The tables as a running server keeps them: vacuumed and analyzed (autovacuum would start on
-    // a freshly loaded table while its pages are timed, and its planner statistics are stale until then).
     await vacuumAnalyze(server.url);
     page = await timePagesInTurn(stores, pageRuns);
     await measureListAll(
@@ -237,15 +235,4 @@ async function postgresListing(
     pageRuns,
     "first page (limit 50) of Sessions.list on PostgresStorage, the sizes timed in turn, the tables vacuumed and analyzed after the load",
   );
-}
-
-/** `VACUUM ANALYZE` of every table of the server's database at `url`. */
-async function vacuumAnalyze(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query("VACUUM ANALYZE");
-  } finally {
-    await client.end();
-  }
 }

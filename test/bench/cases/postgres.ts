@@ -4,7 +4,8 @@
  * PostgreSQL's defaults, so `fsync` and `synchronous_commit` are on).
  *
  * - turn cost: a warm `sessions.open` + `compose` of a session of 10² and of 10⁵ messages
- *   (written as the files 10⁵ commits and their compactions leave), round-robin; the ratio is
+ *   (written as the files 10⁵ commits and their compactions leave; the tables then vacuumed and
+ *   analyzed, as a running server keeps them), round-robin; the ratio is
  *   the flatness (target ≤ 1.2). The statements one open sends (target 1: one round trip).
  * - one writer: `Session.append` of one ~500-byte message, each a commit plan (lock, revision
  *   check, append, `meta.json`) in one statement, against the floor: a bare `INSERT` of the
@@ -40,6 +41,7 @@ import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { BENCH_PROVIDER, BENCH_REF, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
+import { vacuumAnalyze } from "../lib/vacuum-analyze.ts";
 import { appendMessage } from "./append.ts";
 import { commitContract, contractCommitOf } from "./postgres-contract.ts";
 
@@ -74,6 +76,7 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
     stores.push({ n, storage, sessions: new Sessions({ storage }), times: [] });
     ctx.log(`postgres: session of ${sizeLabel(n)} messages written`);
   }
+  await vacuumAnalyze(url);
   const rounds = ctx.quick ? 20 : 60;
   for (let round = -3; round < rounds; round++) {
     for (const store of stores) {
@@ -101,7 +104,7 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
     ratioMeaning: "n=1e5 / n=1e2 (flatness)",
     target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" },
     runs: rounds,
-    note: "warm open + compose in this process, one PostgresStorage, the server on a Unix socket",
+    note: "warm open + compose in this process, one PostgresStorage, the server on a Unix socket, its tables vacuumed and analyzed after the load",
   });
   ctx.emit({
     case: 10,
