@@ -10,6 +10,7 @@
 declare class TextEncoder {
   readonly encoding: string;
   encode(input?: string): Uint8Array;
+  encodeInto(source: string, destination: Uint8Array): { read: number; written: number };
 }
 
 declare class TextDecoder {

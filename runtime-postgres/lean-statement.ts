@@ -6,7 +6,10 @@
  * and is an `EventEmitter`. A commit's answer is the first column of its one row (the
  * outcome, as text), so this sends Parse once per connection (recorded where `pg` records its
  * own, so both agree on what the connection has prepared), then Bind, Execute and Sync, and
- * keeps the first field of the first DataRow. It goes through `Client#query` as a
+ * keeps the first field of the first DataRow. Bind, Execute and Sync are written as one
+ * buffer of the size they need, in one write to the socket (docs/decisions.md "PostgreSQL's
+ * commit: its messages in one buffer"): `pg`'s serializer grows a 256-byte buffer by copies
+ * to the size of a commit's parameters and sends the three messages as a corked `writev`. It goes through `Client#query` as a
  * submittable (the extension point `pg-cursor` uses), so the client's queue, its
  * `query_timeout` and its handling of a lost connection apply as to any query. A client in
  * `pg`'s pipeline mode refuses submittables, and a `pg` whose connection keeps no such record
@@ -25,7 +28,7 @@ export interface NamedStatement {
 
 /** The calls a submitted query makes on `pg`'s wire connection, and its record of prepared statements (not in its types). */
 interface WireConnection {
-  readonly stream: { cork?(): void; uncork?(): void };
+  readonly stream: { cork?(): void; uncork?(): void; write(bytes: Uint8Array): boolean; readonly writable: boolean };
   readonly parsedStatements: Record<string, string | undefined>;
   readonly submittedNamedStatements: Record<string, string | undefined>;
   parse(config: { name: string; text: string; types: readonly unknown[] }): void;
@@ -72,9 +75,57 @@ function asText(value: string): string {
   return value;
 }
 
-/** `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes). */
-function wireValue(value: unknown): unknown {
-  return value === null || value === undefined || typeof value === "string" || Buffer.isBuffer(value) ? value ?? null : String(value);
+/** `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes): `null`, a `Buffer` (sent in binary) or text. */
+function wireValue(value: unknown): Buffer | string | null {
+  return value === null || value === undefined ? null : typeof value === "string" || Buffer.isBuffer(value) ? value : String(value);
+}
+
+/** Execute (`E`, length 9, the unnamed portal, no row limit), then Sync (`S`, length 4): the same bytes after every Bind. */
+const EXECUTE_AND_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);
+
+/**
+ * Bind of the prepared statement `name` to `values` (the unnamed portal, each value's format
+ * as `pg` chooses it, results as text), then Execute and Sync, as PostgreSQL's protocol lays
+ * them out ("Message Formats"), in one buffer.
+ */
+function boundAndSynced(name: string, values: readonly unknown[]): Buffer {
+  const count = values.length;
+  const wire: (Buffer | string | null)[] = new Array(count);
+  const nameBytes = Buffer.byteLength(name);
+  // Type and length, the unnamed portal's and the statement's names, the format codes, the values' count, the result format.
+  let size = 1 + 4 + 1 + nameBytes + 1 + 2 + 2 * count + 2 + 2 + 2;
+  for (let i = 0; i < count; i++) {
+    const value = wireValue(values[i]);
+    wire[i] = value;
+    size += 4 + (value === null ? 0 : typeof value === "string" ? Buffer.byteLength(value) : value.length);
+  }
+  const out = Buffer.allocUnsafe(size + EXECUTE_AND_SYNC.length);
+  out[0] = 0x42; // Bind
+  out.writeInt32BE(size - 1, 1);
+  out[5] = 0; // the unnamed portal
+  let at = 6 + out.write(name, 6);
+  out[at++] = 0;
+  out.writeInt16BE(count, at);
+  at += 2;
+  for (let i = 0; i < count; i++, at += 2) out.writeInt16BE(Buffer.isBuffer(wire[i]) ? 1 : 0, at);
+  out.writeInt16BE(count, at);
+  at += 2;
+  for (let i = 0; i < count; i++) {
+    const value = wire[i]!;
+    if (value === null) {
+      out.writeInt32BE(-1, at);
+      at += 4;
+      continue;
+    }
+    // The length goes before the value, once it is written.
+    const length = typeof value === "string" ? out.write(value, at + 4) : value.copy(out, at + 4);
+    out.writeInt32BE(length, at);
+    at += 4 + length;
+  }
+  out.writeInt16BE(1, at); // one result format code: text
+  out.writeInt16BE(0, at + 2);
+  EXECUTE_AND_SYNC.copy(out, at + 4);
+  return out;
 }
 
 /** The submittable: `Client#query` calls `submit` when the connection is free, then hands it the server's answers. */
@@ -102,15 +153,18 @@ class LeanStatement implements pg.Submittable {
 
   submit(connection: pg.Connection): void {
     const wire = connection as unknown as WireConnection;
+    const messages = boundAndSynced(this.name, this.values);
+    // As `pg` sends: nothing on a socket no longer writable (the client's own handling of its end applies).
+    if (!wire.stream.writable) return;
+    if (wire.parsedStatements[this.name] !== undefined || wire.submittedNamedStatements[this.name] !== undefined) {
+      wire.stream.write(messages);
+      return;
+    }
     wire.stream.cork?.();
     try {
-      if (wire.parsedStatements[this.name] === undefined && wire.submittedNamedStatements[this.name] === undefined) {
-        wire.parse({ name: this.name, text: this.text, types: [] });
-        wire.submittedNamedStatements[this.name] = this.text;
-      }
-      wire.bind({ statement: this.name, values: this.values, valueMapper: wireValue });
-      wire.execute({ portal: "", rows: 0 });
-      wire.sync();
+      wire.parse({ name: this.name, text: this.text, types: [] });
+      wire.submittedNamedStatements[this.name] = this.text;
+      wire.stream.write(messages);
     } finally {
       wire.stream.uncork?.();
     }

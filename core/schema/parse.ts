@@ -4,6 +4,7 @@ import { draftCheck, lockCheck, metaCheck, type RecordCheck } from "./fast-check
 import { describeJsonError } from "./json-error.ts";
 import type { DraftRecord } from "./message.ts";
 import type { SessionMeta, WriterLockRecord } from "./meta.ts";
+import { utf8Bytes } from "./utf8.ts";
 import { META_SCHEMA_VERSION } from "./version.ts";
 
 /** What {@linkcode describeIssues} reads of an error: zod's `ZodError` or a hand-written check's (core/schema/fast-check.ts). */
@@ -32,7 +33,6 @@ export function describeIssues(error: IssueList, max = 3): string {
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
-const encoder = new TextEncoder();
 
 /** Decodes UTF-8 bytes, throwing {@linkcode CorruptSessionError} naming `file` when they are not UTF-8. */
 export function decodeUtf8(bytes: Uint8Array, file: string): string {
@@ -200,5 +200,5 @@ export function metaRevisionOf(bytes: Uint8Array | undefined): number | undefine
  * ```
  */
 export function encodeJsonDocument(value: unknown): Uint8Array {
-  return encoder.encode(`${JSON.stringify(value, null, 2)}\n`);
+  return utf8Bytes(`${JSON.stringify(value, null, 2)}\n`);
 }

@@ -10,9 +10,9 @@
 import { estimateTokens } from "../compaction/estimate.ts";
 import { encodeJsonlLine } from "../jsonl/encode.ts";
 import type { MessageRecord } from "../schema/mod.ts";
+import { utf8Bytes } from "../schema/utf8.ts";
 
 const NEWLINE = 0x0a;
-const encoder = new TextEncoder();
 
 /** A base class whose constructor returns the object it is given, so a subclass's private field lands on that object. */
 class Stamped {
@@ -85,7 +85,7 @@ export function lineOf(record: object): Uint8Array {
   let bytes = RememberedLine.get(record);
   if (!bytes) {
     const line = encodeJsonlLine(record);
-    bytes = encoder.encode(line.slice(0, -1));
+    bytes = utf8Bytes(line.slice(0, -1));
     RememberedLine.set(record, bytes);
   }
   return bytes;
@@ -99,7 +99,7 @@ export function lineOf(record: object): Uint8Array {
 export function linesOf(records: readonly object[]): Uint8Array {
   const [only] = records;
   if (records.length !== 1 || RememberedLine.get(only!)) return joinLines(records.map(lineOf));
-  const bytes = encoder.encode(encodeJsonlLine(only));
+  const bytes = utf8Bytes(encodeJsonlLine(only));
   RememberedLine.set(only!, bytes.subarray(0, bytes.length - 1));
   return bytes;
 }

@@ -46,6 +46,10 @@ describe.skipIf(!POSTGRES_URL)("a statement sent lean", () => {
       };
       expect(await firstValue(client, statement, values)).toBe("one|42|t|00ff0a|null");
       expect(await firstValue(client, statement, ["two", 1, false, Buffer.alloc(0), "x"])).toBe("two|2|f||x");
+      // Text of several bytes a character and values far larger than pg's own 256-byte writer: lengths in bytes, nothing cut.
+      const wide = "é✓𝄞".repeat(400);
+      const bytes = Buffer.alloc(5_000, 0xab);
+      expect(await firstValue(client, statement, [wide, -7, true, bytes, wide])).toBe(`${wide}|-6|t|${"ab".repeat(5_000)}|${wide}`);
       // pg's own query of the same name and text on this connection: prepared already, not parsed again (42P05 otherwise).
       const own = await client.query<{ answer: string }>({ ...statement, values });
       expect(own.rows[0]!.answer).toBe("one|42|t|00ff0a|null");

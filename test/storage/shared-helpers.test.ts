@@ -1,7 +1,9 @@
-/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts, fence.ts). */
+/** The helpers every backend shares (core/storage/bytes.ts, failure.ts, path.ts, fence.ts), and the commit path's UTF-8 encoding (core/schema/utf8.ts). */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, MemoryStorage, StorageError, StorageFullError } from "../../core/mod.ts";
 import { concatBytes, isWithin, messageOf, sameBytes, storageFailure } from "../../core/internal.ts";
+import { utf8Bytes } from "../../core/schema/utf8.ts";
 import { holdsWriterLock } from "../../core/storage/fence.ts";
 
 describe("concatBytes", () => {
@@ -32,6 +34,28 @@ describe("sameBytes", () => {
     expect(sameBytes(new Uint8Array(0), new Uint8Array(0))).toBe(true);
     expect(sameBytes(new Uint8Array([1, 2, 3]), new Uint8Array([1, 2, 4]))).toBe(false);
     expect(sameBytes(new Uint8Array([1, 2]), new Uint8Array([1, 2, 3]))).toBe(false);
+  });
+});
+
+describe("utf8Bytes", () => {
+  it("gives what TextEncoder#encode gives, in an array of its own, for texts either side of the scratch buffer's size", () => {
+    const encoder = new TextEncoder();
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 64 }), fc.constantFrom(1, 300, 16_384, 16_385), (text, times) => {
+        const long = text.repeat(Math.ceil(times / Math.max(1, text.length))).slice(0, times);
+        for (const sample of [text, long]) {
+          const bytes = utf8Bytes(sample);
+          expect(bytes).toEqual(encoder.encode(sample));
+          // Its own buffer, exactly its size: a worker may be handed it, a store may keep it.
+          expect(bytes.byteOffset).toBe(0);
+          expect(bytes.buffer.byteLength).toBe(bytes.length);
+        }
+      }),
+      { numRuns: 60 },
+    );
+    const first = utf8Bytes("abc");
+    utf8Bytes("xyz");
+    expect(new TextDecoder().decode(first)).toBe("abc");
   });
 });
 

@@ -1,0 +1,29 @@
+/**
+ * Text to UTF-8 bytes on the commit path: the encoding every document and line a commit
+ * writes goes through.
+ *
+ * @module
+ */
+
+const encoder = new TextEncoder();
+/** Texts up to this many UTF-16 units are encoded through {@linkcode scratch}; longer ones by `encode` (no scratch kept that large). */
+const SCRATCH_UNITS = 16_384;
+/** Room for the UTF-8 of any text of {@linkcode SCRATCH_UNITS} units (at most 3 bytes a unit). */
+const scratch = new Uint8Array(SCRATCH_UNITS * 3);
+
+/**
+ * The UTF-8 bytes of `text`, in a fresh array of their exact size (what `TextEncoder#encode`
+ * gives). A short text is encoded into a scratch buffer and copied out: in Node,
+ * `TextEncoder#encode` costs about 1 µs for a commit's few hundred bytes, `encodeInto` and a
+ * copy half of that, and a commit encodes three (its line, `meta.json`, the lock record).
+ *
+ * @example
+ * ```ts
+ * import { utf8Bytes } from "./utf8.ts";
+ * utf8Bytes("é\n"); // Uint8Array [195, 169, 10]
+ * ```
+ */
+export function utf8Bytes(text: string): Uint8Array {
+  if (text.length > SCRATCH_UNITS) return encoder.encode(text);
+  return scratch.slice(0, encoder.encodeInto(text, scratch).written);
+}
