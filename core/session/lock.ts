@@ -1,6 +1,5 @@
 import { type LockOwner, WriterLockedError } from "../errors.ts";
-import { nowTimestamp, parseLockJson } from "../schema/records.ts";
-import { utf8Bytes } from "../schema/utf8.ts";
+import { encodeJsonDocument, nowTimestamp, parseLockJson } from "../schema/records.ts";
 import type { CommitPlan, CommitPlanResult, PlannedWrite, StoragePort } from "../storage/port.ts";
 import { BATCH_FIELD, LINE_REVISION_FIELD } from "./batch.ts";
 import { newId } from "./ids.ts";
@@ -49,8 +48,8 @@ export type TakenWriterLock =
  * @throws {StorageError} when a storage call fails.
  */
 export async function takeWriterLock(storage: StoragePort, path: string, locked: LockedWrites): Promise<TakenWriterLock> {
-  const lockId = newId("lock");
-  const lock = { path, bytes: lockRecordBytes(locked.identity, locked.operation, lockId, nowTimestamp(locked.clock)), lockId };
+  const owner = newLockOwner(locked.identity, locked.operation, locked.clock);
+  const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
   const plan: CommitPlan = locked.expect
     ? { lock, hold: locked.hold, expect: locked.expect, writes: locked.writes ?? [] }
     : { lock, hold: locked.hold, writes: locked.writes ?? [] };
@@ -214,35 +213,18 @@ export async function releaseWriterLock(storage: StoragePort, lease: WriterLease
   await applyCommitPlan(storage, { writes: [], release: lease });
 }
 
-/**
- * The bytes of a new `writer.lock`: who writes, what for, a `lock_id` of its own and when, exactly as
- * `encodeJsonDocument` writes that record (fields in this order, two-space indented). The writer's fields are the
- * same at every commit, so their text is made once per identity ({@linkcode identityText}) and only the last three
- * are written each time: a commit takes a lock, and a backend that writes no record for it (PostgreSQL's
- * per-operation lock) still got one made (docs/decisions.md "The lock record from a template").
- */
-function lockRecordBytes(identity: WriterIdentity, operation: string, lockId: string, createdAt: string): Uint8Array {
-  return utf8Bytes(
-    `${identityText(identity)}  "operation": ${JSON.stringify(operation)},\n  "lock_id": ${JSON.stringify(lockId)},\n  "created_at": ${
-      JSON.stringify(createdAt)
-    }\n}\n`,
-  );
-}
-
-/** The identity {@linkcode identityText} last wrote, field by field (an identity object changed in place is written again), and its text. */
-let lastIdentity: { readonly fields: readonly unknown[]; readonly text: string } | undefined;
-
-/** The record's opening and the writer's fields as `encodeJsonDocument` writes them, each line ended by `,\n`. */
-function identityText(identity: WriterIdentity): string {
+/** The content of a new `writer.lock`: who writes, what for, and a `lock_id` of its own (fields set in order, not spread: docs/decisions.md "The commit path's own CPU"). */
+function newLockOwner(identity: WriterIdentity, operation: string, clock: () => number): LockOwner & { lock_id: string } {
   const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
-  const fields = [pid, hostname, bootId, pidNamespace, processStartedAt, runtime];
-  if (lastIdentity && lastIdentity.fields.every((field, i) => field === fields[i])) return lastIdentity.text;
-  // Set in the record's order; a field left undefined is left out, as JSON leaves it out.
-  const record = { pid, hostname, boot_id: bootId, pid_namespace: pidNamespace, process_started_at: processStartedAt, runtime };
-  const json = JSON.stringify(record, null, 2);
-  const text = json === "{}" ? "{\n" : `${json.slice(0, -2)},\n`;
-  lastIdentity = { fields, text };
-  return text;
+  const owner: Record<string, unknown> = { pid, hostname };
+  if (bootId !== undefined) owner["boot_id"] = bootId;
+  if (pidNamespace !== undefined) owner["pid_namespace"] = pidNamespace;
+  if (processStartedAt !== undefined) owner["process_started_at"] = processStartedAt;
+  owner["runtime"] = runtime;
+  owner["operation"] = operation;
+  owner["lock_id"] = newId("lock");
+  owner["created_at"] = nowTimestamp(clock);
+  return owner as LockOwner & { lock_id: string };
 }
 
 /** The error for a lock someone else holds, naming that holder from the lock's content. */

@@ -2,9 +2,8 @@
  * writer.lock: taken with create-new semantics for one mutating operation, content as
  * docs/FORMAT.md says, never removed by a writer that finds someone else's.
  */
-import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { MemoryStorage, type SessionRef, Sessions, type WriterIdentity, WriterLockedError } from "../../core/mod.ts";
+import { MemoryStorage, type SessionRef, WriterLockedError } from "../../core/mod.ts";
 import { IDENTITY, P, readText, RecordingStorage, REF, registry, rejection, snapshot, utf8 } from "../support/session.ts";
 import { draftText, FOREIGN_LOCK, ISO_MS, msgs, summarizer, user, writeSession } from "./support.ts";
 
@@ -149,39 +148,5 @@ describe("the lock of a successful operation", () => {
     const session = await registry(storage).open(REF);
     await session.append(user("x"));
     expect(await readText(inner, P.lock)).toBe(lockText);
-  });
-});
-
-describe("a new writer.lock's record", () => {
-  test("is the writer's identity, the operation, its lock_id and created_at, in that order, as encodeJsonDocument writes them", async () => {
-    const text = fc.string({ unit: "binary", maxLength: 12 });
-    const identities = fc.record(
-      { pid: fc.integer({ min: 0, max: 4_194_304 }), hostname: text, runtime: text, bootId: text, processStartedAt: text, pidNamespace: text },
-      { requiredKeys: ["pid", "hostname", "runtime"] },
-    );
-    await fc.assert(
-      fc.asyncProperty(identities, async (identity: WriterIdentity) => {
-        const storage = new MemoryStorage();
-        const session = await new Sessions({ storage, identity }).create(REF, { hold: true });
-        const written = (await readText(storage, P.lock))!;
-        const { lock_id, created_at } = JSON.parse(written) as { lock_id: string; created_at: string };
-        const { pid, hostname, runtime, bootId, processStartedAt, pidNamespace } = identity;
-        const record = { pid, hostname, boot_id: bootId, pid_namespace: pidNamespace, process_started_at: processStartedAt, runtime };
-        expect(written).toBe(`${JSON.stringify({ ...record, operation: "lease", lock_id, created_at }, null, 2)}\n`);
-        await session.close();
-      }),
-      { numRuns: 40 },
-    );
-  });
-
-  test("follows an identity changed in place", async () => {
-    const identity = { pid: 1, hostname: "before", runtime: "node" };
-    const storage = new MemoryStorage();
-    const sessions = new Sessions({ storage, identity });
-    await (await sessions.create(REF, { hold: true })).close();
-    identity.hostname = "after";
-    const session = await sessions.open(REF, { hold: true });
-    expect(JSON.parse((await readText(storage, P.lock))!)).toMatchObject({ pid: 1, hostname: "after", runtime: "node" });
-    await session.close();
   });
 });
