@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { type CompactionPlan, estimateTokens, planCompaction } from "../compaction/mod.ts";
+import { type CompactionPlan, planCompaction } from "../compaction/mod.ts";
 import type { SessionPaths } from "../layout/paths.ts";
 import type { MessageRecord } from "../schema/records.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
-import { joinLinesWithRoom, lineOf, type OpenLines } from "./lines.ts";
+import { joinLinesWithRoom, lineOf, linesTokens, type OpenLines } from "./lines.ts";
 import { hasUnknownActiveLines } from "./recovery.ts";
 import type { SessionState } from "./state.ts";
 import type { StageActive, StagedClose } from "./staged-close.ts";
@@ -74,10 +74,11 @@ export function prepareCompaction(
 }
 
 /**
- * The token estimates of a compaction's halves (most of its own CPU), needed after the summary: worked out once the files
- * are staged and the summarizer called. Active = the selected half + the kept half. Not kept with the lines
- * (storedTokens): that costs as much again.
+ * The token estimates of a compaction's halves, needed after the summary: worked out once the files are staged and the
+ * summarizer called. Active = the selected half + the kept half. A message an open read from a plain line (ASCII, no
+ * backslash) is estimated without scanning its text ({@linkcode linesTokens}); not kept with the lines (storedTokens):
+ * that costs as much again.
  */
 export function estimatesOf(selection: CompactionPlan): { readonly removedTokens: number; readonly keptTokens: number } {
-  return { removedTokens: estimateTokens(selection.selected), keptTokens: estimateTokens(selection.kept) };
+  return { removedTokens: linesTokens(selection.selected), keptTokens: linesTokens(selection.kept) };
 }

@@ -3,11 +3,12 @@
  * wrote it. A compaction or a rewrite of Active copies these bytes instead of encoding the
  * JSON again: it costs a copy, not a serialization, and a line keeps its exact bytes
  * (unknown fields included). Held by the record object itself, in a private slot: a
- * committed record is never mutated. Its token estimate is kept the same way once asked for.
+ * committed record is never mutated. Its token estimate is kept the same way once asked for; a line read from
+ * bytes noted plain (ASCII, no backslash) is estimated without scanning its text.
  *
  * @module
  */
-import { estimateTokens } from "../compaction/estimate.ts";
+import { estimateMessageTokens } from "../compaction/estimate.ts";
 import { encodeJsonlLine } from "../jsonl/encode.ts";
 import type { MessageRecord } from "../schema/mod.ts";
 
@@ -57,9 +58,9 @@ class RememberedTokens extends Stamped {
     this.#tokens = tokens;
   }
 
-  static of(record: MessageRecord): number {
+  static of(record: MessageRecord, plain: PlainLines): number {
     if (#tokens in record) return (record as unknown as RememberedTokens).#tokens;
-    const tokens = estimateTokens([record]);
+    const tokens = estimateMessageTokens(record, plain.has(record));
     if (RememberedLine.get(record)) new RememberedTokens(record, tokens);
     return tokens;
   }
@@ -71,12 +72,54 @@ export function rememberLine(record: object, bytes: Uint8Array): void {
 }
 
 /**
+ * The part of each buffer an open read lines from that is known to be ASCII without a backslash
+ * (`JsonlDecodeResult.plainStrings`), by the buffer its lines are views of: one entry per file read, where a mark on
+ * each record would cost an open about as much as the scans it saves a compaction.
+ */
+const plainParts = new WeakMap<ArrayBufferLike, { readonly start: number; readonly end: number }>();
+
+/** Notes that `bytes`, whose lines {@linkcode rememberLine} remembers, are ASCII without a backslash. */
+export function rememberPlainLines(bytes: Uint8Array): void {
+  plainParts.set(bytes.buffer, { start: bytes.byteOffset, end: bytes.byteOffset + bytes.byteLength });
+}
+
+/**
+ * Whether a message's remembered line lies in bytes {@linkcode rememberPlainLines} noted (every string of the message is
+ * plain ASCII, so its estimate scans no text), asked message after message: the lines of one read share a buffer, so
+ * it is looked up once for them all.
+ */
+class PlainLines {
+  #buffer: ArrayBufferLike | undefined;
+  #part: { readonly start: number; readonly end: number } | undefined;
+
+  has(message: object): boolean {
+    const line = RememberedLine.get(message);
+    if (!line) return false;
+    if (line.buffer !== this.#buffer) {
+      this.#buffer = line.buffer;
+      this.#part = plainParts.get(line.buffer);
+    }
+    const part = this.#part;
+    return part !== undefined && line.byteOffset >= part.start && line.byteOffset + line.byteLength <= part.end;
+  }
+}
+
+/** `estimateTokens(messages)`, a message an open read from a plain line estimated without scanning its text: a compaction's. */
+export function linesTokens(messages: readonly MessageRecord[]): number {
+  const plain = new PlainLines();
+  let total = 0;
+  for (const message of messages) total += estimateMessageTokens(message, plain.has(message));
+  return total;
+}
+
+/**
  * `estimateTokens(messages)` where each message with a remembered line (a committed one) is estimated once and the
  * figure kept with its line: the compaction trigger (`atContextTokens`) estimates all of Active before each run step.
  */
 export function storedTokens(messages: readonly MessageRecord[]): number {
+  const plain = new PlainLines();
   let total = 0;
-  for (const message of messages) total += RememberedTokens.of(message);
+  for (const message of messages) total += RememberedTokens.of(message, plain);
   return total;
 }
 

@@ -7,7 +7,7 @@ import { decodeUtf8, isBlankDocument, messageCheck, type MessageRecord, nowTimes
 import type { ReadResult, StoragePort } from "../storage/port.ts";
 import { readMany } from "../storage/read-many.ts";
 import { incompleteFinalBatch } from "./batch.ts";
-import { rememberLine } from "./lines.ts";
+import { rememberLine, rememberPlainLines } from "./lines.ts";
 import { reconcileMeta, reportMisplacedMeta, reportMissingMeta, type SegmentSide, segmentSide, withoutIncompleteBatch } from "./load-repairs.ts";
 import { NEWEST_SEGMENT_FIELD, newestSegmentHint, withNewestSegment } from "./segment-hint.ts";
 import { sessionExists } from "./staging.ts";
@@ -133,6 +133,7 @@ export async function loadSessionState(
   const activeBytes = activeRead?.bytes ?? new Uint8Array(0);
   const decoded = decodeJsonl<MessageRecord>(activeBytes, { file: activeFile, schemas: MESSAGE_SCHEMAS, keepLineBytes: true });
   for (let i = 0; i < decoded.records.length; i++) rememberLine(decoded.records[i]!.record, decoded.records[i]!.bytes!);
+  if (decoded.plainStrings) rememberPlainLines(activeBytes);
   diagnostics.push(...decoded.diagnostics);
   let records = decoded.records;
   let keptBytes = decoded.validBytes;

@@ -4,9 +4,12 @@
  * they lie one after the other in the bytes they were read from; a line added in the room left
  * after joined lines is the same bytes as the lines joined with it.
  */
+import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { estimateTokens, type MessageRecord } from "../../core/mod.ts";
-import { joinLines, joinLinesWithRoom, lineOf, rememberLine, storedTokens, withLastLine } from "../../core/session/lines.ts";
+import { encodeJsonl, estimateTokens, type MessageRecord } from "../../core/mod.ts";
+import { decodeJsonl } from "../../core/jsonl/decode.ts";
+import { messageCheck } from "../../core/schema/fast-check.ts";
+import { joinLines, joinLinesWithRoom, lineOf, linesTokens, rememberLine, rememberPlainLines, storedTokens, withLastLine } from "../../core/session/lines.ts";
 
 const encoder = new TextEncoder();
 describe("storedTokens", () => {
@@ -28,6 +31,71 @@ describe("storedTokens", () => {
     // Kept with the line: asked again, the same figure.
     expect(storedTokens(stored)).toBe(estimateTokens(stored));
     expect(storedTokens([])).toBe(0);
+  });
+});
+
+describe("linesTokens", () => {
+  const message = (sequence: number, text: string): MessageRecord => ({
+    record_type: "message",
+    sequence,
+    message_id: `m${sequence}`,
+    ...(sequence % 2 ? { role: "user" } : { role: "assistant", status: "completed" }),
+    created_at: "2026-12-02T13:00:00.000Z",
+    parts: sequence % 2 === 0
+      ? [{ sequence: 1, type: "reasoning", text }, {
+        sequence: 2,
+        type: "tool",
+        tool_call_id: `c${sequence}`,
+        tool_name: "t",
+        state: "output-available",
+        input: { q: text },
+        output: [text],
+      }]
+      : [{ sequence: 1, type: "text", text }],
+  });
+  /** Active as an open decodes and remembers it (core/session/load.ts). */
+  const opened = (bytes: Uint8Array) => {
+    const decoded = decodeJsonl<MessageRecord>(bytes, { file: "messages/active.jsonl", schemas: { message: messageCheck }, keepLineBytes: true });
+    for (const { record, bytes: line } of decoded.records) rememberLine(record, line!);
+    if (decoded.plainStrings) rememberPlainLines(bytes);
+    return { records: decoded.records.map(({ record }) => record), plain: decoded.plainStrings };
+  };
+  const text = fc.oneof(
+    fc.string({ unit: "binary" }),
+    fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)) }),
+    fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 400 }),
+  );
+
+  test("property: is estimateTokens of Active read from disk, its lines plain (ASCII, no backslash) or not", () => {
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 12 }), (texts) => {
+        const bytes = encodeJsonl(texts.map((body, i) => message(i + 1, body)));
+        const { records, plain } = opened(bytes);
+        expect(plain === true).toBe(bytes.every((byte) => byte < 0x80 && byte !== 0x5c));
+        expect(linesTokens(records)).toBe(estimateTokens(records));
+        expect(linesTokens(records.slice(1))).toBe(estimateTokens(records.slice(1)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  test("takes as plain only the lines of the bytes an open noted, not other lines of the same buffer or another's", () => {
+    const quoted = message(1, 'a "quoted" text, a \\ backslash and ünïcode');
+    const plainPart = encodeJsonl([message(2, "plain text"), message(3, "more plain text")]);
+    const head = encodeJsonl([quoted]);
+    const buffer = new Uint8Array(head.length + plainPart.length);
+    buffer.set(head);
+    buffer.set(plainPart, head.length);
+    const { records, plain } = opened(buffer.subarray(head.length));
+    expect(plain).toBe(true);
+    // The quoted message's line lies in the same buffer, before the part noted plain.
+    const same = { ...quoted };
+    rememberLine(same, buffer.subarray(0, head.length - 1));
+    const committed = message(4, '\u00e9t\u00e9 "x"');
+    lineOf(committed);
+    const all = [same, ...records, committed];
+    expect(linesTokens(all)).toBe(estimateTokens(all));
+    expect(linesTokens([committed, same])).toBe(estimateTokens([committed, same]));
   });
 });
 
