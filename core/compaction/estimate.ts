@@ -90,8 +90,11 @@ export function estimateModelInputTokens(input: ModelInput, tools: readonly Tool
 }
 
 function estimatePartTokens(part: MessagePart, sequence: number, plain: boolean): number {
+  if (part.type !== "file" || typeof part.data !== "string") {
+    // The part's name is built only for a part measured on its JSON (a template string per text part is a tenth of its estimate).
+    return bytesToTokens(textPartJsonLength(part, plain) ?? jsonBytes(part, `message ${sequence} part ${part.sequence}`, plain));
+  }
   const where = `message ${sequence} part ${part.sequence}`;
-  if (part.type !== "file" || typeof part.data !== "string") return bytesToTokens(textPartJsonLength(part, plain) ?? jsonBytes(part, where, plain));
   const { data, ...rest } = part;
   const metadata = bytesToTokens(jsonBytes(rest, where, plain));
   const content = part.media_type.toLowerCase().startsWith("text/") ? bytesToTokens(base64DecodedLength(data)) : FILE_DATA_TOKENS;
