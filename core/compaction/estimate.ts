@@ -73,8 +73,11 @@ export function estimateModelInputTokens(input: ModelInput, tools: readonly Tool
 }
 
 function estimatePartTokens(part: MessagePart, sequence: number): number {
+  if (part.type !== "file" || typeof part.data !== "string") {
+    // The part's name is built only for a part measured on its JSON (a template string per text part is a tenth of its estimate).
+    return bytesToTokens(textPartJsonLength(part) ?? utf8Length(jsonOf(part, `message ${sequence} part ${part.sequence}`)));
+  }
   const where = `message ${sequence} part ${part.sequence}`;
-  if (part.type !== "file" || typeof part.data !== "string") return bytesToTokens(textPartJsonLength(part) ?? utf8Length(jsonOf(part, where)));
   const { data, ...rest } = part;
   const metadata = bytesToTokens(utf8Length(jsonOf(rest, where)));
   const content = part.media_type.toLowerCase().startsWith("text/") ? bytesToTokens(base64DecodedLength(data)) : FILE_DATA_TOKENS;
