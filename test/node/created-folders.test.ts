@@ -101,9 +101,19 @@ const ids = (messages: readonly MessageRecord[]) => messages.map((m) => m.messag
 /** Where in `log` the first entry starting with `prefix` is (`-1`: none). */
 const at = (log: readonly string[], prefix: string) => log.findIndex((entry) => entry.startsWith(prefix));
 
-/** The next compaction of a session whose first one failed: it commits, `messages/` flushed before the segment's name goes in, and a fresh store reads every message once. */
-async function compactsAgain(setup: Awaited<ReturnType<typeof sessionOfSix>>): Promise<void> {
-  const { root, store, session, messages, segments } = setup;
+/**
+ * The next compaction of a session whose first one failed, by the same store or (`fresh`) by a new one, as another
+ * process would: it commits, `messages/` flushed before the segment's name goes in, and a fresh store reads every
+ * message once.
+ */
+async function compactsAgain(setup: Awaited<ReturnType<typeof sessionOfSix>>, fresh: boolean): Promise<void> {
+  const { root, messages, segments } = setup;
+  let { store, session } = setup;
+  if (fresh) {
+    await store.close();
+    store = await openNodeSessions({ root, worker: false });
+    session = await store.sessions.open(REF);
+  }
   fs.log = [];
   const outcome = await session.compact({ summarizer: summarizer() });
   const log = fs.log;
@@ -124,23 +134,23 @@ async function compactsAgain(setup: Awaited<ReturnType<typeof sessionOfSix>>): P
 }
 
 describe.runIf(process.platform === "linux")("a folder the Node store created", () => {
-  it("is removed when the flush of its entry fails (a first compaction's segments/), and the next compaction makes it again", async () => {
+  it("is removed when the flush of its entry fails (a first compaction's segments/), and the next compaction, in another store, makes it again", async () => {
     const setup = await sessionOfSix();
     fs.failSync.add(setup.messages); // the flush of segments/'s entry in messages/
     await expect(setup.session.compact({ summarizer: summarizer() })).rejects.toMatchObject({ name: "StorageError", details: { errno: "EIO" } });
     expect(fs.failSync.size, "the injected fault was hit").toBe(0);
     expect(await readdir(setup.messages), "nothing of the failed compaction is left, segments/ included").toEqual(["active.jsonl"]);
-    await compactsAgain(setup);
+    await compactsAgain(setup, true);
   });
 
-  it("that cannot be removed has its entry flushed before the next write under it", async () => {
+  it("that cannot be removed has its entry flushed before the store's next write under it (a compaction's stage)", async () => {
     const setup = await sessionOfSix();
     fs.failSync.add(setup.messages);
     fs.failRmdir.add(setup.segments);
     await expect(setup.session.compact({ summarizer: summarizer() })).rejects.toMatchObject({ name: "StorageError", details: { errno: "EIO" } });
     expect(await readdir(setup.segments), "segments/ stays, empty").toEqual([]);
     fs.failRmdir.clear();
-    await compactsAgain(setup);
+    await compactsAgain(setup, false);
   });
 
   it("is removed when the fsync of its entry fails on a plain write, with the folders made above it, and made again by the next", async () => {
