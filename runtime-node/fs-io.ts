@@ -7,7 +7,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { closeSync, fchmodSync, fsync, fsyncSync, lstatSync, openSync, readSync, readvSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fsync, fsyncSync, lstatSync, openSync, readSync, readvSync, rmdirSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { concatBytes, type FileTail, type ReadRequest } from "../core/reader.ts";
 import { FOLDER_FLAGS, kindOf } from "./fs-boundary.ts";
@@ -200,6 +200,19 @@ export function syncFolder(folder: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Removes each of `folders` that is empty, deepest first (a folder's path is longer than its parent's); returns those that stay (not empty, or `rmdir` failed). */
+export function removeEmptyFolders(folders: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (const folder of [...folders].sort((a, b) => b.length - a.length)) {
+    try {
+      rmdirSync(folder);
+    } catch (error) {
+      if (errno(error) !== "ENOENT") kept.push(folder);
+    }
+  }
+  return kept;
 }
 
 /** What stands at `file`, for a message (its entry is not followed). */

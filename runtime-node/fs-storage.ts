@@ -7,7 +7,7 @@
  * @module
  */
 import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, isAbsolute, resolve, sep } from "node:path";
 import { InvalidInputError } from "../core/errors.ts";
 import {
   applyCommitPlanByCalls,
@@ -33,7 +33,19 @@ import {
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { FileCatalog } from "./fs-catalog.ts";
-import { fill, type FlushFailure, flushTogether, kindOfEntry, readTailOf, readWhole, syncFolder, TailSlab, tempBeside, writeAll } from "./fs-io.ts";
+import {
+  fill,
+  type FlushFailure,
+  flushTogether,
+  kindOfEntry,
+  readTailOf,
+  readWhole,
+  removeEmptyFolders,
+  syncFolder,
+  TailSlab,
+  tempBeside,
+  writeAll,
+} from "./fs-io.ts";
 import { StoreKeys, TEMP_PREFIX } from "./fs-keys.ts";
 import { type PinnedFile, PinnedFiles } from "./fs-pins.ts";
 
@@ -99,6 +111,11 @@ export class NodeFileStorage implements StoragePort {
   readonly #stagedFiles = new Map<string, StagedReplace | { readonly failed: unknown }>();
   /** Where a held commit's fence reads `writer.lock`: the check compares the bytes and forgets them, so one buffer serves every commit. */
   readonly #lockScratch = new Uint8Array(MAX_LOCK_BYTES);
+  /**
+   * Folders this store created whose entry in their parent may not be durable: the flush meant to make it so failed and
+   * the folder could not be removed ({@linkcode NodeFileStorage.#dropFolders}). A write under one fsyncs its parent first.
+   */
+  readonly #unsyncedFolders = new Set<string>();
 
   constructor(options: NodeFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -377,15 +394,16 @@ export class NodeFileStorage implements StoragePort {
     });
     if (!done.ok) {
       if (entry) dropStaged(new Map([[path, entry]]));
-      for (const folder of folders) bestEffort(() => this.#syncFolder(folder)); // a folder made stays: its entry is durable
+      this.#dropFolders(folders); // their entries were never flushed
       this.#stagedFiles.set(id, { failed: done.error });
       return Promise.reject(done.error);
     }
     const staged = entry!;
     // Flushed now, with the entries of folders made for it (a later plan takes a folder it finds as durable).
     if (this.#fsync) {
-      staged.flushed = flushTogether([staged], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
-        throw storageErrorFromFs(error, "stage", path, file ? staged.file : folders.join(", "));
+      staged.flushed = flushTogether([staged], folders.map(dirname)).catch(({ error, file }: FlushFailure<StagedReplace>) => {
+        staged.folders = folders; // removed once the temp file is (unstage, or the plan that names it)
+        throw storageErrorFromFs(error, "stage", path, file ? staged.file : folders.map(dirname).join(", "));
       });
       staged.flushed.catch(() => undefined); // the plan that names it (or unstage) takes the outcome
     }
@@ -400,6 +418,7 @@ export class NodeFileStorage implements StoragePort {
     if (entry === undefined || "failed" in entry) return;
     await entry.flushed?.catch(() => undefined);
     dropStaged(new Map([[entry.path, entry]]));
+    if (entry.folders) this.#dropFolders(entry.folders);
   }
 
   /** Takes the staged file a plan's replace of `path` names: it is the plan's now. */
@@ -426,7 +445,7 @@ export class NodeFileStorage implements StoragePort {
    */
   async #stageReplaces(writes: readonly PlannedWrite[], checked: Set<string>): Promise<Map<string, StagedReplace>> {
     const staged = new Map<string, StagedReplace>();
-    /** The folders holding the entries of folders created for the files: flushed with them, before any name is put in place. */
+    /** The folders created for the files: their entries are flushed with them, before any name is put in place. */
     const folders: string[] = [];
     /** The files this flush makes durable: all but a staged file nothing was appended to, whose own fsync ({@linkcode NodeFileStorage.stage}) is awaited. */
     const files: StagedReplace[] = [];
@@ -452,8 +471,8 @@ export class NodeFileStorage implements StoragePort {
         });
         if (!done.ok) throw done.error;
       }
-      await flushTogether(this.#fsync ? files : [], folders).catch(({ error, file }: FlushFailure<StagedReplace>) => {
-        const [path, at] = file ? [file.path, file.file] : [writes[0]!.path, folders.join(", ")];
+      await flushTogether(this.#fsync ? files : [], folders.map(dirname)).catch(({ error, file }: FlushFailure<StagedReplace>) => {
+        const [path, at] = file ? [file.path, file.file] : [writes[0]!.path, folders.map(dirname).join(", ")];
         throw storageErrorFromFs(error, "replace", path, at);
       });
       for (const file of staged.values()) await file.flushed;
@@ -462,7 +481,9 @@ export class NodeFileStorage implements StoragePort {
     } catch (error) {
       // No descriptor is closed under a stage's fsync that still runs.
       for (const file of staged.values()) await file.flushed?.catch(() => undefined);
+      for (const file of staged.values()) folders.push(...file.folders ?? []);
       dropStaged(staged);
+      this.#dropFolders(folders);
       throw error;
     }
   }
@@ -626,6 +647,7 @@ export class NodeFileStorage implements StoragePort {
       if (this.#boundary.parents(from, "read") === "missing") return false;
       if (!missingAsUndefined(() => lstatSync(source))) return false;
       if (missingAsUndefined(() => lstatSync(target))) return false;
+      if (this.#unsyncedFolders.size > 0) this.#syncUnsyncedAbove(target);
       this.#ensureFolder(parentPath(to));
       try {
         renameSync(source, target);
@@ -675,10 +697,11 @@ export class NodeFileStorage implements StoragePort {
 
   /**
    * Runs `create` once its folders are checked; when a parent folder is missing (or vanished
-   * before `create` ran), creates the parents first.
+   * before `create` ran), creates the parents first. `created`: where the folders it creates go, for the caller to
+   * flush their entries (else they are fsynced here).
    */
-  /** `unsynced`: where the folders to fsync for the new ones go, for the caller to flush (else they are fsynced here). */
-  #withParents<T>(path: string, create: () => T, checked?: Set<string>, unsynced?: string[]): T {
+  #withParents<T>(path: string, create: () => T, checked?: Set<string>, created?: string[]): T {
+    if (this.#unsyncedFolders.size > 0) this.#syncUnsyncedAbove(this.#keys.file(path));
     // A missing folder (a compaction's first segment) is no error to build, and the folders found real on the way are not walked again.
     let known = checked;
     try {
@@ -687,18 +710,48 @@ export class NodeFileStorage implements StoragePort {
       if (errno(error) !== "ENOENT") throw error;
       known = undefined; // a folder vanished after its check: every folder is checked again
     }
-    this.#ensureFolder(parentPath(path), known, unsynced);
+    this.#ensureFolder(parentPath(path), known, created);
     return create();
   }
 
-  /** Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably; `checked` as for `#walk`. */
-  #ensureFolder(dir: string, checked?: Set<string>, unsynced?: string[]): void {
+  /**
+   * Creates a folder and its missing parents `0700` (chmod too: the umask may strip bits), durably; `checked` as for
+   * `#walk`. `created`: where the folders it creates go, for the caller to flush their entries (each folder's parent)
+   * and to give to {@linkcode NodeFileStorage.#dropFolders} when that fails; else they are fsynced here.
+   */
+  #ensureFolder(dir: string, checked?: Set<string>, created?: string[]): void {
     this.#keys.file(dir, true);
-    const created = this.#boundary.ensureFolder(dir, checked);
-    if (created.length === 0) return;
-    const entries = [dirname(created[0]!), ...created.slice(0, -1)];
-    if (unsynced) unsynced.push(...entries);
-    else for (const folder of entries) this.#syncFolder(folder);
+    const made = this.#boundary.ensureFolder(dir, checked);
+    if (made.length === 0) return;
+    if (created) {
+      created.push(...made);
+      return;
+    }
+    try {
+      for (const folder of made) this.#syncFolder(dirname(folder));
+    } catch (error) {
+      this.#dropFolders(made);
+      throw error;
+    }
+  }
+
+  /**
+   * After a flush of the entries of `folders` (created by the call that failed) did not succeed, or never ran: removes
+   * each that is empty, deepest first, so the next write creates it again and flushes its entry (a later call takes a
+   * folder it finds as durable, and an fsync that failed may have dropped the entry's change). One that stays (not
+   * empty, or `rmdir` failed) is remembered: the next write under it fsyncs its parent first (docs/FORMAT.md, "New folders").
+   */
+  #dropFolders(folders: readonly string[]): void {
+    for (const folder of removeEmptyFolders(folders)) this.#unsyncedFolders.add(folder);
+  }
+
+  /** fsyncs the parent of each folder of {@linkcode NodeFileStorage.#unsyncedFolders} that `file` lies under, before a write there. */
+  #syncUnsyncedAbove(file: string): void {
+    for (const folder of this.#unsyncedFolders) {
+      if (!file.startsWith(folder + sep)) continue;
+      this.#syncFolder(dirname(folder));
+      this.#unsyncedFolders.delete(folder);
+    }
   }
 
   /** fsyncs a folder so a rename, a new or a removed entry in it survives a crash (unless this store does not fsync). */
@@ -718,6 +771,8 @@ interface StagedReplace {
   /** Staged by `stage`: how many bytes it wrote, and the stage's own fsync of them (none when the store does not fsync). */
   readonly size?: number;
   flushed?: Promise<void>;
+  /** The folders `stage` created for it when its flush failed: removed once it is dropped ({@linkcode NodeFileStorage.#dropFolders}). */
+  folders?: readonly string[];
 }
 
 /** Closes the staged files' descriptors. */
