@@ -3,10 +3,12 @@
  * for itself (test/support/postgres-server.ts: initdb into a temp folder, a Unix socket,
  * PostgreSQL's defaults, so `fsync` and `synchronous_commit` are on).
  *
- * - turn cost: a warm `sessions.open` + `compose` of a session of 10² and of 10⁵ messages
- *   (written as the files 10⁵ commits and their compactions leave; the tables then vacuumed and
- *   analyzed, as a running server keeps them), round-robin; the ratio is
- *   the flatness (target ≤ 1.2). The statements one open sends (target 1: one round trip).
+ * - turn cost: a warm `sessions.open` + `compose` of a session of 10² and of 10⁵ messages, each
+ *   compacted as case 1's flatness rows' histories are (lib/synth.ts `COMPACTED_ACTIVE_SIZE`:
+ *   Active 50 and a newest segment whose footer the open reads, so every size's open does the
+ *   same work; the tables then vacuumed and analyzed, as a running server keeps them),
+ *   round-robin; the ratio is the flatness (target ≤ 1.2). The statements one open sends
+ *   (target 1: one round trip).
  * - one writer: `Session.append` of one ~500-byte message, each a commit plan (lock, revision
  *   check, append, `meta.json`) in one statement, against the floor: a bare `INSERT` of the
  *   same bytes (the JSONL line and the new `meta.json`) and its `COMMIT`, one per round trip,
@@ -40,7 +42,7 @@ import { PostgresStorage } from "../../../runtime-postgres/mod.ts";
 import { startTestServer } from "../../support/postgres-server.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
-import { BENCH_PROVIDER, BENCH_REF, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
+import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
 import { vacuumAnalyze } from "../lib/vacuum-analyze.ts";
 import { appendMessage } from "./append.ts";
 import { commitContract, contractCommitOf } from "./postgres-contract.ts";
@@ -70,10 +72,15 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
   for (const n of sizes) {
     const schema = `turn_${n}`;
     const load = loader(url, schema);
-    await writeSyntheticSession((path, bytes) => load.replace(path, bytes), n);
+    await writeSyntheticSession((path, bytes) => load.replace(path, bytes), n, BENCH_REF, COMPACTED_ACTIVE_SIZE);
     await load.close();
     const storage = new PostgresStorage({ connectionString: url, schema });
-    stores.push({ n, storage, sessions: new Sessions({ storage }), times: [] });
+    const sessions = new Sessions({ storage });
+    const { input } = (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+    if (input.messages.length !== COMPACTED_ACTIVE_SIZE || !input.summary) {
+      throw new Error(`case 10 at ${n}: the compacted history did not give ${COMPACTED_ACTIVE_SIZE} messages and a summary`);
+    }
+    stores.push({ n, storage, sessions, times: [] });
     ctx.log(`postgres: session of ${sizeLabel(n)} messages written`);
   }
   await vacuumAnalyze(url);
@@ -104,7 +111,8 @@ async function turnCost(ctx: CaseContext, url: string): Promise<void> {
     ratioMeaning: "n=1e5 / n=1e2 (flatness)",
     target: { op: "<=", limit: 1.2, text: "≤ 1.2 (flat)" },
     runs: rounds,
-    note: "warm open + compose in this process, one PostgresStorage, the server on a Unix socket, its tables vacuumed and analyzed after the load",
+    note:
+      `warm open + compose in this process, one PostgresStorage, the server on a Unix socket; every size compacted (Active ${COMPACTED_ACTIVE_SIZE} messages, a segment whose footer the open reads), the tables vacuumed and analyzed after the load`,
   });
   ctx.emit({
     case: 10,
