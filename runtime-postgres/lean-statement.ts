@@ -8,13 +8,14 @@
  * own, so both agree on what the connection has prepared), then Bind, Execute and Sync, and
  * keeps the first field of the first DataRow. Bind, Execute and Sync are written as one
  * buffer of the size they need, in one write to the socket (docs/decisions.md "PostgreSQL's
- * commit: its messages in one buffer"): `pg`'s serializer grows a 256-byte buffer by copies
- * to the size of a commit's parameters and sends the three messages as a corked `writev`. It goes through `Client#query` as a
- * submittable (the extension point `pg-cursor` uses), so the client's queue, its
- * `query_timeout` and its handling of a lost connection apply as to any query. A client in
- * `pg`'s pipeline mode refuses submittables, and a `pg` whose connection keeps no such record
- * (the record is not in its types, so another 8.x may move it): there the statement goes as
- * `pg`'s own query.
+ * commit: its messages in one buffer, and the commit path's UTF-8"): `pg`'s serializer grows
+ * a 256-byte buffer by copies to the size of a commit's parameters and sends the three
+ * messages as a corked `writev`.
+ * It goes through `Client#query` as a submittable (the extension point `pg-cursor` uses), so
+ * the client's queue, its `query_timeout` and its handling of a lost connection apply as to
+ * any query. A client in `pg`'s pipeline mode refuses submittables, and a `pg` whose
+ * connection keeps no such record (the record is not in its types, so another 8.x may move
+ * it): there the statement goes as `pg`'s own query.
  *
  * @module
  */
