@@ -76,10 +76,8 @@ export class Lease {
    * @throws {LeaseLostError} when the held lease was lost; nothing was written.
    */
   applyAppend(path: string, bytes: Uint8Array): Promise<CommitPlanResult> {
-    const lock = this.#held;
     const writes: PlannedWrite[] = [{ op: "append", path, bytes }];
-    if (!lock) return applyCommitPlan(this.#storage, { writes });
-    return applyFencedPlan(this.#storage, { writes, fence: lock }, lock, this.#refText, (event) => this.#lost(event));
+    return this.apply(this.#held ? { writes, fence: this.#held } : { writes });
   }
 
   /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned files closed. */
