@@ -12,8 +12,12 @@
  * a 256-byte buffer by copies to the size of a commit's parameters and sends the three
  * messages as a corked `writev`.
  * It goes through `Client#query` as a submittable (the extension point `pg-cursor` uses), so
- * the client's queue, its `query_timeout` and its handling of a lost connection apply as to
- * any query. A client in `pg`'s pipeline mode refuses submittables, and a `pg` whose
+ * the client's queue and its handling of a lost connection apply as to any query. The client's
+ * `query_timeout` applies too, kept by one timer per connection (`ReadTimeout`) instead of the
+ * timer `pg` sets and clears around every query, which cost a commit 8–13 µs of the main thread
+ * on a durable server (docs/decisions.md "PostgreSQL's commit: the client's read timeout without
+ * a timer per statement, and what the collector copies"). A client in `pg`'s pipeline mode
+ * refuses submittables, and a `pg` whose
  * connection keeps no such record (the record is not in its types, so another 8.x may move
  * it): there the statement goes as `pg`'s own query.
  *
@@ -61,8 +65,94 @@ export function firstValue(client: pg.ClientBase, statement: NamedStatement, val
     typeof connection.submittedNamedStatements === "object";
   if (!lean) return firstValueAsQuery(client, statement, values);
   return new Promise((resolve, reject) => {
-    client.query(new LeanStatement(statement, values, (error, value) => (error ? reject(error) : resolve(value ?? null))));
+    const submitted = new LeanStatement(statement, values, (error, value) => (error ? reject(error) : resolve(value ?? null)));
+    const settings = (client as TimedClient).connectionParameters;
+    const timeout = settings?.query_timeout;
+    if (!settings || !timeout) return void client.query(submitted);
+    // `pg` reads the setting as the query is queued: with it unset for this one call, it sets no timer of its own and the
+    // client's `ReadTimeout` keeps the same timeout.
+    settings.query_timeout = 0;
+    try {
+      client.query(submitted);
+    } finally {
+      settings.query_timeout = timeout;
+    }
+    readTimeoutOf(client, timeout).watch(submitted);
   });
+}
+
+/** `pg`'s client as the lean statement reads it (not in its types): its settings and its queue of queries not yet sent. */
+interface TimedClient {
+  readonly connectionParameters?: { query_timeout?: number };
+  readonly _queryQueue?: unknown[];
+  _pulseQueryQueue?(): void;
+}
+
+/** The read timeout of each client that ran a lean statement. */
+const readTimeouts = new WeakMap<pg.ClientBase, ReadTimeout>();
+
+function readTimeoutOf(client: pg.ClientBase, ms: number): ReadTimeout {
+  let found = readTimeouts.get(client);
+  if (!found || found.ms !== ms) readTimeouts.set(client, found = new ReadTimeout(client, ms));
+  return found;
+}
+
+/**
+ * A client's `query_timeout` for its lean statements, as `pg` applies it (from the moment the
+ * statement is queued; "Query read timeout"; a statement not yet sent leaves the queue, one
+ * sent is left to the caller, who drops the connection), with at most one timer: set when a
+ * statement waits and none is set, and when it fires, set again for the oldest statement still
+ * waiting. A statement costs a clock read and its entry here, where a timer set and cleared
+ * for each is an object, a timer list and calls into libuv each time. Unreferenced: a waiting
+ * statement's socket keeps the process alive, the timer does not.
+ */
+class ReadTimeout {
+  readonly ms: number;
+  readonly #client: pg.ClientBase;
+  /** The statements waiting for their answer, oldest first, each with when it was queued. */
+  readonly #waiting = new Map<LeanStatement, number>();
+  #armed = false;
+
+  constructor(client: pg.ClientBase, ms: number) {
+    this.#client = client;
+    this.ms = ms;
+  }
+
+  watch(statement: LeanStatement): void {
+    this.#waiting.set(statement, performance.now());
+    statement.watchedBy = this;
+    if (!this.#armed) this.#arm(this.ms);
+  }
+
+  settled(statement: LeanStatement): void {
+    this.#waiting.delete(statement);
+  }
+
+  #arm(ms: number): void {
+    this.#armed = true;
+    setTimeout(this.#fire, ms).unref();
+  }
+
+  readonly #fire = (): void => {
+    this.#armed = false;
+    const now = performance.now();
+    for (const [statement, queued] of this.#waiting) {
+      const left = queued + this.ms - now;
+      // Timers fire on whole milliseconds: a statement within one of its time is due.
+      if (left > 1) return this.#arm(left);
+      this.#waiting.delete(statement);
+      this.#timeOut(statement);
+    }
+  };
+
+  #timeOut(statement: LeanStatement): void {
+    const client = this.#client as TimedClient;
+    statement.callback(new Error("Query read timeout"));
+    const at = client._queryQueue?.indexOf(statement) ?? -1;
+    if (at < 0) return;
+    client._queryQueue!.splice(at, 1);
+    client._pulseQueryQueue?.();
+  }
 }
 
 /** Where the lean statement cannot go (see the module doc): `pg`'s own query, each value kept as the server's text. */
@@ -137,7 +227,9 @@ class LeanStatement implements pg.Submittable {
   /** The parameters, as given (a watcher of `Client#query` reads them here, as on `pg`'s own queries). */
   readonly values: readonly unknown[];
   #value: string | null | undefined;
-  /** Called once: `Client#query` wraps it to clear its `query_timeout`. */
+  /** The client's read timeout, when it keeps one for this statement. */
+  watchedBy: ReadTimeout | undefined;
+  /** Called once (`Client#query` wraps it to clear its own `query_timeout` where it keeps one). */
   callback: (error: unknown, value?: string | null) => void;
 
   constructor(statement: NamedStatement, values: readonly unknown[], settle: (error: unknown, value?: string | null) => void) {
@@ -148,6 +240,7 @@ class LeanStatement implements pg.Submittable {
     this.callback = (error, value) => {
       if (settled) return;
       settled = true;
+      this.watchedBy?.settled(this);
       settle(error, value);
     };
   }

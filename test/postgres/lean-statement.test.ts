@@ -4,12 +4,13 @@
  * query gives for the same statement, prepares a name once per connection in `pg`'s own record
  * (so a `pg` query of the same name on that connection runs without parsing it again), and ends
  * as any query of the client does: a server error rejects with its SQLSTATE and leaves the
- * connection usable, the client's `query_timeout` rejects it, and a backend ended while it waits
- * rejects it instead of hanging. Every wait is on the server's own state (an advisory lock another
+ * connection usable, the client's `query_timeout` rejects it (kept by one timer per connection,
+ * not one per statement; a statement timed out before it was sent never runs), and a backend
+ * ended while it waits rejects it instead of hanging. Every wait is on the server's own state (an advisory lock another
  * connection holds, seen in `pg_stat_activity`), never on a delay.
  */
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { firstValue } from "../../runtime-postgres/lean-statement.ts";
 import { until } from "../support/until.ts";
 import { POSTGRES_URL } from "./support.ts";
@@ -93,6 +94,31 @@ describe.skipIf(!POSTGRES_URL)("a statement sent lean", () => {
         expect((unparsable as { code?: string }).code).toBe("42601");
       }
       expect(await client.query("SELECT 2 AS two")).toMatchObject({ rows: [{ two: 2 }] });
+    });
+  });
+
+  it("keeps the client's query_timeout with one timer, and a statement that times out still queued is never sent", async () => {
+    await withClient({ query_timeout: 60_000 }, async (client) => {
+      const timers = vi.spyOn(globalThis, "setTimeout");
+      try {
+        for (let k = 0; k < 20; k++) expect(await firstValue(client, { name: "lean_one", text: "SELECT $1::int + 1" }, [k])).toBe(String(k + 1));
+        expect(timers.mock.calls.length).toBeLessThanOrEqual(1);
+      } finally {
+        timers.mockRestore();
+      }
+    });
+    await withClient({}, async (holder) => {
+      await holder.query("SELECT pg_advisory_lock($1)", [LOCK]);
+      await withClient({ query_timeout: 200, application_name: "lean_statement_queued" }, async (client) => {
+        const waits = firstValue(client, { name: "lean_waits", text: "SELECT pg_advisory_lock($1)::text" }, [LOCK]).catch((e: unknown) => e);
+        const queued = firstValue(client, { name: "lean_marks", text: "SELECT set_config('lean.ran', 'yes', false)" }, []).catch((e: unknown) => e);
+        expect(((await waits) as Error).message).toBe("Query read timeout");
+        expect(((await queued) as Error).message).toBe("Query read timeout");
+        // The first statement ends once the lock is free; the one behind it was taken out of the queue, so it never ran.
+        await holder.query("SELECT pg_advisory_unlock($1)", [LOCK]);
+        const ran = await client.query<{ ran: string | null }>("SELECT current_setting('lean.ran', true) AS ran");
+        expect(ran.rows[0]!.ran ?? "").toBe("");
+      });
     });
   });
 
