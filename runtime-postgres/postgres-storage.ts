@@ -26,6 +26,7 @@ import { binaryArray } from "./binary-array.ts";
 import { catalogStatement } from "./catalog-statement.ts";
 import { KeptConnection } from "./kept-connection.ts";
 import { firstValue, type NamedStatement } from "./lean-statement.ts";
+import { readStatement, readValues } from "./read-statement.ts";
 import { advisoryLockKey, migrate, quoteIdent } from "./schema.ts";
 
 /** How long connecting may take by default (docs/POSTGRES.md "Timeouts"): a server that never answers is an error, not a hang. */
@@ -146,6 +147,8 @@ export class PostgresStorage implements StoragePort {
   readonly #runPlan: NamedStatement;
   /** `run_append`'s named statement (an append's per-operation commit), the same way. */
   readonly #runAppend: NamedStatement;
+  /** The statement a batch of reads goes as, prepared once per connection. */
+  readonly #readMany: NamedStatement;
   /** A connection of `#pool` kept between the commit plans that run on it (kept-connection.ts). */
   readonly #commits: KeptConnection;
   /** Reads asked for in this turn of the event loop, sent together as one statement. */
@@ -172,6 +175,7 @@ export class PostgresStorage implements StoragePort {
       name: `${this.#schema}.run_append`,
       text: `SELECT ${this.#s}.run_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) AS outcome`,
     };
+    this.#readMany = readStatement(this.#schema);
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
@@ -517,45 +521,12 @@ export class PostgresStorage implements StoragePort {
     });
   }
 
-  /**
-   * One statement for every read of the batch: each request's file (for `lastIn`, the last
-   * file of the folder on the `(parent, name)` index), its stored size for the read limit
-   * (`octet_length`, so a whole read over the limit sends no chunk), and only the chunks a
-   * tail needs, the first one cut on the server. The files are materialised (each stored
-   * size summed once, not once per chunk), their chunks a lateral lookup per file on the
-   * primary key (`OFFSET 0` keeps it one), never a join the planner could turn into a scan
-   * of every chunk.
-   */
+  /** Every read of the batch as one statement (read-statement.ts), each request's answer from its rows. */
   async #sendBatch(): Promise<void> {
     const batch = this.#batch!;
     this.#batch = undefined;
     try {
-      const targets = batch.map(({ request }) => ("lastIn" in request ? request.lastIn : request.path));
-      const tails = batch.map(({ request }) => (request.tailBytes === undefined ? null : Math.max(0, Math.floor(request.tailBytes))));
-      const lastIn = batch.map(({ request }) => "lastIn" in request);
-      const rows = await this.#read(
-        {
-          name: `${this.#schema}.read_many`,
-          text: `WITH r AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[]) WITH ORDINALITY AS r(target, tail, last_in, i)),
-       f AS MATERIALIZED (
-         SELECT r.i, e.path, e.file_id, e.size, coalesce(r.tail, e.size) AS tail,
-                CASE WHEN r.tail IS NULL THEN (SELECT coalesce(sum(octet_length(k.bytes)), 0) FROM ${this.#s}.chunks k WHERE k.file_id = e.file_id) END AS stored
-         FROM r CROSS JOIN LATERAL (
-           SELECT e.* FROM ${this.#s}.entries e WHERE NOT r.last_in AND e.path = r.target AND e.file_id IS NOT NULL
-           UNION ALL
-           (SELECT e.* FROM ${this.#s}.entries e WHERE r.last_in AND e.parent = r.target AND e.file_id IS NOT NULL ORDER BY e.name DESC LIMIT 1)
-         ) e)
-       SELECT f.i, f.path, f.size, f.stored,
-              CASE WHEN c.end_offset - length(c.bytes) < f.size - f.tail
-                THEN substring(c.bytes FROM (f.size - f.tail - (c.end_offset - length(c.bytes)) + 1)::int)
-                ELSE c.bytes END AS bytes
-       FROM f LEFT JOIN LATERAL (
-         SELECT c.end_offset, c.bytes FROM ${this.#s}.chunks c
-         WHERE c.file_id = f.file_id AND c.end_offset > f.size - f.tail AND coalesce(f.stored <= $4, true) OFFSET 0) c ON true
-       ORDER BY f.i, c.end_offset`,
-        },
-        [targets, tails, lastIn, this.maxFileBytes],
-      );
+      const rows = await this.#read(this.#readMany, readValues(batch.map(({ request }) => request), this.maxFileBytes));
       const found = new Map<number, { path: string; size: number; stored: number | null; chunks: Buffer[] }>();
       for (const row of rows) {
         const i = Number(row.i) - 1;

@@ -17,27 +17,16 @@ import { MemoryStorage, RevisionConflictError, sessionPaths, Sessions } from "..
 import { PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { migrate, SCHEMA_VERSION } from "../../runtime-postgres/schema.ts";
 import { until } from "../support/until.ts";
-import { POSTGRES_URL, schemasDroppedAfterAll } from "./support.ts";
+import { POSTGRES_URL, schemasDroppedAfterAll, withClient } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
 const PATHS = sessionPaths(REF);
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const newSchema = schemasDroppedAfterAll();
 
-/** Runs `body` with a connection of its own (for what a host of the old version would do). */
-async function withAdmin<T>(body: (admin: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-  try {
-    return await body(admin);
-  } finally {
-    await admin.end();
-  }
-}
-
 /** The stored revision column of `path`, and the schema's version. */
 async function stored(schema: string, path: string): Promise<{ revision: string | null; version: number }> {
-  return withAdmin(async (admin) => {
+  return withClient(async (admin) => {
     const revision = await admin.query(`SELECT revision FROM "${schema}".entries WHERE path = $1`, [path]);
     const version = await admin.query(`SELECT version FROM "${schema}".schema_version`);
     return { revision: revision.rows[0]!.revision as string | null, version: version.rows[0]!.version as number };
@@ -53,7 +42,7 @@ async function sessionAtVersion(version: number): Promise<string> {
   const source = new MemoryStorage();
   const original = await new Sessions({ storage: source }).create({ ...REF, title: `from version ${version}` });
   await original.append(text("one"));
-  await withAdmin(async (admin) => {
+  await withClient(async (admin) => {
     await migrate(admin, schema, "1", version);
     await admin.query(`SELECT "${schema}".replace($1, $2, $3)`, [PATHS.meta, Buffer.from((await source.read(PATHS.meta))!), original.meta.revision]);
     await admin.query(`SELECT "${schema}".replace($1, $2)`, [PATHS.active, Buffer.from((await source.read(PATHS.active))!)]);
@@ -63,7 +52,7 @@ async function sessionAtVersion(version: number): Promise<string> {
 
 /** The end offsets of `path`'s chunks, in order. */
 function chunkEnds(schema: string, path: string): Promise<number[]> {
-  return withAdmin(async (admin) =>
+  return withClient(async (admin) =>
     (await admin.query(`SELECT c.end_offset FROM "${schema}".entries e JOIN "${schema}".chunks c USING (file_id) WHERE e.path = $1 ORDER BY 1`, [path]))
       .rows.map((row) => Number(row.end_offset))
   );
@@ -78,7 +67,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
     await original.append([text("one"), text("two")]);
     await original.append(text("three"));
     const files = [PATHS.meta, PATHS.active];
-    await withAdmin(async (admin) => {
+    await withClient(async (admin) => {
       await migrate(admin, schema, "1", 1);
       for (const path of files) await admin.query(`SELECT "${schema}".replace($1, $2)`, [path, Buffer.from((await source.read(path))!)]);
       const columns = await admin.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'revision'`, [schema]);
@@ -154,7 +143,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       })(),
     });
     for (const id of ["s1", "s2", "s3"]) await sources.create({ ...REF, sessionId: id, title: id });
-    await withAdmin(async (admin) => {
+    await withClient(async (admin) => {
       await migrate(admin, schema, "1", 2);
       for (const id of ["s1", "s2", "s3"]) {
         const path = sessionPaths({ ...REF, sessionId: id }).meta;
@@ -167,10 +156,10 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       const first = await sessions.list({ ...REF, limit: 2 });
       expect(first.map((m) => m.session_id)).toEqual(["s3", "s2"]);
       expect((await sessions.list({ ...REF, limit: 2, cursor: first.cursor! })).map((m) => m.title)).toEqual(["s1"]);
-      const listed = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      const listed = await withClient((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(listed.rows[0]).toMatchObject({ listed_at: "2026-12-02T13:00:01.000Z", listing: null });
       await (await sessions.open(REF)).append(text("one"));
-      const after = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      const after = await withClient((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(JSON.parse(after.rows[0].listing as string)).toMatchObject({ session_id: "s1", message_count: 1 });
       expect((await sessions.list({ ...REF, limit: 1 })).map((m) => m.session_id)).toEqual(["s1"]);
     } finally {
@@ -181,7 +170,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
   it("a version-3 store commits through version 4's run_plan: each write's bytes exactly, whatever chunks the file had", async () => {
     const schema = newSchema("migrate");
     const dir = "agents/a1/workspaces/w1/sessions/s9";
-    await withAdmin(async (admin) => {
+    await withClient(async (admin) => {
       await migrate(admin, schema, "1", 3);
       // Files of several chunks, written with version 3's own functions.
       for (const chunk of ["ab", "cd", "ef"]) await admin.query(`SELECT "${schema}".append($1, $2)`, [`${dir}/same-end.txt`, Buffer.from(chunk)]);
@@ -215,7 +204,7 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       expect(await read("new/empty.txt")).toBe("");
       expect(await read("new/replaced.txt")).toBe("r");
       expect(await storage.list(`${dir}/new`)).toEqual(["appended.txt", "empty.txt", "replaced.txt"]);
-      const chunks = await withAdmin((admin) =>
+      const chunks = await withClient((admin) =>
         admin.query(
           `SELECT e.name, e.size, count(c.*)::int AS chunks FROM "${schema}".entries e LEFT JOIN "${schema}".chunks c USING (file_id)
            WHERE e.parent = $1 AND e.file_id IS NOT NULL GROUP BY e.name, e.size ORDER BY e.name`,
@@ -259,11 +248,11 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       // A dead holder's lock record sends this commit through run_plan (version 6's run_append
       // hands a commit that must drop one to it), whose one statement is the one tested here.
       await storage.replace(PATHS.lock, new TextEncoder().encode('{"lock_id":"dead","pid":1}'));
-      await withAdmin(async (other) => {
+      await withClient(async (other) => {
         await other.query("BEGIN");
         await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
         const commit = session.append(text("five"));
-        await withAdmin((watcher) =>
+        await withClient((watcher) =>
           until("the commit to wait on the meta.json row", async () => {
             const waiting = await watcher.query(
               "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
@@ -309,18 +298,18 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
       expect(sent).toEqual(["run_append", "run_append"]);
       expect(await stored(schema, PATHS.meta)).toEqual({ revision: String(session.meta.revision), version: SCHEMA_VERSION });
       expect(await chunksOf(PATHS.meta)).toEqual([(await storage.read(PATHS.meta))!.length]);
-      const listed = await withAdmin((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
+      const listed = await withClient((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(listed.rows[0].listed_at).toBe(session.meta.updated_at);
       expect(JSON.parse(listed.rows[0].listing as string)).toMatchObject({ message_count: 3, revision: session.meta.revision });
 
       // Another writer appends to meta.json (outside any commit) while run_append waits for its
       // row: the lines land, and meta.json is written whole, one chunk again.
-      await withAdmin(async (other) => {
+      await withClient(async (other) => {
         await other.query("BEGIN");
         await other.query(`SELECT "${schema}".append($1, $2)`, [PATHS.meta, Buffer.from(" ")]);
         sent.length = 0;
         const commit = session.append(text("four"));
-        await withAdmin((watcher) =>
+        await withClient((watcher) =>
           until("the commit to wait on the meta.json row", async () => {
             const waiting = await watcher.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", [
               `%"${schema}".run_append%`,

@@ -18,10 +18,17 @@ export function freshSchema(prefix = "t"): string {
 
 /** Drops test schemas (one connection, closed after). */
 export async function dropSchemas(...schemas: string[]): Promise<void> {
+  await withClient(async (client) => {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  });
+}
+
+/** Runs `body` on a connection of its own to the test server (what another host or an administrator would do), closed after. */
+export async function withClient<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    return await body(client);
   } finally {
     await client.end();
   }
@@ -58,9 +65,7 @@ export function freshStorage(schema = freshSchema()): { storage: PostgresStorage
 
 /** Every row of every table of `schema`, as the server returns it (bytea as its bytes). */
 export async function everyRow(schema: string): Promise<Uint8Array> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
+  return withClient(async (client) => {
     const tables = await client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", [schema]);
     const chunks: Buffer[] = [];
     for (const { table_name } of tables.rows) {
@@ -70,9 +75,7 @@ export async function everyRow(schema: string): Promise<Uint8Array> {
       }
     }
     return Buffer.concat(chunks);
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /**
@@ -95,11 +98,5 @@ export async function terminateApplication(name: string): Promise<number> {
 }
 
 async function adminQuery(text: string, values: unknown[]): Promise<number> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return (await client.query(text, values)).rowCount ?? 0;
-  } finally {
-    await client.end();
-  }
+  return withClient(async (client) => (await client.query(text, values)).rowCount ?? 0);
 }
