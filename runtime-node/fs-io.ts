@@ -13,7 +13,6 @@ import { concatBytes, type FileTail, type ReadRequest } from "../core/reader.ts"
 import { FOLDER_FLAGS, kindOf } from "./fs-boundary.ts";
 import { errno, missingAsUndefined } from "./fs-errors.ts";
 import { TEMP_PREFIX } from "./fs-keys.ts";
-import type { PinnedReader } from "./fs-pins.ts";
 
 /** How many bytes a whole read asks for at a time once the file has grown past its `fstat` size. */
 const GROWTH_STEP = 64 * 1024;
@@ -65,25 +64,6 @@ function readRest(fd: number, bytes: Uint8Array, got: number, max: number, tooLa
     got += grown;
   }
   return concatBytes(pieces, got);
-}
-
-/**
- * A tail read through a handle kept open: one `lstat` of `file` and the read, when `file` still names the file the handle
- * was opened on (an open handle keeps its inode from being reused, so device and inode prove it); `undefined` when it
- * names another file or none (the caller then opens it with every check).
- */
-export function tailThrough(reader: PinnedReader, file: string, maxBytes: number, into?: Uint8Array): FileTail | undefined {
-  const info = lstatSync(file, { throwIfNoEntry: false });
-  return info?.isFile() && info.dev === reader.dev && info.ino === reader.ino ? readTailOf(reader.fd, info.size, maxBytes, into) : undefined;
-}
-
-/** `body()`, with `fd` closed after it. */
-export function closedAfter<T>(fd: number, body: () => T): T {
-  try {
-    return body();
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**

@@ -34,7 +34,6 @@ import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } f
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { type CatalogLine, discardLine, FileCatalog } from "./fs-catalog.ts";
 import {
-  closedAfter,
   fill,
   type FlushFailure,
   flushTogether,
@@ -44,12 +43,11 @@ import {
   removeEmptyFolders,
   syncFolder,
   TailSlab,
-  tailThrough,
   tempBeside,
   writeAll,
 } from "./fs-io.ts";
 import { StoreKeys, TEMP_PREFIX } from "./fs-keys.ts";
-import { type PinnedFile, PinnedFiles, type PinnedReader } from "./fs-pins.ts";
+import { type PinnedFile, PinnedFiles } from "./fs-pins.ts";
 
 /** Options of {@linkcode NodeFileStorage}. */
 export interface NodeFileStorageOptions {
@@ -238,15 +236,12 @@ export class NodeFileStorage implements StoragePort {
    * the path with every check.
    */
   #pinnedTail(pinned: PinnedFile, file: string, maxBytes: number, into?: Uint8Array): FileTail | undefined {
-    const tail = pinned.reader && tailThrough(pinned.reader, file, maxBytes, into);
-    if (!tail && pinned.reader) this.#pinned.dropReader(pinned);
-    return tail;
-  }
-
-  /** A read handle of `path`'s file and the file it was opened on, with every check of a read; `undefined` when there is none. */
-  #openReader(path: string, checked: Set<string>): PinnedReader | undefined {
-    const opened = this.#boundary.open(path, this.#keys.file(path), READ_FLAGS, "read", undefined, checked);
-    return opened && { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
+    const reader = pinned.reader;
+    if (!reader) return undefined;
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info?.isFile() && info.dev === reader.dev && info.ino === reader.ino) return readTailOf(reader.fd, info.size, maxBytes, into);
+    this.#pinned.dropReader(pinned);
+    return undefined;
   }
 
   list(dir: string): Promise<string[]> {
@@ -346,13 +341,9 @@ export class NodeFileStorage implements StoragePort {
     const durable = plan.writes.filter((write) => write.op === "replace" && (write.staged !== undefined || (this.#fsync && write.durable !== false)));
     const stages = named.length > 0 || (durable.length > 1 && new Set(durable.map((write) => write.path)).size === durable.length);
     let staging: Promise<Map<string, StagedReplace>> | undefined;
-    /** The lock the plan gives back, opened for the release's read while the files flush; closed once read, or at the end. */
-    let lockReader: PinnedReader | undefined;
-    const { release } = plan;
-    const openLock = release && (() => (lockReader = this.#openReader(release.path, checked)));
     const replace = (path: string, bytes: Uint8Array, options?: WriteOptions): Promise<void> => {
       if (!stages || !durable.some((write) => write.path === path && write.bytes === bytes)) return this.#replace(path, bytes, options, checked);
-      staging ??= this.#stageReplaces(durable, checked, openLock);
+      staging ??= this.#stageReplaces(durable, checked);
       return staging.then((staged) => {
         const entry = staged.get(path);
         return entry
@@ -363,12 +354,7 @@ export class NodeFileStorage implements StoragePort {
     const planned: StoragePort = {
       maxFileBytes: this.maxFileBytes,
       read: (path) => this.#withFile("read", path, (file) => this.#readWhole(path, file, checked)),
-      readTail: (path, maxBytes) =>
-        this.#withFile("readTail", path, (file) => {
-          const reader = path === release?.path ? lockReader : undefined;
-          lockReader = undefined;
-          return (reader && closedAfter(reader.fd, () => tailThrough(reader, file, maxBytes))) ?? this.#readTail(path, file, maxBytes, checked);
-        }),
+      readTail: (path, maxBytes) => this.#withFile("readTail", path, (file) => this.#readTail(path, file, maxBytes, checked)),
       replace,
       append: (path, bytes) => this.#append(path, bytes, checked),
       createExclusive: (path, bytes, options) => this.#createExclusive(path, bytes, options, checked),
@@ -381,7 +367,6 @@ export class NodeFileStorage implements StoragePort {
     const byCalls = named.length > 0 ? { ...plan, writes: plan.writes.map(({ staged: _, ...write }) => write) } : plan;
     // A write that failed leaves the later files staged: their temp files go, and so do staged bytes no replace reached.
     return applyCommitPlanByCalls(planned, byCalls).finally(async () => {
-      if (lockReader) bestEffort(() => closeSync(lockReader!.fd));
       await staging?.then(dropStaged, () => undefined);
       for (const write of named) await this.unstage(write.staged!);
     });
@@ -457,10 +442,10 @@ export class NodeFileStorage implements StoragePort {
    * flushing them before the previous name is durable changes nothing a crash can leave, and the disk confirms three
    * flushes together instead of one after another. A folder created on the way (a session's first `segments/`) is
    * made durable in the same flush, before any name is put in place. Nothing is left staged when it fails. While the
-   * disk flushes, the work after the renames that needs no flush is done: each file's catalog line made and its log opened,
-   * and `whileFlushing` (the plan's: the released lock opened for its read).
+   * disk flushes, each file's catalog line is made and its log opened (only the line's `write` and the log's checks wait
+   * for the rename).
    */
-  async #stageReplaces(writes: readonly PlannedWrite[], checked: Set<string>, whileFlushing?: () => void): Promise<Map<string, StagedReplace>> {
+  async #stageReplaces(writes: readonly PlannedWrite[], checked: Set<string>): Promise<Map<string, StagedReplace>> {
     const staged = new Map<string, StagedReplace>();
     /** The folders created for the files: their entries are flushed with them, before any name is put in place. */
     const folders: string[] = [];
@@ -489,10 +474,8 @@ export class NodeFileStorage implements StoragePort {
         if (!done.ok) throw done.error;
       }
       const flushing = flushTogether(this.#fsync ? files : [], folders.map(dirname));
-      // While the disk flushes, what comes after the renames and needs no flush is made ready: the catalog's lines (only
-      // the log's system calls are left) and the caller's own (the released lock opened for its read).
+      // While the disk flushes, the catalog's lines are made and their log opened: after a rename only the write is left.
       for (const entry of staged.values()) entry.line = this.#catalog.lineFor(entry.path, entry.bytes, true, checked);
-      bestEffort(() => whileFlushing?.());
       await flushing.catch(({ error, file }: FlushFailure<StagedReplace>) => {
         const [path, at] = file ? [file.path, file.file] : [writes[0]!.path, folders.map(dirname).join(", ")];
         throw storageErrorFromFs(error, "replace", path, at);
