@@ -76,25 +76,6 @@ function catalogFiles(dir: string): CatalogFiles {
 
 const encoder = new TextEncoder();
 
-/** The log's line of the session folder `name` whose `meta.json` holds `meta` (docs/FORMAT.md "The catalog"). */
-function logLine(name: string, meta: Uint8Array): Uint8Array {
-  return encoder.encode(`${JSON.stringify({ name, meta: catalogDocument(meta) ?? null })}\n`);
-}
-
-/** Closes the log {@linkcode FileCatalog.lineFor} opened for a line that is not written. */
-export function discardLine(line: CatalogLine | null | undefined): void {
-  if (line?.log !== undefined) bestEffort(() => closeSync(line.log!));
-  if (line) line.log = undefined;
-}
-
-/** A session's line for the log of the folder of sessions `dir` ({@linkcode FileCatalog.lineFor}), and the log opened for it. */
-export interface CatalogLine {
-  readonly dir: string;
-  readonly bytes: Uint8Array;
-  /** The log opened for appending ahead of the write; closed by the append, or by {@linkcode discardLine}. */
-  log?: number;
-}
-
 /** The catalog of one Node store (see the module doc). Every method is synchronous, as the store's I/O is. */
 export class FileCatalog {
   readonly #boundary: StoreBoundary;
@@ -110,31 +91,12 @@ export class FileCatalog {
 
   /**
    * After `path` was written with `bytes`: a session's `meta.json` gets its line. Best effort: the catalog is rebuilt from
-   * `meta.json`. `checked`: the folders the write's call (a commit plan) already found real. `line`: the line
-   * {@linkcode FileCatalog.lineFor} made ahead for the same write (`null`: it gets none).
+   * `meta.json`. `checked`: the folders the write's call (a commit plan) already found real.
    */
-  written(path: string, bytes: Uint8Array, checked?: Set<string>, line: CatalogLine | null | undefined = this.lineFor(path, bytes)): void {
-    if (!line) return;
-    const log = line.log;
-    line.log = undefined;
-    bestEffort(() => this.#append(line.dir, line.bytes, checked, log));
-  }
-
-  /**
-   * The line {@linkcode FileCatalog.written} appends for `path` written with `bytes` (`null`: none), made before the write:
-   * a commit plan makes it while its files are flushed, and opens the log for it (`open`, with `checked`), so that once
-   * `meta.json` is durable only the line's `write` and the log's checks are left. Opening the log early changes nothing a
-   * catalog's compaction relies on: a line that went to a log set aside meanwhile is written again (docs/FORMAT.md "The
-   * catalog"). A line not written is given to {@linkcode discardLine}.
-   */
-  lineFor(path: string, bytes: Uint8Array, open = false, checked?: Set<string>): CatalogLine | null {
+  written(path: string, bytes: Uint8Array, checked?: Set<string>): void {
     const at = cataloguedPath(path);
-    if (!at || !isListedName(at.name)) return null;
-    const line: CatalogLine = { dir: at.dir, bytes: logLine(at.name, bytes) };
-    const log = catalogFiles(at.dir).log;
-    // Best effort: a log that cannot be opened now is opened (or its folder made) by the append, as without this.
-    if (open) bestEffort(() => (line.log = this.#boundary.open(log, this.#keys.file(log), APPEND_FLAGS, "write", 0o600, checked)?.fd));
-    return line;
+    if (!at || !isListedName(at.name)) return;
+    bestEffort(() => this.#append(at.dir, { name: at.name, meta: catalogDocument(bytes) ?? null }, checked));
   }
 
   /** After a folder moved to `to`: a session folder moved into place (an archive, a staged fork or import) gets its line. */
@@ -143,7 +105,7 @@ export class FileCatalog {
     if (!at || !isListedName(at.name)) return;
     bestEffort(() => {
       const bytes = this.#readFile(`${to}/meta.json`);
-      if (bytes) this.#append(at.dir, logLine(at.name, bytes));
+      if (bytes) this.#append(at.dir, { name: at.name, meta: catalogDocument(bytes) ?? null });
     });
   }
 
@@ -263,13 +225,13 @@ export class FileCatalog {
     }
   }
 
-  /** Appends one line (`bytes`) to the log of `dir`, again if a compaction set the file aside meanwhile; then compacts when due. */
-  #append(dir: string, bytes: Uint8Array, checked?: Set<string>, log?: number): void {
+  /** Appends one line to the log of `dir`, again if a compaction set the file aside meanwhile; then compacts when due. */
+  #append(dir: string, line: { name: string; meta: unknown }, checked?: Set<string>): void {
     const files = catalogFiles(dir);
+    const bytes = encoder.encode(`${JSON.stringify(line)}\n`);
     const file = this.#keys.file(files.log);
     for (let attempt = 0; attempt < 8; attempt++) {
-      // The log opened ahead (`lineFor`) serves the first attempt.
-      let opened = attempt === 0 && log !== undefined ? { fd: log } : this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600, checked);
+      let opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600, checked);
       if (!opened) {
         this.#ensureFolder(files.folder);
         opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600);

@@ -32,7 +32,7 @@ import {
 } from "../core/reader.ts";
 import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
-import { type CatalogLine, discardLine, FileCatalog } from "./fs-catalog.ts";
+import { FileCatalog } from "./fs-catalog.ts";
 import {
   fill,
   type FlushFailure,
@@ -441,9 +441,7 @@ export class NodeFileStorage implements StoragePort {
    * what a crash can find by names: a file's bytes under a temp name are invisible to every reader, so writing and
    * flushing them before the previous name is durable changes nothing a crash can leave, and the disk confirms three
    * flushes together instead of one after another. A folder created on the way (a session's first `segments/`) is
-   * made durable in the same flush, before any name is put in place. Nothing is left staged when it fails. While the
-   * disk flushes, each file's catalog line is made and its log opened (only the line's `write` and the log's checks wait
-   * for the rename).
+   * made durable in the same flush, before any name is put in place. Nothing is left staged when it fails.
    */
   async #stageReplaces(writes: readonly PlannedWrite[], checked: Set<string>): Promise<Map<string, StagedReplace>> {
     const staged = new Map<string, StagedReplace>();
@@ -473,10 +471,7 @@ export class NodeFileStorage implements StoragePort {
         });
         if (!done.ok) throw done.error;
       }
-      const flushing = flushTogether(this.#fsync ? files : [], folders.map(dirname));
-      // While the disk flushes, the catalog's lines are made and their log opened: after a rename only the write is left.
-      for (const entry of staged.values()) entry.line = this.#catalog.lineFor(entry.path, entry.bytes, true, checked);
-      await flushing.catch(({ error, file }: FlushFailure<StagedReplace>) => {
+      await flushTogether(this.#fsync ? files : [], folders.map(dirname)).catch(({ error, file }: FlushFailure<StagedReplace>) => {
         const [path, at] = file ? [file.path, file.file] : [writes[0]!.path, folders.map(dirname).join(", ")];
         throw storageErrorFromFs(error, "replace", path, at);
       });
@@ -501,7 +496,7 @@ export class NodeFileStorage implements StoragePort {
     renameSync(entry.temp, file);
     staged.delete(entry.path);
     this.#syncFolder(dirname(file));
-    this.#catalog.written(entry.path, entry.bytes, checked, entry.line);
+    this.#catalog.written(entry.path, entry.bytes, checked);
   }
 
   /**
@@ -778,8 +773,6 @@ interface StagedReplace {
   flushed?: Promise<void>;
   /** The folders `stage` created for it when its flush failed: removed once it is dropped ({@linkcode NodeFileStorage.#dropFolders}). */
   folders?: readonly string[];
-  /** The catalog's line of its rename, made while the plan's files flush (`null`: none). */
-  line?: CatalogLine | null;
 }
 
 /** Closes the staged files' descriptors. */
@@ -793,9 +786,6 @@ function closeStaged(staged: Map<string, StagedReplace>): void {
 /** Closes and removes every temp file still staged: nothing of a plan that stopped is left behind. */
 function dropStaged(staged: Map<string, StagedReplace>): void {
   closeStaged(staged);
-  for (const entry of staged.values()) {
-    bestEffort(() => unlinkSync(entry.temp));
-    discardLine(entry.line);
-  }
+  for (const entry of staged.values()) bestEffort(() => unlinkSync(entry.temp));
   staged.clear();
 }

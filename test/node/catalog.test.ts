@@ -155,12 +155,12 @@ describe("files catalog", () => {
     expect(counted.reads()).toBe(1); // s1, whose line went with the file set aside, from its meta.json
   });
 
-  test("a compaction's line, its log opened while the files flush, is written again when the log was set aside meanwhile", async () => {
+  test("a compaction's line is written again when a catalog compaction set the log aside before its write", async () => {
     const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "before" });
     for (let i = 0; i < 4; i++) await session.append(user(`m${i}`));
     const log = join(catalogFolder(), "sessions.log.jsonl");
-    // Forced: the compaction's plan opened the log before `meta.json` was put in place; a catalog compaction sets the
-    // log aside before the line's write, so the line lands in the file set aside.
+    // Forced: between the compaction's open of the log and the line's write, a catalog compaction sets the log aside,
+    // so the line lands in the file set aside.
     const aside = setAsideAtNextWrite(log);
     const outcome = await session.compact({ summarizer: summarizer() });
     expect(aside).toHaveLength(1);
