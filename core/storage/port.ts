@@ -94,7 +94,8 @@ export interface StoragePort {
    * buffer, which a backend behind a hop may move. The plan may be given before this call resolves: calls are applied
    * in the order made. A plan that names the id uses the staged bytes up, whether it commits or not; staged bytes no
    * plan names are dropped with {@linkcode StoragePort.unstage}. A failed stage makes the plan that names it fail with
-   * the stage's error. `id` is the caller's, unique among the staged files. A crash leaves at most the staged bytes,
+   * the stage's error, so a backend behind a hop may settle the call once it is sent (the worker client posts it with no
+   * answer owed). `id` is the caller's, unique among the staged files. A crash leaves at most the staged bytes,
    * which no reader sees.
    */
   stage?(path: string, bytes: Uint8Array, id: string): Promise<void>;

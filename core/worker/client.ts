@@ -10,7 +10,7 @@ import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
 import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
-import { comlinkAnswerValue, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
+import { comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, NOTHING_MOVED, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
 
@@ -68,7 +68,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   declare readonly acquireLock?: (name: string) => Promise<boolean>;
   /** Releases a lock taken with `acquireLock`; own property only when the link has `locks`. */
   declare readonly releaseLock?: (name: string) => Promise<void>;
-  /** Stages the start of a file in the worker's store; own property only when the link has `staging`. */
+  /** Stages the start of a file in the worker's store (posted with no answer owed: it settles once sent); own property only when the link has `staging`. */
   declare readonly stage?: (path: string, bytes: Uint8Array, id: string) => Promise<void>;
   /** Drops what `stage` staged; own property only when the link has `staging`. */
   declare readonly unstage?: (id: string) => Promise<void>;
@@ -93,8 +93,9 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     }
     if (link.staging) {
       // The caller gives staged bytes up with their whole buffer (a compaction's segment and Active, room included), which moves.
+      // Sent with no answer owed: a failed stage fails the plan that names it, so an answer would only wake this thread.
       const stage = (path: string, bytes: Uint8Array, id: string) =>
-        this.#call("stage", [path, bytes, id], ownsBuffer(new Uint8Array(bytes.buffer)) ? [bytes.buffer as ArrayBuffer] : []);
+        this.#send("stage", [path, bytes, id], ownsBuffer(new Uint8Array(bytes.buffer)) ? [bytes.buffer as ArrayBuffer] : []);
       // Configurable, as PageStorage's: a Proxy over this storage (a timing wrapper) may answer them its own way.
       Object.defineProperty(this, "stage", { value: stage, configurable: true });
       Object.defineProperty(this, "unstage", { value: (id: string) => this.#call("unstage", [id]), configurable: true });
@@ -212,15 +213,28 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     if (this.#dead) return Promise.reject(this.#dead) as ReturnType<StorageWorkerApi<Options>[K]>;
     return new Promise<Answer>((resolve, reject) => {
       const id = String(++this.#lastId);
-      try {
-        this.#endpoint.postMessage(comlinkCall(id, method, args), moved as never[]);
-      } catch (error) {
-        reject(new StorageError(`storage call could not be sent: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error }));
-        return;
-      }
+      const unsent = this.#post(comlinkCall(id, method, args), moved);
+      if (unsent) return reject(unsent);
       if (this.#pending.size === 0) this.#link.onPending?.(true);
       this.#pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
     }) as ReturnType<StorageWorkerApi<Options>[K]>;
+  }
+
+  /** Posts one call that owes no answer (no id): it settles once posted; what it does wrong the worker's store reports later. */
+  #send<K extends keyof StorageWorkerApi<Options>>(method: K, args: Parameters<StorageWorkerApi<Options>[K]>, moved: readonly ArrayBuffer[]): Promise<void> {
+    if (this.#dead) return Promise.reject(this.#dead);
+    const unsent = this.#post(comlinkCall(undefined, method, args), moved);
+    return unsent ? Promise.reject(unsent) : Promise.resolve();
+  }
+
+  /** Posts `message`; the error to give its caller when the port refused it (what it cannot clone, a closed port). */
+  #post(message: ComlinkCall, moved: readonly ArrayBuffer[]): StorageError | undefined {
+    try {
+      this.#endpoint.postMessage(message, moved as never[]);
+      return undefined;
+    } catch (error) {
+      return new StorageError(`storage call could not be sent: ${error instanceof Error ? error.message : String(error)}`, {}, { cause: error });
+    }
   }
 
   /** Settles the call a message from the worker answers; anything else (an answer after `fail()`) is dropped. */

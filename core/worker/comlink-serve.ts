@@ -3,8 +3,9 @@
  * `APPLY` message a caller posts (Comlink's own `wrap`, or {@linkcode WorkerStorageClient}
  * through `comlink-wire.ts`) calls one method of the API, and its answer goes back under the
  * call's id exactly as `Comlink.expose` posts it: the value raw (its buffers transferred where
- * the API marked them), a thrown error through the transfer handler that claims it. It
- * replaces `Comlink.expose` in the storage workers, whose generic dispatch (a property path
+ * the API marked them), a thrown error through the transfer handler that claims it; a call
+ * posted without an id owes no answer and gets none (a compaction's stage: one message fewer
+ * each way). It replaces `Comlink.expose` in the storage workers, whose generic dispatch (a property path
  * walked twice, every argument mapped, an answer built by two object spreads after two
  * promise turns) was about a sixth of what the worker spends on a held commit besides its
  * system calls (docs/decisions.md, "The held commit through the worker, both threads").
@@ -68,7 +69,9 @@ export function serveComlinkCalls(comlink: ComlinkLike, at: unknown, build: (com
     const [serialized] = comlink.transferHandlers.get(ERROR_TRANSFER_HANDLER)!.serialize({ value: error } as never);
     endpoint.postMessage({ id, type: "HANDLER", name: ERROR_TRANSFER_HANDLER, value: serialized }, NOTHING_MOVED as never[]);
   };
-  const settle = (id: string, result: unknown): void => {
+  const settle = (id: string | undefined, result: unknown): void => {
+    // A call sent without an id owes no answer: its outcome is the API's to report (a stage's, by the plan that names it).
+    if (id === undefined) return void Promise.resolve(result).catch(() => undefined);
     // The answer is posted as soon as the result settles: one promise turn, where Comlink's `.catch().then()` takes two.
     Promise.resolve(result).then(
       (value) => {
@@ -83,8 +86,8 @@ export function serveComlinkCalls(comlink: ComlinkLike, at: unknown, build: (com
   };
   endpoint.addEventListener("message", ({ data }) => {
     const call = data as IncomingCall | null | undefined;
-    if (typeof call !== "object" || call === null || typeof call.id !== "string") return;
-    const { id, path, argumentList } = call;
+    if (typeof call !== "object" || call === null || (call.id !== undefined && typeof call.id !== "string")) return;
+    const { id, path, argumentList } = call as IncomingCall & { readonly id?: string };
     const method = Array.isArray(path) && path.length === 1 && typeof path[0] === "string" ? path[0] : undefined;
     const target = method !== undefined && Object.hasOwn(api, method) ? api[method] : undefined;
     if (call.type !== "APPLY" || typeof target !== "function" || (argumentList !== undefined && !Array.isArray(argumentList))) {

@@ -20,9 +20,12 @@ export interface MessageEndpoint {
   start?: () => void;
 }
 
-/** A call as `Comlink.expose` reads it (Comlink's `ApplyMessage`, every argument a raw wire value). */
+/**
+ * A call as `Comlink.expose` reads it (Comlink's `ApplyMessage`, every argument a raw wire value). Without an `id` it is
+ * sent with no answer owed: `serveComlinkCalls` posts none, and what `Comlink.expose` posts no caller matches.
+ */
 export interface ComlinkCall {
-  readonly id: string;
+  readonly id?: string;
   readonly type: "APPLY";
   readonly path: readonly [string];
   readonly argumentList: readonly { readonly type: "RAW"; readonly value: unknown }[];
@@ -38,7 +41,8 @@ export interface ComlinkAnswer {
 }
 
 /**
- * The message that calls `method` with `args` on the object a `Comlink.expose` serves.
+ * The message that calls `method` with `args` on the object a `Comlink.expose` serves; with `id` `undefined`, a call
+ * that owes no answer (a compaction's stage: its failure reaches the plan that names it).
  *
  * @example
  * ```ts
@@ -48,12 +52,12 @@ export interface ComlinkAnswer {
  * worker.postMessage(comlinkCall("1", "read", ["meta.json"]));
  * ```
  */
-export function comlinkCall(id: string, method: string, args: readonly unknown[]): ComlinkCall {
+export function comlinkCall(id: string | undefined, method: string, args: readonly unknown[]): ComlinkCall {
   // Built by push, not `map`: a mapped array is holey, which the structured clone writes (and
   // the worker reads) as a sparse array, key by key.
   const argumentList: { readonly type: "RAW"; readonly value: unknown }[] = [];
   for (const value of args) argumentList.push({ type: "RAW", value });
-  return { id, type: "APPLY", path: [method], argumentList };
+  return id === undefined ? { type: "APPLY", path: [method], argumentList } : { id, type: "APPLY", path: [method], argumentList };
 }
 
 /**

@@ -103,6 +103,23 @@ describe("serveComlinkCalls", () => {
     remote[Comlink.releaseProxy]();
   });
 
+  it("runs a call posted without an id and answers nothing, whatever it returns or throws", async () => {
+    const { id: _, ...unanswered } = apply("0", "bytes", 4);
+    const calls = [unanswered, { ...unanswered, path: ["reject"], argumentList: [] }, { ...unanswered, path: ["refuse"] }, apply("1", "add", 1, 2)];
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const { answers, kept } = await answersOf((endpoint, kept) => serveComlinkCalls(Comlink, endpoint, (comlink) => testApi(comlink, kept)), calls);
+      expect(answers).toEqual([{ id: "1", type: "RAW", value: 3 }]);
+      expect(kept.map((bytes) => bytes.length)).toEqual([4]); // it ran
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("answers what it does not serve with an InternalError and ignores messages without an id", async () => {
     const calls = [
       { id: "1", type: "GET", path: ["add"] },

@@ -126,12 +126,16 @@ describe("WorkerStorageClient over Comlink.expose", () => {
     const plan = { writes: [{ op: "replace", path: "s/x", bytes: utf8("tail"), staged: "stage_1" }] } as const;
     await expect(api.applyCommitPlan(plan)).rejects.toBeInstanceOf(InvalidInputError);
     expect(await api.read("s/x")).toBeUndefined();
-    // A link that stages: both methods are offered, each one message.
-    const { client: staging, posted } = scripted(true);
+    // A link that stages: both methods are offered, each one message; a stage owes no answer (no id, nothing pending),
+    // and settles once posted.
+    const { client: staging, posted, pending } = scripted(true);
     expect(typeof staging.stage).toBe("function");
-    void staging.stage!("s/x", utf8("a"), "stage_2");
+    await staging.stage!("s/x", utf8("a"), "stage_2");
+    expect(posted.at(-1)).not.toHaveProperty("id");
+    expect(pending).toEqual([true]); // `open`'s only
     void staging.unstage!("stage_2");
     expect(posted.map((message) => message.path[0])).toEqual(["open", "stage", "unstage"]);
+    expect(posted.at(-1)!.id).toEqual(expect.any(String));
   });
 
   it("a commit plan is one message each way, its handed-over buffers moved and the others copied", async () => {

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import { type SessionMeta, Sessions, type StoragePort } from "../../core/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 import { registry } from "../support/session.ts";
-import { user } from "../session/support.ts";
+import { summarizer, user } from "../session/support.ts";
 
 /** A hook the mocked `node:fs` runs before a write (the forced race below); it returns whether it fired. */
 const hooks = vi.hoisted(() => ({ beforeWrite: undefined as undefined | ((fd: number) => boolean) }));
@@ -55,6 +55,18 @@ function countingMetaReads(inner: StoragePort): { storage: StoragePort; reads: (
     },
   });
   return { storage: counted, reads: () => reads };
+}
+
+/** Forces a catalog compaction's race: at the next write to the log, the log is renamed aside first; returns where it went. */
+function setAsideAtNextWrite(log: string): string[] {
+  const aside: string[] = [];
+  hooks.beforeWrite = (fd) => {
+    if (!readlinkSync(`/proc/self/fd/${fd}`).endsWith("sessions.log.jsonl")) return false;
+    renameSync(log, `${log}.aside`);
+    aside.push(`${log}.aside`);
+    return true;
+  };
+  return aside;
 }
 
 describe("files catalog", () => {
@@ -131,13 +143,7 @@ describe("files catalog", () => {
     const log = join(catalogFolder(), "sessions.log.jsonl");
     // Forced: between the writer's open of the log and its write, a compaction renames the log
     // aside (and, having read it, will remove it): the line lands in the file set aside.
-    const aside: string[] = [];
-    hooks.beforeWrite = (fd) => {
-      if (!readlinkSync(`/proc/self/fd/${fd}`).endsWith("sessions.log.jsonl")) return false;
-      renameSync(log, `${log}.aside`);
-      aside.push(`${log}.aside`);
-      return true;
-    };
+    const aside = setAsideAtNextWrite(log);
     await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s2", title: "raced" });
     expect(aside).toHaveLength(1);
     expect(await readFile(aside[0]!, "utf8")).toContain('"raced"');
@@ -147,6 +153,24 @@ describe("files catalog", () => {
     const counted = countingMetaReads(storage);
     expect(titles(await registry(counted.storage).list())).toEqual({ s1: null, s2: "raced" });
     expect(counted.reads()).toBe(1); // s1, whose line went with the file set aside, from its meta.json
+  });
+
+  test("a compaction's line is written again when a catalog compaction set the log aside before its write", async () => {
+    const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1", title: "before" });
+    for (let i = 0; i < 4; i++) await session.append(user(`m${i}`));
+    const log = join(catalogFolder(), "sessions.log.jsonl");
+    // Forced: between the compaction's open of the log and the line's write, a catalog compaction sets the log aside,
+    // so the line lands in the file set aside.
+    const aside = setAsideAtNextWrite(log);
+    const outcome = await session.compact({ summarizer: summarizer() });
+    expect(aside).toHaveLength(1);
+    await rm(aside[0]!);
+    // The new log has the compacted session's line: the listing takes it without reading meta.json.
+    expect(await readFile(log, "utf8")).toContain(`"revision":${outcome.revision}`);
+    const counted = countingMetaReads(storage);
+    const [listed] = await registry(counted.storage).list();
+    expect(listed).toMatchObject({ session_id: "s1", revision: outcome.revision, message_count: 4 });
+    expect(counted.reads()).toBe(0);
   });
 
   test("compaction: once the log passes 64 KiB it is merged into the snapshot, sorted as a listing is, every session kept", async () => {
