@@ -23,6 +23,7 @@ import {
   StoreEntryError,
 } from "../core/mod.ts";
 import { binaryArray } from "./binary-array.ts";
+import { boundedWrites, CHUNK_BYTES, type ChunkWrite } from "./bounded-chunks.ts";
 import { catalogStatement } from "./catalog-statement.ts";
 import { KeptConnection } from "./kept-connection.ts";
 import { firstValue, type NamedStatement } from "./lean-statement.ts";
@@ -111,7 +112,8 @@ interface PendingRead {
 /**
  * A {@linkcode StoragePort} over PostgreSQL: the paths of docs/FORMAT.md are keys of a table,
  * a file is the chunks it was appended in (an append is one new row, `readTail` reads only
- * the newest), `replace`, `move` and `remove` are single transactions, writer ownership is a
+ * the newest; a large file written whole is chunks of 16 KiB, bounded-chunks.ts), `replace`,
+ * `move` and `remove` are single transactions, writer ownership is a
  * session-level advisory lock on a connection of its own (freed by the server when its
  * holder's connection dies), and a commit plan is one statement. The tables are created and
  * migrated on first use (docs/POSTGRES.md). Several processes and hosts may share one store.
@@ -244,6 +246,13 @@ export class PostgresStorage implements StoragePort {
 
   async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
+    if (bytes.length > CHUNK_BYTES && !path.endsWith(META_SUFFIX)) {
+      // Stored as bounded chunks (bounded-chunks.ts): run_plan writes them in one statement, with no lock and no check
+      // (its parameters copy the bytes).
+      const values = this.#planParameters({ writes: [{ op: "replace", path, bytes }] });
+      await this.#inOrder(path, () => this.#write([path], this.#runPlan.text, values, `replace on ${path}`));
+      return;
+    }
     const copy = Buffer.from(bytes);
     // Outside a commit the revision stays unknown (docs/POSTGRES.md); the catalog entry is kept.
     const { listing, listedAt } = metaColumnsOf(path, bytes);
@@ -398,14 +407,15 @@ export class PostgresStorage implements StoragePort {
   }
 
   /** `run_plan`'s parameters: the writes' paths, lengths and columns as binary arrays, their bytes as one value. */
-  #planParameters(plan: CommitPlan): unknown[] {
+  #planParameters(plan: Omit<CommitPlan, "writes"> & { readonly writes: readonly ChunkWrite[] }): unknown[] {
+    const writes = boundedWrites(plan.writes, META_SUFFIX);
     const ops: string[] = [];
     const paths: string[] = [];
     const lengths: number[] = [];
     const revisions: (number | null)[] = [];
     const listings: (string | null)[] = [];
     const listedAts: (string | null)[] = [];
-    for (const write of plan.writes) {
+    for (const write of writes) {
       const columns = write.op === "replace" ? metaColumnsOf(write.path, write.bytes) : NO_COLUMNS;
       ops.push(write.op);
       paths.push(write.path);
@@ -426,7 +436,7 @@ export class PostgresStorage implements StoragePort {
       plan.expect?.revision ?? null,
       binaryArray("text", ops),
       binaryArray("text", paths),
-      Buffer.concat(plan.writes.map((write) => write.bytes)),
+      Buffer.concat(writes.map((write) => write.bytes)),
       binaryArray("int4", lengths),
       binaryArray("int8", revisions),
       plan.release ? this.#lockKey(plan.release.path) : null,
@@ -571,29 +581,30 @@ export class PostgresStorage implements StoragePort {
     }
   }
 
-  async #query(statement: Statement, values: unknown[]): Promise<Row[]> {
+  /** `statement` on the shared pool; a failure a `StorageError` saying `doing` (by default the statement's function and first argument). */
+  async #query(statement: Statement, values: unknown[], doing?: string): Promise<Row[]> {
     if (!this.#migrated) await this.#ensureReady();
     this.#commits.spare();
     try {
       return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
-      throw storageError(error, describe(statement, values));
+      throw storageError(error, doing ?? describe(statement, values));
     }
   }
 
   /**
    * A write to `paths`: on the connection of a lock this handle holds over them (so it lands
-   * only while the lock does), else on the shared pool.
+   * only while the lock does), else on the shared pool; a failure says `doing`, as `#query`.
    */
-  async #write(paths: readonly string[], text: string, values: unknown[]): Promise<Row[]> {
+  async #write(paths: readonly string[], text: string, values: unknown[], doing?: string): Promise<Row[]> {
     const holder = this.#fencing(paths);
-    if (!holder) return this.#query(text, values);
+    if (!holder) return this.#query(text, values, doing);
     if (holder.lost) throw holder.lost;
     try {
       return (await holder.client.query(text, values)).rows as Row[];
     } catch (error) {
       if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
-      throw storageError(error, describe(text, values));
+      throw storageError(error, doing ?? describe(text, values));
     }
   }
 
