@@ -91,8 +91,17 @@ const LINE_REVISION = /"revision":(\d+)\}$/;
  * tore (fewer lines than its mark, which recovery rule 1 drops) is not counted: the commit
  * before it is. The window grows until it holds the last commit's first line and the line
  * before it.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * const storage = new MemoryStorage();
+ * const session = await new Sessions({ storage }).create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+ * await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+ * await lastCommittedRevision(storage, session.paths.active); // 1
+ * ```
  */
-async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
+export async function lastCommittedRevision(storage: StoragePort, path: string): Promise<number> {
   for (let want = TAIL_BYTES;; want *= 16) {
     const tail = await storage.readTail(path, want);
     if (!tail || tail.size === 0) return 0;

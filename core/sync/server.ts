@@ -13,7 +13,8 @@ import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedEr
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
-import { encodeJsonDocument, nowTimestamp } from "../schema/mod.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { lastCommittedRevision } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
@@ -134,8 +135,17 @@ interface ClientLedger {
   readonly results: readonly MutationResult[];
 }
 
+/** A session handle a server keeps between pushes: the last message it appended, and the `created_at` of the session it belongs to. */
+interface KeptHandle {
+  readonly session: Session;
+  readonly last: { readonly sequence: number; readonly message_id: string };
+  readonly created_at: string;
+}
+
 /** How many recent results a ledger keeps, to answer a retried push with what it did. */
 const KEPT_RESULTS = 64;
+/** How many session handles a server keeps between pushes (each holds its session's Active in memory). */
+const KEPT_HANDLES = 64;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -161,6 +171,13 @@ export class SyncServer {
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
   #encrypted: Promise<boolean> | undefined;
+  /**
+   * The handle of each session a push appended to last, with the last message it appended and
+   * the session's `created_at`, kept for the next append to it (at most {@linkcode KEPT_HANDLES}):
+   * taken out while a push uses it, so no two pushes share one; trusted only as far as the store
+   * proves it current ({@linkcode SyncServer.#fastForward}).
+   */
+  readonly #handles = new Map<string, KeptHandle>();
 
   constructor(options: SyncServerOptions) {
     this.#clock = options.clock ?? Date.now;
@@ -438,6 +455,8 @@ export class SyncServer {
     const base = mutation.op === "create" ? 0 : mutation.base_sequence;
     const messages = mutation.op === "create" ? [...messagesOfSegments(refText, mutation.segments), ...mutation.messages] : [...mutation.messages];
     assertContiguous(refText, base, messages);
+    const fast = mutation.op === "append" ? await this.#fastForward(mutation, messages) : undefined;
+    if (fast) return fast;
     let session = await this.#open(ref);
     if (!session && mutation.op === "create") {
       const files = { meta: mutation.meta, instruction: mutation.instruction, segments: mutation.segments, active: mutation.messages };
@@ -460,7 +479,8 @@ export class SyncServer {
     const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
     if (differs < 0) {
       if (theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
-      await session.append(messages.slice(theirs.length).map(asNewMessage));
+      const { sequences } = await session.append(messages.slice(theirs.length).map(asNewMessage));
+      this.#keep(refText, session, messages, sequences, session.meta.created_at);
       return { number: mutation.number, status: "applied", ref: refText };
     }
     const atSequence = base + differs;
@@ -476,6 +496,54 @@ export class SyncServer {
     if (await this.#open(fork)) return result;
     await installSession(this.storage, fork, await forkFiles(this.storage, session, fork, atSequence, messages.slice(differs), this.#clock), this.#clock);
     return result;
+  }
+
+  /**
+   * An `append` right after the server's last message, through the handle an earlier push of
+   * this process left: no open, no re-check of all of Active (docs/SYNC.md "The cost of a
+   * push"). Only the plain case is decided on the kept state (its last message is the base);
+   * anything else (a duplicate, a fork, a refusal) is decided on a fresh open. The state is
+   * trusted as far as the store proves it: `meta.json` still has the handle's revision and
+   * `created_at` (not another session made at that ref since), no committed line of
+   * `active.jsonl` is newer (a commit that crashed before its `meta.json`), no draft was left
+   * there (an open would finish it before the append), and the commit's
+   * own revision check, under the lock, refuses it, writing nothing, when another writer went
+   * past it meanwhile; then the push opens the session afresh.
+   */
+  async #fastForward(mutation: AppendMutation, messages: readonly MessageRecord[]): Promise<MutationResult | undefined> {
+    const kept = this.#handles.get(mutation.ref);
+    if (!kept) return undefined;
+    this.#handles.delete(mutation.ref);
+    const { session, last } = kept;
+    if (last.sequence !== mutation.base_sequence || (mutation.base_message_id !== null && last.message_id !== mutation.base_message_id)) return undefined;
+    const { meta, active, draft } = session.paths;
+    const [bytes, lines, drafted] = await Promise.all([this.storage.read(meta), lastCommittedRevision(this.storage, active), this.storage.readTail(draft, 1)]);
+    const disk = bytes && (JSON.parse(decoder.decode(bytes)) as Partial<SessionMeta>);
+    if (!disk || disk.revision !== session.revision || disk.created_at !== kept.created_at || lines > session.revision || drafted !== undefined) {
+      return undefined;
+    }
+    let sequences: readonly number[];
+    try {
+      ({ sequences } = await session.append(messages.map(asNewMessage)));
+    } catch (error) {
+      if (error instanceof RevisionConflictError) return undefined;
+      throw error;
+    }
+    this.#keep(mutation.ref, session, messages, sequences, kept.created_at);
+    return { number: mutation.number, status: "applied", ref: mutation.ref };
+  }
+
+  /**
+   * Keeps a live session's handle for the next append to it, with the last message it appended
+   * (when the commit gave the sequences the mutation said, as it must), the oldest let go past
+   * {@linkcode KEPT_HANDLES}.
+   */
+  #keep(refText: string, session: Session, messages: readonly MessageRecord[], sequences: readonly number[], createdAt: string): void {
+    this.#handles.delete(refText);
+    const last = messages.at(-1)!;
+    if (session.place !== "live" || sequences.at(-1) !== last.sequence) return;
+    this.#handles.set(refText, { session, last: { sequence: last.sequence, message_id: last.message_id }, created_at: createdAt });
+    if (this.#handles.size > KEPT_HANDLES) this.#handles.delete(this.#handles.keys().next().value!);
   }
 
   /**

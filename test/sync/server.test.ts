@@ -1,13 +1,28 @@
 /**
  * The sync server's checks on what a client sends, beyond the conformance suite: a create
  * whose files do not hold what they claim is refused, naming the file and line, and changes
- * nothing; the client ledger lives in the store and binds the client to its user.
+ * nothing; the client ledger lives in the store and binds the client to its user; the handle
+ * the server keeps between pushes to one session (docs/SYNC.md "The cost of a push") appends
+ * without opening the session again, and every change it did not make itself sends the push
+ * back to a fresh open: another writer's commit, a crashed commit's lines with `meta.json`
+ * left behind, the session deleted and made again at the same ref, two clients at once.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type MessageRecord, Sessions } from "../../core/mod.ts";
-import { type CreateMutation, parseSyncRequest, STORE_OWNER, SYNC_PROTOCOL_VERSION, SyncRefusedError, SyncServer } from "../../core/sync/mod.ts";
+import { MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
+import {
+  type CreateMutation,
+  type Mutation,
+  type MutationResult,
+  parseSyncRequest,
+  STORE_OWNER,
+  SYNC_PROTOCOL_VERSION,
+  SyncRefusedError,
+  SyncServer,
+} from "../../core/sync/mod.ts";
+import { draftText } from "../session/support.ts";
 
 const T = "2026-12-04T12:00:00.000Z";
+const REF = "a1/w1/s1";
 const meta = {
   schema_version: 1,
   session_id: "s1",
@@ -86,5 +101,83 @@ describe("SyncServer", () => {
       reason: "client-id-taken",
       status: 403,
     });
+  });
+});
+
+/** A server with one session of `m1`, `m2` pushed by client `c1` (the second push leaves a kept handle), and the next number. */
+async function served(storage: StoragePort = new MemoryStorage()) {
+  const server = new SyncServer({ storage });
+  const numbers = new Map<string, number>();
+  const push = async (mutation: Omit<Mutation, "number">, clientId = "c1"): Promise<MutationResult> => {
+    const number = (numbers.get(clientId) ?? 0) + 1;
+    numbers.set(clientId, number);
+    const body = JSON.parse(JSON.stringify({ v: SYNC_PROTOCOL_VERSION, client_id: clientId, mutations: [{ ...mutation, number }] }));
+    const outcome = await server.push(STORE_OWNER, parseSyncRequest("push", body));
+    expect(outcome.error).toBeUndefined();
+    return outcome.results[0]!;
+  };
+  const append = (base: number, id: string, clientId?: string) =>
+    push({ op: "append", ref: REF, base_sequence: base, base_message_id: `m${base}`, messages: [message(base + 1, { message_id: id })] } as never, clientId);
+  expect((await push({ op: "create", ref: REF, meta, instruction: null, segments: [], messages: [message(1)] } as never)).status).toBe("applied");
+  expect((await append(1, "m2")).status).toBe("applied");
+  const sessions = new Sessions({ storage });
+  const ids = async () => (await sessions.open(REF)).active.map((m) => `${m.sequence}:${m.message_id}`);
+  return { storage, server, sessions, push, append, ids };
+}
+
+describe("a sync server's kept handle", () => {
+  it("appends one push after another through it, each message once, in order", async () => {
+    const { append, ids } = await served();
+    for (let s = 2; s < 6; s++) expect((await append(s, `m${s + 1}`)).status).toBe("applied");
+    expect(await ids()).toEqual(["1:m1", "2:m2", "3:m3", "4:m4", "5:m5", "6:m6"]);
+    expect((await append(5, "m6")).status).toBe("duplicate");
+    expect(await ids()).toHaveLength(6);
+  });
+
+  it("is not trusted after another writer's commit: the push is decided on a fresh open (a fork at the first difference)", async () => {
+    const { sessions, append, ids } = await served();
+    await (await sessions.open(REF)).append({ message_id: "local3", role: "user", parts: [{ type: "text", text: "local" }] } as never);
+    const result = await append(2, "m3");
+    expect(result).toMatchObject({ status: "forked", fork: { at_sequence: 2 } });
+    expect(await ids()).toEqual(["1:m1", "2:m2", "3:local3"]);
+  });
+
+  it("is not trusted past a crashed commit's line (meta.json left behind): the fresh open recovers the line and forks", async () => {
+    const { storage, sessions, append, ids } = await served();
+    const session = await sessions.open(REF);
+    const before = (await storage.read(session.paths.meta))!;
+    await session.append({ message_id: "crashed3", role: "user", parts: [{ type: "text", text: "crashed" }] } as never);
+    await storage.replace(session.paths.meta, before);
+    const result = await append(2, "m3");
+    expect(result).toMatchObject({ status: "forked", fork: { at_sequence: 2 } });
+    expect(await ids()).toEqual(["1:m1", "2:m2", "3:crashed3"]);
+  });
+
+  it("is not trusted when a draft was left in the session: the fresh open finishes it, as recovery says, before the append", async () => {
+    const { storage, sessions, append, ids } = await served();
+    const { paths } = await sessions.open(REF);
+    await storage.replace(paths.draft, new TextEncoder().encode(draftText(3)));
+    expect((await append(2, "m3")).status).toBe("applied");
+    expect(await storage.read(paths.draft)).toBeUndefined();
+    expect(await ids()).toEqual(["1:m1", "2:m2", "3:m_pending", "4:m_draft", "5:m3"]);
+  });
+
+  it("is not trusted for a session deleted and made again at the same ref: the new session's message at the base is compared", async () => {
+    const { sessions, append, ids } = await served();
+    const revision = (await sessions.open(REF)).revision;
+    await sessions.delete(REF);
+    const again = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    while (again.revision < revision) await again.append({ role: "user", parts: [{ type: "text", text: "other" }] });
+    const result = await append(2, "m3");
+    expect(result.status).toBe("rejected");
+    expect(await ids()).not.toContain("3:m3");
+  });
+
+  it("is never shared by two pushes at once: two clients appending after the same base, one applied, the other forked", async () => {
+    const { append, ids } = await served();
+    const [a, b] = await Promise.all([append(2, "a3", "c2"), append(2, "b3", "c3")]);
+    expect([a.status, b.status].sort()).toEqual(["applied", "forked"]);
+    const kept = a.status === "applied" ? "a3" : "b3";
+    expect(await ids()).toEqual(["1:m1", "2:m2", `3:${kept}`]);
   });
 });

@@ -310,7 +310,7 @@ async function roundTrip(ctx: CaseContext): Promise<void> {
     ratioMeaning: "push / bare POST",
     target: { op: "<=", limit: 3, text: "≤ 3" },
     runs: batches,
-    note: `one push to a session whose Active grows to ${sequence} messages over the run (the server opens it, every line checked, per push): ${
+    note: `one push to a session whose Active grows to ${sequence} messages over the run (appended through the server's kept handle): ${
       breakdown(timed.measure(pushTotal / runs, runs))
     }; the bare POST plus that storage time alone bound the ratio at ${((baseline + timed.measure(pushTotal / runs, runs).waitingMs) / baseline).toFixed(2)}`,
   });
