@@ -518,7 +518,7 @@ export class SyncServer {
     if (last.sequence !== mutation.base_sequence || (mutation.base_message_id !== null && last.message_id !== mutation.base_message_id)) return undefined;
     const { meta, active, draft } = session.paths;
     const [bytes, lines, drafted] = await Promise.all([this.storage.read(meta), lastCommittedRevision(this.storage, active), this.storage.readTail(draft, 1)]);
-    const disk = bytes && (JSON.parse(decoder.decode(bytes)) as Partial<SessionMeta>);
+    const disk = bytes && metaOrUndefined(bytes);
     if (!disk || disk.revision !== session.revision || disk.created_at !== kept.created_at || lines > session.revision || drafted !== undefined) {
       return undefined;
     }
@@ -695,6 +695,15 @@ export class SyncServer {
       if (error instanceof NotFoundError) return undefined;
       throw error;
     }
+  }
+}
+
+/** `meta.json`'s fields, or `undefined` for bytes that do not parse: the fresh open reports those, typed and with where. */
+function metaOrUndefined(bytes: Uint8Array): Partial<SessionMeta> | undefined {
+  try {
+    return (JSON.parse(decoder.decode(bytes)) as Partial<SessionMeta> | null) ?? undefined;
+  } catch {
+    return undefined;
   }
 }
 

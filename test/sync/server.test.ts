@@ -8,7 +8,7 @@
  * left behind, the session deleted and made again at the same ref, two clients at once.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
+import { CorruptSessionError, MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
 import {
   type CreateMutation,
   type Mutation,
@@ -179,5 +179,24 @@ describe("a sync server's kept handle", () => {
     expect([a.status, b.status].sort()).toEqual(["applied", "forked"]);
     const kept = a.status === "applied" ? "a3" : "b3";
     expect(await ids()).toEqual(["1:m1", "2:m2", `3:${kept}`]);
+  });
+});
+
+describe("a sync server's kept handle and a damaged meta.json", () => {
+  it("leaves the push to the fresh open, whose typed error names the file and where; nothing is written", async () => {
+    const { storage, server, sessions } = await served();
+    const { paths } = await sessions.open(REF);
+    const activeBefore = await storage.read(paths.active);
+    await storage.replace(paths.meta, new TextEncoder().encode("{ not json"));
+    const body = {
+      v: SYNC_PROTOCOL_VERSION,
+      client_id: "c1",
+      mutations: [{ op: "append", ref: REF, number: 3, base_sequence: 2, base_message_id: "m2", messages: [message(3, { message_id: "m3" })] }],
+    };
+    // Not the kept handle's own parse (a SyntaxError): the open's check, which says what it found and where.
+    const pushed = server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify(body))));
+    await expect(pushed).rejects.toBeInstanceOf(CorruptSessionError);
+    await expect(pushed).rejects.toThrow(/meta\.json: invalid JSON .* at character 3/);
+    expect(await storage.read(paths.active)).toEqual(activeBefore);
   });
 });
