@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { asSessionfoldError, NotFoundError, RevisionConflictError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import { asSessionfoldError, NotFoundError, RevisionConflictError, SessionBusyError, SyncRefusedError, WriterLockedError } from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
@@ -170,6 +170,12 @@ export class SyncServer {
   readonly #log: ChangeLog;
   /** One push at a time per client id in this process (pushes of one client are ordered anyway). */
   readonly #clientQueues = new Map<string, Promise<unknown>>();
+  /**
+   * One mutation at a time per session in this process: a session's operations are one at a
+   * time per process (`SessionBusyError`), so two clients' pushes to one session take turns
+   * here instead of one failing.
+   */
+  readonly #sessionQueues = new Map<string, Promise<unknown>>();
   #encrypted: Promise<boolean> | undefined;
   /**
    * The handle of each session a push appended to last, with the last message it appended and
@@ -211,15 +217,7 @@ export class SyncServer {
    * another user's client id, `forbidden` (403), `mutation-gap` (409, `expected`), `session-busy` (409).
    */
   async push(principal: SyncPrincipal, request: PushRequest): Promise<PushOutcome> {
-    const clientId = request.client_id;
-    const previous = this.#clientQueues.get(clientId) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.#push(principal, request));
-    this.#clientQueues.set(clientId, run);
-    try {
-      return await run;
-    } finally {
-      if (this.#clientQueues.get(clientId) === run) this.#clientQueues.delete(clientId);
-    }
+    return inTurn(this.#clientQueues, request.client_id, () => this.#push(principal, request));
   }
 
   async #push(principal: SyncPrincipal, request: PushRequest): Promise<PushOutcome> {
@@ -362,7 +360,12 @@ export class SyncServer {
     return ledger;
   }
 
-  async #apply(clientId: string, ref: SessionRef, mutation: Mutation): Promise<MutationResult> {
+  /** `mutation` applied to the session `ref` once every earlier mutation of this process to that session has settled. */
+  #apply(clientId: string, ref: SessionRef, mutation: Mutation): Promise<MutationResult> {
+    return inTurn(this.#sessionQueues, mutation.ref, () => this.#applyInTurn(clientId, ref, mutation));
+  }
+
+  async #applyInTurn(clientId: string, ref: SessionRef, mutation: Mutation): Promise<MutationResult> {
     const refText = mutation.ref;
     const sealed = (await isSealedSession(this.storage, ref, "live")) || (await isSealedSession(this.storage, ref, "archived"));
     const sent = mutation.op.endsWith("_sealed") || (mutation.op === "segment" && isSealedText(mutation.segment.text));
@@ -698,6 +701,18 @@ export class SyncServer {
   }
 }
 
+/** Runs `fn` once every earlier call for `key` in `queues` has settled (one at a time per key); the key is dropped when idle. */
+async function inTurn<T>(queues: Map<string, Promise<unknown>>, key: string, fn: () => Promise<T>): Promise<T> {
+  const previous = queues.get(key) ?? Promise.resolve();
+  const run = previous.catch(() => undefined).then(fn);
+  queues.set(key, run);
+  try {
+    return await run;
+  } finally {
+    if (queues.get(key) === run) queues.delete(key);
+  }
+}
+
 /** `meta.json`'s fields, or `undefined` for bytes that do not parse: the fresh open reports those, typed and with where. */
 function metaOrUndefined(bytes: Uint8Array): Partial<SessionMeta> | undefined {
   try {
@@ -735,10 +750,10 @@ function assertContiguous(ref: string, base: number, messages: readonly { readon
   });
 }
 
-/** A refusal as it is; a session another writer holds as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
+/** A refusal as it is; a session another writer holds (another process, or an operation of this one's host) as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
 function refusalOf(error: unknown, ref: string): SyncRefusedError {
   if (error instanceof SyncRefusedError) return error;
-  if (error instanceof WriterLockedError) {
+  if (error instanceof WriterLockedError || error instanceof SessionBusyError) {
     return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
   }
   const typed = asSessionfoldError(error, "push failed");

@@ -19,7 +19,7 @@ import {
   SyncRefusedError,
   SyncServer,
 } from "../../core/sync/mod.ts";
-import { draftText } from "../session/support.ts";
+import { draftText, summarizer } from "../session/support.ts";
 
 const T = "2026-12-04T12:00:00.000Z";
 const REF = "a1/w1/s1";
@@ -198,5 +198,52 @@ describe("a sync server's kept handle and a damaged meta.json", () => {
     await expect(pushed).rejects.toBeInstanceOf(CorruptSessionError);
     await expect(pushed).rejects.toThrow(/meta\.json: invalid JSON .* at character 3/);
     expect(await storage.read(paths.active)).toEqual(activeBefore);
+  });
+});
+
+describe("a sync server's pushes to one session at once", () => {
+  /** A push of one append of `id` after m2 by `clientId`, its first mutation, to `server`. */
+  const appendAfterM2 = (server: SyncServer, clientId: string, id: string) =>
+    server.push(
+      STORE_OWNER,
+      parseSyncRequest(
+        "push",
+        JSON.parse(JSON.stringify({
+          v: SYNC_PROTOCOL_VERSION,
+          client_id: clientId,
+          mutations: [{ op: "append", ref: REF, number: 1, base_sequence: 2, base_message_id: "m2", messages: [message(3, { message_id: id })] }],
+        })),
+      ),
+    );
+
+  it("take turns: two clients appending after the same base with no handle kept, one applied and the other forked, neither failing", async () => {
+    const { storage, ids } = await served();
+    // A second server on the store keeps no handle: both pushes open the session, at once.
+    const server = new SyncServer({ storage });
+    const [a, b] = await Promise.all([appendAfterM2(server, "c2", "a3"), appendAfterM2(server, "c3", "b3")]);
+    expect([a.error, b.error]).toEqual([undefined, undefined]);
+    expect([a.results[0]!.status, b.results[0]!.status].sort()).toEqual(["applied", "forked"]);
+    expect(await ids()).toEqual(["1:m1", "2:m2", a.results[0]!.status === "applied" ? "3:a3" : "3:b3"]);
+  });
+
+  it("refuses session-busy (409) while the host's own operation has the session in hand in the same process, and applies it after", async () => {
+    const { server, sessions, ids } = await served();
+    let summarizing!: () => void;
+    const inSummarizer = new Promise<void>((resolve) => (summarizing = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const compaction = (await sessions.open(REF)).compact({
+      summarizer: summarizer(async () => {
+        summarizing();
+        await finished;
+        return { text: "summary" };
+      }),
+    });
+    await inSummarizer;
+    await expect(appendAfterM2(server, "c2", "a3")).rejects.toMatchObject({ reason: "session-busy", status: 409 });
+    finish();
+    await compaction;
+    expect((await appendAfterM2(server, "c2", "a3")).results[0]!.status).toBe("applied");
+    expect((await ids()).at(-1)).toBe("3:a3");
   });
 });
