@@ -13,11 +13,12 @@ import { asSessionfoldError, NotFoundError, RevisionConflictError, SessionBusyEr
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
-import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/mod.ts";
+import { encodeJsonDocument, type MessageRecord, nowTimestamp } from "../schema/mod.ts";
 import { lastCommittedRevision } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
+import { catalogDocument } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
   type AppendMutation,
@@ -521,7 +522,9 @@ export class SyncServer {
     if (last.sequence !== mutation.base_sequence || (mutation.base_message_id !== null && last.message_id !== mutation.base_message_id)) return undefined;
     const { meta, active, draft } = session.paths;
     const [bytes, lines, drafted] = await Promise.all([this.storage.read(meta), lastCommittedRevision(this.storage, active), this.storage.readTail(draft, 1)]);
-    const disk = bytes && metaOrUndefined(bytes);
+    // catalogDocument: the fields, or `undefined` for bytes that are not a plain meta.json (damaged, sealed), which the
+    // fresh open then reports as it does any.
+    const disk = bytes && catalogDocument(bytes);
     if (!disk || disk.revision !== session.revision || disk.created_at !== kept.created_at || lines > session.revision || drafted !== undefined) {
       return undefined;
     }
@@ -710,15 +713,6 @@ async function inTurn<T>(queues: Map<string, Promise<unknown>>, key: string, fn:
     return await run;
   } finally {
     if (queues.get(key) === run) queues.delete(key);
-  }
-}
-
-/** `meta.json`'s fields, or `undefined` for bytes that do not parse: the fresh open reports those, typed and with where. */
-function metaOrUndefined(bytes: Uint8Array): Partial<SessionMeta> | undefined {
-  try {
-    return (JSON.parse(decoder.decode(bytes)) as Partial<SessionMeta> | null) ?? undefined;
-  } catch {
-    return undefined;
   }
 }
 
