@@ -184,9 +184,9 @@ const EXECUTE_AND_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 
 /**
  * Each socket's buffer for its next statement's messages: the last one's, kept only when the socket took all of its
  * bytes at once (nothing left queued in the stream or the event loop, so nothing else holds it). A commit's messages
- * otherwise took a slice of Node's shared pool, whose 8 KiB are made anew every few commits, and on a durable server's
- * wait each new allocation is paid cold (docs/decisions.md, the section on the row `postgres.commits-per-s.one-writer`
- * of this round).
+ * otherwise took a slice of Node's shared pool, whose 8 KiB are made anew every few commits, each paid cold after the
+ * wait for a durable server (docs/decisions.md "PostgreSQL's commit: its messages in a buffer kept per socket, its bytes
+ * sent as they are").
  */
 const spareBuffers = new WeakMap<object, ArrayBuffer>();
 /** The size of a socket's buffer at first (a commit's messages are 1–2 KiB). */
