@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { Socket } from "node:net";
 import type pg from "pg";
 
 /** A statement prepared once per connection under its name. */
@@ -166,22 +167,59 @@ function asText(value: string): string {
   return value;
 }
 
-/** `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes): `null`, a `Buffer` (sent in binary) or text. */
-function wireValue(value: unknown): Buffer | string | null {
-  return value === null || value === undefined ? null : typeof value === "string" || Buffer.isBuffer(value) ? value : String(value);
+/**
+ * `pg`'s wire form of a parameter (what its `prepareValue` gives for the values a statement here takes): `null`, bytes
+ * (any `ArrayBuffer` view, a `Buffer` or a commit's `Uint8Array` alike, sent in binary as `pg` sends the `Buffer` it makes
+ * of one) or text.
+ */
+function wireValue(value: unknown): Uint8Array | string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string" || value instanceof Uint8Array) return value;
+  return ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : String(value);
 }
 
 /** Execute (`E`, length 9, the unnamed portal, no row limit), then Sync (`S`, length 4): the same bytes after every Bind. */
 const EXECUTE_AND_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);
 
 /**
+ * Each socket's buffer for its next statement's messages: the last one's, kept only when the socket took all of its
+ * bytes at once (nothing left queued in the stream or the event loop, so nothing else holds it). A commit's messages
+ * otherwise took a slice of Node's shared pool, whose 8 KiB are made anew every few commits, each paid cold after the
+ * wait for a durable server (docs/decisions.md "PostgreSQL's commit: its messages in a buffer kept per socket, its bytes
+ * sent as they are").
+ */
+const spareBuffers = new WeakMap<object, ArrayBuffer>();
+/** The size of a socket's buffer at first (a commit's messages are 1–2 KiB). */
+const SPARE_BYTES = 4096;
+/** Messages larger than this (a plan's chunks) get a buffer of their own, never kept. */
+const SPARE_BYTES_MAX = 64 * 1024;
+
+/** `size` bytes for messages to `socket`: the start of its spare buffer when that is large enough, else of a new one. */
+function messageBuffer(socket: object, size: number): Buffer {
+  const spare = spareBuffers.get(socket);
+  const buffer = spare && spare.byteLength >= size ? spare : new ArrayBuffer(size > SPARE_BYTES_MAX ? size : Math.max(size, SPARE_BYTES));
+  return Buffer.from(buffer, 0, size);
+}
+
+/**
+ * After `messages` were written to `socket`: their buffer kept for the next statement when the socket took every byte at
+ * once, else let go. Only a `net.Socket` (TLS's included), whose write is done with the bytes once its length is back
+ * to 0; a stream of a host's own (`pg`'s `stream` setting) may keep a chunk after it called back.
+ */
+function keepIfTaken(socket: object, messages: Buffer): void {
+  if (socket instanceof Socket && socket.writableLength === 0 && messages.buffer.byteLength <= SPARE_BYTES_MAX) {
+    spareBuffers.set(socket, messages.buffer as ArrayBuffer);
+  } else spareBuffers.delete(socket);
+}
+
+/**
  * Bind of the prepared statement `name` to `values` (the unnamed portal, each value's format
  * as `pg` chooses it, results as text), then Execute and Sync, as PostgreSQL's protocol lays
- * them out ("Message Formats"), in one buffer.
+ * them out ("Message Formats"), in one buffer for `socket` ({@linkcode messageBuffer}).
  */
-function boundAndSynced(name: string, values: readonly unknown[]): Buffer {
+function boundAndSynced(name: string, values: readonly unknown[], socket: object): Buffer {
   const count = values.length;
-  const wire: (Buffer | string | null)[] = new Array(count);
+  const wire: (Uint8Array | string | null)[] = new Array(count);
   const nameBytes = Buffer.byteLength(name);
   // Type and length, the unnamed portal's and the statement's names, the format codes, the values' count, the result format.
   let size = 1 + 4 + 1 + nameBytes + 1 + 2 + 2 * count + 2 + 2 + 2;
@@ -190,7 +228,7 @@ function boundAndSynced(name: string, values: readonly unknown[]): Buffer {
     wire[i] = value;
     size += 4 + (value === null ? 0 : typeof value === "string" ? Buffer.byteLength(value) : value.length);
   }
-  const out = Buffer.allocUnsafe(size + EXECUTE_AND_SYNC.length);
+  const out = messageBuffer(socket, size + EXECUTE_AND_SYNC.length);
   out[0] = 0x42; // Bind
   out.writeInt32BE(size - 1, 1);
   out[5] = 0; // the unnamed portal
@@ -198,7 +236,7 @@ function boundAndSynced(name: string, values: readonly unknown[]): Buffer {
   out[at++] = 0;
   out.writeInt16BE(count, at);
   at += 2;
-  for (let i = 0; i < count; i++, at += 2) out.writeInt16BE(Buffer.isBuffer(wire[i]) ? 1 : 0, at);
+  for (let i = 0; i < count; i++, at += 2) out.writeInt16BE(typeof wire[i] === "object" && wire[i] !== null ? 1 : 0, at);
   out.writeInt16BE(count, at);
   at += 2;
   for (let i = 0; i < count; i++) {
@@ -209,7 +247,7 @@ function boundAndSynced(name: string, values: readonly unknown[]): Buffer {
       continue;
     }
     // The length goes before the value, once it is written.
-    const length = typeof value === "string" ? out.write(value, at + 4) : value.copy(out, at + 4);
+    const length = typeof value === "string" ? out.write(value, at + 4) : (out.set(value, at + 4), value.length);
     out.writeInt32BE(length, at);
     at += 4 + length;
   }
@@ -247,12 +285,12 @@ class LeanStatement implements pg.Submittable {
 
   submit(connection: pg.Connection): void {
     const wire = connection as unknown as WireConnection;
-    const messages = boundAndSynced(this.name, this.values);
     // As `pg` sends: nothing on a socket no longer writable (the client's own handling of its end applies).
     if (!wire.stream.writable) return;
+    const messages = boundAndSynced(this.name, this.values, wire.stream);
     if (wire.parsedStatements[this.name] !== undefined || wire.submittedNamedStatements[this.name] !== undefined) {
       wire.stream.write(messages);
-      return;
+      return keepIfTaken(wire.stream, messages);
     }
     wire.stream.cork?.();
     try {
@@ -262,6 +300,7 @@ class LeanStatement implements pg.Submittable {
     } finally {
       wire.stream.uncork?.();
     }
+    keepIfTaken(wire.stream, messages);
   }
 
   handleDataRow(message: { fields: (string | null)[] }): void {

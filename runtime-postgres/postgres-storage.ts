@@ -456,8 +456,9 @@ export class PostgresStorage implements StoragePort {
       meta.path,
       plan.expect!.revision,
       lines.path,
-      Buffer.from(lines.bytes.buffer, lines.bytes.byteOffset, lines.bytes.byteLength),
-      Buffer.from(meta.bytes.buffer, meta.bytes.byteOffset, meta.bytes.byteLength),
+      // Sent in binary as they are (lean-statement.ts takes any ArrayBuffer view as bytes, as `pg` does): no `Buffer` made of each.
+      lines.bytes,
+      meta.bytes,
       columns.revision,
       columns.listing,
       columns.listedAt,

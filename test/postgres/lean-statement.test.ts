@@ -1,7 +1,7 @@
 /**
  * A commit's statement sent lean (runtime-postgres/lean-statement.ts): Bind, Execute and Sync
  * without `pg`'s Describe, the answer the first field of the first row. It gives what `pg`'s own
- * query gives for the same statement, prepares a name once per connection in `pg`'s own record
+ * query gives for the same statement (any ArrayBuffer view sent as its bytes, as `pg` sends it), prepares a name once per connection in `pg`'s own record
  * (so a `pg` query of the same name on that connection runs without parsing it again), and ends
  * as any query of the client does: a server error rejects with its SQLSTATE and leaves the
  * connection usable, the client's `query_timeout` rejects it (kept by one timer per connection,
@@ -55,6 +55,15 @@ describe.skipIf(!POSTGRES_URL)("a statement sent lean", () => {
       const own = await client.query<{ answer: string }>({ ...statement, values });
       expect(own.rows[0]!.answer).toBe("one|42|t|00ff0a|null");
       expect(parsed).toEqual(["lean_echo"]);
+      // Any ArrayBuffer view goes as its bytes, in binary, as pg sends the Buffer it makes of one: a commit's Uint8Array, a view
+      // into a larger buffer (its own bytes only), another element type (its bytes as they lie in memory).
+      const larger = new Uint8Array([9, 0, 255, 10, 9]);
+      const views = [new Uint8Array([0, 255, 10]), larger.subarray(1, 4), new Uint16Array(new Uint8Array([0, 255, 10, 1]).buffer)];
+      for (const view of views) {
+        const viewValues = ["one", 41, true, view, null];
+        const ownAnswer = (await client.query<{ answer: string }>({ text: statement.text, values: viewValues })).rows[0]!.answer;
+        expect(await firstValue(client, statement, viewValues)).toBe(ownAnswer);
+      }
       expect(await firstValue(client, { name: "lean_null", text: "SELECT NULL::text" }, [])).toBeNull();
       expect(await firstValue(client, { name: "lean_none", text: "SELECT 1 WHERE false" }, [])).toBeNull();
     });
