@@ -10,16 +10,10 @@
 import { estimateTokens } from "../compaction/estimate.ts";
 import { encodeJsonlLine } from "../jsonl/encode.ts";
 import type { MessageRecord } from "../schema/mod.ts";
+import { Stamped } from "../schema/stamped.ts";
 import { utf8Bytes } from "../schema/utf8.ts";
 
 const NEWLINE = 0x0a;
-
-/** A base class whose constructor returns the object it is given, so a subclass's private field lands on that object. */
-class Stamped {
-  constructor(record: object) {
-    return record as Stamped;
-  }
-}
 
 /**
  * The line bytes of a record as a private field of the record: an open remembers a line per

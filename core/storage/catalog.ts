@@ -15,6 +15,7 @@
  */
 import { isValidId } from "../layout/ids.ts";
 import { encodeJsonDocument } from "../schema/parse.ts";
+import { Stamped } from "../schema/stamped.ts";
 
 /** One session in a catalog: its folder's name and the `meta.json` document the catalog holds for it. */
 export interface CatalogEntry {
@@ -130,7 +131,7 @@ export const CATALOG_FIELDS: readonly string[] = [
  * ```
  */
 export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | undefined {
-  const encodedFrom = encodedDocuments.get(bytes);
+  const encodedFrom = EncodedDocument.of(bytes);
   if (encodedFrom) {
     const picked = pickedPlainFields(encodedFrom);
     if (picked !== null) return picked;
@@ -152,8 +153,28 @@ export function catalogDocument(bytes: Uint8Array): Record<string, unknown> | un
   return picked;
 }
 
-/** The documents {@linkcode encodeMetaDocument} encoded, by the very bytes it returned (a copy of them, or sealed bytes, is another key). */
-const encodedDocuments = new WeakMap<Uint8Array, object>();
+/**
+ * The document {@linkcode encodeMetaDocument} encoded, in a private field of the very bytes it
+ * returned (a copy of them, or sealed bytes, carry none). A field, not a `WeakMap` entry: an
+ * entry per commit cost about a microsecond more and weighs on every collection
+ * (docs/decisions.md "PostgreSQL's per-operation commit: `meta.json`'s document on its bytes").
+ */
+class EncodedDocument extends Stamped {
+  readonly #document: object;
+
+  private constructor(bytes: Uint8Array, document: object) {
+    super(bytes);
+    this.#document = document;
+  }
+
+  static of(bytes: Uint8Array): object | undefined {
+    return #document in bytes ? (bytes as unknown as EncodedDocument).#document : undefined;
+  }
+
+  static remember(bytes: Uint8Array, document: object): void {
+    new EncodedDocument(bytes, document);
+  }
+}
 
 /**
  * A `meta.json` document's bytes ({@linkcode encodeJsonDocument}), remembered with the
@@ -172,7 +193,7 @@ const encodedDocuments = new WeakMap<Uint8Array, object>();
  */
 export function encodeMetaDocument(document: object): Uint8Array {
   const bytes = encodeJsonDocument(document);
-  encodedDocuments.set(bytes, document);
+  EncodedDocument.remember(bytes, document);
   return bytes;
 }
 
