@@ -290,15 +290,15 @@ class LeanStatement implements pg.Submittable {
     const messages = boundAndSynced(this.name, this.values, wire.stream);
     if (wire.parsedStatements[this.name] !== undefined || wire.submittedNamedStatements[this.name] !== undefined) {
       wire.stream.write(messages);
-      return keepIfTaken(wire.stream, messages);
-    }
-    wire.stream.cork?.();
-    try {
-      wire.parse({ name: this.name, text: this.text, types: [] });
-      wire.submittedNamedStatements[this.name] = this.text;
-      wire.stream.write(messages);
-    } finally {
-      wire.stream.uncork?.();
+    } else {
+      wire.stream.cork?.();
+      try {
+        wire.parse({ name: this.name, text: this.text, types: [] });
+        wire.submittedNamedStatements[this.name] = this.text;
+        wire.stream.write(messages);
+      } finally {
+        wire.stream.uncork?.();
+      }
     }
     keepIfTaken(wire.stream, messages);
   }
