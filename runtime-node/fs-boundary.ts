@@ -138,17 +138,21 @@ export class StoreBoundary {
 
   /**
    * Opens the regular file `file` (the key `path`) with `flags`, after checking its folders.
-   * `undefined` when it (or a folder) is missing.
+   * `undefined` when it (or a folder) is missing. `named`: a read of a file a listing or a hint
+   * has just named (a `readMany`'s tails: `show`'s footers, an open's newest segment), opened
+   * without asking first whether it is there.
    *
    * @throws {StoreEntryError} when it is a link, a folder, a FIFO, a socket or a device, or for
    * a write when it has other hard links; nothing was read or written.
    */
-  open(path: string, file: string, flags: number, access: Access, mode?: number, checked?: Set<string>): OpenedFile | undefined {
+  open(path: string, file: string, flags: number, access: Access, mode?: number, checked?: Set<string>, named = false): OpenedFile | undefined {
     if (this.parents(path, access, checked) === "missing") return undefined;
     // A missing file is an ordinary answer to a read (an open reads the draft and instruction.md, most
     // often absent): asked by an `lstat` that does not throw (about 1 µs), not by an `open` whose failure
-    // Node makes into an error with its stack (8–10 µs, 35–50 µs the first time in a thread).
-    if (access === "read" && !lstatOrUndefined(file)) return undefined;
+    // Node makes into an error with its stack (8–10 µs, 35–50 µs the first time in a thread). A named file
+    // is there but for a race, and the `lstat` would be a fifth system call for each of `show`'s 2,000
+    // footers (docs/decisions.md "show's footers in batches of 16").
+    if (access === "read" && !named && !lstatOrUndefined(file)) return undefined;
     let fd: number;
     try {
       fd = mode === undefined ? openSync(file, flags) : openSync(file, flags, mode);

@@ -89,7 +89,7 @@ const TAIL_SLAB_BYTES = 256 * 1024;
 /**
  * Buffers the tails one call reads share (`NodeFileStorage.readMany`): each tail is read into
  * the free end of a buffer of up to {@linkcode TAIL_SLAB_BYTES} and returned as a view of it, so
- * `show`'s 500 tails of 4 KiB per call cost eight buffers, not 500 (each `ArrayBuffer` costs a
+ * `show`'s 16 tails of 4 KiB per call cost one buffer, not 16 (each `ArrayBuffer` costs a
  * fresh process a few µs to make and its garbage collection more to free). A buffer is no larger
  * than what the call's tails still ask for, so a call of one tail gets one of that tail's size.
  */

@@ -174,7 +174,7 @@ export class NodeFileStorage implements StoragePort {
   /** {@linkcode NodeFileStorage.#readRequest} of a tail (apart: an open of a session without segments reads none). */
   #readTailRequest(path: string, file: string, tailBytes: number, checked: Set<string>, slab: () => TailSlab): ReadResult | undefined {
     const shared = slab();
-    const tail = this.#readTail(path, file, tailBytes, checked, shared.room(tailBytes));
+    const tail = this.#readTail(path, file, tailBytes, checked, shared.room(tailBytes), true);
     if (!tail) return undefined;
     shared.took(tail.bytes);
     return { path, bytes: tail.bytes, size: tail.size };
@@ -209,15 +209,18 @@ export class NodeFileStorage implements StoragePort {
     }
   }
 
-  /** `into`: bytes to read into when they are large enough (the tail is then a view of them, good until the next read into them). */
-  #readTail(path: string, file: string, maxBytes: number, checked?: Set<string>, into?: Uint8Array): FileTail | undefined {
+  /**
+   * `into`: bytes to read into when they are large enough (the tail is then a view of them, good until the next read into them).
+   * `named`: the file was named by a listing or a hint (`StoreBoundary.open`).
+   */
+  #readTail(path: string, file: string, maxBytes: number, checked?: Set<string>, into?: Uint8Array, named = false): FileTail | undefined {
     if (typeof maxBytes !== "number" || Number.isNaN(maxBytes)) {
       throw new InvalidInputError(`readTail maxBytes must be a number, got ${String(maxBytes)}`, { path });
     }
     const pinned = this.#pinned.get(path);
     const kept = pinned && this.#pinnedTail(pinned, file, maxBytes, into);
     if (kept) return kept;
-    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked);
+    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked, named);
     if (!opened) return undefined;
     // A pinned file keeps this handle for its next tail reads.
     if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };

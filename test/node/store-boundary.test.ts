@@ -12,7 +12,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CorruptSessionError, type StoragePort, StoreEntryError } from "../../core/mod.ts";
+import { CorruptSessionError, StoreEntryError } from "../../core/mod.ts";
 import { NodeFileStorage } from "../../runtime-node/mod.ts";
 import { StoreBoundary } from "../../runtime-node/fs-boundary.ts";
 
@@ -54,11 +54,13 @@ async function hashTree(dir: string): Promise<Record<string, string>> {
 }
 
 /** Every port method on `key`, each settled. */
-function everyMethod(store: StoragePort, key: string): Record<string, Promise<unknown>> {
+function everyMethod(store: NodeFileStorage, key: string): Record<string, Promise<unknown>> {
   const bytes = utf8('{"x":1}\n');
   return {
     read: store.read(key),
     readTail: store.readTail(key, 16),
+    // A readMany's tail opens its file without asking first whether it is there (StoreBoundary.open's `named`).
+    readManyTail: store.readMany([{ path: key, tailBytes: 16 }]).then(([found]) => found),
     replace: store.replace(key, bytes),
     append: store.append(key, bytes),
     createExclusive: store.createExclusive(key, bytes),
@@ -85,6 +87,7 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await refusals("s/active.jsonl")).toEqual({
       read: link,
       readTail: link,
+      readManyTail: link,
       replace: link,
       append: link,
       createExclusive: { resolved: false },
@@ -98,7 +101,15 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     await symlink(join(outside, "folder"), join(root, "s", "segments"));
     const folder = { found: "a symbolic link", expected: "a folder" };
     for (const key of ["s/segments/kept", "s/segments/new.jsonl", "s/segments/deeper/new.jsonl"]) {
-      expect(await refusals(key), key).toEqual({ read: folder, readTail: folder, replace: folder, append: folder, createExclusive: folder, truncate: folder });
+      expect(await refusals(key), key).toEqual({
+        read: folder,
+        readTail: folder,
+        readManyTail: folder,
+        replace: folder,
+        append: folder,
+        createExclusive: folder,
+        truncate: folder,
+      });
     }
     await expect(storage.list("s/segments")).rejects.toMatchObject({ details: folder });
     await expect(storage.move("s/meta.json", "s/segments/meta.json")).rejects.toBeInstanceOf(StoreEntryError);
@@ -177,6 +188,7 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await refusals("s/active.jsonl")).toEqual({
       read: { resolved: "bytes" },
       readTail: { resolved: { bytes: expect.any(Uint8Array), size: 26 } },
+      readManyTail: { resolved: { path: "s/active.jsonl", bytes: expect.any(Uint8Array), size: 26 } },
       replace: linked,
       append: linked,
       createExclusive: { resolved: false },
@@ -195,6 +207,7 @@ describe("NodeFileStorage follows no link and touches only regular files under i
       expect(await refusals(key), key).toEqual({
         read: refused,
         readTail: refused,
+        readManyTail: refused,
         replace: refused,
         append: refused,
         createExclusive: { resolved: false },
@@ -209,6 +222,7 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await refusals("s/active.jsonl")).toEqual({
       read: folder,
       readTail: folder,
+      readManyTail: folder,
       replace: folder,
       append: folder,
       createExclusive: { resolved: false },
@@ -218,11 +232,21 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await refusals("s/meta.json/x")).toEqual({
       read: { resolved: undefined },
       readTail: { resolved: undefined },
+      readManyTail: { resolved: undefined },
       replace: file,
       append: file,
       createExclusive: file,
       truncate: file,
     });
+  });
+
+  it("a readMany's tail of a file that is not there is undefined, as a read's (its open fails, nothing is asked first)", async () => {
+    await mkdir(join(root, "s", "segments"));
+    const found = await storage.readMany([{ path: "s/segments/none.jsonl", tailBytes: 16 }, { path: "s/none/x", tailBytes: 16 }, {
+      path: "s/meta.json",
+      tailBytes: 16,
+    }]);
+    expect(found.map((r) => r && new TextDecoder().decode(r.bytes))).toEqual([undefined, undefined, "{}"]);
   });
 
   it("a folder created in a folder the call found real is made at once, and what stands there meanwhile is still checked", async () => {

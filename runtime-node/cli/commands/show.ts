@@ -32,8 +32,14 @@ import { type Command, refArg } from "../command.ts";
 import { type CliDiagnostic, diagnosticLines } from "../format.ts";
 import { exists } from "../store.ts";
 
-/** Segment footers read per `readMany` call: 500 tails of 4 KiB at most, 2 MiB held at once. */
-const FOOTER_BATCH = 500;
+/**
+ * Segment footers read per `readMany` call: 16 tails of 4 KiB at most, 64 KiB held at once. A call's tails
+ * stay in memory until its batch is judged, and memory a process has not touched before costs a page fault
+ * per 4 KiB (~12 µs each on the bench's virtual machine); a small batch's buffer is freed and its memory
+ * reused by later batches. Each call checks the session's folders once (docs/decisions.md "show's footers
+ * in batches of 16").
+ */
+const FOOTER_BATCH = 16;
 
 /** The `--json` result of `show` (docs/CLI.md). */
 export interface ShowReport {

@@ -173,6 +173,6 @@ export async function packageCase(ctx: CaseContext): Promise<void> {
       `plain node reading what show reads (meta.json, Active, the last 4 KiB of ${segments} segments) ${times(readsMs, base)}; ` +
       `both on one node start bound the ratio at ${
         bound.toFixed(2)
-      }× (the rest is the store's per-file checks, judging each footer, and compiling what runs; docs/BENCHMARKS.md "9 —")`,
+      }× (the rest is the store's checks (each key, the folders once per call of 16 footers), judging each footer, the garbage collector, and compiling what runs; docs/BENCHMARKS.md "9 —")`,
   });
 }
