@@ -38,7 +38,7 @@ import {
 } from "../core/reader.ts";
 import { APPEND_FLAGS, READ_FLAGS, type StoreBoundary } from "./fs-boundary.ts";
 import { FolderMembers, identityOf } from "./fs-catalog-members.ts";
-import { applyLines, lineNames, mergedSnapshot, snapshotBytes, SortedSnapshot } from "./fs-catalog-snapshot.ts";
+import { applyFileLines, applyLines, lineNames, mergedSnapshot, snapshotBytes, SortedSnapshot } from "./fs-catalog-snapshot.ts";
 import { bestEffort, errno, missingAsUndefined } from "./fs-errors.ts";
 import { fill, readWhole, tempBeside, writeAll } from "./fs-io.ts";
 import type { StoreKeys } from "./fs-keys.ts";
@@ -151,16 +151,15 @@ export class FileCatalog {
     const files = catalogFiles(dir);
     const latest = new Map<string, unknown>();
     for (const file of this.#catalogFiles(files)) {
-      const bytes = this.#readFile(file);
-      if (!bytes && !last) return undefined;
-      if (bytes) applyLines(bytes, latest);
+      if (!this.#applyFile(file, latest) && !last) return undefined;
     }
+    const present = new Set(this.#names(dir));
+    // In the lines' order, which is the listing's for a sorted snapshot: the caller's sort of
+    // 10⁴ entries then costs 0.4 ms, against 4.8 ms in the folder's order (docs/decisions.md
+    // "Listing 10⁴ sessions on files").
     const entries: CatalogEntry[] = [];
-    const unlisted: string[] = [];
-    for (const name of this.#names(dir)) {
-      if (latest.has(name)) entries.push({ name, meta: latest.get(name) ?? undefined });
-      else unlisted.push(name);
-    }
+    for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
+    const unlisted = [...present].filter((name) => !latest.has(name));
     return { entries, unlisted };
   }
 
@@ -220,6 +219,19 @@ export class FileCatalog {
     if (!opened) return undefined;
     try {
       return readWhole(opened.fd, opened.info.size, MAX_CATALOG_FILE, (size) => tooLarge(path, size));
+    } finally {
+      closeSync(opened.fd);
+    }
+  }
+
+  /** Applies the lines of the catalog file `path` to `latest`; `false` when it is missing. */
+  #applyFile(path: string, latest: Map<string, unknown>): boolean {
+    const opened = this.#boundary.open(path, this.#keys.file(path), READ_FLAGS, "read");
+    if (!opened) return false;
+    try {
+      if (opened.info.size > MAX_CATALOG_FILE) throw tooLarge(path, opened.info.size);
+      applyFileLines(opened.fd, latest, MAX_CATALOG_FILE, (size) => tooLarge(path, size));
+      return true;
     } finally {
       closeSync(opened.fd);
     }
