@@ -153,7 +153,7 @@ export class FileCatalog {
     for (const file of this.#catalogFiles(files)) {
       if (!this.#applyFile(file, latest) && !last) return undefined;
     }
-    const present = new Set(this.#names(dir));
+    const present = this.#present(dir);
     // In the lines' order, which is the listing's for a sorted snapshot: the caller's sort of
     // 10⁴ entries then costs 0.4 ms, against 4.8 ms in the folder's order (docs/decisions.md
     // "Listing 10⁴ sessions on files").
@@ -179,7 +179,7 @@ export class FileCatalog {
         if (!bytes && !last) return undefined;
         if (bytes) applyLines(bytes, latest);
       }
-      const present = this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
+      const present = this.#present(dir);
       const entries: CatalogEntry[] = [];
       for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
       for (const { name, meta } of snapshot.page(page, (name) => present.has(name) && !latest.has(name))) entries.push({ name, meta });
@@ -200,6 +200,11 @@ export class FileCatalog {
       ...aside.map((name) => `${files.folder}/${name}`),
       ...(names.includes(`${files.place}.log.jsonl`) ? [files.log] : []),
     ];
+  }
+
+  /** The session folders of `dir` that can be listed, as this handle last read them unless the folder changed since (`fs-catalog-members.ts`). */
+  #present(dir: string): ReadonlySet<string> {
+    return this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
   }
 
   /** The session folders of `dir` that can be listed. */

@@ -5,6 +5,7 @@
  * with lines that are not ASCII, a BOM, bytes that are not UTF-8, lines the store does not
  * write, a line longer than a step, and a torn tail.
  */
+import { Buffer } from "node:buffer";
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,16 +13,7 @@ import { afterEach, beforeEach, expect, test } from "vitest";
 import { applyFileLines, applyLines, SNAPSHOT_HEADER } from "../../runtime-node/fs-catalog-snapshot.ts";
 
 const encoder = new TextEncoder();
-const bytesOf = (...parts: (string | Uint8Array)[]) => {
-  const pieces = parts.map((part) => (typeof part === "string" ? encoder.encode(part) : part));
-  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
-};
+const bytesOf = (...parts: (string | Uint8Array)[]): Uint8Array => Buffer.concat(parts.map((part) => (typeof part === "string" ? encoder.encode(part) : part)));
 const BOM = Uint8Array.of(0xef, 0xbb, 0xbf);
 const NOT_UTF8 = Uint8Array.of(0xc3, 0x28, 0xff);
 const line = (name: string, title: string) => `${JSON.stringify({ name, meta: { session_id: name, title, updated_at: "2026-01-01T00:00:00.000Z" } })}\n`;
