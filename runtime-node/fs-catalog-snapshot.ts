@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
+import { Buffer, isAscii } from "node:buffer";
 import { readSync } from "node:fs";
 import { type CatalogEntry, type CatalogPage, isListedName } from "../core/reader.ts";
 
@@ -25,6 +25,7 @@ const NEWLINE = 0x0a;
 const NAME_PREFIX = '{"name":"';
 
 const decoder = new TextDecoder();
+const bomKeepingDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 const encoder = new TextEncoder();
 const NEWLINE_BYTES = Uint8Array.of(NEWLINE);
 
@@ -66,16 +67,102 @@ export function parseLine(text: string): SortedEntry | undefined {
   }
 }
 
-/** Applies a catalog file's lines to `latest` (name → meta), in order; a line that is not one (a torn tail, the header) is skipped. */
-export function applyLines(bytes: Uint8Array, latest: Map<string, unknown>): void {
-  for (const text of decoder.decode(bytes).split("\n")) {
-    if (text === "") continue;
+/**
+ * Applies a catalog file's lines to `latest` (name → meta), in order; a line that is not one
+ * (a torn tail, the header) is skipped. `atFileStart`: whether `bytes` start the file (where a
+ * BOM is dropped, as decoding the whole file drops it).
+ */
+export function applyLines(bytes: Uint8Array, latest: Map<string, unknown>, atFileStart = true): void {
+  for (const text of textLines(bytes, atFileStart)) {
+    if (text === "" || applyWrittenLine(text, latest)) continue;
     try {
       const line = JSON.parse(text) as { name?: unknown; meta?: unknown } | null;
       if (typeof line?.name === "string") latest.set(line.name, line.meta);
     } catch {
       // A torn or foreign line: the sessions it named are read from their meta.json.
     }
+  }
+}
+
+const META_KEY = '","meta":';
+
+/**
+ * Applies a line as this store writes it, `{"name":"<listed name>","meta":<document>}`,
+ * parsing its document alone: a listed name needs no escape, so the line is that object
+ * exactly when the document parses, and a listing of 10⁴ sessions is spared 10⁴ objects
+ * (docs/decisions.md "Listing 10⁴ sessions on files"). `false` for any other line: parse it whole.
+ */
+function applyWrittenLine(text: string, latest: Map<string, unknown>): boolean {
+  if (!text.startsWith(NAME_PREFIX) || text.charCodeAt(text.length - 1) !== 0x7d) return false; // "}"
+  const close = text.indexOf('"', NAME_PREFIX.length);
+  if (close === -1 || !text.startsWith(META_KEY, close)) return false;
+  const name = text.slice(NAME_PREFIX.length, close);
+  if (!isListedName(name)) return false;
+  let meta: unknown;
+  try {
+    meta = JSON.parse(text.slice(close + META_KEY.length, -1));
+  } catch {
+    return false;
+  }
+  latest.set(name, meta);
+  return true;
+}
+
+/**
+ * The lines of catalog bytes as text, exactly as decoding the file whole as UTF-8 (a BOM at
+ * its start dropped, a bad sequence replaced) and splitting at each newline gives them. UTF-8
+ * decoding was a large part of reading a catalog whole (docs/decisions.md "Listing 10⁴
+ * sessions on files"), and ASCII bytes read the same as Latin-1, which costs a copy: bytes of
+ * ASCII only are taken so at once; any others line by line, decoding only the lines that are
+ * not ASCII.
+ */
+function textLines(bytes: Uint8Array, atFileStart: boolean): string[] {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  if (isAscii(buffer)) return buffer.toString("latin1").split("\n");
+  const lines: string[] = [];
+  for (let start = 0; start <= buffer.length;) {
+    const newline = buffer.indexOf(NEWLINE, start);
+    const end = newline === -1 ? buffer.length : newline;
+    const line = buffer.subarray(start, end);
+    // A newline is never part of a UTF-8 sequence, so each line decodes as it would in the
+    // whole file; only the file's start may hold the BOM a whole decoding drops.
+    lines.push(isAscii(line) ? line.toString("latin1") : (atFileStart && start === 0 ? decoder : bomKeepingDecoder).decode(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+/** The steps {@linkcode applyFileLines} reads in (a line longer than this is read into a buffer of its own). */
+const FILE_STEP = 64 * 1024;
+/** Read into by {@linkcode applyFileLines} only, which is synchronous: never shared. */
+const fileStepBuffer = Buffer.allocUnsafeSlow(FILE_STEP);
+
+/**
+ * {@linkcode applyLines} of the whole file open at `fd`, bytes appended since it was opened
+ * included, read in steps of whole lines through one buffer kept for it: a catalog read whole
+ * is never held whole, neither as bytes nor as text (a 3 MB buffer and a 3 MB string fresh
+ * at each listing cost more than the reads, docs/decisions.md "Listing 10⁴ sessions on files").
+ *
+ * @throws what `tooLarge` makes once more than `max` bytes were read.
+ */
+export function applyFileLines(fd: number, latest: Map<string, unknown>, max: number, tooLarge: (bytes: number) => Error): void {
+  let buffer = fileStepBuffer;
+  let filled = 0;
+  let position = 0;
+  for (;;) {
+    if (filled === buffer.length) buffer = Buffer.concat([buffer], buffer.length * 2);
+    const read = readSync(fd, buffer, filled, buffer.length - filled, position);
+    position += read;
+    if (position > max) throw tooLarge(position);
+    filled += read;
+    // Whole lines only, but the file's last line, with its newline or without (a torn tail).
+    const end = read === 0 ? filled : buffer.lastIndexOf(NEWLINE, filled - 1) + 1;
+    if (end > 0) {
+      applyLines(buffer.subarray(0, end), latest, position - filled === 0);
+      buffer.copy(buffer, 0, end, filled);
+      filled -= end;
+    }
+    if (read === 0) return;
   }
 }
 

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { catalogDocument, Sessions, type StoragePort } from "../../../core/mod.ts";
@@ -157,13 +158,18 @@ async function filesListing(
   }
   const pageRuns = runs * PAGE_RUNS_PER_RUN;
   const page = await timePagesInTurn(stores, pageRuns);
+  const floor = filesFloor(join(ctx.tmp, "list-files-10000"), runs);
   await measureListAll(
     ctx,
     "files",
     10_000,
     stores.get(10_000)!,
     runs,
-    "Sessions.list of one workspace's 10⁴ sessions on NodeFileStorage (the calling thread, as sessionfold ls): its catalog read whole",
+    `Sessions.list of one workspace's 10⁴ sessions on NodeFileStorage (the calling thread, as sessionfold ls): its catalog read whole, the folder's names as the handle last read them unless the folder changed; floor in this run: JSON.parse of the catalog's lines ${
+      floor.parse.toFixed(1)
+    } ms, reading its ${(floor.bytes / 1e6).toFixed(1)} MB ${floor.read.toFixed(1)} ms, readdir of the sessions folder ${
+      floor.readdir.toFixed(1)
+    } ms (what a new handle, one sessionfold ls, adds)`,
   );
   emitFlatness(
     ctx,
@@ -172,6 +178,36 @@ async function filesListing(
     pageRuns,
     "first page (limit 50) of Sessions.list on NodeFileStorage, the sizes timed in turn",
   );
+}
+
+/**
+ * What bounds a whole listing on files, in this process (medians of `runs`): `JSON.parse` of
+ * each line of the catalog of the 10⁴-session store under `root` (the documents a listing
+ * returns; its lines split once, untimed), reading the catalog's bytes, and `readdir` of its
+ * sessions folder.
+ */
+function filesFloor(root: string, runs: number): { bytes: number; parse: number; read: number; readdir: number } {
+  const workspace = join(root, "agents", LIST_AGENT, "workspaces", LIST_WORKSPACE);
+  const catalog = join(workspace, "catalog", "sessions.jsonl");
+  const lines = readFileSync(catalog, "latin1").split("\n").filter((line) => line !== "");
+  const times = { parse: [] as number[], read: [] as number[], readdir: [] as number[] };
+  let bytes = 0;
+  for (let r = -1; r < runs; r++) {
+    const t0 = performance.now();
+    for (const line of lines) JSON.parse(line);
+    const t1 = performance.now();
+    bytes = readFileSync(catalog).length;
+    const t2 = performance.now();
+    const names = readdirSync(join(workspace, "sessions"));
+    const t3 = performance.now();
+    if (lines.length !== names.length + 1) throw new Error(`${lines.length} catalog lines for ${names.length} sessions`);
+    if (r >= 0) {
+      times.parse.push(t1 - t0);
+      times.read.push(t2 - t1);
+      times.readdir.push(t3 - t2);
+    }
+  }
+  return { bytes, parse: median(times.parse), read: median(times.read), readdir: median(times.readdir) };
 }
 
 async function postgresListing(
