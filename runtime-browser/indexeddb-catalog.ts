@@ -12,7 +12,7 @@
  */
 import { promisifyRequest } from "idb-keyval";
 import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, StorageError } from "../core/mod.ts";
-import { concatBytes } from "../core/internal.ts";
+import { catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
 import {
   allCatalog,
   allHeaders,
@@ -83,27 +83,74 @@ export interface CatalogRead {
   readonly foldDue: boolean;
 }
 
+/** The catalog of a folder of sessions as the storage worker's hop carries it (`catalogTextOfSnapshot`), and whether a listing should fold it. */
+export interface CatalogTextRead {
+  readonly text: string;
+  readonly foldDue: boolean;
+}
+
+/** The records of a folder's catalog as stored: its snapshot record (JSON text, unparsed) and the session records of its generation by name. */
+interface CatalogRecords {
+  readonly snapshot: unknown;
+  readonly changed: ReadonlyMap<string, unknown>;
+}
+
 /** The catalog of the folder of sessions `dir`: its snapshot, and the session records of its generation, which win. */
 export async function readCatalogRecords(store: IDBObjectStore, dir: string): Promise<CatalogRead> {
+  const { snapshot, changed } = await catalogRecords(store, dir);
+  const parsed = snapshot === undefined ? [] : parsedSnapshot(snapshot, dir);
+  const entries = changed.size === 0 ? parsed : parsed.filter((entry) => !changed.has(entry.name));
+  entries.push(...changedEntries(changed).changed);
+  return { listing: { entries, unlisted: [] }, foldDue: foldDue(changed.size, parsed.length) };
+}
+
+/**
+ * The same catalog as the storage worker's hop carries it: the snapshot's text as it is, the
+ * session records beside it (the page applies them). Only once there are enough records to
+ * fold does the snapshot's length count, and it is parsed for it.
+ */
+export async function readCatalogText(store: IDBObjectStore, dir: string): Promise<CatalogTextRead> {
+  const { snapshot, changed } = await catalogRecords(store, dir);
+  if (snapshot !== undefined && typeof snapshot !== "string") throw notASnapshot(dir);
+  const { changed: entries, gone } = changedEntries(changed);
+  return {
+    text: catalogTextOfSnapshot(snapshot ?? "[]", entries, gone),
+    foldDue: changed.size >= FOLD_AFTER && foldDue(changed.size, snapshot === undefined ? 0 : parsedSnapshot(snapshot, dir).length),
+  };
+}
+
+/** Whether `changed` session records beside a snapshot of `snapshotEntries` are due to be folded into the next one. */
+function foldDue(changed: number, snapshotEntries: number): boolean {
+  return changed >= FOLD_AFTER && changed * 8 >= snapshotEntries;
+}
+
+/** The snapshot record and the session records of the current generation of `dir`. */
+async function catalogRecords(store: IDBObjectStore, dir: string): Promise<CatalogRecords> {
   const snapshotKey = await promisifyRequest(store.getKey(catalogSnapshots(dir))) as string | undefined;
   const gen = snapshotKey === undefined ? 0 : generationOf(snapshotKey);
   const changes = catalogChanges(dir, gen);
-  const [text, keys, values] = await Promise.all([
+  const [snapshot, keys, values] = await Promise.all([
     snapshotKey === undefined ? undefined : promisifyRequest(store.get(snapshotKey)),
     promisifyRequest(store.getAllKeys(changes)),
     promisifyRequest(store.getAll(changes) as IDBRequest<unknown[]>),
   ]);
-  const snapshot = text === undefined ? [] : parsedSnapshot(text, dir);
   const skip = catalogRecordKey(dir, gen, "").length;
   const changed = new Map<string, unknown>();
   keys.forEach((key, i) => changed.set((key as string).slice(skip), values[i]));
-  const entries = changed.size === 0 ? snapshot : snapshot.filter((entry) => !changed.has(entry.name));
+  return { snapshot, changed };
+}
+
+/** The entries of the sessions changed since the snapshot, and the names of those gone. */
+function changedEntries(changed: ReadonlyMap<string, unknown>): { changed: CatalogEntry[]; gone: string[] } {
+  const entries: CatalogEntry[] = [];
+  const gone: string[] = [];
   for (const [name, record] of changed) {
     // A record that is not one (not an object) has no document: the core reads the file.
     const value = record as Partial<{ meta: unknown; gone: boolean }> | null | undefined;
-    if (value?.gone !== true) entries.push({ name, meta: value?.meta ?? undefined });
+    if (value?.gone === true) gone.push(name);
+    else entries.push({ name, meta: value?.meta ?? undefined });
   }
-  return { listing: { entries, unlisted: [] }, foldDue: changed.size >= FOLD_AFTER && changed.size * 8 >= snapshot.length };
+  return { changed: entries, gone };
 }
 
 /** Folds the session records of `dir` into the next generation's snapshot (a `readwrite` transaction); resolves the listing. */
@@ -186,10 +233,12 @@ function parsedSnapshot(value: unknown, dir: string): CatalogEntry[] {
   } catch {
     // Reported below.
   }
-  if (!Array.isArray(entries)) {
-    throw new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
-  }
+  if (!Array.isArray(entries)) throw notASnapshot(dir);
   return entries as CatalogEntry[];
+}
+
+function notASnapshot(dir: string): StorageError {
+  return new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
 }
 
 /** An entry's `updated_at` for the snapshot's order (`""`, last, when it has none). */

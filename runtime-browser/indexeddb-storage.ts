@@ -41,7 +41,7 @@ import {
   type StoragePort,
   type WriteOptions,
 } from "../core/mod.ts";
-import { isWithin } from "../core/internal.ts";
+import { catalogListingText, type CatalogTextStore, isWithin } from "../core/internal.ts";
 import {
   catalogComplete,
   catalogMoved,
@@ -49,6 +49,7 @@ import {
   catalogWritten,
   foldCatalogRecords,
   readCatalogRecords,
+  readCatalogText,
   rebuildCatalogRecords,
 } from "./indexeddb-catalog.ts";
 import { IndexedDbConnection } from "./indexeddb-connection.ts";
@@ -104,7 +105,7 @@ export interface IndexedDbStorageOptions {
  * await storage.close();
  * ```
  */
-export class IndexedDbStorage implements StoragePort {
+export class IndexedDbStorage implements StoragePort, CatalogTextStore {
   /** The database name. */
   readonly dbName: string;
   /** The object store name. */
@@ -283,21 +284,36 @@ export class IndexedDbStorage implements StoragePort {
    * is caught up from its files once, on its first listing.
    */
   async readCatalog(dir: string): Promise<CatalogListing | undefined> {
+    const found = await this.#readCatalogAs(dir, readCatalogRecords);
+    if (!found?.foldDue) return found?.listing;
+    return this.#foldCatalog(dir);
+  }
+
+  /**
+   * The same catalog as the storage worker's hop carries it (`CatalogTextStore`): the
+   * snapshot's JSON text as stored, not parsed and written again, with the session records
+   * changed since beside it.
+   */
+  async readCatalogText(dir: string): Promise<string | undefined> {
+    const found = await this.#readCatalogAs(dir, readCatalogText);
+    if (!found?.foldDue) return found?.text;
+    return catalogListingText(await this.#foldCatalog(dir));
+  }
+
+  /** The catalog of `dir` read by `read` in one `readonly` transaction, the store caught up first if it must be; `undefined` where no catalog is kept. */
+  async #readCatalogAs<T>(dir: string, read: (store: IDBObjectStore, dir: string) => Promise<T>): Promise<T | undefined> {
     assertStoragePath(dir);
     if (!cataloguedFolder(`${dir}/x`)) return undefined;
-    const read = () =>
-      this.#connection.transaction(
-        "readonly",
-        "readCatalog",
-        dir,
-        async (store) => (await catalogComplete(store)) ? readCatalogRecords(store, dir) : undefined,
-      );
-    let found = await read();
-    if (!found) {
-      await this.#connection.transaction("readwrite", "readCatalog", dir, (store) => rebuildCatalogRecords(store, ""));
-      found = (await read())!;
-    }
-    if (!found.foldDue) return found.listing;
+    const readIfComplete = () =>
+      this.#connection.transaction("readonly", "readCatalog", dir, async (store) => (await catalogComplete(store)) ? read(store, dir) : undefined);
+    const found = await readIfComplete();
+    if (found !== undefined) return found;
+    await this.#connection.transaction("readwrite", "readCatalog", dir, (store) => rebuildCatalogRecords(store, ""));
+    return (await readIfComplete())!;
+  }
+
+  /** Folds the session records of `dir` into its next snapshot, in one `readwrite` transaction; resolves the listing. */
+  #foldCatalog(dir: string): Promise<CatalogListing> {
     return this.#connection.transaction("readwrite", "readCatalog", dir, (store) => foldCatalogRecords(store, dir));
   }
 

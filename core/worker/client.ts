@@ -10,6 +10,7 @@ import type { ErrorDetails } from "../errors.ts";
 import { StorageError } from "../errors.ts";
 import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
+import { catalogListingOfText } from "./catalog-text.ts";
 import { comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, NOTHING_MOVED, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
@@ -174,7 +175,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** The catalog of `dir` (with `page`, that page's part where the store answers pages) as the worker's store keeps it; `undefined` when it keeps none. */
   async readCatalog(dir: string, page?: CatalogPage): Promise<CatalogListing | undefined> {
     const text = await this.#call("readCatalog", [dir, page]);
-    return text === undefined ? undefined : (JSON.parse(text) as CatalogListing);
+    return text === undefined ? undefined : catalogListingOfText(text, dir);
   }
 
   /** Rebuilds the catalog of `dir` in the worker's store (`0` when it keeps none). */

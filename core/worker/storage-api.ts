@@ -11,6 +11,7 @@ import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readManyByCalls } from "../storage/read-many.ts";
+import { catalogListingText, givesCatalogText } from "./catalog-text.ts";
 import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
 
 /**
@@ -22,7 +23,7 @@ import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } fro
 export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
-  /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the JSON text of its `CatalogListing`; `undefined` when it keeps none. */
+  /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the hop's JSON text (`catalog-text.ts`); `undefined` when it keeps none. */
   readCatalog(dir: string, page?: CatalogPage): Promise<string | undefined>;
 };
 
@@ -91,11 +92,13 @@ export function storageWorkerApi<Options>(comlink: ComlinkLike, create: (options
       return store.applyCommitPlan ? store.applyCommitPlan(plan) : applyCommitPlanByCalls(store, plan);
     },
     // `undefined` / 0 where the store keeps no catalog: the host then reads every meta.json.
-    // The listing crosses as JSON text: one string to copy, where a structured clone walks each
-    // of 10⁴ entries on both sides. Its documents were parsed from JSON, so the text loses nothing.
+    // The listing crosses as JSON text (`catalog-text.ts`); its documents were parsed from JSON,
+    // so the text loses nothing. A store that keeps its catalog as text gives that text itself.
     readCatalog: async (dir, page) => {
-      const listing = await opened().readCatalog?.(dir, page);
-      return listing && JSON.stringify(listing);
+      const store = opened();
+      if (givesCatalogText(store)) return store.readCatalogText(dir, page);
+      const listing = await store.readCatalog?.(dir, page);
+      return listing && catalogListingText(listing);
     },
     rebuildCatalog: async (dir) => (await opened().rebuildCatalog?.(dir)) ?? 0,
     pinFile: async (path) => {

@@ -8,6 +8,7 @@ import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
 import { catalogSnapshotKey as snapshotKey, chunkKey, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
 import { sameBytes } from "../../core/internal.ts";
+import { catalogMeta } from "./catalog-meta.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 const text = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : new TextDecoder().decode(bytes));
@@ -381,17 +382,7 @@ async function writeRaw(dbName: string, body: (store: IDBObjectStore) => void): 
 describe("the catalog: a snapshot record and the session records changed since", () => {
   const dir = "agents/a1/workspaces/w1/sessions";
   const archived = "agents/a1/workspaces/w1/archived-sessions";
-  const meta = (id: string, title = id) =>
-    utf8(
-      JSON.stringify({
-        schema_version: 1,
-        session_id: id,
-        agent_id: "a1",
-        workspace_id: "w1",
-        title,
-        updated_at: `2026-12-04T10:${id.slice(1).padStart(5, "0")}Z`,
-      }),
-    );
+  const meta = catalogMeta;
   const catalogKeys = async (dbName: string, folder = dir) => [...(await records(dbName)).keys()].filter((k) => k.startsWith(`\u0001${folder}/`));
   const titles = async (storage: IndexedDbStorage, folder = dir) =>
     new Map((await storage.readCatalog(folder))!.entries.map((e) => [e.name, (e.meta as { title?: string } | undefined)?.title]));

@@ -4,7 +4,19 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import * as Comlink from "comlink";
-import { InternalError, InvalidInputError, SessionfoldError, Sessions, StorageFullError, type WriterIdentity, WriterLockedError } from "../../core/mod.ts";
+import {
+  InternalError,
+  InvalidInputError,
+  SessionfoldError,
+  Sessions,
+  StorageError,
+  StorageFullError,
+  type WriterIdentity,
+  WriterLockedError,
+} from "../../core/mod.ts";
+import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
+import { catalogSnapshotKey } from "../../runtime-browser/indexeddb-records.ts";
+import { catalogMeta } from "./catalog-meta.ts";
 
 import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
@@ -163,5 +175,61 @@ describe("Web Locks held by storage workers", () => {
     // What was left of tab A's page: its run can only fail now (its storage is gone).
     controller.abort();
     expect(await failed).toBeInstanceOf(SessionfoldError);
+  });
+});
+
+describe("the IndexedDB catalog across the worker's hop", () => {
+  const dir = "agents/a1/workspaces/w1/sessions";
+  const meta = catalogMeta;
+  const titles = async (storage: { readCatalog(dir: string): Promise<{ entries: readonly { name: string; meta: unknown }[] } | undefined> }) =>
+    new Map((await storage.readCatalog(dir))!.entries.map((e) => [e.name, (e.meta as { title?: string } | undefined)?.title]));
+  const putRaw = (dbName: string, value: unknown, key: string) =>
+    new Promise<void>((resolve, reject) => {
+      const request = indexedDB.open(dbName);
+      request.onerror = () => reject(request.error);
+      request.onsuccess = () => {
+        const tx = request.result.transaction("files", "readwrite");
+        tx.objectStore("files").put(value, key);
+        tx.oncomplete = () => (request.result.close(), resolve());
+        tx.onerror = () => reject(tx.error);
+      };
+    });
+
+  it("the snapshot's text crosses as stored, the sessions changed since applied on the page's side", async () => {
+    const dbName = freshDb();
+    const worker = tab(dbName);
+    const ids = Array.from({ length: 150 }, (_, i) => `s${i}`);
+    for (const id of ids) await worker.replace(`${dir}/${id}/meta.json`, meta(id));
+    expect((await titles(worker)).size).toBe(150);
+    // A snapshot as another writer may have laid it out: its text reaches the page unparsed.
+    const laidOut = `[\n ${ids.map((id) => JSON.stringify({ name: id, meta: JSON.parse(new TextDecoder().decode(meta(id))) })).join(",\n ")}\n]`;
+    await putRaw(dbName, laidOut, catalogSnapshotKey(dir, 1));
+    const page = new IndexedDbStorage({ dbName });
+    try {
+      expect(await page.readCatalogText(dir)).toBe(`{"entries":${laidOut},"unlisted":[]}`);
+      await worker.replace(`${dir}/s5/meta.json`, meta("s5", "renamed"));
+      await worker.remove(`${dir}/s6`);
+      expect(await worker.move(`${dir}/s7`, "agents/a1/workspaces/w1/archived-sessions/s7")).toBe(true);
+      expect(await worker.createExclusive(`${dir}/s201/meta.json`, meta("s201"))).toBe(true);
+      const expected = new Map([...ids.filter((id) => id !== "s6" && id !== "s7").map((id) => [id, id] as const), ["s201", "s201"]]);
+      expected.set("s5", "renamed");
+      expect(await titles(worker)).toEqual(expected);
+      expect(await titles(page)).toEqual(expected);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("a snapshot that is not a JSON array of entries is a StorageError from the worker's readCatalog; Sessions.list reads every meta.json", async () => {
+    const dbName = freshDb();
+    const worker = tab(dbName);
+    const sessions = new Sessions({ storage: worker });
+    for (const id of ["s1", "s2"]) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: id });
+    expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
+    for (const bad of ["{not json", '{"entries":[]}', "7"]) {
+      await putRaw(dbName, bad, catalogSnapshotKey(dir, 1));
+      await expect(worker.readCatalog(dir)).rejects.toBeInstanceOf(StorageError);
+      expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
+    }
   });
 });

@@ -11,6 +11,7 @@
 import { Sessions } from "../../../core/mod.ts";
 import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
 import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
+import { catalogSnapshots } from "../../../runtime-browser/indexeddb-records.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import {
@@ -191,15 +192,17 @@ const bench = {
    * Case 13: times `Sessions.list` of the workspace through `openBrowserSessions` (IndexedDB in
    * its Web Worker; the store is up before the clock starts): `limit` sessions, or every one
    * (`0`); `catalog: false` reads every `meta.json` instead, as before the catalog. One untimed
-   * listing first, then the median of `runs`.
+   * listing first, then the median of `runs`. With the catalog, each listing is followed by
+   * the floor (`catalogFloor`), and the medians of its parts come back with it.
    */
   async list(
     dbName: string,
     limit: number,
     catalog: boolean,
     runs: number,
-  ): Promise<{ ms: number; listed: number }> {
+  ): Promise<{ ms: number; listed: number; floor?: CatalogFloor }> {
     const browser = await openBrowserSessions({ dbName, channel: false });
+    const floor = catalog ? await startCatalogFloor(dbName) : undefined;
     try {
       const sessions = catalog ? browser.sessions : new Sessions({ storage: withoutCatalog(browser.storage) });
       const options = {
@@ -209,13 +212,20 @@ const bench = {
       };
       let listed = 0;
       const times: number[] = [];
+      const floors: CatalogFloor[] = [];
       for (let r = -1; r < runs; r++) {
         const t0 = performance.now();
         listed = (await sessions.list(options)).length;
         if (r >= 0) times.push(performance.now() - t0);
+        const read = await floor?.read();
+        if (read && r >= 0) floors.push(read);
+        if (read && read.entries !== listed) throw new Error(`the floor parsed ${read.entries} entries, the listing ${listed}`);
       }
-      return { ms: times.sort((a, b) => a - b)[times.length >> 1]!, listed };
+      const ms = median(times);
+      if (floors.length === 0) return { ms, listed };
+      return { ms, listed, floor: { ms: median(floors.map((f) => f.ms)), getMs: median(floors.map((f) => f.getMs)), entries: listed } };
     } finally {
+      floor?.close();
       await browser.close();
     }
   },
@@ -229,6 +239,57 @@ const bench = {
     });
   },
 };
+
+/**
+ * What bounds case 13's listing from below in this browser: the workspace's catalog snapshot
+ * record read with one bare `get` in a worker of its own (no checks, no session records, no
+ * store), posted to the page as the string it is, and parsed there. A listing of this layout
+ * pays at least that (docs/FORMAT.md "The catalog"; the snapshot's text crosses the storage
+ * worker as stored, `core/worker/catalog-text.ts`).
+ */
+interface CatalogFloor {
+  /** From the page's post to its parse of the text. */
+  ms: number;
+  /** The worker's `get` of the snapshot record alone. */
+  getMs: number;
+  entries: number;
+}
+
+/** The floor worker: opens the database once, then answers each call with the snapshot record's text and the time its `get` took. */
+const FLOOR_WORKER = `
+let db;
+const done = (request) => new Promise((resolve, reject) => { request.onsuccess = () => resolve(request.result); request.onerror = () => reject(request.error); });
+onmessage = async ({ data: { dbName, storeName, lower, upper } }) => {
+  db ??= await done(indexedDB.open(dbName));
+  const store = db.transaction(storeName, "readonly").objectStore(storeName);
+  const key = await done(store.getKey(IDBKeyRange.bound(lower, upper, false, true)));
+  const t0 = performance.now();
+  const text = await done(store.get(key));
+  postMessage({ text, getMs: performance.now() - t0 });
+};`;
+
+/** Starts the floor worker on the listed workspace's catalog in `dbName`; `read()` is one measured floor, `close()` ends the worker. */
+async function startCatalogFloor(dbName: string): Promise<{ read(): Promise<CatalogFloor>; close(): void }> {
+  const worker = new Worker(URL.createObjectURL(new Blob([FLOOR_WORKER], { type: "text/javascript" })));
+  const snapshots = catalogSnapshots(`agents/${LIST_AGENT}/workspaces/${LIST_WORKSPACE}/sessions`);
+  const ask = () =>
+    new Promise<{ text: string; getMs: number }>((resolve, reject) => {
+      worker.onmessage = (event) => resolve(event.data);
+      worker.onerror = (event) => reject(new Error(event.message));
+      worker.postMessage({ dbName, storeName: "files", lower: snapshots.lower, upper: snapshots.upper });
+    });
+  // Once before the clock, as the storage worker is up before it.
+  await ask();
+  return {
+    async read() {
+      const t0 = performance.now();
+      const { text, getMs } = await ask();
+      const entries = (JSON.parse(text) as unknown[]).length;
+      return { ms: performance.now() - t0, getMs, entries };
+    },
+    close: () => worker.terminate(),
+  };
+}
 
 (globalThis as { bench?: typeof bench }).bench = bench;
 document.title = "bench ready";
