@@ -106,7 +106,7 @@ export { lockDiagnostics, readSegmentFooter, segmentFooterInTail, unsafeEntry, u
 export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTransfer, type TransferHandlerLike, withTransfer } from "./worker/transfer.ts";
 // The storage hop both runtimes use: the worker's API and the host's client.
 export { type StorageWorkerApi, storageWorkerApi } from "./worker/storage-api.ts";
-export { catalogListingText, catalogTextOfSnapshot, type CatalogTextStore } from "./worker/catalog-text.ts";
+export { catalogListingText, type CatalogText, catalogTextOfSnapshot, type CatalogTextStore } from "./worker/catalog-text.ts";
 export { type WorkerLink, WorkerStorageClient } from "./worker/client.ts";
 export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./worker/comlink-wire.ts";
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";

@@ -12,7 +12,7 @@
  */
 import { promisifyRequest } from "idb-keyval";
 import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, StorageError } from "../core/mod.ts";
-import { catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
+import { type CatalogText, catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
 import {
   allCatalog,
   allHeaders,
@@ -85,7 +85,7 @@ export interface CatalogRead {
 
 /** The catalog of a folder of sessions as the storage worker's hop carries it (`catalogTextOfSnapshot`), and whether a listing should fold it. */
 export interface CatalogTextRead {
-  readonly text: string;
+  readonly text: CatalogText;
   readonly foldDue: boolean;
 }
 

@@ -41,7 +41,7 @@ import {
   type StoragePort,
   type WriteOptions,
 } from "../core/mod.ts";
-import { catalogListingText, type CatalogTextStore, isWithin } from "../core/internal.ts";
+import { catalogListingText, type CatalogText, type CatalogTextStore, isWithin } from "../core/internal.ts";
 import {
   catalogComplete,
   catalogMoved,
@@ -294,7 +294,7 @@ export class IndexedDbStorage implements StoragePort, CatalogTextStore {
    * snapshot's JSON text as stored, not parsed and written again, with the session records
    * changed since beside it.
    */
-  async readCatalogText(dir: string): Promise<string | undefined> {
+  async readCatalogText(dir: string): Promise<CatalogText | undefined> {
     const found = await this.#readCatalogAs(dir, readCatalogText);
     if (!found?.foldDue) return found?.text;
     return catalogListingText(await this.#foldCatalog(dir));

@@ -1,28 +1,37 @@
 /**
- * A folder's catalog as it crosses the storage worker's hop: JSON text, one string to copy
- * where a structured clone walks each of 10⁴ entries on both sides (docs/decisions.md
- * "Listing at the constant factor: IndexedDB reads one snapshot, …"). A store that keeps its
- * catalog as JSON text (IndexedDB's snapshot) hands that text over as it is, with the entries
- * changed since beside it, so the worker neither parses nor writes it again: the page parses
- * it once and applies the changes (docs/decisions.md "`list.indexeddb.n=1e4`: the snapshot's
- * text crosses the worker as it is").
+ * A folder's catalog as it crosses the storage worker's hop: JSON text, strings to copy where
+ * a structured clone walks each of 10⁴ entries on both sides (docs/decisions.md "Listing at
+ * the constant factor: IndexedDB reads one snapshot, …"). A store that keeps its catalog as
+ * JSON text (IndexedDB's snapshot) hands that text over as it is, with the entries changed
+ * since beside it, so the worker neither parses nor writes it again: the page parses it once
+ * and applies the changes (docs/decisions.md "`list.indexeddb.n=1e4`: the snapshot's text
+ * crosses the worker as it is"). The entries' text and the rest are two strings, each parsed
+ * alone: stored text is never spliced into text of the worker's own, so it can be nothing but
+ * the entries.
  *
  * @module
  */
 import { StorageError } from "../errors.ts";
 import type { CatalogEntry, CatalogListing, CatalogPage } from "../storage/catalog.ts";
 
+/**
+ * A catalog as the hop carries it: the JSON text of its entries (a snapshot's text as stored),
+ * and the JSON text of the rest of its listing, with the entries that replace some of those
+ * by name.
+ */
+export type CatalogText = readonly [entries: string, rest: string];
+
 /** A store that gives its catalog as the hop's text itself ({@linkcode catalogTextOfSnapshot}). */
 export interface CatalogTextStore {
-  /** The catalog of `dir` as the hop's JSON text (see {@linkcode catalogListingOfText}), `undefined` when the store keeps none. */
-  readCatalogText(dir: string, page?: CatalogPage): Promise<string | undefined>;
+  /** The catalog of `dir` as the hop's text (see {@linkcode catalogListingOfText}), `undefined` when the store keeps none. */
+  readCatalogText(dir: string, page?: CatalogPage): Promise<CatalogText | undefined>;
 }
 
-/** What the hop's text holds: a listing, and the entries that replace some of its `entries` by name. */
-interface CatalogText extends CatalogListing {
-  /** Sessions whose entry in `entries` is replaced by the one here. */
+/** What the rest's text holds: a listing without its entries, and the entries that replace some of them by name. */
+interface CatalogTextRest extends Omit<CatalogListing, "entries"> {
+  /** Sessions whose entry is replaced by the one here. */
   readonly changed?: readonly CatalogEntry[];
-  /** Sessions whose entry in `entries` is dropped (removed or moved away since). */
+  /** Sessions whose entry is dropped (removed or moved away since). */
   readonly gone?: readonly string[];
 }
 
@@ -32,8 +41,9 @@ export function givesCatalogText(store: object): store is CatalogTextStore {
 }
 
 /** The hop's text of a listing. */
-export function catalogListingText(listing: CatalogListing): string {
-  return JSON.stringify(listing);
+export function catalogListingText(listing: CatalogListing): CatalogText {
+  const { entries, ...rest } = listing;
+  return [JSON.stringify(entries), JSON.stringify(rest)];
 }
 
 /**
@@ -41,29 +51,38 @@ export function catalogListingText(listing: CatalogListing): string {
  * entries, not parsed here) and the sessions changed since: their entries, and the names of
  * those gone. The page checks the snapshot's text when it parses it.
  */
-export function catalogTextOfSnapshot(snapshotText: string, changed: readonly CatalogEntry[], gone: readonly string[]): string {
-  const replacing = changed.length === 0 && gone.length === 0 ? "" : `,"changed":${JSON.stringify(changed)},"gone":${JSON.stringify(gone)}`;
-  return `{"entries":${snapshotText},"unlisted":[]${replacing}}`;
+export function catalogTextOfSnapshot(snapshotText: string, changed: readonly CatalogEntry[], gone: readonly string[]): CatalogText {
+  const rest: CatalogTextRest = changed.length === 0 && gone.length === 0 ? { unlisted: [] } : { unlisted: [], changed, gone };
+  return [snapshotText, JSON.stringify(rest)];
 }
 
 /**
  * The listing the hop's `text` carries for `dir`, the changed entries applied (newest write
  * per session, as `StoragePort.readCatalog` answers).
  *
- * @throws {StorageError} when the text is not such a listing (a snapshot that is not a JSON array of entries).
+ * @throws {StorageError} when the entries' text is not a JSON array (a damaged snapshot) or the rest is not a listing's.
  */
-export function catalogListingOfText(text: string, dir: string): CatalogListing {
-  let parsed: Partial<CatalogText> | undefined;
+export function catalogListingOfText(text: CatalogText, dir: string): CatalogListing {
+  let entries: unknown;
+  let rest: Partial<CatalogTextRest> | null | undefined;
   try {
-    parsed = JSON.parse(text) as Partial<CatalogText>;
+    entries = JSON.parse(text[0]);
+    rest = JSON.parse(text[1]);
   } catch {
-    // Reported below.
+    // Reported below: the first text that did not parse leaves its value undefined.
   }
-  if (!Array.isArray(parsed?.entries) || !Array.isArray(parsed.unlisted)) {
+  if (!Array.isArray(entries)) {
     throw new StorageError(`catalog of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
   }
-  const { changed, gone, ...listing } = parsed as CatalogText;
-  if (!changed || !gone) return listing;
+  if (!Array.isArray(rest?.unlisted) || !optionalArray(rest.changed) || !optionalArray(rest.gone)) {
+    throw new StorageError(`catalog of "${dir}" came from the storage worker without its listing's fields`, { path: dir });
+  }
+  const { changed, gone, ...listing } = rest as CatalogTextRest;
+  if (!changed || !gone) return { ...listing, entries };
   const replaced = new Set([...gone, ...changed.map((entry) => entry.name)]);
-  return { ...listing, entries: [...listing.entries.filter((entry) => !replaced.has(entry.name)), ...changed] };
+  return { ...listing, entries: [...(entries as CatalogEntry[]).filter((entry) => !replaced.has(entry?.name)), ...changed] };
+}
+
+function optionalArray(value: unknown): boolean {
+  return value === undefined || Array.isArray(value);
 }

@@ -11,7 +11,7 @@ import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { readManyByCalls } from "../storage/read-many.ts";
-import { catalogListingText, givesCatalogText } from "./catalog-text.ts";
+import { catalogListingText, type CatalogText, givesCatalogText } from "./catalog-text.ts";
 import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } from "./transfer.ts";
 
 /**
@@ -24,7 +24,7 @@ export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
   /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the hop's JSON text (`catalog-text.ts`); `undefined` when it keeps none. */
-  readCatalog(dir: string, page?: CatalogPage): Promise<string | undefined>;
+  readCatalog(dir: string, page?: CatalogPage): Promise<CatalogText | undefined>;
 };
 
 /**
