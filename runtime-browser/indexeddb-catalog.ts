@@ -101,7 +101,7 @@ export async function readCatalogRecords(store: IDBObjectStore, dir: string): Pr
   const parsed = snapshot === undefined ? [] : parsedSnapshot(snapshot, dir);
   const entries = changed.size === 0 ? parsed : parsed.filter((entry) => !changed.has(entry.name));
   entries.push(...changedEntries(changed).changed);
-  return { listing: { entries, unlisted: [] }, foldDue: foldDue(changed.size, parsed.length) };
+  return { listing: { entries, unlisted: [] }, foldDue: foldDue(changed.size, () => parsed.length) };
 }
 
 /**
@@ -115,13 +115,17 @@ export async function readCatalogText(store: IDBObjectStore, dir: string): Promi
   const { changed: entries, gone } = changedEntries(changed);
   return {
     text: catalogTextOfSnapshot(snapshot ?? "[]", entries, gone),
-    foldDue: changed.size >= FOLD_AFTER && foldDue(changed.size, snapshot === undefined ? 0 : parsedSnapshot(snapshot, dir).length),
+    foldDue: foldDue(changed.size, () => snapshot === undefined ? 0 : parsedSnapshot(snapshot, dir).length),
   };
 }
 
-/** Whether `changed` session records beside a snapshot of `snapshotEntries` are due to be folded into the next one. */
-function foldDue(changed: number, snapshotEntries: number): boolean {
-  return changed >= FOLD_AFTER && changed * 8 >= snapshotEntries;
+/**
+ * Whether `changed` session records beside a snapshot of `snapshotEntries()` are due to be
+ * folded into the next one. The count is asked for only once enough records are there: for
+ * the hop's text, it means parsing the snapshot.
+ */
+function foldDue(changed: number, snapshotEntries: () => number): boolean {
+  return changed >= FOLD_AFTER && changed * 8 >= snapshotEntries();
 }
 
 /** The snapshot record and the session records of the current generation of `dir`. */
