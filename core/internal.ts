@@ -95,8 +95,9 @@ export {
   toMessageRecord,
   withoutBatchMark,
 } from "./session/mod.ts";
-// A session's state as an open reads it, and its closed segments, without a handle.
-export { readSessionState } from "./session/load.ts";
+// A session's state as an open reads it, and its closed segments, without a handle; the
+// newest segment's tail the open reads (IndexedDB sizes a file's last chunk record to it).
+export { FOOTER_PREFETCH_BYTES, readSessionState } from "./session/load.ts";
 export { segmentRanges } from "./session/read-view.ts";
 // The storage port every backend implements, and the in-memory backend.
 export { carriesLockId, concatBytes, isWithin, MAX_LOCK_BYTES, messageOf, parentPath, sameBytes, type StorageFailure, storageFailure } from "./storage/mod.ts";

@@ -7,7 +7,9 @@
  *   hold it. A header exists for every file, an empty one included.
  * - **Chunk record**, key = `"\0" + path + "\0" + <12-digit zero-padded index>`, value
  *   a `Uint8Array` of at most {@linkcode MAX_CHUNK_BYTES}. Chunks `0 … chunks-1` in
- *   order are the file's bytes.
+ *   order are the file's bytes. Readers accept any chunk sizes; writes of this version
+ *   cut what they write so that its last chunk holds at most {@linkcode LAST_CHUNK_BYTES}
+ *   (`split`), so the tail an open reads is one small record (older records stay as written).
  *
  * - **Catalog** (docs/FORMAT.md "The catalog"), per folder of sessions, like the files'
  *   snapshot and log, in numbered generations (`<gen>`: 12 digits, zero-padded):
@@ -37,6 +39,7 @@
  * @module
  */
 import { StorageError } from "../core/mod.ts";
+import { FOOTER_PREFETCH_BYTES } from "../core/internal.ts";
 
 /**
  * Largest chunk record; bigger writes are split, so a tail read never loads a whole large file.
@@ -117,12 +120,26 @@ export const movedHeader = (from: string, to: string) => (key: string): string =
 /** The chunk key that `key` (a chunk of a file at or below `from`) has once moved to `to`. */
 export const movedChunk = (from: string, to: string) => (key: string): string => `\u0000${to}${key.slice(1 + from.length)}`;
 
-/** `bytes` cut into copies of at most {@linkcode MAX_CHUNK_BYTES} (none for an empty array). */
+/**
+ * Largest last chunk of a write: the newest segment's tail an open reads with its other files
+ * (`FOOTER_PREFETCH_BYTES`, the open in docs/ARCHITECTURE.md), so that tail read loads
+ * one record of this size, not a whole chunk of up to {@linkcode MAX_CHUNK_BYTES} (a segment
+ * of 500 messages, about 170 KB, was one record).
+ */
+export const LAST_CHUNK_BYTES = FOOTER_PREFETCH_BYTES;
+
+/**
+ * `bytes` cut into copies (none for an empty array): the last {@linkcode LAST_CHUNK_BYTES}
+ * bytes, or all of them when fewer, in a chunk of their own, the bytes before it in chunks
+ * of at most {@linkcode MAX_CHUNK_BYTES}.
+ */
 export function split(bytes: Uint8Array): Uint8Array[] {
+  const last = Math.max(0, bytes.length - LAST_CHUNK_BYTES);
   const pieces: Uint8Array[] = [];
-  for (let offset = 0; offset < bytes.length; offset += MAX_CHUNK_BYTES) {
-    pieces.push(bytes.slice(offset, offset + MAX_CHUNK_BYTES));
+  for (let offset = 0; offset < last; offset += MAX_CHUNK_BYTES) {
+    pieces.push(bytes.slice(offset, Math.min(offset + MAX_CHUNK_BYTES, last)));
   }
+  if (bytes.length > 0) pieces.push(bytes.slice(last));
   return pieces;
 }
 

@@ -15,7 +15,8 @@
  *   as fresh chunks (so a file's chunk list is compacted whenever it is replaced; the
  *   core replaces `active.jsonl` at every compaction).
  * - `readTail`: a reverse cursor over the chunk range, stopping at the first chunk that
- *   covers the requested tail: O(tail + one chunk).
+ *   covers the requested tail: O(tail + one chunk). Every write ends its bytes in a chunk of
+ *   at most `LAST_CHUNK_BYTES` (the tail an open reads), so that tail is one small record.
  * - `readMany`: every read in one `readonly` transaction (one snapshot); a folder's last file
  *   from a reverse cursor over its header keys, whatever the folder's size.
  * - `truncate`: drops the chunks past the cut and cuts the straddling one.

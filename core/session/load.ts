@@ -21,7 +21,7 @@ const MESSAGE_SCHEMAS = { message: messageCheck } as const;
  * the default extractive summary (4,000 characters, at most 3 bytes each in UTF-8) and its
  * fields, so a compacted session's open stays one storage call; a longer footer is read again.
  */
-const FOOTER_PREFETCH_BYTES = 16 * 1024;
+export const FOOTER_PREFETCH_BYTES = 16 * 1024;
 
 /** What an open reads in its first storage step: `meta.json`, Active, the draft, `instruction.md` and the newest segment's tail (a prefetch). */
 export type SessionFiles = (ReadResult | null | undefined)[];

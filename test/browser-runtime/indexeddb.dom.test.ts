@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type MessageRecord, Sessions, StorageError, StorageFullError, WriterLockedError } from "../../core/mod.ts";
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
-import { catalogSnapshotKey as snapshotKey, chunkKey, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
+import { catalogSnapshotKey as snapshotKey, chunkKey, LAST_CHUNK_BYTES, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
 import { sameBytes } from "../../core/internal.ts";
 import { catalogMeta } from "./catalog-meta.ts";
@@ -42,13 +42,18 @@ afterEach(async () => {
   }
 });
 
-/** Every record of the store, read through a separate raw connection. */
-async function records(dbName: string): Promise<Map<string, unknown>> {
-  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+/** A separate raw connection to the database `dbName`, beside the storage's own. */
+function rawConnection(dbName: string): Promise<IDBDatabase> {
+  return new Promise<IDBDatabase>((resolve, reject) => {
     const request = indexedDB.open(dbName);
     request.onsuccess = () => resolve(request.result);
     request.onerror = () => reject(request.error);
   });
+}
+
+/** Every record of the store, read through a separate raw connection. */
+async function records(dbName: string): Promise<Map<string, unknown>> {
+  const db = await rawConnection(dbName);
   try {
     const store = db.transaction("files", "readonly").objectStore("files");
     const [keys, values] = await Promise.all([
@@ -56,6 +61,21 @@ async function records(dbName: string): Promise<Map<string, unknown>> {
       new Promise<unknown[]>((resolve) => (store.getAll().onsuccess = (e) => resolve((e.target as IDBRequest<unknown[]>).result))),
     ]);
     return new Map(keys.map((key, i) => [key as string, values[i]]));
+  } finally {
+    db.close();
+  }
+}
+
+/** Puts `entries` (key, value) into the store through a separate raw connection, as another version of the code would have written them. */
+async function putRecords(dbName: string, entries: readonly (readonly [string, unknown])[]): Promise<void> {
+  const db = await rawConnection(dbName);
+  try {
+    const transaction = db.transaction("files", "readwrite");
+    for (const [key, value] of entries) transaction.objectStore("files").put(value, key);
+    await new Promise<void>((resolve, reject) => {
+      transaction.oncomplete = () => resolve();
+      transaction.onerror = () => reject(transaction.error);
+    });
   } finally {
     db.close();
   }
@@ -173,6 +193,45 @@ describe("IndexedDbStorage record layout", () => {
     const read = await storage.read("big");
     expect(read !== undefined && sameBytes(read, big)).toBe(true);
     expect([...(await storage.readTail("big", 5))!.bytes]).toEqual([...big.slice(-5)]);
+  });
+
+  it("a write ends in a chunk of at most LAST_CHUNK_BYTES, so an open's tail read of a segment loads that chunk alone", async () => {
+    const storage = fresh();
+    // A segment of 500 messages is about 170 KB (test/bench/notes.md): one chunk before this layout.
+    const segment = new Uint8Array(170_000).map((_, i) => i % 251);
+    await storage.replace("s/segments/seg.jsonl", segment);
+    const all = await records(storage.dbName);
+    const chunks = chunkKeysOf(all, "s/segments/seg.jsonl").map((key) => (all.get(key) as Uint8Array).length);
+    expect(chunks).toEqual([segment.length - LAST_CHUNK_BYTES, LAST_CHUNK_BYTES]);
+    // The reverse cursor stops at its first record, the last chunk: no step to the chunk before it.
+    const { result: [tail], cursorSteps } = await observe(() => storage.readMany([{ lastIn: "s/segments", tailBytes: LAST_CHUNK_BYTES }]));
+    expect(cursorSteps).toBe(0);
+    expect(tail && sameBytes(tail.bytes, segment.slice(-LAST_CHUNK_BYTES))).toBe(true);
+    // An append of more than that ends in such a chunk too.
+    await storage.append("s/segments/seg.jsonl", segment.slice(0, LAST_CHUNK_BYTES + 5));
+    const appended = await records(storage.dbName);
+    expect(chunkKeysOf(appended, "s/segments/seg.jsonl").map((key) => (appended.get(key) as Uint8Array).length)).toEqual([
+      segment.length - LAST_CHUNK_BYTES,
+      LAST_CHUNK_BYTES,
+      5,
+      LAST_CHUNK_BYTES,
+    ]);
+  });
+
+  it("a file an earlier version wrote as one large chunk still reads whole, by its tail and after an append", async () => {
+    const storage = fresh();
+    await storage.list(""); // creates the store
+    const segment = new Uint8Array(170_000).map((_, i) => i % 251);
+    const path = "s/segments/seg.jsonl";
+    await putRecords(storage.dbName, [[path, { size: segment.length, chunks: 1 }], [chunkKey(path, 0), segment]]);
+    const whole = await storage.read(path);
+    expect(whole !== undefined && sameBytes(whole, segment)).toBe(true);
+    const [tail] = await storage.readMany([{ lastIn: "s/segments", tailBytes: LAST_CHUNK_BYTES }]);
+    expect(tail && tail.size === segment.length && sameBytes(tail.bytes, segment.slice(-LAST_CHUNK_BYTES))).toBe(true);
+    await storage.append(path, utf8("more\n"));
+    const longer = await storage.readTail(path, 10);
+    expect(text(longer?.bytes)).toBe(`${text(segment.slice(-5))}more\n`);
+    expect(longer?.size).toBe(segment.length + 5);
   });
 
   it("replace is one transaction and compacts the chunk list to the new content", async () => {
