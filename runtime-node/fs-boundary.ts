@@ -100,6 +100,19 @@ export interface OpenedFile {
 /** What a file is opened for: a write must also find it without other hard links. */
 export type Access = "read" | "write";
 
+/** How {@linkcode StoreBoundary.open} opens a file, beyond its flags. */
+export interface OpenOptions {
+  /** The permissions of a file the open creates. */
+  readonly mode?: number;
+  /** The folders one call already found real (the files of one `readMany`): each is checked once per call, not once per file. */
+  readonly checked?: Set<string>;
+  /**
+   * A read of a file a listing or a hint has just named (a `readMany`'s tails: `show`'s
+   * footers, an open's newest segment): opened without asking first whether it is there.
+   */
+  readonly named?: boolean;
+}
+
 /**
  * Walks and opens paths under one root by the rules of the module doc. Keys reach it
  * already validated (`assertStoragePath`), as absolute files under `root`.
@@ -137,15 +150,13 @@ export class StoreBoundary {
   }
 
   /**
-   * Opens the regular file `file` (the key `path`) with `flags`, after checking its folders.
-   * `undefined` when it (or a folder) is missing. `named`: a read of a file a listing or a hint
-   * has just named (a `readMany`'s tails: `show`'s footers, an open's newest segment), opened
-   * without asking first whether it is there.
+   * Opens the regular file `file` (the key `path`) with `flags`, after checking its folders
+   * ({@linkcode OpenOptions}). `undefined` when it (or a folder) is missing.
    *
    * @throws {StoreEntryError} when it is a link, a folder, a FIFO, a socket or a device, or for
    * a write when it has other hard links; nothing was read or written.
    */
-  open(path: string, file: string, flags: number, access: Access, mode?: number, checked?: Set<string>, named = false): OpenedFile | undefined {
+  open(path: string, file: string, flags: number, access: Access, { mode, checked, named = false }: OpenOptions = {}): OpenedFile | undefined {
     if (this.parents(path, access, checked) === "missing") return undefined;
     // A missing file is an ordinary answer to a read (an open reads the draft and instruction.md, most
     // often absent): asked by an `lstat` that does not throw (about 1 µs), not by an `open` whose failure

@@ -248,10 +248,10 @@ export class FileCatalog {
     const bytes = encoder.encode(`${JSON.stringify(line)}\n`);
     const file = this.#keys.file(files.log);
     for (let attempt = 0; attempt < 8; attempt++) {
-      let opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600, checked);
+      let opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", { mode: 0o600, checked });
       if (!opened) {
         this.#ensureFolder(files.folder);
-        opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", 0o600);
+        opened = this.#boundary.open(files.log, file, APPEND_FLAGS, "write", { mode: 0o600 });
         if (!opened) continue;
       }
       let written;

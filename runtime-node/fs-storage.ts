@@ -198,7 +198,7 @@ export class NodeFileStorage implements StoragePort {
   }
 
   #readWhole(path: string, file: string, checked?: Set<string>): Uint8Array | undefined {
-    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked);
+    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", { checked });
     if (!opened) return undefined;
     try {
       const max = this.maxFileBytes;
@@ -220,7 +220,7 @@ export class NodeFileStorage implements StoragePort {
     const pinned = this.#pinned.get(path);
     const kept = pinned && this.#pinnedTail(pinned, file, maxBytes, into);
     if (kept) return kept;
-    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", undefined, checked, named);
+    const opened = this.#boundary.open(path, file, READ_FLAGS, "read", { checked, named });
     if (!opened) return undefined;
     // A pinned file keeps this handle for its next tail reads.
     if (pinned) pinned.reader = { fd: opened.fd, dev: opened.info.dev, ino: opened.info.ino };
@@ -308,7 +308,7 @@ export class NodeFileStorage implements StoragePort {
     if (pinned?.fd !== undefined) return this.#appendTo(pinned.fd, pinned.size, bytes, file, pinned);
     // One set for both walks: the parents' check and the open's own.
     const known = checked ?? new Set<string>();
-    const open = () => this.#boundary.open(path, file, APPEND_FLAGS, "write", 0o600, known) ?? missingParent(file);
+    const open = () => this.#boundary.open(path, file, APPEND_FLAGS, "write", { mode: 0o600, checked: known }) ?? missingParent(file);
     const { fd, info } = this.#withParents(path, open, known);
     try {
       if ((info.mode & 0o777) !== 0o600) fchmodSync(fd, 0o600);
