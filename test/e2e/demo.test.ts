@@ -357,14 +357,28 @@ describe("playground", () => {
 
   it("renders the chat from the AI SDK UI message stream: one message per turn, tool result and step boundary inside, ids kept across reloads", async () => {
     const page = await openPage(await newContext(), `db=${dbName()}&delay=1`, "ui-stream");
-    /** Every id the streaming reply's UI message had, seen at each DOM change of the live end (none can be missed). */
+    /**
+     * Every id the streaming reply's UI message had: the live end (`#live`, itself made anew
+     * when the conversation renders) is rendered anew at each chunk, so each of its assistant
+     * articles is among a mutation record's added nodes, even one already replaced or removed
+     * when the observer is called (none can be missed).
+     */
     const watchLiveIds = () =>
       page.evaluate(() => {
         const seen = new Set<string>();
         (window as unknown as { liveIds: Set<string> }).liveIds = seen;
-        const observer = new MutationObserver(() => {
-          const id = document.querySelector("#live article[data-role=assistant]")?.getAttribute("data-message-id");
-          if (id && id !== "pending-reply") seen.add(id);
+        const observer = new MutationObserver((records) => {
+          for (const record of records) {
+            const intoLive = record.target instanceof Element && record.target.id === "live";
+            for (const node of record.addedNodes) {
+              if (!(node instanceof Element)) continue;
+              const articles = node.matches("article[data-role=assistant]") ? [node] : [...node.querySelectorAll("article[data-role=assistant]")];
+              for (const article of articles) {
+                const id = article.getAttribute("data-message-id");
+                if ((intoLive || article.closest("#live")) && id && id !== "pending-reply") seen.add(id);
+              }
+            }
+          }
         });
         observer.observe(document.getElementById("messages")!, { subtree: true, childList: true });
       });
