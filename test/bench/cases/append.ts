@@ -210,7 +210,7 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
  * the storage's code for itself: `node --trace-opt` over 4,000 held commits through the worker shows the commit's functions
  * on both threads (`planAppend`, `applyFencedPlan`, the store's fenced append, `fsyncSync`, the line's encoding) optimized
  * between the 500th and the ~3,750th. After ten, the held worker row timed its worker's 10th to 910th commits, that code
- * not yet optimized, at 1.4–1.7 times the CPU of a commit in a long-lived process (test/bench/notes.md, case 2). A held
+ * not yet optimized, at 1.4–2 times the CPU of a commit in a long-lived process (test/bench/notes.md, case 2). A held
  * commit takes well under a millisecond, so this costs a few seconds; the per-operation variants, whose commits are their
  * file operations' time, keep ten.
  */
