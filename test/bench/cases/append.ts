@@ -27,6 +27,7 @@ import type { CaseContext } from "../lib/result.ts";
 import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import { syntheticText } from "../lib/synth.ts";
+import { COMMIT_WARMUP } from "../lib/warmup.ts";
 
 /** A ~500-byte message (as committed: a line of 550–600 bytes). */
 export function appendMessage(i: number): NewMessage {
@@ -204,18 +205,6 @@ function heldBoundNote(floorMs: number, held: StorageTimes): string {
   );
 }
 
-/**
- * How many untimed commits each variant, and the raw held contract, runs before the batches. V8 gives a function called
- * once a commit its optimizing compiler only after hundreds to thousands of calls, and each worker's isolate compiles the
- * storage's code for itself: `node --trace-opt` over 4,000 held commits through the worker shows the commit's functions on
- * both threads (`planAppend`, `applyFencedPlan`, the store's fenced append, `fsyncSync`, the line's encoding) optimized
- * between the 500th and the ~3,750th. After ten, the held worker row timed its worker's 10th to 910th commits, that code
- * not yet optimized, at 1.4–2 times the CPU of a commit in a long-lived process (test/bench/notes.md, case 2). The
- * per-operation variants get the same: with ten, each worker's code was cold while the host thread's, shared by every
- * variant on it, was warmed by all of them, which tilted `worker-hop.commit` against the worker. A few seconds a variant.
- */
-const commitWarmup = 4_000;
-
 export async function appendCase(ctx: CaseContext): Promise<void> {
   const batch = ctx.quick ? 40 : 100;
   const rounds = ctx.quick ? 5 : 9;
@@ -251,10 +240,10 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   let i = 0;
   try {
     // Warm-up: JIT, the worker's first calls, the files' first blocks; every variant and the raw held contract until
-    // their code is optimized (see commitWarmup).
-    for (const v of all) for (let k = 0; k < commitWarmup; k++) await v.session.append(appendMessage(i++));
+    // their code is optimized (lib/warmup.ts).
+    for (const v of all) for (let k = 0; k < COMMIT_WARMUP; k++) await v.session.append(appendMessage(i++));
     for (let k = 0; k < 10; k++) (writeSync(fd, lines[k & 1]!), fsyncSync(fd));
-    for (let k = 0; k < commitWarmup; k++) heldContractCommit(rawHeld, appendMessage(i++));
+    for (let k = 0; k < COMMIT_WARMUP; k++) heldContractCommit(rawHeld, appendMessage(i++));
     for (let round = 0; round < rounds; round++) {
       let cpu0 = process.cpuUsage();
       let t0 = performance.now();
@@ -333,7 +322,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const ceilingNote = (
     target: number,
   ) => (formatRatio < target ? ` (the ceiling of any per-operation commit here: ${formatRatio.toFixed(2)}, below the target of ${target})` : "");
-  const warmedNote = `timed after ${commitWarmup.toLocaleString("en-US")} untimed commits of its own`;
+  const warmedNote = `timed after ${COMMIT_WARMUP.toLocaleString("en-US")} untimed commits of its own`;
   const floorOnly = `floor: ${floorMs.toFixed(3)} ms per write + fsync of a commit's line (${lines[0].length} and ${lines[1].length} bytes in turn)`;
   const floorNote =
     `${floorOnly}; docs/FORMAT.md's own file operations of a per-operation commit, with raw system calls and no sessionfold code (append.format-contract): ${
@@ -364,7 +353,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
     runs,
     note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl and writer.lock kept open, timed after ${
-      commitWarmup.toLocaleString("en-US")
+      COMMIT_WARMUP.toLocaleString("en-US")
     } untimed held commits; ${floorOnly}${heldCeiling(0.8)}; ${heldBoundNote(floorMs, heldBreakdown)}; ${cpuNote(held[1]!)}`,
   });
   // The lease's fence beside the held commit it is part of (docs/FORMAT.md "Fencing"): held minus this is the unfenced commit.
@@ -396,7 +385,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     runs,
     note:
       `${heldWorker.toFixed(3)} ms per commit; a lease through the storage worker (one message each way per commit), timed after ${
-        commitWarmup.toLocaleString("en-US")
+        COMMIT_WARMUP.toLocaleString("en-US")
       } untimed held commits, as a long-lived process runs them (the commit's code optimized on both threads); bound: the held host commit (${
         heldHost.toFixed(3)
       } ms, append.durable.held) plus the least any worker adds here ` +

@@ -44,6 +44,7 @@ import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
 import { vacuumAnalyze } from "../lib/vacuum-analyze.ts";
+import { COMMIT_WARMUP } from "../lib/warmup.ts";
 import { appendMessage } from "./append.ts";
 import { commitContract, contractCommitOf } from "./postgres-contract.ts";
 
@@ -230,14 +231,17 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
   /** The same, for one commit's plan through the adapter alone and for its statement through `pg` alone (the server's side not kept). */
   const adapterCpu = { client: [] as number[], server: [] as number[] };
   const statementCpu = { client: [] as number[], server: [] as number[] };
-  /** Commits/s of `perBatch` calls of `commit`, kept once the warm-up batch is done. */
+  /** Commits/s of `perBatch` calls of `commit`, kept once the warm-up batch (lib/warmup.ts: its code optimized) is done. */
   const batch = async (into: number[], b: number, commit: () => Promise<unknown>, cpu?: { client: number[]; server: number[]; backends: string }) => {
+    if (b < 0) {
+      for (let k = 0; k < COMMIT_WARMUP; k++) await commit();
+      return;
+    }
     const backends = cpu ? await backendsOf(cpu.backends) : [];
     const client0 = mainThreadCpuUs();
     const server0 = backendCpuUs(backends);
     const t0 = performance.now();
     for (let k = 0; k < perBatch; k++) await commit();
-    if (b < 0) return;
     into.push((perBatch * 1000) / (performance.now() - t0));
     cpu?.client.push((mainThreadCpuUs() - client0) / perBatch);
     cpu?.server.push((backendCpuUs(backends) - server0) / perBatch);
@@ -282,6 +286,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     runs: batches,
     note:
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (run_append: one statement after the lock; fenced: the lock is the commit's own transaction's); " +
+      `each of the batches below timed after ${COMMIT_WARMUP.toLocaleString("en-US")} untimed commits of its own; ` +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
       } µs; one commit's plan sent again through the adapter alone ${
