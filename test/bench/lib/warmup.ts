@@ -5,9 +5,8 @@
  * 4,000 held commits through the storage worker shows the commit's functions on both threads (`planAppend`,
  * `applyFencedPlan`, the store's fenced append, `fsyncSync`, the line's encoding) optimized between the 500th and the
  * ~3,750th. After ten untimed commits, the held worker row timed its worker's 10th to 910th commits, that code not yet
- * optimized, at 1.4–2 times the CPU of a commit in a long-lived process, and a worker's code was cold where the host
- * thread's, shared by every variant on it, was warm (test/bench/notes.md, cases 2 and 10; docs/decisions.md "The held
- * worker row's warm-up"). 12,000 gave nothing more than 4,000.
+ * optimized, at 1.4–2 times the CPU of a commit in a long-lived process (test/bench/notes.md, cases 2 and 10;
+ * docs/decisions.md "The held worker row's warm-up"). 12,000 gave nothing more than 4,000.
  *
  * @module
  */
