@@ -27,7 +27,7 @@ import type { CaseContext } from "../lib/result.ts";
 import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
 import { syntheticText } from "../lib/synth.ts";
-import { COMMIT_WARMUP } from "../lib/warmup.ts";
+import { COMMIT_WARMUP, WARMED_NOTE } from "../lib/warmup.ts";
 
 /** A ~500-byte message (as committed: a line of 550–600 bytes). */
 export function appendMessage(i: number): NewMessage {
@@ -322,7 +322,6 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const ceilingNote = (
     target: number,
   ) => (formatRatio < target ? ` (the ceiling of any per-operation commit here: ${formatRatio.toFixed(2)}, below the target of ${target})` : "");
-  const warmedNote = `timed after ${COMMIT_WARMUP.toLocaleString("en-US")} untimed commits of its own`;
   const floorOnly = `floor: ${floorMs.toFixed(3)} ms per write + fsync of a commit's line (${lines[0].length} and ${lines[1].length} bytes in turn)`;
   const floorNote =
     `${floorOnly}; docs/FORMAT.md's own file operations of a per-operation commit, with raw system calls and no sessionfold code (append.format-contract): ${
@@ -339,7 +338,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of the floor)",
     target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
     runs,
-    note: `${worker.toFixed(3)} ms per commit, ${warmedNote}; ${floorNote}${ceilingNote(0.8)}`,
+    note: `${worker.toFixed(3)} ms per commit, ${WARMED_NOTE}; ${floorNote}${ceilingNote(0.8)}`,
   });
   ctx.emit({
     case: 2,
@@ -352,9 +351,11 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of the floor)",
     target: { op: ">=", limit: 0.8, text: "≥ 0.8 of the floor" },
     runs,
-    note: `${heldHost.toFixed(3)} ms per commit; a lease (open with { hold: true }), host thread, active.jsonl and writer.lock kept open, timed after ${
-      COMMIT_WARMUP.toLocaleString("en-US")
-    } untimed held commits; ${floorOnly}${heldCeiling(0.8)}; ${heldBoundNote(floorMs, heldBreakdown)}; ${cpuNote(held[1]!)}`,
+    note: `${
+      heldHost.toFixed(3)
+    } ms per commit; a lease (open with { hold: true }), host thread, active.jsonl and writer.lock kept open, ${WARMED_NOTE}; ${floorOnly}${
+      heldCeiling(0.8)
+    }; ${heldBoundNote(floorMs, heldBreakdown)}; ${cpuNote(held[1]!)}`,
   });
   // The lease's fence beside the held commit it is part of (docs/FORMAT.md "Fencing"): held minus this is the unfenced commit.
   const fenceMs = heldBreakdown.calls.get("readTail(writer.lock)") ?? 0;
@@ -384,9 +385,9 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     target: { op: ">=", limit: 0.6, text: "≥ 0.6 of the floor" },
     runs,
     note:
-      `${heldWorker.toFixed(3)} ms per commit; a lease through the storage worker (one message each way per commit), timed after ${
-        COMMIT_WARMUP.toLocaleString("en-US")
-      } untimed held commits, as a long-lived process runs them (the commit's code optimized on both threads); bound: the held host commit (${
+      `${
+        heldWorker.toFixed(3)
+      } ms per commit; a lease through the storage worker (one message each way per commit), ${WARMED_NOTE}, as a long-lived process runs them (the commit's code optimized on both threads); bound: the held host commit (${
         heldHost.toFixed(3)
       } ms, append.durable.held) plus the least any worker adds here ` +
       `(a bare worker_threads echo whose worker first works as long as one held commit, so both threads idle as they do around a commit: ${
@@ -406,7 +407,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline (fraction of the floor)",
     target: { op: ">=", limit: 0.4, text: "≥ 0.4 of the floor (a lock per operation)" },
     runs,
-    note: `${host.toFixed(3)} ms per commit, ${warmedNote}; ${floorNote}${ceilingNote(0.4)}; ${breakdown}`,
+    note: `${host.toFixed(3)} ms per commit, ${WARMED_NOTE}; ${floorNote}${ceilingNote(0.4)}; ${breakdown}`,
   });
   ctx.emit({
     case: 2,
@@ -445,7 +446,7 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
     ratioMeaning: "value / baseline",
     target: { op: "<=", limit: 1.1, text: "≤ 1.10 (≤ 10% overhead)" },
     runs,
-    note: `each side ${warmedNote}`,
+    note: `each side ${WARMED_NOTE}`,
   });
   ctx.emit({
     case: 5,

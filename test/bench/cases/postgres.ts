@@ -44,7 +44,7 @@ import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
 import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabel, writeSyntheticSession } from "../lib/synth.ts";
 import { vacuumAnalyze } from "../lib/vacuum-analyze.ts";
-import { COMMIT_WARMUP } from "../lib/warmup.ts";
+import { COMMIT_WARMUP, WARMED_NOTE } from "../lib/warmup.ts";
 import { appendMessage } from "./append.ts";
 import { commitContract, contractCommitOf } from "./postgres-contract.ts";
 
@@ -286,7 +286,7 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     runs: batches,
     note:
       "per operation: each commit takes the session's advisory lock, checks meta.json's revision (entries.revision, no parse), appends and replaces meta.json, in one prepared statement (run_append: one statement after the lock; fenced: the lock is the commit's own transaction's); " +
-      `each of the batches below timed after ${COMMIT_WARMUP.toLocaleString("en-US")} untimed commits of its own; ` +
+      `each of the batches below ${WARMED_NOTE}; ` +
       `per commit, same run (CPU time from /proc schedstat): the main thread ${median(ourCpu.client).toFixed(0)} µs (the floor's ${
         median(floorCpu.client).toFixed(0)
       } µs; one commit's plan sent again through the adapter alone ${

@@ -13,3 +13,6 @@
 
 /** Untimed commits per variant (and per baseline that runs code of its own) before the timed batches. */
 export const COMMIT_WARMUP = 4_000;
+
+/** What a row's note says of its warm-up. */
+export const WARMED_NOTE = `timed after ${COMMIT_WARMUP.toLocaleString("en-US")} untimed commits of its own`;
