@@ -1,7 +1,7 @@
 /**
- * The session every synthetic history is (its ref) and the provider identity of its assistant
- * messages: apart from `synth.ts`, so that the probe that opens the packed package
- * (`probe-package.ts`) loads no module of the sources.
+ * The session every synthetic history is (its ref, and its LangGraph thread) and the provider
+ * identity of its assistant messages: apart from `synth.ts`, so that the probes of the packed
+ * package and of the peers (`probe-package.ts`, `probe-peers.ts`) load no module of the sources.
  *
  * @module
  */
@@ -13,3 +13,5 @@ export const BENCH_REF: SessionRef = { agentId: "bench", workspaceId: "w1", sess
 export const BENCH_PROVIDER = { provider: "openai", api: "responses", model: "gpt-5" } as const;
 /** Where case 1 in chromium keeps the compacted history of a size, beside {@linkcode BENCH_REF}'s in the same database. */
 export const COMPACTED_REF: SessionRef = { ...BENCH_REF, sessionId: "s1-compacted" };
+/** The thread every LangGraph benchmark checkpoint belongs to. */
+export const LANGGRAPH_THREAD = "s1";

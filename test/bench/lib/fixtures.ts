@@ -21,6 +21,7 @@ import {
   writePlainJsonl,
   writeSyntheticSession,
 } from "./synth.ts";
+import { LANGGRAPH_THREAD } from "./bench-ref.ts";
 import type { MessageRecord } from "../../../core/mod.ts";
 
 /** Writes the sessionfold tree of `n` messages under the store `root`, `activeSize` of them in Active. */
@@ -124,9 +125,6 @@ export async function buildPiSession(file: string, n: number): Promise<void> {
   await write(buffer);
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
 }
-
-/** The thread every LangGraph benchmark checkpoint belongs to. */
-export const LANGGRAPH_THREAD = "s1";
 
 /** The LangChain message of a synthetic record (what a LangGraph `MessagesAnnotation` state holds). */
 export async function langchainMessages(records: readonly MessageRecord[]): Promise<unknown[]> {

@@ -12,8 +12,9 @@ import { prng } from "../../support/prng.ts";
 import { type MessageRecord, type SessionMeta, sessionPaths, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
 import { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF } from "./bench-ref.ts";
+import { BENCH_SYSTEM, contextFromPlainJsonl } from "./plain-jsonl.ts";
 
-export { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF };
+export { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, COMPACTED_REF, contextFromPlainJsonl };
 
 /** Messages per closed segment. */
 export const SEGMENT_SIZE = 500;
@@ -26,8 +27,6 @@ export const ACTIVE_SIZE = 100;
  * footer: the same open whatever the history length (test/bench/notes.md, case 1).
  */
 export const COMPACTED_ACTIVE_SIZE = 50;
-/** The system text of every synthetic session (a plain JSONL host would keep it in its config). */
-export const BENCH_SYSTEM = "You are a careful coding agent. Answer briefly and cite the files you read.";
 
 const BASE_TIME = Date.UTC(2026, 0, 1);
 const WORDS = (
@@ -202,23 +201,6 @@ export async function writePlainJsonl(append: (bytes: Uint8Array) => Promise<voi
   await push(activeBytes(plan));
   await flush();
   return total;
-}
-
-/**
- * What a plain JSONL host does to get the next model call's input: parse every line of
- * the whole file, then take the last summary and every message after it.
- */
-export function contextFromPlainJsonl(text: string): { system: string; summary: string | null; messages: unknown[] } {
-  const records: { record_type?: string; text?: string }[] = [];
-  for (const line of text.split("\n")) if (line) records.push(JSON.parse(line) as { record_type?: string; text?: string });
-  let last = -1;
-  for (let i = records.length - 1; i >= 0; i--) {
-    if (records[i]!.record_type === "summary") {
-      last = i;
-      break;
-    }
-  }
-  return { system: BENCH_SYSTEM, summary: last >= 0 ? records[last]!.text ?? null : null, messages: records.slice(last + 1) };
 }
 
 /** `10^k` as a short label: 100 → "1e2". */

@@ -9,8 +9,10 @@
  * @module
  */
 import { Worker } from "node:worker_threads";
-import { sessionPaths } from "../../../core/mod.ts";
-import { BENCH_REF, contextFromPlainJsonl } from "./synth.ts";
+// The layout module alone, not the core: the probe of the plain reads loads no more of sessionfold (`probe-plain.ts`).
+import { sessionPaths } from "../../../core/layout/paths.ts";
+import { BENCH_REF } from "./bench-ref.ts";
+import { contextFromPlainJsonl } from "./plain-jsonl.ts";
 
 /** The worker: answers each list of files with their bytes (`null` when missing), transferred. */
 const WORKER_CODE = `
