@@ -239,10 +239,11 @@ export async function appendCase(ctx: CaseContext): Promise<void> {
   const heldContractBatches: number[] = [];
   let i = 0;
   try {
-    // Warm-up: JIT, the worker's first calls, the files' first blocks; every variant and the raw held contract until
-    // their code is optimized (lib/warmup.ts).
+    // Warm-up: JIT, the worker's first calls, the files' first blocks; every variant, the floor and both raw contracts
+    // until their code is optimized (lib/warmup.ts).
     for (const v of all) for (let k = 0; k < COMMIT_WARMUP; k++) await v.session.append(appendMessage(i++));
-    for (let k = 0; k < 10; k++) (writeSync(fd, lines[k & 1]!), fsyncSync(fd));
+    for (let k = 0; k < COMMIT_WARMUP; k++) (writeSync(fd, lines[k & 1]!), fsyncSync(fd));
+    for (let k = 0; k < COMMIT_WARMUP; k++) formatCommit(formatDir, lines[k & 1]!, meta, owner);
     for (let k = 0; k < COMMIT_WARMUP; k++) heldContractCommit(rawHeld, appendMessage(i++));
     for (let round = 0; round < rounds; round++) {
       let cpu0 = process.cpuUsage();
