@@ -12,7 +12,7 @@
  */
 import { promisifyRequest } from "idb-keyval";
 import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, StorageError } from "../core/mod.ts";
-import { type CatalogText, catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
+import { catalogSnapshotEntries, catalogSnapshotText, type CatalogText, catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
 import {
   allCatalog,
   allHeaders,
@@ -209,7 +209,7 @@ async function writeSnapshot(store: IDBObjectStore, dir: string, entries: readon
   });
   if (snapshotKey !== undefined) store.delete(snapshotKey);
   store.delete(catalogChanges(dir, gen));
-  store.put(JSON.stringify(sorted), catalogSnapshotKey(dir, gen + 1));
+  store.put(catalogSnapshotText(sorted), catalogSnapshotKey(dir, gen + 1));
   return sorted;
 }
 
@@ -231,18 +231,15 @@ async function readFile(store: IDBObjectStore, path: string): Promise<Uint8Array
 
 /** The entries of a snapshot record; a record that is not one is a `StorageError` (the core then reads every `meta.json`). */
 function parsedSnapshot(value: unknown, dir: string): CatalogEntry[] {
-  let entries: unknown;
-  try {
-    entries = typeof value === "string" ? JSON.parse(value) : undefined;
-  } catch {
-    // Reported below.
-  }
-  if (!Array.isArray(entries)) throw notASnapshot(dir);
-  return entries as CatalogEntry[];
+  const entries = typeof value === "string" ? catalogSnapshotEntries(value) : undefined;
+  if (!entries) throw notASnapshot(dir);
+  return entries;
 }
 
 function notASnapshot(dir: string): StorageError {
-  return new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
+  return new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog`, {
+    path: dir,
+  });
 }
 
 /** An entry's `updated_at` for the snapshot's order (`""`, last, when it has none). */

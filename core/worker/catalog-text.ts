@@ -2,7 +2,7 @@
  * A folder's catalog as it crosses the storage worker's hop: JSON text, strings to copy where
  * a structured clone walks each of 10⁴ entries on both sides (docs/decisions.md "Listing at
  * the constant factor: IndexedDB reads one snapshot, …"). A store that keeps its catalog as
- * JSON text (IndexedDB's snapshot) hands that text over as it is, with the entries changed
+ * snapshot text (IndexedDB's, `storage/catalog-snapshot.ts`) hands that text over as it is, with the entries changed
  * since beside it, so the worker neither parses nor writes it again: the page parses it once
  * and applies the changes (docs/decisions.md "`list.indexeddb.n=1e4`: the snapshot's text
  * crosses the worker as it is"). The entries' text and the rest are two strings, each parsed
@@ -13,6 +13,7 @@
  */
 import { StorageError } from "../errors.ts";
 import type { CatalogEntry, CatalogListing, CatalogPage } from "../storage/catalog.ts";
+import { catalogSnapshotEntries } from "../storage/catalog-snapshot.ts";
 
 /**
  * A catalog as the hop carries it: the JSON text of its entries (a snapshot's text as stored),
@@ -47,8 +48,8 @@ export function catalogListingText(listing: CatalogListing): CatalogText {
 }
 
 /**
- * The hop's text of a catalog kept as a snapshot (`snapshotText`, the JSON text of an array of
- * entries, not parsed here) and the sessions changed since: their entries, and the names of
+ * The hop's text of a catalog kept as a snapshot (`snapshotText`, as `storage/catalog-snapshot.ts`
+ * writes it, not parsed here) and the sessions changed since: their entries, and the names of
  * those gone. The page checks the snapshot's text when it parses it.
  */
 export function catalogTextOfSnapshot(snapshotText: string, changed: readonly CatalogEntry[], gone: readonly string[]): CatalogText {
@@ -60,19 +61,18 @@ export function catalogTextOfSnapshot(snapshotText: string, changed: readonly Ca
  * The listing the hop's `text` carries for `dir`, the changed entries applied (newest write
  * per session, as `StoragePort.readCatalog` answers).
  *
- * @throws {StorageError} when the entries' text is not a JSON array (a damaged snapshot) or the rest is not a listing's.
+ * @throws {StorageError} when the entries' text is not a snapshot's (a damaged snapshot) or the rest is not a listing's.
  */
 export function catalogListingOfText(text: CatalogText, dir: string): CatalogListing {
-  let entries: unknown;
+  const entries = catalogSnapshotEntries(text[0]);
   let rest: Partial<CatalogTextRest> | null | undefined;
   try {
-    entries = JSON.parse(text[0]);
     rest = JSON.parse(text[1]);
   } catch {
-    // Reported below: the first text that did not parse leaves its value undefined.
+    // Reported below: the text that did not parse leaves its value undefined.
   }
-  if (!Array.isArray(entries)) {
-    throw new StorageError(`catalog of "${dir}" is not a JSON array of entries; rebuild the catalog`, { path: dir });
+  if (!entries) {
+    throw new StorageError(`catalog of "${dir}" is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog`, { path: dir });
   }
   if (!Array.isArray(rest?.unlisted) || !optionalArray(rest.changed) || !optionalArray(rest.gone)) {
     throw new StorageError(`catalog of "${dir}" came from the storage worker without its listing's fields`, { path: dir });
@@ -80,7 +80,7 @@ export function catalogListingOfText(text: CatalogText, dir: string): CatalogLis
   const { changed, gone, ...listing } = rest as CatalogTextRest;
   if (!changed || !gone) return { ...listing, entries };
   const replaced = new Set([...gone, ...changed.map((entry) => entry.name)]);
-  return { ...listing, entries: [...(entries as CatalogEntry[]).filter((entry) => !replaced.has(entry?.name)), ...changed] };
+  return { ...listing, entries: [...entries.filter((entry) => !replaced.has(entry?.name)), ...changed] };
 }
 
 function optionalArray(value: unknown): boolean {

@@ -7,7 +7,7 @@ import { type MessageRecord, Sessions, StorageError, StorageFullError, WriterLoc
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
 import { catalogSnapshotKey as snapshotKey, chunkKey, LAST_CHUNK_BYTES, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
-import { sameBytes } from "../../core/internal.ts";
+import { catalogSnapshotEntries, sameBytes } from "../../core/internal.ts";
 import { catalogMeta } from "./catalog-meta.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -452,11 +452,12 @@ describe("the catalog: a snapshot record and the session records changed since",
     for (const id of ids) await storage.replace(`${dir}/${id}/meta.json`, meta(id));
     expect(await catalogKeys(storage.dbName)).toHaveLength(200);
     expect((await titles(storage)).size).toBe(200);
-    // Folded: one record, the snapshot, holds the 200 entries, newest activity first.
+    // Folded: one record, the snapshot, holds the 200 entries by columns, newest activity first.
     const folded = await records(storage.dbName);
     expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 1)]);
-    const snapshot = JSON.parse(folded.get(snapshotKey(dir, 1)) as string) as { name: string }[];
-    expect(snapshot.map((e) => e.name)).toEqual([...ids].reverse());
+    const text = folded.get(snapshotKey(dir, 1)) as string;
+    expect(JSON.parse(text)).toMatchObject({ layout: "columns" });
+    expect(catalogSnapshotEntries(text)!.map((e) => e.name)).toEqual([...ids].reverse());
 
     await storage.replace(`${dir}/s5/meta.json`, meta("s5", "renamed"));
     await storage.remove(`${dir}/s6`);
@@ -507,6 +508,30 @@ describe("the catalog: a snapshot record and the session records changed since",
     expect(await storage.rebuildCatalog(dir)).toBe(2);
     expect([...(await titles(storage)).keys()].sort()).toEqual(["s1", "s2"]);
     expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 1)]);
+  });
+
+  it("a snapshot an earlier version wrote as an array of entries is listed as it is; the next fold writes it by columns", async () => {
+    const storage = fresh();
+    const sessions = new Sessions({ storage });
+    const ids = Array.from({ length: 130 }, (_, i) => `s${i}`);
+    for (const id of ids.slice(0, 2)) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: id });
+    const listed = async () => (await sessions.list({ agentId: "a1" })).map((m) => [m.session_id, m.title ?? null]).sort();
+    const before = await listed();
+    // What that version left: the same entries, newest first, as an array of objects.
+    const entries = (await storage.readCatalog(dir))!.entries;
+    await writeRaw(storage.dbName, (store) => {
+      store.delete(IDBKeyRange.bound(`\u0001${dir}/`, `\u0001${dir}/\uffff`));
+      store.put(JSON.stringify(entries), snapshotKey(dir, 1));
+    });
+    expect(await listed()).toEqual(before);
+    expect(await titles(again(storage))).toEqual(new Map(entries.map((e) => [e.name, (e.meta as { title?: string }).title])));
+    // Enough changes to fold: the next generation is by columns, and lists the same sessions and the new ones.
+    for (const id of ids.slice(2)) await storage.replace(`${dir}/${id}/meta.json`, meta(id));
+    expect((await titles(storage)).size).toBe(130);
+    expect(await catalogKeys(storage.dbName)).toEqual([snapshotKey(dir, 2)]);
+    const text = (await records(storage.dbName)).get(snapshotKey(dir, 2)) as string;
+    expect(JSON.parse(text)).toMatchObject({ layout: "columns" });
+    expect(catalogSnapshotEntries(text)!.map((e) => e.name).sort()).toEqual([...ids].sort());
   });
 
   it("a store whose catalog a version before the snapshots wrote (marked \\u0001) is caught up from its files, and its old records go", async () => {

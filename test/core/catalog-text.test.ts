@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { StorageError } from "../../core/mod.ts";
+import { catalogSnapshotText } from "../../core/storage/catalog-snapshot.ts";
 import { catalogListingOfText, catalogListingText, catalogTextOfSnapshot } from "../../core/worker/catalog-text.ts";
 
 const dir = "agents/a1/workspaces/w1/sessions";
@@ -19,6 +20,16 @@ describe("the catalog's text across the worker's hop", () => {
       entries: [entry("s1", "one"), entry("s2", "renamed"), entry("s4", "four")],
       unlisted: [],
     });
+  });
+
+  it("a snapshot by columns gives the same listing as the array of entries an earlier version wrote", () => {
+    const entries = [entry("s1", "one"), entry("s2", "two"), entry("s3", "three")];
+    for (const snapshot of [catalogSnapshotText(entries), JSON.stringify(entries)]) {
+      expect(catalogListingOfText(catalogTextOfSnapshot(snapshot, [entry("s2", "renamed")], ["s3"]), dir)).toEqual({
+        entries: [entry("s1", "one"), entry("s2", "renamed")],
+        unlisted: [],
+      });
+    }
   });
 
   it("a listing's text gives the same listing back", () => {

@@ -45,7 +45,7 @@ export async function listInChromium(
     all,
     baseline,
     runs,
-    `Sessions.list of one workspace's 10⁴ sessions in chromium (openBrowserSessions: IndexedDB in its Web Worker): one get of the catalog snapshot and a getAll of the records changed since, the snapshot's JSON text across the worker as stored, parsed once in the page; bounded by the same snapshot record's bare get in a worker of its own, posted to the page and parsed there (same runs, each after a listing): ${
+    `Sessions.list of one workspace's 10⁴ sessions in chromium (openBrowserSessions: IndexedDB in its Web Worker): one get of the catalog snapshot (its entries by columns) and a getAll of the records changed since, the snapshot's JSON text across the worker as stored, parsed once in the page; bounded by the same snapshot record's bare get in a worker of its own, posted to the page and parsed there as JSON (same runs, each after a listing): ${
       floor.ms.toFixed(1)
     } ms, of which the get ${floor.getMs.toFixed(1)} ms`,
   );
