@@ -21,7 +21,7 @@ import { catalogMeta } from "./catalog-meta.ts";
 import { WorkerIndexedDbStorage } from "../../runtime-browser/storage-worker-client.ts";
 import { ScriptedProvider } from "../../testing/scripted-provider.ts";
 import type { ErrorsWorkerApi } from "./errors-worker.ts";
-import { readLockOwner, registerErrorTransfer } from "../../core/internal.ts";
+import { catalogSnapshotText, readLockOwner, registerErrorTransfer } from "../../core/internal.ts";
 
 const startWorker = () => new Worker(new URL("../../runtime-browser/storage-worker.ts", import.meta.url), { type: "module" });
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -195,38 +195,42 @@ describe("the IndexedDB catalog across the worker's hop", () => {
       };
     });
 
-  it("the snapshot's text crosses as stored, the sessions changed since applied on the page's side", async () => {
-    const dbName = freshDb();
-    const worker = tab(dbName);
-    const ids = Array.from({ length: 150 }, (_, i) => `s${i}`);
-    for (const id of ids) await worker.replace(`${dir}/${id}/meta.json`, meta(id));
-    expect((await titles(worker)).size).toBe(150);
-    // A snapshot as another writer may have laid it out: its text reaches the page unparsed.
-    const laidOut = `[\n ${ids.map((id) => JSON.stringify({ name: id, meta: JSON.parse(new TextDecoder().decode(meta(id))) })).join(",\n ")}\n]`;
-    await putRaw(dbName, laidOut, catalogSnapshotKey(dir, 1));
-    const page = new IndexedDbStorage({ dbName });
-    try {
-      expect(await page.readCatalogText(dir)).toEqual([laidOut, '{"unlisted":[]}']);
-      await worker.replace(`${dir}/s5/meta.json`, meta("s5", "renamed"));
-      await worker.remove(`${dir}/s6`);
-      expect(await worker.move(`${dir}/s7`, "agents/a1/workspaces/w1/archived-sessions/s7")).toBe(true);
-      expect(await worker.createExclusive(`${dir}/s201/meta.json`, meta("s201"))).toBe(true);
-      const expected = new Map([...ids.filter((id) => id !== "s6" && id !== "s7").map((id) => [id, id] as const), ["s201", "s201"]]);
-      expected.set("s5", "renamed");
-      expect(await titles(worker)).toEqual(expected);
-      expect(await titles(page)).toEqual(expected);
-    } finally {
-      await page.close();
-    }
-  });
+  it.each(["by columns", "as an earlier version's array of entries"])(
+    "the snapshot's text (%s) crosses as stored, the sessions changed since applied on the page's side",
+    async (layout) => {
+      const dbName = freshDb();
+      const worker = tab(dbName);
+      const ids = Array.from({ length: 150 }, (_, i) => `s${i}`);
+      for (const id of ids) await worker.replace(`${dir}/${id}/meta.json`, meta(id));
+      expect((await titles(worker)).size).toBe(150);
+      // A snapshot as another writer may have laid it out: its text reaches the page unparsed.
+      const entries = ids.map((id) => ({ name: id, meta: JSON.parse(new TextDecoder().decode(meta(id))) as unknown }));
+      const laidOut = layout === "by columns" ? catalogSnapshotText(entries) : `[\n ${entries.map((entry) => JSON.stringify(entry)).join(",\n ")}\n]`;
+      await putRaw(dbName, laidOut, catalogSnapshotKey(dir, 1));
+      const page = new IndexedDbStorage({ dbName });
+      try {
+        expect(await page.readCatalogText(dir)).toEqual([laidOut, '{"unlisted":[]}']);
+        await worker.replace(`${dir}/s5/meta.json`, meta("s5", "renamed"));
+        await worker.remove(`${dir}/s6`);
+        expect(await worker.move(`${dir}/s7`, "agents/a1/workspaces/w1/archived-sessions/s7")).toBe(true);
+        expect(await worker.createExclusive(`${dir}/s201/meta.json`, meta("s201"))).toBe(true);
+        const expected = new Map([...ids.filter((id) => id !== "s6" && id !== "s7").map((id) => [id, id] as const), ["s201", "s201"]]);
+        expected.set("s5", "renamed");
+        expect(await titles(worker)).toEqual(expected);
+        expect(await titles(page)).toEqual(expected);
+      } finally {
+        await page.close();
+      }
+    },
+  );
 
-  it("a snapshot that is not a JSON array of entries is a StorageError from the worker's readCatalog; Sessions.list reads every meta.json", async () => {
+  it("a snapshot that is not one (by columns, or an array of entries) is a StorageError from the worker's readCatalog; Sessions.list reads every meta.json", async () => {
     const dbName = freshDb();
     const worker = tab(dbName);
     const sessions = new Sessions({ storage: worker });
     for (const id of ["s1", "s2"]) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: id });
     expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
-    for (const bad of ["{not json", '{"entries":[]}', "7"]) {
+    for (const bad of ["{not json", '{"entries":[]}', "7", '{"layout":"columns","shapes":[],"rows":[["s1",0]]}']) {
       await putRaw(dbName, bad, catalogSnapshotKey(dir, 1));
       await expect(worker.readCatalog(dir)).rejects.toBeInstanceOf(StorageError);
       expect((await sessions.list({ agentId: "a1" })).map((m) => m.session_id).sort()).toEqual(["s1", "s2"]);
