@@ -2,12 +2,12 @@
  * A folder's catalog as it crosses the storage worker's hop: JSON text, strings to copy where
  * a structured clone walks each of 10⁴ entries on both sides (docs/decisions.md "Listing at
  * the constant factor: IndexedDB reads one snapshot, …"). A store that keeps its catalog as
- * snapshot text (IndexedDB's, `storage/catalog-snapshot.ts`) hands that text over as it is, with the entries changed
- * since beside it, so the worker neither parses nor writes it again: the page parses it once
- * and applies the changes (docs/decisions.md "`list.indexeddb.n=1e4`: the snapshot's text
- * crosses the worker as it is"). The entries' text and the rest are two strings, each parsed
- * alone: stored text is never spliced into text of the worker's own, so it can be nothing but
- * the entries.
+ * snapshot text (IndexedDB's, `storage/catalog-snapshot.ts`) hands that text over as it is,
+ * with the entries changed since beside it, so the worker neither parses nor writes it again:
+ * the page parses it once and applies the changes (docs/decisions.md "`list.indexeddb.n=1e4`:
+ * the snapshot's text crosses the worker as it is"). The entries' text and the rest are two
+ * strings, each parsed alone: stored text is never spliced into text of the worker's own, so
+ * it can be nothing but the entries.
  *
  * @module
  */

@@ -4,9 +4,9 @@
  * LangGraph. Started by `lib/child.ts`, with the flags of every probe, in a process that
  * loads what the reader it measures loads and nothing of sessionfold but the layout's paths
  * (the worker floor's). With the sources' core loaded as well, as `probe.ts` loads it, about
- * one cold plain JSONL read in three ran a young-generation collection of the modules' load
- * inside its clock, 4 to 9 ms where the read takes about 1.3 (test/bench/notes.md, case 1).
- * The last line of stdout is the JSON result.
+ * one cold plain JSONL read in five ran a young-generation collection of the modules' load
+ * inside its clock, 6 to 11 ms where the read takes about 1.3 (docs/decisions.md "The
+ * baselines' cold opens in a process of their own"). The last line of stdout is the JSON result.
  *
  * @module
  */
