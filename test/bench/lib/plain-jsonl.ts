@@ -1,8 +1,8 @@
 /**
  * The plain JSONL host every open row is measured against: its system text and what it does
  * to get the next model call's input. Apart from `synth.ts`, and importing nothing, so that
- * the probe of the plain reads (`probe-plain.ts`) loads what a plain reader's process
- * loads and no module of sessionfold (test/bench/notes.md, case 1).
+ * the peers' probe (`probe-peers.ts`) loads what a plain reader's process loads and no module
+ * of sessionfold (test/bench/notes.md, case 1).
  *
  * @module
  */

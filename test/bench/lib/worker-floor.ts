@@ -9,7 +9,7 @@
  * @module
  */
 import { Worker } from "node:worker_threads";
-// The layout module alone, not the core: the probe of the plain reads loads no more of sessionfold (`probe-plain.ts`).
+// The layout module alone, not the core: the peers' probe (`probe-peers.ts`) loads no more of sessionfold.
 import { sessionPaths } from "../../../core/layout/paths.ts";
 import { BENCH_REF } from "./bench-ref.ts";
 import { contextFromPlainJsonl } from "./plain-jsonl.ts";
