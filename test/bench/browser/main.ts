@@ -14,15 +14,8 @@ import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts"
 import { catalogSnapshots } from "../../../runtime-browser/indexeddb-records.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
 import { median } from "../lib/stats.ts";
-import {
-  BENCH_PROVIDER,
-  BENCH_REF,
-  COMPACTED_ACTIVE_SIZE,
-  COMPACTED_REF,
-  contextFromPlainJsonl,
-  writePlainJsonl,
-  writeSyntheticSession,
-} from "../lib/synth.ts";
+import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, COMPACTED_REF, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
+import { contextFromPlainJsonl } from "../lib/plain-jsonl.ts";
 import { LIST_AGENT, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */

@@ -27,7 +27,8 @@ import { NodeFileStorage, serveFetchHandler } from "../../../runtime-node/mod.ts
 import { buildSessionfold } from "../lib/fixtures.ts";
 import type { CaseContext } from "../lib/result.ts";
 import { median } from "../lib/stats.ts";
-import { BENCH_REF, BENCH_SYSTEM, historyPlan, sizeLabel, syntheticMessage } from "../lib/synth.ts";
+import { BENCH_SYSTEM } from "../lib/plain-jsonl.ts";
+import { BENCH_REF, historyPlan, sizeLabel, syntheticMessage } from "../lib/synth.ts";
 import { type StorageTimes, timedStorage } from "../lib/timed-storage.ts";
 import { appendMessage } from "./append.ts";
 

@@ -13,7 +13,6 @@ import {
   ACTIVE_SIZE,
   BENCH_PROVIDER,
   BENCH_REF,
-  BENCH_SYSTEM,
   historyPlan,
   syntheticFooter,
   syntheticMessage,
@@ -172,6 +171,3 @@ export async function buildLangGraph(file: string, n: number): Promise<void> {
     saver.db.close();
   }
 }
-
-/** What each format's "open and get the next model call's input" keeps constant: the system text. */
-export { BENCH_SYSTEM };

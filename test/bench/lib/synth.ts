@@ -12,9 +12,9 @@ import { prng } from "../../support/prng.ts";
 import { type MessageRecord, type SessionMeta, sessionPaths, type SessionRef, type SummaryRecord } from "../../../core/mod.ts";
 import { NEWEST_SEGMENT_FIELD } from "../../../core/internal.ts";
 import { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF } from "./bench-ref.ts";
-import { BENCH_SYSTEM, contextFromPlainJsonl } from "./plain-jsonl.ts";
+import { BENCH_SYSTEM } from "./plain-jsonl.ts";
 
-export { BENCH_PROVIDER, BENCH_REF, BENCH_SYSTEM, COMPACTED_REF, contextFromPlainJsonl };
+export { BENCH_PROVIDER, BENCH_REF, COMPACTED_REF };
 
 /** Messages per closed segment. */
 export const SEGMENT_SIZE = 500;
