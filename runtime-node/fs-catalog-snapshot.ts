@@ -71,36 +71,66 @@ export function parseLine(text: string): SortedEntry | undefined {
  * Applies a catalog file's lines to `latest` (name → meta), in order; a line that is not one
  * (a torn tail, the header) is skipped. `atFileStart`: whether `bytes` start the file (where a
  * BOM is dropped, as decoding the whole file drops it).
+ *
+ * The lines are exactly those of decoding the bytes whole as UTF-8 (a bad sequence replaced)
+ * and splitting at each newline. UTF-8 decoding was a large part of reading a catalog whole
+ * (docs/decisions.md "Listing 10⁴ sessions on files"), and ASCII bytes read the same as
+ * Latin-1: bytes of ASCII only are taken so at once and their lines applied in place, not cut
+ * out one string each; any others line by line, decoding only the lines that are not ASCII.
  */
 export function applyLines(bytes: Uint8Array, latest: Map<string, unknown>, atFileStart = true): void {
-  for (const text of textLines(bytes, atFileStart)) {
-    if (text === "" || applyWrittenLine(text, latest)) continue;
-    try {
-      const line = JSON.parse(text) as { name?: unknown; meta?: unknown } | null;
-      if (typeof line?.name === "string") latest.set(line.name, line.meta);
-    } catch {
-      // A torn or foreign line: the sessions it named are read from their meta.json.
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  if (isAscii(buffer)) {
+    const text = buffer.toString("latin1");
+    for (let start = 0; start <= text.length;) {
+      const newline = text.indexOf("\n", start);
+      const end = newline === -1 ? text.length : newline;
+      applyLine(text, start, end, latest);
+      start = end + 1;
     }
+    return;
+  }
+  for (let start = 0; start <= buffer.length;) {
+    const newline = buffer.indexOf(NEWLINE, start);
+    const end = newline === -1 ? buffer.length : newline;
+    const line = buffer.subarray(start, end);
+    // A newline is never part of a UTF-8 sequence, so each line decodes as it would in the
+    // whole file; only the file's start may hold the BOM a whole decoding drops.
+    const text = isAscii(line) ? line.toString("latin1") : (atFileStart && start === 0 ? decoder : bomKeepingDecoder).decode(line);
+    applyLine(text, 0, text.length, latest);
+    start = end + 1;
+  }
+}
+
+/** Applies the line `text[start, end)` to `latest`; one that is not a catalog line (a torn or foreign line, the header) is skipped. */
+function applyLine(text: string, start: number, end: number, latest: Map<string, unknown>): void {
+  if (end === start || applyWrittenLine(text, start, end, latest)) return;
+  try {
+    const line = JSON.parse(text.slice(start, end)) as { name?: unknown; meta?: unknown } | null;
+    if (typeof line?.name === "string") latest.set(line.name, line.meta);
+  } catch {
+    // A torn or foreign line: the sessions it named are read from their meta.json.
   }
 }
 
 const META_KEY = '","meta":';
 
 /**
- * Applies a line as this store writes it, `{"name":"<listed name>","meta":<document>}`,
- * parsing its document alone: a listed name needs no escape, so the line is that object
- * exactly when the document parses, and a listing of 10⁴ sessions is spared 10⁴ objects
- * (docs/decisions.md "Listing 10⁴ sessions on files"). `false` for any other line: parse it whole.
+ * Applies the line `text[start, end)` when it is as this store writes it,
+ * `{"name":"<listed name>","meta":<document>}`, parsing its document alone: a listed name
+ * needs no escape, so the line is that object exactly when the document parses, and a
+ * listing of 10⁴ sessions is spared 10⁴ objects (docs/decisions.md "Listing 10⁴ sessions on
+ * files"). `false` for any other line: parse it whole.
  */
-function applyWrittenLine(text: string, latest: Map<string, unknown>): boolean {
-  if (!text.startsWith(NAME_PREFIX) || text.charCodeAt(text.length - 1) !== 0x7d) return false; // "}"
-  const close = text.indexOf('"', NAME_PREFIX.length);
-  if (close === -1 || !text.startsWith(META_KEY, close)) return false;
-  const name = text.slice(NAME_PREFIX.length, close);
+function applyWrittenLine(text: string, start: number, end: number, latest: Map<string, unknown>): boolean {
+  if (!text.startsWith(NAME_PREFIX, start) || text.charCodeAt(end - 1) !== 0x7d) return false; // "}"
+  const close = text.indexOf('"', start + NAME_PREFIX.length);
+  if (close === -1 || close >= end || !text.startsWith(META_KEY, close)) return false;
+  const name = text.slice(start + NAME_PREFIX.length, close);
   if (!isListedName(name)) return false;
   let meta: unknown;
   try {
-    meta = JSON.parse(text.slice(close + META_KEY.length, -1));
+    meta = JSON.parse(text.slice(close + META_KEY.length, end - 1));
   } catch {
     return false;
   }
@@ -108,32 +138,8 @@ function applyWrittenLine(text: string, latest: Map<string, unknown>): boolean {
   return true;
 }
 
-/**
- * The lines of catalog bytes as text, exactly as decoding the file whole as UTF-8 (a BOM at
- * its start dropped, a bad sequence replaced) and splitting at each newline gives them. UTF-8
- * decoding was a large part of reading a catalog whole (docs/decisions.md "Listing 10⁴
- * sessions on files"), and ASCII bytes read the same as Latin-1, which costs a copy: bytes of
- * ASCII only are taken so at once; any others line by line, decoding only the lines that are
- * not ASCII.
- */
-function textLines(bytes: Uint8Array, atFileStart: boolean): string[] {
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-  if (isAscii(buffer)) return buffer.toString("latin1").split("\n");
-  const lines: string[] = [];
-  for (let start = 0; start <= buffer.length;) {
-    const newline = buffer.indexOf(NEWLINE, start);
-    const end = newline === -1 ? buffer.length : newline;
-    const line = buffer.subarray(start, end);
-    // A newline is never part of a UTF-8 sequence, so each line decodes as it would in the
-    // whole file; only the file's start may hold the BOM a whole decoding drops.
-    lines.push(isAscii(line) ? line.toString("latin1") : (atFileStart && start === 0 ? decoder : bomKeepingDecoder).decode(line));
-    start = end + 1;
-  }
-  return lines;
-}
-
 /** The steps {@linkcode applyFileLines} reads in (a line longer than this is read into a buffer of its own). */
-const FILE_STEP = 64 * 1024;
+export const FILE_STEP = 64 * 1024;
 /** Read into by {@linkcode applyFileLines} only, which is synchronous: never shared. */
 const fileStepBuffer = Buffer.allocUnsafeSlow(FILE_STEP);
 

@@ -159,7 +159,8 @@ export class FileCatalog {
     // "Listing 10⁴ sessions on files").
     const entries: CatalogEntry[] = [];
     for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
-    const unlisted = [...present].filter((name) => !latest.has(name));
+    // Every folder with a line is listed: no need to look for one without.
+    const unlisted = entries.length === present.size ? [] : [...present].filter((name) => !latest.has(name));
     return { entries, unlisted };
   }
 

@@ -22,6 +22,27 @@ interface Cursor {
 }
 
 /**
+ * A session listed, with its workspace's `agent/workspace/`: its ref is that and its id, made
+ * only where needed (a cursor), not for each of 10⁴ sessions.
+ */
+interface Listed {
+  readonly meta: SessionMeta;
+  readonly folder: string;
+}
+
+/**
+ * The listing's order: newest `updated_at` first, then by ref. Code-unit comparisons: ISO
+ * times and ids sort as strings, and a locale-aware compare costs more than the rest of a
+ * 10⁴-session listing. Refs compare as their `agent/workspace/`, then their ids: ids hold no
+ * "/", so neither of two folders' texts can start the other's.
+ */
+function listingOrder(a: Listed, b: Listed): number {
+  if (a.meta.updated_at !== b.meta.updated_at) return a.meta.updated_at > b.meta.updated_at ? -1 : 1;
+  if (a.folder !== b.folder) return a.folder < b.folder ? -1 : 1;
+  return a.meta.session_id < b.meta.session_id ? -1 : a.meta.session_id > b.meta.session_id ? 1 : 0;
+}
+
+/**
  * The sessions `options` selects, newest activity (`updated_at`) first, then by ref; with
  * `limit`, one page and the cursor of the next (see `Sessions.list`).
  *
@@ -34,7 +55,7 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
     throw new InvalidInputError(`list limit must be a positive integer, got ${String(limit)}`, { limit: String(limit) });
   }
   const after = cursor === undefined ? undefined : decodeCursor(cursor);
-  const listed: { meta: SessionMeta; ref: string }[] = [];
+  const listed: Listed[] = [];
   for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
     const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
     const prefix = `${agentId}/${workspaceId}`;
@@ -43,21 +64,19 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
     const metas = readMeta
       ? await readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem)
       : await listFolder(storage, dir, prefix, page, onProblem);
+    const folder = `${prefix}/`;
     for (const meta of metas) {
-      const ref = `${agentId}/${workspaceId}/${meta.session_id}`;
-      if (!after || isAfter(meta.updated_at, ref, after)) listed.push({ meta, ref });
+      if (!after || isAfter(meta.updated_at, folder, meta.session_id, after)) listed.push({ meta, folder });
     }
   }
-  // Code-unit comparisons: ISO times and ids sort as strings, and a locale-aware compare costs
-  // more than the rest of a 10⁴-session listing.
-  listed.sort((
-    a,
-    b,
-  ) => (a.meta.updated_at === b.meta.updated_at ? (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0) : a.meta.updated_at > b.meta.updated_at ? -1 : 1));
+  listed.sort(listingOrder);
   const page = limit === undefined ? listed : listed.slice(0, limit);
   const metas: SessionMeta[] = page.map((item) => item.meta);
   const last = page[page.length - 1];
-  return Object.assign(metas, listed.length > page.length && last ? { cursor: encodeCursor({ updatedAt: last.meta.updated_at, ref: last.ref }) } : {});
+  return Object.assign(
+    metas,
+    listed.length > page.length && last ? { cursor: encodeCursor({ updatedAt: last.meta.updated_at, ref: `${last.folder}${last.meta.session_id}` }) } : {},
+  );
 }
 
 /**
@@ -176,9 +195,9 @@ function pageAfter(prefix: string, limit: number, cursor: Cursor | undefined): C
   return { limit, after: { updatedAt: cursor.updatedAt, name } };
 }
 
-/** Whether a session comes after the cursor in the listing's order (older, or as old with a later ref). */
-function isAfter(updatedAt: string, ref: string, cursor: Cursor): boolean {
-  return updatedAt < cursor.updatedAt || (updatedAt === cursor.updatedAt && ref > cursor.ref);
+/** Whether session `id` of `folder` (`agent/workspace/`) comes after the cursor in the listing's order (older, or as old with a later ref). */
+function isAfter(updatedAt: string, folder: string, id: string, cursor: Cursor): boolean {
+  return updatedAt < cursor.updatedAt || (updatedAt === cursor.updatedAt && `${folder}${id}` > cursor.ref);
 }
 
 /** The cursor as text a host passes back: base64url of `[updated_at, ref]`. */

@@ -10,7 +10,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, test } from "vitest";
-import { applyFileLines, applyLines, SNAPSHOT_HEADER } from "../../runtime-node/fs-catalog-snapshot.ts";
+import { applyFileLines, applyLines, FILE_STEP, SNAPSHOT_HEADER } from "../../runtime-node/fs-catalog-snapshot.ts";
 
 const encoder = new TextEncoder();
 const bytesOf = (...parts: (string | Uint8Array)[]): Uint8Array => Buffer.concat(parts.map((part) => (typeof part === "string" ? encoder.encode(part) : part)));
@@ -82,11 +82,15 @@ test.each([
 });
 
 test("a file read in steps: lines across every step's end, one longer than a step, and its end without a newline", () => {
-  const long = line("s-long", `${"x".repeat(70 * 1024)} ✓`);
-  const many = Array.from({ length: 1500 }, (_, i) => line(`s${i}`, i % 7 === 0 ? `Sitzung ${i} ✓` : `session ${i}`));
-  const bytes = bytesOf(`${SNAPSHOT_HEADER}\n`, ...many.slice(0, 700), long, ...many.slice(700), ...oddLines, line("s-end", "no newline").trimEnd());
+  const long = line("s-long", `${"x".repeat(FILE_STEP + 6 * 1024)} ✓`);
+  // Lines of about 100 bytes: a few steps' worth before and after the long one.
+  const count = Math.ceil((3 * FILE_STEP) / 100);
+  const many = Array.from({ length: count }, (_, i) => line(`s${i}`, i % 7 === 0 ? `Sitzung ${i} ✓` : `session ${i}`));
+  const half = count >> 1;
+  const bytes = bytesOf(`${SNAPSHOT_HEADER}\n`, ...many.slice(0, half), long, ...many.slice(half), ...oddLines, line("s-end", "no newline").trimEnd());
+  expect(bytes.length).toBeGreaterThan(4 * FILE_STEP);
   const expected = [...decodedWhole(bytes)];
-  expect(expected.length).toBeGreaterThan(1500);
+  expect(expected.length).toBeGreaterThan(count);
   expect([...readInSteps(bytes)]).toEqual(expected);
 });
 

@@ -72,6 +72,20 @@ describe.each(backends)("Sessions.list pages (%s)", (_name, open) => {
     expect((await sessions.list({ agentId: "a1", limit: 2 })).map((m) => m.session_id)).toEqual(["s8", "s2"]);
   });
 
+  test("as recent as each other: by ref across workspaces (`w1/` before `w1x/`, `w1x/` before `w2/`), whole or a page at a time", async () => {
+    // One instant for every session: only the ref orders them.
+    const sessions = registry(await open(), undefined, () => Date.parse("2026-12-02T13:00:00.000Z"));
+    const refs = ["a1/w2/s1", "a1/w1x/s0", "a1/w1/s9", "a1/w1/s10", "a1/w1x/s2", "a1/w2/s0"];
+    for (const ref of refs) {
+      const [agentId, workspaceId, sessionId] = ref.split("/") as [string, string, string];
+      await sessions.create({ agentId, workspaceId, sessionId });
+    }
+    const byRef = [...refs].sort(); // code units: "a1/w1/s10" < "a1/w1/s9" < "a1/w1x/…" < "a1/w2/…"
+    const refOf = (m: SessionMeta) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`;
+    expect((await sessions.list({ agentId: "a1" })).map(refOf)).toEqual(byRef);
+    for (const limit of [1, 2, 4]) expect((await allPages(sessions, limit)).flat().map(refOf)).toEqual(byRef);
+  });
+
   test("a limit that is not a positive integer and a cursor no listing gave are refused", async () => {
     const sessions = registry(await open());
     for (const limit of [0, -1, 1.5, Number.NaN]) await expect(sessions.list({ limit })).rejects.toBeInstanceOf(InvalidInputError);
