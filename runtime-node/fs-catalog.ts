@@ -159,7 +159,7 @@ export class FileCatalog {
     // "Listing 10⁴ sessions on files").
     const entries: CatalogEntry[] = [];
     for (const [name, meta] of latest) if (present.has(name)) entries.push({ name, meta: meta ?? undefined });
-    // Every folder with a line is listed: no need to look for one without.
+    // As many entries as names only when every name has one: then none is unlisted.
     const unlisted = entries.length === present.size ? [] : [...present].filter((name) => !latest.has(name));
     return { entries, unlisted };
   }

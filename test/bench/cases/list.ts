@@ -204,7 +204,7 @@ function filesFloor(root: string, runs: number): { bytes: number; parse: number;
     const t2 = performance.now();
     const names = readdirSync(join(workspace, "sessions"));
     const t3 = performance.now();
-    if (kept.length !== names.length + 1) throw new Error(`${lines.length} catalog lines for ${names.length} sessions`);
+    if (kept.length !== names.length + 1) throw new Error(`${kept.length} catalog lines for ${names.length} sessions`);
     if (r >= 0) {
       times.parse.push(t1 - t0);
       times.read.push(t2 - t1);
