@@ -108,7 +108,7 @@ export { type ComlinkLike, ERROR_TRANSFER_HANDLER, ownsBuffer, registerErrorTran
 // The storage hop both runtimes use: the worker's API and the host's client.
 export { type StorageWorkerApi, storageWorkerApi } from "./worker/storage-api.ts";
 export { catalogListingText, type CatalogText, catalogTextOfSnapshot, type CatalogTextStore } from "./worker/catalog-text.ts";
-export { catalogSnapshotEntries, catalogSnapshotText } from "./storage/catalog-snapshot.ts";
+export { catalogSnapshotEntries, catalogSnapshotText, damagedSnapshotError } from "./storage/catalog-snapshot.ts";
 export { type WorkerLink, WorkerStorageClient } from "./worker/client.ts";
 export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./worker/comlink-wire.ts";
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";

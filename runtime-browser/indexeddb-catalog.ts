@@ -12,7 +12,7 @@
  */
 import { promisifyRequest } from "idb-keyval";
 import { catalogDocument, type CatalogEntry, type CatalogListing, cataloguedFolder, cataloguedPath, StorageError } from "../core/mod.ts";
-import { catalogSnapshotEntries, catalogSnapshotText, type CatalogText, catalogTextOfSnapshot, concatBytes } from "../core/internal.ts";
+import { catalogSnapshotEntries, catalogSnapshotText, type CatalogText, catalogTextOfSnapshot, concatBytes, damagedSnapshotError } from "../core/internal.ts";
 import {
   allCatalog,
   allHeaders,
@@ -237,9 +237,7 @@ function parsedSnapshot(value: unknown, dir: string): CatalogEntry[] {
 }
 
 function notASnapshot(dir: string): StorageError {
-  return new StorageError(`IndexedDB catalog snapshot of "${dir}" is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog`, {
-    path: dir,
-  });
+  return damagedSnapshotError(`IndexedDB catalog snapshot of "${dir}"`, dir);
 }
 
 /** An entry's `updated_at` for the snapshot's order (`""`, last, when it has none). */

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { StorageError } from "../errors.ts";
 import type { CatalogEntry } from "./catalog.ts";
 
 /**
@@ -118,6 +119,20 @@ function entryOfRow(row: readonly unknown[], shapes: readonly (readonly string[]
     else meta[key] = row[k + 2];
   }
   return { name, meta };
+}
+
+/**
+ * The error of a snapshot text that {@linkcode catalogSnapshotEntries} does not take, as
+ * `subject` (which snapshot, where) names it: the core then lists from every `meta.json`.
+ *
+ * @example
+ * ```ts
+ * damagedSnapshotError('catalog of "agents/a1/workspaces/w1/sessions"', "agents/a1/workspaces/w1/sessions").message;
+ * // 'catalog of "agents/a1/workspaces/w1/sessions" is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog'
+ * ```
+ */
+export function damagedSnapshotError(subject: string, dir: string): StorageError {
+  return new StorageError(`${subject} is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog`, { path: dir });
 }
 
 function sameKeys(a: readonly string[], b: readonly string[]): boolean {

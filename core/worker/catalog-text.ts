@@ -13,7 +13,7 @@
  */
 import { StorageError } from "../errors.ts";
 import type { CatalogEntry, CatalogListing, CatalogPage } from "../storage/catalog.ts";
-import { catalogSnapshotEntries } from "../storage/catalog-snapshot.ts";
+import { catalogSnapshotEntries, damagedSnapshotError } from "../storage/catalog-snapshot.ts";
 
 /**
  * A catalog as the hop carries it: the JSON text of its entries (a snapshot's text as stored),
@@ -71,9 +71,7 @@ export function catalogListingOfText(text: CatalogText, dir: string): CatalogLis
   } catch {
     // Reported below: the text that did not parse leaves its value undefined.
   }
-  if (!entries) {
-    throw new StorageError(`catalog of "${dir}" is not a snapshot of entries (by columns, or a JSON array); rebuild the catalog`, { path: dir });
-  }
+  if (!entries) throw damagedSnapshotError(`catalog of "${dir}"`, dir);
   if (!Array.isArray(rest?.unlisted) || !optionalArray(rest.changed) || !optionalArray(rest.gone)) {
     throw new StorageError(`catalog of "${dir}" came from the storage worker without its listing's fields`, { path: dir });
   }
