@@ -17,11 +17,12 @@ export type SessionfoldImpl = "sessionfold" | "sessionfold-noworker" | "sessionf
  * The opens of the baselines and the peers. `worker-floor`: the bound of `open.node.*`
  * (lib/worker-floor.ts), on a sessionfold tree.
  */
-export type PeerImpl = "worker-floor" | "jsonl" | "pi" | "langgraph";
+const PEER_IMPLS = ["worker-floor", "jsonl", "pi", "langgraph"] as const;
+export type PeerImpl = (typeof PEER_IMPLS)[number];
 /** Everything a probe opens. */
 export type ProbeImpl = SessionfoldImpl | PeerImpl;
 
 /** Whether `impl` is a baseline's or a peer's open, which `probe-peers.ts` runs. */
 export function isPeerImpl(impl: ProbeImpl): impl is PeerImpl {
-  return impl === "worker-floor" || impl === "jsonl" || impl === "pi" || impl === "langgraph";
+  return (PEER_IMPLS as readonly string[]).includes(impl);
 }
