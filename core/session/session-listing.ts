@@ -30,6 +30,11 @@ interface Listed {
   readonly folder: string;
 }
 
+/** `agent/workspace/id`, the ref of a listed session as a cursor holds it. */
+function refText(item: Listed): string {
+  return `${item.folder}${item.meta.session_id}`;
+}
+
 /**
  * The listing's order: newest `updated_at` first, then by ref. Code-unit comparisons: ISO
  * times and ids sort as strings, and a locale-aware compare costs more than the rest of a
@@ -66,7 +71,8 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
       : await listFolder(storage, dir, prefix, page, onProblem);
     const folder = `${prefix}/`;
     for (const meta of metas) {
-      if (!after || isAfter(meta.updated_at, folder, meta.session_id, after)) listed.push({ meta, folder });
+      const item = { meta, folder };
+      if (!after || isAfter(item, after)) listed.push(item);
     }
   }
   listed.sort(listingOrder);
@@ -75,7 +81,7 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
   const last = page[page.length - 1];
   return Object.assign(
     metas,
-    listed.length > page.length && last ? { cursor: encodeCursor({ updatedAt: last.meta.updated_at, ref: `${last.folder}${last.meta.session_id}` }) } : {},
+    listed.length > page.length && last ? { cursor: encodeCursor({ updatedAt: last.meta.updated_at, ref: refText(last) }) } : {},
   );
 }
 
@@ -195,9 +201,10 @@ function pageAfter(prefix: string, limit: number, cursor: Cursor | undefined): C
   return { limit, after: { updatedAt: cursor.updatedAt, name } };
 }
 
-/** Whether session `id` of `folder` (`agent/workspace/`) comes after the cursor in the listing's order (older, or as old with a later ref). */
-function isAfter(updatedAt: string, folder: string, id: string, cursor: Cursor): boolean {
-  return updatedAt < cursor.updatedAt || (updatedAt === cursor.updatedAt && `${folder}${id}` > cursor.ref);
+/** Whether a listed session comes after the cursor in the listing's order (older, or as old with a later ref). */
+function isAfter(item: Listed, cursor: Cursor): boolean {
+  const updatedAt = item.meta.updated_at;
+  return updatedAt < cursor.updatedAt || (updatedAt === cursor.updatedAt && refText(item) > cursor.ref);
 }
 
 /** The cursor as text a host passes back: base64url of `[updated_at, ref]`. */
