@@ -19,6 +19,14 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [line(header), ...rows.map(line)].join("\n");
 }
 
+/**
+ * A count with its noun, singular for one: `1 message`, `2 messages`; `plural` for a noun
+ * that does not just take an `s` (`counted(2, "branch", "branches")`).
+ */
+export function counted(count: number, noun: string, plural = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : plural}`;
+}
+
 /** Cuts `text` to `max` characters, ending with `…` when cut. */
 export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;

@@ -31,11 +31,13 @@ export function programHelp(commands: readonly CommandEntry[]): string {
     "",
     "REF is <agent_id>/<workspace_id>/<session_id>. Errors go to stderr as one line",
     "error[<code>]: <what and where>. Read-only commands (ls, show, compose, messages,",
-    "verify without --repair-catalog, export) never change a byte under --root.",
+    "verify without --repair-catalog, export, repair without --apply) never change a byte",
+    "under --root; no --out FILE is ever written inside it.",
     "",
     "Exit status: 0 success; 1 a read-only check found fatal diagnostics; 2 bad usage;",
     "3 the session is locked by another writer or its revision moved; 4 bad input (invalid",
-    "id, no such session, unknown schema version, corrupt file); 5 anything else.",
+    "id, no such session, unknown schema version, corrupt file, an --out inside the store",
+    "or in a missing folder); 5 anything else.",
     "",
   ].join("\n");
 }

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { MigrationReport, Session, SessionOptions, Sessions, StaleLockReclaimed } from "../../core/mod.ts";
@@ -17,6 +16,7 @@ import { NodeFileStorage } from "../fs-storage.ts";
 import { openNodeStorage } from "../open-storage.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
+import { storeFolderExists } from "./user-paths.ts";
 
 /** An opened store's storage, without its registry: what `show` reads through. */
 export interface OpenStorage {
@@ -180,6 +180,7 @@ export class Store {
    */
   async encryptInPlace(keys: KeyProvider): Promise<MigrationReport> {
     const location = this.#location;
+    if (location.kind === "files") await storeFolderExists(this.root);
     const backend: StoragePort = location.kind === "files"
       ? new NodeFileStorage({ root: this.root, fsync: this.#io.fsync ?? true })
       : await postgresBackend(location);
@@ -200,7 +201,7 @@ export class Store {
 
   async #exists(): Promise<boolean> {
     const location = this.#location;
-    if (location.kind === "files") return isDirectory(this.root);
+    if (location.kind === "files") return storeFolderExists(this.root);
     // Asked of the bare backend: opening the store reads its encryption marker, and the
     // first statement of a PostgresStorage creates its schema.
     const backend = await postgresBackend(location);
@@ -233,6 +234,8 @@ export class Store {
     const location = this.#location;
     const keys = location.keyFile === undefined ? undefined : await keysOfFile(location.keyFile);
     if (location.kind === "postgres") return openPostgres(location, keys);
+    // A file where the folder belongs is said to be one, before the storage meets it (docs/CLI.md "Exit status").
+    await storeFolderExists(this.root);
     const storage = await openNodeStorage({ root: this.root, worker: this.#io.worker ?? !this.#readOnly, fsync: this.#io.fsync ?? true, keys });
     return { storage, root: this.root, close: async () => await storage.close?.() };
   }
@@ -336,12 +339,4 @@ export function noSuchSession(ref: SessionRef, root: string): NotFoundError {
 export async function exists(storage: StoragePort, ref: SessionRef, archived: boolean): Promise<boolean> {
   const names = await storage.list(sessionPaths(ref, archived ? "archived" : "live").dir);
   return names.includes("meta.json") || names.includes("messages");
-}
-
-async function isDirectory(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch {
-    return false;
-  }
 }

@@ -4,13 +4,16 @@
  * target system itself) never sees half a file. A DeepCode stream written into a folder as
  * `<id>.v1.jsonl` is written under DeepCode's writer lock, `<id>.writer.lock` in the same
  * folder, as DeepCode's `writeCanonical` does (`open(…, "wx")`, `{"pid","createdAt"}`), so
- * a running DeepCode never writes that session at the same time.
+ * a running DeepCode never writes that session at the same time. The command checks the target
+ * first (`checkOutTarget` in `user-paths.ts`: never inside the store); a write the system still
+ * refuses is a typed error naming the target.
  *
  * @module
  */
 import { open, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { WriterLockedError } from "../../core/mod.ts";
+import { storageErrorFromFs } from "../fs-errors.ts";
 
 const DEEPCODE_STREAM = /^(.+)\.v1\.jsonl$/;
 
@@ -22,24 +25,33 @@ const DEEPCODE_STREAM = /^(.+)\.v1\.jsonl$/;
  * await writeExportFile("/tmp/abc.v1.jsonl", new Uint8Array(), "deepcode");
  * ```
  * @throws {WriterLockedError} when DeepCode's `<id>.writer.lock` exists (a DeepCode writer holds the session); nothing is written.
+ * @throws {StorageError} (or `StorageFullError`) naming `path`, never the temporary file, when the system refuses the write.
  */
 export async function writeExportFile(path: string, bytes: Uint8Array, format: string): Promise<void> {
   const id = format === "deepcode" ? DEEPCODE_STREAM.exec(basename(path))?.[1] : undefined;
   const lockPath = id !== undefined ? join(dirname(path), `${id}.writer.lock`) : undefined;
-  const lock = lockPath !== undefined ? await takeDeepCodeLock(lockPath, id!) : undefined;
+  const lock = lockPath !== undefined ? await takeDeepCodeLock(lockPath, id!).catch((error) => failed(path, error)) : undefined;
   const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
   try {
     await writeFile(temp, bytes, { mode: 0o600, flag: "wx" });
     await rename(temp, path);
   } catch (error) {
     await rm(temp, { force: true });
-    throw error;
+    failed(path, error);
   } finally {
     if (lock) {
       await lock.close();
       await rm(lockPath!, { force: true });
     }
   }
+}
+
+/**
+ * Throws what a failed write of `path` was as a typed error naming `path` (the user's `--out`),
+ * not the temporary file beside it: what `checkOutTarget` looked at can change before the write.
+ */
+function failed(path: string, error: unknown): never {
+  throw storageErrorFromFs(error, "write --out", path, path);
 }
 
 async function takeDeepCodeLock(lockPath: string, id: string) {

@@ -5,7 +5,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cli, expectOk, json, lockContent, missingRoot, put, seed, sessionDir } from "./support.ts";
+import { cli, expectOk, json, lockContent, missingRoot, put, seed, sessionDir, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -288,6 +288,21 @@ describe("compact, fork, archive, unlock, verify", () => {
     expect(tty.stderr).toContain("2/2");
     const piped = expectOk(await cli(root, ["fork", REF, "--as", "s3"]));
     expect(piped.stderr).toBe("");
+  });
+
+  it("a count of one is singular in the readable text (fork, import, show, export)", async () => {
+    const root = await missingRoot();
+    await seed(root, REF, 1);
+    expect(expectOk(await cli(root, ["fork", REF, "--as", "s2"])).stdout).toBe("forked a1/w1/s1 -> a1/w1/s2 (1 message, revision 1)\n");
+    expect(expectOk(await cli(root, ["show", REF])).stdout).toMatch(/^meta: revision 1, 1 message, \d+ history bytes, updated /m);
+    const file = join(await tempDir(), "one.json");
+    expect(expectOk(await cli(root, ["export", REF, "--to", "rho-snapshot", "--out", file])).stdout).toBe(`exported 1 record of ${REF} to ${file}\n`);
+    expect(expectOk(await cli(root, ["import", file, "--from", "rho-snapshot", "--into", "a1/w1/back"])).stdout).toBe(
+      "imported 1 message from one.json into a1/w1/back (revision 1)\n",
+    );
+    expect(expectOk(await cli(root, ["fork", "a1/w1/back", "--as", "s3"])).stdout).toContain("(1 message, ");
+    await seed(root, "a1/w1/two", 2);
+    expect(expectOk(await cli(root, ["fork", "a1/w1/two", "--as", "s4"])).stdout).toContain("(2 messages, revision 2)");
   });
 
   it("archive moves the session to archived-sessions/ and prints the archived meta", async () => {

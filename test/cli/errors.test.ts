@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../core/mod.ts";
 import { exitStatusOf } from "../../runtime-node/cli/exit.ts";
-import { cli, cliRaw, expectOk, json, lockContent, missingRoot, put, seed, sessionDir, snapshot, tempDir } from "./support.ts";
+import { cli, cliRaw, expectOk, json, lockContent, missingRoot, put, seed, sessionDir, snapshot } from "./support.ts";
 
 const REF = "a1/w1/s1";
 const ERROR_LINE = /^error\[[a-z-]+\]: \S.*\n$/;
@@ -397,16 +397,6 @@ describe("not found, locks, corruption, schema, agent files", () => {
     );
     // Commands that do not use the agent are unaffected.
     expect((await cli(root, ["show", REF])).status).toBe(0);
-  });
-
-  it("a failure of the store itself is exit 5 (error[internal])", async () => {
-    const dir = await tempDir();
-    const file = join(dir, "not-a-folder");
-    await writeFile(file, "x");
-    const result = await cli(file, ["new", REF]);
-    expect(result.status).toBe(5);
-    expect(result.stderr).toMatch(/^error\[internal\]: /);
-    expect(result.stderr).toMatch(ERROR_LINE);
   });
 
   it("maps every error code to its exit status", () => {

@@ -25,7 +25,7 @@ describe("import", () => {
       revision: 3,
       tree: { branchCount: 1, offBranchNodes: 1, otherLeafIds: ["9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"] },
     });
-    expect(result.stderr).toMatch(/1 nodes on 1 other branches were not imported \(--branch ID: 9e8d7c6b/);
+    expect(result.stderr).toMatch(/left out 1 node on 1 other branch \(--branch ID: 9e8d7c6b/);
     const other = json(
       expectOk(await cli(root, ["--json", "import", file, "--from", "rho-jsonl", "--branch", "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "--into", "a1/w1/other"])),
     );

@@ -33,9 +33,11 @@ import {
 import { detectFileFormat, readStreamed, STREAMED_FORMATS, type StreamedFormat } from "../agent-formats.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
+import { counted } from "../format.ts";
 import { Progress } from "../io.ts";
 import { looksSealed, type OpenedImport, openSealedInput, readOpenedImport, readPassphraseFile } from "../sealed-input.ts";
 import { openForReading } from "../store.ts";
+import { checkOutTarget } from "../user-paths.ts";
 import { writeExportFile } from "../write-out.ts";
 import { openInputFile } from "../../fs-boundary.ts";
 
@@ -106,9 +108,9 @@ export const importCommand: Command = {
     const { session, diagnostics, tree } = read;
     if (tree && tree.offBranchNodes > 0) {
       out.note(
-        `note: imported the branch of node ${tree.importedLeafId}; ${tree.offBranchNodes} nodes on ${tree.otherLeafIds.length} other branches were not imported (--branch ID: ${
-          tree.otherLeafIds.join(", ")
-        })`,
+        `note: imported the branch of node ${tree.importedLeafId}; left out ${counted(tree.offBranchNodes, "node")} on ${
+          counted(tree.otherLeafIds.length, "other branch", "other branches")
+        } (--branch ID: ${tree.otherLeafIds.join(", ")})`,
       );
     }
     for (const diagnostic of diagnostics) out.note(`note: ${diagnostic.message}`);
@@ -117,7 +119,7 @@ export const importCommand: Command = {
     const meta = imported.meta;
     return out.result(
       { ...meta, ...(detected ? { detected } : {}), ...(tree ? { tree } : {}) },
-      () => `imported ${session.messages.length} messages from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`,
+      () => `imported ${counted(session.messages.length, "message")} from ${basename(file)} into ${formatSessionRef(ref)} (revision ${meta.revision})`,
     );
   },
 };
@@ -158,6 +160,10 @@ export const exportCommand: Command = {
       throw new UsageError(`export: --to must be one of ${EXPORT_FORMATS.join(", ")}, got ${JSON.stringify(format)}`, { option: "--to" });
     }
     const ref = refArg(args);
+    const target = stringOption(args, "out");
+    const path = target === undefined ? undefined : resolve(io.cwd ?? process.cwd(), target);
+    // Before the session is read: a target in the store, or one that cannot be written, is refused first.
+    if (path !== undefined) await checkOutTarget(path, store.folder);
     const opened = await store.holding(ref);
     const session = await openForReading(opened.sessions, ref);
     const progress = new Progress(io, "export");
@@ -190,19 +196,20 @@ export const exportCommand: Command = {
       : format === "pi"
       ? writePi(prepared, { cwd, onOmitted })
       : writeRhoSnapshot(prepared, { onOmitted });
-    if (omitted.length > 0) out.note(`note: ${omitted.length} parts have no place in ${format} and were left out (${[...new Set(omitted)].join(", ")})`);
+    if (omitted.length > 0) out.note(`note: left out ${counted(omitted.length, "part")} with no place in ${format} (${[...new Set(omitted)].join(", ")})`);
     const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
     const passphraseFile = stringOption(args, "passphrase-file");
     const written = passphraseFile !== undefined ? await sealExport(bytes, await readPassphraseFile(resolve(io.cwd ?? process.cwd(), passphraseFile))) : bytes;
-    const target = stringOption(args, "out");
-    if (target === undefined) {
+    if (path === undefined) {
       io.stdout(new TextDecoder().decode(written));
       return 0;
     }
-    const path = resolve(io.cwd ?? process.cwd(), target);
     // A sealed file is no DeepCode stream: DeepCode's writer lock is not taken for it.
     await writeExportFile(path, written, passphraseFile !== undefined ? "sealed" : format);
-    return out.result({ out: path, records, ...(filled ? { filled } : {}) }, () => `exported ${records} records of ${formatSessionRef(ref)} to ${path}`);
+    return out.result(
+      { out: path, records, ...(filled ? { filled } : {}) },
+      () => `exported ${counted(records, "record")} of ${formatSessionRef(ref)} to ${path}`,
+    );
   },
 };
 

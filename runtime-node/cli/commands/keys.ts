@@ -8,6 +8,8 @@ import { EncryptedStorage, InvalidInputError, KeyRequiredError } from "../../../
 import { keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "../../mod.ts";
 import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
+import { counted } from "../format.ts";
+import { checkOutTarget } from "../user-paths.ts";
 
 /** `sessionfold keygen --out FILE`: a new key file, mode 0600, never over an existing file. */
 export const keygen: Command = {
@@ -19,10 +21,12 @@ export const keygen: Command = {
     '--json: {"file","kid"}',
   ].join("\n"),
   spec: { positionals: [], options: { out: { type: "string", value: "FILE", description: "where to write the key file" } } },
-  async run({ out, io, args }) {
+  async run({ store, out, io, args }) {
     const given = stringOption(args, "out");
     if (given === undefined) throw new UsageError("keygen: missing --out FILE", { option: "--out" });
     const file = resolve(io.cwd ?? process.cwd(), given);
+    // A key kept inside the store it opens would travel with every copy of the store.
+    await checkOutTarget(file, store.folder);
     const written = await writeNewKeyFile(file);
     return out.result({ file, kid: written.current }, () => `wrote key ${written.current} to ${file} (mode 0600)`);
   },
@@ -58,7 +62,9 @@ export const rekey: Command = {
     return out.result(
       { kid: report.kid, previous_kid: previous, sessions: report.sessions, data_keys: report.dataKeys },
       () =>
-        `rotated ${store.root} from ${previous} to ${report.kid}: ${report.dataKeys} data keys of ${report.sessions} sessions re-wrapped; remove ${previous} from ${path} to retire it`,
+        `rotated ${store.root} from ${previous} to ${report.kid}: ${counted(report.dataKeys, "data key")} of ${
+          counted(report.sessions, "session")
+        } re-wrapped; remove ${previous} from ${path} to retire it`,
     );
   },
 };
@@ -77,6 +83,6 @@ export const encrypt: Command = {
     const path = store.keyFile;
     if (path === undefined) throw new KeyRequiredError("encrypt: give the key file to encrypt with (--key-file FILE or SESSIONFOLD_KEY_FILE)");
     const report = await store.encryptInPlace(await keyProviderOf(await readKeyFile(path)));
-    return out.result(report, () => `encrypted ${store.root}: ${report.files} files of ${report.sessions} sessions sealed`);
+    return out.result(report, () => `encrypted ${store.root}: ${counted(report.files, "file")} of ${counted(report.sessions, "session")} sealed`);
   },
 };

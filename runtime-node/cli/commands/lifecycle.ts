@@ -4,6 +4,7 @@
  * @module
  */
 import { assertId, formatSessionRef, type LockOwner, NotFoundError, sessionPaths, type SessionPlace, WriterLockedError } from "../../../core/mod.ts";
+import { counted } from "../format.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { describeLockOwner } from "../../../core/internal.ts";
@@ -38,7 +39,7 @@ export const fork: Command = {
     const meta = forked.meta;
     return out.result(
       meta,
-      () => `forked ${formatSessionRef(ref)} -> ${formatSessionRef(forked.ref)} (${meta.message_count} messages, revision ${meta.revision})`,
+      () => `forked ${formatSessionRef(ref)} -> ${formatSessionRef(forked.ref)} (${counted(meta.message_count, "message")}, revision ${meta.revision})`,
     );
   },
 };

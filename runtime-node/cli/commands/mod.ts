@@ -75,7 +75,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "archive", synopsis: "archive REF", summary: "move the session to archived-sessions/", load: async () => (await import("./lifecycle.ts")).archive },
   {
     name: "purge",
-    synopsis: "purge --older-than D [--keep-newest N] [--agent A] [--workspace W] [--dry-run]",
+    synopsis: "purge --older-than D [--keep-newest N] [--agent A] [--workspace W] [--archived] [--dry-run]",
     summary: "delete sessions by last activity or count, only when run (--dry-run lists)",
     load: async () => (await import("./purge.ts")).purge,
   },

@@ -7,6 +7,7 @@
 import { CorruptSessionError, formatSessionRef, type RepairReport, sessionPaths, type SessionRef } from "../../../core/mod.ts";
 import { detachHardLink, type HardLinkedFile, hardLinkedFiles } from "../../fs-boundary.ts";
 import { type Command, refArg } from "../command.ts";
+import { counted } from "../format.ts";
 import { openForReading, openForWriting, type Store } from "../store.ts";
 
 /** `sessionfold repair`: quarantine bad lines and rebuild meta.json. Its `help` says what it prints. */
@@ -23,7 +24,7 @@ export const repair: Command = {
     "A gap in the sequences that no line closes is refused with the reason (exit 4).",
     "In a folder store, a session file with other hard links (every write to it is refused)",
     "gets a copy of its own (same bytes; the other copies stay as they are).",
-    '--json: {"ref","applied","clean","moves":[{"from","to","lines":[{"line","code","reason","bytes"}],"bytes","reason"}],"rewritten","kept","meta","detached":[{"file","links"}]}',
+    '--json: {"ref","applied","clean","refused":[],"moves":[{"from","to","lines":[{"line","code","reason","bytes"}],"bytes","reason"}],"rewritten","kept","meta","detached":[{"file","links"}]}',
   ].join("\n"),
   spec: { positionals: ["REF"], options: { apply: { type: "boolean", description: "carry the plan out (default: only show it)" } } },
   async run({ store, out, args }) {
@@ -70,9 +71,11 @@ function repairText(report: RepairReport & { detached: readonly { file: string; 
   const verb = report.applied ? "moved" : "move";
   for (const move of report.moves) {
     if (move.lines) {
-      for (const line of move.lines) out.push(`  ${verb} ${move.from}:${line.line} (${line.code}, ${line.bytes} bytes: ${line.reason}) -> ${move.to}`);
+      for (const line of move.lines) {
+        out.push(`  ${verb} ${move.from}:${line.line} (${line.code}, ${counted(line.bytes, "byte")}: ${line.reason}) -> ${move.to}`);
+      }
     } else {
-      out.push(`  ${verb} ${move.from} (the whole file, ${move.bytes} bytes: ${move.reason}) -> ${move.to}`);
+      out.push(`  ${verb} ${move.from} (the whole file, ${counted(move.bytes, "byte")}: ${move.reason}) -> ${move.to}`);
     }
   }
   for (const file of report.rewritten) out.push(`  ${report.applied ? "rewrote" : "rewrite"} ${file} without the moved lines`);
@@ -86,6 +89,6 @@ function repairText(report: RepairReport & { detached: readonly { file: string; 
   }
   const renumbered = report.moves.flatMap((move) => move.lines ?? []).filter((line) => line.code === "renumbered").length;
   const sequences = renumbered > 0 ? `${renumbered} renumbered after the rest with their ids, the others untouched` : "sequences untouched";
-  out.push(`kept: ${kept.messages} messages (${sequences}, last ${kept.lastSequence}) in ${kept.segments} segment${kept.segments === 1 ? "" : "s"} and Active`);
+  out.push(`kept: ${counted(kept.messages, "message")} (${sequences}, last ${kept.lastSequence}) in ${counted(kept.segments, "segment")} and Active`);
   return out.join("\n");
 }

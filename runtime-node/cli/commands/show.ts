@@ -29,7 +29,7 @@ import {
   withPrefetchedTail,
 } from "../../../core/reader.ts";
 import { type Command, refArg } from "../command.ts";
-import { type CliDiagnostic, diagnosticLines } from "../format.ts";
+import { type CliDiagnostic, counted, diagnosticLines } from "../format.ts";
 import { exists } from "../store.ts";
 
 /**
@@ -159,15 +159,19 @@ function showText(ref: SessionRef, place: SessionPlace, report: ShowReport): str
   if (meta.schema_version !== 1) {
     lines.push(`meta: schema_version ${JSON.stringify(meta.schema_version)} is not supported; nothing else is read`);
   } else {
-    lines.push(`meta: revision ${meta.revision}, ${meta.message_count} messages, ${meta.history_bytes} history bytes, updated ${meta.updated_at}`);
+    lines.push(
+      `meta: revision ${meta.revision}, ${counted(meta.message_count!, "message")}, ${
+        counted(meta.history_bytes!, "history byte")
+      }, updated ${meta.updated_at}`,
+    );
     if (meta.model_label) lines.push(`model: ${meta.model_label}`);
     if (meta.forked_from) lines.push(`forked from: ${meta.forked_from.session_id} through #${meta.forked_from.through_sequence}`);
     lines.push(`segments: ${report.segments.length === 0 ? "none" : report.segments.length}`);
-    for (const s of report.segments) lines.push(`  ${s.start}-${s.end}  summary ${s.summary_chars === null ? "missing" : `${s.summary_chars} chars`}`);
+    for (const s of report.segments) lines.push(`  ${s.start}-${s.end}  summary ${s.summary_chars === null ? "missing" : counted(s.summary_chars, "char")}`);
     const a = report.active;
-    lines.push(`active: ${a.count} message${a.count === 1 ? "" : "s"}${a.count > 0 ? ` (#${a.first_sequence}-#${a.last_sequence})` : ""}`);
+    lines.push(`active: ${counted(a.count, "message")}${a.count > 0 ? ` (#${a.first_sequence}-#${a.last_sequence})` : ""}`);
     const d = report.draft;
-    lines.push(`draft: ${d ? `${d.message_id} at sequence ${d.sequence} with ${d.parts.length} part${d.parts.length === 1 ? "" : "s"}` : "none"}`);
+    lines.push(`draft: ${d ? `${d.message_id} at sequence ${d.sequence} with ${counted(d.parts.length, "part")}` : "none"}`);
   }
   lines.push(`diagnostics: ${report.diagnostics.length === 0 ? "none" : report.diagnostics.length}`);
   lines.push(...diagnosticLines(report.diagnostics));

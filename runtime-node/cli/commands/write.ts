@@ -8,6 +8,7 @@
 import { type CompactionOutcome, formatSessionRef, type NoCompaction } from "../../../core/mod.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
+import { counted } from "../format.ts";
 import { loadAgent } from "../agent-setup.ts";
 import { openForWriting } from "../store.ts";
 
@@ -86,11 +87,11 @@ export const compact: Command = {
 
 function compactText(ref: string, outcome: CompactionOutcome | NoCompaction): string {
   if (outcome.segment === null) {
-    return `nothing to compact in ${ref}: Active holds ${outcome.keptMessages} message${outcome.keptMessages === 1 ? "" : "s"} (revision ${outcome.revision})`;
+    return `nothing to compact in ${ref}: Active holds ${counted(outcome.keptMessages, "message")} (revision ${outcome.revision})`;
   }
   const o = outcome as CompactionOutcome;
   return [
     `compacted ${ref}: messages ${o.segment.start}-${o.segment.end} moved to a segment, ${o.keptMessages} kept in Active (revision ${o.revision})`,
-    `summary ${o.summaryChars} chars; estimated tokens ${o.beforeTokens} -> ${o.afterTokens}`,
+    `summary ${counted(o.summaryChars, "char")}; estimated tokens ${o.beforeTokens} -> ${o.afterTokens}`,
   ].join("\n");
 }

@@ -1,0 +1,111 @@
+/**
+ * The paths a user gives the CLI, checked before anything is read or written there, so that a
+ * mistake is a typed error naming the path given and what was found (docs/CLI.md "Files the
+ * CLI writes"): the store's folder (`--root`, `SESSIONFOLD_HOME`) and a file to write
+ * (`--out`), which may never lie inside the store. Links are followed, as for any path a user
+ * names; the store's own entries are checked by its boundary (`runtime-node/fs-boundary.ts`).
+ *
+ * @module
+ */
+import { lstat, realpath, stat } from "node:fs/promises";
+import { basename, dirname, join, sep } from "node:path";
+import { InvalidInputError, NotFoundError, type SessionfoldError } from "../../core/errors.ts";
+import { kindOf } from "../fs-boundary.ts";
+import { errno } from "../fs-errors.ts";
+
+/** A folder that is not there: the outermost one missing, under folders that are. */
+interface MissingFolder {
+  readonly missing: string;
+}
+
+/**
+ * Whether the folder `path` is there (`true`) or missing (a {@linkcode MissingFolder}).
+ *
+ * @throws {InvalidInputError} (from `notAFolder(at, found)`) when `path`, or a folder on the
+ * way to it, is something else: a regular file, a device…
+ */
+async function folderAt(path: string, notAFolder: (at: string, found: string) => SessionfoldError): Promise<true | MissingFolder> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    const code = errno(error);
+    if (code === "ENOENT") {
+      // The outermost missing folder is the one the user must create (or mistyped).
+      const parent = dirname(path);
+      const above = parent === path ? true : await folderAt(parent, notAFolder);
+      return above === true ? { missing: path } : above;
+    }
+    // Something on the way is no folder: the first such ancestor is what to name.
+    if (code === "ENOTDIR") return await folderAt(dirname(path), notAFolder);
+    throw new InvalidInputError(`${path}: cannot be looked at (${code ?? (error as Error).message})`, { path });
+  }
+  if (!info.isDirectory()) throw notAFolder(path, kindOf(info));
+  return true;
+}
+
+/**
+ * Whether the store's folder exists: `false` when nothing is there yet (a writer creates it).
+ *
+ * @example
+ * ```ts
+ * if (!(await storeFolderExists("/tmp/store"))) console.log("an empty store");
+ * ```
+ * @throws {InvalidInputError} when a file (or anything but a folder) is where the store's folder, or a folder above it, belongs; nothing was read or written.
+ */
+export async function storeFolderExists(root: string): Promise<boolean> {
+  const found = await folderAt(root, (at, kind) => {
+    const where = at === root ? `${kind} where the store's folder belongs` : `${kind} at ${at} where a folder belongs`;
+    return new InvalidInputError(`the store ${root}: found ${where}; nothing was read or written`, { root, path: at, found: kind, expected: "a folder" });
+  });
+  return found === true;
+}
+
+/**
+ * Checks the file a command was told to write (`--out`, already absolute) before anything is
+ * written: never inside the store's folder `store` (the target's folder resolved through its
+ * links, so no spelling reaches in), in a folder that exists, and not itself a folder.
+ *
+ * @example
+ * ```ts
+ * await checkOutTarget("/tmp/s1.json", "/home/me/.sessionfold");
+ * ```
+ * @throws {InvalidInputError} when the target is inside the store, is a folder, or a file stands where its folder belongs.
+ * @throws {NotFoundError} when its folder does not exist.
+ */
+export async function checkOutTarget(out: string, store: string | undefined): Promise<void> {
+  const nothing = "nothing was written";
+  if (store !== undefined) {
+    // The target itself is not resolved: the rename that writes it replaces a link there, never what it points to.
+    const resolved = join(await canonicalPath(dirname(out)), basename(out));
+    const storeFolder = await canonicalPath(store);
+    if (resolved === storeFolder || resolved.startsWith(storeFolder.endsWith(sep) ? storeFolder : `${storeFolder}${sep}`)) {
+      const via = resolved === out ? "" : ` (it is ${resolved})`;
+      throw new InvalidInputError(`--out ${out}: inside the store ${store}${via}; a command never writes its output under the store; ${nothing}`, {
+        out,
+        store,
+        resolved,
+      });
+    }
+  }
+  const folder = await folderAt(
+    dirname(out),
+    (at, found) =>
+      new InvalidInputError(`--out ${out}: found ${found} at ${at} where a folder belongs; ${nothing}`, { out, path: at, found, expected: "a folder" }),
+  );
+  if (folder !== true) throw new NotFoundError(`--out ${out}: no such folder ${folder.missing}; ${nothing}`, { out, missing: folder.missing });
+  const target = await lstat(out).catch(() => undefined);
+  if (target?.isDirectory()) {
+    throw new InvalidInputError(`--out ${out}: found a folder where a file belongs; ${nothing}`, { out, found: "a folder", expected: "a file" });
+  }
+}
+
+/** `path` with every link and `..` of its existing part resolved; the missing rest appended as given. */
+async function canonicalPath(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch {
+    const parent = dirname(path);
+    return parent === path ? path : join(await canonicalPath(parent), basename(path));
+  }
+}

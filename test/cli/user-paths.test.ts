@@ -1,0 +1,169 @@
+/**
+ * The paths a user gives the CLI, checked before anything is written (docs/CLI.md "Files the
+ * CLI writes"): an `--out` target (export, keygen) inside the store is refused however it is
+ * spelled (`..`, a linked folder); an `--out` whose folder is missing, a folder as the target
+ * and a file where its folder belongs are typed errors (exit 4) naming the path the user gave,
+ * never a temporary file, and leave nothing behind; a store root that is a file is said to be
+ * one (exit 4), by readers and writers alike.
+ */
+import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { StorageError } from "../../core/errors.ts";
+import { writeExportFile } from "../../runtime-node/cli/write-out.ts";
+import { bin, cli, expectOk, json, missingRoot, seed, sessionDir, snapshot, tempDir } from "./support.ts";
+
+const REF = "coder/repo/s3b";
+const ERROR_LINE = /^error\[[a-z-]+\]: \S.*\n$/;
+
+/** A store with one session of two messages, and its bytes before the command under test. */
+async function storeWithSession() {
+  const root = await missingRoot();
+  await seed(root, REF, 2);
+  return { root, session: sessionDir(root, REF), before: await snapshot(root) };
+}
+
+describe("--out inside the store is refused before anything is written", () => {
+  it("export over meta.json (a real process, as the acceptance pass found it): exit 4, the store unchanged, the session still opens", async () => {
+    const { root, session, before } = await storeWithSession();
+    const target = join(session, "meta.json");
+    const result = await bin(["--root", root, "export", REF, "--to", "rho-snapshot", "--out", target]);
+    expect(result.status).toBe(4);
+    expect(result.stderr).toMatch(ERROR_LINE);
+    expect(result.stderr).toContain(`error[invalid-input]: --out ${target}: inside the store ${root}`);
+    expect(await snapshot(root)).toEqual(before);
+    expectOk(await bin(["--root", root, "show", REF]));
+  });
+
+  it.each([
+    ["deepcode", "messages/active.jsonl"],
+    ["pi", "meta.json"],
+    ["rho-snapshot", "messages/new-file.json"],
+  ])("export --to %s over %s, and through `..`", async (format, file) => {
+    const { root, session, before } = await storeWithSession();
+    const outside = await tempDir();
+    for (const target of [join(session, file), `${outside}/../${relative(join(outside, ".."), join(session, file))}`]) {
+      const result = await cli(root, ["--json", "export", REF, "--to", format, "--cwd", "/repo", "--out", target]);
+      expect(result.status).toBe(4);
+      expect(json(result)).toMatchObject({ error: { code: "invalid-input", out: join(session, file), store: root } });
+    }
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("through a folder outside the store that is a link into it, and the root itself", async () => {
+    const { root, session, before } = await storeWithSession();
+    const outside = await tempDir();
+    await symlink(session, join(outside, "linked"));
+    const viaLink = await cli(root, ["export", REF, "--to", "pi", "--cwd", "/repo", "--out", join(outside, "linked/meta.json")]);
+    expect(viaLink.status).toBe(4);
+    expect(viaLink.stderr).toBe(
+      `error[invalid-input]: --out ${join(outside, "linked/meta.json")}: inside the store ${root} (it is ${
+        join(session, "meta.json")
+      }); a command never writes its output under the store; nothing was written\n`,
+    );
+    expect((await cli(root, ["export", REF, "--to", "pi", "--cwd", "/repo", "--out", root])).status).toBe(4);
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("keygen into the store (a folder there, or a new file) is refused the same way", async () => {
+    const { root, session, before } = await storeWithSession();
+    for (const target of [join(root, "store.key"), join(session, "key")]) {
+      const result = await cli(root, ["keygen", "--out", target]);
+      expect(result.status).toBe(4);
+      expect(result.stderr).toContain(`error[invalid-input]: --out ${target}: inside the store ${root}`);
+    }
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("a file beside the store whose name starts like it is not inside it", async () => {
+    const { root } = await storeWithSession();
+    const beside = `${root}-export.json`;
+    expect(json(expectOk(await cli(root, ["--json", "export", REF, "--to", "rho-snapshot", "--out", beside])))).toEqual({ out: beside, records: 2 });
+    expectOk(await cli(root, ["keygen", "--out", `${root}.key`]));
+  });
+});
+
+describe("--out mistakes are typed errors naming the path given (exit 4), and leave nothing behind", () => {
+  it("a folder that does not exist: not-found naming it, for export and keygen", async () => {
+    const { root } = await storeWithSession();
+    const missing = join(await tempDir(), "nonexistent-dir");
+    const exported = await cli(root, ["export", REF, "--to", "pi", "--cwd", "/repo", "--out", join(missing, "x")]);
+    expect(exported.status).toBe(4);
+    expect(exported.stderr).toBe(`error[not-found]: --out ${join(missing, "x")}: no such folder ${missing}; nothing was written\n`);
+    const key = await cli(root, ["--json", "keygen", "--out", join(missing, "k")]);
+    expect(key.status).toBe(4);
+    expect(json(key)).toMatchObject({ error: { code: "not-found", out: join(missing, "k"), missing } });
+    expect(key.stderr).not.toMatch(/\.tmp|ENOENT/);
+  });
+
+  it("a folder where the file belongs: invalid-input saying so, no temporary file left", async () => {
+    const { root } = await storeWithSession();
+    const dir = await tempDir();
+    const folder = join(dir, "already-a-folder");
+    await mkdir(folder);
+    for (const argv of [["export", REF, "--to", "pi", "--cwd", "/repo"], ["export", REF, "--to", "deepcode", "--cwd", "/repo"], ["keygen"]]) {
+      const result = await cli(root, [...argv, "--out", folder]);
+      expect(result.status).toBe(4);
+      expect(result.stderr).toBe(`error[invalid-input]: --out ${folder}: found a folder where a file belongs; nothing was written\n`);
+    }
+    expect(await readdir(dir)).toEqual(["already-a-folder"]);
+    expect(await readdir(folder)).toEqual([]);
+  });
+
+  it("a file where a folder belongs on the way: invalid-input naming that file", async () => {
+    const { root } = await storeWithSession();
+    const dir = await tempDir();
+    const file = join(dir, "a-file");
+    await writeFile(file, "x");
+    for (const argv of [["export", REF, "--to", "rho-snapshot"], ["keygen"]]) {
+      const result = await cli(root, [...argv, "--out", join(file, "sub/out")]);
+      expect(result.status).toBe(4);
+      expect(result.stderr).toBe(
+        `error[invalid-input]: --out ${join(file, "sub/out")}: found a regular file at ${file} where a folder belongs; nothing was written\n`,
+      );
+    }
+    expect(await readdir(dir)).toEqual(["a-file"]);
+  });
+});
+
+describe("a write the system refuses after the check", () => {
+  it.each(["pi", "deepcode"])("writeExportFile (%s) names the target, not its temporary file, and leaves none", async (format) => {
+    const dir = await tempDir();
+    const target = join(dir, "gone/s1.v1.jsonl");
+    const thrown = await writeExportFile(target, new Uint8Array([10]), format).catch((error: unknown) => error);
+    expect(thrown).toBeInstanceOf(StorageError);
+    expect((thrown as StorageError).message).toMatch(new RegExp(`^write --out "${target}" \\(${target}\\): .*\\(ENOENT\\)$`));
+    expect(await readdir(dir)).toEqual([]);
+  });
+});
+
+describe("a store root that is not a folder (exit 4)", () => {
+  it("a regular file as --root: new, append and ls say so and change nothing", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "not-a-folder");
+    await writeFile(file, "x");
+    const expected = `error[invalid-input]: the store ${file}: found a regular file where the store's folder belongs; nothing was read or written\n`;
+    for (const argv of [["new", "a/b/c"], ["append", "a/b/c", "--role", "user", "--text", "x"], ["ls"], ["show", "a/b/c"], ["verify"]]) {
+      const result = await cli(file, argv);
+      expect(result.status, argv.join(" ")).toBe(4);
+      expect(result.stderr).toBe(expected);
+    }
+    const viaBin = await bin(["--root", file, "new", "a/b/c"]);
+    expect(viaBin.status).toBe(4);
+    expect(viaBin.stderr).toBe(expected);
+  });
+
+  it("a root under a regular file names that file", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "a-file");
+    await writeFile(file, "x");
+    const root = join(file, "store");
+    for (const argv of [["new", "a/b/c"], ["ls"]]) {
+      const result = await cli(root, argv);
+      expect(result.status).toBe(4);
+      expect(result.stderr).toBe(
+        `error[invalid-input]: the store ${root}: found a regular file at ${file} where a folder belongs; nothing was read or written\n`,
+      );
+    }
+  });
+});
