@@ -6,14 +6,15 @@
  * @module
  */
 import { CorruptSessionError, RevisionConflictError } from "../errors.ts";
+import type { Diagnostic } from "../jsonl/diagnostic.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
-import { isBlocked, type SessionState } from "./state.ts";
+import { isBlocked } from "./state.ts";
 
 /**
  * @throws {CorruptSessionError} naming the first fatal diagnostic's file and line when the
- * session is read-only until repaired.
+ * session (its state, or an open handle) is read-only until repaired.
  */
-export function assertWritable(state: SessionState, ref: SessionRef): void {
+export function assertWritable(state: { readonly diagnostics: readonly Diagnostic[] }, ref: SessionRef): void {
   if (!isBlocked(state)) return;
   const first = state.diagnostics.find((d) => d.fatal)!;
   throw new CorruptSessionError(`${formatSessionRef(ref)} is read-only until repaired: ${first.message}`, {

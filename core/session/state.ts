@@ -53,7 +53,7 @@ export function lastSequence(state: Pick<SessionState, "newest" | "active">): nu
 }
 
 /** `true` when a fatal diagnostic blocks writes. */
-export function isBlocked(state: Pick<SessionState, "diagnostics">): boolean {
+export function isBlocked(state: { readonly diagnostics: readonly Diagnostic[] }): boolean {
   // A loop, not `some` with a closure: every commit asks, almost always of an empty list.
   for (const diagnostic of state.diagnostics) if (diagnostic.fatal) return true;
   return false;

@@ -16,6 +16,7 @@ import {
   RevisionConflictError,
   SessionBusyError,
   SyncRefusedError,
+  UnsupportedSchemaError,
   WriterLockedError,
 } from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
@@ -24,6 +25,7 @@ import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
+import { assertWritable } from "../session/commit-guards.ts";
 import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
@@ -139,6 +141,11 @@ export interface KnownSession {
    * (the last shared sequence), sealed for the fork, before it pushes it.
    */
   fork?: { ref: string; through: number; at?: number };
+  /**
+   * A run set this session aside while the remote's head of it changed: the next run asks for
+   * its head again, as the cursor no longer lists it (docs/SYNC.md "One session at a time").
+   */
+  recheck?: boolean;
   /** An encrypted session: the sealed documents and `keys.json` both sides agreed on (`labels` and `instruction` stay empty). */
   sealed?: SealedDocuments & { keys: string };
 }
@@ -168,6 +175,7 @@ const decoder = new TextDecoder();
  * console.log(report.pushed, report.pulled, report.forks);
  * ```
  * @throws {SyncRefusedError} when the remote refuses the client (401, 403, another user's client id); nothing was changed by the refused request.
+ * @throws {InvalidInputError} when the remote serves the local store itself, or the local store is encrypted and not given as its `EncryptedStorage`; nothing was written.
  */
 export async function syncStores(options: SyncStoresOptions): Promise<SyncReport> {
   return new SyncRun(options).run();
@@ -189,6 +197,13 @@ class SyncRun {
   #pushAgain = false;
   /** Set when the remote rejected a mutation: the local changes are looked at again (it may need others). */
   #rejected = false;
+  /**
+   * Sessions this run leaves as they are: their local copy cannot be read (corrupt, an unknown
+   * schema) or the remote refused their mutation. Each was reported as a conflict.
+   */
+  readonly #setAside = new Set<string>();
+  /** Sessions whose mutations wait in the outbox for the next run (`session-busy` on the remote). */
+  readonly #deferred = new Set<string>();
   /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
   readonly #codec: SealedCodec | undefined;
 
@@ -212,6 +227,11 @@ class SyncRun {
         `the local store is encrypted (${STORE_MARKER}) but sync was not given its EncryptedStorage: give Sessions over the EncryptedStorage itself, so that its sessions travel sealed`,
         { file: STORE_MARKER },
       );
+    }
+    if (this.#remote.storage !== undefined && this.#remote.storage === this.#local.storage) {
+      throw new InvalidInputError(`the remote ${JSON.stringify(this.#remote.id)} serves the local store itself: sync needs two stores`, {
+        remote: this.#remote.id,
+      });
     }
     // A re-read a crash cut is finished or undone first: until then its session may be missing here, which a push would take for a delete.
     for (const { ref, message } of await settleRereads(this.#local.storage)) this.report.conflicts.push({ ref, reason: "reread-blocked", message });
@@ -244,35 +264,29 @@ class SyncRun {
     await this.#local.storage.replace(this.#statePath, encodeJsonDocument(this.#state));
   }
 
-  /** Sends the outbox until it is empty. `false` when the remote stopped it (reported as a conflict). */
+  /**
+   * Sends the outbox until it is empty, or holds only mutations deferred to the next run.
+   * `false` when the remote stopped it for a reason that is not one session's (reported as a
+   * conflict); a refusal of one session's mutation sets that session aside and goes on with
+   * the others (docs/SYNC.md "The engine", "One session at a time").
+   */
   async #flush(): Promise<boolean> {
     const state = this.#state;
-    while (state.pending.length > 0) {
+    this.#deferredLast();
+    while (state.pending.length > 0 && !this.#deferred.has(state.pending[0]!.ref)) {
       const batch = this.#nextBatch();
       let outcome;
       try {
         outcome = await this.#remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: state.client_id, mutations: batch });
       } catch (error) {
-        if (error instanceof SyncRefusedError && error.reason === "mutation-gap") {
-          this.#closeGap(Number(error.details.expected));
-          await this.#save();
-          continue;
-        }
-        if (error instanceof SyncRefusedError && error.reason === "session-busy") {
-          this.report.conflicts.push({ ref: String(error.details.ref ?? ""), reason: "session-busy", message: error.message });
-          return false;
-        }
-        throw error;
+        // Refused whole: nothing was applied, and the refusal is about the batch's first mutation.
+        if (!(error instanceof SyncRefusedError) || !(await this.#refused({ ...error.details, reason: error.reason, message: error.message }))) throw error;
+        continue;
       }
       for (const result of outcome.results) this.#acknowledged(result);
       state.pending = state.pending.filter((m) => !outcome.results.some((r) => r.number === m.number));
       await this.#save();
-      if (outcome.error) {
-        if (outcome.error.reason === "mutation-gap") {
-          this.#closeGap(Number(outcome.error.expected));
-          await this.#save();
-          continue;
-        }
+      if (outcome.error && !(await this.#refused(outcome.error))) {
         this.report.conflicts.push({ ref: String(outcome.error.ref ?? ""), reason: outcome.error.reason, message: outcome.error.message });
         return false;
       }
@@ -280,12 +294,63 @@ class SyncRun {
     return true;
   }
 
-  /** The first pending mutations, at most `batchMutations` and about `batchBytes` (at least one). */
+  /**
+   * Answers a refusal of the first pending mutation, which the remote did not apply (docs/SYNC.md
+   * "Errors": a refused request changes nothing, and the answered ones before it left the
+   * outbox). A gap renumbers the outbox. A refusal that names that mutation's session is a
+   * conflict of that session alone: `session-busy` (another writer holds it on the remote)
+   * defers its mutations to the next run, behind the others; any other reason takes them out
+   * of the outbox, and the session is compared again on the next run. The rest is numbered
+   * from the refused number, which the remote still waits for. `false`: not one session's
+   * refusal (the caller stops).
+   */
+  async #refused(refusal: { readonly reason: string; readonly message: string; readonly [detail: string]: unknown }): Promise<boolean> {
+    const state = this.#state;
+    const first = state.pending[0];
+    if (refusal.reason === "mutation-gap") {
+      this.#closeGap(Number(refusal["expected"]));
+    } else if (first && refusal["ref"] === first.ref) {
+      this.report.conflicts.push({ ref: first.ref, reason: refusal.reason, message: refusal.message });
+      if (refusal.reason === "session-busy") {
+        this.#deferred.add(first.ref);
+        this.#deferredLast();
+      } else {
+        this.#setAside.add(first.ref);
+        state.pending = state.pending.filter((m) => m.ref !== first.ref);
+        this.#renumberFrom(first.number);
+      }
+    } else return false;
+    await this.#save();
+    return true;
+  }
+
+  /**
+   * Moves the mutations of deferred sessions behind the others, numbered from the first
+   * pending number. Only when a deferred session's mutation is first: then the remote refused
+   * it in this run and waits for its number, so no pending number was applied.
+   */
+  #deferredLast(): void {
+    const pending = this.#state.pending;
+    const first = pending[0];
+    if (!first || !this.#deferred.has(first.ref)) return;
+    this.#state.pending = [...pending.filter((m) => !this.#deferred.has(m.ref)), ...pending.filter((m) => this.#deferred.has(m.ref))];
+    this.#renumberFrom(first.number);
+  }
+
+  /** Numbers the pending mutations `number`, `number + 1`… in their order (none of them was applied). */
+  #renumberFrom(number: number): void {
+    const state = this.#state;
+    state.pending = state.pending.map((m, i) => ({ ...m, number: number + i }));
+    state.next_number = number + state.pending.length;
+  }
+
+  /** The first pending mutations, at most `batchMutations` and about `batchBytes` (at least one), none of a deferred session. */
   #nextBatch(): Mutation[] {
     const pending = this.#state.pending;
     let bytes = byteEstimate(pending[0]!);
     let count = 1;
-    while (count < Math.min(pending.length, this.#batchMutations) && (bytes += byteEstimate(pending[count]!)) <= this.#batchBytes) count++;
+    const sendable = (m: Mutation) => !this.#deferred.has(m.ref) && (bytes += byteEstimate(m)) <= this.#batchBytes;
+    while (count < Math.min(pending.length, this.#batchMutations) && sendable(pending[count]!)) count++;
     return pending.slice(0, count);
   }
 
@@ -298,9 +363,10 @@ class SyncRun {
     const state = this.#state;
     const first = state.pending[0]?.number;
     if (first === undefined || !Number.isSafeInteger(expected)) return;
-    if (expected > first) state.pending = state.pending.filter((m) => m.number >= expected);
-    else state.pending = state.pending.map((m, i) => ({ ...m, number: expected + i }));
-    state.next_number = (state.pending.at(-1)?.number ?? expected - 1) + 1;
+    if (expected > first) {
+      state.pending = state.pending.filter((m) => m.number >= expected);
+      state.next_number = (state.pending.at(-1)?.number ?? expected - 1) + 1;
+    } else this.#renumberFrom(expected);
   }
 
   /** Takes a mutation's result into the agreed state. */
@@ -418,56 +484,94 @@ class SyncRun {
     }
   }
 
-  /** Numbers the local changes the remote lacks and puts them in the outbox (saved before sending). `false` when there were none. */
+  /**
+   * Numbers the local changes the remote lacks and puts them in the outbox (saved before
+   * sending). `false` when there were none. A session this run set aside or deferred is left
+   * out; one that cannot be read is set aside here (a conflict), never taken for deleted.
+   */
   async #enqueueLocalChanges(): Promise<boolean> {
     const state = this.#state;
-    const add = (mutation: DistributiveOmit<Mutation, "number">) => state.pending.push({ ...mutation, number: state.next_number++ } as Mutation);
+    const before = state.pending.length;
     const seen = new Set<string>();
     for (const archived of [false, true]) {
-      for (const meta of await this.#local.list({ archived })) {
-        const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
+      // A session whose meta.json cannot be listed is opened all the same: the open rebuilds it or says why it cannot.
+      const unlisted: string[] = [];
+      const listed = await this.#local.list({ archived, onProblem: (problem) => unlisted.push(problem.refText) });
+      for (const ref of [...listed.map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`), ...unlisted]) {
         if (!this.#wanted(ref)) continue;
         seen.add(ref);
-        const session = await this.#local.open(ref, { archived });
-        const known = state.sessions[ref];
-        if (!known) {
-          for (const mutation of await this.#creation(session)) add(mutation);
-          if (archived) add({ op: "archive", ref });
-          continue;
-        }
-        if (known.reread) continue;
-        let base = known.last_sequence;
-        let baseId = known.last_message_id;
-        for (;;) {
-          const { messages, more } = await messagesAfter(session, base, this.#batchMessages);
-          if (messages.length === 0) break;
-          if (this.#codec) {
-            const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
-            add({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
-          } else add({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
-          base = messages.at(-1)!.sequence;
-          baseId = messages.at(-1)!.message_id;
-          if (!more) break;
-        }
-        if (!archived) {
-          for (const name of (await localSegmentsAfter(session, known.segments)).names) {
-            add({ op: "segment", ref, segment: await this.#segmentFile(session, name), ...(this.#codec ? { keys: await this.#codec.keys(session) } : {}) });
-          }
-        }
-        const instruction = await this.#instructionOf(session);
-        const agreed = known.sealed && this.#codec ? await this.#codec.openDocuments(session.ref, known.sealed.keys, known.sealed) : undefined;
-        const [labels, agreedInstruction] = agreed ? [labelsOf(agreed.meta), agreed.instruction] : [known.labels, known.instruction];
-        if (!archived && (!sameLabels(labelsOf(session.meta), labels) || instruction !== agreedInstruction)) {
-          if (this.#codec) add({ op: "set_meta_sealed", ref, keys: await this.#codec.keys(session), ...(await this.#codec.documents(session)) });
-          else add({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
-        }
-        if (archived && known.place === "live") add({ op: "archive", ref });
+        if (this.#setAside.has(ref) || this.#deferred.has(ref)) continue;
+        const changes = await this.#readable(ref, async () => this.#changesOf(await this.#local.open(ref, { archived }), state.sessions[ref]));
+        for (const mutation of changes ?? []) state.pending.push({ ...mutation, number: state.next_number++ } as Mutation);
       }
     }
-    for (const ref of Object.keys(state.sessions)) if (this.#wanted(ref) && !seen.has(ref)) add({ op: "delete", ref });
-    if (state.pending.length === 0) return false;
+    for (const ref of Object.keys(state.sessions)) {
+      if (this.#wanted(ref) && !seen.has(ref)) state.pending.push({ op: "delete", ref, number: state.next_number++ });
+    }
+    if (state.pending.length === before) return false;
     await this.#save();
     return true;
+  }
+
+  /**
+   * Runs `read` on a local session; `undefined` when its copy cannot be read: recovery
+   * reports it corrupt, or a newer sessionfold wrote it. Such a session is set aside for this
+   * run and reported; the others go on (docs/SYNC.md "One session at a time").
+   */
+  async #readable<T>(ref: string, read: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await read();
+    } catch (error) {
+      if (!(error instanceof CorruptSessionError || error instanceof UnsupportedSchemaError)) throw error;
+      this.#setAside.add(ref);
+      const message = error.message.startsWith(ref) ? error.message : `${ref}: ${error.message}`;
+      this.report.conflicts.push({ ref, reason: error.code, message });
+      return undefined;
+    }
+  }
+
+  /**
+   * What a local session has that the agreed state `known` lacks, as mutations; all of them
+   * or, when a file of it cannot be read, none. A session with a fatal diagnostic is not
+   * sent: corruption blocks every write until a repair (docs/FORMAT.md "Recovery"), and what
+   * a reader skips would arrive as a clean copy.
+   *
+   * @throws {CorruptSessionError} naming the first fatal diagnostic's file and line.
+   */
+  async #changesOf(session: Session, known: KnownSession | undefined): Promise<DistributiveOmit<Mutation, "number">[]> {
+    assertWritable(session, session.ref);
+    const ref = formatSessionRef(session.ref);
+    const archived = session.place === "archived";
+    if (!known) return [...(await this.#creation(session)), ...(archived ? [{ op: "archive" as const, ref }] : [])];
+    if (known.reread) return [];
+    const out: DistributiveOmit<Mutation, "number">[] = [];
+    let base = known.last_sequence;
+    let baseId = known.last_message_id;
+    for (;;) {
+      const { messages, more } = await messagesAfter(session, base, this.#batchMessages);
+      if (messages.length === 0) break;
+      if (this.#codec) {
+        const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
+        out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
+      } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+      base = messages.at(-1)!.sequence;
+      baseId = messages.at(-1)!.message_id;
+      if (!more) break;
+    }
+    if (!archived) {
+      for (const name of (await localSegmentsAfter(session, known.segments)).names) {
+        out.push({ op: "segment", ref, segment: await this.#segmentFile(session, name), ...(this.#codec ? { keys: await this.#codec.keys(session) } : {}) });
+      }
+    }
+    const instruction = await this.#instructionOf(session);
+    const agreed = known.sealed && this.#codec ? await this.#codec.openDocuments(session.ref, known.sealed.keys, known.sealed) : undefined;
+    const [labels, agreedInstruction] = agreed ? [labelsOf(agreed.meta), agreed.instruction] : [known.labels, known.instruction];
+    if (!archived && (!sameLabels(labelsOf(session.meta), labels) || instruction !== agreedInstruction)) {
+      if (this.#codec) out.push({ op: "set_meta_sealed", ref, keys: await this.#codec.keys(session), ...(await this.#codec.documents(session)) });
+      else out.push({ op: "set_meta", ref, labels: labelsOf(session.meta), instruction });
+    }
+    if (archived && known.place === "live") out.push({ op: "archive", ref });
+    return out;
   }
 
   /**
@@ -536,15 +640,32 @@ class SyncRun {
         { ref: mixed.ref },
       );
     }
-    // A session to re-read whose head did not change since the cursor: ask for it.
+    // A session to re-read, or to look at again, whose head did not change since the cursor: ask for it.
     for (const [ref, known] of Object.entries(state.sessions)) {
-      if (known.reread && this.#wanted(ref) && !heads.some((h) => h.ref === ref)) {
-        heads.push((await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref, after_sequence: 0, limit: 1 })).head);
+      if ((known.reread || known.recheck) && this.#wanted(ref) && !this.#setAside.has(ref) && !heads.some((h) => h.ref === ref)) {
+        const head = await this.#headOf(ref);
+        if (head) heads.push(head);
+        else delete known.recheck;
       }
     }
-    for (const head of heads) await this.#pullSession(head);
+    for (const head of heads) {
+      // Set aside in this run: left as it is, and looked at again on a later run (its head, which this cursor passes, may hold changes).
+      const known = state.sessions[head.ref];
+      if (!this.#setAside.has(head.ref)) await this.#pullSession(head);
+      else if (known) known.recheck = true;
+    }
     state.cursor = response.cursor;
     await this.#save();
+  }
+
+  /** The remote's head of a session; `undefined` when it has none (a session marked to look at again that is gone there). */
+  async #headOf(ref: string): Promise<SessionHead | undefined> {
+    try {
+      return (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref, after_sequence: 0, limit: 1 })).head;
+    } catch (error) {
+      if (error instanceof SyncRefusedError && error.reason === "not-found" && !this.#state.sessions[ref]?.reread) return undefined;
+      throw error;
+    }
   }
 
   async #pullSession(head: SessionHead): Promise<void> {

@@ -26,6 +26,11 @@ import { type PushOutcome, STORE_OWNER, type SyncPrincipal, SyncServer } from ".
 export interface SyncRemote {
   /** Names the remote in the local store's sync state (`sync/remotes/…`): stable across runs. */
   readonly id: string;
+  /**
+   * The store a direct remote serves: {@linkcode syncStores} refuses a remote that serves
+   * the local store itself (a sync with itself would install its sessions over themselves).
+   */
+  readonly storage?: StoragePort;
   push(request: PushRequest): Promise<PushOutcome>;
   pull(request: PullRequest): Promise<PullResponse>;
   read(request: ReadRequest): Promise<ReadResponse>;
@@ -60,6 +65,7 @@ export function directRemote(target: StoragePort | SyncServer, options: DirectRe
     wire(await answer(parseSyncRequest(route, wire(request))));
   return {
     id: options.id ?? "direct",
+    storage: server.storage,
     push: (request) => call("push", request, (parsed) => server.push(principal, parsed)),
     pull: (request) => call("pull", request, (parsed) => server.pull(principal, parsed)),
     read: (request) => call("read", request, (parsed) => server.read(principal, parsed)),

@@ -12,6 +12,8 @@ export const EXIT = {
   ok: 0,
   /** A read-only check found fatal diagnostics. */
   fatalDiagnostics: 1,
+  /** `sync` finished but left sessions unsynced (its conflicts). */
+  notSynced: 1,
   usage: 2,
   /** Locked by another writer, or the revision moved. */
   locked: 3,

@@ -4,11 +4,11 @@
  * `sync --remote URL` reaches; a refused token is error[unauthorized] and changes nothing.
  */
 import { spawn } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { BIN, cli, expectOk, json, missingRoot, REPO, tempDir } from "./support.ts";
+import { BIN, cli, expectOk, json, missingRoot, REPO, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
 
@@ -29,6 +29,58 @@ describe("sessionfold sync", () => {
     expect(text).toBe("pushed 0 messages, pulled 0\n");
     const listed = json(expectOk(await cli(desktop, ["--json", "ls"]))) as { session_id: string }[];
     expect(listed.map((m) => m.session_id).sort()).toEqual(["s1", report.forks[0].forked_as.split("/")[2]].sort());
+  });
+
+  it("syncs every session it can read; a corrupt one and one of an unknown schema are conflicts naming them, and the run exits 1", async () => {
+    const [root, backup] = [await missingRoot(), await missingRoot()];
+    for (const ref of ["coder/repo/c3", "coder/repo/s1", "coder/repo/u1"]) await seed(root, ref, 3);
+    const active = join(sessionDir(root, "coder/repo/c3"), "messages/active.jsonl");
+    const lines = (await readFile(active, "utf8")).split("\n");
+    await writeFile(active, lines.map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    const meta = join(sessionDir(root, "coder/repo/u1"), "meta.json");
+    await writeFile(meta, (await readFile(meta, "utf8")).replace(/"schema_version":\s*1/, '"schema_version": 99'));
+    const result = await cli(root, ["--json", "sync", "--remote", backup]);
+    expect(result.status).toBe(1);
+    const report = json(result);
+    expect(report.pushed).toBe(3);
+    expect(report.conflicts.map((c: { ref: string; reason: string }) => [c.ref, c.reason]).sort()).toEqual([
+      ["coder/repo/c3", "corrupt"],
+      ["coder/repo/u1", "unsupported-schema"],
+    ]);
+    expect(report.conflicts.find((c: { ref: string }) => c.ref === "coder/repo/c3").message).toContain("messages/active.jsonl:2");
+    expect(report.conflicts.find((c: { ref: string }) => c.ref === "coder/repo/u1").message).toMatch(/^coder\/repo\/u1: meta\.json: schema_version 99/);
+    expect((json(expectOk(await cli(backup, ["--json", "ls"]))) as { session_id: string }[]).map((m) => m.session_id)).toEqual(["s1"]);
+    // Nothing stays queued behind them: the next run pushes nothing more and says the same.
+    const again = await cli(root, ["sync", "--remote", backup]);
+    expect(again.status).toBe(1);
+    expect(again.stdout).toMatch(/^pushed 0 messages, pulled 0\nconflict: coder\/repo\/(c3|u1) /);
+  });
+
+  it("refuses to sync a store with itself (usage, exit 2), by another path to it too, and writes nothing", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/live", 1);
+    await seed(root, "a1/w1/old", 1);
+    expectOk(await cli(root, ["archive", "a1/w1/old"]));
+    const link = join(await tempDir(), "link");
+    await symlink(root, link);
+    const before = await snapshot(root);
+    for (const remote of [root, `${root}/`, link]) {
+      const result = await cli(root, ["sync", "--remote", remote]);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toMatch(/^error\[usage\]: sync: --remote .* is this store itself/);
+    }
+    expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("refuses a URL it cannot sync with (usage, exit 2), naming it and what it takes, and creates nothing", async () => {
+    const [root, cwd] = [await missingRoot(), await tempDir()];
+    const result = await cli(root, ["sync", "--remote", "ftp://x"], { cwd });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toBe(
+      'error[usage]: sync: --remote "ftp://x" is a URL of scheme ftp://; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder\n',
+    );
+    expect(await readdir(cwd)).toEqual([]);
+    expect(await snapshot(root)).toBeNull();
   });
 
   it("refuses without --remote (usage, exit 2)", async () => {

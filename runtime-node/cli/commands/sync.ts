@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { readFile, realpath } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
 import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
@@ -15,7 +15,7 @@ import { nodeWriterIdentity } from "../../mod.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import type { CliIo } from "../io.ts";
-import { resolveStore, Store } from "../store.ts";
+import { resolveStore, Store, type StoreLocation } from "../store.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -67,7 +67,9 @@ export const sync: Command = {
     "(docs/SYNC.md). The remote is a sync server (`sessionfold serve`, or a host's",
     "createSyncHandler) by its URL, a folder, or a postgres:// store. Two devices that wrote",
     "after the same point: the first keeps the session, the other's messages become a fork,",
-    "listed. A refused token is error[unauthorized]; nothing changed.",
+    "listed. A session that does not sync (refused by the remote, held there by another",
+    "writer, corrupt here, of an unknown schema) is a conflict and the others sync; a run",
+    "with conflicts exits 1. A refused token is error[unauthorized]; nothing changed.",
     '--json: {"pushed","pulled","forks":[{"ref","forked_as","at_sequence"}],"conflicts":[{"ref","reason","message"}]}',
   ].join("\n"),
   spec: {
@@ -84,33 +86,77 @@ export const sync: Command = {
     if (target === undefined) throw new UsageError("sync: missing --remote URL|DIR|postgres://…", { option: "--remote" });
     const tokenFile = stringOption(args, "token-file");
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
+    const location = remoteLocation(target, io);
+    if (location && (await sameStore(store, location))) {
+      throw new UsageError(`sync: --remote ${JSON.stringify(target)} is this store itself (${store.root}); sync needs another folder or database`, {
+        option: "--remote",
+      });
+    }
     const local = await store.forWriting();
     let remoteStore: Store | undefined;
     try {
       let remote: SyncRemote;
-      if (/^https?:\/\//i.test(target)) {
+      if (!location) {
         remote = httpRemote({ url: target, ...(token !== undefined ? { headers: { authorization: `Bearer ${token}` } } : {}) });
       } else {
-        const location = /^postgres(ql)?:\/\//i.test(target)
-          ? resolveStore({ root: undefined, store: target }, io)
-          : ({ kind: "files", root: resolve(io.cwd ?? process.cwd(), target) } as const);
         remoteStore = new Store(location, io);
         const opened = await remoteStore.forWriting();
         remote = directRemote(new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }), { id: location.root });
       }
       const report = await syncStores({ local: local.sessions, remote, identity: nodeWriterIdentity(), ...(ref !== undefined ? { refs: [ref] } : {}) });
       const { pushed, pulled, forks, conflicts } = report;
-      return out.result({ pushed, pulled, forks, conflicts }, () =>
+      const status = out.result({ pushed, pulled, forks, conflicts }, () =>
         [
           `pushed ${pushed} message${pushed === 1 ? "" : "s"}, pulled ${pulled}`,
           ...forks.map((f) => `fork: ${f.ref} after sequence ${f.at_sequence} continues as ${f.forked_as}`),
           ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
         ].join("\n"));
+      // A session left unsynced is not a success a script may take for one (docs/CLI.md "Exit status").
+      return conflicts.length > 0 ? EXIT.notSynced : status;
     } finally {
       await remoteStore?.close().catch(() => undefined);
     }
   },
 };
+
+/**
+ * The store `--remote` names, or `undefined` for a sync server's http(s) URL. A folder is
+ * resolved from the working folder; any other `scheme://` is refused rather than taken for
+ * a folder of that name.
+ *
+ * @throws {UsageError} for a URL of another scheme.
+ */
+function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(target)?.[1]?.toLowerCase();
+  if (scheme === "http" || scheme === "https") return undefined;
+  if (scheme === "postgres" || scheme === "postgresql") return resolveStore({ root: undefined, store: target }, io);
+  if (scheme !== undefined) {
+    throw new UsageError(
+      `sync: --remote ${
+        JSON.stringify(target)
+      } is a URL of scheme ${scheme}://; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder`,
+      { option: "--remote" },
+    );
+  }
+  return { kind: "files", root: resolve(io.cwd ?? process.cwd(), target) };
+}
+
+/** Whether `location` is the store itself: the same folder once links are resolved, or the same database and schema. */
+async function sameStore(store: Store, location: StoreLocation): Promise<boolean> {
+  if (location.kind === "postgres") return store.folder === undefined && store.root === location.root;
+  return store.folder !== undefined && (await realFolder(store.folder)) === (await realFolder(location.root));
+}
+
+/** `path` with every link resolved; a part that does not exist yet is kept as written after its resolved parent. */
+async function realFolder(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch (error) {
+    const parent = dirname(path);
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT" || parent === path) return path;
+    return join(await realFolder(parent), basename(path));
+  }
+}
 
 async function readToken(io: CliIo, file: string): Promise<string> {
   const path = resolve(io.cwd ?? process.cwd(), file);

@@ -1,0 +1,201 @@
+/**
+ * What one session cannot sync never holds back the others (docs/SYNC.md "The engine",
+ * "One session at a time"): a mutation the remote refuses for its session (`forbidden`, a
+ * `malformed` one an earlier version left in the outbox) leaves the outbox and the rest are
+ * numbered on; `session-busy` keeps the session's mutations for the next run behind the
+ * others; a local session that recovery reports corrupt, or one of an unknown schema, is not
+ * pushed (nor pulled into); each is a conflict naming its ref, and the next run after a repair
+ * syncs it by the usual comparison. A store is never synced with itself.
+ */
+import { describe, expect, it } from "vitest";
+import { InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
+import { type SyncState, syncStatePath } from "../../core/sync/engine.ts";
+import { directRemote, syncStores } from "../../core/sync/mod.ts";
+import { testPrincipal } from "../../testing/sync-conformance.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function sessionPath(ref: string, file: string): string {
+  const [agent, workspace, session] = ref.split("/");
+  return `agents/${agent}/workspaces/${workspace}/sessions/${session}/${file}`;
+}
+
+async function seed(sessions: Sessions, ref: string, count: number): Promise<void> {
+  const [agentId, workspaceId, sessionId] = ref.split("/") as [string, string, string];
+  const session = await sessions.create({ agentId, workspaceId, sessionId });
+  for (let i = 1; i <= count; i++) await session.append({ role: "user", parts: [{ type: "text", text: `${ref} ${i}` }] });
+}
+
+async function text(storage: StoragePort, path: string): Promise<string> {
+  return decoder.decode((await storage.read(path))!);
+}
+
+async function edit(storage: StoragePort, path: string, change: (text: string) => string): Promise<void> {
+  await storage.replace(path, encoder.encode(change(await text(storage, path))));
+}
+
+async function stateOf(storage: StoragePort): Promise<SyncState> {
+  return JSON.parse(await text(storage, syncStatePath("server"))) as SyncState;
+}
+
+async function serverRefs(server: StoragePort): Promise<string[]> {
+  const listed = await new Sessions({ storage: server }).list();
+  return listed.map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
+}
+
+async function messageCount(server: StoragePort, ref: string): Promise<number> {
+  return (await new Sessions({ storage: server }).open(ref)).active.length;
+}
+
+describe("sync: one session's problem stays that session's", () => {
+  it("a session the remote refuses leaves the outbox; every other session syncs, in this run and the next", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    // testPrincipal("u") may write w-u and shared, not the workspace "secret".
+    for (const ref of ["a1/w-u/s1", "a1/secret/s2", "a1/w-u/s3", "a1/shared/s4"]) await seed(local, ref, 2);
+    const remote = directRemote(server, { id: "server", principal: testPrincipal("u") });
+    const report = await syncStores({ local, remote });
+    expect(report.conflicts).toEqual([{ ref: "a1/secret/s2", reason: "forbidden", message: expect.stringContaining("a1/secret/s2") }]);
+    expect(await serverRefs(server)).toEqual(["a1/shared/s4", "a1/w-u/s1", "a1/w-u/s3"]);
+    expect(report.pushed).toBe(6);
+    expect((await stateOf(device)).pending).toEqual([]);
+    // The next run asks again (the local comparison queues it anew) and still syncs the rest.
+    await (await local.open("a1/w-u/s1")).append({ role: "user", parts: [{ type: "text", text: "later" }] });
+    const again = await syncStores({ local, remote });
+    expect(again.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/secret/s2", "forbidden"]]);
+    expect(again.pushed).toBe(1);
+    expect(await messageCount(server, "a1/w-u/s1")).toBe(3);
+    expect((await stateOf(device)).pending).toEqual([]);
+  });
+
+  it("an outbox an earlier version left stuck behind a refused create is cleared, and the session goes on a later run", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    for (const ref of ["coder/repo/c3", "coder/repo/s1"]) await seed(local, ref, 3);
+    const c3 = await local.open("coder/repo/c3");
+    // What the earlier engine queued for a session with an unreadable middle line: messages 1 and 3.
+    const stuck: SyncState = {
+      client_id: "client_stuck",
+      next_number: 2,
+      pending: [{ number: 1, op: "create", ref: "coder/repo/c3", meta: c3.meta, instruction: null, segments: [], messages: [c3.active[0]!, c3.active[2]!] }],
+      sessions: {},
+    };
+    await device.replace(syncStatePath("server"), encoder.encode(JSON.stringify(stuck)));
+    const remote = directRemote(server, { id: "server" });
+    const report = await syncStores({ local, remote });
+    expect(report.conflicts).toEqual([{ ref: "coder/repo/c3", reason: "malformed", message: "coder/repo/c3: message 1 has sequence 3; expected 2" }]);
+    expect(await serverRefs(server)).toEqual(["coder/repo/s1"]);
+    expect((await stateOf(device)).pending).toEqual([]);
+    // Its mutations were dropped; the next run compares again and sends the session as it is.
+    const next = await syncStores({ local, remote });
+    expect(next.conflicts).toEqual([]);
+    expect(await serverRefs(server)).toEqual(["coder/repo/c3", "coder/repo/s1"]);
+    expect(await messageCount(server, "coder/repo/c3")).toBe(3);
+  });
+
+  it("a session another writer holds on the server keeps its mutations for the next run, behind the others", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    await seed(local, "a1/w1/busy", 1);
+    const remote = directRemote(server, { id: "server" });
+    expect((await syncStores({ local, remote })).conflicts).toEqual([]);
+    // Another host's lock: never taken over, so the session is busy until it goes.
+    const lock = sessionPath("a1/w1/busy", "writer.lock");
+    await server.replace(
+      lock,
+      encoder.encode(
+        JSON.stringify({
+          pid: 31337,
+          hostname: "another-host",
+          runtime: "node",
+          operation: "append",
+          created_at: "2026-12-02T13:00:00.000Z",
+          lock_id: "lock_other",
+        }),
+      ),
+    );
+    // Listed first (the newest), so queued before the other session.
+    await seed(local, "a1/w1/after", 2);
+    await (await local.open("a1/w1/busy")).append({ role: "user", parts: [{ type: "text", text: "while busy" }] });
+    const report = await syncStores({ local, remote });
+    expect(report.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/w1/busy", "session-busy"]]);
+    expect(await serverRefs(server)).toEqual(["a1/w1/after", "a1/w1/busy"]);
+    expect(await messageCount(server, "a1/w1/after")).toBe(2);
+    expect((await stateOf(device)).pending.map((m) => [m.op, m.ref])).toEqual([["append", "a1/w1/busy"]]);
+    await server.remove(lock);
+    const next = await syncStores({ local, remote });
+    expect(next.conflicts).toEqual([]);
+    expect(next.pushed).toBe(1);
+    expect(await messageCount(server, "a1/w1/busy")).toBe(2);
+    expect((await stateOf(device)).pending).toEqual([]);
+  });
+
+  it("a corrupt local session is not pushed: a conflict naming FILE:LINE; the others sync; after a repair it goes", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    for (const ref of ["coder/repo/c3", "coder/repo/e1", "coder/repo/known", "coder/repo/s1"]) await seed(local, ref, 3);
+    const remote = directRemote(server, { id: "server" });
+    // "known" was synced before it was damaged.
+    await syncStores({ local, remote, refs: ["coder/repo/known"] });
+    await (await local.open("coder/repo/known")).append({ role: "user", parts: [{ type: "text", text: "4" }] });
+    const active = (ref: string) => sessionPath(ref, "messages/active.jsonl");
+    const original = await text(device, active("coder/repo/c3"));
+    await edit(device, active("coder/repo/c3"), (t) => t.split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    await edit(device, active("coder/repo/e1"), (t) => t.replace(/^\{/gm, "xx{"));
+    const knownOriginal = await text(device, active("coder/repo/known"));
+    await edit(device, active("coder/repo/known"), (t) => t.split("\n").map((line, i) => (i === 0 ? `xx${line}` : line)).join("\n"));
+    const report = await syncStores({ local, remote });
+    expect(report.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([
+      ["coder/repo/c3", "corrupt"],
+      ["coder/repo/e1", "corrupt"],
+      ["coder/repo/known", "corrupt"],
+    ]);
+    expect(report.conflicts.find((c) => c.ref === "coder/repo/c3")!.message).toMatch(/^coder\/repo\/c3 .*messages\/active\.jsonl:2: /);
+    expect(await serverRefs(server)).toEqual(["coder/repo/known", "coder/repo/s1"]);
+    expect(await messageCount(server, "coder/repo/known")).toBe(3);
+    expect((await stateOf(device)).pending).toEqual([]);
+    // Repaired (the lines put back): the next run sends each by the usual comparison.
+    await device.replace(active("coder/repo/c3"), encoder.encode(original));
+    await device.replace(active("coder/repo/known"), encoder.encode(knownOriginal));
+    const next = await syncStores({ local, remote });
+    expect(next.conflicts.map((c) => c.ref)).toEqual(["coder/repo/e1"]);
+    expect(await messageCount(server, "coder/repo/c3")).toBe(3);
+    expect(await messageCount(server, "coder/repo/known")).toBe(4);
+  });
+
+  it("a session of an unknown schema is that session's conflict, pushed or pulled; the others sync", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    for (const ref of ["a1/w1/new", "a1/w1/old", "a1/w1/ok"]) await seed(local, ref, 1);
+    const remote = directRemote(server, { id: "server" });
+    await syncStores({ local, remote, refs: ["a1/w1/old"] });
+    // Another device adds to "old" while this device's copy is of a newer sessionfold.
+    const other = new Sessions({ storage: new MemoryStorage() });
+    await syncStores({ local: other, remote: directRemote(server, { id: "server" }) });
+    await (await other.open("a1/w1/old")).append({ role: "user", parts: [{ type: "text", text: "elsewhere" }] });
+    await syncStores({ local: other, remote: directRemote(server, { id: "server" }) });
+    for (const ref of ["a1/w1/new", "a1/w1/old"]) {
+      await edit(device, sessionPath(ref, "meta.json"), (t) => t.replace(/"schema_version":\s*1/, '"schema_version":99'));
+    }
+    const report = await syncStores({ local, remote });
+    expect(report.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([["a1/w1/new", "unsupported-schema"], ["a1/w1/old", "unsupported-schema"]]);
+    expect(report.conflicts[0]!.message).toMatch(/^a1\/w1\/(new|old): .*schema_version 99/);
+    expect(await serverRefs(server)).toEqual(["a1/w1/ok", "a1/w1/old"]);
+    // Back to a schema this reader knows: the server's change, missed meanwhile, is pulled.
+    await edit(device, sessionPath("a1/w1/old", "meta.json"), (t) => t.replace('"schema_version":99', '"schema_version":1'));
+    const next = await syncStores({ local, remote });
+    expect(next.conflicts.map((c) => c.ref)).toEqual(["a1/w1/new"]);
+    expect((await local.open("a1/w1/old")).active.length).toBe(2);
+  });
+
+  it("refuses to sync a store with itself before anything is written", async () => {
+    const storage = new MemoryStorage();
+    const local = new Sessions({ storage });
+    await seed(local, "a1/w1/s1", 1);
+    await local.archive("a1/w1/s1");
+    await expect(syncStores({ local, remote: directRemote(storage, { id: "self" }) })).rejects.toThrow(InvalidInputError);
+    expect(await storage.read(syncStatePath("self"))).toBeUndefined();
+    expect(await local.list()).toEqual([]);
+  });
+});
