@@ -205,7 +205,7 @@ export class FileCatalog {
 
   /** The session folders of `dir` that can be listed, as this handle last read them unless the folder changed since (`fs-catalog-members.ts`). */
   #present(dir: string): ReadonlySet<string> {
-    return this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
+    return this.#members.names(dir, this.#boundary.listedFolder(dir) === "missing" ? undefined : this.#keys.file(dir));
   }
 
   /** The session folders of `dir` that can be listed. */
@@ -215,7 +215,7 @@ export class FileCatalog {
 
   #list(dir: string): string[] {
     const folder = this.#keys.file(dir);
-    if (this.#boundary.folder(dir, "read") === "missing") return [];
+    if (this.#boundary.listedFolder(dir) === "missing") return [];
     return missingAsUndefined(() => readdirSync(folder)) ?? [];
   }
 
