@@ -253,6 +253,10 @@ describe("a refused entry where a folder of the store belongs: verify reports it
     const diagnostics = attack.ref === null ? report.store?.diagnostics : report.sessions.find((s) => s.ref === attack.ref)?.diagnostics;
     expect(diagnostics, context).toEqual([expect.objectContaining({ code: "unsafe_entry", fatal: true })]);
     expect(diagnostics![0]!.message, context).toContain(`${entry}): found ${found} where a folder belongs`);
+    // Rebuilding the catalogs passes over the entry too (a refused session gets no entry), and reports the same.
+    const repaired = await cliRaw(["--root", root, "--json", "verify", "--repair-catalog"]);
+    expect(repaired.status, `${repaired.stderr}${repaired.stdout}`).toBe(1);
+    expect(json(repaired)).toMatchObject({ sessions: report.sessions, ...(report.store ? { store: report.store } : {}) });
     const text = await cliRaw(["--root", root, "verify"]);
     expect(text.status).toBe(1);
     expect(text.stdout).toMatch(/fatal unsafe_entry: /);
