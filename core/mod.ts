@@ -319,6 +319,7 @@ export {
 // Verification of a whole session, read only.
 export {
   listStoredSessions,
+  type OnRefusedEntry,
   staleCatalogEntries,
   type StaleCatalogEntry,
   type StoredSession,

@@ -150,6 +150,17 @@ export class StoreBoundary {
   }
 
   /**
+   * {@linkcode StoreBoundary.folder} for a listing: a missing folder lists as empty, but a
+   * regular file where it or a folder above it belongs is refused as a write refuses it, not
+   * taken for an empty folder (docs/FORMAT.md "The store's boundary").
+   *
+   * @throws {StoreEntryError} for a link, a special file or a regular file in the way.
+   */
+  listedFolder(path: string): "present" | "missing" {
+    return this.folder(path, "read") === "present" ? "present" : this.folder(path, "write");
+  }
+
+  /**
    * Opens the regular file `file` (the key `path`) with `flags`, after checking its folders
    * ({@linkcode OpenOptions}). `undefined` when it (or a folder) is missing.
    *

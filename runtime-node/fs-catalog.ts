@@ -25,7 +25,7 @@
  * @module
  */
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, renameSync, unlinkSync } from "node:fs";
-import { StorageError } from "../core/errors.ts";
+import { StorageError, StoreEntryError } from "../core/errors.ts";
 import {
   catalogDocument,
   type CatalogEntry,
@@ -134,7 +134,7 @@ export class FileCatalog {
       const merged = this.#setLogAside(files);
       const latest = new Map<string, unknown>();
       for (const name of this.#names(dir)) {
-        const bytes = this.#readFile(`${dir}/${name}/meta.json`);
+        const bytes = this.#readRefused(`${dir}/${name}/meta.json`);
         if (bytes) latest.set(name, catalogDocument(bytes) ?? null);
       }
       // A place without sessions keeps no catalog files.
@@ -205,7 +205,7 @@ export class FileCatalog {
 
   /** The session folders of `dir` that can be listed, as this handle last read them unless the folder changed since (`fs-catalog-members.ts`). */
   #present(dir: string): ReadonlySet<string> {
-    return this.#members.names(dir, this.#boundary.folder(dir, "read") === "missing" ? undefined : this.#keys.file(dir));
+    return this.#members.names(dir, this.#boundary.listedFolder(dir) === "missing" ? undefined : this.#keys.file(dir));
   }
 
   /** The session folders of `dir` that can be listed. */
@@ -215,8 +215,22 @@ export class FileCatalog {
 
   #list(dir: string): string[] {
     const folder = this.#keys.file(dir);
-    if (this.#boundary.folder(dir, "read") === "missing") return [];
+    if (this.#boundary.listedFolder(dir) === "missing") return [];
     return missingAsUndefined(() => readdirSync(folder)) ?? [];
+  }
+
+  /**
+   * {@linkcode FileCatalog.#readFile}, with an entry the store refuses (a link, a FIFO, a folder
+   * for the file or the session) read as no file: that session gets no entry, a listing reads
+   * its `meta.json` and reports it, and `verify` reports it as `unsafe_entry`.
+   */
+  #readRefused(path: string): Uint8Array | undefined {
+    try {
+      return this.#readFile(path);
+    } catch (error) {
+      if (error instanceof StoreEntryError) return undefined;
+      throw error;
+    }
   }
 
   #readFile(path: string): Uint8Array | undefined {

@@ -6,7 +6,20 @@
  *
  * @module
  */
-import { closeSync, fchmodSync, fsyncSync, ftruncateSync, linkSync, lstatSync, openSync, readdirSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  ftruncateSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  unlinkSync,
+} from "node:fs";
 import { dirname, isAbsolute, resolve, sep } from "node:path";
 import { InvalidInputError } from "../core/errors.ts";
 import {
@@ -249,9 +262,14 @@ export class NodeFileStorage implements StoragePort {
 
   list(dir: string): Promise<string[]> {
     return this.#withFile("list", dir, (folder) => {
-      if (this.#boundary.parents(dir, "read") === "missing") return [];
-      const info = missingAsUndefined(() => lstatSync(folder));
-      if (!info) return [];
+      // Missing lists as empty; a file where a folder on the way belongs (ENOTDIR, or a walk that
+      // stopped at it) is refused, not taken for an empty folder.
+      const info = this.#boundary.parents(dir, "read") === "missing" ? undefined : lstatOf(folder);
+      if (!info) {
+        this.#boundary.listedFolder(dir);
+        return [];
+      }
+      if (info === "missing") return [];
       // The listed folder itself must be a real one: a file or a link there is not "empty".
       if (!info.isDirectory()) throw entryError(dir, folder, kindOfEntry(folder), "a folder");
       const names = missingAsUndefined(() => readdirSync(folder));
@@ -791,4 +809,15 @@ function dropStaged(staged: Map<string, StagedReplace>): void {
   closeStaged(staged);
   for (const entry of staged.values()) bestEffort(() => unlinkSync(entry.temp));
   staged.clear();
+}
+
+/** The entry's `lstat`; `"missing"` when nothing is there, `undefined` when a file stands where a folder above it belongs. */
+function lstatOf(file: string): Stats | "missing" | undefined {
+  try {
+    return lstatSync(file);
+  } catch (error) {
+    if (errno(error) === "ENOENT") return "missing";
+    if (errno(error) === "ENOTDIR") return undefined;
+    throw error;
+  }
 }

@@ -5,7 +5,8 @@
  * first then oldest first, and deletes each through `Sessions.delete`, so it writes nothing
  * itself and an encrypted store is crypto-shredded the same way. A dry run lists exactly what
  * a run would delete; a session a live writer holds or whose draft is streaming is skipped
- * with the reason.
+ * with the reason, and so is one whose `meta.json` cannot be read (it has no last activity
+ * to judge, so it is never deleted and not counted among the newest).
  *
  * @module
  */
@@ -15,7 +16,7 @@ import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import type { SessionMeta } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "./lock.ts";
 import type { StoragePort } from "../storage/port.ts";
-import type { DeletedSession, ListSessionsOptions } from "./registry-options.ts";
+import type { DeletedSession, ListProblem, ListSessionsOptions } from "./registry-options.ts";
 
 /** What `Sessions.purge` selects: at least one of `olderThan` and `keepNewest`. */
 export interface PurgeOptions {
@@ -33,13 +34,17 @@ export interface PurgeOptions {
   readonly dryRun?: boolean;
 }
 
-/** One session purge selected, and what happened to it. */
+/**
+ * One session purge selected, and what happened to it; or one it could not judge: a session
+ * whose `meta.json` cannot be read (or a refused folder above sessions, `ref` then naming its
+ * agent or workspace) is `skipped` with the reason, never deleted and not counted by `keepNewest`.
+ */
 export interface PurgeEntry {
   /** `agent/workspace/session`. */
   readonly ref: string;
   readonly place: SessionPlace;
-  /** Its last activity (`meta.json`'s `updated_at`). */
-  readonly updatedAt: string;
+  /** Its last activity (`meta.json`'s `updated_at`); `null` when its `meta.json` cannot be read (then it is `skipped`). */
+  readonly updatedAt: string | null;
   /** `would-delete` on a dry run; `skipped` with `reason` when it was left alone. */
   readonly outcome: "deleted" | "would-delete" | "skipped";
   readonly reason?: string;
@@ -88,15 +93,32 @@ export async function purgeSessions(sessions: PurgeTarget, now: number, options:
     ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}),
     readMeta: true,
   };
-  const candidates: Candidate[] = (await sessions.list(filter)).map((meta) => ({ meta, place: "live" }));
-  if (options.includeArchived) candidates.push(...(await sessions.list({ ...filter, archived: true })).map((meta) => ({ meta, place: "archived" as const })));
+  // A session purge cannot read has no last activity to judge: listed as skipped, never deleted, never counted.
+  const unreadable: PurgeEntry[] = [];
+  const listPlace = async (place: SessionPlace) => {
+    const onProblem = (problem: ListProblem) => unreadable.push(unreadableEntry(problem, place));
+    return (await sessions.list({ ...filter, archived: place === "archived", onProblem })).map((meta) => ({ meta, place }));
+  };
+  const candidates: Candidate[] = await listPlace("live");
+  if (options.includeArchived) candidates.push(...(await listPlace("archived")));
   const selected = candidates.filter((c) => (olderThan === undefined || Date.parse(c.meta.updated_at) < now - olderThan) && !kept(c, candidates, keepNewest));
   selected.sort((a, b) =>
     (a.place === b.place ? 0 : a.place === "archived" ? -1 : 1) || a.meta.updated_at.localeCompare(b.meta.updated_at) || refOf(a).localeCompare(refOf(b))
   );
   const entries: PurgeEntry[] = [];
   for (const candidate of selected) entries.push(await purgeOne(sessions, candidate, options.dryRun === true));
-  return { dryRun: options.dryRun === true, entries };
+  return { dryRun: options.dryRun === true, entries: [...entries, ...unreadable] };
+}
+
+/** A session (or a folder above sessions) whose `meta.json` cannot be read, as purge reports it: skipped, with what was found. */
+function unreadableEntry(problem: ListProblem, place: SessionPlace): PurgeEntry {
+  return {
+    ref: problem.refText,
+    place,
+    updatedAt: null,
+    outcome: "skipped",
+    reason: `cannot be read: ${problem.message}; not deleted, and not counted among the newest kept`,
+  };
 }
 
 /** Whether `c` is among the `keepNewest` newest of its workspace: live sessions rank before archived ones, then by last activity. */

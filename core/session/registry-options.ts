@@ -71,7 +71,7 @@ export interface ListSessionsOptions {
   readonly workspaceId?: string;
   /** List `archived-sessions/` instead of `sessions/`. */
   readonly archived?: boolean;
-  /** Called for each session folder whose `meta.json` cannot be read; it is left out of the list. */
+  /** Called for each session folder whose `meta.json` cannot be read, and each refused folder above them; they are left out of the list. */
   readonly onProblem?: (problem: ListProblem) => void;
   /** At most this many sessions (a positive integer); the list's `cursor` then names the next page. Default: every session. */
   readonly limit?: number;
@@ -99,9 +99,15 @@ export interface ForkOptions {
   readonly onProgress?: (done: number, total: number) => void;
 }
 
-/** A session folder whose `meta.json` could not be listed, and why. */
+/**
+ * A session folder whose `meta.json` could not be listed, or a folder above every session
+ * that the backend refuses (a link, a file: docs/FORMAT.md "The store's boundary"), and why.
+ */
 export interface ListProblem {
-  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  /**
+   * The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`; for a refused folder
+   * above every session, its agent's or workspace's ids (`a1`, `a1/w1`), or `agents`.
+   */
   readonly refText: string;
   readonly message: string;
 }

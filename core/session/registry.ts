@@ -265,8 +265,9 @@ export class Sessions {
   /**
    * Retention, run only when the host calls it: deletes (through {@linkcode Sessions.delete})
    * the sessions last active more than `olderThan` ms ago and beyond the `keepNewest` newest
-   * of each workspace, archived sessions first, then the oldest. A session a writer holds or
-   * whose draft is streaming is skipped with the reason; `dryRun` lists and deletes nothing.
+   * of each workspace, archived sessions first, then the oldest. A session a writer holds,
+   * whose draft is streaming or whose `meta.json` cannot be read is skipped with the reason
+   * (the last is never counted among the `keepNewest`); `dryRun` lists and deletes nothing.
    *
    * @example
    * ```ts

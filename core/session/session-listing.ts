@@ -8,11 +8,12 @@
  * @module
  */
 import { asSessionfoldError, InvalidInputError } from "../errors.ts";
-import { assertId, isValidId } from "../layout/ids.ts";
-import { sessionsDir, workspacesDir } from "../layout/paths.ts";
+import { isValidId } from "../layout/ids.ts";
+import { sessionsDir } from "../layout/paths.ts";
 import { metaOfDocument, parseMetaJson, type SessionMeta } from "../schema/records.ts";
 import type { CatalogPage } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
+import { listOrRefuse, type OnRefusedEntry, workspacesOf } from "../storage/store-walk.ts";
 import type { ListSessionsOptions, SessionList } from "./registry-options.ts";
 
 /** Where a page ends: the last session listed, by the order of the listing. */
@@ -61,14 +62,15 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
   }
   const after = cursor === undefined ? undefined : decodeCursor(cursor);
   const listed: Listed[] = [];
-  for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
+  const onRefused = refusedFolder(onProblem);
+  for (const { agentId, workspaceId } of await workspacesOf(storage, filter, onRefused)) {
     const dir = sessionsDir(agentId, workspaceId, filter.archived ? "archived" : "live");
     const prefix = `${agentId}/${workspaceId}`;
     // One more than the page: whether another page follows.
     const page = limit === undefined ? undefined : pageAfter(prefix, limit + 1, after);
     const metas = readMeta
-      ? await readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem)
-      : await listFolder(storage, dir, prefix, page, onProblem);
+      ? await readMetas(storage, dir, prefix, (await listOrRefuse(storage, dir, onRefused)).filter(isValidId), onProblem)
+      : await listFolder(storage, dir, prefix, page, onProblem, onRefused);
     const folder = `${prefix}/`;
     for (const meta of metas) {
       const item = { meta, folder };
@@ -93,22 +95,27 @@ export async function listSessions(storage: StoragePort, options: ListSessionsOp
  */
 export async function rebuildCatalogs(storage: StoragePort, filter: { agentId?: string; workspaceId?: string }): Promise<number> {
   let catalogued = 0;
-  for (const { agentId, workspaceId } of await workspacesOf(storage, filter)) {
-    for (const place of ["live", "archived"] as const) catalogued += (await storage.rebuildCatalog?.(sessionsDir(agentId, workspaceId, place))) ?? 0;
+  // A refused folder is left as it is (verify reports it): its catalog is not the store's to write.
+  for (const { agentId, workspaceId } of await workspacesOf(storage, filter, () => {})) {
+    for (const place of ["live", "archived"] as const) {
+      const dir = sessionsDir(agentId, workspaceId, place);
+      let refused = false;
+      await listOrRefuse(storage, dir, () => void (refused = true));
+      if (!refused) catalogued += (await storage.rebuildCatalog?.(dir)) ?? 0;
+    }
   }
   return catalogued;
 }
 
-/** The workspaces a filter selects: the given ids, else every valid one in the store. */
-async function workspacesOf(storage: StoragePort, filter: { agentId?: string; workspaceId?: string }): Promise<{ agentId: string; workspaceId: string }[]> {
-  const agents = filter.agentId !== undefined ? [filter.agentId] : (await storage.list("agents")).filter(isValidId);
-  const found: { agentId: string; workspaceId: string }[] = [];
-  for (const agentId of agents) {
-    assertId("agent_id", agentId);
-    const workspaces = filter.workspaceId !== undefined ? [filter.workspaceId] : (await storage.list(workspacesDir(agentId))).filter(isValidId);
-    for (const workspaceId of workspaces) found.push({ agentId, workspaceId });
-  }
-  return found;
+/**
+ * A folder above every session that the backend refuses, as a listing problem: named by its
+ * agent's or workspace's ids (`a1`, `a1/w1`; `agents` for the store's own folder of agents).
+ */
+function refusedFolder(onProblem: ListSessionsOptions["onProblem"]): OnRefusedEntry {
+  return (error) => {
+    const ids = error.details.path.split("/").filter((_, i) => i % 2 === 1);
+    onProblem?.({ refText: ids.length > 0 ? ids.join("/") : error.details.path, message: error.message });
+  };
 }
 
 /** The sessions of one folder: its catalog's entries, and `meta.json` for what the catalog cannot answer. */
@@ -118,11 +125,12 @@ async function listFolder(
   prefix: string,
   page: CatalogPage | undefined,
   onProblem: ListSessionsOptions["onProblem"],
+  onRefused: OnRefusedEntry,
 ): Promise<SessionMeta[]> {
   // A catalog that cannot be read (a link or a FIFO where its file belongs) is no reason not to
   // list: the sessions' meta.json files are the truth, and are read instead.
   const catalog = await storage.readCatalog?.(dir, page).catch(() => undefined);
-  if (!catalog) return readMetas(storage, dir, prefix, (await storage.list(dir)).filter(isValidId), onProblem);
+  if (!catalog) return readMetas(storage, dir, prefix, (await listOrRefuse(storage, dir, onRefused)).filter(isValidId), onProblem);
   const metas: SessionMeta[] = [];
   const unread = catalog.unlisted.filter(isValidId);
   for (const { name, meta } of catalog.entries) {

@@ -5,10 +5,12 @@
  *
  * @module
  */
+import { StoreEntryError } from "../errors.ts";
 import { isValidId } from "../layout/ids.ts";
-import { sessionsDir, workspacesDir } from "../layout/paths.ts";
+import { sessionsDir } from "../layout/paths.ts";
 import { catalogDocument } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
+import { listOrRefuse, workspacesOf } from "../storage/store-walk.ts";
 
 /** A session whose catalog entry does not say what its `meta.json` says. */
 export interface StaleCatalogEntry {
@@ -21,9 +23,10 @@ export interface StaleCatalogEntry {
 }
 
 /**
- * Every session of the store (or of one agent / workspace) whose catalog entry differs from
- * its `meta.json`'s listing fields, or that has none; `[]` on a backend without a catalog.
- * Reads every `meta.json` once.
+ * Every session of the store (or of one agent, workspace or session) whose catalog entry
+ * differs from its `meta.json`'s listing fields, or that has none; `[]` on a backend without a
+ * catalog. Reads every selected `meta.json` once. An entry the backend refuses where a folder
+ * belongs is passed over: `verify` reports it as `unsafe_entry`.
  *
  * @example
  * ```ts
@@ -32,23 +35,27 @@ export interface StaleCatalogEntry {
  * stale.length; // 0
  * ```
  */
-export async function staleCatalogEntries(storage: StoragePort, filter: { agentId?: string; workspaceId?: string } = {}): Promise<StaleCatalogEntry[]> {
+export async function staleCatalogEntries(
+  storage: StoragePort,
+  filter: { agentId?: string; workspaceId?: string; sessionId?: string } = {},
+): Promise<StaleCatalogEntry[]> {
   const stale: StaleCatalogEntry[] = [];
-  const agents = filter.agentId !== undefined ? [filter.agentId] : (await storage.list("agents")).filter(isValidId);
-  for (const agentId of agents) {
-    const workspaces = filter.workspaceId !== undefined ? [filter.workspaceId] : (await storage.list(workspacesDir(agentId))).filter(isValidId);
-    for (const workspaceId of workspaces) {
-      for (const archived of [false, true]) {
-        const dir = sessionsDir(agentId, workspaceId, archived ? "archived" : "live");
-        const catalog = await storage.readCatalog?.(dir);
-        if (!catalog) continue;
-        const entries = new Map(catalog.entries.map((entry) => [entry.name, entry.meta]));
-        for (const name of (await storage.list(dir)).filter(isValidId)) {
-          const bytes = await storage.read(`${dir}/${name}/meta.json`).catch(() => undefined);
-          if (!bytes) continue; // no meta.json to compare with: verify reports the session itself
-          const reason = entries.has(name) ? differences(entries.get(name), catalogDocument(bytes)) : "no entry";
-          if (reason) stale.push({ ref: `${agentId}/${workspaceId}/${name}`, archived, reason });
-        }
+  const passOver = () => {};
+  for (const { agentId, workspaceId } of await workspacesOf(storage, filter, passOver)) {
+    for (const archived of [false, true]) {
+      const dir = sessionsDir(agentId, workspaceId, archived ? "archived" : "live");
+      const catalog = await storage.readCatalog?.(dir).catch((error: unknown) => {
+        if (error instanceof StoreEntryError) return undefined; // a refused folder: reported by verify's walk
+        throw error;
+      });
+      if (!catalog) continue;
+      const entries = new Map(catalog.entries.map((entry) => [entry.name, entry.meta]));
+      const names = filter.sessionId !== undefined ? [filter.sessionId] : (await listOrRefuse(storage, dir, passOver)).filter(isValidId);
+      for (const name of names) {
+        const bytes = await storage.read(`${dir}/${name}/meta.json`).catch(() => undefined);
+        if (!bytes) continue; // no meta.json to compare with: verify reports the session itself
+        const reason = entries.has(name) ? differences(entries.get(name), catalogDocument(bytes)) : "no entry";
+        if (reason) stale.push({ ref: `${agentId}/${workspaceId}/${name}`, archived, reason });
       }
     }
   }

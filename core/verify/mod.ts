@@ -16,6 +16,7 @@
  */
 export { readSegmentFooter, segmentFooterInTail } from "../session/segment-rules.ts";
 export { staleCatalogEntries, type StaleCatalogEntry } from "./catalog-check.ts";
+export type { OnRefusedEntry } from "../storage/store-walk.ts";
 export {
   listStoredSessions,
   lockDiagnostics,

@@ -22,13 +22,13 @@ import {
   type SessionPlace,
   type SessionRef,
   sessionsDir,
-  workspacesDir,
 } from "../layout/mod.ts";
 import type { MessageRecord, SummaryRecord } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "../session/lock.ts";
 import { describeOrderBreak, notAFooter, SEGMENT_RECORDS, segmentListing, segmentOrderBreaks, sequenceStep } from "../session/segment-rules.ts";
 import type { Sessions } from "../session/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
+import { listOrRefuse, type OnRefusedEntry, workspacesOf } from "../storage/store-walk.ts";
 
 /** One finding of {@linkcode verifySession}: where, what, and whether it makes the session unreadable. */
 export interface VerifyDiagnostic {
@@ -93,6 +93,8 @@ export async function verifySession(sessions: Sessions, ref: SessionRef, place: 
 
 async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPlace, paths: SessionPaths, diagnostics: VerifyDiagnostic[]): Promise<void> {
   const storage = sessions.storage;
+  // The session's folder itself first: a link or a file there is refused here (StoreEntryError), not read as no session.
+  await storage.list(paths.dir);
   const session = await sessions.open(ref, { archived: place === "archived" });
   // Open judged only the newest segment's tail; every segment is judged whole below.
   diagnostics.push(...session.diagnostics.filter((d) => !d.file.startsWith(SEGMENTS)));
@@ -117,28 +119,45 @@ async function verifyFiles(sessions: Sessions, ref: SessionRef, place: SessionPl
 /**
  * Every session of the store (live, then archived, by agent, workspace and id), as
  * found on disk; hidden folders (a fork being staged) and folders holding neither
- * `meta.json` nor `messages/` are left out.
+ * `meta.json` nor `messages/` are left out. An entry the backend refuses where a session's
+ * folder belongs (a link, a file) is listed, for {@linkcode verifySession} to report; one
+ * above every session (in place of an agent's or a workspace's folder, of `sessions/` or
+ * `archived-sessions/`) goes to `onRefused`, once per entry, and nothing under it is read
+ * (docs/FORMAT.md "The store's boundary"); without `onRefused` such an entry is thrown.
  *
  * @example
  * ```ts
  * import { MemoryStorage } from "sessionfold";
- * for (const stored of await listStoredSessions(new MemoryStorage())) console.log(stored);
+ * const storage = new MemoryStorage();
+ * for (const stored of await listStoredSessions(storage, (error) => console.error(error.message))) console.log(stored);
  * ```
  */
-export async function listStoredSessions(storage: StoragePort): Promise<StoredSession[]> {
+export async function listStoredSessions(storage: StoragePort, onRefused: OnRefusedEntry = throwRefused): Promise<StoredSession[]> {
+  const refused = new Set<string>();
+  // A workspace's folder refused is met twice, through sessions/ and archived-sessions/: one entry, one report.
+  const reportOnce: OnRefusedEntry = (error) => {
+    const entry = error.details.file ?? error.details.path;
+    if (!refused.has(entry)) onRefused(error);
+    refused.add(entry);
+  };
   const found: StoredSession[] = [];
-  for (const agentId of (await storage.list("agents")).filter(isValidId)) {
-    for (const workspaceId of (await storage.list(workspacesDir(agentId))).filter(isValidId)) {
-      for (const place of ["live", "archived"] as const) {
-        const dir = sessionsDir(agentId, workspaceId, place);
-        for (const sessionId of (await storage.list(dir)).filter(isValidId)) {
-          const names = await storage.list(`${dir}/${sessionId}`);
-          if (names.includes("meta.json") || names.includes("messages")) found.push({ ref: { agentId, workspaceId, sessionId }, place });
-        }
+  for (const { agentId, workspaceId } of await workspacesOf(storage, {}, reportOnce)) {
+    for (const place of ["live", "archived"] as const) {
+      const dir = sessionsDir(agentId, workspaceId, place);
+      for (const sessionId of (await listOrRefuse(storage, dir, reportOnce)).filter(isValidId)) {
+        const ref = { agentId, workspaceId, sessionId };
+        // A refused folder is listed all the same: verifySession reports it as unsafe_entry.
+        let refusedFolder = false;
+        const names = await listOrRefuse(storage, `${dir}/${sessionId}`, () => void (refusedFolder = true));
+        if (refusedFolder || names.includes("meta.json") || names.includes("messages")) found.push({ ref, place });
       }
     }
   }
   return found;
+}
+
+function throwRefused(error: StoreEntryError): never {
+  throw error;
 }
 
 /** The diagnostic of a `meta.json` whose schema version this reader does not know. */
@@ -148,17 +167,24 @@ export function unsupportedSchema(error: UnsupportedSchemaError): VerifyDiagnost
 
 /**
  * The diagnostic of an entry the store refuses (a link, a FIFO, a folder for a file…):
- * fatal, and nothing more of the session is read.
+ * fatal, and nothing more of the session is read. `file` is relative to the session's folder
+ * (`paths`), or the store key for an entry outside it (the folder itself, one above it, or one
+ * above every session when `paths` is absent), whose message then also names where the
+ * backend found it (the absolute file on Node).
+ *
+ * @example
+ * ```ts
+ * import { StoreEntryError } from "sessionfold";
+ * const error = new StoreEntryError("refused", { path: "agents/evil/workspaces", file: "/store/agents/evil", found: "a symbolic link", expected: "a folder" });
+ * unsafeEntry(error).message; // "agents/evil/workspaces (/store/agents/evil): found a symbolic link where a folder belongs; not read"
+ * ```
  */
-export function unsafeEntry(error: StoreEntryError, paths: SessionPaths): VerifyDiagnostic {
-  const file = error.details.path.startsWith(`${paths.dir}/`) ? error.details.path.slice(paths.dir.length + 1) : error.details.path;
-  return {
-    file,
-    line: null,
-    code: "unsafe_entry",
-    message: `${file}: found ${error.details.found} where ${error.details.expected} belongs; not read`,
-    fatal: true,
-  };
+export function unsafeEntry(error: StoreEntryError, paths?: SessionPaths): VerifyDiagnostic {
+  const { path, file: backendFile, found, expected } = error.details;
+  const inside = paths !== undefined && path.startsWith(`${paths.dir}/`);
+  const file = inside ? path.slice(paths.dir.length + 1) : path;
+  const where = inside || backendFile === undefined ? file : `${file} (${backendFile})`;
+  return { file, line: null, code: "unsafe_entry", message: `${where}: found ${found} where ${expected} belongs; not read`, fatal: true };
 }
 
 async function verifySegments(storage: StoragePort, paths: SessionPaths): Promise<{ diagnostics: VerifyDiagnostic[]; bytes: number }> {

@@ -6,6 +6,7 @@
 // The errors alone, not the core's entry points: `--help` and usage errors print without
 // loading the core (docs/ARCHITECTURE.md "What each entry point is").
 import { asSessionfoldError, type ErrorCode, SessionfoldError } from "../../core/errors.ts";
+import { escapeControls } from "./io.ts";
 
 /** Exit statuses of docs/CLI.md. */
 export const EXIT = {
@@ -52,7 +53,7 @@ export function exitStatusOf(code: ErrorCode): number {
 
 /** `error[<code>]: <what and where>` on one line. */
 export function errorLine(error: SessionfoldError): string {
-  return `error[${error.code}]: ${oneLine(error.message)}`;
+  return `error[${error.code}]: ${escapeControls(oneLine(error.message), { oneLine: true })}`;
 }
 
 /**

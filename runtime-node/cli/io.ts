@@ -1,10 +1,35 @@
 /**
  * What the CLI talks to: its output streams, environment and terminal, injectable so
- * tests run `main()` in-process, and the progress bar drawn on it. Imports nothing of the
- * core: `--help` runs with it alone.
+ * tests run `main()` in-process, the progress bar drawn on it, and the escaping of what
+ * reaches it as readable text. Imports nothing of the core: `--help` runs with it alone.
  *
  * @module
  */
+
+/** Every control character: C0, DEL and C1 (ESC among them). */
+// deno-lint-ignore no-control-regex -- matching control characters is the point: they are what gets escaped
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/gu;
+/** {@linkcode CONTROLS} but for `\t` and `\n`, a text's own tabs and lines. */
+// deno-lint-ignore no-control-regex -- as above
+const CONTROLS_BUT_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/gu;
+
+/**
+ * `text` as readable output may show it on a terminal (docs/CLI.md "Usage"): every control
+ * character (C0, DEL, C1; ESC always) written `\uXXXX` as error messages quote a file, so stored
+ * text can neither move the cursor, retitle the window nor clear the screen; everything else,
+ * non-ASCII included, is left as it is. `\n` and `\t` stay unless `oneLine` (a title in a
+ * table's cell, where they would break the row).
+ *
+ * @example
+ * ```ts
+ * escapeControls("evil\u001b]0;pwned\u0007 title"); // "evil\\u001b]0;pwned\\u0007 title"
+ * escapeControls("two\nlines"); // "two\nlines"
+ * escapeControls("two\nlines", { oneLine: true }); // "two\\u000alines"
+ * ```
+ */
+export function escapeControls(text: string, { oneLine = false }: { oneLine?: boolean } = {}): string {
+  return text.replace(oneLine ? CONTROLS : CONTROLS_BUT_LINES, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
 
 /** The outside world of one CLI invocation. Every field but the writers is optional. */
 export interface CliIo {

@@ -1,13 +1,15 @@
 /**
  * The one place a command's result is written: one JSON document with `--json`, else the
- * readable text; and the stale-lock notes that go with it.
+ * readable text; and the stale-lock notes that go with it. Readable text and notes reach the
+ * terminal with every control character escaped (docs/CLI.md "Usage"): stored text, a title
+ * or a message, cannot send it escape codes.
  *
  * @module
  */
 import { describeLockOwner } from "../../core/reader.ts";
 import type { StaleLockReclaimed } from "../../core/mod.ts";
 import { EXIT } from "./exit.ts";
-import type { CliIo } from "./io.ts";
+import { type CliIo, escapeControls } from "./io.ts";
 
 /** Writes a command's result: one JSON document with `--json`, else the readable text. */
 export class Output {
@@ -24,7 +26,7 @@ export class Output {
   result(value: unknown, text: () => string): number {
     if (this.json) this.io.stdout(`${JSON.stringify(this.#withReclaimed(value), null, 2)}\n`);
     else {
-      const shown = text();
+      const shown = escapeControls(text());
       if (shown !== "") this.io.stdout(shown.endsWith("\n") ? shown : `${shown}\n`);
     }
     return EXIT.ok;
@@ -32,7 +34,7 @@ export class Output {
 
   /** A line for the user on stderr (notes, warnings), in both modes. */
   note(line: string): void {
-    this.io.stderr(`${line}\n`);
+    this.io.stderr(`${escapeControls(line)}\n`);
   }
 
   /**

@@ -15,7 +15,7 @@ import { link, mkdir, open, readFile, rename, rm, symlink, writeFile } from "nod
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MAX_FILE_BYTES, MAX_LINE_BYTES } from "../../core/mod.ts";
-import { binMany, cliRaw, type RunResult, seed, sessionDir, snapshot, tempDir } from "./support.ts";
+import { binMany, cliRaw, expectOk, json, type RunResult, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
 
@@ -196,6 +196,86 @@ describe("a hostile store: every command is typed, none hangs, nothing outside t
     if (attack.expected === SHOWN) expect(results.show.stdout, results.show.stderr).toMatch(/unsafe_entry/);
     // The bystander session is still listed, and the attacked one named on stderr when ls cannot read it.
     expect(results.ls.stdout).toContain("a1/w1/bystander");
+    expect(await snapshot(outside)).toEqual(before);
+  }, 120_000);
+});
+
+/** An entry the store refuses where a folder of the walk belongs, from a session's folder up to an agent's. */
+interface WalkAttack {
+  readonly name: string;
+  /** The store-relative path of the refused entry. */
+  readonly entry: string;
+  /** `link`: a symbolic link to a folder outside; `file`: a plain file. */
+  readonly kind: "link" | "file";
+  /** The session `verify --json` reports it under, or `null` when it lies above every session (`store.diagnostics`). */
+  readonly ref: string | null;
+}
+
+const WALK_ATTACKS: readonly WalkAttack[] = [
+  { name: "a link in a workspace's sessions/", entry: "agents/a1/workspaces/w1/sessions/evil", kind: "link", ref: "a1/w1/evil" },
+  { name: "a file in a workspace's sessions/", entry: "agents/a1/workspaces/w1/sessions/plain", kind: "file", ref: "a1/w1/plain" },
+  { name: "a link in place of archived-sessions/", entry: "agents/a1/workspaces/w1/archived-sessions", kind: "link", ref: null },
+  { name: "a link in place of a workspace", entry: "agents/a1/workspaces/evil", kind: "link", ref: null },
+  { name: "a file in place of a workspace", entry: "agents/a1/workspaces/plain", kind: "file", ref: null },
+  { name: "a link in place of an agent", entry: "agents/evil", kind: "link", ref: null },
+];
+
+describe("a refused entry where a folder of the store belongs: verify reports it and goes on, ls and purge list the rest", () => {
+  it.each(WALK_ATTACKS)("$name", async (attack) => {
+    const dir = await tempDir();
+    const root = join(dir, "store");
+    const outside = join(dir, "outside");
+    await seed(root, "a1/w1/s1", 2);
+    await seed(root, "a1/w1/s2", 1);
+    expectOk(await cliRaw(["--root", root, "archive", "a1/w1/s2"]));
+    // Outside, what a followed link would find: a whole store's worth of folders.
+    await seed(outside, "a1/w1/s1", 1);
+    await mkdir(join(outside, "agents/a1/workspaces/w1/archived-sessions"), { recursive: true });
+    const entry = join(root, attack.entry);
+    await rm(entry, { recursive: true, force: true });
+    if (attack.kind === "link") await symlink(outside, entry);
+    else await writeFile(entry, "not a folder\n");
+    const before = await snapshot(outside);
+
+    const verified = await cliRaw(["--root", root, "--json", "verify"]);
+    const context = `exit ${verified.status}\n${verified.stderr}${verified.stdout}`;
+    expect(verified.status, context).toBe(1);
+    const report = json<
+      {
+        sessions: { ref: string; ok: boolean; diagnostics: { code: string; file: string; fatal: boolean; message: string }[] }[];
+        store?: { diagnostics: { code: string; file: string; fatal: boolean; message: string }[] };
+      }
+    >(verified);
+    // Every session the store can read is verified, and found sound.
+    const readable = attack.entry.endsWith("archived-sessions") ? ["a1/w1/s1"] : ["a1/w1/s1", "a1/w1/s2"];
+    for (const ref of readable) expect(report.sessions.find((s) => s.ref === ref), context).toMatchObject({ ok: true });
+    const found = attack.kind === "link" ? "a symbolic link" : "a regular file";
+    const diagnostics = attack.ref === null ? report.store?.diagnostics : report.sessions.find((s) => s.ref === attack.ref)?.diagnostics;
+    expect(diagnostics, context).toEqual([expect.objectContaining({ code: "unsafe_entry", fatal: true })]);
+    expect(diagnostics![0]!.message, context).toContain(`${entry}): found ${found} where a folder belongs`);
+    // Rebuilding the catalogs passes over the entry too (a refused session gets no entry), and reports the same.
+    const repaired = await cliRaw(["--root", root, "--json", "verify", "--repair-catalog"]);
+    expect(repaired.status, `${repaired.stderr}${repaired.stdout}`).toBe(1);
+    expect(json(repaired)).toMatchObject({ sessions: report.sessions, ...(report.store ? { store: report.store } : {}) });
+    const text = await cliRaw(["--root", root, "verify"]);
+    expect(text.status).toBe(1);
+    expect(text.stdout).toMatch(/fatal unsafe_entry: /);
+    expect(text.stdout).toMatch(/^ok {3}a1\/w1\/s1$/m);
+
+    // ls names the entry on stderr and lists the rest (docs/FORMAT.md "The store's boundary").
+    const listed = await cliRaw(["--root", root, "ls"]);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("a1/w1/s1");
+    const archivedOnly = attack.entry.endsWith("archived-sessions");
+    const listedArchived = await cliRaw(["--root", root, "ls", "--archived"]);
+    expect(listedArchived.status, listedArchived.stderr).toBe(0);
+    if (!archivedOnly) expect(listedArchived.stdout).toContain("a1/w1/s2");
+    const warned = archivedOnly ? listedArchived.stderr : listed.stderr;
+    expect(warned).toMatch(new RegExp(`^warning: .*\\(${entry}\\): found ${found} where a folder belongs`, "m"));
+    // purge never follows it: the sessions it can read are its candidates, the entry is left as it is.
+    const purged = await cliRaw(["--root", root, "--json", "purge", "--keep-newest", "0", "--archived", "--dry-run"]);
+    expect(purged.status, purged.stderr).toBe(0);
+    expect(json<{ entries: { ref: string }[] }>(purged).entries.map((e) => e.ref)).toContain("a1/w1/s1");
     expect(await snapshot(outside)).toEqual(before);
   }, 120_000);
 });

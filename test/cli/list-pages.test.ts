@@ -61,4 +61,19 @@ describe("ls pages and the catalog", () => {
       catalog: { stale: [{ ref: "a1/w1/s1", reason: 'title "Old" where meta.json has "First"' }] },
     });
   });
+
+  it("verify REF names only REF's own stale catalog entry, not its workspace's others", async () => {
+    const root = await missingRoot();
+    await seed(root, "a1/w1/s1", 1, "First");
+    await seed(root, "a1/w1/s2", 1, "Second");
+    const listed = json<{ session_id: string; title: string }[]>(expectOk(await cli(root, ["--json", "ls"])));
+    const log = join(root, "agents/a1/workspaces/w1/catalog/sessions.log.jsonl");
+    await appendFile(log, `${JSON.stringify({ name: "s2", meta: { ...listed.find((m) => m.session_id === "s2"), title: "Old" } })}\n`);
+    const other = expectOk(await cli(root, ["--json", "verify", "a1/w1/s1"]));
+    expect(json(other)).toEqual({ sessions: [{ ref: "a1/w1/s1", ok: true, diagnostics: [] }] });
+    expect(other.stderr).toBe("");
+    const own = expectOk(await cli(root, ["--json", "verify", "a1/w1/s2"]));
+    expect(json(own)).toMatchObject({ catalog: { stale: [{ ref: "a1/w1/s2", reason: 'title "Old" where meta.json has "Second"' }] } });
+    expect(own.stderr).toContain("note stale_catalog: a1/w1/s2: ");
+  });
 });

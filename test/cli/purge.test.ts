@@ -29,7 +29,7 @@ async function store(): Promise<string> {
 interface Entry {
   ref: string;
   place: string;
-  updatedAt: string;
+  updatedAt: string | null;
   outcome: string;
   reason?: string;
   removed?: string[];
@@ -74,6 +74,23 @@ describe("purge", () => {
     expect(await readdir(join(root, "agents/a1/workspaces/w1/archived-sessions"))).toEqual(["archived"]);
     expect(await readdir(join(root, "agents/a1/workspaces/w2/sessions"))).toEqual(["ancient"]);
     expect(expectOk(await cli(root, ["purge", "--keep-newest", "1", "--workspace", "w1"])).stdout).toBe("nothing purged\n");
+  });
+
+  it("a session whose meta.json cannot be read is skipped with the reason (not counted by --keep-newest, never deleted)", async () => {
+    const root = await store();
+    await writeFile(join(sessionDir(root, "a1/w1/recent"), "meta.json"), "{not json");
+    const before = await snapshot(sessionDir(root, "a1/w1/recent"));
+    // --keep-newest 1 keeps "old", the newest session purge can date; "recent" is neither kept nor deleted.
+    const plan = json<{ entries: Entry[] }>(expectOk(await cli(root, ["--json", "purge", "--keep-newest", "1", "--workspace", "w1", "--dry-run"])));
+    expect(plan.entries.map((e) => [e.ref, e.place, e.updatedAt, e.outcome])).toEqual([
+      ["a1/w1/older", "live", "2020-02-01T00:00:00.000Z", "would-delete"],
+      ["a1/w1/recent", "live", null, "skipped"],
+    ]);
+    expect(plan.entries[1]!.reason).toMatch(/^cannot be read: a1\/w1\/recent\/meta\.json.*; not deleted, and not counted among the newest kept$/);
+    const text = expectOk(await cli(root, ["purge", "--keep-newest", "1", "--workspace", "w1"])).stdout;
+    expect(text).toMatch(/^a1\/w1\/recent +live +- +skipped +cannot be read: /m);
+    expect(text.endsWith("1 deleted, 1 skipped\n")).toBe(true);
+    expect(await snapshot(sessionDir(root, "a1/w1/recent"))).toEqual(before);
   });
 
   it("a session with a writer.lock or a streaming draft is skipped with the reason, by the dry run and the run", async () => {

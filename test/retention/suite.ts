@@ -173,6 +173,42 @@ export function runRetentionTests(name: string, fresh: StoreFactory): void {
     );
 
     it(
+      "a session whose meta.json cannot be read is listed as skipped with the reason, never deleted, and not counted by keepNewest",
+      withStore(async (storage) => {
+        const { clock, sessions } = clocked(storage);
+        await sessionAt(sessions, clock, "a1/w1/old", 0);
+        await sessionAt(sessions, clock, "a1/w1/broken", 1);
+        await sessionAt(sessions, clock, "a1/w1/new", 2);
+        await sessionAt(sessions, clock, "a1/w1/gone", 3);
+        await sessions.archive("a1/w1/gone");
+        const broken = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "broken" });
+        await storage.replace(broken.meta, utf8("{not json"));
+        const gone = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "gone" }, "archived");
+        await storage.replace(gone.meta, utf8("{not json"));
+        clock.now = T0 + 10 * DAY;
+        const entries = (r: { entries: readonly { ref: string; place: string; updatedAt: string | null; outcome: string; reason?: string }[] }) =>
+          r.entries.map((e) => [e.ref, e.place, e.updatedAt, e.outcome]);
+        // keepNewest 1 keeps "new": the unreadable session is not one of the N, and is not deleted.
+        const plan = await sessions.purge({ keepNewest: 1, includeArchived: true, dryRun: true });
+        expect(entries(plan)).toEqual([
+          ["a1/w1/old", "live", "2026-01-01T00:00:00.000Z", "would-delete"],
+          ["a1/w1/broken", "live", null, "skipped"],
+          ["a1/w1/gone", "archived", null, "skipped"],
+        ]);
+        expect(plan.entries[1]!.reason).toMatch(/^cannot be read: .*a1\/w1\/broken.*; not deleted, and not counted among the newest kept$/);
+        const run = await sessions.purge({ olderThan: DAY, includeArchived: true });
+        expect(entries(run)).toEqual([
+          ["a1/w1/old", "live", "2026-01-01T00:00:00.000Z", "deleted"],
+          ["a1/w1/new", "live", "2026-01-03T00:00:00.000Z", "deleted"],
+          ["a1/w1/broken", "live", null, "skipped"],
+          ["a1/w1/gone", "archived", null, "skipped"],
+        ]);
+        expect(await storage.read(broken.meta)).toEqual(utf8("{not json"));
+        expect(await storage.read(gone.meta)).toEqual(utf8("{not json"));
+      }),
+    );
+
+    it(
       "purge without a policy, or with a bad one, is refused before anything is read or deleted",
       withStore(async (storage) => {
         const { clock, sessions } = clocked(storage);

@@ -9,6 +9,7 @@ import { assertId, type ListProblem, type SessionMeta } from "../../../core/mod.
 import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { clip, table } from "../format.ts";
+import { escapeControls } from "../io.ts";
 
 /** `sessionfold ls`: list sessions from their meta.json. Its `help` says what it prints. */
 export const ls: Command = {
@@ -69,7 +70,7 @@ function listText(metas: readonly SessionMeta[], archived: boolean): string {
     ["REF", "TITLE", "MESSAGES", "REVISION", "UPDATED"],
     metas.map((m) => [
       `${m.agent_id}/${m.workspace_id}/${m.session_id}`,
-      clip(m.title ?? "-", 40),
+      clip(escapeControls(m.title ?? "-", { oneLine: true }), 40),
       String(m.message_count),
       String(m.revision),
       m.updated_at,

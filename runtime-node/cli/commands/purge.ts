@@ -28,11 +28,12 @@ export const purge: Command = {
     "Deletes the sessions last active (meta.json's updated_at) longer ago than --older-than",
     "and beyond the --keep-newest newest of each workspace; with both, a session must match",
     "both. Archived sessions go first (with --archived), then the oldest. A session a writer",
-    "holds (writer.lock) or whose draft is streaming is skipped with the reason. Each",
+    "holds (writer.lock) or whose draft is streaming is skipped with the reason, and so is",
+    "one whose meta.json cannot be read (never deleted, not counted by --keep-newest). Each",
     'deletion removes every file of the session (docs/FORMAT.md "Deletion"). Runs only when',
     "called: nothing in sessionfold purges on its own. --dry-run lists exactly what a run",
     "would delete and deletes nothing.",
-    "--json: {dryRun, entries: [{ref, place, updatedAt, outcome, reason?, removed?}]}.",
+    "--json: {dryRun, entries: [{ref, place, updatedAt (null: meta.json unreadable), outcome, reason?, removed?}]}.",
   ].join("\n"),
   spec: {
     positionals: [],
@@ -82,6 +83,6 @@ function purgeText({ dryRun, entries }: PurgeResult): string {
   const summary = dryRun
     ? `${count("would-delete")} would be deleted, ${count("skipped")} skipped (dry run)`
     : `${count("deleted")} deleted, ${count("skipped")} skipped`;
-  const rows = entries.map((e) => [e.ref, e.place, e.updatedAt, e.outcome, e.reason ?? (e.removed ? `${e.removed.length} files` : "")]);
+  const rows = entries.map((e) => [e.ref, e.place, e.updatedAt ?? "-", e.outcome, e.reason ?? (e.removed ? `${e.removed.length} files` : "")]);
   return `${table(["REF", "PLACE", "LAST ACTIVITY", "OUTCOME", "DETAIL"], rows)}\n${summary}`;
 }

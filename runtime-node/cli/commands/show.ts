@@ -30,6 +30,7 @@ import {
 } from "../../../core/reader.ts";
 import { type Command, refArg } from "../command.ts";
 import { type CliDiagnostic, counted, diagnosticLines } from "../format.ts";
+import { escapeControls } from "../io.ts";
 import { exists } from "../store.ts";
 
 /**
@@ -155,7 +156,8 @@ function refusedOpenReport(meta: SessionMeta, diagnostic: CliDiagnostic): ShowRe
 
 function showText(ref: SessionRef, place: SessionPlace, report: ShowReport): string {
   const meta = report.meta as Partial<SessionMeta>;
-  const lines = [`${formatSessionRef(ref)}${meta.title ? `  "${meta.title}"` : ""}${place === "archived" ? "  (archived)" : ""}`];
+  const title = meta.title ? `  "${escapeControls(meta.title, { oneLine: true })}"` : "";
+  const lines = [`${formatSessionRef(ref)}${title}${place === "archived" ? "  (archived)" : ""}`];
   if (meta.schema_version !== 1) {
     lines.push(`meta: schema_version ${JSON.stringify(meta.schema_version)} is not supported; nothing else is read`);
   } else {
@@ -164,7 +166,7 @@ function showText(ref: SessionRef, place: SessionPlace, report: ShowReport): str
         counted(meta.history_bytes!, "history byte")
       }, updated ${meta.updated_at}`,
     );
-    if (meta.model_label) lines.push(`model: ${meta.model_label}`);
+    if (meta.model_label) lines.push(`model: ${escapeControls(meta.model_label, { oneLine: true })}`);
     if (meta.forked_from) lines.push(`forked from: ${meta.forked_from.session_id} through #${meta.forked_from.through_sequence}`);
     lines.push(`segments: ${report.segments.length === 0 ? "none" : report.segments.length}`);
     for (const s of report.segments) lines.push(`  ${s.start}-${s.end}  summary ${s.summary_chars === null ? "missing" : counted(s.summary_chars, "char")}`);

@@ -4,7 +4,16 @@
  *
  * @module
  */
-import { formatSessionRef, NotFoundError } from "../../../core/mod.ts";
+import {
+  formatSessionRef,
+  NotFoundError,
+  type SessionPlace,
+  type SessionRef,
+  type StoragePort,
+  StoreEntryError,
+  type VerifyDiagnostic,
+} from "../../../core/mod.ts";
+import { unsafeEntry } from "../../../core/reader.ts";
 import { type Command, refArg } from "../command.ts";
 import { EXIT } from "../exit.ts";
 import { diagnosticLines } from "../format.ts";
@@ -22,8 +31,12 @@ export const verify: Command = {
     '--repair-catalog: first rebuilds the catalog `ls` reads (docs/FORMAT.md "The catalog")',
     "from every meta.json, of REF's workspace or of every workspace; the one write verify makes.",
     "A catalog entry that does not say what its meta.json says is named on stderr",
-    "(note stale_catalog); it is not a fatal diagnostic.",
+    "(note stale_catalog); it is not a fatal diagnostic. With REF, only REF's own entry.",
+    "An entry the store refuses (a link, a file where a folder belongs) is a fatal unsafe_entry",
+    "diagnostic of its session, or of the store when it lies above every session; the other",
+    "sessions are verified all the same.",
     '--json: {"sessions":[{"ref","ok","diagnostics":[…]}]} (archived sessions carry "archived": true),',
+    'with a refused entry above every session also "store": {"diagnostics": […]},',
     'with --repair-catalog or stale entries also "catalog": {"rebuilt"?, "stale": [{"ref","archived","reason"}]}',
   ].join("\n"),
   spec: {
@@ -42,12 +55,12 @@ export const verify: Command = {
     const rebuilt = repairCatalog ? await opened.sessions.rebuildCatalog(ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {}) : undefined;
     if (rebuilt !== undefined) out.note(`catalog rebuilt: ${rebuilt} session${rebuilt === 1 ? "" : "s"} from their meta.json`);
     let targets: StoredSession[];
+    // Entries refused above every session (docs/FORMAT.md "The store's boundary"): fatal, reported, never followed.
+    const storeDiagnostics: VerifyDiagnostic[] = [];
     if (ref) {
-      const place = (await exists(opened.storage, ref, false)) ? "live" : (await exists(opened.storage, ref, true)) ? "archived" : undefined;
-      if (!place) throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
-      targets = [{ ref, place }];
+      targets = [{ ref, place: await placeOf(opened.storage, ref) }];
     } else {
-      targets = await listStoredSessions(opened.storage);
+      targets = await listStoredSessions(opened.storage, (error) => storeDiagnostics.push(unsafeEntry(error)));
     }
     const progress = new Progress(io, "verify");
     const reports: VerifyReport[] = [];
@@ -59,28 +72,52 @@ export const verify: Command = {
     } finally {
       progress.end();
     }
-    // The catalogs `ls` reads, against the files (a stale entry is reported, never fatal).
-    const stale = await staleCatalogEntries(opened.storage, ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {});
+    // The catalogs `ls` reads, against the files (a stale entry is reported, never fatal); with REF, only REF's entry.
+    const stale = await staleCatalogEntries(opened.storage, ref ?? {});
     for (const entry of stale) {
       out.note(`note stale_catalog: ${entry.ref}${entry.archived ? " (archived)" : ""}: ${entry.reason} (sessionfold verify --repair-catalog rebuilds it)`);
     }
     const document = {
       sessions: reports.map((r) => ({ ref: r.ref, ok: r.ok, diagnostics: r.diagnostics, ...(r.place === "archived" ? { archived: true } : {}) })),
+      ...(storeDiagnostics.length > 0 ? { store: { diagnostics: storeDiagnostics } } : {}),
       ...(rebuilt !== undefined || stale.length > 0 ? { catalog: { ...(rebuilt !== undefined ? { rebuilt } : {}), stale } } : {}),
     };
-    out.result(document, () => verifyText(reports));
-    return reports.every((r) => r.ok) ? EXIT.ok : EXIT.fatalDiagnostics;
+    out.result(document, () => verifyText(reports, storeDiagnostics));
+    return reports.every((r) => r.ok) && storeDiagnostics.length === 0 ? EXIT.ok : EXIT.fatalDiagnostics;
   },
 };
 
-function verifyText(reports: readonly VerifyReport[]): string {
-  if (reports.length === 0) return "no sessions";
+/**
+ * Where REF lies: live, else archived. An entry refused on the way (a link, a file where a
+ * folder belongs) is verifySession's to report as `unsafe_entry`, so it is verified as live.
+ *
+ * @throws {NotFoundError} when there is no such session.
+ */
+async function placeOf(storage: StoragePort, ref: SessionRef): Promise<SessionPlace> {
+  for (const archived of [false, true]) {
+    try {
+      if (await exists(storage, ref, archived)) return archived ? "archived" : "live";
+    } catch (error) {
+      if (error instanceof StoreEntryError) return archived ? "archived" : "live";
+      throw error;
+    }
+  }
+  throw new NotFoundError(`no session ${formatSessionRef(ref)}`, { ref: formatSessionRef(ref) });
+}
+
+function verifyText(reports: readonly VerifyReport[], storeDiagnostics: readonly VerifyDiagnostic[]): string {
+  if (reports.length === 0 && storeDiagnostics.length === 0) return "no sessions";
   const lines: string[] = [];
+  if (storeDiagnostics.length > 0) {
+    lines.push("FAIL the store: entries refused above every session (nothing under them is read)");
+    lines.push(...diagnosticLines(storeDiagnostics, "     "));
+  }
   for (const r of reports) {
     lines.push(`${r.ok ? "ok  " : "FAIL"} ${r.ref}${r.place === "archived" ? " (archived)" : ""}`);
     lines.push(...diagnosticLines(r.diagnostics, "     "));
   }
   const failed = reports.filter((r) => !r.ok).length;
-  lines.push(`${reports.length} session${reports.length === 1 ? "" : "s"} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}`);
+  const refused = storeDiagnostics.length === 0 ? "" : `, ${storeDiagnostics.length} store entr${storeDiagnostics.length === 1 ? "y" : "ies"} refused`;
+  lines.push(`${reports.length} session${reports.length === 1 ? "" : "s"} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}${refused}`);
   return lines.join("\n");
 }
