@@ -7,7 +7,7 @@
 import { assertId, type PurgeEntry, type PurgeResult } from "../../../core/mod.ts";
 import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
-import { table } from "../format.ts";
+import { counted, table } from "../format.ts";
 
 const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
 
@@ -83,6 +83,6 @@ function purgeText({ dryRun, entries }: PurgeResult): string {
   const summary = dryRun
     ? `${count("would-delete")} would be deleted, ${count("skipped")} skipped (dry run)`
     : `${count("deleted")} deleted, ${count("skipped")} skipped`;
-  const rows = entries.map((e) => [e.ref, e.place, e.updatedAt ?? "-", e.outcome, e.reason ?? (e.removed ? `${e.removed.length} files` : "")]);
+  const rows = entries.map((e) => [e.ref, e.place, e.updatedAt ?? "-", e.outcome, e.reason ?? (e.removed ? counted(e.removed.length, "file") : "")]);
   return `${table(["REF", "PLACE", "LAST ACTIVITY", "OUTCOME", "DETAIL"], rows)}\n${summary}`;
 }

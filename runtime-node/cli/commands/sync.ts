@@ -14,6 +14,7 @@ import { bearerMatches, isLoopbackHost } from "../../serve-access.ts";
 import { nodeWriterIdentity } from "../../mod.ts";
 import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
+import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
 import { resolveStore, Store, type StoreLocation } from "../store.ts";
 
@@ -107,7 +108,7 @@ export const sync: Command = {
       const { pushed, pulled, forks, conflicts } = report;
       const status = out.result({ pushed, pulled, forks, conflicts }, () =>
         [
-          `pushed ${pushed} message${pushed === 1 ? "" : "s"}, pulled ${pulled}`,
+          `pushed ${counted(pushed, "message")}, pulled ${pulled}`,
           ...forks.map((f) => `fork: ${f.ref} after sequence ${f.at_sequence} continues as ${f.forked_as}`),
           ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
         ].join("\n"));

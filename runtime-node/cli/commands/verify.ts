@@ -16,7 +16,7 @@ import {
 import { unsafeEntry } from "../../../core/reader.ts";
 import { type Command, refArg } from "../command.ts";
 import { EXIT } from "../exit.ts";
-import { diagnosticLines } from "../format.ts";
+import { counted, diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
 import { exists, noSuchSession } from "../store.ts";
 import { listStoredSessions, staleCatalogEntries, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
@@ -53,7 +53,7 @@ export const verify: Command = {
       return out.result({ sessions: [] }, () => `no sessions under ${store.root}`);
     }
     const rebuilt = repairCatalog ? await opened.sessions.rebuildCatalog(ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {}) : undefined;
-    if (rebuilt !== undefined) out.note(`catalog rebuilt: ${rebuilt} session${rebuilt === 1 ? "" : "s"} from their meta.json`);
+    if (rebuilt !== undefined) out.note(`catalog rebuilt: ${counted(rebuilt, "session")} from their meta.json`);
     let targets: StoredSession[];
     // Entries refused above every session (docs/FORMAT.md "The store's boundary"): fatal, reported, never followed.
     const storeDiagnostics: VerifyDiagnostic[] = [];
@@ -118,6 +118,6 @@ function verifyText(reports: readonly VerifyReport[], storeDiagnostics: readonly
   }
   const failed = reports.filter((r) => !r.ok).length;
   const refused = storeDiagnostics.length === 0 ? "" : `, ${storeDiagnostics.length} store entr${storeDiagnostics.length === 1 ? "y" : "ies"} refused`;
-  lines.push(`${reports.length} session${reports.length === 1 ? "" : "s"} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}${refused}`);
+  lines.push(`${counted(reports.length, "session")} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}${refused}`);
   return lines.join("\n");
 }
