@@ -51,7 +51,7 @@ describe("ls pages and the catalog", () => {
     expect(checked.stderr).toContain("note stale_catalog: a1/w1/s1: no entry (sessionfold verify --repair-catalog rebuilds it)");
     const repaired = expectOk(await cli(root, ["--json", "verify", "--repair-catalog"]));
     expect(json(repaired)).toMatchObject({ catalog: { rebuilt: 2, stale: [] } });
-    expect(repaired.stderr).toContain("catalog rebuilt: 2 sessions from their meta.json");
+    expect(repaired.stderr).toContain("catalog rebuilt from meta.json: 2 sessions");
     expect(await catalogOf(root)).toEqual(["sessions.jsonl"]);
     expect(json(expectOk(await cli(root, ["--json", "ls"])))).toEqual(before);
     // A stale line (a crash between meta.json and its line): named by verify, with what differs.

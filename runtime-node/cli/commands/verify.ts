@@ -53,7 +53,7 @@ export const verify: Command = {
       return out.result({ sessions: [] }, () => `no sessions under ${store.root}`);
     }
     const rebuilt = repairCatalog ? await opened.sessions.rebuildCatalog(ref ? { agentId: ref.agentId, workspaceId: ref.workspaceId } : {}) : undefined;
-    if (rebuilt !== undefined) out.note(`catalog rebuilt: ${counted(rebuilt, "session")} from their meta.json`);
+    if (rebuilt !== undefined) out.note(`catalog rebuilt from meta.json: ${counted(rebuilt, "session")}`);
     let targets: StoredSession[];
     // Entries refused above every session (docs/FORMAT.md "The store's boundary"): fatal, reported, never followed.
     const storeDiagnostics: VerifyDiagnostic[] = [];
