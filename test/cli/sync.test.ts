@@ -57,6 +57,22 @@ describe("sessionfold sync", () => {
     expect(again.stdout).toMatch(/^pushed 0 messages, pulled 0\nconflict: coder\/repo\/(c3|u1) /);
   });
 
+  it("a session corrupt in the remote folder is its conflict (exit 1); the others push and pull", async () => {
+    const [root, backup, other] = [await missingRoot(), await missingRoot(), await missingRoot()];
+    for (const ref of ["a1/w1/g1", "a1/w1/ok"]) await seed(root, ref, 2);
+    expectOk(await cli(root, ["sync", "--remote", backup]));
+    await seed(other, "a1/w1/fresh", 1);
+    expectOk(await cli(other, ["sync", "--remote", backup]));
+    for (const ref of ["a1/w1/g1", "a1/w1/ok"]) expectOk(await cli(root, ["append", ref, "--role", "user", "--text", "3"]));
+    const active = join(sessionDir(backup, "a1/w1/g1"), "messages/active.jsonl");
+    await writeFile(active, (await readFile(active, "utf8")).split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    const result = await cli(root, ["--json", "sync", "--remote", backup]);
+    expect(result.status).toBe(1);
+    const report = json(result);
+    expect(report).toMatchObject({ pushed: 1, pulled: 1 });
+    expect(report.conflicts).toEqual([{ ref: "a1/w1/g1", reason: "corrupt", message: expect.stringMatching(/server's copy .*messages\/active\.jsonl:2/) }]);
+  });
+
   it("refuses to sync a store with itself, a folder inside it or one that holds it (usage, exit 2), by another path to it too, and writes nothing", async () => {
     const root = await missingRoot();
     await seed(root, "a1/w1/live", 1);

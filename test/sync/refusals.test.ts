@@ -236,6 +236,19 @@ describe("sync: one session's problem stays that session's", () => {
     });
   }
 
+  it("a create compared with a server copy that is corrupt is refused, not forked at what its reader skipped", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    await seed(local, "a1/w1/s1", 3);
+    await syncStores({ local, remote: directRemote(server, { id: "server" }) });
+    await edit(server, sessionPath("a1/w1/s1", "messages/active.jsonl"), (t) => t.split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    // The same server under another name: this device sends the session whole again.
+    const report = await syncStores({ local, remote: directRemote(server, { id: "again" }) });
+    expect(report.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/w1/s1", "corrupt"]]);
+    expect(report.forks).toEqual([]);
+    expect(await serverRefs(server)).toEqual(["a1/w1/s1"]);
+  });
+
   it("refuses to sync a store with itself before anything is written", async () => {
     const storage = new MemoryStorage();
     const local = new Sessions({ storage });
