@@ -487,7 +487,9 @@ export type SyncRefusal =
   | "session-busy"
   | "not-found"
   | "unknown-route"
-  | "encryption-mismatch";
+  | "encryption-mismatch"
+  | "corrupt"
+  | "unsupported-schema";
 
 /**
  * A sync request refused by the server (or by the direct remote, which applies the same

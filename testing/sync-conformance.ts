@@ -24,7 +24,7 @@
  * @module
  */
 import { describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
+import { ExtractiveSummarizer, type MessageRecord, type Session, Sessions, StorageError, type StoragePort, type StoragePort as Store } from "../core/mod.ts";
 import { type Mutation, SYNC_PROTOCOL_VERSION, type SyncPrincipal, SyncRefusedError, type SyncRemote, type SyncReport, syncStores } from "../core/sync/mod.ts";
 import { type SyncFaultKind, SyncFaults } from "./sync-faults.ts";
 
@@ -941,8 +941,9 @@ async function randomizedWithFaults(h: Harness, start: number): Promise<void> {
   }
 }
 
-/** A network error, as a cut connection gives: fetch's `TypeError` (happy-dom's `NetworkError`). */
+/** A network error, as a cut connection gives: fetch's `TypeError` (happy-dom's `NetworkError`), or `httpRemote`'s `StorageError` around it. */
 function isCut(error: unknown): boolean {
+  if (error instanceof StorageError) return isCut(error.cause);
   return error instanceof TypeError || (error instanceof Error && error.name === "NetworkError");
 }
 

@@ -648,14 +648,30 @@ class SyncRun {
         else delete known.recheck;
       }
     }
+    let unseen = false;
     for (const head of heads) {
-      // Set aside in this run: left as it is, and looked at again on a later run (its head, which this cursor passes, may hold changes).
+      if (!this.#setAside.has(head.ref)) await this.#pullUnlessRefused(head);
+      // Set aside in this run: left as it is, and looked at again on a later run (its head, which this cursor passes, may hold changes):
+      // an agreed session is marked, one never agreed keeps the cursor where it was.
+      if (!this.#setAside.has(head.ref)) continue;
       const known = state.sessions[head.ref];
-      if (!this.#setAside.has(head.ref)) await this.#pullSession(head);
-      else if (known) known.recheck = true;
+      if (known) known.recheck = true;
+      else unseen = true;
     }
-    state.cursor = response.cursor;
+    if (!unseen) state.cursor = response.cursor;
     await this.#save();
+  }
+
+  /** Pulls one session; a remote whose own copy of it cannot be served (`corrupt`, `unsupported-schema`) sets it aside as that session's conflict. */
+  async #pullUnlessRefused(head: SessionHead): Promise<void> {
+    try {
+      await this.#pullSession(head);
+    } catch (error) {
+      const ownCopy = error instanceof SyncRefusedError && (error.reason === "corrupt" || error.reason === "unsupported-schema");
+      if (!ownCopy || error.details["ref"] !== head.ref) throw error;
+      this.#setAside.add(head.ref);
+      this.report.conflicts.push({ ref: head.ref, reason: error.reason, message: error.message });
+    }
   }
 
   /** The remote's head of a session; `undefined` when it has none (a session marked to look at again that is gone there). */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { InternalError, SyncRefusedError } from "../errors.ts";
+import { InternalError, StorageError, SyncRefusedError } from "../errors.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
   type ErrorResponse,
@@ -99,12 +99,15 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
   const send = options.fetch ?? ((input, init) => fetch(input, init));
   const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {
     const extra = typeof options.headers === "function" ? await options.headers() : (options.headers ?? {});
-    const response = await send(`${base}/${route}`, {
-      method: "POST",
-      headers: { ...extra, "content-type": "application/json" },
-      body: JSON.stringify(request),
-    });
-    const text = await response.text();
+    const url = `${base}/${route}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await send(url, { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request) });
+      text = await response.text();
+    } catch (error) {
+      throw error instanceof TypeError ? unreachable(url, error) : error;
+    }
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -131,6 +134,19 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
     read: (request) => call("read", request),
     segment: (request) => call("segment", request),
   };
+}
+
+/**
+ * A request the network failed (fetch throws a `TypeError`: refused, reset, no such host) as
+ * a {@linkcode StorageError} naming the URL and the cause, which Node keeps in `cause`
+ * (`ECONNREFUSED`…); the fetch error stays its `cause`.
+ */
+function unreachable(url: string, error: TypeError): StorageError {
+  const cause = error.cause as { readonly code?: unknown; readonly message?: unknown } | undefined;
+  const code = typeof cause?.code === "string" ? cause.code : undefined;
+  const detail = typeof cause?.message === "string" && cause.message !== "" ? cause.message : error.message;
+  const why = code !== undefined && !detail.includes(code) ? `${code}: ${detail}` : detail;
+  return new StorageError(`${url}: the remote could not be reached (${why})`, { url, ...(code !== undefined ? { cause_code: code } : {}) }, { cause: error });
 }
 
 /** A value as it arrives after a trip through JSON. */

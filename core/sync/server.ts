@@ -9,11 +9,21 @@
  *
  * @module
  */
-import { asSessionfoldError, NotFoundError, RevisionConflictError, SessionBusyError, SyncRefusedError, WriterLockedError } from "../errors.ts";
+import {
+  asSessionfoldError,
+  CorruptSessionError,
+  NotFoundError,
+  RevisionConflictError,
+  SessionBusyError,
+  SyncRefusedError,
+  UnsupportedSchemaError,
+  WriterLockedError,
+} from "../errors.ts";
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp } from "../schema/mod.ts";
+import { assertWritable } from "../session/commit-guards.ts";
 import { lastCommittedRevision } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
@@ -472,6 +482,8 @@ export class SyncServer {
         ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
         : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
     }
+    // Before anything is compared: a copy that waits for a repair would take what its reader skips for a difference, and fork.
+    assertWritable(session, ref);
     const last = lastSequenceOf(session);
     if (last < base) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
     if (
@@ -688,9 +700,16 @@ export class SyncServer {
   async #openReadable(principal: SyncPrincipal, refText: string): Promise<Session> {
     const ref = parseSessionRef(refText);
     if (!principal.may("read", ref)) throw refused("forbidden", 403, `${principal.user} may not read ${refText}`, { ref: refText });
-    const session = (await this.#open(ref)) ?? (await this.#open(ref, true));
-    if (!session) throw refused("not-found", 404, `no session ${refText}`, { ref: refText });
-    return session;
+    try {
+      const session = (await this.#open(ref)) ?? (await this.#open(ref, true));
+      if (!session) throw refused("not-found", 404, `no session ${refText}`, { ref: refText });
+      // A copy that waits for a repair is not served: what a reader skips would arrive as a clean copy (docs/SYNC.md "One session at a time").
+      assertWritable(session, ref);
+      return session;
+    } catch (error) {
+      if (error instanceof CorruptSessionError || error instanceof UnsupportedSchemaError) throw serverCopyRefused(error, refText);
+      throw error;
+    }
   }
 
   /** The session, or `undefined` when there is none in that place. */
@@ -744,15 +763,27 @@ function assertContiguous(ref: string, base: number, messages: readonly { readon
   });
 }
 
-/** A refusal as it is; a session another writer holds (another process, or an operation of this one's host) as `session-busy`; bad input in a mutation as `malformed`; anything else is the server's failure and goes on up. */
+/**
+ * A refusal as it is; a session another writer holds (another process, or an operation of this one's host) as
+ * `session-busy`; a session whose copy on the server is corrupt or of an unknown schema as `corrupt` /
+ * `unsupported-schema`, that session's refusal (docs/SYNC.md "One session at a time"); bad input in a mutation as
+ * `malformed`; anything else is the server's failure and goes on up.
+ */
 function refusalOf(error: unknown, ref: string): SyncRefusedError {
   if (error instanceof SyncRefusedError) return error;
   if (error instanceof WriterLockedError || error instanceof SessionBusyError) {
     return refused("session-busy", 409, `${ref} is held by another writer of the server's store; push again later`, { ref });
   }
+  if (error instanceof CorruptSessionError || error instanceof UnsupportedSchemaError) return serverCopyRefused(error, ref);
   const typed = asSessionfoldError(error, "push failed");
   if (typed.code !== "invalid-input" && typed.code !== "invalid-id") throw typed;
   return new SyncRefusedError(typed.message, { ...typed.details, reason: "malformed", status: 400 });
+}
+
+/** A session the server cannot write or read because its own copy needs a repair (or a newer sessionfold): that session's refusal, never a 500. */
+function serverCopyRefused(error: CorruptSessionError | UnsupportedSchemaError, ref: string): SyncRefusedError {
+  const reason = error instanceof CorruptSessionError ? "corrupt" : "unsupported-schema";
+  return refused(reason, 409, `${ref}: the server's copy cannot be synced until it is repaired on the server: ${error.message}`, { ref });
 }
 
 /** The JSON error of a refusal. */

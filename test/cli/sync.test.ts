@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
@@ -56,7 +57,23 @@ describe("sessionfold sync", () => {
     expect(again.stdout).toMatch(/^pushed 0 messages, pulled 0\nconflict: coder\/repo\/(c3|u1) /);
   });
 
-  it("refuses to sync a store with itself (usage, exit 2), by another path to it too, and writes nothing", async () => {
+  it("a session corrupt in the remote folder is its conflict (exit 1); the others push and pull", async () => {
+    const [root, backup, other] = [await missingRoot(), await missingRoot(), await missingRoot()];
+    for (const ref of ["a1/w1/g1", "a1/w1/ok"]) await seed(root, ref, 2);
+    expectOk(await cli(root, ["sync", "--remote", backup]));
+    await seed(other, "a1/w1/fresh", 1);
+    expectOk(await cli(other, ["sync", "--remote", backup]));
+    for (const ref of ["a1/w1/g1", "a1/w1/ok"]) expectOk(await cli(root, ["append", ref, "--role", "user", "--text", "3"]));
+    const active = join(sessionDir(backup, "a1/w1/g1"), "messages/active.jsonl");
+    await writeFile(active, (await readFile(active, "utf8")).split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    const result = await cli(root, ["--json", "sync", "--remote", backup]);
+    expect(result.status).toBe(1);
+    const report = json(result);
+    expect(report).toMatchObject({ pushed: 1, pulled: 1 });
+    expect(report.conflicts).toEqual([{ ref: "a1/w1/g1", reason: "corrupt", message: expect.stringMatching(/server's copy .*messages\/active\.jsonl:2/) }]);
+  });
+
+  it("refuses to sync a store with itself, a folder inside it or one that holds it (usage, exit 2), by another path to it too, and writes nothing", async () => {
     const root = await missingRoot();
     await seed(root, "a1/w1/live", 1);
     await seed(root, "a1/w1/old", 1);
@@ -64,23 +81,51 @@ describe("sessionfold sync", () => {
     const link = join(await tempDir(), "link");
     await symlink(root, link);
     const before = await snapshot(root);
-    for (const remote of [root, `${root}/`, link]) {
+    const parent = join(root, "..");
+    const parentBefore = await readdir(parent);
+    for (const remote of [root, `${root}/`, link, join(root, "agents"), join(link, "agents", "new"), parent]) {
       const result = await cli(root, ["sync", "--remote", remote]);
       expect(result.status).toBe(2);
-      expect(result.stderr).toMatch(/^error\[usage\]: sync: --remote .* is this store itself/);
+      expect(result.stderr).toMatch(/^error\[usage\]: sync: --remote .* is this store \(.*\), a folder inside it, or a folder that holds it;/);
     }
     expect(await snapshot(root)).toEqual(before);
+    expect(await readdir(parent)).toEqual(parentBefore);
   });
 
-  it("refuses a URL it cannot sync with (usage, exit 2), naming it and what it takes, and creates nothing", async () => {
+  it("refuses a URL it cannot sync with, or a typo'd one (usage, exit 2), naming it and what it takes, and creates nothing", async () => {
     const [root, cwd] = [await missingRoot(), await tempDir()];
-    const result = await cli(root, ["sync", "--remote", "ftp://x"], { cwd });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toBe(
-      'error[usage]: sync: --remote "ftp://x" is a URL of scheme ftp://; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder\n',
-    );
+    for (const remote of ["ftp://x", "ftp:x", "http:/x", "HTTPS:x", "postgres:db"]) {
+      const result = await cli(root, ["sync", "--remote", remote], { cwd });
+      expect(result.status).toBe(2);
+      expect(result.stderr).toBe(
+        `error[usage]: sync: --remote ${
+          JSON.stringify(remote)
+        } is not a URL sync takes; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder (a name with a colon as ./${remote})\n`,
+      );
+    }
     expect(await readdir(cwd)).toEqual([]);
     expect(await snapshot(root)).toBeNull();
+    // Such a folder, given as a path, is a folder.
+    await seed(root, REF, 1);
+    expectOk(await cli(root, ["sync", "--remote", "./ftp:x"], { cwd }));
+    expect(await readdir(cwd)).toEqual(["ftp:x"]);
+  });
+
+  it("names the URL and the cause when nothing answers there (exit 5)", async () => {
+    const root = await missingRoot();
+    await seed(root, REF, 1);
+    // A port that was free a moment ago: nothing listens there.
+    const listener = createServer();
+    await new Promise<void>((listening) => listener.listen(0, "127.0.0.1", listening));
+    const { port } = listener.address() as AddressInfo;
+    await new Promise((closed) => listener.close(closed));
+    const result = await cli(root, ["sync", "--remote", `http://127.0.0.1:${port}`]);
+    expect(result.status).toBe(5);
+    expect(result.stderr).toBe(`error[internal]: http://127.0.0.1:${port}/push: the remote could not be reached (connect ECONNREFUSED 127.0.0.1:${port})\n`);
+    // A port fetch never connects to: its own reason.
+    expect((await cli(root, ["sync", "--remote", "http://127.0.0.1:1"])).stderr).toBe(
+      "error[internal]: http://127.0.0.1:1/push: the remote could not be reached (bad port)\n",
+    );
   });
 
   it("refuses without --remote (usage, exit 2)", async () => {

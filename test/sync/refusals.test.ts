@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { type SyncState, syncStatePath } from "../../core/sync/engine.ts";
-import { directRemote, syncStores } from "../../core/sync/mod.ts";
+import { createSyncHandler, directRemote, httpRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
 
 const encoder = new TextEncoder();
@@ -187,6 +187,66 @@ describe("sync: one session's problem stays that session's", () => {
     const next = await syncStores({ local, remote });
     expect(next.conflicts.map((c) => c.ref)).toEqual(["a1/w1/new"]);
     expect((await local.open("a1/w1/old")).active.length).toBe(2);
+  });
+
+  const remotes: [string, (server: StoragePort) => SyncRemote][] = [
+    ["a direct remote", (server) => directRemote(server, { id: "server" })],
+    ["the HTTP handler", (server) => {
+      const handler = createSyncHandler({ storage: server, authorize: () => ({ user: "u", may: () => true }), basePath: "/sync" });
+      return httpRemote({ url: "http://server.test/sync", id: "server", fetch: (input, init) => handler(new Request(input, init)) });
+    }],
+  ];
+  for (const [name, remoteOf] of remotes) {
+    it(`a session corrupt on the server's side, through ${name}: its conflict, the others push and pull; after a repair it goes`, async () => {
+      const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+      const local = new Sessions({ storage: device });
+      // A server per run, as a process per `sync`: nothing of an earlier run's handles is kept.
+      for (const ref of ["a1/w1/good1", "a1/w1/good2", "a1/w1/good3"]) await seed(local, ref, 3);
+      await syncStores({ local, remote: remoteOf(server) });
+      // Another device adds a session and a corrupt one; the server's copy of good2 is damaged.
+      const other = new Sessions({ storage: new MemoryStorage() });
+      await seed(other, "a1/w1/fresh", 2);
+      await seed(other, "a1/w1/broken", 3);
+      await syncStores({ local: other, remote: remoteOf(server) });
+      for (const ref of ["a1/w1/good1", "a1/w1/good2", "a1/w1/good3"]) {
+        await (await local.open(ref)).append({ role: "user", parts: [{ type: "text", text: "4" }] });
+      }
+      const active = (ref: string) => sessionPath(ref, "messages/active.jsonl");
+      const original = await text(server, active("a1/w1/good2"));
+      const junk = (t: string) => t.split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n");
+      await edit(server, active("a1/w1/good2"), junk);
+      await edit(server, active("a1/w1/broken"), junk);
+      const report = await syncStores({ local, remote: remoteOf(server) });
+      expect(report.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([["a1/w1/broken", "corrupt"], ["a1/w1/good2", "corrupt"]]);
+      expect(report.conflicts.find((c) => c.ref === "a1/w1/good2")!.message).toMatch(/server's copy.*messages\/active\.jsonl:2/);
+      // Nothing was written for good2 on the server: no fork of what its reader skipped.
+      expect(await serverRefs(server)).toEqual(["a1/w1/broken", "a1/w1/fresh", "a1/w1/good1", "a1/w1/good2", "a1/w1/good3"]);
+      expect(await messageCount(server, "a1/w1/good1")).toBe(4);
+      expect(await messageCount(server, "a1/w1/good3")).toBe(4);
+      expect((await local.open("a1/w1/fresh")).active.length).toBe(2);
+      expect(await local.list().then((l) => l.map((m) => m.session_id).sort())).toEqual(["fresh", "good1", "good2", "good3"]);
+      // Repaired on the server: the next run sends good2's message and pulls broken.
+      await server.replace(active("a1/w1/good2"), encoder.encode(original));
+      await edit(server, active("a1/w1/broken"), (t) => t.replace(/^xx/gm, ""));
+      const next = await syncStores({ local, remote: remoteOf(server) });
+      expect(next.conflicts).toEqual([]);
+      expect(await messageCount(server, "a1/w1/good2")).toBe(4);
+      expect((await local.open("a1/w1/broken")).active.length).toBe(3);
+      expect((await stateOf(device)).pending).toEqual([]);
+    });
+  }
+
+  it("a create compared with a server copy that is corrupt is refused, not forked at what its reader skipped", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    await seed(local, "a1/w1/s1", 3);
+    await syncStores({ local, remote: directRemote(server, { id: "server" }) });
+    await edit(server, sessionPath("a1/w1/s1", "messages/active.jsonl"), (t) => t.split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n"));
+    // The same server under another name: this device sends the session whole again.
+    const report = await syncStores({ local, remote: directRemote(server, { id: "again" }) });
+    expect(report.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/w1/s1", "corrupt"]]);
+    expect(report.forks).toEqual([]);
+    expect(await serverRefs(server)).toEqual(["a1/w1/s1"]);
   });
 
   it("refuses to sync a store with itself before anything is written", async () => {

@@ -8,7 +8,7 @@
  * left behind, the session deleted and made again at the same ref, two clients at once.
  */
 import { describe, expect, it } from "vitest";
-import { CorruptSessionError, MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
+import { MemoryStorage, type MessageRecord, Sessions, type StoragePort } from "../../core/mod.ts";
 import {
   type CreateMutation,
   type Mutation,
@@ -193,10 +193,11 @@ describe("a sync server's kept handle and a damaged meta.json", () => {
       client_id: "c1",
       mutations: [{ op: "append", ref: REF, number: 3, base_sequence: 2, base_message_id: "m2", messages: [message(3, { message_id: "m3" })] }],
     };
-    // Not the kept handle's own parse (a SyntaxError): the open's check, which says what it found and where.
+    // Not the kept handle's own parse (a SyntaxError): the open's check, which says what it found and where, as that
+    // session's refusal (docs/SYNC.md "One session at a time").
     const pushed = server.push(STORE_OWNER, parseSyncRequest("push", JSON.parse(JSON.stringify(body))));
-    await expect(pushed).rejects.toBeInstanceOf(CorruptSessionError);
-    await expect(pushed).rejects.toThrow(/meta\.json: invalid JSON .* at character 3/);
+    await expect(pushed).rejects.toMatchObject({ reason: "corrupt", status: 409, details: { ref: REF } });
+    await expect(pushed).rejects.toThrow(/server's copy .*meta\.json: invalid JSON .* at character 3/);
     expect(await storage.read(paths.active)).toEqual(activeBefore);
   });
 });

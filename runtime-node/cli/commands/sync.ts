@@ -8,6 +8,7 @@
 import { readFile, realpath } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
+import { isWithin } from "../../../core/reader.ts";
 import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
 import { bearerMatches, isLoopbackHost } from "../../serve-access.ts";
@@ -88,10 +89,13 @@ export const sync: Command = {
     const tokenFile = stringOption(args, "token-file");
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
     const location = remoteLocation(target, io);
-    if (location && (await sameStore(store, location))) {
-      throw new UsageError(`sync: --remote ${JSON.stringify(target)} is this store itself (${store.root}); sync needs another folder or database`, {
-        option: "--remote",
-      });
+    if (location && (await overlapsStore(store, location))) {
+      throw new UsageError(
+        `sync: --remote ${
+          JSON.stringify(target)
+        } is this store (${store.root}), a folder inside it, or a folder that holds it; sync needs another folder or database`,
+        { option: "--remote" },
+      );
     }
     const local = await store.forWriting();
     let remoteStore: Store | undefined;
@@ -121,31 +125,34 @@ export const sync: Command = {
 };
 
 /**
- * The store `--remote` names, or `undefined` for a sync server's http(s) URL. A folder is
- * resolved from the working folder; any other `scheme://` is refused rather than taken for
- * a folder of that name.
+ * The store `--remote` names, or `undefined` for a sync server's http(s) URL. Whatever
+ * begins with a scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`)
+ * is a URL: http(s):// or postgres(ql):// only, anything else (`ftp:x`, a typo'd `http:/x`)
+ * is refused rather than taken for a folder of that name (docs/CLI.md "sync": such a folder
+ * is given as `./ftp:x`). A folder is resolved from the working folder.
  *
- * @throws {UsageError} for a URL of another scheme.
+ * @throws {UsageError} for a URL of another scheme, or one without `//`.
  */
 function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(target)?.[1]?.toLowerCase();
-  if (scheme === "http" || scheme === "https") return undefined;
-  if (scheme === "postgres" || scheme === "postgresql") return resolveStore({ root: undefined, store: target }, io);
-  if (scheme !== undefined) {
-    throw new UsageError(
-      `sync: --remote ${
-        JSON.stringify(target)
-      } is a URL of scheme ${scheme}://; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder`,
-      { option: "--remote" },
-    );
-  }
-  return { kind: "files", root: resolve(io.cwd ?? process.cwd(), target) };
+  const url = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/)?/.exec(target);
+  if (!url) return { kind: "files", root: resolve(io.cwd ?? process.cwd(), target) };
+  const scheme = url[1]!.toLowerCase();
+  if (url[2] && (scheme === "http" || scheme === "https")) return undefined;
+  if (url[2] && (scheme === "postgres" || scheme === "postgresql")) return resolveStore({ root: undefined, store: target }, io);
+  throw new UsageError(
+    `sync: --remote ${
+      JSON.stringify(target)
+    } is not a URL sync takes; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder (a name with a colon as ./${target})`,
+    { option: "--remote" },
+  );
 }
 
-/** Whether `location` is the store itself: the same folder once links are resolved, or the same database and schema. */
-async function sameStore(store: Store, location: StoreLocation): Promise<boolean> {
+/** Whether `location` is the store itself or shares its files: the same folder, or one inside the other, once links are resolved; or the same database and schema. */
+async function overlapsStore(store: Store, location: StoreLocation): Promise<boolean> {
   if (location.kind === "postgres") return store.folder === undefined && store.root === location.root;
-  return store.folder !== undefined && (await realFolder(store.folder)) === (await realFolder(location.root));
+  if (store.folder === undefined) return false;
+  const [ours, theirs] = [await realFolder(store.folder), await realFolder(location.root)];
+  return isWithin(ours, theirs) || isWithin(theirs, ours);
 }
 
 /** `path` with every link resolved; a part that does not exist yet is kept as written after its resolved parent. */
