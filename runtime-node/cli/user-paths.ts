@@ -100,8 +100,16 @@ export async function checkOutTarget(out: string, store: string | undefined): Pr
   }
 }
 
-/** `path` with every link and `..` of its existing part resolved; the missing rest appended as given. */
-async function canonicalPath(path: string): Promise<string> {
+/**
+ * `path` with every link and `..` of its existing part resolved; the missing rest appended as
+ * given. What `--out` and `sync --remote` are compared with the store by.
+ *
+ * @example
+ * ```ts
+ * await canonicalPath("/tmp/not-yet/file.json"); // "/tmp/not-yet/file.json", with /tmp's links resolved
+ * ```
+ */
+export async function canonicalPath(path: string): Promise<string> {
   try {
     return await realpath(path);
   } catch {

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { readFile, realpath } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import { formatSessionRef } from "../../../core/mod.ts";
 import { isWithin } from "../../../core/reader.ts";
 import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
@@ -18,6 +18,7 @@ import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
 import { resolveStore, Store, type StoreLocation } from "../store.ts";
+import { canonicalPath } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -151,19 +152,8 @@ function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
 async function overlapsStore(store: Store, location: StoreLocation): Promise<boolean> {
   if (location.kind === "postgres") return store.folder === undefined && store.root === location.root;
   if (store.folder === undefined) return false;
-  const [ours, theirs] = [await realFolder(store.folder), await realFolder(location.root)];
+  const [ours, theirs] = [await canonicalPath(store.folder), await canonicalPath(location.root)];
   return isWithin(ours, theirs) || isWithin(theirs, ours);
-}
-
-/** `path` with every link resolved; a part that does not exist yet is kept as written after its resolved parent. */
-async function realFolder(path: string): Promise<string> {
-  try {
-    return await realpath(path);
-  } catch (error) {
-    const parent = dirname(path);
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT" || parent === path) return path;
-    return join(await realFolder(parent), basename(path));
-  }
 }
 
 async function readToken(io: CliIo, file: string): Promise<string> {
