@@ -117,7 +117,7 @@ function verifyText(reports: readonly VerifyReport[], storeDiagnostics: readonly
     lines.push(...diagnosticLines(r.diagnostics, "     "));
   }
   const failed = reports.filter((r) => !r.ok).length;
-  const refused = storeDiagnostics.length === 0 ? "" : `, ${storeDiagnostics.length} store entr${storeDiagnostics.length === 1 ? "y" : "ies"} refused`;
+  const refused = storeDiagnostics.length === 0 ? "" : `, ${counted(storeDiagnostics.length, "store entry", "store entries")} refused`;
   lines.push(`${counted(reports.length, "session")} checked, ${failed === 0 ? "all ok" : `${failed} with fatal diagnostics`}${refused}`);
   return lines.join("\n");
 }
