@@ -6,7 +6,17 @@
  * @module
  */
 import type { UIMessage, UIMessageChunk } from "ai";
-import { InvalidInputError, type Provider, type Session, SessionBusyError, SessionfoldError, type Tool, WriterLockedError } from "../core/mod.ts";
+import {
+  InvalidIdError,
+  InvalidInputError,
+  NotFoundError,
+  type Provider,
+  type Session,
+  SessionBusyError,
+  SessionfoldError,
+  type Tool,
+  WriterLockedError,
+} from "../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
 import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
@@ -29,7 +39,8 @@ export interface ChatRouteOptions {
   /**
    * The chat's session. Authorize the request here: throw a `Response` (a 401, a 403, a
    * 404) to refuse it, and the route answers with it. The route never reads a session it
-   * was not given.
+   * was not given. A chat id the store lacks (`NotFoundError`, as `Sessions#open` throws)
+   * answers 404 and one it refuses (`InvalidIdError`) 400.
    */
   readonly session: (chatId: string, request: Request) => Promise<Session>;
   /** The model of every reply. */
@@ -132,7 +143,7 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         })();
         return uiMessageStreamResponse(live.stream());
       } catch (error) {
-        return failure(error);
+        return failure(error, chatId);
       }
     },
 
@@ -152,7 +163,7 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         const chunks = stoppedReplyChunks(turn);
         return uiMessageStreamResponse(new ReadableStream({ start: (controller) => (chunks.forEach((c) => controller.enqueue(c)), controller.close()) }));
       } catch (error) {
-        return failure(error);
+        return failure(error, chatId);
       }
     },
   };
@@ -162,10 +173,15 @@ function problem(status: number, message: string): Response {
   return Response.json({ error: message }, { status });
 }
 
-/** A refusal `Response` as it is; a typed error as an HTTP answer: refused input 400, a busy session 409, anything else 500. */
-function failure(error: unknown): Response {
+/**
+ * A refusal `Response` as it is; a typed error as an HTTP answer: a chat the store does not have
+ * 404, naming only the chat id the client sent (the store's agent and workspace are the host's);
+ * an id the store refuses, or other refused input, 400; a busy session 409; anything else 500.
+ */
+function failure(error: unknown, chatId: string): Response {
   if (error instanceof Response) return error;
-  if (error instanceof InvalidInputError) return problem(400, error.message);
+  if (error instanceof NotFoundError) return problem(404, `no chat ${JSON.stringify(chatId)}`);
+  if (error instanceof InvalidIdError || error instanceof InvalidInputError) return problem(400, error.message);
   if (error instanceof SessionBusyError || error instanceof WriterLockedError) return problem(409, error.message);
   if (error instanceof SessionfoldError) return problem(500, error.message);
   return problem(500, error instanceof Error ? error.message : String(error));

@@ -5,7 +5,7 @@
  */
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type Provider, type ProviderEvent, type Tool } from "../../core/mod.ts";
+import { MemoryStorage, type Provider, type ProviderEvent, Sessions, type Tool } from "../../core/mod.ts";
 import { chatRoute, toUIMessages } from "../../ai-sdk/mod.ts";
 import { createSession } from "../run/support.ts";
 
@@ -93,6 +93,26 @@ describe("chatRoute", () => {
     expect((await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "other", messages: [user] }) }))).status)
       .toBe(403);
     expect((await route.GET(new Request("http://chat.test/api/chat/other/stream"), "other")).status).toBe(403);
+  });
+
+  it("answers a chat the store lacks 404 and an id it refuses 400, on POST and GET, naming only the chat id", async () => {
+    const sessions = new Sessions({ storage: new MemoryStorage() });
+    const route = chatRoute({
+      session: (id) => sessions.open({ agentId: "chat", workspaceId: "web", sessionId: id }),
+      provider: gatedProvider().provider,
+    });
+    const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    const post = (id: string) => route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id, messages: [user] }) }));
+    for (const response of [await post("nope"), await route.GET(new Request("http://chat.test/api/chat/nope/stream"), "nope")]) {
+      expect(response.status).toBe(404);
+      const { error } = (await response.json()) as { error: string };
+      expect(error).toBe('no chat "nope"');
+    }
+    for (const response of [await post("../x"), await route.GET(new Request("http://chat.test/api/chat/x/stream"), "../x")]) {
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: string }).error).toMatch(/invalid session_id "\.\.\/x"/);
+    }
+    expect(await sessions.list({ agentId: "chat", workspaceId: "web" })).toEqual([]);
   });
 
   it("refuses a body without a user message last, naming it", async () => {
