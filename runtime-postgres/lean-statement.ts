@@ -1,6 +1,7 @@
 /**
  * A named prepared statement whose answer is one value, sent without what `pg` adds to every
- * execution (docs/decisions.md "PostgreSQL's per-operation commit: the statement sent lean"):
+ * execution (docs/decisions.md "PostgreSQL's per-operation commit: the contract's own bound,
+ * and the statement sent lean"):
  * `pg`'s `Query` asks the server to describe the portal before each run (a RowDescription the
  * server builds and the client parses into field objects), builds a `Result` and a row object,
  * and is an `EventEmitter`. A commit's answer is the first column of its one row (the

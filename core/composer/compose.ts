@@ -9,7 +9,7 @@ export const INTERRUPTED_TOOL_CALL_ERROR = "The tool call was interrupted before
 
 /**
  * Builds the model input of one request: instruction + the latest footer's text +
- * every message of Active (docs/FORMAT.md "Model context"). Pure and O(size of Active):
+ * every message of Active (docs/FORMAT.md "What a model request reads"). Pure and O(size of Active):
  * it never mutates `state`; a message is copied only when it has to change, all
  * other messages are passed through as the same objects.
  *

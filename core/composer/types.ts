@@ -1,7 +1,7 @@
 import type { MessageRecord, ProviderIdentity, SummaryRecord } from "../schema/mod.ts";
 import type { ModelInput } from "../model/mod.ts";
 
-/** A snapshot of everything one model request reads (docs/FORMAT.md "Model context"). */
+/** A snapshot of everything one model request reads (docs/FORMAT.md "What a model request reads"). */
 export interface ComposerState {
   /** `instruction.md`, or the agent's current instruction when absent; `null` when there is none. */
   readonly instruction: string | null;

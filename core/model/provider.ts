@@ -17,7 +17,7 @@ export interface Tool extends ToolDefinition {
   execute(input: unknown, context: { readonly toolCallId: string; readonly signal: AbortSignal }): Promise<unknown> | unknown;
 }
 
-/** Exactly what a model request reads (docs/FORMAT.md "Model context"), ready for a provider adapter. */
+/** Exactly what a model request reads (docs/FORMAT.md "What a model request reads"), ready for a provider adapter. */
 export interface ModelInput {
   /** `instruction.md`, or the agent's current instruction when absent; `null` when there is none. */
   readonly system: string | null;

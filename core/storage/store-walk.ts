@@ -1,5 +1,5 @@
 /**
- * The walk of a store's folders (docs/FORMAT.md "Layout"): agents, their workspaces, and the
+ * The walk of a store's folders (docs/FORMAT.md "Where sessions live"): agents, their workspaces, and the
  * folders of sessions in each. An entry the backend refuses where a folder belongs (a link,
  * a file: docs/FORMAT.md "The store's boundary") is handed to the caller and walked as
  * empty, so one bad entry never hides the rest of the store and nothing is followed.

@@ -1,6 +1,6 @@
 /**
  * The sync server as a web-standard fetch handler, `(Request) => Promise<Response>`: it
- * mounts in Hono, Deno.serve, Bun.serve, Cloudflare Workers or Node (docs/SYNC.md "HTTP").
+ * mounts in Hono, Deno.serve, Bun.serve, Cloudflare Workers or Node (docs/SYNC.md "The wire").
  * Every route is `POST <basePath>/<route>` with a JSON body; the host's `authorize` hook
  * runs first on every request, then the body is read (up to a limit), decoded and checked,
  * and only then does the store see anything.

@@ -63,7 +63,7 @@ const Labels = z.looseObject({ title: z.string().optional(), model_label: z.stri
 
 /**
  * A session sent whole: `meta.json`'s fields, `instruction.md`, the segments by name and the
- * Active messages (docs/SYNC.md "create").
+ * Active messages (docs/SYNC.md "What is copied": a new session).
  */
 export interface CreateMutation {
   readonly number: number;
@@ -141,7 +141,7 @@ export interface SealedSetMetaMutation extends SealedDocuments {
   readonly keys: string;
 }
 
-/** The session was archived or deleted on the sender: a tombstone (docs/SYNC.md "Tombstones"). */
+/** The session was archived or deleted on the sender: a tombstone (docs/SYNC.md "What is copied": delete). */
 export interface RemoveMutation {
   readonly number: number;
   readonly op: "archive" | "delete";

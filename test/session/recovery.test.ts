@@ -1,5 +1,5 @@
 /**
- * docs/FORMAT.md "Recovery rules" 1–5, each with its diagnostic, and the promise that open
+ * docs/FORMAT.md "Recovery: what a reader does on open" 1–5, each with its diagnostic, and the promise that open
  * writes nothing: repairs wait for the next write.
  */
 import { describe, expect, test } from "vitest";

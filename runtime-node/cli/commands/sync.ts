@@ -129,7 +129,7 @@ export const sync: Command = {
  * The store `--remote` names, or `undefined` for a sync server's http(s) URL. Whatever
  * begins with a scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`)
  * is a URL: http(s):// or postgres(ql):// only, anything else (`ftp:x`, a typo'd `http:/x`)
- * is refused rather than taken for a folder of that name (docs/CLI.md "sync": such a folder
+ * is refused rather than taken for a folder of that name (docs/CLI.md "Commands", `sync`: such a folder
  * is given as `./ftp:x`). A folder is resolved from the working folder.
  *
  * @throws {UsageError} for a URL of another scheme, or one without `//`.

@@ -3,7 +3,7 @@
  * `dist/` and the CLI's bundle, a few seconds) into a folder, unpacked there, with the
  * repository's `node_modules` linked beside it for its dependencies. Case 9 times its CLI;
  * case 1 opens sessions through its `dist/runtime-node/mod.js`, what `sessionfold/node`
- * resolves to (docs/decisions.md "What the cold open row loads").
+ * resolves to (docs/decisions.md "What the cold row loads").
  *
  * @module
  */
