@@ -217,9 +217,14 @@ export class EncryptedStorage implements StoragePort {
     const marker = await readMarker(inner);
     if (!marker) throw new InvalidInputError(`the store is not encrypted (no ${STORE_MARKER}); encrypt it first`, { file: STORE_MARKER });
     if (!provider) {
-      throw new KeyRequiredError(`the store is encrypted (kid ${JSON.stringify(marker.current_kid)}): give its key (--key-file FILE or SESSIONFOLD_KEY_FILE)`, {
-        kid: marker.current_kid,
-      });
+      throw new KeyRequiredError(
+        `the store is encrypted (kid ${
+          JSON.stringify(marker.current_kid)
+        }): give its key (the \`keys\` option's KeyProvider; on the command line --key-file FILE or SESSIONFOLD_KEY_FILE)`,
+        {
+          kid: marker.current_kid,
+        },
+      );
     }
     await checkKey(provider, marker, marker.current_kid);
     if (marker.migration) {
