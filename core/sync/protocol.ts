@@ -8,6 +8,7 @@
  */
 import * as z from "zod";
 import { type SyncRefusal, SyncRefusedError } from "../errors.ts";
+import { describeValue } from "../formats/errors.ts";
 import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";
 import { describeIssues, MessageRecord, SessionMeta } from "../schema/mod.ts";
@@ -410,7 +411,7 @@ export const SYNC_ROUTES: readonly SyncRoute[] = ["push", "pull", "read", "segme
 export function parseSyncRequest<R extends SyncRoute>(route: R, body: unknown): SyncRequests[R] {
   const v = (body as { v?: unknown } | null)?.v;
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw refused("malformed", 400, `${route}: expected a JSON object, found ${Array.isArray(body) ? "an array" : typeof body}`);
+    throw refused("malformed", 400, `${route}: expected a JSON object, found ${describeValue(body)}`);
   }
   if (v !== SYNC_PROTOCOL_VERSION) {
     throw refused(

@@ -202,6 +202,15 @@ describe("a sync server's kept handle and a damaged meta.json", () => {
   });
 });
 
+describe("parseSyncRequest", () => {
+  it("refuses a body that is not a JSON object, naming what it is", () => {
+    for (const [body, found] of [[null, "null"], [[1], "an array"], ["x", '"x"'], [3, "3"]] as const) {
+      expect(() => parseSyncRequest("pull", body)).toThrow(new RegExp(`^pull: expected a JSON object, found ${found.replace("[", "\\[")}$`));
+      expect(() => parseSyncRequest("pull", body)).toThrow(expect.objectContaining({ reason: "malformed", status: 400 }));
+    }
+  });
+});
+
 describe("a sync server's pushes to one session at once", () => {
   /** A push of one append of `id` after m2 by `clientId`, its first mutation, to `server`. */
   const appendAfterM2 = (server: SyncServer, clientId: string, id: string) =>

@@ -113,8 +113,9 @@ export const sync: Command = {
       const { pushed, pulled, forks, conflicts } = report;
       const status = out.result({ pushed, pulled, forks, conflicts }, () =>
         [
-          `pushed ${counted(pushed, "message")}, pulled ${pulled}`,
-          ...forks.map((f) => `fork: ${f.ref} after sequence ${f.at_sequence} continues as ${f.forked_as}`),
+          `pushed ${counted(pushed, "message")}, pulled ${counted(pulled, "message")}`,
+          // The remote's tail continues the ref; this store's own tail is what moved (docs/SYNC.md "Divergence").
+          ...forks.map((f) => `fork: ${f.ref}: this store's messages after sequence ${f.at_sequence} are now ${f.forked_as}`),
           ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
         ].join("\n"));
       // A session left unsynced is not a success a script may take for one (docs/CLI.md "Exit status").
