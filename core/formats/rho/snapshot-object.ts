@@ -88,7 +88,7 @@ export function parseRhoSnapshotObject(value: Value): RhoSnapshot {
  * its own fixtures and tests keep the title as `metadata.title` (core/formats/README.md), so
  * sessionfold carries it there both ways (docs/decisions.md).
  */
-export const RHO_TITLE_KEY = "title";
+const RHO_TITLE_KEY = "title";
 
 /**
  * The title a Rho snapshot's metadata holds (its `title` entry) as a `PortableSession` field
