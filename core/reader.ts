@@ -44,3 +44,4 @@ export { assertStoragePath, concatBytes, formatBytes, isWithin, MAX_FILE_BYTES, 
 export { MemoryStorage, type MemoryStorageOptions, messageOf, type StorageFailure, storageFailure } from "./storage/mod.ts";
 export { hintedFile, readMany, withPrefetchedTail } from "./storage/read-many.ts";
 export { lockDiagnostics, unsafeEntry, unsupportedSchema } from "./verify/verify.ts";
+export { staleCatalogEntries } from "./verify/catalog-check.ts";

@@ -12,20 +12,29 @@ import { catalogDocument } from "../storage/catalog.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { listOrRefuse, workspacesOf } from "../storage/store-walk.ts";
 
+/** The reason given for an entry whose session's folder holds no `meta.json`. */
+const NO_META_JSON = "an entry, but its folder holds no meta.json";
+
 /** A session whose catalog entry does not say what its `meta.json` says. */
 export interface StaleCatalogEntry {
   /** `agent/workspace/session`. */
   readonly ref: string;
   /** Whether the session is in `archived-sessions/`. */
   readonly archived: boolean;
-  /** What differs, for a person: `no entry`, or the listing fields that differ with both values. */
+  /**
+   * What differs, for a person: `no entry`, `an entry, but its folder holds no meta.json` (the
+   * listing shows the entry of a folder left without one), or the listing fields that differ
+   * with both values.
+   */
   readonly reason: string;
 }
 
 /**
  * Every session of the store (or of one agent, workspace or session) whose catalog entry
- * differs from its `meta.json`'s listing fields, or that has none; `[]` on a backend without a
- * catalog. Reads every selected `meta.json` once. An entry the backend refuses where a folder
+ * differs from its `meta.json`'s listing fields, that has none, or whose folder has an entry
+ * but no `meta.json` (removed outside sessionfold: the listing, which reads no `meta.json`,
+ * still shows the entry); `[]` on a backend without a catalog. Reads every selected
+ * `meta.json` once. An entry the backend refuses where a folder
  * belongs is passed over: `verify` reports it as `unsafe_entry`.
  *
  * @example
@@ -50,11 +59,19 @@ export async function staleCatalogEntries(
       });
       if (!catalog) continue;
       const entries = new Map(catalog.entries.map((entry) => [entry.name, entry.meta]));
-      const names = filter.sessionId !== undefined ? [filter.sessionId] : (await listOrRefuse(storage, dir, passOver)).filter(isValidId);
-      for (const name of names) {
-        const bytes = await storage.read(`${dir}/${name}/meta.json`).catch(() => undefined);
-        if (!bytes) continue; // no meta.json to compare with: verify reports the session itself
-        const reason = entries.has(name) ? differences(entries.get(name), catalogDocument(bytes)) : "no entry";
+      const folders = filter.sessionId === undefined ? (await listOrRefuse(storage, dir, passOver)).filter(isValidId) : undefined;
+      for (const name of folders ?? [filter.sessionId!]) {
+        // null: a meta.json the store refuses or cannot read, which verify reports as the session's own diagnostic.
+        const bytes = await storage.read(`${dir}/${name}/meta.json`).catch(() => null);
+        if (bytes === null) continue;
+        let reason: string;
+        if (bytes === undefined) {
+          // An entry the listing shows for a folder left without meta.json (removed by hand): the file wins (docs/FORMAT.md).
+          const listed = entries.has(name) && (folders ?? (await listOrRefuse(storage, dir, passOver))).includes(name);
+          reason = listed ? NO_META_JSON : "";
+        } else {
+          reason = entries.has(name) ? differences(entries.get(name), catalogDocument(bytes)) : "no entry";
+        }
         if (reason) stale.push({ ref: `${agentId}/${workspaceId}/${name}`, archived, reason });
       }
     }

@@ -10,7 +10,16 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { MigrationReport, Session, SessionOptions, Sessions, StaleLockReclaimed } from "../../core/mod.ts";
 import { InvalidInputError, NotFoundError, UnsupportedSchemaError } from "../../core/errors.ts";
-import { EncryptedStorage, formatSessionRef, type KeyProvider, sessionPaths, type SessionRef, storageForKeys, type StoragePort } from "../../core/reader.ts";
+import {
+  EncryptedStorage,
+  formatSessionRef,
+  type KeyProvider,
+  sessionPaths,
+  type SessionRef,
+  staleCatalogEntries,
+  storageForKeys,
+  type StoragePort,
+} from "../../core/reader.ts";
 import { nodeAesGcm } from "../aes-gcm.ts";
 import { NodeFileStorage } from "../fs-storage.ts";
 import { openNodeStorage } from "../open-storage.ts";
@@ -315,9 +324,10 @@ export async function openForWriting(sessions: Sessions, ref: SessionRef, option
 
 /**
  * Makes an error of opening a session say which session: an unknown schema version
- * names the session, and (for live-only operations, `liveOnly`) a `NotFoundError` for a
- * session that is archived becomes an `InvalidInputError` saying so. Other errors are
- * returned as they are.
+ * names the session, (for live-only operations, `liveOnly`) a `NotFoundError` for a
+ * session that is archived becomes an `InvalidInputError` saying so, and one for a session
+ * that `ls` still lists from its catalog entry says that (see {@linkcode notFoundListed}).
+ * Other errors are returned as they are.
  */
 export async function explainOpenError(storage: StoragePort, ref: SessionRef, error: unknown, liveOnly = false): Promise<unknown> {
   const name = formatSessionRef(ref);
@@ -327,7 +337,25 @@ export async function explainOpenError(storage: StoragePort, ref: SessionRef, er
   if (liveOnly && error instanceof NotFoundError && (await exists(storage, ref, true))) {
     return new InvalidInputError(`${name} is archived; archived sessions are read-only`, { ref: name, archived: true });
   }
+  if (error instanceof NotFoundError) return (await notFoundListed(storage, ref)) ?? error;
   return error;
+}
+
+/**
+ * The not-found error of a session whose folder holds neither `meta.json` nor messages (its
+ * `meta.json` removed by hand) while its catalog entry is still there, so `ls`, which reads
+ * the catalog and not a `meta.json` per session, lists it: the error names that entry and the
+ * rebuild that drops it (docs/FORMAT.md "The catalog": the file wins). `undefined` when the
+ * catalog has no such entry. Only called on a not-found path: it reads the workspace's catalog.
+ */
+async function notFoundListed(storage: StoragePort, ref: SessionRef): Promise<NotFoundError | undefined> {
+  const [stale] = await staleCatalogEntries(storage, ref);
+  if (stale === undefined) return undefined;
+  return new NotFoundError(
+    `no session ${stale.ref}: its folder holds neither meta.json nor messages, but the catalog ls reads still lists it` +
+      " (sessionfold verify --repair-catalog drops the entry)",
+    { ref: stale.ref, stale_catalog: stale.reason },
+  );
 }
 
 /** The not-found error of a session in a store that does not exist at all. */

@@ -7,11 +7,23 @@
  *
  * @module
  */
-import { lstat, realpath, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, lstat, realpath, stat } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import { InvalidInputError, NotFoundError, type SessionfoldError } from "../../core/errors.ts";
 import { kindOf } from "../fs-boundary.ts";
-import { errno } from "../fs-errors.ts";
+import { errno, storageErrorFromFs } from "../fs-errors.ts";
+
+/**
+ * The errno codes of a write refused for lack of permission on the path (a read-only file
+ * system included): the user's choice of path, bad input, not a failure of the store
+ * (docs/CLI.md "Files the CLI writes").
+ */
+const PERMISSION_DENIED: Readonly<Record<string, string>> = {
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EROFS: "a read-only file system",
+};
 
 /** A folder that is not there: the outermost one missing, under folders that are. */
 interface MissingFolder {
@@ -64,13 +76,15 @@ export async function storeFolderExists(root: string): Promise<boolean> {
 /**
  * Checks the file a command was told to write (`--out`, already absolute) before anything is
  * written: never inside the store's folder `store` (the target's folder resolved through its
- * links, so no spelling reaches in), in a folder that exists, and not itself a folder.
+ * links, so no spelling reaches in), in a folder that exists and this user may write in, and
+ * not itself a folder.
  *
  * @example
  * ```ts
  * await checkOutTarget("/tmp/s1.json", "/home/me/.sessionfold");
  * ```
- * @throws {InvalidInputError} when the target is inside the store, is a folder, or a file stands where its folder belongs.
+ * @throws {InvalidInputError} when the target is inside the store, is a folder, a file stands where its folder belongs,
+ * or its folder may not be written in by this user (permission denied, a read-only file system).
  * @throws {NotFoundError} when its folder does not exist.
  */
 export async function checkOutTarget(out: string, store: string | undefined): Promise<void> {
@@ -98,6 +112,32 @@ export async function checkOutTarget(out: string, store: string | undefined): Pr
   if (target?.isDirectory()) {
     throw new InvalidInputError(`--out ${out}: found a folder where a file belongs; ${nothing}`, { out, found: "a folder", expected: "a file" });
   }
+  // The file is written beside itself and renamed (or created) in its folder: that folder must let us.
+  const refused = await access(dirname(out), constants.W_OK | constants.X_OK).then(() => undefined, errno);
+  if (refused !== undefined && refused in PERMISSION_DENIED) throw permissionDenied(out, refused);
+}
+
+/**
+ * What a failed write of the user's `--out` file is: a permission the system refused (the check
+ * before may pass where the write does not: root, an access control list, a change in between)
+ * is the user's bad input, naming the path given; any other failure the store's typed error
+ * naming it (`storageErrorFromFs`: a full disk is `storage-full`). A typed error passes unchanged.
+ *
+ * @example
+ * ```ts
+ * outWriteError("/srv/out.json", Object.assign(new Error("denied"), { code: "EACCES" })); // InvalidInputError
+ * ```
+ */
+export function outWriteError(out: string, error: unknown): SessionfoldError {
+  const code = errno(error);
+  if (code !== undefined && code in PERMISSION_DENIED) return permissionDenied(out, code);
+  return storageErrorFromFs(error, "write --out", out, out);
+}
+
+/** The error of an `--out` whose folder the system does not let this user write in. */
+function permissionDenied(out: string, code: string): InvalidInputError {
+  const folder = dirname(out);
+  return new InvalidInputError(`--out ${out}: ${PERMISSION_DENIED[code]} (${code}) to write in ${folder}; nothing was written`, { out, folder, errno: code });
 }
 
 /**

@@ -13,7 +13,7 @@
 import { open, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { WriterLockedError } from "../../core/mod.ts";
-import { storageErrorFromFs } from "../fs-errors.ts";
+import { outWriteError } from "./user-paths.ts";
 
 const DEEPCODE_STREAM = /^(.+)\.v1\.jsonl$/;
 
@@ -25,7 +25,8 @@ const DEEPCODE_STREAM = /^(.+)\.v1\.jsonl$/;
  * await writeExportFile("/tmp/abc.v1.jsonl", new Uint8Array(), "deepcode");
  * ```
  * @throws {WriterLockedError} when DeepCode's `<id>.writer.lock` exists (a DeepCode writer holds the session); nothing is written.
- * @throws {StorageError} (or `StorageFullError`) naming `path`, never the temporary file, when the system refuses the write.
+ * @throws {InvalidInputError} naming `path` and its folder when the system refuses the write for lack of permission.
+ * @throws {StorageError} (or `StorageFullError`) naming `path`, never the temporary file, when the write fails otherwise.
  */
 export async function writeExportFile(path: string, bytes: Uint8Array, format: string): Promise<void> {
   const id = format === "deepcode" ? DEEPCODE_STREAM.exec(basename(path))?.[1] : undefined;
@@ -51,7 +52,7 @@ export async function writeExportFile(path: string, bytes: Uint8Array, format: s
  * not the temporary file beside it: what `checkOutTarget` looked at can change before the write.
  */
 function failed(path: string, error: unknown): never {
-  throw storageErrorFromFs(error, "write --out", path, path);
+  throw outWriteError(path, error);
 }
 
 async function takeDeepCodeLock(lockPath: string, id: string) {

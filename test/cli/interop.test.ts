@@ -115,15 +115,20 @@ describe("export", () => {
     expect(redacted.stdout).toContain("keep it safe");
   });
 
-  it("round-trips through a real child process: export to a file, import it back, same messages", async () => {
+  it("round-trips through a real child process: export to a file, import it back, same messages and title", async () => {
     const root = await missingRoot();
-    await seed(root, "a1/w1/s1", 3);
+    await seed(root, "a1/w1/s1", 3, "Port the parser");
     const out = join(await tempDir(), "s1.json");
     expectOk(await bin(["--root", root, "export", "a1/w1/s1", "--to", "rho-snapshot", "--out", out]));
-    expectOk(await bin(["--root", root, "import", out, "--from", "rho-snapshot", "--into", "a1/w1/back"]));
+    // Rho's snapshot has no title field: the title travels as metadata.title (docs/decisions.md).
+    expect(JSON.parse(await readFile(out, "utf8")).metadata).toEqual({ title: "Port the parser" });
+    const imported = json(expectOk(await bin(["--root", root, "--json", "import", out, "--from", "rho-snapshot", "--into", "a1/w1/back"])));
+    expect(imported.title).toBe("Port the parser");
     const text = (ref: string) =>
       cli(root, ["--json", "messages", ref]).then((r) => json<{ parts: { text?: string }[] }[]>(r).map((m) => m.parts.map((p) => p.text)));
     expect(await text("a1/w1/back")).toEqual(await text("a1/w1/s1"));
+    const listed = json<{ session_id: string; title?: string }[]>(expectOk(await cli(root, ["--json", "ls"])));
+    expect(listed.map((m) => `${m.session_id}: ${m.title}`).sort()).toEqual(["back: Port the parser", "s1: Port the parser"]);
   });
 
   it("refuses an unknown format with a usage error (exit 2)", async () => {

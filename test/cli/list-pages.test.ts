@@ -5,7 +5,7 @@
 import { appendFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cli, expectOk, json, missingRoot, seed } from "./support.ts";
+import { bin, cli, expectOk, json, missingRoot, seed, sessionDir } from "./support.ts";
 
 const catalogOf = (root: string) => readdir(join(root, "agents/a1/workspaces/w1/catalog")).catch(() => []);
 
@@ -75,5 +75,43 @@ describe("ls pages and the catalog", () => {
     const own = expectOk(await cli(root, ["--json", "verify", "a1/w1/s2"]));
     expect(json(own)).toMatchObject({ catalog: { stale: [{ ref: "a1/w1/s2", reason: 'title "Old" where meta.json has "Second"' }] } });
     expect(own.stderr).toContain("note stale_catalog: a1/w1/s2: ");
+  });
+
+  it("a session folder whose meta.json was deleted by hand (no messages): ls keeps the entry, verify names it, show and verify REF say so", async () => {
+    const root = await missingRoot();
+    expectOk(await cli(root, ["new", "a1/w1/gone", "--title", "Gone"]));
+    await seed(root, "a1/w1/kept", 1, "Kept");
+    expectOk(await cli(root, ["new", "a1/w1/removed", "--title", "Removed"]));
+    await rm(join(sessionDir(root, "a1/w1/gone"), "meta.json"));
+    // A folder removed whole keeps its line too, but a listing never shows an entry whose folder is gone.
+    await rm(sessionDir(root, "a1/w1/removed"), { recursive: true });
+    // docs/decisions.md: a listing reads the catalog, not a meta.json per session, so it still shows the entry.
+    const listed = json<{ session_id: string }[]>(expectOk(await cli(root, ["--json", "ls"])));
+    expect(listed.map((m) => m.session_id).sort()).toEqual(["gone", "kept"]);
+    const reason = "an entry, but its folder holds no meta.json";
+    // verify of the whole store names the stale entry (never fatal), in a real process too.
+    const whole = expectOk(await bin(["--root", root, "--json", "verify"]));
+    expect(json(whole)).toEqual({
+      sessions: [{ ref: "a1/w1/kept", ok: true, diagnostics: [] }],
+      catalog: { stale: [{ ref: "a1/w1/gone", archived: false, reason }] },
+    });
+    expect(whole.stderr).toBe(`note stale_catalog: a1/w1/gone: ${reason} (sessionfold verify --repair-catalog rebuilds it)\n`);
+    // show and verify REF: no session, and the entry ls still shows is named with its remedy.
+    const notFound = "error[not-found]: no session a1/w1/gone: its folder holds neither meta.json nor messages, " +
+      "but the catalog ls reads still lists it (sessionfold verify --repair-catalog drops the entry)\n";
+    for (const command of [["show", "a1/w1/gone"], ["verify", "a1/w1/gone"], ["messages", "a1/w1/gone"]]) {
+      const result = await cli(root, command);
+      expect(result.status, command.join(" ")).toBe(4);
+      expect(result.stderr, command.join(" ")).toBe(notFound);
+    }
+    expect(json(await cli(root, ["--json", "show", "a1/w1/gone"])).error).toMatchObject({ code: "not-found", ref: "a1/w1/gone", stale_catalog: reason });
+    // A session that never existed, or whose folder is gone (not listed), is not-found as before.
+    expect((await cli(root, ["show", "a1/w1/never"])).stderr).toBe("error[not-found]: no session a1/w1/never\n");
+    expect((await cli(root, ["show", "a1/w1/removed"])).stderr).toBe("error[not-found]: no session a1/w1/removed\n");
+    // The rebuild drops the entry: ls, show and verify agree again.
+    expectOk(await cli(root, ["verify", "--repair-catalog"]));
+    expect(json<{ session_id: string }[]>(expectOk(await cli(root, ["--json", "ls"]))).map((m) => m.session_id)).toEqual(["kept"]);
+    expect((await cli(root, ["show", "a1/w1/gone"])).stderr).toBe("error[not-found]: no session a1/w1/gone\n");
+    expect(expectOk(await cli(root, ["verify"])).stderr).toBe("");
   });
 });

@@ -51,13 +51,27 @@ export async function cliRaw(argv: readonly string[], io: Partial<CliIo> = {}): 
   return { status, stdout, stderr };
 }
 
-/** Runs `node bin/sessionfold.mjs …` as a child process: the real path (worker storage, fsync). */
-export function bin(args: readonly string[], env: Record<string, string> = {}, command: readonly string[] = [process.execPath, BIN]): Promise<RunResult> {
+/** The user a child process runs as (`bin`'s `user`): another than the test's own. */
+export interface ChildUser {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * Runs `node bin/sessionfold.mjs …` as a child process: the real path (worker storage, fsync);
+ * with `user`, as that user (the test must run as root to give one).
+ */
+export function bin(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  command: readonly string[] = [process.execPath, BIN],
+  user?: ChildUser,
+): Promise<RunResult> {
   return new Promise((resolvePromise) => {
     execFile(
       command[0]!,
       [...command.slice(1), ...args],
-      { cwd: REPO, env: { ...process.env, ...env, SESSIONFOLD_DEBUG: "" }, maxBuffer: 64 * 1024 * 1024, timeout: 60_000 },
+      { cwd: REPO, env: { ...process.env, ...env, SESSIONFOLD_DEBUG: "" }, maxBuffer: 64 * 1024 * 1024, timeout: 60_000, ...user },
       (error, stdout, stderr) => {
         const status = error ? (typeof error.code === "number" ? error.code : -1) : 0;
         resolvePromise({ status, stdout, stderr });

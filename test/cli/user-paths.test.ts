@@ -6,12 +6,13 @@
  * never a temporary file, and leave nothing behind; a store root that is a file is said to be
  * one (exit 4), by readers and writers alike.
  */
-import { mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { chmod, chown, mkdir, readdir, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { StorageError } from "../../core/errors.ts";
+import { InvalidInputError, StorageError } from "../../core/errors.ts";
 import { writeExportFile } from "../../runtime-node/cli/write-out.ts";
-import { bin, cli, expectOk, json, missingRoot, seed, sessionDir, snapshot, tempDir } from "./support.ts";
+import { bin, type ChildUser, cli, expectOk, json, missingRoot, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "coder/repo/s3b";
 const ERROR_LINE = /^error\[[a-z-]+\]: \S.*\n$/;
@@ -126,6 +127,38 @@ describe("--out mistakes are typed errors naming the path given (exit 4), and le
   });
 });
 
+describe("a folder the user may not write in: invalid-input naming it, permission denied (exit 4)", () => {
+  // Root may write in any folder: as root the commands run as nobody (uid 65534), who owns the store but not the folder.
+  const user: ChildUser | undefined = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+
+  it("export (a file, and a DeepCode stream under its lock) and keygen, in real processes; nothing is written", async () => {
+    const dir = await tempDir();
+    await chmod(dir, 0o755);
+    const root = join(dir, "store");
+    await mkdir(root);
+    if (user) await chown(root, user.uid, user.gid);
+    expectOk(await bin(["--root", root, "new", REF, "--title", "T"], {}, undefined, user));
+    const readOnly = join(dir, "read-only");
+    await mkdir(readOnly);
+    await chmod(readOnly, 0o555);
+    const cases = [
+      [["export", REF, "--to", "rho-snapshot"], "s3b.json"],
+      [["export", REF, "--to", "deepcode", "--cwd", "/repo"], "s3b.v1.jsonl"],
+      [["keygen"], "store.key"],
+    ] as const;
+    for (const [argv, name] of cases) {
+      const target = join(readOnly, name);
+      const result = await bin(["--root", root, "--json", ...argv, "--out", target], {}, undefined, user);
+      expect(result.status, argv.join(" ")).toBe(4);
+      expect(result.stderr).toBe(`error[invalid-input]: --out ${target}: permission denied (EACCES) to write in ${readOnly}; nothing was written\n`);
+      expect(json(result)).toEqual({
+        error: { code: "invalid-input", message: result.stderr.slice("error[invalid-input]: ".length, -1), out: target, folder: readOnly, errno: "EACCES" },
+      });
+    }
+    expect(await readdir(readOnly)).toEqual([]);
+  });
+});
+
 describe("a write the system refuses after the check", () => {
   it.each(["pi", "deepcode"])("writeExportFile (%s) names the target, not its temporary file, and leaves none", async (format) => {
     const dir = await tempDir();
@@ -135,6 +168,17 @@ describe("a write the system refuses after the check", () => {
     expect((thrown as StorageError).message).toMatch(new RegExp(`^write --out "${target}" \\(${target}\\): .*\\(ENOENT\\)$`));
     expect(await readdir(dir)).toEqual([]);
   });
+
+  // sysfs refuses to create a file in its folders even to root, which the check before the write (access) allows.
+  it.skipIf(!statSync("/sys/kernel", { throwIfNoEntry: false })?.isDirectory())(
+    "a folder that refuses the write itself (sysfs, EACCES even for root): invalid-input naming the target",
+    async () => {
+      const target = "/sys/kernel/s1.json";
+      const thrown = await writeExportFile(target, new Uint8Array([10]), "rho-snapshot").catch((error: unknown) => error);
+      expect(thrown).toBeInstanceOf(InvalidInputError);
+      expect((thrown as InvalidInputError).message).toBe(`--out ${target}: permission denied (EACCES) to write in /sys/kernel; nothing was written`);
+    },
+  );
 });
 
 describe("a store root that is not a folder (exit 4)", () => {

@@ -289,7 +289,6 @@ export const NOT_CARRIED: Record<string, Partial<Record<Field, string>>> = {
     partExtension: "pi blocks carry no extension fields",
   },
   writeRhoSnapshot: {
-    title: "a Rho snapshot has no title",
     modelLabel: "a Rho snapshot has no model label",
     summary: "a Rho snapshot writes the full history, not a summary",
     segmentSummary: "a Rho snapshot has no compaction record in its history (a summary entry would enter the model context)",

@@ -262,6 +262,8 @@ function snapshotArb(version: 1 | 2): fc.Arbitrary<SnapshotCase> {
       const { system, messages } = expectedHistory(history, history.map(() => T));
       const expected: PortableSession = {
         sourceId: `fz-${version}`,
+        // Rho keeps a title in metadata (docs/decisions.md): it is also the session's title.
+        ...(metadata.title !== undefined ? { title: metadata.title } : {}),
         revision,
         ...(system !== undefined ? { system } : {}),
         messages,
@@ -515,6 +517,7 @@ function expectJsonl(result: RhoJsonlReadResult, model: Model, version: number, 
   const { system, messages } = expectedHistory(model.history, model.stamps);
   const expected: PortableSession = {
     sourceId: "fz-j",
+    ...(model.metadata.title !== undefined ? { title: model.metadata.title } : {}),
     createdAt: secondsIso(1000),
     updatedAt: model.updated,
     cwd: "/w",

@@ -67,6 +67,19 @@ describe("Rho snapshot schema 2 (hand-written fixture)", () => {
     expect(again).toEqual(JSON.parse(text(bytes)));
   });
 
+  it("takes the title from metadata.title, where Rho's own snapshots keep it, and writes it back there", () => {
+    const read = readRhoSnapshot(fixture("rho/snapshot-v2.json"), "snapshot-v2.json");
+    expect(read.title).toBe("Fix the add test");
+    const untitled = readRhoSnapshot(utf8(JSON.stringify({ schema_version: 2, session_id: "x", revision: 0, history: [], provider: OPENAI })), "s.json");
+    expect(untitled.title).toBeUndefined();
+    // The session's title wins over a metadata.title it was imported with (a rename since).
+    const renamed = JSON.parse(text(writeRhoSnapshot({ ...read, title: "Renamed" })));
+    expect(renamed.metadata).toEqual({ title: "Renamed", host: "rho-cli" });
+    const fresh = JSON.parse(text(writeRhoSnapshot({ sourceId: "s1", title: "First try", messages: [] })));
+    expect(fresh.metadata).toEqual({ title: "First try" });
+    expect(JSON.parse(text(writeRhoSnapshot({ sourceId: "s1", messages: [] })))).not.toHaveProperty("metadata");
+  });
+
   it("imports through Sessions.importPortable keeping the revision", async () => {
     const session = await memorySessions().importPortable("a1/w1/rho", readRhoSnapshot(fixture("rho/snapshot-v2.json"), "snapshot-v2.json"));
     expect(session.meta.revision).toBe(9);
@@ -202,6 +215,7 @@ describe("Rho app JSONL (hand-written fixtures)", () => {
       createdAt: "2025-12-02T13:00:00.000Z",
       updatedAt: "2025-12-02T13:00:09.000Z",
       provider: { provider: "anthropic", api: "messages", model: "claude-sonnet-4-5" },
+      title: "files",
       metadata: { title: "files" },
       promptCacheKey: "rho:delta-fixture",
       format: "rho-jsonl-v3",

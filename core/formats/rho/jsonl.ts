@@ -4,6 +4,7 @@ import { formatError, unsupportedVersion } from "../errors.ts";
 import { readJsonlRecords } from "../jsonl-lines.ts";
 import { pathText, type Value } from "../shape.ts";
 import { flexibleTimestamp } from "../timestamps.ts";
+import { rhoTitleField } from "./snapshot-object.ts";
 import { rhoEntriesToMessages } from "./to-messages.ts";
 import { RhoSessionTree, type RhoTreeSummary } from "./tree.ts";
 
@@ -34,8 +35,8 @@ export interface RhoJsonlReadResult {
  * compaction); in version 4, or after the one `upgrade` record of a v1–v3 file Rho has
  * resumed, `node` records (a tree: each node's state is its parent's plus its `transition`)
  * and `set_leaf` records. The branch of the active leaf (or of `options.branch`) is
- * imported; the other branches are counted in `tree`. Display history is validated, not
- * imported. Reading rules as for DeepCode: an invalid final line without a newline is an
+ * imported; the other branches are counted in `tree`. The branch's `metadata.title` is the
+ * session's title, as for a snapshot. Display history is validated, not imported. Reading rules as for DeepCode: an invalid final line without a newline is an
  * interrupted append, ignored and reported as `truncated_tail`; any other invalid line
  * refuses the import with its line number. The bytes are never changed.
  *
@@ -83,6 +84,7 @@ export function readRhoJsonl(bytes: Uint8Array, file: string, options: RhoJsonlR
   const { system, messages } = rhoEntriesToMessages(final.entries, (i) => final.stamps[i]!);
   const session: PortableSession = {
     sourceId: header.id,
+    ...rhoTitleField(final.metadata),
     createdAt: header.createdAt,
     updatedAt: final.updatedAt,
     cwd: header.cwd,

@@ -84,6 +84,41 @@ export function parseRhoSnapshotObject(value: Value): RhoSnapshot {
 }
 
 /**
+ * The `metadata` key that holds a session's title. Rho's `SessionSnapshot` has no title field;
+ * its own fixtures and tests keep the title as `metadata.title` (core/formats/README.md), so
+ * sessionfold carries it there both ways (docs/decisions.md).
+ */
+const RHO_TITLE_KEY = "title";
+
+/**
+ * The title a Rho snapshot's metadata holds (its `title` entry) as a `PortableSession` field
+ * to spread: `{ title }`, or `{}` when there is none.
+ *
+ * @example
+ * ```ts
+ * rhoTitleField({ title: "Fix the add test", host: "rho-cli" }); // { title: "Fix the add test" }
+ * rhoTitleField({ host: "rho-cli" }); // {}
+ * ```
+ */
+export function rhoTitleField(metadata: Readonly<Record<string, string>>): { title?: string } {
+  const title = Object.hasOwn(metadata, RHO_TITLE_KEY) ? metadata[RHO_TITLE_KEY] : undefined;
+  return title !== undefined ? { title } : {};
+}
+
+/**
+ * The `metadata` an export writes: the session's metadata with its title as `title` (the
+ * session's title wins over one it was imported with: it may have been renamed since).
+ *
+ * @example
+ * ```ts
+ * rhoMetadataOf({ title: "Renamed", metadata: { title: "Old", host: "rho-cli" } }); // { title: "Renamed", host: "rho-cli" }
+ * ```
+ */
+export function rhoMetadataOf(session: { readonly title?: string; readonly metadata?: Readonly<Record<string, string>> }): Record<string, string> {
+  return { ...session.metadata, ...(session.title !== undefined ? { [RHO_TITLE_KEY]: session.title } : {}) };
+}
+
+/**
  * Rho's `CompactionState` as sessionfold's compaction accounting: `completed_compactions` →
  * `completed`, `removed_messages`, `removed_tokens` → `removed_tokens_estimate`,
  * `removed_cost_usd_micros` → `cost_usd_micros` (when not 0), `last_previous_tokens` →

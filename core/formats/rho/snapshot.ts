@@ -5,7 +5,7 @@ import type { FormatWriteOptions } from "../omission.ts";
 import { Value } from "../shape.ts";
 import { isIsoTimestamp } from "../timestamps.ts";
 import { messagesToRhoHistory } from "./from-messages.ts";
-import { parseRhoSnapshotObject, RHO_SNAPSHOT_VERSION, rhoCompactionOf } from "./snapshot-object.ts";
+import { parseRhoSnapshotObject, RHO_SNAPSHOT_VERSION, rhoCompactionOf, rhoMetadataOf, rhoTitleField } from "./snapshot-object.ts";
 import { rhoEntriesToMessages } from "./to-messages.ts";
 
 /** Options of {@linkcode readRhoSnapshot}. */
@@ -26,7 +26,8 @@ const encoder = new TextEncoder();
  * Reads a Rho `SessionSnapshot` JSON document: schema 2, or schema 1 migrated in memory
  * (no prompt-cache key). The history becomes sessionfold messages (see
  * `rhoEntriesToMessages`); `provider`, `compaction`, `metadata`, `prompt_cache_key` and the
- * `revision` (kept, so an export never shows a lower one) go to the portable session. Raw
+ * `revision` (kept, so an export never shows a lower one) go to the portable session, and
+ * `metadata.title` is also its title (Rho's snapshot has no title field). Raw
  * reasoning is never imported. The bytes are never changed.
  *
  * @param file the name errors give the document
@@ -54,6 +55,7 @@ export function readRhoSnapshot(bytes: Uint8Array, file: string, options: RhoSna
   const { system, messages } = rhoEntriesToMessages(snapshot.history, () => timestamp);
   return {
     sourceId: snapshot.sessionId,
+    ...rhoTitleField(snapshot.metadata),
     revision: snapshot.revision,
     ...(system !== undefined ? { system } : {}),
     messages,
@@ -70,7 +72,8 @@ export function readRhoSnapshot(bytes: Uint8Array, file: string, options: RhoSna
  * the full history (a data export), `revision` = the session's, `provider` = the session's
  * (`PortableSession.provider`: `meta.json`'s), else the newest assistant message's, else
  * `unknown` in all three fields, the compaction
- * accounting, non-empty `metadata` and the `prompt_cache_key`. Raw reasoning is never
+ * accounting, non-empty `metadata` (with the session's title as `metadata.title`) and the
+ * `prompt_cache_key`. Raw reasoning is never
  * written; reasoning summaries and provider-context blocks (exact identity) are.
  *
  * @example
@@ -91,7 +94,7 @@ export function writeRhoSnapshot(session: PortableSession, options: FormatWriteO
   }
   // docs/FORMAT.md: meta.json's provider (PortableSession.provider), else the newest assistant message's.
   const newest = session.provider ?? session.messages.findLast((m) => m.role === "assistant" && m.provider)?.provider;
-  const metadata = session.metadata ?? {};
+  const metadata = rhoMetadataOf(session);
   const document = {
     schema_version: RHO_SNAPSHOT_VERSION,
     session_id: sessionId,
@@ -99,7 +102,7 @@ export function writeRhoSnapshot(session: PortableSession, options: FormatWriteO
     history: messagesToRhoHistory(session, options),
     provider: newest ? { provider: newest.provider, api: newest.api, model: newest.model } : { ...UNKNOWN_PROVIDER },
     compaction: rhoCompactionOf(session.compaction),
-    ...(Object.keys(metadata).length > 0 ? { metadata: { ...metadata } } : {}),
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
     ...(session.promptCacheKey !== undefined ? { prompt_cache_key: session.promptCacheKey } : {}),
   };
   return encoder.encode(`${JSON.stringify(document, null, 2)}\n`);

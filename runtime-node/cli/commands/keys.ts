@@ -9,7 +9,7 @@ import { keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile
 import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
-import { checkOutTarget } from "../user-paths.ts";
+import { checkOutTarget, outWriteError } from "../user-paths.ts";
 
 /** `sessionfold keygen --out FILE`: a new key file, mode 0600, never over an existing file. */
 export const keygen: Command = {
@@ -27,7 +27,9 @@ export const keygen: Command = {
     const file = resolve(io.cwd ?? process.cwd(), given);
     // A key kept inside the store it opens would travel with every copy of the store.
     await checkOutTarget(file, store.folder);
-    const written = await writeNewKeyFile(file);
+    const written = await writeNewKeyFile(file).catch((error: unknown) => {
+      throw outWriteError(file, error);
+    });
     return out.result({ file, kid: written.current }, () => `wrote key ${written.current} to ${file} (mode 0600)`);
   },
 };

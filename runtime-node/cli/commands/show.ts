@@ -31,7 +31,7 @@ import {
 import { type Command, refArg } from "../command.ts";
 import { type CliDiagnostic, counted, diagnosticLines } from "../format.ts";
 import { escapeControls } from "../io.ts";
-import { exists } from "../store.ts";
+import { exists, explainOpenError } from "../store.ts";
 
 /**
  * Segment footers read per `readMany` call: 16 tails of 4 KiB at most, 64 KiB held at once. A call's tails
@@ -65,7 +65,9 @@ export const show: Command = {
   async run({ store, out, args }) {
     const ref = refArg(args);
     const { storage } = await store.holdingStorage(ref);
-    const { report, place } = await showSession(storage, ref);
+    const { report, place } = await showSession(storage, ref).catch(async (error: unknown) => {
+      throw await explainOpenError(storage, ref, error);
+    });
     return out.result(report, () => showText(ref, place, report));
   },
 };

@@ -18,7 +18,7 @@ import { type Command, refArg } from "../command.ts";
 import { EXIT } from "../exit.ts";
 import { counted, diagnosticLines } from "../format.ts";
 import { Progress } from "../io.ts";
-import { exists, noSuchSession } from "../store.ts";
+import { exists, explainOpenError, noSuchSession } from "../store.ts";
 import { listStoredSessions, staleCatalogEntries, type StoredSession, type VerifyReport, verifySession } from "../../../core/mod.ts";
 
 /** `sessionfold verify`: check one or every session, reading every file (read-only). Its `help` says what it prints. */
@@ -30,8 +30,9 @@ export const verify: Command = {
     "a session has a fatal diagnostic (an unknown schema version is one). Read-only.",
     '--repair-catalog: first rebuilds the catalog `ls` reads (docs/FORMAT.md "The catalog")',
     "from every meta.json, of REF's workspace or of every workspace; the one write verify makes.",
-    "A catalog entry that does not say what its meta.json says is named on stderr",
-    "(note stale_catalog); it is not a fatal diagnostic. With REF, only REF's own entry.",
+    "A catalog entry that does not say what its meta.json says (or whose session's folder holds",
+    "no meta.json) is named on stderr (note stale_catalog); it is not a fatal diagnostic.",
+    "With REF, only REF's own entry.",
     "An entry the store refuses (a link, a file where a folder belongs) is a fatal unsafe_entry",
     "diagnostic of its session, or of the store when it lies above every session; the other",
     "sessions are verified all the same.",
@@ -58,7 +59,10 @@ export const verify: Command = {
     // Entries refused above every session (docs/FORMAT.md "The store's boundary"): fatal, reported, never followed.
     const storeDiagnostics: VerifyDiagnostic[] = [];
     if (ref) {
-      targets = [{ ref, place: await placeOf(opened.storage, ref) }];
+      const place = await placeOf(opened.storage, ref).catch(async (error: unknown) => {
+        throw await explainOpenError(opened.storage, ref, error);
+      });
+      targets = [{ ref, place }];
     } else {
       targets = await listStoredSessions(opened.storage, (error) => storeDiagnostics.push(unsafeEntry(error)));
     }
