@@ -5,10 +5,11 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
-import type { ModelInput, Provider, Tool, ToolDefinition } from "../model/mod.ts";
+import type { ModelInput, Provider, ProviderEvent, Tool, ToolDefinition } from "../model/mod.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
 import type { DraftRecord, MessagePart, ToolPart } from "../schema/mod.ts";
 import type { RunEvent } from "./run-events.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 /** Streams one provider step into `message` (the draft), telling `changed` after each event. */
 export async function streamStep(
@@ -27,8 +28,30 @@ export async function streamStep(
     if (last && last.type === type) parts[parts.length - 1] = { ...last, text: last.text + text };
     else parts.push({ sequence: nextSequence(), type, text });
   };
-  for await (const event of provider.stream({ ...input, tools, signal })) {
-    if (signal.aborted) return;
+  // Iterated by hand: on an abort, `for await` would wait for the `return()` of a stream stuck
+  // in an `await` that ignores the signal; here the stream is asked to end and not waited for.
+  const events = provider.stream({ ...input, tools, signal })[Symbol.asyncIterator]();
+  const end = () => void Promise.resolve(events.return?.()).catch(() => undefined);
+  for (;;) {
+    let next: IteratorResult<ProviderEvent>;
+    try {
+      next = await untilAborted(events.next(), signal);
+    } catch (error) {
+      if (!signal.aborted) throw error;
+      end();
+      return;
+    }
+    if (next.done) return;
+    if (signal.aborted) return end();
+    try {
+      foldEvent(next.value);
+    } catch (error) {
+      end();
+      throw error;
+    }
+  }
+
+  function foldEvent(event: ProviderEvent): void {
     switch (event.type) {
       case "text-delta":
         appendText("text", event.text);
@@ -86,7 +109,7 @@ export async function runTool(part: ToolPart, tool: Tool | undefined, signal: Ab
   }
   let stored: unknown;
   try {
-    const output = await tool.execute(part.input, { toolCallId: part.tool_call_id, signal });
+    const output = await untilAborted(Promise.resolve(tool.execute(part.input, { toolCallId: part.tool_call_id, signal })), signal);
     if (signal.aborted) return;
     assertJsonDepth(output, `the output of tool ${part.tool_name}`);
     stored = output === undefined ? null : JSON.parse(JSON.stringify(output));

@@ -28,7 +28,11 @@ export interface RunOptions {
   readonly provider: Provider;
   /** Tools the model may call; a failing tool becomes an `output-error` part and the loop goes on. */
   readonly tools?: readonly Tool[];
-  /** Cooperative cancellation: recoverable work is committed, then the run rejects with `CancelledError`. */
+  /**
+   * Cancellation: recoverable work is committed, then the run rejects with `CancelledError`.
+   * The provider, the tools and the summarizer are handed the signal; one that ignores it is
+   * not waited for past the abort (its own work may go on, and is dropped).
+   */
   readonly signal?: AbortSignal;
   /** Called with every event as it happens (besides iterating the run). */
   readonly onEvent?: (event: RunEvent) => void;

@@ -25,6 +25,7 @@ import { encodeWithUnknown, type UnknownLine } from "./unknown-lines.ts";
 import { joinLines, lineOf, withLastLine } from "./lines.ts";
 import { estimatesOf, prepareCompaction, type PreparedCompaction } from "./compaction-prepare.ts";
 import { type StageActive, stageSegment, withStaging } from "./staged-close.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 /** What `compact()` returns when Active had fewer than 2 messages: nothing changed. */
 export interface NoCompaction {
@@ -127,7 +128,10 @@ export async function summarize(
   let usage: Usage | undefined;
   try {
     signal.throwIfAborted();
-    const result = await summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: input, signal });
+    const result = await untilAborted(
+      Promise.resolve(summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: input, signal })),
+      signal,
+    );
     signal.throwIfAborted();
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;

@@ -3,7 +3,17 @@
  * and "Revisions"; docs/decisions.md "On-disk format"), row by row, plus the event stream.
  */
 import { describe, expect, it } from "vitest";
-import { CancelledError, InternalError, MemoryStorage, type MessageRecord, ProviderError, type RunEvent, SessionBusyError, type Tool } from "../../core/mod.ts";
+import {
+  CancelledError,
+  InternalError,
+  MemoryStorage,
+  type MessageRecord,
+  type Provider,
+  ProviderError,
+  type RunEvent,
+  SessionBusyError,
+  type Tool,
+} from "../../core/mod.ts";
 import { ScriptedProvider, ScriptedSummarizer } from "../../testing/mod.ts";
 import { deferred, metaOnDisk, P, readText, RecordingStorage, rejection, snapshot } from "../support/session.ts";
 import { activeOnDisk, createSession, drain, shape, textOf } from "./support.ts";
@@ -384,6 +394,60 @@ describe("row 2: cooperative cancellation commits recoverable work, then rejects
 
 // Row 3 (run-handle drop or task abort) promises nothing: no commit, terminal event or
 // partial recovery. What sessionfold adds on a crash is tested in crash.test.ts and drafts.test.ts.
+
+describe("row 2b: a provider or a tool that ignores the signal does not hold a cancelled run", () => {
+  it("a provider stream stuck in an await: the run commits the user message and the partial reply, stopped, and rejects with CancelledError at the abort", async () => {
+    const { storage, session } = await seeded();
+    const controller = new AbortController();
+    const streaming = deferred();
+    let ended = false;
+    const provider: Provider = {
+      identity: { provider: "test", api: "chat", model: "deaf" },
+      async *stream() {
+        try {
+          yield { type: "text-delta", text: "Partial" };
+          streaming.resolve();
+          await new Promise<never>(() => {});
+        } finally {
+          ended = true;
+        }
+      },
+    };
+    const run = session.run("hello?", { provider, signal: controller.signal });
+    const drained = drain(run);
+    await streaming.promise;
+    controller.abort();
+    const cancelled = await rejection(run.result, CancelledError, "cancelled");
+    await drained;
+    expect(cancelled.revision).toBe(2);
+    expect(session.active.slice(2).map((m) => [m.role, m.status ?? null, m.parts])).toEqual([
+      ["user", null, [{ sequence: 1, type: "text", text: "hello?" }]],
+      ["assistant", "stopped", [{ sequence: 1, type: "text", text: "Partial" }]],
+    ]);
+    expect(await readText(storage, P.lock)).toBeUndefined();
+    expect(ended, "the stream, stuck in its await, is not waited for").toBe(false);
+  });
+
+  it("a tool that never settles: the run rejects with CancelledError at the abort, the call left input-available", async () => {
+    const { session } = await seeded();
+    const controller = new AbortController();
+    const called = deferred();
+    const tool: Tool = { name: "read", execute: () => (called.resolve(), new Promise<never>(() => {})) };
+    const run = session.run("read a.txt", {
+      provider: new ScriptedProvider([{ toolCalls: [{ id: "c1", name: "read", input: { path: "a.txt" } }] }, { text: "never" }]),
+      tools: [tool],
+      signal: controller.signal,
+    });
+    const drained = drain(run);
+    await called.promise;
+    controller.abort();
+    const cancelled = await rejection(run.result, CancelledError, "cancelled");
+    await drained;
+    expect(cancelled.revision).toBe(2);
+    expect(session.active.at(-1)!.parts.at(-1)).toMatchObject({ type: "tool", tool_call_id: "c1", state: "input-available" });
+    await session.append({ role: "user", parts: [{ type: "text", text: "the session writes again" }] });
+  });
+});
 
 describe("row 4: tool success or tool-reported failure is appended and the loop goes on", () => {
   it("a throwing tool becomes an output-error part with the message and a tool-error event", async () => {

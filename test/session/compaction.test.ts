@@ -228,6 +228,21 @@ describe("compact()", () => {
     expect(await snapshot(storage)).toEqual(before);
   });
 
+  test("a summarizer that ignores the signal and never answers does not hold the compaction: it fails at the abort, and the session writes again", async () => {
+    const { storage, session } = await sessionWith(4);
+    const reached = deferred();
+    const controller = new AbortController();
+    const before = await snapshot(storage);
+    const pending = session.compact({ summarizer: summarizer(() => (reached.resolve(), new Promise<never>(() => {}))), signal: controller.signal });
+    await reached.promise;
+    controller.abort();
+    const error = await rejection(pending, CompactionFailedError, "compaction-failed");
+    expect(error.details["cancelled"]).toBe(true);
+    expect(await snapshot(storage)).toEqual(before);
+    await session.append({ role: "user", parts: [{ type: "text", text: "after the abort" }] });
+    expect(session.active).toHaveLength(5);
+  });
+
   test.each([0, 1])("with %i message(s) changes nothing and returns segment null", async (count) => {
     const { storage, session } = await sessionWith(count);
     const before = await snapshot(storage);
