@@ -77,14 +77,15 @@ export interface SyncStoresOptions {
   readonly remote: SyncRemote;
   /** Only these sessions (`agent/workspace/session`); default every session of both sides. */
   readonly refs?: readonly string[];
-  /** Messages per append mutation and per page read. Default 500. */
+  /** Messages per append mutation (fewer when they weigh more than `batchBytes`) and per page read. Default 500. */
   readonly batchMessages?: number;
   /** Mutations per push request. Default 20. */
   readonly batchMutations?: number;
   /**
    * Bytes of segments and messages per push request, about (a request holds at least one
-   * mutation), and the most a `create` carries: a larger new session is sent as a `create`
-   * of its first segments, then `segment`s and `append`s. Default 8 MiB.
+   * mutation), and the most a `create` or an `append` carries (an append at least one
+   * message): a larger new session is sent as a `create` of its first segments, then
+   * `segment`s and `append`s. Default 8 MiB.
    */
   readonly batchBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
@@ -569,15 +570,16 @@ class SyncRun {
     let base = known.last_sequence;
     let baseId = known.last_message_id;
     for (;;) {
-      const { messages, more } = await messagesAfter(session, base, this.#batchMessages);
-      if (messages.length === 0) break;
-      if (this.#codec) {
-        const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
-        out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
-      } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
-      base = messages.at(-1)!.sequence;
-      baseId = messages.at(-1)!.message_id;
-      if (!more) break;
+      const page = await messagesAfter(session, base, this.#batchMessages);
+      for (const messages of runsWithin(page.messages, this.#batchBytes)) {
+        if (this.#codec) {
+          const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
+          out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
+        } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        base = messages.at(-1)!.sequence;
+        baseId = messages.at(-1)!.message_id;
+      }
+      if (page.messages.length === 0 || !page.more) break;
     }
     if (!archived) {
       for (const name of (await localSegmentsAfter(session, known.segments)).names) {
@@ -630,10 +632,11 @@ class SyncRun {
     let base = session.newestSegment?.end ?? 0;
     let baseId = (await messageAt(session, base))?.message_id ?? null;
     for (let at = 0; at < session.active.length; at += this.#batchMessages) {
-      const messages = session.active.slice(at, at + this.#batchMessages);
-      out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
-      base = messages.at(-1)!.sequence;
-      baseId = messages.at(-1)!.message_id;
+      for (const messages of runsWithin(session.active.slice(at, at + this.#batchMessages), this.#batchBytes)) {
+        out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        base = messages.at(-1)!.sequence;
+        baseId = messages.at(-1)!.message_id;
+      }
     }
     return out;
   }
@@ -1116,6 +1119,26 @@ function tooLarge(mutation: Mutation, error: SyncRefusedError): { reason: string
     message: `${mutation.ref}: its ${mutation.op} (about ${byteEstimate(mutation)} bytes) is larger than the remote takes in a request, ${most}; ` +
       "the local copy is kept as it is, and a later sync sends it again",
   };
+}
+
+/**
+ * `messages` as runs of consecutive messages of at most `bytes` as JSON each (a larger message
+ * alone): the appends of a page, so that one stays within `batchBytes` whatever its messages
+ * weigh (docs/SYNC.md "Batches").
+ */
+function runsWithin(messages: readonly MessageRecord[], bytes: number): MessageRecord[][] {
+  const runs: MessageRecord[][] = [];
+  let size = 0;
+  for (const message of messages) {
+    const own = JSON.stringify(message).length;
+    if (runs.length === 0 || size + own > bytes) {
+      runs.push([]);
+      size = 0;
+    }
+    runs.at(-1)!.push(message);
+    size += own;
+  }
+  return runs;
 }
 
 /** About how many bytes a mutation takes in a request: its segments' text and its messages as JSON. */

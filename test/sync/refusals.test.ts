@@ -358,6 +358,24 @@ describe("sync: a mutation larger than the server takes", () => {
     expect((await stateOf(device)).pending).toEqual([]);
   });
 
+  it("over HTTP: appends of many messages, each of which fits, stay within batchBytes: new and known sessions go, nothing refused", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    await seed(local, "a1/w1/known", 1);
+    const remote = await remoteOf(server, 64 * 1024);
+    await syncStores({ local, remote });
+    // 10 messages of 20 kB: one append of them (500 messages at most) would be over the server's 64 KiB.
+    for (let i = 0; i < 10; i++) {
+      await writeLarge(local, "a1/w1/known", 20_000);
+      await writeLarge(local, "a1/w1/new", 20_000);
+    }
+    const report = await syncStores({ local, remote, batchBytes: 48 * 1024 });
+    expect(report.conflicts).toEqual([]);
+    expect(await messageCount(server, "a1/w1/known")).toBe(11);
+    expect(await messageCount(server, "a1/w1/new")).toBe(10);
+    expect((await stateOf(device)).pending).toEqual([]);
+  });
+
   it("over HTTP: a batch over the limit whose mutations each fit is sent in smaller batches, nothing refused", async () => {
     const [device, server] = [new MemoryStorage(), new MemoryStorage()];
     const local = new Sessions({ storage: device });
