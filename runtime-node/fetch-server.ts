@@ -1,14 +1,14 @@
 /**
  * A web-standard fetch handler (`(Request) => Promise<Response>`, such as
  * `createSyncHandler` of `sessionfold/sync`) served by node:http: request bodies stream in,
- * a client that goes away aborts the request's signal, an answer whose body fails cuts the
- * connection. What `sessionfold serve` listens with.
+ * a body the handler does not read to its end (refused over its limit) is read and dropped so
+ * the answer reaches the client, a client that goes away aborts the request's signal, an
+ * answer whose body fails cuts the connection. What `sessionfold serve` listens with.
  *
  * @module
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
 
 /** Options of {@linkcode serveFetchHandler}. */
 export interface ServeFetchOptions {
@@ -49,18 +49,21 @@ export function fetchRequestListener(
   return (req, res) => {
     const gone = new AbortController();
     res.on("close", () => gone.abort());
-    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const body = req.method !== "GET" && req.method !== "HEAD" ? requestBody(req) : undefined;
     const request = new Request(`http://${req.headers.host ?? host}${req.url ?? "/"}`, {
       method: req.method ?? "GET",
       headers: headersOf(req.headers),
-      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
+      ...(body ? { body: body.stream, duplex: "half" } : {}),
       signal: gone.signal,
     } as RequestInit);
     handler(request).then(
       async (response) => {
-        let body: Buffer;
+        // Answered before the body was read (a body over the handler's limit): the rest is read and dropped, so the
+        // answer reaches the client and the connection serves its next request.
+        if (!req.complete) body?.discard();
+        let answer: Buffer;
         try {
-          body = Buffer.from(await response.arrayBuffer());
+          answer = Buffer.from(await response.arrayBuffer());
         } catch {
           // An answer whose body fails cannot be finished: the connection is cut (as Deno.serve
           // and Bun do), so the client sees a network error, never a part taken for the whole.
@@ -68,7 +71,7 @@ export function fetchRequestListener(
           return;
         }
         res.writeHead(response.status, Object.fromEntries(response.headers));
-        res.end(body);
+        res.end(answer);
       },
       (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered.
@@ -111,6 +114,37 @@ export async function serveFetchHandler(handler: (request: Request) => Promise<R
         server.close((error) => (error ? reject(error) : resolve()));
       }),
   };
+}
+
+/**
+ * A request's body as a web stream that reads `req` as it is read, and `discard`, which
+ * drops the rest as it arrives (a handler that stopped at its limit, or answered without
+ * reading): destroying `req` instead would reset the connection before the client reads the
+ * answer, and leaving it paused would stall the connection's next request.
+ */
+function requestBody(req: IncomingMessage): { readonly stream: ReadableStream<Uint8Array>; discard(): void } {
+  let onData = (_chunk: Buffer) => {};
+  let onEnd = () => {};
+  const discard = () => {
+    req.off("data", onData).off("end", onEnd).resume();
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      onData = (chunk) => {
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      };
+      onEnd = () => controller.close();
+      req.on("data", onData).on("end", onEnd).pause();
+      // A body the client cut short ends in an error, never in an end a reader would take for the whole.
+      req.once("close", () => req.complete || controller.error(new Error("the request's body was cut short")));
+    },
+    pull() {
+      req.resume();
+    },
+    cancel: discard,
+  });
+  return { stream, discard };
 }
 
 function headersOf(headers: IncomingHttpHeaders): Record<string, string> {

@@ -77,14 +77,15 @@ export interface SyncStoresOptions {
   readonly remote: SyncRemote;
   /** Only these sessions (`agent/workspace/session`); default every session of both sides. */
   readonly refs?: readonly string[];
-  /** Messages per append mutation and per page read. Default 500. */
+  /** Messages per append mutation (fewer when they weigh more than `batchBytes`) and per page read. Default 500. */
   readonly batchMessages?: number;
   /** Mutations per push request. Default 20. */
   readonly batchMutations?: number;
   /**
    * Bytes of segments and messages per push request, about (a request holds at least one
-   * mutation), and the most a `create` carries: a larger new session is sent as a `create`
-   * of its first segments, then `segment`s and `append`s. Default 8 MiB.
+   * mutation), and the most a `create` or an `append` carries (an append at least one
+   * message): a larger new session is sent as a `create` of its first segments, then
+   * `segment`s and `append`s. Default 8 MiB.
    */
   readonly batchBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
@@ -157,6 +158,12 @@ export interface SyncState {
   pending: Mutation[];
   cursor?: string;
   sessions: Record<string, KnownSession>;
+  /**
+   * Sessions the remote listed that this device never agreed on and a run set aside (the
+   * remote's copy could not be served, the local one could not be read): the cursor passed
+   * them, so the next pull asks for their heads (docs/SYNC.md "One session at a time").
+   */
+  unseen?: string[];
 }
 
 const decoder = new TextDecoder();
@@ -204,6 +211,8 @@ class SyncRun {
   readonly #setAside = new Set<string>();
   /** Sessions whose mutations wait in the outbox for the next run (`session-busy` on the remote). */
   readonly #deferred = new Set<string>();
+  /** Mutations per request now: `batchMutations`, halved after a batch the remote found too large, doubled back after one it took. */
+  #batchCap: number;
   /** An encrypted local store: its sessions travel sealed (docs/SYNC.md "End-to-end encrypted sessions"). */
   readonly #codec: SealedCodec | undefined;
 
@@ -213,6 +222,7 @@ class SyncRun {
     this.#only = options.refs && new Set(options.refs.map((r) => formatSessionRef(parseSessionRef(r))));
     this.#batchMessages = options.batchMessages ?? 500;
     this.#batchMutations = options.batchMutations ?? 20;
+    this.#batchCap = this.#batchMutations;
     this.#batchBytes = options.batchBytes ?? 8 * 1024 * 1024;
     this.#clock = options.clock ?? Date.now;
     this.#writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.#clock };
@@ -279,10 +289,19 @@ class SyncRun {
       try {
         outcome = await this.#remote.push({ v: SYNC_PROTOCOL_VERSION, client_id: state.client_id, mutations: batch });
       } catch (error) {
-        // Refused whole: nothing was applied, and the refusal is about the batch's first mutation.
-        if (!(error instanceof SyncRefusedError) || !(await this.#refused({ ...error.details, reason: error.reason, message: error.message }))) throw error;
+        if (!(error instanceof SyncRefusedError)) throw error;
+        // Refused whole: nothing was applied. Too large: a smaller batch, down to the one mutation, which is its session's refusal.
+        if (error.reason === "too-large" && batch.length > 1) {
+          this.#batchCap = Math.ceil(batch.length / 2);
+          continue;
+        }
+        const refusal = error.reason === "too-large" ? tooLarge(batch[0]!, error) : { ...error.details, reason: error.reason, message: error.message };
+        // Otherwise the refusal is about the batch's first mutation.
+        if (!(await this.#refused(refusal))) throw error;
         continue;
       }
+      // Taken: the next batch may be larger again.
+      this.#batchCap = Math.min(this.#batchMutations, this.#batchCap * 2);
       for (const result of outcome.results) this.#acknowledged(result);
       state.pending = state.pending.filter((m) => !outcome.results.some((r) => r.number === m.number));
       await this.#save();
@@ -344,13 +363,16 @@ class SyncRun {
     state.next_number = number + state.pending.length;
   }
 
-  /** The first pending mutations, at most `batchMutations` and about `batchBytes` (at least one), none of a deferred session. */
+  /**
+   * The first pending mutations, at most `batchMutations` (fewer after a batch the remote
+   * found too large) and about `batchBytes` (at least one), none of a deferred session.
+   */
   #nextBatch(): Mutation[] {
     const pending = this.#state.pending;
     let bytes = byteEstimate(pending[0]!);
     let count = 1;
     const sendable = (m: Mutation) => !this.#deferred.has(m.ref) && (bytes += byteEstimate(m)) <= this.#batchBytes;
-    while (count < Math.min(pending.length, this.#batchMutations) && sendable(pending[count]!)) count++;
+    while (count < Math.min(pending.length, this.#batchCap) && sendable(pending[count]!)) count++;
     return pending.slice(0, count);
   }
 
@@ -548,15 +570,16 @@ class SyncRun {
     let base = known.last_sequence;
     let baseId = known.last_message_id;
     for (;;) {
-      const { messages, more } = await messagesAfter(session, base, this.#batchMessages);
-      if (messages.length === 0) break;
-      if (this.#codec) {
-        const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
-        out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
-      } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
-      base = messages.at(-1)!.sequence;
-      baseId = messages.at(-1)!.message_id;
-      if (!more) break;
+      const page = await messagesAfter(session, base, this.#batchMessages);
+      for (const messages of runsWithin(page.messages, this.#batchBytes)) {
+        if (this.#codec) {
+          const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
+          out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
+        } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        base = messages.at(-1)!.sequence;
+        baseId = messages.at(-1)!.message_id;
+      }
+      if (page.messages.length === 0 || !page.more) break;
     }
     if (!archived) {
       for (const name of (await localSegmentsAfter(session, known.segments)).names) {
@@ -609,10 +632,11 @@ class SyncRun {
     let base = session.newestSegment?.end ?? 0;
     let baseId = (await messageAt(session, base))?.message_id ?? null;
     for (let at = 0; at < session.active.length; at += this.#batchMessages) {
-      const messages = session.active.slice(at, at + this.#batchMessages);
-      out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
-      base = messages.at(-1)!.sequence;
-      baseId = messages.at(-1)!.message_id;
+      for (const messages of runsWithin(session.active.slice(at, at + this.#batchMessages), this.#batchBytes)) {
+        out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        base = messages.at(-1)!.sequence;
+        baseId = messages.at(-1)!.message_id;
+      }
     }
     return out;
   }
@@ -640,38 +664,58 @@ class SyncRun {
         { ref: mixed.ref },
       );
     }
+    // Sessions the remote cannot serve from its own copy: each is its conflict, as a refused read of it is.
+    const refusedCopies = (response.refused ?? []).filter((c) => this.#wanted(c.ref) && !this.#setAside.has(c.ref));
+    for (const copy of refusedCopies) this.#copyRefused(copy);
+    // Whose head the cursor passes (to look at again when set aside).
+    const listed = new Set([...heads, ...refusedCopies].map((h) => h.ref));
     // A session to re-read, or to look at again, whose head did not change since the cursor: ask for it.
-    for (const [ref, known] of Object.entries(state.sessions)) {
-      if ((known.reread || known.recheck) && this.#wanted(ref) && !this.#setAside.has(ref) && !heads.some((h) => h.ref === ref)) {
-        const head = await this.#headOf(ref);
-        if (head) heads.push(head);
-        else delete known.recheck;
-      }
+    const again = Object.entries(state.sessions).filter(([, known]) => known.reread || known.recheck).map(([ref]) => ref);
+    for (const ref of [...again, ...(state.unseen ?? [])]) {
+      if (!this.#wanted(ref)) continue;
+      listed.add(ref);
+      if (this.#setAside.has(ref) || heads.some((h) => h.ref === ref)) continue;
+      const head = await this.#unlessCopyRefused(ref, () => this.#headOf(ref));
+      if (head) heads.push(head);
+      else if (!this.#setAside.has(ref)) delete state.sessions[ref]?.recheck;
     }
-    let unseen = false;
     for (const head of heads) {
-      if (!this.#setAside.has(head.ref)) await this.#pullUnlessRefused(head);
-      // Set aside in this run: left as it is, and looked at again on a later run (its head, which this cursor passes, may hold changes):
-      // an agreed session is marked, one never agreed keeps the cursor where it was.
-      if (!this.#setAside.has(head.ref)) continue;
-      const known = state.sessions[head.ref];
-      if (known) known.recheck = true;
-      else unseen = true;
+      if (!this.#setAside.has(head.ref)) await this.#unlessCopyRefused(head.ref, () => this.#pullSession(head));
     }
-    if (!unseen) state.cursor = response.cursor;
+    // Set aside in this run: left as it is, and looked at again on a later run (its head, which this cursor passes, may
+    // hold changes): an agreed session is marked, one never agreed kept in `unseen`; the cursor goes on.
+    const unseen = (state.unseen ?? []).filter((ref) => !this.#wanted(ref));
+    for (const ref of listed) {
+      if (!this.#setAside.has(ref)) continue;
+      const known = state.sessions[ref];
+      if (known) known.recheck = true;
+      else unseen.push(ref);
+    }
+    if (unseen.length > 0) state.unseen = unseen;
+    else delete state.unseen;
+    state.cursor = response.cursor;
     await this.#save();
   }
 
-  /** Pulls one session; a remote whose own copy of it cannot be served (`corrupt`, `unsupported-schema`) sets it aside as that session's conflict. */
-  async #pullUnlessRefused(head: SessionHead): Promise<void> {
+  /**
+   * Runs `fn` on one session; a remote whose own copy of it cannot be served (`corrupt`,
+   * `unsupported-schema`) sets it aside as that session's conflict (`undefined`).
+   */
+  async #unlessCopyRefused<T>(ref: string, fn: () => Promise<T>): Promise<T | undefined> {
     try {
-      await this.#pullSession(head);
+      return await fn();
     } catch (error) {
       const ownCopy = error instanceof SyncRefusedError && (error.reason === "corrupt" || error.reason === "unsupported-schema");
-      if (!ownCopy || error.details["ref"] !== head.ref) throw error;
-      this.#setAside.add(head.ref);
-      this.report.conflicts.push({ ref: head.ref, reason: error.reason, message: error.message });
+      if (!ownCopy || error.details["ref"] !== ref) throw error;
+      this.#copyRefused({ ref, reason: error.reason, message: error.message });
+      return undefined;
     }
+  }
+
+  /** A session whose copy the remote cannot serve: set aside for this run, its conflict reported. */
+  #copyRefused(conflict: SyncConflict): void {
+    this.#setAside.add(conflict.ref);
+    this.report.conflicts.push({ ref: conflict.ref, reason: conflict.reason, message: conflict.message });
   }
 
   /** The remote's head of a session; `undefined` when it has none (a session marked to look at again that is gone there). */
@@ -1060,6 +1104,41 @@ function stateOf(stored: SyncState): SyncState {
 /** Whether `list` begins with every name of `prefix`, in order. */
 function startsWith(list: readonly string[], prefix: readonly string[]): boolean {
   return prefix.every((name, i) => list[i] === name);
+}
+
+/**
+ * A request of the one mutation `mutation` refused as too large: that mutation's session's
+ * refusal (docs/SYNC.md "One session at a time"), with the remote's limit when it said it.
+ */
+function tooLarge(mutation: Mutation, error: SyncRefusedError): { reason: string; message: string; ref: string } {
+  const limit = error.details["limit"];
+  const most = typeof limit === "number" ? `at most ${limit} bytes` : `less (${error.message})`;
+  return {
+    reason: "too-large",
+    ref: mutation.ref,
+    message: `${mutation.ref}: its ${mutation.op} (about ${byteEstimate(mutation)} bytes) is larger than the remote takes in a request, ${most}; ` +
+      "the local copy is kept as it is, and a later sync sends it again",
+  };
+}
+
+/**
+ * `messages` as runs of consecutive messages of at most `bytes` as JSON each (a larger message
+ * alone): the appends of a page, so that one stays within `batchBytes` whatever its messages
+ * weigh (docs/SYNC.md "Batches").
+ */
+function runsWithin(messages: readonly MessageRecord[], bytes: number): MessageRecord[][] {
+  const runs: MessageRecord[][] = [];
+  let size = 0;
+  for (const message of messages) {
+    const own = JSON.stringify(message).length;
+    if (runs.length === 0 || size + own > bytes) {
+      runs.push([]);
+      size = 0;
+    }
+    runs.at(-1)!.push(message);
+    size += own;
+  }
+  return runs;
 }
 
 /** About how many bytes a mutation takes in a request: its segments' text and its messages as JSON. */

@@ -46,6 +46,7 @@ export {
   type PushResponse,
   type ReadRequest,
   type ReadResponse,
+  type RefusedSession,
   type RemoveMutation,
   type SealedAppendMutation,
   type SealedCreateMutation,

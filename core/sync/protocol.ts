@@ -259,12 +259,24 @@ export interface PullRequest {
   readonly wait_ms?: number;
 }
 
+/**
+ * A session that changed, or that a pull without a cursor lists, whose copy on the server
+ * cannot be served: corrupt, or written by a newer sessionfold (docs/SYNC.md "One session at a time").
+ */
+export interface RefusedSession {
+  readonly ref: string;
+  readonly reason: "corrupt" | "unsupported-schema";
+  readonly message: string;
+}
+
 /** The sessions that changed since the request's cursor, and the cursor to send next. */
 export interface PullResponse {
   readonly v: number;
   readonly cursor: string;
   readonly sessions: readonly SessionHead[];
   readonly tombstones: readonly Tombstone[];
+  /** Sessions it would list whose server copy cannot be served; absent when there are none. */
+  readonly refused?: readonly RefusedSession[];
 }
 
 /**

@@ -43,6 +43,7 @@ import {
   type ReadRequest,
   type ReadResponse,
   refused,
+  type RefusedSession,
   type SealedAppendMutation,
   type SealedCreateMutation,
   segmentNamesAfter,
@@ -275,7 +276,8 @@ export class SyncServer {
     await this.#log.sweepIfDue(this.#clock(), this.#sweepMs, () => this.#placesAndRevisions());
     for (;;) {
       const { response, at } = await this.#changes(principal, cursor);
-      if (response.sessions.length > 0 || response.tombstones.length > 0 || this.#clock() >= deadline || signal?.aborted) return response;
+      const changed = response.sessions.length > 0 || response.tombstones.length > 0 || response.refused !== undefined;
+      if (changed || this.#clock() >= deadline || signal?.aborted) return response;
       cursor = { kind: "log", at };
       await sleep(Math.min(this.#pollMs, Math.max(1, deadline - this.#clock())), signal);
     }
@@ -625,12 +627,19 @@ export class SyncServer {
     if (!read) return this.#scan(principal, cursor?.kind === "seen" ? cursor : { s: {}, t: [] });
     const sessions: SessionHead[] = [];
     const tombstones: Tombstone[] = [];
+    const refusedCopies: RefusedSession[] = [];
     for (const refText of [...read.refs].sort()) {
       const ref = parseSessionRef(refText);
       if (!principal.may("read", ref)) continue;
       // An encrypted session is read as stored (its keys.json says so), never opened.
       const sealed = (await readSealedSession(this.storage, ref, "live")) ?? (await readSealedSession(this.storage, ref, "archived"));
-      const session = sealed ? undefined : ((await this.#open(ref)) ?? (await this.#open(ref, true)));
+      let session: Session | undefined;
+      try {
+        session = sealed ? undefined : ((await this.#open(ref)) ?? (await this.#open(ref, true)));
+      } catch (error) {
+        refusedCopies.push(refusedSession(error, refText));
+        continue;
+      }
       if (sealed) sessions.push(sealedHeadOf(sealed));
       else if (session) sessions.push(await headOf(this.storage, session));
       else {
@@ -638,7 +647,26 @@ export class SyncServer {
         if (bytes) tombstones.push(JSON.parse(decoder.decode(bytes)) as Tombstone);
       }
     }
-    return { response: { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(read.at), sessions, tombstones }, at: read.at };
+    return { response: pullResponse(read.at, sessions, tombstones, refusedCopies), at: read.at };
+  }
+
+  /**
+   * The sessions the listing could not read (`problems`, their refs as text) that the
+   * principal may read: a head when the open reads it after all, an entry of `refused` when
+   * the server's copy cannot be served (an unknown schema, a `meta.json` that does not parse).
+   */
+  async #unlisted(principal: SyncPrincipal, problems: readonly string[], archived: boolean, into: { sessions: SessionHead[]; refused: RefusedSession[] }) {
+    for (const refText of problems) {
+      // A folder above the sessions the listing could not read names no session.
+      const ref = refText.split("/").length === 3 ? parseSessionRef(refText) : undefined;
+      if (!ref || !principal.may("read", ref)) continue;
+      try {
+        const session = await this.#open(ref, archived);
+        if (session) into.sessions.push(await headOf(this.storage, session));
+      } catch (error) {
+        into.refused.push(refusedSession(error, refText));
+      }
+    }
   }
 
   /**
@@ -649,8 +677,10 @@ export class SyncServer {
   async #scan(principal: SyncPrincipal, known: { readonly s: Record<string, string>; readonly t: readonly string[] }) {
     const at = await this.#log.head();
     const sessions: SessionHead[] = [];
+    const refusedCopies: RefusedSession[] = [];
     for (const archived of [false, true]) {
-      for (const meta of await this.sessions.list({ archived })) {
+      const problems: string[] = [];
+      for (const meta of await this.sessions.list({ archived, onProblem: (problem) => problems.push(problem.refText) })) {
         const ref = sessionRef(meta.agent_id, meta.workspace_id, meta.session_id);
         if (!principal.may("read", ref)) continue;
         const refText = formatSessionRef(ref);
@@ -664,6 +694,7 @@ export class SyncServer {
         const session = await this.#open(ref, archived);
         if (session) sessions.push(await headOf(this.storage, session));
       }
+      await this.#unlisted(principal, problems, archived, { sessions, refused: refusedCopies });
     }
     const tombstones: Tombstone[] = [];
     for (const agentId of (await this.storage.list("sync/tombstones")).filter(isValidId)) {
@@ -676,7 +707,7 @@ export class SyncServer {
         }
       }
     }
-    return { response: { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(at), sessions, tombstones }, at };
+    return { response: pullResponse(at, sessions, tombstones, refusedCopies), at };
   }
 
   /** Every session of the store (every user's) as `place:revision` by ref, for the log's sweep. */
@@ -784,6 +815,18 @@ function refusalOf(error: unknown, ref: string): SyncRefusedError {
 function serverCopyRefused(error: CorruptSessionError | UnsupportedSchemaError, ref: string): SyncRefusedError {
   const reason = error instanceof CorruptSessionError ? "corrupt" : "unsupported-schema";
   return refused(reason, 409, `${ref}: the server's copy cannot be synced until it is repaired on the server: ${error.message}`, { ref });
+}
+
+/** A session a pull cannot list because the server's own copy cannot be read, as an entry of its `refused`; any other error goes on up. */
+function refusedSession(error: unknown, ref: string): RefusedSession {
+  if (!(error instanceof CorruptSessionError || error instanceof UnsupportedSchemaError)) throw error;
+  const { reason, message } = serverCopyRefused(error, ref);
+  return { ref, reason: reason as RefusedSession["reason"], message };
+}
+
+/** A pull's answer at the log position `at`; `refused` only when a copy was refused, so an answer without one is as before. */
+function pullResponse(at: LogPosition, sessions: SessionHead[], tombstones: Tombstone[], refusedCopies: RefusedSession[]): PullResponse {
+  return { v: SYNC_PROTOCOL_VERSION, cursor: encodeCursor(at), sessions, tombstones, ...(refusedCopies.length > 0 ? { refused: refusedCopies } : {}) };
 }
 
 /** The JSON error of a refusal. */

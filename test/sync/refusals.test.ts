@@ -7,10 +7,11 @@
  * pushed (nor pulled into); each is a conflict naming its ref, and the next run after a repair
  * syncs it by the usual comparison. A store is never synced with itself.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { type SyncState, syncStatePath } from "../../core/sync/engine.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
+import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
 
 const encoder = new TextEncoder();
@@ -216,6 +217,7 @@ describe("sync: one session's problem stays that session's", () => {
       const junk = (t: string) => t.split("\n").map((line, i) => (i === 1 ? `xx${line}` : line)).join("\n");
       await edit(server, active("a1/w1/good2"), junk);
       await edit(server, active("a1/w1/broken"), junk);
+      const cursor = (await stateOf(device)).cursor;
       const report = await syncStores({ local, remote: remoteOf(server) });
       expect(report.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([["a1/w1/broken", "corrupt"], ["a1/w1/good2", "corrupt"]]);
       expect(report.conflicts.find((c) => c.ref === "a1/w1/good2")!.message).toMatch(/server's copy.*messages\/active\.jsonl:2/);
@@ -225,6 +227,12 @@ describe("sync: one session's problem stays that session's", () => {
       expect(await messageCount(server, "a1/w1/good3")).toBe(4);
       expect((await local.open("a1/w1/fresh")).active.length).toBe(2);
       expect(await local.list().then((l) => l.map((m) => m.session_id).sort())).toEqual(["fresh", "good1", "good2", "good3"]);
+      // The cursor goes on; broken, never agreed here, is asked for by its head next time (no rescan from the old cursor).
+      expect((await stateOf(device)).cursor).not.toBe(cursor);
+      expect((await stateOf(device)).unseen).toEqual(["a1/w1/broken"]);
+      // Until the repair, each run names both again and syncs the rest.
+      const meanwhile = await syncStores({ local, remote: remoteOf(server) });
+      expect(meanwhile.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([["a1/w1/broken", "corrupt"], ["a1/w1/good2", "corrupt"]]);
       // Repaired on the server: the next run sends good2's message and pulls broken.
       await server.replace(active("a1/w1/good2"), encoder.encode(original));
       await edit(server, active("a1/w1/broken"), (t) => t.replace(/^xx/gm, ""));
@@ -233,6 +241,7 @@ describe("sync: one session's problem stays that session's", () => {
       expect(await messageCount(server, "a1/w1/good2")).toBe(4);
       expect((await local.open("a1/w1/broken")).active.length).toBe(3);
       expect((await stateOf(device)).pending).toEqual([]);
+      expect((await stateOf(device)).unseen).toBeUndefined();
     });
   }
 
@@ -257,5 +266,124 @@ describe("sync: one session's problem stays that session's", () => {
     await expect(syncStores({ local, remote: directRemote(storage, { id: "self" }) })).rejects.toThrow(InvalidInputError);
     expect(await storage.read(syncStatePath("self"))).toBeUndefined();
     expect(await local.list()).toEqual([]);
+  });
+
+  it("a server copy of an unknown schema is that session's conflict in the pull, listed or logged; the others are pulled", async () => {
+    const server = new MemoryStorage();
+    const writer = new Sessions({ storage: new MemoryStorage() });
+    for (const ref of ["a1/w1/newer", "a1/w1/ok"]) await seed(writer, ref, 2);
+    await syncStores({ local: writer, remote: directRemote(server, { id: "server" }) });
+    // A device that pulled both: its cursor is before the next change of "newer".
+    const local = new Sessions({ storage: new MemoryStorage() });
+    await syncStores({ local, remote: directRemote(server, { id: "server" }) });
+    await (await writer.open("a1/w1/newer")).append({ role: "user", parts: [{ type: "text", text: "3" }] });
+    await (await writer.open("a1/w1/ok")).append({ role: "user", parts: [{ type: "text", text: "3" }] });
+    await syncStores({ local: writer, remote: directRemote(server, { id: "server" }) });
+    // A newer sessionfold on the server's side rewrote "newer".
+    await edit(server, sessionPath("a1/w1/newer", "meta.json"), (t) => t.replace(/"schema_version":\s*1/, '"schema_version":99'));
+    const logged = await syncStores({ local, remote: directRemote(server, { id: "server" }) });
+    expect(logged.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/w1/newer", "unsupported-schema"]]);
+    expect(logged.conflicts[0]!.message).toMatch(/^a1\/w1\/newer: the server's copy .*schema_version 99/);
+    expect((await local.open("a1/w1/ok")).active.length).toBe(3);
+    expect((await local.open("a1/w1/newer")).active.length).toBe(2);
+    // A device new to the server: the scan names it too, and pulls the rest.
+    const fresh = new Sessions({ storage: new MemoryStorage() });
+    const listed = await syncStores({ local: fresh, remote: directRemote(server, { id: "server" }) });
+    expect(listed.conflicts.map((c) => [c.ref, c.reason])).toEqual([["a1/w1/newer", "unsupported-schema"]]);
+    expect((await fresh.list()).map((m) => m.session_id)).toEqual(["ok"]);
+    // Runs until the server's copy is readable again name it each time; then it is pulled.
+    expect((await syncStores({ local: fresh, remote: directRemote(server, { id: "server" }) })).conflicts.map((c) => c.ref)).toEqual(["a1/w1/newer"]);
+    expect((await syncStores({ local, remote: directRemote(server, { id: "server" }) })).conflicts.map((c) => c.ref)).toEqual(["a1/w1/newer"]);
+    await edit(server, sessionPath("a1/w1/newer", "meta.json"), (t) => t.replace('"schema_version":99', '"schema_version":1'));
+    for (const device of [local, fresh]) {
+      expect((await syncStores({ local: device, remote: directRemote(server, { id: "server" }) })).conflicts).toEqual([]);
+      expect((await device.open("a1/w1/newer")).active.length).toBe(3);
+    }
+  });
+});
+
+describe("sync: a mutation larger than the server takes", () => {
+  const servers: FetchServer[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await server.close();
+  });
+
+  /** A real sync server on loopback over `storage`, taking request bodies up to `maxBodyBytes`. */
+  async function remoteOf(storage: StoragePort, maxBodyBytes?: number): Promise<SyncRemote> {
+    const handler = createSyncHandler({
+      storage,
+      authorize: () => ({ user: "u", may: () => true }),
+      basePath: "/sync",
+      ...(maxBodyBytes ? { maxBodyBytes } : {}),
+    });
+    const server = await serveFetchHandler(handler);
+    servers.push(server);
+    return httpRemote({ url: `${server.url}/sync`, id: "server" });
+  }
+
+  async function writeLarge(sessions: Sessions, ref: string, bytes: number): Promise<void> {
+    const session = await sessions.open(ref).catch(() => {
+      const [agentId, workspaceId, sessionId] = ref.split("/") as [string, string, string];
+      return sessions.create({ agentId, workspaceId, sessionId });
+    });
+    await session.append({ role: "user", parts: [{ type: "text", text: "x".repeat(bytes) }] });
+  }
+
+  it("over HTTP: the one session too large is its conflict naming the limit, the others sync; it goes once the limit is raised", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    for (const ref of ["a1/w1/s1", "a1/w1/s2"]) await seed(local, ref, 2);
+    await writeLarge(local, "a1/w1/big", 100_000);
+    for (const ref of ["a1/w1/s3", "a1/w1/s4"]) await seed(local, ref, 2);
+    const small = await remoteOf(server, 64 * 1024);
+    const report = await syncStores({ local, remote: small });
+    expect(report.conflicts).toEqual([{ ref: "a1/w1/big", reason: "too-large", message: expect.stringMatching(/^a1\/w1\/big: .*65536 bytes/) }]);
+    expect(await serverRefs(server)).toEqual(["a1/w1/s1", "a1/w1/s2", "a1/w1/s3", "a1/w1/s4"]);
+    expect((await stateOf(device)).pending).toEqual([]);
+    // Known sessions too: a large message in one, small ones in others, in the same run.
+    await writeLarge(local, "a1/w1/s2", 100_000);
+    for (const ref of ["a1/w1/s1", "a1/w1/s3"]) await (await local.open(ref)).append({ role: "user", parts: [{ type: "text", text: "3" }] });
+    const again = await syncStores({ local, remote: small });
+    expect(again.conflicts.map((c) => [c.ref, c.reason]).sort()).toEqual([["a1/w1/big", "too-large"], ["a1/w1/s2", "too-large"]]);
+    expect(await messageCount(server, "a1/w1/s1")).toBe(3);
+    expect(await messageCount(server, "a1/w1/s3")).toBe(3);
+    expect(await messageCount(server, "a1/w1/s2")).toBe(2);
+    expect((await local.open("a1/w1/s2")).active.length).toBe(3);
+    expect((await stateOf(device)).pending).toEqual([]);
+    // The server's limit raised: the next run sends both.
+    const next = await syncStores({ local, remote: await remoteOf(server) });
+    expect(next.conflicts).toEqual([]);
+    expect(await serverRefs(server)).toEqual(["a1/w1/big", "a1/w1/s1", "a1/w1/s2", "a1/w1/s3", "a1/w1/s4"]);
+    expect(await messageCount(server, "a1/w1/s2")).toBe(3);
+    expect((await stateOf(device)).pending).toEqual([]);
+  });
+
+  it("over HTTP: appends of many messages, each of which fits, stay within batchBytes: new and known sessions go, nothing refused", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    await seed(local, "a1/w1/known", 1);
+    const remote = await remoteOf(server, 64 * 1024);
+    await syncStores({ local, remote });
+    // 10 messages of 20 kB: one append of them (500 messages at most) would be over the server's 64 KiB.
+    for (let i = 0; i < 10; i++) {
+      await writeLarge(local, "a1/w1/known", 20_000);
+      await writeLarge(local, "a1/w1/new", 20_000);
+    }
+    const report = await syncStores({ local, remote, batchBytes: 48 * 1024 });
+    expect(report.conflicts).toEqual([]);
+    expect(await messageCount(server, "a1/w1/known")).toBe(11);
+    expect(await messageCount(server, "a1/w1/new")).toBe(10);
+    expect((await stateOf(device)).pending).toEqual([]);
+  });
+
+  it("over HTTP: a batch over the limit whose mutations each fit is sent in smaller batches, nothing refused", async () => {
+    const [device, server] = [new MemoryStorage(), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    for (let i = 1; i <= 6; i++) await writeLarge(local, `a1/w1/s${i}`, 20_000);
+    const report = await syncStores({ local, remote: await remoteOf(server, 64 * 1024) });
+    expect(report.conflicts).toEqual([]);
+    expect(report.pushed).toBe(6);
+    expect((await serverRefs(server)).length).toBe(6);
+    expect((await stateOf(device)).pending).toEqual([]);
   });
 });
