@@ -4,9 +4,11 @@
  *
  * @module
  */
-import { InvalidInputError } from "../errors.ts";
+import { InvalidInputError, LimitExceededError } from "../errors.ts";
 import type { ModelInput, Provider, ProviderEvent, Tool, ToolDefinition } from "../model/mod.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
+import { utf8Bytes } from "../schema/utf8.ts";
+import { formatBytes, MAX_LINE_BYTES } from "../storage/limits.ts";
 import type { DraftRecord, MessagePart, ToolPart } from "../schema/mod.ts";
 import type { RunEvent } from "./run-events.ts";
 import { untilAborted } from "./until-aborted.ts";
@@ -112,7 +114,9 @@ export async function runTool(part: ToolPart, tool: Tool | undefined, signal: Ab
     const output = await untilAborted(Promise.resolve(tool.execute(part.input, { toolCallId: part.tool_call_id, signal })), signal);
     if (signal.aborted) return;
     assertJsonDepth(output, `the output of tool ${part.tool_name}`);
-    stored = output === undefined ? null : JSON.parse(JSON.stringify(output));
+    const json = JSON.stringify(output);
+    assertFitsALine(json, part.tool_name);
+    stored = output === undefined ? null : JSON.parse(json);
   } catch (error) {
     if (signal.aborted) return;
     settle({ state: "output-error", error: error instanceof Error ? error.message : String(error) });
@@ -122,4 +126,21 @@ export async function runTool(part: ToolPart, tool: Tool | undefined, signal: Ab
   // Outside the try: a failing event delivery is fatal to the run, not an error of the tool.
   settle({ state: "output-available", output: stored });
   emit({ type: "tool-result", toolCallId: part.tool_call_id, toolName: part.tool_name, output: stored });
+}
+
+/**
+ * Refuses, as the tool's error, an output no stored message could hold (docs/FORMAT.md
+ * "Limits": a line of at most 64 MiB): kept, it would fail the run's commit and lose the
+ * turn. A JSON text's UTF-8 is at least its length and at most three times it, so the bytes
+ * are counted only between the two.
+ */
+function assertFitsALine(json: string | undefined, toolName: string): void {
+  if (json === undefined || json.length * 3 <= MAX_LINE_BYTES) return;
+  const bytes = json.length > MAX_LINE_BYTES ? json.length : utf8Bytes(json).length;
+  if (bytes > MAX_LINE_BYTES) {
+    throw new LimitExceededError(
+      `the output of tool ${toolName} is at least ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_LINE_BYTES)} a stored message may hold`,
+      { limit: "MAX_LINE_BYTES", max: MAX_LINE_BYTES, found: bytes },
+    );
+  }
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import {
   CancelledError,
   InternalError,
+  MAX_LINE_BYTES,
   MemoryStorage,
   type MessageRecord,
   type Provider,
@@ -507,6 +508,23 @@ describe("row 4: tool success or tool-reported failure is appended and the loop 
     expect(parts[4]!.output).toEqual({ content: "contents of b" });
     expect(outcome!.stopReason).toBe("final");
     expect(provider.calls).toBe(2);
+  });
+
+  it("an output larger than a stored message may hold is an output-error naming its size; the turn commits", async () => {
+    const { session } = await seeded();
+    const huge = "q".repeat(MAX_LINE_BYTES); // its JSON adds two quotes
+    const tools: Tool[] = [{ name: "cat", execute: () => huge }, { name: "wide", execute: () => "é".repeat(MAX_LINE_BYTES / 2) }];
+    const provider = new ScriptedProvider([
+      { toolCalls: [{ id: "c1", name: "cat", input: {} }, { id: "c2", name: "wide", input: {} }] },
+      { text: "Too big." },
+    ]);
+    const { outcome } = await drain(session.run("cat the log", { provider, tools }));
+    const parts = outcome!.messages[1]!.parts as Extract<MessageRecord["parts"][number], { type: "tool" }>[];
+    expect(parts.map((p) => [p.state, p.error])).toEqual([
+      ["output-error", "the output of tool cat is at least 64 MiB as JSON, over the 64 MiB a stored message may hold"],
+      ["output-error", expect.stringMatching(/^the output of tool wide is at least 64 MiB as JSON, over the 64 MiB/)],
+    ]);
+    expect(session.active.at(-1)!.parts).toEqual([{ sequence: 1, type: "text", text: "Too big." }]);
   });
 });
 
