@@ -87,6 +87,7 @@ import {
   readSegmentFile,
   sameLabels,
   segmentNamesOf,
+  skipUnlisted,
   type SyncWriter,
   writeLabels,
 } from "./session-files.ts";
@@ -650,7 +651,7 @@ export class SyncServer {
     const at = await this.#log.head();
     const sessions: SessionHead[] = [];
     for (const archived of [false, true]) {
-      for (const meta of await this.sessions.list({ archived })) {
+      for (const meta of await this.sessions.list({ archived, onProblem: skipUnlisted })) {
         const ref = sessionRef(meta.agent_id, meta.workspace_id, meta.session_id);
         if (!principal.may("read", ref)) continue;
         const refText = formatSessionRef(ref);
@@ -683,7 +684,7 @@ export class SyncServer {
   async #placesAndRevisions(): Promise<Record<string, string>> {
     const keys: Record<string, string> = {};
     for (const archived of [false, true]) {
-      for (const meta of await this.sessions.list({ archived })) {
+      for (const meta of await this.sessions.list({ archived, onProblem: skipUnlisted })) {
         keys[formatSessionRef(sessionRef(meta.agent_id, meta.workspace_id, meta.session_id))] = placeAndRevision(archived, meta.revision);
       }
     }
