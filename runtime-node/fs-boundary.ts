@@ -151,8 +151,8 @@ export class StoreBoundary {
 
   /**
    * {@linkcode StoreBoundary.folder} for a listing: a missing folder lists as empty, but a
-   * regular file where it or a folder above it belongs is refused as a write refuses it, not
-   * taken for an empty folder (docs/FORMAT.md "The store's boundary").
+   * regular file where it or a folder above it belongs (the root's own folder included) is
+   * refused as a write refuses it, not taken for an empty folder (docs/FORMAT.md "The store's boundary").
    *
    * @throws {StoreEntryError} for a link, a special file or a regular file in the way.
    */
