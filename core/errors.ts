@@ -229,7 +229,7 @@ export interface StoreEntryDetails extends ErrorDetails {
 /**
  * An entry of the store that sessionfold refuses to follow, read or write: a symbolic link
  * anywhere under the root, a FIFO, socket or device, a folder where a file belongs (or the
- * reverse, for a write), a file with other hard links (for a write), or a file over the size
+ * reverse, for a write or a listing), a file with other hard links (for a write), or a file over the size
  * limit. Code `corrupt` (CLI exit 4). Nothing was read from it or written to it, and its
  * message quotes nothing of its content.
  *

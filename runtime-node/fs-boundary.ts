@@ -151,8 +151,8 @@ export class StoreBoundary {
 
   /**
    * {@linkcode StoreBoundary.folder} for a listing: a missing folder lists as empty, but a
-   * regular file where it or a folder above it belongs is refused as a write refuses it, not
-   * taken for an empty folder (docs/FORMAT.md "The store's boundary").
+   * regular file where it or a folder above it belongs (the root's own folder included) is
+   * refused as a write refuses it, not taken for an empty folder (docs/FORMAT.md "The store's boundary").
    *
    * @throws {StoreEntryError} for a link, a special file or a regular file in the way.
    */
@@ -219,7 +219,7 @@ export class StoreBoundary {
   ensureFolder(path: string, checked?: Set<string>): string[] {
     const segments = path === "" ? [] : path.split("/");
     // A folder under the root that this call found real: the root is there (a compaction's first `segments/`).
-    const created = checked?.has(join(this.#root, segments[0] ?? "")) ? [] : this.#ensureRoot();
+    const created = checked?.has(join(this.#root, segments[0] ?? "")) ? [] : this.#ensureRoot(path);
     let folder = this.#root;
     for (const segment of segments) {
       const parent = folder;
@@ -244,9 +244,27 @@ export class StoreBoundary {
     return created;
   }
 
+  /**
+   * Refuses a root that is there but not a folder (followed: the root may be a link), naming the entry `path` was
+   * reached for (docs/FORMAT.md "The store's boundary").
+   *
+   * @throws {StoreEntryError} for a regular file or a special file where the root folder belongs.
+   */
+  #assertRootFolder(path: string): void {
+    const info = missingAsUndefined(() => statSync(this.#root, { throwIfNoEntry: false }));
+    if (info && !info.isDirectory()) throw entryError(path, this.#root, kindOf(info), "the store's root folder");
+  }
+
   /** The root and its missing parents (outside the store: followed like any path the host gives), created `0700`. */
-  #ensureRoot(): string[] {
-    const first = mkdirSync(this.#root, { recursive: true, mode: 0o700 });
+  #ensureRoot(path: string): string[] {
+    let first: string | undefined;
+    try {
+      first = mkdirSync(this.#root, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      // EEXIST: a file is where the root belongs (a file above it fails with ENOTDIR, outside the store).
+      if (errno(error) === "EEXIST") this.#assertRootFolder(path);
+      throw error;
+    }
     if (first === undefined) return [];
     const created = [first];
     for (const segment of relative(first, this.#root).split(sep).filter(Boolean)) created.push(join(created.at(-1)!, segment));
@@ -268,7 +286,12 @@ export class StoreBoundary {
       folder = folder.endsWith(sep) ? folder + segment : `${folder}${sep}${segment}`;
       if (checked?.has(folder)) continue;
       const info = lstatOrUndefined(folder);
-      if (!info) return "missing";
+      if (!info) {
+        // The root's own folder is not walked (it may be a link: the host chose it); a file there reads as
+        // missing (ENOTDIR), and is refused for a write or a listing like a file anywhere a folder belongs.
+        if (access === "write" && folder === this.#rootPrefix + segment) this.#assertRootFolder(path);
+        return "missing";
+      }
       if (info.isDirectory()) {
         checked?.add(folder);
         continue;

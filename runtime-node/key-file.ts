@@ -131,6 +131,16 @@ export async function readKeyFile(path: string): Promise<KeyFile> {
   } catch {
     throw new InvalidInputError(`${path}: not a key file (not JSON)`, { file: path });
   }
+  assertKeyFile(file, path);
+  return file;
+}
+
+/**
+ * Refuses what is not a key file of version 1 (a file read, or a value a caller passes).
+ *
+ * @throws {InvalidInputError} naming `where` (the file, or the argument).
+ */
+function assertKeyFile(file: KeyFile, where: string): void {
   const keys = file?.keys;
   const valid = file?.format === "sessionfold-key-file" &&
     file.version === 1 &&
@@ -139,8 +149,7 @@ export async function readKeyFile(path: string): Promise<KeyFile> {
     typeof file.current === "string" &&
     Object.hasOwn(keys, file.current) &&
     Object.values(keys).every((key) => typeof key === "string" && Buffer.from(key, "base64").length === 32);
-  if (!valid) throw new InvalidInputError(`${path}: not a sessionfold key file of version 1 (format, current kid and 32-byte keys expected)`, { file: path });
-  return file;
+  if (!valid) throw new InvalidInputError(`${where}: not a sessionfold key file of version 1 (format, current kid and 32-byte keys expected)`, { file: where });
 }
 
 /**
@@ -153,8 +162,10 @@ export async function readKeyFile(path: string): Promise<KeyFile> {
  * const provider = await keyProviderOf(await readKeyFile("/tmp/store.key"));
  * const storage = await EncryptedStorage.open(new NodeFileStorage({ root: "/tmp/store" }), provider);
  * ```
+ * @throws {InvalidInputError} when `file` is not a key file of version 1 (as {@linkcode readKeyFile} reads one).
  */
 export async function keyProviderOf(file: KeyFile): Promise<KeyProvider> {
+  assertKeyFile(file, "keyProviderOf(file)");
   const keys: Record<string, CryptoKey> = {};
   for (const [kid, key] of Object.entries(file.keys)) keys[kid] = await importKeyEncryptionKey(Buffer.from(key, "base64"));
   return keyring(keys, file.current);

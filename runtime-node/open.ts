@@ -18,8 +18,9 @@
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { LeaseLostNotice, SessionOptions, StaleLockReclaimed, WriterIdentity } from "../core/mod.ts";
-import type { KeyProvider, StoragePort } from "../core/reader.ts";
+import { type KeyProvider, objectArgument, type StoragePort, wrongArgument } from "../core/reader.ts";
 import { Sessions } from "../core/registry.ts";
+
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { openNodeStorage } from "./open-storage.ts";
 
@@ -62,7 +63,7 @@ export function defaultRoot(): string {
 
 /** Options of {@linkcode openNodeSessions}. */
 export interface OpenNodeSessionsOptions {
-  /** The store's folder; default {@linkcode defaultRoot}. A relative path is resolved against the working directory. */
+  /** The store's folder; default {@linkcode defaultRoot}. A relative path is resolved against the working directory; `""` is refused. */
   readonly root?: string;
   /** Run file I/O in a worker thread (default `true`); `false` does it on the calling thread. */
   readonly worker?: boolean;
@@ -107,10 +108,16 @@ export interface NodeSessions {
  *   await store.close();
  * }
  * ```
+ * @throws {InvalidInputError} when `options` is not an object or `root` is not a non-empty string (absent: the default).
  * @throws {StorageError} when the worker cannot be started (TypeScript sources without tsx).
  * Storage failures surface, typed, from the calls that meet them.
  */
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
+  objectArgument(options, "openNodeSessions(options)", "an object");
+  // An empty root would resolve to the working directory, which never receives a file (docs/FORMAT.md "The root").
+  if (options.root !== undefined && (typeof options.root !== "string" || options.root === "")) {
+    throw wrongArgument("openNodeSessions(options).root", "a folder's path (absent: the default root)", options.root);
+  }
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const storage = await openNodeStorage({ root, worker: options.worker !== false, fsync: options.fsync ?? true, keys: options.keys });
   return { sessions: nodeSessions(storage, options), storage, root, close: async () => await storage.close?.() };

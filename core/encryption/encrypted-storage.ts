@@ -10,6 +10,7 @@
  * @module
  */
 import { CorruptSessionError, InvalidInputError, KeyRequiredError, WrongKeyError } from "../errors.ts";
+import { assertFields, assertMethods } from "../schema/arguments.ts";
 import { concatBytes } from "../storage/bytes.ts";
 import { applyCommitPlanByCalls } from "../storage/commit-plan.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, StoragePort, WriteOptions } from "../storage/port.ts";
@@ -787,9 +788,13 @@ export class EncryptedStorage implements StoragePort {
  * ```
  * @throws {KeyRequiredError} for an encrypted store without a key.
  * @throws {WrongKeyError} when the key does not open it.
- * @throws {InvalidInputError} for a key given to a store that holds plaintext sessions.
+ * @throws {InvalidInputError} for a key given to a store that holds plaintext sessions, or keys that are not a `KeyProvider`.
  */
 export async function storageForKeys(inner: StoragePort, provider: KeyProvider | undefined, options: EncryptedStorageOptions = {}): Promise<StoragePort> {
+  if (provider !== undefined) {
+    assertMethods(provider, "keys", "a KeyProvider { currentKid, wrapKey, unwrapKey }", ["wrapKey", "unwrapKey"]);
+    assertFields(provider, "keys", { currentKid: "string!" });
+  }
   if (await EncryptedStorage.isEncrypted(inner)) return EncryptedStorage.open(inner, provider, options);
   return provider ? EncryptedStorage.create(inner, provider, options) : inner;
 }

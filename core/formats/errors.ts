@@ -1,5 +1,5 @@
 import { type ErrorDetails, SessionfoldError, UnsupportedSchemaError } from "../errors.ts";
-import { escapedExcerpt } from "../schema/excerpt.ts";
+export { describeValue } from "../schema/excerpt.ts";
 
 /** The foreign formats this module reads, as errors and diagnostics name them. */
 export type FormatName = "deepcode" | "rho-snapshot" | "rho-jsonl" | "pi" | "codex" | "claude-code";
@@ -104,31 +104,4 @@ export function unsupportedVersion(where: FormatLocation, found: number, support
       supported: [...supported],
     },
   );
-}
-
-/**
- * A short account of a JSON value for error messages: `"image"`, `3`, `null`, `an array`,
- * `an object`, `nothing` (absent).
- *
- * @example
- * ```ts
- * describeValue("image"); // '"image"'
- * describeValue(undefined); // "nothing"
- * ```
- */
-export function describeValue(value: unknown): string {
-  if (value === undefined) return "nothing";
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  switch (typeof value) {
-    case "string":
-      return escapedExcerpt(value, 40);
-    case "number":
-    case "boolean":
-      return String(value);
-    case "object":
-      return "an object";
-    default:
-      return typeof value;
-  }
 }

@@ -43,6 +43,7 @@ function invalidId(kind: IdKind, value: unknown): InvalidIdError {
 /** A short, never-throwing description of a value that is not a string (`String()` throws for some objects). */
 function describeNonString(value: unknown): string {
   if (value === null) return "(null)";
+  if (value === undefined) return "(nothing)";
   if (typeof value === "object" || typeof value === "function" || typeof value === "symbol") return `(${typeof value})`;
   return `(${typeof value} ${String(value)})`;
 }
@@ -101,6 +102,32 @@ export function sessionRef(agentId: string, workspaceId: string, sessionId: stri
   assertId("workspace_id", workspaceId);
   assertId("session_id", sessionId);
   return { agentId, workspaceId, sessionId };
+}
+
+/**
+ * A session ref given as a {@linkcode SessionRef} or its `REF` text, validated: what every
+ * method taking a session accepts.
+ *
+ * @example
+ * ```ts
+ * toSessionRef("a1/w1/s1"); // { agentId: "a1", workspaceId: "w1", sessionId: "s1" }
+ * toSessionRef({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }); // the same
+ * ```
+ * @throws {InvalidIdError} when it is neither (no argument, `null`, a number) or an id is not valid.
+ */
+export function toSessionRef(ref: SessionRef | string): SessionRef {
+  if (typeof ref === "string") return parseSessionRef(ref);
+  if (typeof ref !== "object" || ref === null) {
+    throw new InvalidIdError(
+      `invalid session reference ${
+        describeNonString(ref)
+      }: expected a SessionRef { agentId, workspaceId, sessionId } or <agent_id>/<workspace_id>/<session_id>`,
+      {
+        value: null,
+      },
+    );
+  }
+  return sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
 }
 
 /**

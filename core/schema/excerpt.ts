@@ -37,3 +37,30 @@ function unitEscape(ch: string): string {
   for (let i = 0; i < ch.length; i++) out += `\\u${ch.charCodeAt(i).toString(16).padStart(4, "0")}`;
   return out;
 }
+
+/**
+ * A short account of a value for error messages (a JSON value, or a caller's argument):
+ * `"image"`, `3`, `null`, `an array`, `an object`, `nothing` (absent), `bigint`, `function`.
+ *
+ * @example
+ * ```ts
+ * describeValue("image"); // '"image"'
+ * describeValue(undefined); // "nothing"
+ * ```
+ */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  switch (typeof value) {
+    case "string":
+      return escapedExcerpt(value, 40);
+    case "number":
+    case "boolean":
+      return String(value);
+    case "object":
+      return "an object";
+    default:
+      return typeof value;
+  }
+}

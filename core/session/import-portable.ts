@@ -16,6 +16,15 @@ import type { StoragePort } from "../storage/port.ts";
 import { importedHistoryFiles } from "./import-history.ts";
 import type { Staging } from "./staging.ts";
 
+/** A {@linkcode PortableSession}'s names of the `meta.json` fields an import sets from it, for the errors naming one. */
+export const IMPORTED_FIELD_NAMES: Readonly<Record<string, string>> = {
+  model_label: "modelLabel",
+  created_at: "createdAt",
+  updated_at: "updatedAt",
+  prompt_cache_key: "promptCacheKey",
+  imported_summary: "summary",
+};
+
 /**
  * `portable`'s messages as records with sequences 1..n, and the revision to take.
  *

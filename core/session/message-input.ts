@@ -5,6 +5,7 @@
  * @module
  */
 import { InvalidInputError } from "../errors.ts";
+import { isPlainObject, wrongArgument } from "../schema/arguments.ts";
 import { messageCheck, type MessagePart, type MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/records.ts";
 import { assertJsonDepth } from "../schema/json-depth.ts";
 import { newId } from "./ids.ts";
@@ -38,6 +39,7 @@ const SCHEMA_FIELDS = new Set(["record_type", "sequence", "message_id", "role", 
  * @throws {LimitExceededError} when it is nested deeper than `MAX_JSON_DEPTH` (checked before the schema walks it).
  */
 export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
+  if (!isPlainObject(message)) throw wrongArgument(where, "a message object { role, parts }", message);
   assertJsonDepth(message, where);
   // Built field by field in the order the schema returns (its fields in its order, then the
   // host's own in theirs; each part with its sequence first), so the hand-written check
@@ -61,9 +63,11 @@ export function toMessageRecord(message: NewMessage, clock: () => number, where 
   return parsed.data;
 }
 
-/** Copies of `parts` with their sequences first (the index from 1 where a part has none); anything that is not a part as it is, for the check to name. */
+/**
+ * Copies of `parts` with their sequences first (the index from 1 where a part has none); anything that is not a part
+ * (or no `parts` at all: a message record requires them, docs/FORMAT.md "A message") as it is, for the check to name.
+ */
 function numberedParts(parts: unknown): unknown {
-  if (parts === undefined || parts === null) return [];
   if (!Array.isArray(parts)) return parts;
   const numbered: unknown[] = new Array(parts.length);
   for (let i = 0; i < parts.length; i++) {

@@ -68,7 +68,7 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   // Each line but a batch's first (its mark) is the record Active keeps: its bytes are
   // remembered, and a compaction copies them instead of encoding the record again.
   const lines = sequenced.length < 2 ? sequenced : [...stampRevision(markBatch(sequenced).slice(0, 1), revision), ...sequenced.slice(1)];
-  const bytes = linesOf(lines);
+  const bytes = encodedLines(lines);
   // Within both limits as a whole, no line is over one: the check (and what it would say) is made only when it could refuse.
   if (bytes.length > MAX_LINE_BYTES || state.activeBytes + bytes.length > maxFileBytes) {
     const describeLine = (index: number) => `message ${index + 1} of ${sequenced.length} in this commit (sequence ${sequenced[index]?.sequence})`;
@@ -85,6 +85,33 @@ export function planAppend(state: SessionState, records: readonly MessageRecord[
   meta["revision"] = revision;
   meta["updated_at"] = now;
   return { sequenced, bytes, meta: meta as SessionMeta };
+}
+
+/**
+ * The lines of `records`, or, for a message holding what JSON cannot encode (a BigInt, a cycle), an
+ * `InvalidInputError` naming it: nothing is written (the check costs nothing unless the encoding fails).
+ */
+function encodedLines(records: readonly MessageRecord[]): Uint8Array {
+  try {
+    return linesOf(records);
+  } catch (error) {
+    const index = records.findIndex((record) => !encodes(record));
+    throw new InvalidInputError(
+      `message ${index + 1} of ${records.length} in this commit cannot be written as JSON (${
+        error instanceof Error ? error.message : String(error)
+      }); nothing was written`,
+      { index },
+    );
+  }
+}
+
+function encodes(record: MessageRecord): boolean {
+  try {
+    JSON.stringify(record);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** An assistant message that names its provider. */

@@ -71,7 +71,11 @@ export interface ListSessionsOptions {
   readonly workspaceId?: string;
   /** List `archived-sessions/` instead of `sessions/`. */
   readonly archived?: boolean;
-  /** Called for each session folder whose `meta.json` cannot be read, and each refused folder above them; they are left out of the list. */
+  /**
+   * Called for each session folder whose `meta.json` cannot be read, and each refused folder above them (a link or a
+   * file where a folder belongs); they are left out of the list. Without it, a refused folder refuses the listing
+   * (`StoreEntryError`), and an unreadable session is left out.
+   */
   readonly onProblem?: (problem: ListProblem) => void;
   /** At most this many sessions (a positive integer); the list's `cursor` then names the next page. Default: every session. */
   readonly limit?: number;

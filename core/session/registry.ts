@@ -7,16 +7,16 @@
  * @module
  */
 import { asSessionfoldError, CorruptSessionError, InvalidInputError, NotFoundError } from "../errors.ts";
-import { formatSessionRef, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
+import { formatSessionRef, type SessionRef, sessionRef, toSessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
-import { encodeJsonDocument, nowTimestamp, type SessionMeta } from "../schema/records.ts";
+import { assertFields, assertMethods, objectArgument } from "../schema/arguments.ts";
+import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { PortableSession } from "../model/mod.ts";
 import { filesUnder } from "../storage/files-under.ts";
-import type { StoragePort } from "../storage/port.ts";
+import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
 import { reportReclaimed, type SessionContext } from "./context.ts";
 import { copyForFork } from "./fork.ts";
-import { newId } from "./ids.ts";
-import { importedMessages, writeImported } from "./import-portable.ts";
+import { IMPORTED_FIELD_NAMES, importedMessages, writeImported } from "./import-portable.ts";
 import { readSessionFiles, readSessionState } from "./load.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
@@ -26,6 +26,7 @@ import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
 import { listSessions, rebuildCatalogs } from "./session-listing.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
+import { createdRef, newSessionFiles } from "./new-session.ts";
 
 export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
 
@@ -46,7 +47,10 @@ export class Sessions {
   readonly #ctx: SessionContext;
   readonly #defaults: SessionOptions;
 
+  /** @throws {InvalidInputError} when `options` is not an object or its `storage` is not a {@linkcode StoragePort}. */
   constructor(options: SessionsOptions) {
+    objectArgument(options, "new Sessions(options)", "an object { storage, … }");
+    assertMethods(options.storage, "new Sessions(options).storage", "a StoragePort", STORAGE_PORT_METHODS);
     this.storage = options.storage;
     this.#ctx = {
       storage: options.storage,
@@ -64,34 +68,24 @@ export class Sessions {
    * Creates an empty session: `meta.json` (revision 0) and, with `instruction`, `instruction.md`.
    *
    * @throws {InvalidIdError} before anything is written when an id is not valid.
-   * @throws {InvalidInputError} when a session with that id exists (live or archived).
+   * @throws {InvalidInputError} when a session with that id exists (live or archived), or
+   * before anything is written when `input` is not an object or a field is one `meta.json`
+   * cannot hold (a `title` that is not a string: docs/FORMAT.md "The write limits are the read limits").
+   * @throws {LimitExceededError} when `meta.json` or `instruction.md` would be over the store's file limit.
    */
   async create(input: CreateSessionInput, options?: SessionOptions & HoldOption): Promise<Session> {
-    const ref = sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
+    const ref = createdRef(input);
+    objectArgument(options, "create(input, options)", "an object", true);
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const paths = sessionPaths(ref);
     if (await sessionExists(this.storage, ref, "archived")) {
       throw new InvalidInputError(`${formatSessionRef(ref)} exists in archived-sessions/; choose another id`, { ref: formatSessionRef(ref) });
     }
-    const now = nowTimestamp(this.#ctx.clock);
-    const meta: SessionMeta = {
-      schema_version: 1,
-      session_id: ref.sessionId,
-      agent_id: ref.agentId,
-      workspace_id: ref.workspaceId,
-      ...(input.title !== undefined ? { title: input.title } : {}),
-      ...(input.modelLabel !== undefined ? { model_label: input.modelLabel } : {}),
-      created_at: now,
-      updated_at: now,
-      message_count: 0,
-      history_bytes: 0,
-      ...(input.timezone !== undefined ? { timezone: input.timezone } : {}),
-      revision: 0,
-    };
-    if ((await sessionExists(this.storage, ref, "live")) || !(await this.storage.createExclusive(paths.meta, encodeJsonDocument(meta)))) {
+    const files = newSessionFiles(this.storage, ref, input, nowTimestamp(this.#ctx.clock));
+    if ((await sessionExists(this.storage, ref, "live")) || !(await this.storage.createExclusive(paths.meta, files.meta))) {
       throw alreadyExists(ref);
     }
-    if (input.instruction !== undefined) await this.storage.replace(paths.instruction, new TextEncoder().encode(input.instruction));
+    if (files.instruction) await this.storage.replace(paths.instruction, files.instruction);
     return this.open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
   }
 
@@ -106,7 +100,8 @@ export class Sessions {
    * @throws {InvalidInputError} when the options are inconsistent.
    */
   async open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
-    const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
+    const valid = toSessionRef(ref);
+    objectArgument(options, "open(ref, options)", "an object", true);
     const place: SessionPlace = options?.archived ? "archived" : "live";
     const paths = sessionPaths(valid, place);
     // The first reads go out first: the options are resolved and the load's code runs (the first time in a process,
@@ -128,9 +123,11 @@ export class Sessions {
    *
    * @throws {InvalidIdError} when a filter id is not valid.
    * @throws {InvalidInputError} when `limit` is not a positive integer or `cursor` is not a listing's.
+   * @throws {StoreEntryError} without `onProblem`, when a folder it lists is refused (a link, or a file where the
+   * folder belongs: the root, `agents/`, a workspace's `sessions/`…); a missing folder lists as empty.
    */
   async list(options: ListSessionsOptions = {}): Promise<SessionList> {
-    return listSessions(this.storage, options);
+    return listSessions(this.storage, objectArgument(options, "list(options)", "an object"));
   }
 
   /** Rebuilds the selected workspaces' catalogs from every `meta.json` (docs/FORMAT.md "The catalog"); resolves the sessions catalogued. */
@@ -150,7 +147,7 @@ export class Sessions {
    * @throws {CorruptSessionError} when a source file has an invalid line (named by file and line).
    */
   async fork(source: SessionRef | string, newSessionId: string, options: ForkOptions = {}): Promise<Session> {
-    const { onProgress } = options;
+    const { onProgress } = objectArgument(options, "fork(source, newSessionId, options)", "an object");
     const from = await this.open(source);
     const target = sessionRef(from.ref.agentId, from.ref.workspaceId, newSessionId);
     if ((await sessionExists(this.storage, target, "live")) || (await sessionExists(this.storage, target, "archived"))) throw alreadyExists(target);
@@ -161,7 +158,7 @@ export class Sessions {
     try {
       await from.reload();
       const { meta, total } = await copyForFork(this.storage, this.#ctx.clock, from, staging, onProgress);
-      await installStaged(this.storage, staging, meta);
+      await installStaged(this.storage, staging, meta, `fork of ${formatSessionRef(from.ref)}`);
       onProgress?.(total, total);
     } catch (error) {
       await this.storage.remove(staging.paths.dir).catch(() => undefined);
@@ -194,12 +191,15 @@ export class Sessions {
    * @throws {InvalidInputError} when a session with that id exists or a message is not a valid record.
    */
   async importPortable(target: SessionRef | string, portable: PortableSession): Promise<Session> {
-    const ref = typeof target === "string" ? parseSessionRef(target) : sessionRef(target.agentId, target.workspaceId, target.sessionId);
+    const ref = toSessionRef(target);
+    objectArgument(portable, "importPortable(target, portable)", "a PortableSession { messages, … }");
+    assertFields(portable, "importPortable(target, portable)", { messages: "array!" });
     if ((await sessionExists(this.storage, ref, "live")) || (await sessionExists(this.storage, ref, "archived"))) throw alreadyExists(ref);
     const { messages, revision } = importedMessages(portable);
     const staging = stageSession(ref, "import");
     try {
-      await installStaged(this.storage, staging, await writeImported(this.storage, this.#ctx.clock, ref, portable, messages, revision, staging));
+      const meta = await writeImported(this.storage, this.#ctx.clock, ref, portable, messages, revision, staging);
+      await installStaged(this.storage, staging, meta, "importPortable(target, portable)", IMPORTED_FIELD_NAMES);
     } catch (error) {
       await this.storage.remove(staging.paths.dir).catch(() => undefined);
       throw asSessionfoldError(error, `import into ${formatSessionRef(ref)} failed`);
@@ -240,7 +240,8 @@ export class Sessions {
    * @throws {WriterLockedError} when another writer holds it (nothing is removed).
    */
   async delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<DeletedSession> {
-    const valid = typeof ref === "string" ? parseSessionRef(ref) : sessionRef(ref.agentId, ref.workspaceId, ref.sessionId);
+    const valid = toSessionRef(ref);
+    objectArgument(options, "delete(ref, options)", "an object");
     const wanted: SessionPlace[] = options.archived === undefined ? ["live", "archived"] : [options.archived ? "archived" : "live"];
     const places: SessionPlace[] = [];
     for (const place of wanted) if (await sessionExists(this.storage, valid, place)) places.push(place);

@@ -110,11 +110,15 @@ export async function rebuildCatalogs(storage: StoragePort, filter: { agentId?: 
 /**
  * A folder above every session that the backend refuses, as a listing problem: named by its
  * agent's or workspace's ids (`a1`, `a1/w1`; `agents` for the store's own folder of agents).
+ * Without `onProblem` the listing is refused with it (docs/FORMAT.md "The store's boundary"):
+ * a file where a folder belongs is never taken for an empty folder, and only a caller told of
+ * it lists the rest.
  */
 function refusedFolder(onProblem: ListSessionsOptions["onProblem"]): OnRefusedEntry {
   return (error) => {
+    if (!onProblem) throw error;
     const ids = error.details.path.split("/").filter((_, i) => i % 2 === 1);
-    onProblem?.({ refText: ids.length > 0 ? ids.join("/") : error.details.path, message: error.message });
+    onProblem({ refText: ids.length > 0 ? ids.join("/") : error.details.path, message: error.message });
   };
 }
 

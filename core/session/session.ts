@@ -15,6 +15,7 @@ import { generateSystem } from "./options.ts";
 import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
 import { type RunInput, runLoop, type RunOptions } from "./run.ts";
+import { assertRunArguments, onEventOf } from "./run-arguments.ts";
 import { RunHandle } from "./run-events.ts";
 import { compactLocked, type NoCompaction, resetActive } from "./segment-close.ts";
 import { partsOf, SessionView } from "./session-view.ts";
@@ -103,13 +104,19 @@ export class Session extends SessionView {
    * for await (const e of run) if (e.type === "text-delta") write(e.text);
    * const { revision } = await run.result;
    * ```
+   * @throws {InvalidInputError} (through `result`) when `input` is not text, `{ parts }` or absent, or `options` is not
+   * `{ provider, tools?, signal?, onEvent? }` of those kinds.
    * @throws {CancelledError} (through `result`) after a cooperative cancellation, with the committed revision.
    * @throws {ProviderError} when the provider fails; nothing of the run is committed.
    * @throws {ContextOverflowError} when the input still overflows after the bounded folds.
    * @throws {WriterLockedError} / {RevisionConflictError} / {SessionBusyError} as for `append`.
    */
   run(input: RunInput, options: RunOptions): RunHandle {
-    return new RunHandle((emit) => this.#mutate("run", (locked) => runLoop(locked, input, options, emit)), options.onEvent);
+    // The arguments are checked when the run starts, so a refusal rejects `result` (and the iteration) like every other failure.
+    return new RunHandle(async (emit) => {
+      assertRunArguments(input, options);
+      return await this.#mutate("run", (locked) => runLoop(locked, input, options, emit));
+    }, onEventOf(options));
   }
 
   /**

@@ -91,13 +91,25 @@ export function assertJsonlFits(
       start = end + 1;
     }
   }
-  const size = sizeBefore + bytes.length;
-  if (size > maxFileBytes) {
-    throw new LimitExceededError(
-      `${file}: this write would make the file ${formatBytes(size)}, over the file limit of ${
-        formatBytes(maxFileBytes)
-      } (MAX_FILE_BYTES) that every reader applies; nothing was written${sizeBefore > 0 ? " (compact the session to move older messages into a segment)" : ""}`,
-      { limit: "MAX_FILE_BYTES", max: maxFileBytes, found: size, file },
-    );
-  }
+  assertFileFits(sizeBefore + bytes.length, file, maxFileBytes, sizeBefore > 0 ? " (compact the session to move older messages into a segment)" : "");
+}
+
+/**
+ * Refuses a write that would make `file` `size` bytes, over the file limit every reader
+ * applies (docs/FORMAT.md "Limits"): a JSONL file, `meta.json` or `instruction.md`.
+ *
+ * @example
+ * ```ts
+ * assertFileFits(1024, "meta.json"); // fine
+ * ```
+ * @throws {LimitExceededError} naming the limit and the file (nothing was written).
+ */
+export function assertFileFits(size: number, file: string, maxFileBytes: number = MAX_FILE_BYTES, advice = ""): void {
+  if (size <= maxFileBytes) return;
+  throw new LimitExceededError(
+    `${file}: this write would make the file ${formatBytes(size)}, over the file limit of ${
+      formatBytes(maxFileBytes)
+    } (MAX_FILE_BYTES) that every reader applies; nothing was written${advice}`,
+    { limit: "MAX_FILE_BYTES", max: maxFileBytes, found: size, file },
+  );
 }

@@ -25,6 +25,9 @@ export interface WriteOptions {
   readonly durable?: boolean;
 }
 
+/** The methods every {@linkcode StoragePort} has (the optional ones are looked up where used): what `new Sessions` checks it is given. */
+export const STORAGE_PORT_METHODS: readonly string[] = ["read", "readTail", "list", "replace", "append", "createExclusive", "truncate", "remove", "move"];
+
 /**
  * File-like storage over the paths of docs/FORMAT.md. A missing path is a value, never an
  * error. Folders exist implicitly: whether an empty folder is still listed is

@@ -8,7 +8,7 @@
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import type { Sessions } from "../session/registry.ts";
 import { type SyncState, syncStatePath } from "./engine.ts";
-import { lastSequenceOf } from "./session-files.ts";
+import { lastSequenceOf, skipUnlisted } from "./session-files.ts";
 
 /**
  * The local messages the remote `remoteId` has not acknowledged: every message of a session
@@ -30,7 +30,7 @@ export async function pendingMessages(local: Sessions, remoteId: string, refs?: 
   const known = bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as SyncState).sessions : {};
   let pending = 0;
   for (const archived of [false, true]) {
-    for (const meta of await local.list({ archived })) {
+    for (const meta of await local.list({ archived, onProblem: skipUnlisted })) {
       const ref = `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`;
       if (only && !only.has(ref)) continue;
       const agreed = known[ref];

@@ -88,6 +88,7 @@ import {
   readSegmentFile,
   sameLabels,
   segmentNamesOf,
+  skipUnlisted,
   type SyncWriter,
   writeLabels,
 } from "./session-files.ts";
@@ -714,7 +715,7 @@ export class SyncServer {
   async #placesAndRevisions(): Promise<Record<string, string>> {
     const keys: Record<string, string> = {};
     for (const archived of [false, true]) {
-      for (const meta of await this.sessions.list({ archived })) {
+      for (const meta of await this.sessions.list({ archived, onProblem: skipUnlisted })) {
         keys[formatSessionRef(sessionRef(meta.agent_id, meta.workspace_id, meta.session_id))] = placeAndRevision(archived, meta.revision);
       }
     }

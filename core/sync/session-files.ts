@@ -36,6 +36,13 @@ export interface SyncWriter {
   readonly clock: () => number;
 }
 
+/**
+ * The `onProblem` of sync's own listings of a store: a session the listing cannot read, or a folder it refuses above
+ * its sessions, is left out and the rest are listed (docs/decisions.md "Sync: one session's problem stays that
+ * session's"); without a listener a refused folder would refuse the whole listing.
+ */
+export function skipUnlisted(): void {}
+
 /** The last sequence of a session (0 when empty). */
 export function lastSequenceOf(session: Session): number {
   return session.active.at(-1)?.sequence ?? session.newestSegment?.end ?? 0;

@@ -122,3 +122,21 @@ describe("MemoryStorage enforces the file limit from the stored size, as every b
     expect(() => new MemoryStorage({ maxFileBytes: -1 })).toThrow(/non-negative integer/);
   });
 });
+
+describe("a new session's meta.json and instruction.md are within what an open reads", () => {
+  it("create refuses a title or an instruction that would make its file over the backend's limit (nothing written); within it, it reads back", async () => {
+    const root = await tempRoot();
+    const sessions = new Sessions({ storage: new NodeFileStorage({ root, fsync: false, maxFileBytes: 4096 }) });
+    const big = await rejection(sessions.create({ ...REF, title: "T".repeat(5000) }));
+    expect(big).toBeInstanceOf(LimitExceededError);
+    expect((big as LimitExceededError).details).toMatchObject({ limit: "MAX_FILE_BYTES", max: 4096, file: "meta.json" });
+    const instruction = await rejection(sessions.create({ ...REF, instruction: "I".repeat(5000) }));
+    expect((instruction as LimitExceededError).details).toMatchObject({ limit: "MAX_FILE_BYTES", max: 4096, file: "instruction.md" });
+    await expect(stat(root)).rejects.toMatchObject({ code: "ENOENT" });
+    const title = `${"T".repeat(3000)}a\0b\uD800`;
+    await sessions.create({ ...REF, title });
+    const opened = await sessions.open(REF);
+    expect(opened.diagnostics).toEqual([]);
+    expect(opened.meta.title).toBe(title);
+  });
+});

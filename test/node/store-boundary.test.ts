@@ -12,8 +12,8 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CorruptSessionError, StoreEntryError } from "../../core/mod.ts";
-import { NodeFileStorage } from "../../runtime-node/mod.ts";
+import { CorruptSessionError, type ListProblem, Sessions, StoreEntryError } from "../../core/mod.ts";
+import { NodeFileStorage, WorkerFileStorage } from "../../runtime-node/mod.ts";
 import { StoreBoundary } from "../../runtime-node/fs-boundary.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -278,5 +278,58 @@ describe("NodeFileStorage follows no link and touches only regular files under i
     expect(await aliased.read("s/meta.json")).toEqual(utf8("{}"));
     await aliased.append("s/messages/active.jsonl", utf8("{}\n"));
     expect(await readFile(join(root, "s", "messages", "active.jsonl"), "utf8")).toBe("{}\n");
+  });
+});
+
+describe("a file where a folder belongs is refused for a listing and a write: the root, agents/, a workspace's sessions/", () => {
+  const file = { found: "a regular file", expected: "a folder" };
+  /** The three stores of file-for-folder: the root a file, `agents` a file, a workspace's `sessions` a file. */
+  async function stores(): Promise<{ root: string; agents: string; sessions: string }> {
+    await writeFile(join(base, "root-file"), "x");
+    await mkdir(join(base, "agents-file"));
+    await writeFile(join(base, "agents-file", "agents"), "x");
+    await mkdir(join(base, "sessions-file", "agents", "a1", "workspaces", "w1"), { recursive: true });
+    await writeFile(join(base, "sessions-file", "agents", "a1", "workspaces", "w1", "sessions"), "x");
+    return { root: join(base, "root-file"), agents: join(base, "agents-file"), sessions: join(base, "sessions-file") };
+  }
+
+  for (const worker of [false, true]) {
+    it(`Sessions.list and create refuse with StoreEntryError (corrupt); with onProblem the listing names it and goes on${worker ? " (through the worker)" : ""}`, async () => {
+      for (const [name, at] of Object.entries(await stores())) {
+        const backend = worker ? new WorkerFileStorage({ root: at, fsync: false }) : new NodeFileStorage({ root: at, fsync: false });
+        try {
+          const sessions = new Sessions({ storage: backend });
+          for (const filter of [{}, { agentId: "a1", workspaceId: "w1" }, { agentId: "a1", workspaceId: "w1", readMeta: true }]) {
+            const listed = await sessions.list(filter).catch((e: unknown) => e);
+            expect(listed, `${name} ${JSON.stringify(filter)}`).toBeInstanceOf(StoreEntryError);
+            expect(listed).toMatchObject({
+              code: "corrupt",
+              details: name === "root" ? { found: "a regular file", expected: "the store's root folder" } : file,
+            });
+            const problems: ListProblem[] = [];
+            expect(await sessions.list({ ...filter, onProblem: (p) => problems.push(p) })).toEqual([]);
+            expect(problems).toHaveLength(1);
+          }
+          const created = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }).catch((e: unknown) => e);
+          expect(created, name).toBeInstanceOf(StoreEntryError);
+          expect(created).toMatchObject({ code: "corrupt" });
+        } finally {
+          if (backend instanceof WorkerFileStorage) await backend.close();
+        }
+      }
+      expect(await readFile(join(base, "root-file"), "utf8")).toBe("x");
+    });
+  }
+
+  it("the storage's own listing below a root that is a file is refused; a missing root or folder still lists as empty", async () => {
+    const { root: rootFile } = await stores();
+    const onFile = new NodeFileStorage({ root: rootFile, fsync: false });
+    await expect(onFile.list("agents")).rejects.toMatchObject({ code: "corrupt", details: { path: "agents", file: rootFile, found: "a regular file" } });
+    await expect(onFile.list("agents/a1/workspaces/w1/sessions")).rejects.toBeInstanceOf(StoreEntryError);
+    expect(await onFile.read("agents/a1/meta.json")).toBeUndefined();
+    const missing = new NodeFileStorage({ root: join(base, "missing"), fsync: false });
+    expect(await missing.list("agents")).toEqual([]);
+    expect(await new Sessions({ storage: missing }).list()).toEqual([]);
+    expect(await new Sessions({ storage: missing }).list({ agentId: "a1", workspaceId: "w1" })).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreEntryError } from "../../core/mod.ts";
-import { defaultRoot, nodeWriterIdentity, openNodeSessions, WorkerFileStorage } from "../../runtime-node/mod.ts";
+import { defaultRoot, keyProviderOf, nodeWriterIdentity, openNodeSessions, WorkerFileStorage } from "../../runtime-node/mod.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
@@ -198,6 +198,39 @@ describe("openNodeSessions", () => {
       // What dead-owner reclaim compares: this boot, and this process's start (within 2 s of now minus its uptime).
       expect(identity.bootId).toMatch(/^[0-9a-f-]{36}$/);
       expect(Math.abs(Date.parse(identity.processStartedAt!) - (Date.now() - process.uptime() * 1000))).toBeLessThan(2_000);
+    }
+  });
+});
+
+describe("openNodeSessions' and keyProviderOf's arguments from plain JavaScript", () => {
+  it("an empty root is refused (it would be the working directory); an absent one is the default", async () => {
+    const error = await openNodeSessions({ root: "" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as Error).message).toBe('openNodeSessions(options).root: expected a folder\'s path (absent: the default root), found ""');
+    await expect(openNodeSessions({ root: 5 as never })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(openNodeSessions(null as never)).rejects.toBeInstanceOf(InvalidInputError);
+    const saved = process.env["SESSIONFOLD_HOME"];
+    try {
+      process.env["SESSIONFOLD_HOME"] = join(base, "custom");
+      const store = await openNodeSessions({ worker: false });
+      toClose.push(store);
+      expect(store.root).toBe(join(base, "custom"));
+    } finally {
+      if (saved === undefined) delete process.env["SESSIONFOLD_HOME"];
+      else process.env["SESSIONFOLD_HOME"] = saved;
+    }
+  });
+
+  it("keys that are not a KeyProvider are refused before the store is touched; keyProviderOf takes only a key file", async () => {
+    const root = join(base, "store");
+    const keys = await openNodeSessions({ root, keys: {} as never, worker: false }).catch((e: unknown) => e);
+    expect(keys).toBeInstanceOf(InvalidInputError);
+    expect((keys as Error).message).toBe("keys.wrapKey: expected a function (a KeyProvider { currentKid, wrapKey, unwrapKey }), found nothing");
+    await expect(stat(root)).rejects.toMatchObject({ code: "ENOENT" });
+    for (const file of [null, {}, { format: "sessionfold-key-file", version: 1, current: "k", keys: {} }]) {
+      const error = await keyProviderOf(file as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect((error as Error).message).toMatch(/^keyProviderOf\(file\): not a sessionfold key file of version 1/);
     }
   });
 });
