@@ -13,6 +13,7 @@ export type ErrorCode =
   | "writer-locked"
   | "revision-conflict"
   | "busy"
+  | "closed"
   | "corrupt"
   | "unsupported-schema"
   | "invalid-input"
@@ -192,6 +193,29 @@ export class SessionBusyError extends SessionfoldError {
   override readonly name: string = "SessionBusyError";
   constructor(message: string, details: ErrorDetails = {}) {
     super("busy", message, details);
+  }
+}
+
+/**
+ * The store was closed: an operation started after its `close()` began (or a storage call
+ * made after its storage's `close()`) is refused, and nothing was read or written. What was
+ * under way when `close()` was called settled first with its own outcome. Code `closed`
+ * (CLI exit 5).
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * const sessions = new Sessions({ storage: new MemoryStorage() });
+ * await sessions.close();
+ * try { await sessions.open("coder/repo/s1"); } catch (e) {
+ *   if (e instanceof StoreClosedError) console.error(e.code); // "closed": open the store again
+ * }
+ * ```
+ */
+export class StoreClosedError extends SessionfoldError {
+  override readonly name: string = "StoreClosedError";
+  constructor(message: string, details: ErrorDetails = {}) {
+    super("closed", message, details);
   }
 }
 

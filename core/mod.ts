@@ -69,6 +69,7 @@ export {
   SessionfoldError,
   StorageError,
   StorageFullError,
+  StoreClosedError,
   type StoreEntryDetails,
   StoreEntryError,
   UnsupportedSchemaError,

@@ -7,7 +7,7 @@
  * @module
  */
 import { createStore, type UseStore } from "idb-keyval";
-import { StorageError, type WriteOptions } from "../core/mod.ts";
+import { StoreClosedError, type WriteOptions } from "../core/mod.ts";
 import { indexedDbFailure, isQuotaError } from "./indexeddb-errors.ts";
 
 /** One database's connection, opened on first use. */
@@ -89,7 +89,9 @@ export class IndexedDbConnection {
 
   /** The open connection, taken from `idb-keyval`'s store so that it creates the database. */
   #database(): Promise<IDBDatabase> {
-    if (this.#closed) return Promise.reject(new StorageError(`IndexedDbStorage "${this.#dbName}" is closed`, { db: this.#dbName }));
+    if (this.#closed) {
+      return Promise.reject(new StoreClosedError(`the store is closed (IndexedDbStorage "${this.#dbName}"); open it again to go on`, { db: this.#dbName }));
+    }
     if (!this.#db) {
       const opening = this.#useStore("readonly", (store) => store.transaction.db);
       this.#db = opening;

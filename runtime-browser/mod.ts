@@ -108,7 +108,11 @@ export interface BrowserSessions {
    * Locks, else the `writer.lock` record. For showing "another tab owns this session".
    */
   heldBy(session: Session): Promise<LockOwner | undefined>;
-  /** Ends the worker (its Web Locks go with it) and the channel. */
+  /**
+   * Closes the store (README "Closing a store"): what is under way settles first with its own outcome, the sessions its
+   * handles hold are given back, then the worker (its Web Locks with it) and the channel end. Every operation started
+   * after `close()` began rejects with `StoreClosedError` (code `closed`).
+   */
   close(): Promise<void>;
 }
 
@@ -219,6 +223,8 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
     async close() {
       if (closed) return;
       closed = true;
+      // The registry first: what is under way settles and held sessions are given back while the worker still runs.
+      await sessions.close();
       listeners.clear();
       ownListeners.clear();
       channel?.close();

@@ -31,8 +31,9 @@ function defaultWorker(): Worker {
  * Worker, so IndexedDB work never runs on the page's thread and a commit is one round trip.
  * The Web Locks are then held by the worker, which the browser ends with its tab: a tab
  * that dies frees its locks. Typed errors cross the hop with their class, `code` and
- * `details`. After {@linkcode WorkerIndexedDbStorage.close} (or a worker that failed to
- * load) every pending and later call rejects with a `StorageError`.
+ * `details`. A worker that failed to load rejects every pending and later call with a
+ * `StorageError`; {@linkcode WorkerIndexedDbStorage.close} ends the worker once it answered
+ * every call made before, and refuses later calls with `StoreClosedError`.
  *
  * `acquireLock` / `releaseLock` are own properties only where the page has
  * `navigator.locks`, like on {@linkcode IndexedDbStorage}.

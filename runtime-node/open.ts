@@ -90,7 +90,11 @@ export interface NodeSessions {
   readonly storage: StoragePort;
   /** The absolute root folder. */
   readonly root: string;
-  /** Ends the worker. Calls on the sessions afterwards reject with a `StorageError`. Idempotent. */
+  /**
+   * Closes the store (README "Closing a store"): what is under way settles first with its own outcome (a commit under
+   * way resolves), the sessions its handles hold are given back (`writer.lock` removed), then the worker ends. Every
+   * operation started after `close()` began rejects with `StoreClosedError` (code `closed`). Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -120,7 +124,10 @@ export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): P
   }
   const root = options.root !== undefined ? resolve(options.root) : defaultRoot();
   const storage = await openNodeStorage({ root, worker: options.worker !== false, fsync: options.fsync ?? true, keys: options.keys });
-  return { sessions: nodeSessions(storage, options), storage, root, close: async () => await storage.close?.() };
+  const sessions = nodeSessions(storage, options);
+  // The registry first: its operations under way may still need the storage, and so may giving its held sessions back.
+  const close = async () => (await sessions.close(), await storage.close?.());
+  return { sessions, storage, root, close };
 }
 
 /**

@@ -45,10 +45,11 @@ function runsTypeScript(): boolean {
  * The host thread's {@linkcode StoragePort}: forwards every call to one worker thread that
  * runs a {@linkcode NodeFileStorage}, so file I/O and fsyncs never run on the host's thread.
  * Typed errors cross the hop with their class, `code` and `details`; a commit plan runs in
- * the worker, one round trip. When the worker dies (crash, `terminate()`,
- * {@linkcode WorkerFileStorage.close}), every pending and later call rejects with a
- * {@linkcode StorageError}; nothing hangs. While no call is pending the worker does not keep
- * the process alive.
+ * the worker, one round trip. When the worker dies (crash, `terminate()`), every pending and
+ * later call rejects with a {@linkcode StorageError}; nothing hangs. {@linkcode WorkerFileStorage.close}
+ * ends it once it answered every call made before (each settles with its own outcome) and
+ * refuses later calls with `StoreClosedError`. While no call is pending the worker does not
+ * keep the process alive.
  *
  * @example
  * ```ts

@@ -20,6 +20,7 @@ import {
   StorageError,
   StorageFullError,
   type StoragePort,
+  StoreClosedError,
   StoreEntryError,
 } from "../core/mod.ts";
 import { binaryArray } from "./binary-array.ts";
@@ -158,7 +159,12 @@ export class PostgresStorage implements StoragePort {
   #ready: Promise<void> | undefined;
   /** Set once the schema is migrated: a statement then waits for nothing first (not even a settled promise's turn). */
   #migrated = false;
+  /** Set once `close()` began: no connection is handed out afterwards. */
   #closed = false;
+  /** Calls under way that run on a held lock's connection or may take one (commit plans, writes, locks): `close()` waits for them. */
+  #calls = 0;
+  /** Resolves `close()`'s wait once the last call under way ended. */
+  #callsEnded: (() => void) | undefined;
 
   constructor(options: PostgresStorageOptions = {}) {
     this.#schema = options.schema ?? "sessionfold";
@@ -301,34 +307,44 @@ export class PostgresStorage implements StoragePort {
    * the lock's folder runs on that connection (fencing, docs/POSTGRES.md).
    */
   async acquireLock(name: string): Promise<boolean> {
-    assertStoragePath(name);
-    if (!this.#migrated) await this.#ensureReady();
-    if (this.#held.has(name)) return false;
-    const client = await this.#connect(this.#lockPool);
+    this.#calls += 1;
     try {
-      const result = await client.query<{ taken: boolean }>("SELECT pg_try_advisory_lock($1) AS taken", [this.#lockKey(name)]);
-      if (result.rows[0]!.taken && !this.#held.has(name)) {
-        this.#hold(name, client);
-        return true;
+      assertStoragePath(name);
+      if (!this.#migrated) await this.#ensureReady();
+      if (this.#held.has(name)) return false;
+      const client = await this.#connect(this.#lockPool);
+      try {
+        const result = await client.query<{ taken: boolean }>("SELECT pg_try_advisory_lock($1) AS taken", [this.#lockKey(name)]);
+        if (result.rows[0]!.taken && !this.#held.has(name)) {
+          this.#hold(name, client);
+          return true;
+        }
+        if (result.rows[0]!.taken) await client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
+        client.release();
+        return false;
+      } catch (error) {
+        client.release(true);
+        throw storageError(error, `taking the lock ${name}`);
       }
-      if (result.rows[0]!.taken) await client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
-      client.release();
-      return false;
-    } catch (error) {
-      client.release(true);
-      throw storageError(error, `taking the lock ${name}`);
+    } finally {
+      this.#callEnded();
     }
   }
 
   async releaseLock(name: string): Promise<void> {
-    const held = this.#unhold(name);
-    if (!held || held.lost) return;
+    this.#calls += 1;
     try {
-      await held.client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
-      held.client.release();
-    } catch {
-      // Ending the connection frees the lock as surely as unlocking it.
-      held.client.release(true);
+      const held = this.#unhold(name);
+      if (!held || held.lost) return;
+      try {
+        await held.client.query("SELECT pg_advisory_unlock($1)", [this.#lockKey(name)]);
+        held.client.release();
+      } catch {
+        // Ending the connection frees the lock as surely as unlocking it.
+        held.client.release(true);
+      }
+    } finally {
+      this.#callEnded();
     }
   }
 
@@ -340,70 +356,77 @@ export class PostgresStorage implements StoragePort {
    * still held (a lost lock: `LeaseLostError`, nothing sent).
    */
   async applyCommitPlan(plan: CommitPlan): Promise<CommitPlanResult> {
-    if (!this.#migrated) await this.#ensureReady();
-    for (const write of plan.writes) assertStoragePath(write.path);
-    if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
-    const released = plan.release ? this.#held.get(plan.release.path) : undefined;
-    if (plan.release && (!released || released.lost)) {
-      // The lock is gone already (its connection ended): there is nothing to give back, and
-      // nothing may be written as its holder.
-      if (released) this.#unhold(plan.release.path);
-      if (plan.writes.length > 0) throw released?.lost ?? this.#lostError(plan.release.path, "not-written");
-      return { outcome: "committed" };
-    }
-    // A plan under a lock this handle holds runs on that lock's connection; one that takes a
-    // lock to hold gets a connection of its own; any other runs on the shared pool.
-    const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
-    if (holder?.lost) throw holder.lost;
-    // On the shared pool: the connection kept for commits when it is free.
-    const pooled = !holder && !(plan.lock && plan.hold);
-    const client = holder?.client ?? (pooled ? this.#commits.take() : undefined) ?? (await this.#connect(pooled ? this.#pool : this.#lockPool));
-    // A per-operation commit of an append has a function of its own (`run_append`, scalar arguments); any other plan, `run_plan`.
-    const append = appendCommitOf(plan);
-    const statement = append ? this.#runAppend : this.#runPlan;
-    const parameters = append ? this.#appendParameters(plan, append) : this.#planParameters(plan);
-    let outcome: string | null;
+    this.#calls += 1;
     try {
-      outcome = await firstValue(client, statement, parameters);
-    } catch (error) {
-      if (holder) {
-        const name = this.#nameOf(holder);
-        if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
-        // A failed release: the session lock goes with its connection. A failed write under
-        // the lock leaves the lock held (the transaction rolled back, the connection lives).
-        if (plan.release) {
-          this.#unhold(name);
-          holder.client.release(true);
-        }
-      } else if (pooled) {
-        this.#commits.discard(client, isConnectionLost(error));
-      } else {
-        // A session lock the failed plan may have taken goes with its connection.
-        client.release(true);
+      if (!this.#migrated) await this.#ensureReady();
+      for (const write of plan.writes) assertStoragePath(write.path);
+      if (plan.lock && this.#held.has(plan.lock.path)) return { outcome: "locked" };
+      const released = plan.release ? this.#held.get(plan.release.path) : undefined;
+      if (plan.release && (!released || released.lost)) {
+        // The lock is gone already (its connection ended): there is nothing to give back, and
+        // nothing may be written as its holder.
+        if (released) this.#unhold(plan.release.path);
+        if (plan.writes.length > 0) throw released?.lost ?? this.#lostError(plan.release.path, "not-written");
+        return { outcome: "committed" };
       }
-      throw storageError(error, "running a commit plan");
+      // A plan under a lock this handle holds runs on that lock's connection; one that takes a
+      // lock to hold gets a connection of its own; any other runs on the shared pool.
+      const holder = released ?? (plan.lock ? undefined : this.#fencing(plan.writes.map((write) => write.path)));
+      if (holder?.lost) throw holder.lost;
+      // On the shared pool: the connection kept for commits when it is free.
+      const pooled = !holder && !(plan.lock && plan.hold);
+      const client = holder?.client ?? (pooled ? this.#commits.take() : undefined) ?? (await this.#connect(pooled ? this.#pool : this.#lockPool));
+      // A per-operation commit of an append has a function of its own (`run_append`, scalar arguments); any other plan, `run_plan`.
+      const append = appendCommitOf(plan);
+      const statement = append ? this.#runAppend : this.#runPlan;
+      const parameters = append ? this.#appendParameters(plan, append) : this.#planParameters(plan);
+      let outcome: string | null;
+      try {
+        outcome = await firstValue(client, statement, parameters);
+      } catch (error) {
+        if (holder) {
+          const name = this.#nameOf(holder);
+          if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
+          // A failed release: the session lock goes with its connection. A failed write under
+          // the lock leaves the lock held (the transaction rolled back, the connection lives).
+          if (plan.release) {
+            this.#unhold(name);
+            holder.client.release(true);
+          }
+        } else if (pooled) {
+          this.#commits.discard(client, isConnectionLost(error));
+        } else {
+          // A session lock the failed plan may have taken goes with its connection.
+          client.release(true);
+        }
+        throw storageError(error, "running a commit plan");
+      }
+      if (outcome === "check") {
+        if (pooled) this.#commits.put(client);
+        else if (!holder) client.release();
+        // meta.json is not a document the server can read; the core's own steps (over this
+        // port's methods, so still fenced) read it and say what is wrong with it.
+        return applyCommitPlanByCalls(this, plan);
+      }
+      if (released) {
+        this.#unhold(plan.release!.path);
+        if (!released.lost) released.client.release();
+      } else if (pooled) {
+        this.#commits.put(client);
+      } else if (!holder) {
+        if (outcome === "committed") this.#hold(plan.lock!.path, client);
+        else client.release();
+      }
+      if (outcome === "committed") return { outcome: "committed" };
+      if (outcome === "locked") return { outcome: "locked" };
+      if (!outcome?.startsWith("conflict:")) {
+        throw new StorageError(`PostgreSQL storage: running a commit plan: the server answered ${JSON.stringify(outcome)}`);
+      }
+      const revision = outcome.slice("conflict:".length);
+      return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
+    } finally {
+      this.#callEnded();
     }
-    if (outcome === "check") {
-      if (pooled) this.#commits.put(client);
-      else if (!holder) client.release();
-      // meta.json is not a document the server can read; the core's own steps (over this
-      // port's methods, so still fenced) read it and say what is wrong with it.
-      return applyCommitPlanByCalls(this, plan);
-    }
-    if (released) {
-      this.#unhold(plan.release!.path);
-      if (!released.lost) released.client.release();
-    } else if (pooled) {
-      this.#commits.put(client);
-    } else if (!holder) {
-      if (outcome === "committed") this.#hold(plan.lock!.path, client);
-      else client.release();
-    }
-    if (outcome === "committed") return { outcome: "committed" };
-    if (outcome === "locked") return { outcome: "locked" };
-    if (!outcome?.startsWith("conflict:")) throw new StorageError(`PostgreSQL storage: running a commit plan: the server answered ${JSON.stringify(outcome)}`);
-    const revision = outcome.slice("conflict:".length);
-    return { outcome: "conflict", revision: revision === "null" ? null : Number(revision) };
   }
 
   /** `run_plan`'s parameters: the writes' paths, lengths and columns as binary arrays, their bytes as one value. */
@@ -490,10 +513,16 @@ export class PostgresStorage implements StoragePort {
     return (await this.readCatalog(dir))?.entries.length ?? 0;
   }
 
-  /** Ends every connection; locks this handle holds are freed by the server. */
+  /**
+   * Ends every connection once the calls under way settled (a commit on a held lock's connection is never cut off: it
+   * resolves or rejects with its own outcome); locks this handle holds are freed by the server. A call that needs a
+   * connection after `close()` began rejects with `StoreClosedError`. Close the `Sessions` over this store first
+   * (`sessions.close()`): it settles whole operations and gives held sessions back (README "Closing a store").
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#calls > 0) await new Promise<void>((resolve) => (this.#callsEnded = resolve));
     this.#commits.close();
     for (const name of [...this.#held.keys()]) {
       const held = this.#unhold(name)!;
@@ -584,6 +613,7 @@ export class PostgresStorage implements StoragePort {
 
   /** `statement` on the shared pool; a failure a `StorageError` saying `doing` (by default the statement's function and first argument). */
   async #query(statement: Statement, values: unknown[], doing?: string): Promise<Row[]> {
+    if (this.#closed) throw this.#refusedAsClosed();
     if (!this.#migrated) await this.#ensureReady();
     this.#commits.spare();
     try {
@@ -598,14 +628,19 @@ export class PostgresStorage implements StoragePort {
    * only while the lock does), else on the shared pool; a failure says `doing`, as `#query`.
    */
   async #write(paths: readonly string[], text: string, values: unknown[], doing?: string): Promise<Row[]> {
-    const holder = this.#fencing(paths);
-    if (!holder) return this.#query(text, values, doing);
-    if (holder.lost) throw holder.lost;
+    this.#calls += 1;
     try {
-      return (await holder.client.query(text, values)).rows as Row[];
-    } catch (error) {
-      if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
-      throw storageError(error, doing ?? describe(text, values));
+      const holder = this.#fencing(paths);
+      if (!holder) return this.#query(text, values, doing);
+      if (holder.lost) throw holder.lost;
+      try {
+        return (await holder.client.query(text, values)).rows as Row[];
+      } catch (error) {
+        if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
+        throw storageError(error, doing ?? describe(text, values));
+      }
+    } finally {
+      this.#callEnded();
     }
   }
 
@@ -693,8 +728,19 @@ export class PostgresStorage implements StoragePort {
     return `${held.dir}/writer.lock`;
   }
 
+  /** A call under way ended (see `#calls`). */
+  #callEnded(): void {
+    this.#calls -= 1;
+    if (this.#calls === 0) this.#callsEnded?.();
+  }
+
+  /** The refusal of a call that needs a connection once `close()` began. */
+  #refusedAsClosed(): StoreClosedError {
+    return new StoreClosedError("the store is closed (this PostgresStorage ended its connections); open it again to go on", { schema: this.#schema });
+  }
+
   async #connect(pool: pg.Pool): Promise<pg.PoolClient> {
-    if (this.#closed) throw new StorageError("this PostgresStorage is closed", { schema: this.#schema });
+    if (this.#closed) throw this.#refusedAsClosed();
     if (pool === this.#pool) this.#commits.spare();
     try {
       return await pool.connect();

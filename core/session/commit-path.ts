@@ -67,11 +67,11 @@ export class CommitPath {
 
   // A handle that only reads (an open, a compose) never builds these, nor in a fresh process compiles their code.
   get #slot(): OperationSlot {
-    return this.#slotMade ??= new OperationSlot(this.ctx.storage, this.paths.dir, formatSessionRef(this.ref));
+    return this.#slotMade ??= new OperationSlot(this.ctx.storage, this.paths.dir, formatSessionRef(this.ref), this.ctx.gate);
   }
 
   get #lease(): Lease {
-    return this.#leaseMade ??= new Lease(this.ctx.storage, this.paths, formatSessionRef(this.ref), this.#leaseLost);
+    return this.#leaseMade ??= new Lease(this.ctx, this.paths, formatSessionRef(this.ref), this.#leaseLost, this);
   }
 
   /** The clock as a `meta.json` / record timestamp. */
@@ -96,14 +96,14 @@ export class CommitPath {
 
   /**
    * Takes the session for this handle until {@linkcode CommitPath.release}: the lock (after the revision check) is kept, so
-   * later operations need neither a new lock nor a revision read. Nothing when already held.
+   * later operations need neither a new lock nor a revision read (the store's `close()` gives it back). `nested`: an open's.
    *
    * @throws {WriterLockedError} at once when another writer holds the session.
    * @throws {RevisionConflictError} when another writer committed since this handle read.
    */
-  async hold(): Promise<void> {
+  async hold(nested = false): Promise<void> {
     if (this.#lease.held) return;
-    await this.exclusive("lease", async () => this.#lease.keep(await this.lock("lease", [], true)));
+    await this.exclusive("lease", async () => this.#lease.keep(await this.lock("lease", [], true)), false, nested);
   }
 
   /** Gives a held session back (`meta.json` caught up, lock removed, pinned file closed). Nothing when not held. */
@@ -113,11 +113,11 @@ export class CommitPath {
 
   /**
    * Runs `body` in the handle's operation slot, on a live, writable handle. `repairing`: the handle may be blocked by
-   * corruption or stale (repair reads the files afresh under the lock).
+   * corruption or stale (repair reads the files afresh under the lock). `nested`: a registry operation's step (the slot's).
    *
    * @throws {SessionBusyError} when another operation of this registry's store runs on this session.
    */
-  exclusive<T>(operation: string, body: () => Promise<T>, repairing = false): Promise<T> {
+  exclusive<T>(operation: string, body: () => Promise<T>, repairing = false, nested = false): Promise<T> {
     // Not an async function: the slot takes a body that throws as one that rejects, and every commit would pay for a promise and a turn more.
     return this.#slot.exclusive(operation, () => {
       if (this.place !== "live") throw new InvalidInputError(`${formatSessionRef(this.ref)} is archived; archived sessions are read-only`);
@@ -125,7 +125,7 @@ export class CommitPath {
       if (this.#conflict) throw this.#conflict;
       if (!this.#needsReload) return (assertWritable(this.state, this.ref), body());
       return this.#reloadNow().then(() => (assertWritable(this.state, this.ref), body()));
-    });
+    }, nested);
   }
 
   /**

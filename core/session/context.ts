@@ -9,12 +9,15 @@ import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
+import type { StoreGate } from "./store-gate.ts";
 
 /** What a session handle shares with its registry. */
 export interface SessionContext {
   readonly storage: StoragePort;
   readonly identity: WriterIdentity;
   readonly clock: () => number;
+  /** The registry's operations under way and held sessions, which its `close()` settles and gives back. */
+  readonly gate: StoreGate;
   /** Called after each write that gives a session a new revision (`SessionsOptions.onCommit`). */
   readonly onCommit?: (event: CommitNotice) => void;
   /** What the platform knows of other processes; enables dead-owner reclaim (`SessionsOptions.probe`). */

@@ -14,6 +14,8 @@ import { applyFencedPlan, type LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, type WriterLease } from "./lock.ts";
 import { MetaLag } from "./meta-lag.ts";
 import { applyCommitPlan } from "./apply-commit-plan.ts";
+import type { SessionContext } from "./context.ts";
+import type { HeldSession, StoreGate } from "./store-gate.ts";
 import type { SessionState } from "./state.ts";
 
 /** The lease of one handle, held or not. */
@@ -22,14 +24,24 @@ export class Lease {
   readonly #paths: SessionPaths;
   readonly #refText: string;
   readonly #onLost: (event: LeaseLostNotice) => void;
+  /** The registry's gate, told while the handle (`holder`) holds, so the store's `close()` gives the session back. */
+  readonly #gate: StoreGate;
+  readonly #holder: HeldSession;
   /** The lock this handle holds, if it holds the session. */
   #held: WriterLease | undefined;
+  /** The release under way, which a second release joins. */
+  #releasing: Promise<void> | undefined;
   /** Held commits `meta.json` does not hold yet. */
   readonly lag = new MetaLag();
 
-  /** `refText`: the session as `<agent_id>/<workspace_id>/<session_id>`; `onLost`: told once a fenced plan found the lease lost. */
-  constructor(storage: StoragePort, paths: SessionPaths, refText: string, onLost: (event: LeaseLostNotice) => void) {
-    this.#storage = storage;
+  /**
+   * `refText`: the session as `<agent_id>/<workspace_id>/<session_id>`; `onLost`: told once a fenced plan found the lease
+   * lost; `holder`: the handle, which the store's `close()` asks to give the session back while it holds.
+   */
+  constructor(ctx: SessionContext, paths: SessionPaths, refText: string, onLost: (event: LeaseLostNotice) => void, holder: HeldSession) {
+    this.#storage = ctx.storage;
+    this.#gate = ctx.gate;
+    this.#holder = holder;
     this.#paths = paths;
     this.#refText = refText;
     this.#onLost = onLost;
@@ -43,6 +55,7 @@ export class Lease {
   /** Keeps `lock` for this handle and pins `active.jsonl` and `writer.lock` (best effort): each held commit appends to the one and reads the other. */
   async keep(lock: WriterLease): Promise<void> {
     this.#held = lock;
+    this.#gate.held.add(this.#holder);
     await Promise.all(this.#pinned().map((path) => this.#storage.pinFile?.(path).catch(() => undefined)));
   }
 
@@ -83,16 +96,25 @@ export class Lease {
   /** The lease is gone: nothing held, no `meta.json` catch-up (it is the new owner's now), the pinned files closed. */
   async #lost(event: LeaseLostNotice): Promise<void> {
     this.#held = undefined;
+    this.#gate.held.delete(this.#holder);
     this.lag.cancel();
     this.lag.clear();
     this.#onLost(event);
     await this.#unpin();
   }
 
-  /** Gives the held lock back: `meta.json` caught up first (the next writer's revision check reads it), the pinned files closed. */
-  async release(state: SessionState): Promise<void> {
+  /**
+   * Gives the held lock back: `meta.json` caught up first (the next writer's revision check reads it), the pinned files
+   * closed. A release asked for while one runs (the handle's `close()` and its store's) is that one.
+   */
+  release(state: SessionState): Promise<void> {
+    return this.#releasing ??= this.#release(state).finally(() => (this.#releasing = undefined));
+  }
+
+  async #release(state: SessionState): Promise<void> {
     const lock = this.#held;
     if (!lock) return;
+    this.#gate.held.delete(this.#holder);
     try {
       await this.catchUp(state);
     } finally {

@@ -1,32 +1,35 @@
 /**
  * The registry of sessions (`Sessions`): create, open, list, fork, import, archive,
- * delete and purge, over one store and one writer identity. Listing, the fork's copy, an
- * import's files, the staged folder they are built in and retention have files of their own
- * (`session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`, `purge.ts`).
+ * delete and purge, over one store and one writer identity, and its close. A new session's
+ * files, deletion, listing, the fork's copy, an import's files, the staged folder they are
+ * built in, retention and the close's gate have files of their own (`create.ts`, `delete.ts`,
+ * `session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`, `purge.ts`, `store-gate.ts`).
  *
  * @module
  */
-import { asSessionfoldError, CorruptSessionError, InvalidInputError, NotFoundError } from "../errors.ts";
+import { asSessionfoldError, CorruptSessionError, InvalidInputError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef, toSessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { assertFields, assertMethods, objectArgument } from "../schema/arguments.ts";
-import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
+import type { SessionMeta } from "../schema/records.ts";
 import type { PortableSession } from "../model/mod.ts";
-import { filesUnder } from "../storage/files-under.ts";
 import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
-import { reportReclaimed, type SessionContext } from "./context.ts";
+import type { SessionContext } from "./context.ts";
+import { createdRef, createSessionFiles } from "./create.ts";
+import { acquireRegistryLock, deleteSession } from "./delete.ts";
 import { copyForFork } from "./fork.ts";
 import { IMPORTED_FIELD_NAMES, importedMessages, writeImported } from "./import-portable.ts";
 import { readSessionFiles, readSessionState } from "./load.ts";
-import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
+import { releaseWriterLock } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
 import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionList, SessionsOptions } from "./registry-options.ts";
 import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
+import { partsOf } from "./session-view.ts";
+import { StoreGate } from "./store-gate.ts";
 import { listSessions, rebuildCatalogs } from "./session-listing.ts";
 import { alreadyExists, installStaged, sessionExists, stageSession } from "./staging.ts";
-import { createdRef, newSessionFiles } from "./new-session.ts";
 
 export type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListProblem, ListSessionsOptions, SessionsOptions } from "./registry-options.ts";
 
@@ -56,6 +59,7 @@ export class Sessions {
       storage: options.storage,
       identity: options.identity ?? ANONYMOUS_WRITER,
       clock: options.clock ?? Date.now,
+      gate: new StoreGate(),
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
@@ -72,21 +76,16 @@ export class Sessions {
    * before anything is written when `input` is not an object or a field is one `meta.json`
    * cannot hold (a `title` that is not a string: docs/FORMAT.md "The write limits are the read limits").
    * @throws {LimitExceededError} when `meta.json` or `instruction.md` would be over the store's file limit.
+   * @throws {StoreClosedError} when {@linkcode Sessions.close} began.
    */
-  async create(input: CreateSessionInput, options?: SessionOptions & HoldOption): Promise<Session> {
-    const ref = createdRef(input);
-    objectArgument(options, "create(input, options)", "an object", true);
-    const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
-    const paths = sessionPaths(ref);
-    if (await sessionExists(this.storage, ref, "archived")) {
-      throw new InvalidInputError(`${formatSessionRef(ref)} exists in archived-sessions/; choose another id`, { ref: formatSessionRef(ref) });
-    }
-    const files = newSessionFiles(this.storage, ref, input, nowTimestamp(this.#ctx.clock));
-    if ((await sessionExists(this.storage, ref, "live")) || !(await this.storage.createExclusive(paths.meta, files.meta))) {
-      throw alreadyExists(ref);
-    }
-    if (files.instruction) await this.storage.replace(paths.instruction, files.instruction);
-    return this.open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
+  create(input: CreateSessionInput, options?: SessionOptions & HoldOption): Promise<Session> {
+    return this.#ctx.gate.run(async () => {
+      const ref = createdRef(input);
+      objectArgument(options, "create(input, options)", "an object", true);
+      const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
+      await createSessionFiles(this.storage, this.#ctx.clock, ref, input);
+      return this.#open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
+    });
   }
 
   /**
@@ -98,8 +97,13 @@ export class Sessions {
    * @throws {NotFoundError} when there is no such session.
    * @throws {UnsupportedSchemaError} when `meta.json` has an unknown schema version.
    * @throws {InvalidInputError} when the options are inconsistent.
+   * @throws {StoreClosedError} when {@linkcode Sessions.close} began.
    */
-  async open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
+  open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
+    return this.#ctx.gate.run(() => this.#open(ref, options));
+  }
+
+  async #open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
     const valid = toSessionRef(ref);
     objectArgument(options, "open(ref, options)", "an object", true);
     const place: SessionPlace = options?.archived ? "archived" : "live";
@@ -111,7 +115,7 @@ export class Sessions {
     const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
     const state = await readSessionState(this.storage, valid, place, paths, this.#ctx.clock, files);
     const session = new Session(this.#ctx, valid, place, paths, state, resolved);
-    if (options?.hold) await session.hold();
+    if (options?.hold) await partsOf(session).tx.hold(true);
     return session;
   }
 
@@ -126,13 +130,13 @@ export class Sessions {
    * @throws {StoreEntryError} without `onProblem`, when a folder it lists is refused (a link, or a file where the
    * folder belongs: the root, `agents/`, a workspace's `sessions/`…); a missing folder lists as empty.
    */
-  async list(options: ListSessionsOptions = {}): Promise<SessionList> {
-    return listSessions(this.storage, objectArgument(options, "list(options)", "an object"));
+  list(options: ListSessionsOptions = {}): Promise<SessionList> {
+    return this.#ctx.gate.run(() => listSessions(this.storage, objectArgument(options, "list(options)", "an object")));
   }
 
   /** Rebuilds the selected workspaces' catalogs from every `meta.json` (docs/FORMAT.md "The catalog"); resolves the sessions catalogued. */
-  async rebuildCatalog(filter: { agentId?: string; workspaceId?: string } = {}): Promise<number> {
-    return rebuildCatalogs(this.storage, filter);
+  rebuildCatalog(filter: { agentId?: string; workspaceId?: string } = {}): Promise<number> {
+    return this.#ctx.gate.run(() => rebuildCatalogs(this.storage, filter));
   }
 
   /**
@@ -146,14 +150,18 @@ export class Sessions {
    * @throws {WriterLockedError} when another writer holds the source.
    * @throws {CorruptSessionError} when a source file has an invalid line (named by file and line).
    */
-  async fork(source: SessionRef | string, newSessionId: string, options: ForkOptions = {}): Promise<Session> {
+  fork(source: SessionRef | string, newSessionId: string, options: ForkOptions = {}): Promise<Session> {
+    return this.#ctx.gate.run(() => this.#fork(source, newSessionId, options));
+  }
+
+  async #fork(source: SessionRef | string, newSessionId: string, options: ForkOptions): Promise<Session> {
     const { onProgress } = objectArgument(options, "fork(source, newSessionId, options)", "an object");
-    const from = await this.open(source);
+    const from = await this.#open(source);
     const target = sessionRef(from.ref.agentId, from.ref.workspaceId, newSessionId);
     if ((await sessionExists(this.storage, target, "live")) || (await sessionExists(this.storage, target, "archived"))) throw alreadyExists(target);
     const fatal = from.diagnostics.find((d) => d.fatal);
     if (fatal) throw new CorruptSessionError(`cannot fork ${formatSessionRef(from.ref)}: ${fatal.message}`, { file: fatal.file, line: fatal.line });
-    const lock = await this.#acquire(from.ref, from.paths.lock, "fork");
+    const lock = await acquireRegistryLock(this.#ctx, from.ref, from.paths.lock, "fork");
     const staging = stageSession(target, "fork");
     try {
       await from.reload();
@@ -166,7 +174,7 @@ export class Sessions {
     } finally {
       await releaseWriterLock(this.storage, lock).catch(() => undefined);
     }
-    return this.open(target);
+    return this.#open(target);
   }
 
   /**
@@ -190,7 +198,11 @@ export class Sessions {
    * @throws {InvalidIdError} when the target id is not valid.
    * @throws {InvalidInputError} when a session with that id exists or a message is not a valid record.
    */
-  async importPortable(target: SessionRef | string, portable: PortableSession): Promise<Session> {
+  importPortable(target: SessionRef | string, portable: PortableSession): Promise<Session> {
+    return this.#ctx.gate.run(() => this.#importPortable(target, portable));
+  }
+
+  async #importPortable(target: SessionRef | string, portable: PortableSession): Promise<Session> {
     const ref = toSessionRef(target);
     objectArgument(portable, "importPortable(target, portable)", "a PortableSession { messages, … }");
     assertFields(portable, "importPortable(target, portable)", { messages: "array!" });
@@ -204,7 +216,7 @@ export class Sessions {
       await this.storage.remove(staging.paths.dir).catch(() => undefined);
       throw asSessionfoldError(error, `import into ${formatSessionRef(ref)} failed`);
     }
-    return this.open(ref);
+    return this.#open(ref);
   }
 
   /**
@@ -214,20 +226,31 @@ export class Sessions {
    * @throws {InvalidInputError} when an archived session with that id exists.
    * @throws {WriterLockedError} when another writer holds it.
    */
-  async archive(ref: SessionRef | string): Promise<SessionMeta> {
-    const session = await this.open(ref);
+  archive(ref: SessionRef | string): Promise<SessionMeta> {
+    return this.#ctx.gate.run(() => this.#archive(ref));
+  }
+
+  async #archive(ref: SessionRef | string): Promise<SessionMeta> {
+    const session = await this.#open(ref);
+    const { tx } = partsOf(session);
     const archived = sessionPaths(session.ref, "archived");
     if (await sessionExists(this.storage, session.ref, "archived")) {
       throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
     }
-    await session.mutate("archive", async () => {
-      if (!(await this.storage.move(session.paths.dir, archived.dir))) {
-        throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
-      }
-      // The lock moved with the folder; it is this operation's, so it goes.
-      await this.storage.remove(archived.lock);
-    });
-    return (await this.open(session.ref, { archived: true })).meta;
+    await tx.exclusive(
+      "archive",
+      () =>
+        tx.locked("archive", async () => {
+          if (!(await this.storage.move(session.paths.dir, archived.dir))) {
+            throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
+          }
+          // The lock moved with the folder; it is this operation's, so it goes.
+          await this.storage.remove(archived.lock);
+        }),
+      false,
+      true,
+    );
+    return (await this.#open(session.ref, { archived: true })).meta;
   }
 
   /**
@@ -239,28 +262,8 @@ export class Sessions {
    * @throws {NotFoundError} when there is no such session.
    * @throws {WriterLockedError} when another writer holds it (nothing is removed).
    */
-  async delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<DeletedSession> {
-    const valid = toSessionRef(ref);
-    objectArgument(options, "delete(ref, options)", "an object");
-    const wanted: SessionPlace[] = options.archived === undefined ? ["live", "archived"] : [options.archived ? "archived" : "live"];
-    const places: SessionPlace[] = [];
-    for (const place of wanted) if (await sessionExists(this.storage, valid, place)) places.push(place);
-    if (places.length === 0) throw new NotFoundError(`no session ${formatSessionRef(valid)}`, { ref: formatSessionRef(valid) });
-    // Every lock first, so a running writer of either copy is never deleted under and a refusal removes nothing.
-    const locks: WriterLease[] = [];
-    const removed: string[] = [];
-    try {
-      for (const place of places) locks.push(await this.#acquire(valid, sessionPaths(valid, place).lock, "delete"));
-      for (const place of places) {
-        const { dir } = sessionPaths(valid, place);
-        removed.push(...(await filesUnder(this.storage, dir)));
-        // The removal takes the lock file with it.
-        await this.storage.remove(dir);
-      }
-    } finally {
-      for (const lock of locks) await releaseWriterLock(this.storage, lock);
-    }
-    return { ref: formatSessionRef(valid), places, removed };
+  delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<DeletedSession> {
+    return this.#ctx.gate.run(() => deleteSession(this.#ctx, ref, objectArgument(options, "delete(ref, options)", "an object")));
   }
 
   /**
@@ -281,14 +284,27 @@ export class Sessions {
    * ```
    * @throws {InvalidInputError} when neither `olderThan` nor `keepNewest` is given.
    */
-  async purge(options: PurgeOptions): Promise<PurgeResult> {
-    return purgeSessions(this, this.#ctx.clock(), options);
+  purge(options: PurgeOptions): Promise<PurgeResult> {
+    // Its listings and deletions are steps of the purge, counted once: never refused half-way by a close that began meanwhile.
+    const steps = { storage: this.storage, list: (o: ListSessionsOptions) => listSessions(this.storage, o), delete: deleteSession.bind(null, this.#ctx) };
+    return this.#ctx.gate.run(() => purgeSessions(steps, this.#ctx.clock(), options));
   }
 
-  /** Takes a session's lock for an operation of the registry's own, reporting a dead writer's lock it took over. */
-  async #acquire(ref: SessionRef, path: string, operation: string): Promise<WriterLease> {
-    const { lease, reclaimed } = await acquireWriterLock(this.storage, path, this.#ctx, operation);
-    if (reclaimed) reportReclaimed(this.#ctx, ref, path, reclaimed);
-    return lease;
+  /**
+   * Ends this registry before its storage is closed (what a runtime's store `close()` does first): operations under
+   * way settle with their own outcome (a commit under way resolves), then every session a handle of it holds is given
+   * back (`writer.lock` removed), and every operation started after `close()` began rejects with
+   * `StoreClosedError`, nothing read or written. The storage stays open: its owner closes it. Idempotent.
+   *
+   * @example
+   * ```ts
+   * import { Session, Sessions } from "sessionfold";
+   * declare const sessions: Sessions, held: Session;
+   * const appended = held.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
+   * await sessions.close(); // the append settles first (it resolves), then the hold is given back
+   * ```
+   */
+  close(): Promise<void> {
+    return this.#ctx.gate.close();
   }
 }

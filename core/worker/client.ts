@@ -7,7 +7,7 @@
  * @module
  */
 import type { ErrorDetails } from "../errors.ts";
-import { StorageError } from "../errors.ts";
+import { StorageError, StoreClosedError } from "../errors.ts";
 import type { CatalogListing, CatalogPage } from "../storage/catalog.ts";
 import type { CommitPlan, CommitPlanResult, FileTail, ReadRequest, ReadResult, StoragePort, WriteOptions } from "../storage/port.ts";
 import { catalogListingOfText } from "./catalog-text.ts";
@@ -45,8 +45,10 @@ export interface WorkerLink<Options> {
 /**
  * A {@linkcode StoragePort} served by a worker. Typed errors cross the hop with their
  * class, `code` and `details`. When the worker dies ({@linkcode WorkerStorageClient.fail},
- * which the runtime calls from its worker's error and exit events) or is closed, every
- * pending and later call rejects with a {@linkcode StorageError}; nothing hangs. A commit
+ * which the runtime calls from its worker's error and exit events), every pending and later
+ * call rejects with a {@linkcode StorageError}; nothing hangs. {@linkcode WorkerStorageClient.close}
+ * ends the worker once every call made before it was answered, and refuses later calls with
+ * `StoreClosedError`. A commit
  * plan runs in the worker: one round trip, one message each way (Comlink's protocol, spoken
  * here without `Comlink.wrap`'s proxies: `core/worker/comlink-wire.ts`).
  *
@@ -78,7 +80,12 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   /** The calls the worker still owes an answer, by id. */
   readonly #pending = new Map<string, PendingCall>();
   #lastId = 0;
-  #dead: StorageError | undefined;
+  /** Why every later call is refused: the worker died, or `close()` began. */
+  #dead: StorageError | StoreClosedError | undefined;
+  /** Resolves `close()`'s wait once the worker answered every call made before it. */
+  #answeredAll: (() => void) | undefined;
+  /** The close under way or done, which a second `close()` waits for. */
+  #closing: Promise<void> | undefined;
 
   constructor(link: WorkerLink<Options>) {
     this.#link = link;
@@ -183,10 +190,18 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     return this.#call("rebuildCatalog", [dir]);
   }
 
-  /** Ends the worker (its locks go with it). Pending calls reject with a `StorageError`; later calls too. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#dead) return;
-    this.fail(new StorageError("storage worker was closed", this.#link.details));
+  /**
+   * Ends the worker (its locks go with it) once it answered every call made before: a call under way settles with its
+   * own outcome (a commit the worker made resolves; the worker is never ended half-way through a plan). Calls made after
+   * `close()` began reject with `StoreClosedError`. Idempotent: a second call waits for the first.
+   */
+  close(): Promise<void> {
+    return this.#closing ??= this.#close();
+  }
+
+  async #close(): Promise<void> {
+    this.#dead ??= new StoreClosedError("the store is closed (its storage worker ends); open it again to go on", this.#link.details);
+    if (this.#pending.size > 0) await new Promise<void>((resolve) => (this.#answeredAll = resolve));
     await this.#link.terminate();
   }
 
@@ -196,9 +211,10 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
    */
   fail(error: StorageError): void {
     this.#dead ??= error;
-    for (const call of this.#pending.values()) call.reject(this.#dead);
+    for (const call of this.#pending.values()) call.reject(error);
     if (this.#pending.size > 0) this.#link.onPending?.(false);
     this.#pending.clear();
+    this.#answeredAll?.();
   }
 
   /**
@@ -244,7 +260,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     const call = this.#pending.get(data.id);
     if (!call) return;
     this.#pending.delete(data.id);
-    if (this.#pending.size === 0) this.#link.onPending?.(false);
+    if (this.#pending.size === 0) (this.#link.onPending?.(false), this.#answeredAll?.());
     let value: unknown;
     try {
       value = comlinkAnswerValue(this.#link.comlink, data);

@@ -32,11 +32,13 @@ describe("core/session modules", () => {
       "apply-commit-plan.ts", // the one dispatch to StoragePort.applyCommitPlan
       "build-locked-operation.ts", // the streaming draft
       "commit-path.ts", // every commit, segment close and recovery repair (as plans through the lease; truncate/remove where a plan has no such write)
+      "create.ts", // a new session's meta.json and instruction.md
+      "delete.ts", // a deletion's removal of the session's folders
       "fork.ts", // the fork's copy, into a staged folder
       "import-portable.ts", // an import's files, into a staged folder
       "lease.ts", // a held lease's meta.json catch-up, and the commit path's plans (fenced by lease-fence.ts while held)
       "lock.ts", // writer.lock itself and its reclaim guards
-      "registry.ts", // create, archive, delete
+      "registry.ts", // archive
       "repair.ts", // the quarantine plan's apply (create-new and move, which a commit plan has no write for)
       "session.ts", // instruction.md (snapshot), the draft's removal
       "staged-close.ts", // a compaction's segment and Active staged before its close plan (StoragePort.stage), and dropped when unused

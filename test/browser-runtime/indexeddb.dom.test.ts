@@ -3,7 +3,7 @@
  * fake-indexeddb under happy-dom (which has no Web Locks: the core's writer.lock fallback).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type MessageRecord, Sessions, StorageError, StorageFullError, WriterLockedError } from "../../core/mod.ts";
+import { type MessageRecord, Sessions, StorageError, StorageFullError, StoreClosedError, WriterLockedError } from "../../core/mod.ts";
 import { IndexedDbStorage } from "../../runtime-browser/indexeddb-storage.ts";
 import { catalogSnapshotKey as snapshotKey, chunkKey, LAST_CHUNK_BYTES, MAX_CHUNK_BYTES } from "../../runtime-browser/indexeddb-records.ts";
 import { ScriptedSummarizer } from "../../testing/scripted-summarizer.ts";
@@ -342,10 +342,11 @@ describe("IndexedDbStorage failures are atomic and typed", () => {
     expect(await storage.list("")).toEqual(["a"]);
   });
 
-  it("rejects with a StorageError after close", async () => {
+  it("rejects with a StoreClosedError (code closed) after close", async () => {
     const storage = fresh();
     await storage.close();
-    await expect(storage.read("x")).rejects.toBeInstanceOf(StorageError);
+    await expect(storage.read("x")).rejects.toBeInstanceOf(StoreClosedError);
+    await expect(storage.read("x")).rejects.toMatchObject({ code: "closed" });
   });
 });
 

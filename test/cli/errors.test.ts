@@ -405,6 +405,7 @@ describe("not found, locks, corruption, schema, agent files", () => {
       "writer-locked": 3,
       "revision-conflict": 3,
       busy: 5,
+      closed: 5,
       "invalid-id": 4,
       "not-found": 4,
       "unsupported-schema": 4,

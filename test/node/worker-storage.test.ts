@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, readdir, rm, stat, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreEntryError } from "../../core/mod.ts";
+import { CorruptSessionError, InvalidInputError, SessionfoldError, StorageError, StoreClosedError, StoreEntryError } from "../../core/mod.ts";
 import { defaultRoot, keyProviderOf, nodeWriterIdentity, openNodeSessions, WorkerFileStorage } from "../../runtime-node/mod.ts";
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
@@ -113,12 +113,16 @@ describe("WorkerFileStorage", () => {
     await storage.close(); // idempotent after a crash
   });
 
-  it("close ends the worker: later calls reject, a second close is a no-op", async () => {
+  it("close ends the worker once it answered what was in flight: later calls reject as closed, a second close waits for the first", async () => {
     const storage = new WorkerFileStorage({ root: join(base, "store") });
-    await storage.append("log", utf8("1\n"));
-    await storage.close();
-    await storage.close();
-    await expect(storage.read("log")).rejects.toMatchObject({ code: "internal", message: "storage worker was closed" });
+    const appended = storage.append("log", utf8("1\n"));
+    const closing = [storage.close(), storage.close()];
+    const late = storage.read("log").catch((e: unknown) => e);
+    await expect(appended).resolves.toBeUndefined();
+    await Promise.all(closing);
+    expect(await late).toBeInstanceOf(StoreClosedError);
+    await expect(storage.read("log")).rejects.toMatchObject({ code: "closed", message: expect.stringMatching(/^the store is closed/) });
+    expect(await readFile(join(base, "store", "log"), "utf8")).toBe("1\n");
     expect(() => new WorkerFileStorage({ root: "relative" })).toThrow(InvalidInputError);
   });
 });
@@ -135,7 +139,7 @@ describe("openNodeSessions", () => {
     await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
     expect((await stat(root)).mode & 0o777).toBe(0o700);
     await first.close();
-    await expect(first.sessions.open("coder/repo/s1")).rejects.toBeInstanceOf(StorageError);
+    await expect(first.sessions.open("coder/repo/s1")).rejects.toBeInstanceOf(StoreClosedError);
 
     const second = await openNodeSessions({ root, worker: false });
     toClose.push(second);

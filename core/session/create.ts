@@ -1,18 +1,21 @@
 /**
- * A new empty session's files from `Sessions.create`'s input: its ref, `meta.json` (revision 0)
- * and `instruction.md`, each checked before anything is written against what an open reads
- * back (docs/FORMAT.md "The write limits are the read limits").
+ * A new empty session, as `Sessions.create` makes it: its ref, `meta.json` at revision 0
+ * (created exclusively, so two creates of one id never both succeed) and, with an
+ * instruction, `instruction.md`, each checked before anything is written against what an
+ * open reads back (docs/FORMAT.md "The write limits are the read limits").
  *
  * @module
  */
-import { type SessionRef, sessionRef } from "../layout/ids.ts";
+import { InvalidInputError } from "../errors.ts";
+import { formatSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
+import { sessionPaths } from "../layout/paths.ts";
 import { assertFields, objectArgument } from "../schema/arguments.ts";
-import type { SessionMeta } from "../schema/records.ts";
+import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import { assertFileFits, MAX_FILE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
 import type { CreateSessionInput } from "./registry-options.ts";
-import { newMetaDocument } from "./staging.ts";
+import { alreadyExists, newMetaDocument, sessionExists } from "./staging.ts";
 
 /** The bytes of a new session's files. */
 export interface NewSessionFiles {
@@ -59,4 +62,20 @@ export function newSessionFiles(storage: StoragePort, ref: SessionRef, input: Cr
   const instruction = new TextEncoder().encode(input.instruction);
   assertFileFits(instruction.length, "instruction.md", storage.maxFileBytes ?? MAX_FILE_BYTES);
   return { meta: document, instruction };
+}
+
+/**
+ * Writes the files of the new session `ref` described by `input`.
+ *
+ * @throws {InvalidInputError} when a session with that id exists (live or archived), or a field is one `meta.json` cannot hold.
+ * @throws {LimitExceededError} when either file would be over the store's file limit.
+ */
+export async function createSessionFiles(storage: StoragePort, clock: () => number, ref: SessionRef, input: CreateSessionInput): Promise<void> {
+  const paths = sessionPaths(ref);
+  if (await sessionExists(storage, ref, "archived")) {
+    throw new InvalidInputError(`${formatSessionRef(ref)} exists in archived-sessions/; choose another id`, { ref: formatSessionRef(ref) });
+  }
+  const files = newSessionFiles(storage, ref, input, nowTimestamp(clock));
+  if ((await sessionExists(storage, ref, "live")) || !(await storage.createExclusive(paths.meta, files.meta))) throw alreadyExists(ref);
+  if (files.instruction) await storage.replace(paths.instruction, files.instruction);
 }
