@@ -42,7 +42,7 @@ export function createdRef(input: CreateSessionInput): SessionRef {
  * @throws {InvalidInputError} naming a field `meta.json` cannot hold (`create(input).title: found 5, …`).
  * @throws {LimitExceededError} when either file would be over the store's file limit.
  */
-export function newSessionFiles(storage: StoragePort, ref: SessionRef, input: CreateSessionInput, now: string): NewSessionFiles {
+function newSessionFiles(storage: StoragePort, ref: SessionRef, input: CreateSessionInput, now: string): NewSessionFiles {
   const meta: SessionMeta = {
     schema_version: 1,
     session_id: ref.sessionId,

@@ -1,13 +1,13 @@
 /**
  * The registry of sessions (`Sessions`): create, open, list, fork, import, archive,
  * delete and purge, over one store and one writer identity, and its close. A new session's
- * files, deletion, listing, the fork's copy, an import's files, the staged folder they are
- * built in, retention and the close's gate have files of their own (`create.ts`, `delete.ts`,
+ * files, archiving, deletion, listing, the fork's copy, an import's files, the staged folder they are
+ * built in, retention and the close's gate have files of their own (`create.ts`, `archive.ts`, `delete.ts`,
  * `session-listing.ts`, `fork.ts`, `import-portable.ts`, `staging.ts`, `purge.ts`, `store-gate.ts`).
  *
  * @module
  */
-import { asSessionfoldError, CorruptSessionError, InvalidInputError } from "../errors.ts";
+import { asSessionfoldError, CorruptSessionError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef, toSessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { assertFields, assertMethods, objectArgument } from "../schema/arguments.ts";
@@ -16,6 +16,7 @@ import type { PortableSession } from "../model/mod.ts";
 import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
 import type { SessionContext } from "./context.ts";
 import { createdRef, createSessionFiles } from "./create.ts";
+import { archiveSession } from "./archive.ts";
 import { acquireRegistryLock, deleteSession } from "./delete.ts";
 import { copyForFork } from "./fork.ts";
 import { IMPORTED_FIELD_NAMES, importedMessages, writeImported } from "./import-portable.ts";
@@ -232,24 +233,7 @@ export class Sessions {
 
   async #archive(ref: SessionRef | string): Promise<SessionMeta> {
     const session = await this.#open(ref);
-    const { tx } = partsOf(session);
-    const archived = sessionPaths(session.ref, "archived");
-    if (await sessionExists(this.storage, session.ref, "archived")) {
-      throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
-    }
-    await tx.exclusive(
-      "archive",
-      () =>
-        tx.locked("archive", async () => {
-          if (!(await this.storage.move(session.paths.dir, archived.dir))) {
-            throw new InvalidInputError(`${formatSessionRef(session.ref)} already exists in archived-sessions/`, { ref: formatSessionRef(session.ref) });
-          }
-          // The lock moved with the folder; it is this operation's, so it goes.
-          await this.storage.remove(archived.lock);
-        }),
-      false,
-      true,
-    );
+    await archiveSession(this.storage, session);
     return (await this.#open(session.ref, { archived: true })).meta;
   }
 

@@ -30,6 +30,7 @@ describe("core/session modules", () => {
     // The planners (segment-close, planned-change, recovery, repair-plan, repair-lines, segment-rules, load) are not here.
     expect(writers).toEqual([
       "apply-commit-plan.ts", // the one dispatch to StoragePort.applyCommitPlan
+      "archive.ts", // an archive's move of the session's folder, under its lock
       "build-locked-operation.ts", // the streaming draft
       "commit-path.ts", // every commit, segment close and recovery repair (as plans through the lease; truncate/remove where a plan has no such write)
       "create.ts", // a new session's meta.json and instruction.md
@@ -38,7 +39,7 @@ describe("core/session modules", () => {
       "import-portable.ts", // an import's files, into a staged folder
       "lease.ts", // a held lease's meta.json catch-up, and the commit path's plans (fenced by lease-fence.ts while held)
       "lock.ts", // writer.lock itself and its reclaim guards
-      "registry.ts", // archive
+      "registry.ts", // a failed fork's or import's staged folder removed
       "repair.ts", // the quarantine plan's apply (create-new and move, which a commit plan has no write for)
       "session.ts", // instruction.md (snapshot), the draft's removal
       "staged-close.ts", // a compaction's segment and Active staged before its close plan (StoragePort.stage), and dropped when unused
