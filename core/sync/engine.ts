@@ -244,7 +244,7 @@ class SyncRun {
       });
     }
     // A re-read a crash cut is finished or undone first: until then its session may be missing here, which a push would take for a delete.
-    for (const { ref, message } of await settleRereads(this.#local.storage)) this.report.conflicts.push({ ref, reason: "reread-blocked", message });
+    for (const { ref, message } of await settleRereads(this.#local.storage)) this.#conflict({ ref, reason: "reread-blocked", message });
     const bytes = await this.#local.storage.read(this.#statePath);
     this.#state = bytes ? stateOf(JSON.parse(decoder.decode(bytes))) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
     // A pull that left local changes the remote lacks (messages a re-read carried over to a
@@ -329,7 +329,7 @@ class SyncRun {
     if (refusal.reason === "mutation-gap") {
       this.#closeGap(Number(refusal["expected"]));
     } else if (first && refusal["ref"] === first.ref) {
-      this.report.conflicts.push({ ref: first.ref, reason: refusal.reason, message: refusal.message });
+      this.#conflict({ ref: first.ref, reason: refusal.reason, message: refusal.message });
       if (refusal.reason === "session-busy") {
         this.#deferred.add(first.ref);
         this.#deferredLast();
@@ -439,12 +439,16 @@ class SyncRun {
         const entry = known[mutation.ref];
         if (entry) entry.reread = true;
       } else {
-        this.report.conflicts.push({
+        // Deleted there (a tombstone, or a create at a ref it holds archived): this run sends the session nothing more, and the
+        // agreed state stays, so a tombstone pulled later deletes only what the remote acknowledged (docs/SYNC.md "Deleted elsewhere").
+        this.#setAside.add(mutation.ref);
+        this.#conflict({
           ref: mutation.ref,
           reason: result.reason ?? "rejected",
-          message: `${mutation.ref}: the remote refused ${mutation.op} (${result.reason}); the local copy is kept as it is`,
+          message:
+            `${mutation.ref}: the remote refused ${mutation.op} (${result.reason}: deleted there, or archived there and this copy is not that session); ` +
+            `the local copy is kept as it is: fork it under a new id to sync its messages, then delete it here`,
         });
-        delete known[mutation.ref];
       }
       return;
     }
@@ -547,7 +551,7 @@ class SyncRun {
       if (!(error instanceof CorruptSessionError || error instanceof UnsupportedSchemaError)) throw error;
       this.#setAside.add(ref);
       const message = error.message.startsWith(ref) ? error.message : `${ref}: ${error.message}`;
-      this.report.conflicts.push({ ref, reason: error.code, message });
+      this.#conflict({ ref, reason: error.code, message });
       return undefined;
     }
   }
@@ -645,7 +649,7 @@ class SyncRun {
     const state = this.#state;
     const response = await this.#remote.pull({ v: SYNC_PROTOCOL_VERSION, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) });
     for (const tombstone of response.tombstones) {
-      if (!this.#wanted(tombstone.ref)) continue;
+      if (!this.#wanted(tombstone.ref) || (await this.#keptFromTombstone(tombstone.ref))) continue;
       for (const archived of [false, true]) {
         await this.#local.delete(tombstone.ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
       }
@@ -698,6 +702,35 @@ class SyncRun {
   }
 
   /**
+   * Whether a tombstone must leave the local copy as it is: it holds messages the remote never
+   * acknowledged (after the agreed sequence; every message of a session never agreed), which
+   * the delete did not see, or it cannot be read. Reported as the session's conflict; the agreed
+   * state stays, so the user's delete of it here is pushed as one (docs/SYNC.md "Deleted elsewhere").
+   */
+  async #keptFromTombstone(ref: string): Promise<boolean> {
+    const local = await this.#readable(ref, async () => (await this.#open(ref, false)) ?? (await this.#open(ref, true)) ?? null);
+    // Unreadable: set aside and reported as such. Not here: nothing to keep.
+    if (local === undefined) return true;
+    if (local === null) return false;
+    const agreed = this.#state.sessions[ref]?.last_sequence ?? 0;
+    const unacknowledged = (await messagesAfter(local, agreed)).messages;
+    if (unacknowledged.length === 0) return false;
+    this.#setAside.add(ref);
+    this.#conflict({
+      ref,
+      reason: "deleted",
+      message: `${ref}: deleted on the remote, but the local copy holds messages the remote never acknowledged (after sequence ${agreed}); ` +
+        `kept as it is, not deleted: fork it under a new id to sync them, then delete it here`,
+    });
+    return true;
+  }
+
+  /** Reports a session's conflict, once per session in a run: the first says why it was set aside. */
+  #conflict(conflict: SyncConflict): void {
+    if (!this.report.conflicts.some((c) => c.ref === conflict.ref)) this.report.conflicts.push(conflict);
+  }
+
+  /**
    * Runs `fn` on one session; a remote whose own copy of it cannot be served (`corrupt`,
    * `unsupported-schema`) sets it aside as that session's conflict (`undefined`).
    */
@@ -715,7 +748,7 @@ class SyncRun {
   /** A session whose copy the remote cannot serve: set aside for this run, its conflict reported. */
   #copyRefused(conflict: SyncConflict): void {
     this.#setAside.add(conflict.ref);
-    this.report.conflicts.push({ ref: conflict.ref, reason: conflict.reason, message: conflict.message });
+    this.#conflict({ ref: conflict.ref, reason: conflict.reason, message: conflict.message });
   }
 
   /** The remote's head of a session; `undefined` when it has none (a session marked to look at again that is gone there). */
@@ -767,7 +800,7 @@ class SyncRun {
       }
     }
     if (diverged && !known?.reread && unacknowledged.length > 0) {
-      this.report.conflicts.push({
+      this.#conflict({
         ref: head.ref,
         reason: "unacknowledged",
         message: `${head.ref}: local messages after ${known?.last_sequence ?? 0} are not on the remote; kept as they are`,
@@ -780,6 +813,8 @@ class SyncRun {
       if (diverged) {
         return await this.#reread(head, known?.fork?.through ?? known?.last_sequence ?? 0, known?.fork?.ref);
       } else {
+        // An archived copy is read-only: the messages it lacks (written elsewhere before the archive reached the remote) come as a re-read.
+        if (head.last_sequence > last && local.place === "archived") return await this.#reread(head, last, undefined);
         if (head.last_sequence > last) await this.#fastForward(local, last, head);
         const adopted = theirs.names.slice(ours.names.length);
         if (adopted.length > 0) current = undefined;
@@ -794,9 +829,13 @@ class SyncRun {
       }
     } catch (error) {
       // Another writer holds the session or keeps committing to it, or it waits for a repair: nothing was changed, the next run tries again.
-      if (error instanceof CorruptSessionError) this.report.conflicts.push({ ref: head.ref, reason: "corrupt", message: error.message });
+      if (error instanceof CorruptSessionError) this.#conflict({ ref: head.ref, reason: "corrupt", message: error.message });
       else if (error instanceof WriterLockedError || error instanceof SessionBusyError || error instanceof RevisionConflictError) {
-        this.report.conflicts.push({ ref: head.ref, reason: "session-busy", message: error.message });
+        this.#conflict({ ref: head.ref, reason: "session-busy", message: error.message });
+      } else if (error instanceof InvalidInputError) {
+        // The local copy cannot take the remote's change (archived here, so read-only, while the remote's goes on live).
+        this.#setAside.add(head.ref);
+        this.#conflict({ ref: head.ref, reason: error.code, message: error.message });
       } else throw error;
       return;
     }

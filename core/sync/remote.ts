@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { InternalError, StorageError, SyncRefusedError } from "../errors.ts";
+import { InternalError, InvalidInputError, StorageError, SyncRefusedError } from "../errors.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
   type ErrorResponse,
@@ -57,9 +57,10 @@ export interface DirectRemoteOptions {
  *
  * const backup = directRemote(new MemoryStorage(), { id: "backup" });
  * ```
+ * @throws {InvalidInputError} when `target` is neither a store (`StoragePort`) nor a `SyncServer`.
  */
 export function directRemote(target: StoragePort | SyncServer, options: DirectRemoteOptions = {}): SyncRemote {
-  const server = target instanceof SyncServer ? target : new SyncServer({ storage: target, ...(options.clock ? { clock: options.clock } : {}) });
+  const server = target instanceof SyncServer ? target : new SyncServer({ storage: assertStorage(target), ...(options.clock ? { clock: options.clock } : {}) });
   const principal = options.principal ?? STORE_OWNER;
   const call = async <R extends SyncRoute, T>(route: R, request: unknown, answer: (parsed: ReturnType<typeof parseSyncRequest<R>>) => Promise<T>): Promise<T> =>
     wire(await answer(parseSyncRequest(route, wire(request))));
@@ -71,6 +72,22 @@ export function directRemote(target: StoragePort | SyncServer, options: DirectRe
     read: (request) => call("read", request, (parsed) => server.read(principal, parsed)),
     segment: (request) => call("segment", request, (parsed) => server.segment(principal, parsed)),
   };
+}
+
+/** The calls every store has (`StoragePort`). */
+const STORAGE_CALLS = ["read", "readTail", "list", "replace", "append", "createExclusive", "truncate", "remove", "move"] as const;
+
+/**
+ * `target` when it has a store's calls: anything else (a `Sessions`, a path, `undefined`) is
+ * refused by name here rather than failing at its first read.
+ */
+function assertStorage(target: unknown): StoragePort {
+  const missing = STORAGE_CALLS.filter((call) => typeof (target as Record<string, unknown> | null | undefined)?.[call] !== "function");
+  if (missing.length === 0) return target as StoragePort;
+  const hint = typeof target === "object" && target !== null && "storage" in target ? " (a Sessions: give its storage)" : "";
+  throw new InvalidInputError(`directRemote: expected a store (StoragePort) or a SyncServer${hint}; it has no ${missing.join(", ")}`, {
+    argument: "target",
+  });
 }
 
 /** Options of {@linkcode httpRemote}. */

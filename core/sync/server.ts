@@ -474,16 +474,17 @@ export class SyncServer {
     assertContiguous(refText, base, messages);
     const fast = mutation.op === "append" ? await this.#fastForward(mutation, messages) : undefined;
     if (fast) return fast;
-    let session = await this.#open(ref);
+    // Archived too: a session held archived is never taken for a missing one (a create would install a second copy at its ref).
+    let session = (await this.#open(ref)) ?? (await this.#open(ref, true));
     if (!session && mutation.op === "create") {
       const files = { meta: mutation.meta, instruction: mutation.instruction, segments: mutation.segments, active: mutation.messages };
       if (await installSession(this.storage, ref, files, this.#clock)) return { number: mutation.number, status: "applied", ref: refText };
       session = await this.#open(ref);
     }
-    if (!session || session.place !== "live") {
-      return session
-        ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
-        : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+    if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+    // A create at an archived ref is refused unless it is that session (docs/SYNC.md "Archived sessions").
+    if (session.place !== "live" && mutation.op === "create" && messages[0]?.message_id !== (await messageAt(session, 1))?.message_id) {
+      return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
     }
     // Before anything is compared: a copy that waits for a repair would take what its reader skips for a difference, and fork.
     assertWritable(session, ref);
@@ -496,13 +497,16 @@ export class SyncServer {
     }
     const theirs = (await messagesAfter(session, base, messages.length)).messages;
     const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
-    if (differs < 0) {
-      if (theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+    if (differs < 0 && theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+    if (differs < 0 && session.place === "live") {
       const { sequences } = await session.append(messages.slice(theirs.length).map(asNewMessage));
       this.#keep(refText, session, messages, sequences, session.meta.created_at);
       return { number: mutation.number, status: "applied", ref: refText };
     }
-    const atSequence = base + differs;
+    // The first difference, or past an archived session's end: it is read-only, so a tail written after the archive
+    // reached here becomes a fork, as a tail written after another one does (docs/SYNC.md "Divergence").
+    const shared = differs < 0 ? theirs.length : differs;
+    const atSequence = base + shared;
     const fork = sessionRef(ref.agentId, ref.workspaceId, await forkIdOf(refText, clientId, mutation.number));
     const forkRef = formatSessionRef(fork);
     const result: MutationResult = {
@@ -513,7 +517,7 @@ export class SyncServer {
       last_sequence: messages.at(-1)!.sequence,
     };
     if (await this.#open(fork)) return result;
-    await installSession(this.storage, fork, await forkFiles(this.storage, session, fork, atSequence, messages.slice(differs), this.#clock), this.#clock);
+    await installSession(this.storage, fork, await forkFiles(this.storage, session, fork, atSequence, messages.slice(shared), this.#clock), this.#clock);
     return result;
   }
 
@@ -582,16 +586,17 @@ export class SyncServer {
     const messages: SealedLine[] = [...fromSegments, ...lines];
     assertContiguous(refText, base, messages);
     checkSealedDocuments(ref, mutation.keys, mutation.op === "create_sealed" ? mutation : {});
-    let session = await readSealedSession(this.storage, ref, "live");
-    if (!session && mutation.op === "create_sealed" && !(await isSealedSession(this.storage, ref, "archived"))) {
+    let session = (await readSealedSession(this.storage, ref, "live")) ?? (await readSealedSession(this.storage, ref, "archived"));
+    if (!session && mutation.op === "create_sealed") {
       if (await installSealedSession(this.storage, ref, { ...mutation, lines })) return { number: mutation.number, status: "applied", ref: refText };
       session = await readSealedSession(this.storage, ref, "live");
     }
-    if (!session) {
-      return (await isSealedSession(this.storage, ref, "archived"))
-        ? { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" }
-        : { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
-    }
+    if (!session) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: 0 };
+    // As `create` at an archived ref (docs/SYNC.md "Archived sessions").
+    if (
+      session.place !== "live" && mutation.op === "create_sealed" &&
+      messages[0]?.message_id !== (await sealedMessagesAfter(this.storage, session, 0, 1)).messages[0]?.message_id
+    ) return { number: mutation.number, status: "rejected", ref: refText, reason: "deleted" };
     const last = sealedLastSequence(session);
     if (last < base) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
     if (mutation.op === "append_sealed" && base > 0 && mutation.base_message_id !== null) {
@@ -602,8 +607,8 @@ export class SyncServer {
     }
     const theirs = (await sealedMessagesAfter(this.storage, session, base, messages.length)).messages;
     const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
-    if (differs < 0) {
-      if (theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+    if (differs < 0 && theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
+    if (differs < 0 && session.place === "live") {
       const missing = messages.slice(theirs.length);
       // A record sealed inside a segment opens only there: what the server lacks must come as Active lines.
       if (missing.length > lines.length) return { number: mutation.number, status: "rejected", ref: refText, reason: "server-behind", last_sequence: last };
@@ -617,7 +622,8 @@ export class SyncServer {
       status: "rejected",
       reason: "diverged",
       ref: refText,
-      fork: { ref: formatSessionRef(fork), at_sequence: base + differs },
+      // Past an archived session's end too: it is read-only, so the tail becomes a fork (docs/SYNC.md "Archived sessions").
+      fork: { ref: formatSessionRef(fork), at_sequence: base + (differs < 0 ? theirs.length : differs) },
       last_sequence: messages.at(-1)!.sequence,
     };
   }

@@ -129,6 +129,16 @@ describe("sessionfold sync", () => {
     );
   });
 
+  it("a REF on neither side is not-found (exit 4); one on either side syncs", async () => {
+    const [root, other, backup] = [await missingRoot(), await missingRoot(), await missingRoot()];
+    await seed(root, REF, 1);
+    const missing = await cli(root, ["sync", "a1/w1/nope", "--remote", backup]);
+    expect(missing.status).toBe(4);
+    expect(missing.stderr).toMatch(/^error\[not-found\]: no session a1\/w1\/nope in this store or on the remote /);
+    expect(json(expectOk(await cli(root, ["--json", "sync", REF, "--remote", backup])))).toMatchObject({ pushed: 1, conflicts: [] });
+    expect(json(expectOk(await cli(other, ["--json", "sync", REF, "--remote", backup])))).toMatchObject({ pulled: 1, conflicts: [] });
+  });
+
   it("refuses without --remote (usage, exit 2)", async () => {
     const result = await cli(await missingRoot(), ["sync"]);
     expect(result.status).toBe(2);

@@ -258,6 +258,14 @@ describe("sync: one session's problem stays that session's", () => {
     expect(await serverRefs(server)).toEqual(["a1/w1/s1"]);
   });
 
+  it("a direct remote given anything but a store or a SyncServer is refused by name", () => {
+    const sessions = new Sessions({ storage: new MemoryStorage() });
+    for (const target of [sessions, "./backup", undefined]) {
+      expect(() => directRemote(target as unknown as StoragePort)).toThrow(InvalidInputError);
+    }
+    expect(() => directRemote(sessions as unknown as StoragePort)).toThrow(/expected a store \(StoragePort\) or a SyncServer \(a Sessions: give its storage\)/);
+  });
+
   it("refuses to sync a store with itself before anything is written", async () => {
     const storage = new MemoryStorage();
     const local = new Sessions({ storage });

@@ -7,9 +7,19 @@
  */
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { formatSessionRef } from "../../../core/mod.ts";
+import { formatSessionRef, NotFoundError, parseSessionRef, type StoragePort } from "../../../core/mod.ts";
 import { isWithin } from "../../../core/reader.ts";
-import { createSyncHandler, directRemote, httpRemote, STORE_OWNER, type SyncRemote, SyncServer, syncStores } from "../../../core/sync/mod.ts";
+import {
+  createSyncHandler,
+  directRemote,
+  httpRemote,
+  STORE_OWNER,
+  SYNC_PROTOCOL_VERSION,
+  SyncRefusedError,
+  type SyncRemote,
+  SyncServer,
+  syncStores,
+} from "../../../core/sync/mod.ts";
 import { serveFetchHandler } from "../../fetch-server.ts";
 import { bearerMatches, isLoopbackHost } from "../../serve-access.ts";
 import { nodeWriterIdentity } from "../../mod.ts";
@@ -17,7 +27,7 @@ import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
-import { resolveStore, Store, type StoreLocation } from "../store.ts";
+import { exists, resolveStore, Store, type StoreLocation } from "../store.ts";
 import { canonicalPath } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
@@ -109,6 +119,7 @@ export const sync: Command = {
         const opened = await remoteStore.forWriting();
         remote = directRemote(new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }), { id: location.root });
       }
+      if (ref !== undefined) await assertOnEitherSide(local.storage, remote, ref);
       const report = await syncStores({ local: local.sessions, remote, identity: nodeWriterIdentity(), ...(ref !== undefined ? { refs: [ref] } : {}) });
       const { pushed, pulled, forks, conflicts } = report;
       const status = out.result({ pushed, pulled, forks, conflicts }, () =>
@@ -147,6 +158,25 @@ function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
     } is not a URL sync takes; it takes a sync server (http://, https://), a PostgreSQL store (postgres://, postgresql://) or a folder (a name with a colon as ./${target})`,
     { option: "--remote" },
   );
+}
+
+/**
+ * A REF sync is asked for exists in the store (live or archived) or on the remote: one on
+ * neither side is `not-found` (docs/CLI.md "Exit status"), before anything is written.
+ *
+ * @throws {NotFoundError} naming REF and the remote.
+ */
+async function assertOnEitherSide(storage: StoragePort, remote: SyncRemote, ref: string): Promise<void> {
+  const parsed = parseSessionRef(ref);
+  if ((await exists(storage, parsed, false)) || (await exists(storage, parsed, true))) return;
+  try {
+    await remote.read({ v: SYNC_PROTOCOL_VERSION, ref, after_sequence: 0, limit: 1 });
+  } catch (error) {
+    // The remote has it but cannot serve it (corrupt, unknown schema: 409): the run reports that session's conflict.
+    if (error instanceof SyncRefusedError && error.status === 409) return;
+    if (!(error instanceof SyncRefusedError && error.reason === "not-found")) throw error;
+    throw new NotFoundError(`no session ${ref} in this store or on the remote ${remote.id}`, { ref });
+  }
 }
 
 /** Whether `location` is the store itself or shares its files: the same folder, or one inside the other, once links are resolved; or the same database and schema. */
