@@ -47,8 +47,15 @@ describe("revision on the lines, meta.json lazily", () => {
     let now = 10_000;
     const sessions = new Sessions({ storage, clock: () => now, defaults: { summarizer: new ExtractiveSummarizer() } });
     const held = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }, { hold: true });
-    for (let i = 1; i <= 1024; i++) await held.append(text(`m${i}`));
-    expect((await metaOf(storage, held.paths.meta)).revision).toBe(0);
+    // The one-second catch-up is a wall-clock timer: held back here, so that 1,024 commits on a
+    // slow store (PostgreSQL under load) are counted, not timed. Only `setTimeout` is faked.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      for (let i = 1; i <= 1024; i++) await held.append(text(`m${i}`));
+      expect((await metaOf(storage, held.paths.meta)).revision).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
     await held.append(text("m1025"));
     expect((await metaOf(storage, held.paths.meta)).revision).toBe(1025);
     await held.append(text("m1026"));
