@@ -40,12 +40,24 @@ export function mountPage(app: App): AppView {
   });
 
   let liveFrame = 0;
+  /** The reply the live turn last drew: a new one is drawn at once, later chunks once a frame. */
+  let liveReplyDrawn: string | undefined;
   const renderRegion: Record<Region, () => void> = {
     list: () => renderSessionList(app),
     header: () => renderSessionHeader(app),
     banners: () => renderBanners(app),
     messages: () => renderConversation(app),
     live: () => {
+      const reply = app.state.run?.reply?.id;
+      if (reply !== undefined && reply !== liveReplyDrawn) {
+        // A busy page may give no frame before a short reply ends, and the turn's end cancels the
+        // frame: without this the reply would only ever appear committed.
+        cancelAnimationFrame(liveFrame);
+        liveFrame = 0;
+        liveReplyDrawn = reply;
+        renderLiveTurn(app);
+        return;
+      }
       if (liveFrame) return;
       liveFrame = requestAnimationFrame(() => {
         liveFrame = 0;

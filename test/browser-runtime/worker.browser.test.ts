@@ -101,11 +101,11 @@ describe("typed errors across the Comlink hop", () => {
     expect(error).toMatchObject({ code: "invalid-input", details: { path: "../etc/passwd" } });
   });
 
-  it("after close, calls reject with a typed StorageError", async () => {
+  it("after close, calls reject with a typed StoreClosedError", async () => {
     const storage = tab(freshDb());
     await storage.list("");
     await storage.close();
-    await expect(storage.read("x")).rejects.toMatchObject({ code: "internal", name: "StorageError" });
+    await expect(storage.read("x")).rejects.toMatchObject({ code: "closed", name: "StoreClosedError" });
   });
 });
 

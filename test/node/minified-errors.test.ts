@@ -91,7 +91,7 @@ describe("error classes in a minified build", () => {
     expect(report.storageWorker).toEqual([
       { call: "read ../etc/passwd", name: "InvalidInputError", instanceOf: true },
       { call: "read full.jsonl (a symbolic link)", name: "StoreEntryError", instanceOf: true },
-      { call: "read after close", name: "StorageError", instanceOf: true },
+      { call: "read after close", name: "StoreClosedError", instanceOf: true },
     ]);
   });
 });
