@@ -8,7 +8,7 @@
  */
 import * as z from "zod";
 import { type SyncRefusal, SyncRefusedError } from "../errors.ts";
-import { describeValue } from "../formats/errors.ts";
+import { describeValue } from "../schema/excerpt.ts";
 import { isValidId } from "../layout/ids.ts";
 import { parseSegmentName } from "../layout/segments.ts";
 import { describeIssues, MessageRecord, SessionMeta } from "../schema/mod.ts";
