@@ -2,7 +2,7 @@
  * Every command end to end, in-process through main(), against a temporary root:
  * the JSON shapes of docs/CLI.md and the readable text.
  */
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cli, expectOk, json, lockContent, missingRoot, put, seed, sessionDir, tempDir } from "./support.ts";
@@ -314,6 +314,30 @@ describe("compact, fork, archive, unlock, verify", () => {
     expect((await cli(root, ["--json", "ls"])).stdout).toBe("[]\n");
     expect((await cli(root, ["archive", REF])).status).toBe(4);
     expect((await cli(root, ["archive", "a1/w1/nope"])).status).toBe(4);
+  });
+
+  it("delete removes every file of the session wherever it is (--archived: only an archived copy), naming them; another writer's lock refuses it", async () => {
+    const root = await missingRoot();
+    await seed(root, REF, 2);
+    await seed(root, "a1/w1/s2", 1);
+    expectOk(await cli(root, ["archive", "a1/w1/s2"]));
+    const lockPath = join(sessionDir(root, REF), "writer.lock");
+    await writeFile(lockPath, lockContent(4242, "other-host"));
+    const locked = await cli(root, ["delete", REF]);
+    expect(locked.status).toBe(3);
+    expect(await readdir(sessionDir(root, REF))).toContain("meta.json");
+    await rm(lockPath);
+    expect((await cli(root, ["delete", REF, "--archived"])).status, "no archived copy").toBe(4);
+    const deleted = json(expectOk(await cli(root, ["--json", "delete", REF])));
+    expect(deleted).toMatchObject({ ref: REF, places: ["live"] });
+    expect(deleted.removed).toEqual(expect.arrayContaining(["agents/a1/workspaces/w1/sessions/s1/meta.json"]));
+    await expect(readdir(sessionDir(root, REF))).rejects.toMatchObject({ code: "ENOENT" });
+    expect((await cli(root, ["show", REF])).status).toBe(4);
+    expect(expectOk(await cli(root, ["delete", "a1/w1/s2"])).stdout).toMatch(/^deleted a1\/w1\/s2 \(archived: \d+ files\)\n$/);
+    await expect(readdir(sessionDir(root, "a1/w1/s2", true))).rejects.toMatchObject({ code: "ENOENT" });
+    const none = await cli(root, ["delete", "a1/w1/nope"]);
+    expect(none.status).toBe(4);
+    expect(none.stderr).toMatch(/^error\[not-found\]: /);
   });
 
   it("unlock prints the owner, removes the lock and outputs its content; needs --force", async () => {

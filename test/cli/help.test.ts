@@ -31,6 +31,7 @@ const PROGRAM_HELP = [
   "  compact REF                                                                                  compact Active with the configured summarizer",
   "  fork REF --as SESSION_ID                                                                     copy the full history into a new session",
   "  archive REF                                                                                  move the session to archived-sessions/",
+  "  delete REF [--archived]                                                                      delete the session and its whole history, under its lock",
   "  purge --older-than D [--keep-newest N] [--agent A] [--workspace W] [--archived] [--dry-run]  delete sessions by last activity or count, only when run (--dry-run lists)",
   "  unlock REF --force                                                                           remove a writer lock after printing its owner",
   "  import FILE [--from deepcode|rho-snapshot|rho-jsonl|pi|codex|claude-code] --into REF         import another system's session",

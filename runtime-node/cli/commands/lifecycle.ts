@@ -1,5 +1,5 @@
 /**
- * The commands that move or free a whole session: `fork`, `archive`, `unlock`.
+ * The commands that move, free or delete a whole session: `fork`, `archive`, `delete`, `unlock`.
  *
  * @module
  */
@@ -57,6 +57,25 @@ export const archive: Command = {
       throw await explainOpenError(opened.storage, ref, error, true);
     });
     return out.result(meta, () => `archived ${formatSessionRef(ref)}`);
+  },
+};
+
+/** `sessionfold delete`: delete one session and its whole history. Its `help` says what it prints. */
+export const deleteCommand: Command = {
+  help: [
+    "Deletes the session and its whole history, explicit and final: every file of its folder,",
+    "live and archived (only the archived copy with --archived), under its lock; refused",
+    "while another writer holds it (nothing removed). On an encrypted store its data keys go",
+    "first. --json: {ref, places, removed: [paths]}.",
+  ].join("\n"),
+  spec: { positionals: ["REF"], options: { archived: { type: "boolean", description: "delete only the archived copy" } } },
+  async run({ store, out, args }) {
+    const ref = refArg(args);
+    const opened = await store.holding(ref);
+    const deleted = await opened.sessions.delete(ref, args.options["archived"] === true ? { archived: true } : {}).catch(async (error: unknown) => {
+      throw await explainOpenError(opened.storage, ref, error, true);
+    });
+    return out.result(deleted, () => `deleted ${formatSessionRef(ref)} (${deleted.places.join(" and ")}: ${counted(deleted.removed.length, "file")})`);
   },
 };
 

@@ -74,6 +74,12 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   { name: "archive", synopsis: "archive REF", summary: "move the session to archived-sessions/", load: async () => (await import("./lifecycle.ts")).archive },
   {
+    name: "delete",
+    synopsis: "delete REF [--archived]",
+    summary: "delete the session and its whole history, under its lock",
+    load: async () => (await import("./lifecycle.ts")).deleteCommand,
+  },
+  {
     name: "purge",
     synopsis: "purge --older-than D [--keep-newest N] [--agent A] [--workspace W] [--archived] [--dry-run]",
     summary: "delete sessions by last activity or count, only when run (--dry-run lists)",
