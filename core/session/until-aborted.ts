@@ -9,8 +9,8 @@
 
 /**
  * `work`, or `signal`'s reason as a rejection as soon as the signal is aborted, whichever
- * comes first. A rejection of `work` after the abort is handled here, so it is never an
- * unhandled rejection of the process.
+ * comes first. A rejection of `work` after the abort is handled here, so the runtime never
+ * reports it as unhandled.
  *
  * @example
  * ```ts
