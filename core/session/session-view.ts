@@ -118,7 +118,7 @@ export class SessionView {
    * @throws {StorageError} when `segments/` cannot be listed.
    */
   segments(): Promise<readonly SegmentRange[]> {
-    return segmentRanges(this.#read());
+    return this.#reading(segmentRanges);
   }
 
   /** The Active window (committed messages after the latest compaction). */
@@ -173,7 +173,7 @@ export class SessionView {
    * @throws {CorruptSessionError} naming file and line when that segment has an invalid line.
    */
   messages(options: { beforeSequence?: number } = {}): Promise<MessageRecord[]> {
-    return messagesBefore(this.#read(), options.beforeSequence);
+    return this.#reading((source) => messagesBefore(source, options.beforeSequence));
   }
 
   /**
@@ -182,7 +182,7 @@ export class SessionView {
    * @throws {CorruptSessionError} naming file and line for any invalid line.
    */
   readSegment(range: SegmentRange): Promise<{ messages: MessageRecord[]; footer: SummaryRecord | undefined }> {
-    return readSegment(this.#read(), range);
+    return this.#reading((source) => readSegment(source, range));
   }
 
   /**
@@ -203,7 +203,7 @@ export class SessionView {
    * @throws {RevisionConflictError} when another writer committed while it was read.
    */
   exportPortable(options: ExportPortableOptions = {}): Promise<PortableSession> {
-    return exportSession(this.#tx, () => this.#system, options);
+    return this.#tx.ctx.gate.run(() => exportSession(this.#tx, () => this.#system, options));
   }
 
   /**
@@ -228,8 +228,12 @@ export class SessionView {
     return this.#tx.held;
   }
 
-  /** What the read view reads: the store, the paths and the current state. */
-  #read(): ReadSource {
-    return { storage: this.#tx.ctx.storage, paths: this.#tx.paths, state: this.#tx.state };
+  /**
+   * A read of the store (the store, the paths and the current state), counted by the store's
+   * gate like every operation: closing waits for it, and refuses it once closed (README
+   * "Closing a store"), with or without a worker.
+   */
+  #reading<T>(read: (source: ReadSource) => Promise<T>): Promise<T> {
+    return this.#tx.ctx.gate.run(() => read({ storage: this.#tx.ctx.storage, paths: this.#tx.paths, state: this.#tx.state }));
   }
 }

@@ -99,3 +99,16 @@ describe("closing a Node store while an append is in flight", () => {
     await expectFreeWith(root, ["first", "in flight"]);
   });
 });
+
+describe("after a Node store closed", () => {
+  it("a handle's reads of the store are refused once closed, with no worker to end (worker: false)", async () => {
+    const { store, session } = await storeWithSession(false, false);
+    await store.close();
+    const reads = [session.messages(), session.messages({ beforeSequence: 1 }), session.segments(), session.exportPortable()];
+    for (const refused of await Promise.all(reads.map((p) => p.catch((e: unknown) => e)))) {
+      expect(refused).toBeInstanceOf(StoreClosedError);
+    }
+    // What the handle holds in memory stays readable: no I/O.
+    expect(session.active.map((m) => (m.parts[0] as { text: string }).text)).toEqual(["first"]);
+  });
+});
