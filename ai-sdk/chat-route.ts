@@ -18,7 +18,7 @@ import {
   WriterLockedError,
 } from "../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
-import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
+import { interruptedFinishReason, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
 /**
  * Options of {@linkcode chatRoute}.
@@ -56,7 +56,8 @@ export interface ChatRoute {
   /**
    * The resume endpoint, `GET {api}/{chatId}/stream` (`useChat({ resume: true })`): a reply
    * still streaming in this process is replayed from its start and followed live; a draft
-   * whose producer is gone is finished as `stopped` and sent as an interrupted reply;
+   * whose producer is gone is finished as `stopped` and sent as an interrupted reply (finish
+   * reason `interrupted` on `ai` 7, `other` on `ai` 5 and 6, whose clients refuse the former);
    * otherwise `204 No Content`.
    */
   GET(request: Request, chatId: string): Promise<Response>;
@@ -160,7 +161,7 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         });
         const turn = (await toUIMessages(session)).at(-1);
         if (turn?.role !== "assistant") return new Response(null, { status: 204 });
-        const chunks = stoppedReplyChunks(turn);
+        const chunks = stoppedReplyChunks(turn, await interruptedFinishReason());
         return uiMessageStreamResponse(new ReadableStream({ start: (controller) => (chunks.forEach((c) => controller.enqueue(c)), controller.close()) }));
       } catch (error) {
         return failure(error, chatId);

@@ -3,11 +3,13 @@
  * `readUIMessageStream`, is the message `toUIMessages` gives after a reload (same id,
  * same parts, same metadata); the resume GET replays a live reply and follows it.
  */
-import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type Provider, type ProviderEvent, Sessions, type Tool } from "../../core/mod.ts";
 import { chatRoute, toUIMessages } from "../../ai-sdk/mod.ts";
 import { createSession } from "../run/support.ts";
+import { REF, registry } from "../support/session.ts";
+import { PARTIAL_REPLY, storeWithDeadReply } from "./dead-reply.ts";
 
 /** A provider whose second step waits for `release()` after its first text delta. */
 function gatedProvider() {
@@ -121,5 +123,16 @@ describe("chatRoute", () => {
     const response = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [] }) }));
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: string }).error).toMatch(/last message is not a user message/);
+  });
+
+  it("GET sends a reply whose server died as a stopped reply ending `interrupted`, which useChat's own transport reads (ai 7)", async () => {
+    const sessions = registry(await storeWithDeadReply());
+    const route = chatRoute({ session: () => sessions.open(REF), provider: gatedProvider().provider });
+    const transport = new DefaultChatTransport({ api: "http://chat.test/api/chat", fetch: (url, init) => route.GET(new Request(url, init), "s1") });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of (await transport.reconnectToStream({ chatId: "s1" }))!) chunks.push(chunk);
+    expect(chunks.at(-1)).toMatchObject({ type: "finish", finishReason: "interrupted", messageMetadata: { status: "stopped" } });
+    expect(chunks).toContainEqual({ type: "text-delta", id: "p0", delta: PARTIAL_REPLY });
+    expect((await toUIMessages(await sessions.open(REF))).at(-1)?.metadata).toMatchObject({ status: "stopped" });
   });
 });
