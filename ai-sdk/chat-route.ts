@@ -51,7 +51,11 @@ export interface ChatRouteOptions {
 
 /** The two handlers of a `useChat` route. */
 export interface ChatRoute {
-  /** `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream). */
+  /**
+   * `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream).
+   * A user message the session already holds is answered only when nothing follows it (a retry
+   * after a failed reply); a reply stored after it is kept, so regenerating it answers 409.
+   */
   POST(request: Request): Promise<Response>;
   /**
    * The resume endpoint, `GET {api}/{chatId}/stream` (`useChat({ resume: true })`): a reply
@@ -133,7 +137,15 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
       if (replies.get(chatId)?.done === false) return problem(409, `chat ${chatId} is still replying; reconnect with GET …/${chatId}/stream`);
       try {
         const session = await options.session(chatId, request);
-        await appendUIMessages(session, [last]);
+        const { sequences } = await appendUIMessages(session, [last]);
+        // A user message already stored (useChat's regenerate sends it again) runs only while nothing follows it: with a
+        // reply stored after it, the run would go on after that reply, which a reload shows merged into it.
+        if (sequences.length === 0 && (await session.messages()).at(-1)?.message_id !== last.id) {
+          return problem(
+            409,
+            `chat ${chatId} already has a reply to message ${JSON.stringify(last.id)}: a stored reply is kept, not regenerated; send a new message`,
+          );
+        }
         const live = new LiveReply();
         replies.set(chatId, live);
         const run = session.run(undefined, { provider: options.provider, ...(options.tools ? { tools: options.tools } : {}) });

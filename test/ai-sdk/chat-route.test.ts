@@ -125,6 +125,33 @@ describe("chatRoute", () => {
     expect(((await response.json()) as { error: string }).error).toMatch(/last message is not a user message/);
   });
 
+  it("refuses to regenerate a stored reply (409, naming the message; the history stays as it was), and answers a question left without one", async () => {
+    const { session } = await createSession(new MemoryStorage());
+    let calls = 0;
+    const provider: Provider = {
+      identity: { provider: "test", api: "chat", model: "counts" },
+      async *stream() {
+        calls += 1;
+        if (calls === 1) throw new Error("the model is down");
+        yield { type: "text-delta", text: `Answer ${calls}.` };
+      },
+    };
+    const route = chatRoute({ session: async () => session, provider });
+    const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "Hi?" }] };
+    const post = async (trigger: string) =>
+      route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [user], trigger }) }));
+    // The first reply fails; useChat's retry (regenerate) of a question without a reply runs.
+    expect(await chunksOf(await post("submit-message"))).toContainEqual(expect.objectContaining({ type: "error" }));
+    expect(await messageOf(await chunksOf(await post("regenerate-message")))).toMatchObject({ parts: [{ type: "step-start" }, { text: "Answer 2." }] });
+    const before = await toUIMessages(session);
+    // A reply is stored after u1 now: regenerating it would run on after it, a continuation the reload shows merged into it.
+    const refused = await post("regenerate-message");
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/already has a reply to message "u1"/);
+    expect(await toUIMessages(session)).toEqual(before);
+    expect(calls).toBe(2);
+  });
+
   it("GET sends a reply whose server died as a stopped reply ending `interrupted`, which useChat's own transport reads (ai 7)", async () => {
     const sessions = registry(await storeWithDeadReply());
     const route = chatRoute({ session: () => sessions.open(REF), provider: gatedProvider().provider });
