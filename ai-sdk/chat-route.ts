@@ -124,15 +124,19 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
   const replies = new Map<string, LiveReply>();
   return {
     async POST(request) {
-      let body: { id?: unknown; messages?: unknown };
+      let body: { id?: unknown; messages?: unknown } | null;
       try {
         body = (await request.json()) as typeof body;
       } catch {
         return problem(400, "the body is not JSON");
       }
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return problem(400, `the body is not a JSON object (${Array.isArray(body) ? "an array" : kindOf(body)})`);
+      }
       const chatId = body.id;
-      const last = Array.isArray(body.messages) ? (body.messages.at(-1) as UIMessage | undefined) : undefined;
       if (typeof chatId !== "string" || chatId === "") return problem(400, "the body has no chat id (`id`)");
+      if (!Array.isArray(body.messages)) return problem(400, `the body's \`messages\` is not a list of UI messages (${kindOf(body.messages)})`);
+      const last = body.messages.at(-1) as UIMessage | undefined;
       if (last?.role !== "user") return problem(400, "the last message is not a user message: only a new user message starts a reply");
       if (replies.get(chatId)?.done === false) return problem(409, `chat ${chatId} is still replying; reconnect with GET …/${chatId}/stream`);
       try {
@@ -180,6 +184,13 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
       }
     },
   };
+}
+
+/** What a body field that should be a list is instead, for the refusal. */
+function kindOf(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (value === null) return "null";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function problem(status: number, message: string): Response {

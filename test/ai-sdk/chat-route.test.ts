@@ -123,6 +123,14 @@ describe("chatRoute", () => {
     const response = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [] }) }));
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: string }).error).toMatch(/last message is not a user message/);
+    const nullBody = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: "null" }));
+    expect(nullBody.status).toBe(400);
+    expect(((await nullBody.json()) as { error: string }).error).toBe("the body is not a JSON object (null)");
+    for (const [messages, found] of [["hi", "a string"], [undefined, "missing"], [{ id: "u1" }, "an object"]] as const) {
+      const refused = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages }) }));
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: string }).error).toBe(`the body's \`messages\` is not a list of UI messages (${found})`);
+    }
   });
 
   it("refuses to regenerate a stored reply (409, naming the message; the history stays as it was), and answers a question left without one", async () => {
