@@ -18,7 +18,7 @@ import {
   WriterLockedError,
 } from "../core/mod.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
-import { stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
+import { interruptedFinishReason, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
 /**
  * Options of {@linkcode chatRoute}.
@@ -51,12 +51,17 @@ export interface ChatRouteOptions {
 
 /** The two handlers of a `useChat` route. */
 export interface ChatRoute {
-  /** `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream). */
+  /**
+   * `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream).
+   * A user message the session already holds is answered only when nothing follows it (a retry
+   * after a failed reply); a reply stored after it is kept, so regenerating it answers 409.
+   */
   POST(request: Request): Promise<Response>;
   /**
    * The resume endpoint, `GET {api}/{chatId}/stream` (`useChat({ resume: true })`): a reply
    * still streaming in this process is replayed from its start and followed live; a draft
-   * whose producer is gone is finished as `stopped` and sent as an interrupted reply;
+   * whose producer is gone is finished as `stopped` and sent as an interrupted reply (finish
+   * reason `interrupted` on `ai` 7, `other` on `ai` 5 and 6, whose clients refuse the former);
    * otherwise `204 No Content`.
    */
   GET(request: Request, chatId: string): Promise<Response>;
@@ -119,20 +124,32 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
   const replies = new Map<string, LiveReply>();
   return {
     async POST(request) {
-      let body: { id?: unknown; messages?: unknown };
+      let body: { id?: unknown; messages?: unknown } | null;
       try {
         body = (await request.json()) as typeof body;
       } catch {
         return problem(400, "the body is not JSON");
       }
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return problem(400, `the body is not a JSON object (${Array.isArray(body) ? "an array" : kindOf(body)})`);
+      }
       const chatId = body.id;
-      const last = Array.isArray(body.messages) ? (body.messages.at(-1) as UIMessage | undefined) : undefined;
       if (typeof chatId !== "string" || chatId === "") return problem(400, "the body has no chat id (`id`)");
+      if (!Array.isArray(body.messages)) return problem(400, `the body's \`messages\` is not a list of UI messages (${kindOf(body.messages)})`);
+      const last = body.messages.at(-1) as UIMessage | undefined;
       if (last?.role !== "user") return problem(400, "the last message is not a user message: only a new user message starts a reply");
       if (replies.get(chatId)?.done === false) return problem(409, `chat ${chatId} is still replying; reconnect with GET …/${chatId}/stream`);
       try {
         const session = await options.session(chatId, request);
-        await appendUIMessages(session, [last]);
+        const { sequences } = await appendUIMessages(session, [last]);
+        // A user message already stored (useChat's regenerate sends it again) runs only while nothing follows it: with a
+        // reply stored after it, the run would go on after that reply, which a reload shows merged into it.
+        if (sequences.length === 0 && (await session.messages()).at(-1)?.message_id !== last.id) {
+          return problem(
+            409,
+            `chat ${chatId} already has a reply to message ${JSON.stringify(last.id)}: a stored reply is kept, not regenerated; send a new message`,
+          );
+        }
         const live = new LiveReply();
         replies.set(chatId, live);
         const run = session.run(undefined, { provider: options.provider, ...(options.tools ? { tools: options.tools } : {}) });
@@ -160,13 +177,20 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         });
         const turn = (await toUIMessages(session)).at(-1);
         if (turn?.role !== "assistant") return new Response(null, { status: 204 });
-        const chunks = stoppedReplyChunks(turn);
+        const chunks = stoppedReplyChunks(turn, await interruptedFinishReason());
         return uiMessageStreamResponse(new ReadableStream({ start: (controller) => (chunks.forEach((c) => controller.enqueue(c)), controller.close()) }));
       } catch (error) {
         return failure(error, chatId);
       }
     },
   };
+}
+
+/** What a body field that should be a list is instead, for the refusal. */
+function kindOf(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (value === null) return "null";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function problem(status: number, message: string): Response {

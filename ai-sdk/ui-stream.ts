@@ -150,12 +150,34 @@ export async function* uiChunks(run: RunHandle): AsyncGenerator<UIMessageChunk> 
   }
 }
 
+/** What a `finish` chunk says of a reply cut short: `ai` 7's `interrupted`, or `other` for the `ai` 5 and 6 that lack it. */
+export type InterruptedFinishReason = "interrupted" | "other";
+
+let interruptedReason: Promise<InterruptedFinishReason> | undefined;
+
+/**
+ * The finish reason the installed `ai` accepts for a reply cut short: `interrupted` where its
+ * chunk schema has it (`ai` 7), else `other`. `ai` 5 and 6 refuse a `finish` chunk with a
+ * reason they do not know, so `useChat`'s resume would fail on the whole reply; without `ai`
+ * installed, `other`, which every version reads. Asked of `ai` once.
+ */
+export function interruptedFinishReason(): Promise<InterruptedFinishReason> {
+  interruptedReason ??= import("ai").then(
+    async ({ uiMessageChunkSchema }) => {
+      const checked = await uiMessageChunkSchema().validate?.({ type: "finish", finishReason: "interrupted" });
+      return checked?.success ? "interrupted" : "other";
+    },
+    () => "other",
+  );
+  return interruptedReason;
+}
+
 /**
  * The chunks of a reply that will not go on (its producer is gone): the draft's assistant
- * turn replayed as one message, ended as `interrupted` with status `stopped`, what
- * `useChat({ resume: true })` shows for a reply cut short.
+ * turn replayed as one message, ended with `finishReason` (see {@linkcode interruptedFinishReason})
+ * and status `stopped`, what `useChat({ resume: true })` shows for a reply cut short.
  */
-export function stoppedReplyChunks(turn: UIMessage<SessionfoldUIMetadata>): UIMessageChunk[] {
+export function stoppedReplyChunks(turn: UIMessage<SessionfoldUIMetadata>, finishReason: InterruptedFinishReason): UIMessageChunk[] {
   const out: UIMessageChunk[] = [{ type: "start", messageId: turn.id }];
   let parts = 0;
   let inStep = false;
@@ -177,7 +199,7 @@ export function stoppedReplyChunks(turn: UIMessage<SessionfoldUIMetadata>): UIMe
     }
   }
   if (inStep) out.push({ type: "finish-step" });
-  out.push({ type: "finish", finishReason: "interrupted", messageMetadata: { ...turn.metadata!, status: "stopped" } });
+  out.push({ type: "finish", finishReason, messageMetadata: { ...turn.metadata!, status: "stopped" } });
   return out;
 }
 

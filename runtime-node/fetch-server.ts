@@ -1,6 +1,7 @@
 /**
  * A web-standard fetch handler (`(Request) => Promise<Response>`, such as
- * `createSyncHandler` of `sessionfold/sync`) served by node:http: request bodies stream in,
+ * `createSyncHandler` of `sessionfold/sync`, `chatRoute` of `sessionfold/ai-sdk`) served by
+ * node:http: request bodies stream in, answers stream out as they are produced,
  * a body the handler does not read to its end (refused over its limit) is read and dropped so
  * the answer reaches the client, a client that goes away aborts the request's signal, an
  * answer whose body fails cuts the connection. What `sessionfold serve` listens with.
@@ -61,17 +62,7 @@ export function fetchRequestListener(
         // Answered before the body was read (a body over the handler's limit): the rest is read and dropped, so the
         // answer reaches the client and the connection serves its next request.
         if (!req.complete) body?.discard();
-        let answer: Buffer;
-        try {
-          answer = Buffer.from(await response.arrayBuffer());
-        } catch {
-          // An answer whose body fails cannot be finished: the connection is cut (as Deno.serve
-          // and Bun do), so the client sees a network error, never a part taken for the whole.
-          res.destroy();
-          return;
-        }
-        res.writeHead(response.status, Object.fromEntries(response.headers));
-        res.end(answer);
+        await sendAnswer(response, res);
       },
       (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered.
@@ -80,6 +71,43 @@ export function fetchRequestListener(
       },
     );
   };
+}
+
+/**
+ * Writes `response` to `res` as its body is produced (a UI message stream, a long reply), each
+ * chunk when it comes, the client's pace respected. The head waits for the first chunk, so a
+ * body that fails before it is a cut connection with nothing sent; one that fails later cuts
+ * the connection too (as Deno.serve and Bun do): either way the client sees a network error,
+ * never a part taken for the whole. A client that goes away cancels the body.
+ */
+async function sendAnswer(response: Response, res: ServerResponse): Promise<void> {
+  const reader = response.body?.getReader();
+  res.on("close", () => void reader?.cancel().catch(() => undefined));
+  let headSent = false;
+  try {
+    for (;;) {
+      const next = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (!headSent) res.writeHead(response.status, Object.fromEntries(response.headers));
+      headSent = true;
+      if (next.done) break;
+      if (!res.write(next.value)) await drainedOrClosed(res);
+    }
+  } catch {
+    res.destroy();
+    return;
+  }
+  res.end();
+}
+
+/** Resolves when `res` can take more, or has closed (a client gone: its `close` cancelled the body). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const settle = () => {
+      res.off("drain", settle).off("close", settle);
+      resolve();
+    };
+    res.on("drain", settle).on("close", settle);
+  });
 }
 
 /**

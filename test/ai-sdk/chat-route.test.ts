@@ -3,11 +3,13 @@
  * `readUIMessageStream`, is the message `toUIMessages` gives after a reload (same id,
  * same parts, same metadata); the resume GET replays a live reply and follows it.
  */
-import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { MemoryStorage, type Provider, type ProviderEvent, Sessions, type Tool } from "../../core/mod.ts";
 import { chatRoute, toUIMessages } from "../../ai-sdk/mod.ts";
 import { createSession } from "../run/support.ts";
+import { REF, registry } from "../support/session.ts";
+import { PARTIAL_REPLY, storeWithDeadReply } from "./dead-reply.ts";
 
 /** A provider whose second step waits for `release()` after its first text delta. */
 function gatedProvider() {
@@ -121,5 +123,51 @@ describe("chatRoute", () => {
     const response = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [] }) }));
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: string }).error).toMatch(/last message is not a user message/);
+    const nullBody = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: "null" }));
+    expect(nullBody.status).toBe(400);
+    expect(((await nullBody.json()) as { error: string }).error).toBe("the body is not a JSON object (null)");
+    for (const [messages, found] of [["hi", "a string"], [undefined, "missing"], [{ id: "u1" }, "an object"]] as const) {
+      const refused = await route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages }) }));
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: string }).error).toBe(`the body's \`messages\` is not a list of UI messages (${found})`);
+    }
+  });
+
+  it("refuses to regenerate a stored reply (409, naming the message; the history stays as it was), and answers a question left without one", async () => {
+    const { session } = await createSession(new MemoryStorage());
+    let calls = 0;
+    const provider: Provider = {
+      identity: { provider: "test", api: "chat", model: "counts" },
+      async *stream() {
+        calls += 1;
+        if (calls === 1) throw new Error("the model is down");
+        yield { type: "text-delta", text: `Answer ${calls}.` };
+      },
+    };
+    const route = chatRoute({ session: async () => session, provider });
+    const user: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "Hi?" }] };
+    const post = async (trigger: string) =>
+      route.POST(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c1", messages: [user], trigger }) }));
+    // The first reply fails; useChat's retry (regenerate) of a question without a reply runs.
+    expect(await chunksOf(await post("submit-message"))).toContainEqual(expect.objectContaining({ type: "error" }));
+    expect(await messageOf(await chunksOf(await post("regenerate-message")))).toMatchObject({ parts: [{ type: "step-start" }, { text: "Answer 2." }] });
+    const before = await toUIMessages(session);
+    // A reply is stored after u1 now: regenerating it would run on after it, a continuation the reload shows merged into it.
+    const refused = await post("regenerate-message");
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/already has a reply to message "u1"/);
+    expect(await toUIMessages(session)).toEqual(before);
+    expect(calls).toBe(2);
+  });
+
+  it("GET sends a reply whose server died as a stopped reply ending `interrupted`, which useChat's own transport reads (ai 7)", async () => {
+    const sessions = registry(await storeWithDeadReply());
+    const route = chatRoute({ session: () => sessions.open(REF), provider: gatedProvider().provider });
+    const transport = new DefaultChatTransport({ api: "http://chat.test/api/chat", fetch: (url, init) => route.GET(new Request(url, init), "s1") });
+    const chunks: UIMessageChunk[] = [];
+    for await (const chunk of (await transport.reconnectToStream({ chatId: "s1" }))!) chunks.push(chunk);
+    expect(chunks.at(-1)).toMatchObject({ type: "finish", finishReason: "interrupted", messageMetadata: { status: "stopped" } });
+    expect(chunks).toContainEqual({ type: "text-delta", id: "p0", delta: PARTIAL_REPLY });
+    expect((await toUIMessages(await sessions.open(REF))).at(-1)?.metadata).toMatchObject({ status: "stopped" });
   });
 });

@@ -12,6 +12,7 @@ import { appendUIMessages, toUIMessages } from "../../ai-sdk/mod.ts";
 import { toPrompt } from "../../ai-sdk/prompt.ts";
 import { createSession } from "../run/support.ts";
 import { millisecondClock, REF, registry } from "../support/session.ts";
+import { noticingDraft } from "./dead-reply.ts";
 
 const ANTHROPIC: ProviderIdentity = { provider: "anthropic", api: "messages", model: "claude-sonnet-4-5" };
 
@@ -206,21 +207,7 @@ describe("UI messages round-trip exactly", () => {
 
   it("after a reload, toUIMessages includes the recovered draft: the pending question and the partial reply", async () => {
     const memory = new MemoryStorage();
-    let drafted!: () => void;
-    const draftWritten = new Promise<void>((resolve) => (drafted = resolve));
-    // Resolves once the draft file on the store holds the partial reply: what a crash would leave.
-    const storage = new Proxy(memory, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as unknown;
-        if (key === "replace") {
-          return async (path: string, bytes: Uint8Array) => {
-            await memory.replace(path, bytes);
-            if (path.endsWith("assistant_message.json") && new TextDecoder().decode(bytes).includes("Half an ans")) drafted();
-          };
-        }
-        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+    const { storage, drafted: draftWritten } = noticingDraft(memory, "Half an ans");
     const { session } = await createSession(storage);
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
