@@ -22,10 +22,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function syncServer(options: ServeFetchOptions): Promise<{ url: string; storage: MemoryStorage }> {
-  const storage = new MemoryStorage();
-  server = await serveFetchHandler(createSyncHandler({ storage, authorize, basePath: "/sync" }), options);
-  return { url: server.url, storage };
+type Handler = (request: Request) => Promise<Response>;
+
+/** A sync server over a memory store on loopback, its handler wrapped by `wrap`. */
+async function syncServer(options: ServeFetchOptions, wrap: (handler: Handler) => Handler = (handler) => handler): Promise<{ url: string }> {
+  server = await serveFetchHandler(wrap(createSyncHandler({ storage: new MemoryStorage(), authorize, basePath: "/sync" })), options);
+  return { url: server.url };
 }
 
 /** Opens a raw connection to `url`, writes `sent` and then nothing; resolves everything the server wrote once it closed the connection. */
@@ -77,7 +79,14 @@ describe("a client that stops sending is answered 408 and cut", () => {
 
 describe("a long-poll pull is not a slow client", () => {
   it("waits past every timeout (each shown elapsed by a stalled connection cut meanwhile) and answers the change", async () => {
-    const { url } = await syncServer({ headersTimeoutMs: 50, requestTimeoutMs: 100, bodyIdleTimeoutMs: 50 });
+    // The handler reads each body whole before the sync handler sees it, and says when a long-poll's has arrived.
+    let longPollArrived = () => {};
+    const arrived = new Promise<void>((resolve) => (longPollArrived = resolve));
+    const { url } = await syncServer({ headersTimeoutMs: 50, requestTimeoutMs: 100, bodyIdleTimeoutMs: 50 }, (sync) => async (request) => {
+      const body = await request.text();
+      if (body.includes('"wait_ms"')) longPollArrived();
+      return sync(new Request(request, { body }));
+    });
     const headers = { authorization: "Bearer alice" };
     const first = (await (await fetch(`${url}/sync/pull`, { method: "POST", headers, body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }) })).json()) as {
       cursor: string;
@@ -87,7 +96,8 @@ describe("a long-poll pull is not a slow client", () => {
       headers,
       body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION, cursor: first.cursor, wait_ms: 60_000 }),
     });
-    // Each cut below comes after its timeout ran out on a connection opened after the pull's: the pull is older than both.
+    await arrived;
+    // Each cut below comes after its timeout ran out on a connection opened after the pull's body arrived: the pull is older than both.
     expect(await stallAfter(url, `${pushHead(1000)}{"v":2,`)).toContain("no byte of the request's body arrived");
     expect(await stallAfter(url, "POST /sync/push HTTP/1.1\r\nHost: loop")).toMatch(/^HTTP\/1\.1 408 /);
     const device = new Sessions({ storage: new MemoryStorage() });
