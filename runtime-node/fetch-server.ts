@@ -76,6 +76,8 @@ export function fetchRequestListener(
     const gone = new AbortController();
     res.on("close", () => gone.abort());
     const stalled = () => {
+      // Answered already (the handler failed while its body was still coming): Node's keep-alive timeout ends the connection.
+      if (res.headersSent) return;
       // The handler's answer, if it comes, is dropped: the connection ends with this one.
       res.writeHead(408, { "content-type": "text/plain; charset=utf-8", connection: "close" });
       res.end(`no byte of the request's body arrived for ${idleMs} ms; the connection is closed`);

@@ -64,6 +64,14 @@ describe("a client that stops sending is answered 408 and cut", () => {
     expect(await stallAfter(url, `${head}7\r\n{"v":2,\r\n`)).toMatch(/^HTTP\/1\.1 408 /);
   });
 
+  it("a handler that fails before its body came is answered 500, and the silence after is no second answer", async () => {
+    server = await serveFetchHandler(() => Promise.reject(new Error("a bug in the handler")), { bodyIdleTimeoutMs: 50 });
+    const answer = await stallAfter(server.url, "POST /x HTTP/1.1\r\nHost: loopback\r\nContent-Length: 10\r\n\r\n");
+    expect(answer).toMatch(/^HTTP\/1\.1 500 /);
+    expect(answer).toContain("a bug in the handler");
+    expect(answer).not.toContain("408");
+  });
+
   it("headers that stop part-way, or none at all: 408", async () => {
     const { url } = await syncServer({ headersTimeoutMs: 50, requestTimeoutMs: 100 });
     const [partial, silent] = await Promise.all([stallAfter(url, "POST /sync/push HTTP/1.1\r\nHost: loop"), stallAfter(url, "")]);
