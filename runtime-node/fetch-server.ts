@@ -4,20 +4,43 @@
  * node:http: request bodies stream in, answers stream out as they are produced,
  * a body the handler does not read to its end (refused over its limit) is read and dropped so
  * the answer reaches the client, a client that goes away aborts the request's signal, an
- * answer whose body fails cuts the connection. What `sessionfold serve` listens with.
+ * answer whose body fails cuts the connection, a client too slow to send its request is
+ * answered 408 and cut (docs/SYNC.md "Slow clients"). What `sessionfold serve` listens with.
  *
  * @module
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { InvalidInputError } from "../core/errors.ts";
+
+/** Options of {@linkcode fetchRequestListener}. */
+export interface FetchListenerOptions {
+  /** The URL's host when a request carries no `Host` header. Default `127.0.0.1`. */
+  readonly host?: string;
+  /**
+   * Milliseconds a request's body may arrive without a byte while the handler waits for it;
+   * then the answer is 408 and the connection is closed. Default 30 000.
+   */
+  readonly bodyIdleTimeoutMs?: number;
+}
 
 /** Options of {@linkcode serveFetchHandler}. */
-export interface ServeFetchOptions {
+export interface ServeFetchOptions extends FetchListenerOptions {
   /** The address to listen on. Default `127.0.0.1`. */
   readonly host?: string;
   /** The port; 0 (the default) picks a free one. */
   readonly port?: number;
+  /** Milliseconds a client has to send a request's headers, from the connection's start; then 408. Default 30 000. */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Milliseconds a client has to send a whole request, headers and body; then 408. Not the
+   * time to answer it: a long-poll waits after its body arrived. Default 300 000.
+   */
+  readonly requestTimeoutMs?: number;
 }
+
+/** The defaults of the timeouts (docs/SYNC.md "Slow clients"). */
+const DEFAULT_TIMEOUTS = { headersTimeoutMs: 30_000, bodyIdleTimeoutMs: 30_000, requestTimeoutMs: 300_000 } as const;
 
 /** A listening server: its URL (`http://host:port`) and how to stop it. */
 export interface FetchServer {
@@ -30,8 +53,9 @@ export interface FetchServer {
  * `handler` as a node:http request listener (`(req, res) => void`), for a server that is
  * not {@linkcode serveFetchHandler}'s own: a Connect middleware stack (Vite's dev and preview
  * servers, Express) mounts it where it calls `next()` for other paths. The request's URL
- * keeps its full path, so a handler with a `basePath` finds its routes. `host` names the
- * URL's host when the request carries no `Host` header.
+ * keeps its full path, so a handler with a `basePath` finds its routes. A body that stops
+ * arriving while the handler waits for it is answered 408 (`bodyIdleTimeoutMs`); the
+ * server's own timeouts (Node's `headersTimeout`, `requestTimeout`) are its owner's to set.
  *
  * @example
  * ```ts
@@ -45,12 +69,21 @@ export interface FetchServer {
  */
 export function fetchRequestListener(
   handler: (request: Request) => Promise<Response>,
-  host = "127.0.0.1",
+  options: FetchListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const host = options.host ?? "127.0.0.1";
+  const idleMs = timeoutOption(options, "bodyIdleTimeoutMs");
   return (req, res) => {
     const gone = new AbortController();
     res.on("close", () => gone.abort());
-    const body = req.method !== "GET" && req.method !== "HEAD" ? requestBody(req) : undefined;
+    const stalled = () => {
+      // Answered already (the handler failed while its body was still coming): Node's keep-alive timeout ends the connection.
+      if (res.headersSent) return;
+      // The handler's answer, if it comes, is dropped: the connection ends with this one.
+      res.writeHead(408, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+      res.end(`no byte of the request's body arrived for ${idleMs} ms; the connection is closed`);
+    };
+    const body = req.method !== "GET" && req.method !== "HEAD" ? requestBody(req, idleMs, stalled) : undefined;
     const request = new Request(`http://${req.headers.host ?? host}${req.url ?? "/"}`, {
       method: req.method ?? "GET",
       headers: headersOf(req.headers),
@@ -66,6 +99,7 @@ export function fetchRequestListener(
       },
       (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered.
+        if (res.headersSent) return;
         res.writeHead(500, { "content-type": "text/plain" });
         res.end(String(error));
       },
@@ -87,7 +121,11 @@ async function sendAnswer(response: Response, res: ServerResponse): Promise<void
   try {
     for (;;) {
       const next = reader ? await reader.read() : { done: true as const, value: undefined };
-      if (!headSent) res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (!headSent) {
+        // Answered 408 meanwhile (the request's body stalled): this answer has no connection left.
+        if (res.headersSent) return void (await reader?.cancel().catch(() => undefined));
+        res.writeHead(response.status, Object.fromEntries(response.headers));
+      }
       headSent = true;
       if (next.done) break;
       if (!res.write(next.value)) await drainedOrClosed(res);
@@ -125,7 +163,20 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
  */
 export async function serveFetchHandler(handler: (request: Request) => Promise<Response>, options: ServeFetchOptions = {}): Promise<FetchServer> {
   const host = options.host ?? "127.0.0.1";
-  const server = createServer(fetchRequestListener(handler, host));
+  const headersTimeout = timeoutOption(options, "headersTimeoutMs");
+  const requestTimeout = timeoutOption(options, "requestTimeoutMs");
+  if (headersTimeout > requestTimeout) {
+    throw new InvalidInputError(
+      `serveFetchHandler: headersTimeoutMs (${headersTimeout}) is over requestTimeoutMs (${requestTimeout}); the headers are part of the request`,
+      {
+        option: "headersTimeoutMs",
+      },
+    );
+  }
+  const listener = fetchRequestListener(handler, options);
+  // Node answers 408 to a request not whole in time, checking every `connectionsCheckingInterval` (30 s by
+  // default, longer than these timeouts): checked ten times as often, a cut comes at most a tenth late.
+  const server = createServer({ headersTimeout, requestTimeout, connectionsCheckingInterval: Math.ceil(headersTimeout / 10) }, listener);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, host, () => {
@@ -145,22 +196,53 @@ export async function serveFetchHandler(handler: (request: Request) => Promise<R
 }
 
 /**
+ * The option `name` in milliseconds, else its default.
+ *
+ * @throws {InvalidInputError} naming the option when it is not a positive finite number.
+ */
+function timeoutOption(options: FetchListenerOptions & ServeFetchOptions, name: keyof typeof DEFAULT_TIMEOUTS): number {
+  const value = options[name] ?? DEFAULT_TIMEOUTS[name];
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new InvalidInputError(`${name} takes a positive number of milliseconds, got ${String(value)}`, { option: name });
+  }
+  return value;
+}
+
+/**
  * A request's body as a web stream that reads `req` as it is read, and `discard`, which
  * drops the rest as it arrives (a handler that stopped at its limit, or answered without
  * reading): destroying `req` instead would reset the connection before the client reads the
- * answer, and leaving it paused would stall the connection's next request.
+ * answer, and leaving it paused would stall the connection's next request. `stalled` is
+ * called when the handler waits for the body and no byte of it came for `idleMs`; a pause
+ * of ours (the handler not reading yet) is not the client's silence, and after `discard` the
+ * answer is out (Node's keep-alive timeout then ends a connection that stays silent).
  */
-function requestBody(req: IncomingMessage): { readonly stream: ReadableStream<Uint8Array>; discard(): void } {
+function requestBody(req: IncomingMessage, idleMs: number, stalled: () => void): { readonly stream: ReadableStream<Uint8Array>; discard(): void } {
+  let silence: ReturnType<typeof setTimeout> | undefined;
+  const waitForClient = () => {
+    if (req.complete) return;
+    if (silence) silence.refresh();
+    else silence = setTimeout(stalled, idleMs);
+  };
+  const stopWaiting = () => {
+    clearTimeout(silence);
+    silence = undefined;
+  };
+  req.on("data", () => silence?.refresh()).once("end", stopWaiting).once("close", stopWaiting);
   let onData = (_chunk: Buffer) => {};
   let onEnd = () => {};
   const discard = () => {
+    stopWaiting();
     req.off("data", onData).off("end", onEnd).resume();
   };
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       onData = (chunk) => {
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+        if ((controller.desiredSize ?? 0) <= 0) {
+          req.pause();
+          stopWaiting();
+        }
       };
       onEnd = () => controller.close();
       req.on("data", onData).on("end", onEnd).pause();
@@ -169,6 +251,7 @@ function requestBody(req: IncomingMessage): { readonly stream: ReadableStream<Ui
     },
     pull() {
       req.resume();
+      waitForClient();
     },
     cancel: discard,
   });

@@ -20,5 +20,5 @@ export { nodeAesGcm } from "./aes-gcm.ts";
 export { NodeFileStorage, type NodeFileStorageOptions } from "./fs-storage.ts";
 export { storageErrorFromFs } from "./fs-errors.ts";
 export { WorkerFileStorage, type WorkerFileStorageOptions } from "./storage-worker-client.ts";
-export { fetchRequestListener, type FetchServer, serveFetchHandler, type ServeFetchOptions } from "./fetch-server.ts";
+export { type FetchListenerOptions, fetchRequestListener, type FetchServer, serveFetchHandler, type ServeFetchOptions } from "./fetch-server.ts";
 export { type KeyFile, keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "./key-file.ts";

@@ -219,6 +219,35 @@ export class PostgresStorage implements StoragePort {
     }
   }
 
+  /**
+   * Where this store's data is, as the server says (`StoragePort.storeIdentity`): the
+   * cluster (`pg_control_system()`'s `system_identifier`, with the server's start time, which
+   * tells a running server from a physical copy of it, such as a restored backup or a replica,
+   * that shares the identifier), the database's oid and the schema. Two URLs that reach one
+   * database, however spelled, answer the same. Creates nothing.
+   *
+   * @example
+   * ```ts
+   * const a = new PostgresStorage({ connectionString: "postgres://app@localhost/app" });
+   * const b = new PostgresStorage({ connectionString: "postgresql://app@localhost:5432/app" });
+   * console.log((await a.storeIdentity()) === (await b.storeIdentity())); // true: one store
+   * ```
+   * @throws {StorageError} when the server cannot be asked.
+   */
+  async storeIdentity(): Promise<string> {
+    this.#commits.spare();
+    try {
+      const result = await this.#pool.query(
+        "SELECT c.system_identifier::text AS cluster, extract(epoch FROM pg_postmaster_start_time())::text AS started, d.oid::text AS database" +
+          " FROM pg_control_system() c, pg_database d WHERE d.datname = current_database()",
+      );
+      const { cluster, started, database } = result.rows[0] as { cluster: string; started: string; database: string };
+      return `postgres cluster ${cluster} started ${started} database ${database} schema ${this.#schema}`;
+    } catch (error) {
+      throw storageError(error, `asking the server which store schema ${this.#schema} is`);
+    }
+  }
+
   async read(path: string): Promise<Uint8Array | undefined> {
     assertStoragePath(path);
     return (await this.#enqueue({ path }))?.bytes;

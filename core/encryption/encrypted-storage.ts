@@ -170,6 +170,7 @@ export class EncryptedStorage implements StoragePort {
   releaseLock?: (name: string) => Promise<void>;
   pinFile?: (path: string) => Promise<void>;
   unpinFile?: (path: string) => Promise<void>;
+  storeIdentity?: () => Promise<string>;
   close?: () => Promise<void>;
 
   private constructor(inner: StoragePort, provider: KeyProvider, marker: StoreMarker, options: EncryptedStorageOptions) {
@@ -185,6 +186,7 @@ export class EncryptedStorage implements StoragePort {
       this.pinFile = (path) => inner.pinFile!(path);
       this.unpinFile = (path) => inner.unpinFile!(path);
     }
+    if (inner.storeIdentity) this.storeIdentity = () => inner.storeIdentity!();
     if (inner.close) this.close = () => inner.close!();
   }
 

@@ -132,6 +132,15 @@ export interface StoragePort {
    * how many sessions it catalogued.
    */
   rebuildCatalog?(dir: string): Promise<number>;
+  /**
+   * Optional: names where this store's data is, as the place that holds it answers (a
+   * PostgreSQL server: its cluster, database and the store's schema), never from how the
+   * handle was configured: two handles on the same data answer the same text however they
+   * were reached (two spellings of one URL), handles on other data another. Compared for
+   * equality only; `syncStores` refuses a remote whose store answers as the local one's.
+   * Creates nothing (a store never written answers too).
+   */
+  storeIdentity?(): Promise<string>;
   /** Releases what the backend holds (a worker, a database connection). Optional. */
   close?(): Promise<void>;
 }

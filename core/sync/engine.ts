@@ -29,6 +29,7 @@ import { assertWritable } from "../session/commit-guards.ts";
 import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
+import type { StoragePort } from "../storage/port.ts";
 import type { Sessions } from "../session/registry.ts";
 import {
   type Mutation,
@@ -238,7 +239,7 @@ class SyncRun {
         { file: STORE_MARKER },
       );
     }
-    if (this.#remote.storage !== undefined && this.#remote.storage === this.#local.storage) {
+    if (this.#remote.storage !== undefined && (await sameStore(this.#remote.storage, this.#local.storage))) {
       throw new InvalidInputError(`the remote ${JSON.stringify(this.#remote.id)} serves the local store itself: sync needs two stores`, {
         remote: this.#remote.id,
       });
@@ -1113,6 +1114,18 @@ class SyncRun {
 const NO_SEGMENTS: SegmentPosition = { count: 0, last: null };
 
 /** The position after `names`, which follow `position`. */
+/**
+ * Whether two stores are one: the same handle, or two handles whose backends say they hold
+ * the same data (`StoragePort.storeIdentity`: one PostgreSQL schema under two spellings of
+ * its URL). A backend that cannot say is taken for another store.
+ */
+async function sameStore(a: StoragePort, b: StoragePort): Promise<boolean> {
+  if (a === b) return true;
+  if (!a.storeIdentity || !b.storeIdentity) return false;
+  const [ours, theirs] = await Promise.all([a.storeIdentity(), b.storeIdentity()]);
+  return ours === theirs;
+}
+
 function positionAfter(position: SegmentPosition, names: readonly string[]): SegmentPosition {
   return names.length === 0 ? position : { count: position.count + names.length, last: names.at(-1)! };
 }

@@ -18,9 +18,10 @@ import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } fro
  * What the host calls through the hop: open once, then the port's methods, every optional
  * one included (the worker answers for what its store lacks), derived from the port so the
  * two never drift apart. `readMany` is answered in the worker (the store's own, else over its
- * other calls), so a session's open costs the host one round trip.
+ * other calls), so a session's open costs the host one round trip. `storeIdentity` does not
+ * cross: no store served behind a hop (files, IndexedDB) names its data that way.
  */
-export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog">> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog" | "storeIdentity">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
   /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the hop's JSON text (`catalog-text.ts`); `undefined` when it keeps none. */

@@ -122,6 +122,11 @@ export class Store {
   #storage: Promise<OpenStorage> | undefined;
   #opened: Promise<OpenStore> | undefined;
 
+  /** Where the store is, as the command line named it. */
+  get location(): StoreLocation {
+    return this.#location;
+  }
+
   /** The store's folder when it is a folder store (`undefined` for a database). */
   get folder(): string | undefined {
     return this.#location.kind === "files" ? this.root : undefined;
@@ -273,6 +278,26 @@ async function postgresBackend(location: Extract<StoreLocation, { kind: "postgre
     throw error;
   }
   return storage;
+}
+
+/**
+ * Where a PostgreSQL store's data is, as its server says (`PostgresStorage.storeIdentity`),
+ * asked of a bare backend so that nothing is created: two spellings of one URL answer the same.
+ *
+ * @example
+ * ```ts
+ * const url = "postgres://app@localhost/app";
+ * console.log(await databaseStoreIdentity({ kind: "postgres", root: url, url, schema: undefined }));
+ * ```
+ * @throws {StorageError} when the server cannot be asked.
+ */
+export async function databaseStoreIdentity(location: Extract<StoreLocation, { kind: "postgres" }>): Promise<string> {
+  const backend = await postgresBackend(location);
+  try {
+    return await backend.storeIdentity();
+  } finally {
+    await backend.close();
+  }
 }
 
 /** Opens a PostgreSQL store with its keys (an encrypted store without them is refused). */

@@ -9,7 +9,7 @@
  */
 import { constants } from "node:fs";
 import { access, lstat, realpath, stat } from "node:fs/promises";
-import { basename, dirname, join, sep } from "node:path";
+import { basename, dirname, resolve, sep } from "node:path";
 import { InvalidInputError, NotFoundError, type SessionfoldError } from "../../core/errors.ts";
 import { kindOf } from "../fs-boundary.ts";
 import { errno, storageErrorFromFs } from "../fs-errors.ts";
@@ -76,8 +76,9 @@ export async function storeFolderExists(root: string): Promise<boolean> {
 /**
  * Checks the file a command was told to write (`--out`, already absolute) before anything is
  * written: never inside the store's folder `store` (the target's folder resolved through its
- * links, so no spelling reaches in), in a folder that exists and this user may write in, and
- * not itself a folder.
+ * links and `..` as the system opens it, so no spelling reaches in), in a folder that exists
+ * and this user may write in, and not itself a folder. `out` keeps its `..`
+ * ({@linkcode absoluteAsOpened}): folded as text, it names another file than the one written.
  *
  * @example
  * ```ts
@@ -91,7 +92,7 @@ export async function checkOutTarget(out: string, store: string | undefined): Pr
   const nothing = "nothing was written";
   if (store !== undefined) {
     // The target itself is not resolved: the rename that writes it replaces a link there, never what it points to.
-    const resolved = join(await canonicalPath(dirname(out)), basename(out));
+    const resolved = entryOf(await canonicalPath(dirname(out)), basename(out));
     const storeFolder = await canonicalPath(store);
     if (resolved === storeFolder || resolved.startsWith(storeFolder.endsWith(sep) ? storeFolder : `${storeFolder}${sep}`)) {
       const via = resolved === out ? "" : ` (it is ${resolved})`;
@@ -141,8 +142,10 @@ function permissionDenied(out: string, code: string): InvalidInputError {
 }
 
 /**
- * `path` with every link and `..` of its existing part resolved; the missing rest appended as
- * given. What `--out` and `sync --remote` are compared with the store by.
+ * `path` with every link and `..` of its existing part resolved as the system resolves them
+ * (a `..` after a link goes up from the link's target); the missing rest appended as given,
+ * its `..` kept, for no folder is there to go up from. What `--out` and `sync --remote` are
+ * compared with the store by.
  *
  * @example
  * ```ts
@@ -154,6 +157,30 @@ export async function canonicalPath(path: string): Promise<string> {
     return await realpath(path);
   } catch {
     const parent = dirname(path);
-    return parent === path ? path : join(await canonicalPath(parent), basename(path));
+    if (parent === path) return path;
+    return entryOf(await canonicalPath(parent), basename(path));
   }
+}
+
+/** The entry `name` of `folder`, a `..` kept as it is: `path.join` would fold it as text. */
+function entryOf(folder: string, name: string): string {
+  return `${folder.endsWith(sep) ? folder : `${folder}${sep}`}${name}`;
+}
+
+/**
+ * A path the user gave, made absolute from `cwd` as the system opens it: `.` and repeated
+ * separators dropped, `..` kept. `path.resolve` folds `link/..` as text into the folder that
+ * holds the link, where the system goes up from the link's target: a file would land, and be
+ * checked, somewhere else than the path names (docs/CLI.md "Files the CLI writes, and the
+ * store's folder"). Windows folds `..` as text itself, so there it is `path.resolve`.
+ *
+ * @example
+ * ```ts
+ * absoluteAsOpened("/home/me", "./out/link/../s1.json"); // "/home/me/out/link/../s1.json"
+ * ```
+ */
+export function absoluteAsOpened(cwd: string, path: string): string {
+  if (sep !== "/") return resolve(cwd, path);
+  const parts = (path.startsWith("/") ? path : `${cwd}/${path}`).split("/").filter((part) => part !== "" && part !== ".");
+  return `/${parts.join("/")}`;
 }

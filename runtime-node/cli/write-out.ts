@@ -11,7 +11,7 @@
  * @module
  */
 import { open, rename, rm, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, sep } from "node:path";
 import { WriterLockedError } from "../../core/mod.ts";
 import { outWriteError } from "./user-paths.ts";
 
@@ -30,7 +30,8 @@ const DEEPCODE_STREAM = /^(.+)\.v1\.jsonl$/;
  */
 export async function writeExportFile(path: string, bytes: Uint8Array, format: string): Promise<void> {
   const id = format === "deepcode" ? DEEPCODE_STREAM.exec(basename(path))?.[1] : undefined;
-  const lockPath = id !== undefined ? join(dirname(path), `${id}.writer.lock`) : undefined;
+  // Beside the stream as the system opens it: `join` would fold a `link/..` in `path` as text (absoluteAsOpened).
+  const lockPath = id !== undefined ? `${dirname(path)}${sep}${id}.writer.lock` : undefined;
   const lock = lockPath !== undefined ? await takeDeepCodeLock(lockPath, id!).catch((error) => failed(path, error)) : undefined;
   const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
   try {

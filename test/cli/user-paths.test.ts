@@ -7,7 +7,7 @@
  * one (exit 4), by readers and writers alike.
  */
 import { statSync } from "node:fs";
-import { chmod, chown, mkdir, readdir, symlink, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, StorageError } from "../../core/errors.ts";
@@ -46,7 +46,7 @@ describe("--out inside the store is refused before anything is written", () => {
     for (const target of [join(session, file), `${outside}/../${relative(join(outside, ".."), join(session, file))}`]) {
       const result = await cli(root, ["--json", "export", REF, "--to", format, "--cwd", "/repo", "--out", target]);
       expect(result.status).toBe(4);
-      expect(json(result)).toMatchObject({ error: { code: "invalid-input", out: join(session, file), store: root } });
+      expect(json(result)).toMatchObject({ error: { code: "invalid-input", out: target, store: root, resolved: join(session, file) } });
     }
     expect(await snapshot(root)).toEqual(before);
   });
@@ -64,6 +64,36 @@ describe("--out inside the store is refused before anything is written", () => {
     );
     expect((await cli(root, ["export", REF, "--to", "pi", "--cwd", "/repo", "--out", root])).status).toBe(4);
     expect(await snapshot(root)).toEqual(before);
+  });
+
+  it("`..` after a link goes up from the link's target, as the system opens it: a link outside to a folder of the store, then `..`", async () => {
+    const { root, session, before } = await storeWithSession();
+    const outside = await tempDir();
+    await symlink(join(session, "messages"), join(outside, "link"));
+    const target = `${outside}/link/../stolen.json`;
+    for (const argv of [["export", REF, "--to", "pi", "--cwd", "/repo"], ["export", REF, "--to", "deepcode", "--cwd", "/repo"], ["keygen"]]) {
+      const result = await cli(root, ["--json", ...argv, "--out", target]);
+      expect(result.status, argv.join(" ")).toBe(4);
+      expect(json(result)).toMatchObject({ error: { code: "invalid-input", out: target, store: root, resolved: join(session, "stolen.json") } });
+    }
+    expect(await snapshot(root)).toEqual(before);
+    expect(await readdir(outside)).toEqual(["link"]);
+  });
+
+  it("outside the store, the file lands where the system puts it (beside the link's target), and a relative --out the same", async () => {
+    const { root } = await storeWithSession();
+    const [outside, elsewhere] = [await tempDir(), await tempDir()];
+    await mkdir(join(elsewhere, "sub"));
+    await symlink(join(elsewhere, "sub"), join(outside, "link"));
+    // DeepCode's writer lock is looked for beside the stream too: one held there refuses the export.
+    await writeFile(join(elsewhere, "s3b.writer.lock"), "{}");
+    expect((await cli(root, ["export", REF, "--to", "deepcode", "--cwd", "/repo", "--out", `${outside}/link/../s3b.v1.jsonl`])).status).toBe(3);
+    await rm(join(elsewhere, "s3b.writer.lock"));
+    expect(json(expectOk(await cli(root, ["--json", "export", REF, "--to", "deepcode", "--cwd", "/repo", "--out", `${outside}/link/../s3b.v1.jsonl`]))))
+      .toMatchObject({ out: `${outside}/link/../s3b.v1.jsonl` });
+    expectOk(await cli(root, ["keygen", "--out", "./link/../store.key"], { cwd: outside }));
+    expect((await readdir(elsewhere)).sort()).toEqual(["s3b.v1.jsonl", "store.key", "sub"]);
+    expect(await readdir(outside)).toEqual(["link"]);
   });
 
   it("keygen into the store (a folder there, or a new file) is refused the same way", async () => {
@@ -95,6 +125,15 @@ describe("--out mistakes are typed errors naming the path given (exit 4), and le
     expect(key.status).toBe(4);
     expect(json(key)).toMatchObject({ error: { code: "not-found", out: join(missing, "k"), missing } });
     expect(key.stderr).not.toMatch(/\.tmp|ENOENT/);
+  });
+
+  it("a `..` after a missing folder: not-found naming that folder (the system cannot go up from it), not a place reached by folding the text", async () => {
+    const { root, session } = await storeWithSession();
+    const missing = join(await tempDir(), "nonexistent-dir");
+    const target = `${missing}/../${relative(join(missing, ".."), join(session, "x.json"))}`;
+    const result = await cli(root, ["--json", "keygen", "--out", target]);
+    expect(result.status).toBe(4);
+    expect(json(result)).toMatchObject({ error: { code: "not-found", out: target, missing } });
   });
 
   it("a folder where the file belongs: invalid-input saying so, no temporary file left", async () => {

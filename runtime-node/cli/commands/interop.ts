@@ -37,7 +37,7 @@ import { counted } from "../format.ts";
 import { Progress } from "../io.ts";
 import { looksSealed, type OpenedImport, openSealedInput, readOpenedImport, readPassphraseFile } from "../sealed-input.ts";
 import { openForReading } from "../store.ts";
-import { checkOutTarget } from "../user-paths.ts";
+import { absoluteAsOpened, checkOutTarget } from "../user-paths.ts";
 import { writeExportFile } from "../write-out.ts";
 import { openInputFile } from "../../fs-boundary.ts";
 
@@ -161,7 +161,7 @@ export const exportCommand: Command = {
     }
     const ref = refArg(args);
     const target = stringOption(args, "out");
-    const path = target === undefined ? undefined : resolve(io.cwd ?? process.cwd(), target);
+    const path = target === undefined ? undefined : absoluteAsOpened(io.cwd ?? process.cwd(), target);
     // Before the session is read: a target in the store, or one that cannot be written, is refused first.
     if (path !== undefined) await checkOutTarget(path, store.folder);
     const opened = await store.holding(ref);

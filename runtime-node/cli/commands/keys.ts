@@ -3,13 +3,12 @@
  *
  * @module
  */
-import { resolve } from "node:path";
 import { EncryptedStorage, InvalidInputError, KeyRequiredError } from "../../../core/mod.ts";
 import { keyProviderOf, readKeyFile, replaceKeyFile, withNewKey, writeNewKeyFile } from "../../mod.ts";
 import { type Command, stringOption } from "../command.ts";
 import { UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
-import { checkOutTarget, outWriteError } from "../user-paths.ts";
+import { absoluteAsOpened, checkOutTarget, outWriteError } from "../user-paths.ts";
 
 /** `sessionfold keygen --out FILE`: a new key file, mode 0600, never over an existing file. */
 export const keygen: Command = {
@@ -24,7 +23,7 @@ export const keygen: Command = {
   async run({ store, out, io, args }) {
     const given = stringOption(args, "out");
     if (given === undefined) throw new UsageError("keygen: missing --out FILE", { option: "--out" });
-    const file = resolve(io.cwd ?? process.cwd(), given);
+    const file = absoluteAsOpened(io.cwd ?? process.cwd(), given);
     // A key kept inside the store it opens would travel with every copy of the store.
     await checkOutTarget(file, store.folder);
     const written = await writeNewKeyFile(file).catch((error: unknown) => {

@@ -27,7 +27,7 @@ import { type Command, refArg, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
-import { exists, resolveStore, Store, type StoreLocation } from "../store.ts";
+import { databaseStoreIdentity, exists, resolveStore, Store, type StoreLocation } from "../store.ts";
 import { canonicalPath } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
@@ -179,9 +179,18 @@ async function assertOnEitherSide(storage: StoragePort, remote: SyncRemote, ref:
   }
 }
 
-/** Whether `location` is the store itself or shares its files: the same folder, or one inside the other, once links are resolved; or the same database and schema. */
+/**
+ * Whether `location` is the store itself or shares its files: the same folder, or one inside
+ * the other, once links are resolved; or the same database and schema, as the servers say
+ * (two spellings of one URL are one store).
+ */
 async function overlapsStore(store: Store, location: StoreLocation): Promise<boolean> {
-  if (location.kind === "postgres") return store.folder === undefined && store.root === location.root;
+  if (location.kind === "postgres") {
+    const ours = store.location;
+    if (ours.kind !== "postgres") return false;
+    const [a, b] = await Promise.all([databaseStoreIdentity(ours), databaseStoreIdentity(location)]);
+    return a === b;
+  }
   if (store.folder === undefined) return false;
   const [ours, theirs] = [await canonicalPath(store.folder), await canonicalPath(location.root)];
   return isWithin(ours, theirs) || isWithin(theirs, ours);
