@@ -14,7 +14,7 @@ import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
-import { loadSessionState, readSessionFiles } from "./load.ts";
+import { readSessionFiles, readSessionState } from "./load.ts";
 import { Lease } from "./lease.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, takeWriterLock, type WriterLease, writerLockedError } from "./lock.ts";
@@ -83,7 +83,8 @@ export class CommitPath {
   }
 
   async #reloadNow(): Promise<void> {
-    this.state = await loadSessionState(this.ctx.storage, this.paths, this.ref, this.ctx.clock, readSessionFiles(this.ctx.storage, this.paths));
+    // As an open reads it: a session deleted (or moved) since is not found, never taken for an empty one a write would make again.
+    this.state = await readSessionState(this.ctx.storage, this.ref, this.place, this.paths, this.ctx.clock, readSessionFiles(this.ctx.storage, this.paths));
     this.#onReload(this.state);
     this.#needsReload = false;
     this.#conflict = undefined;
