@@ -47,7 +47,7 @@ export { type DecodedRecord, type LastRecord } from "./jsonl/mod.ts";
 export { LAST_RECORD_WINDOW } from "./jsonl/tail.ts";
 // Records and documents of docs/FORMAT.md, as zod schemas with their types.
 // The check of a caller's arguments at the public API (docs/decisions.md "The public API checks its arguments").
-export { objectArgument, wrongArgument } from "./schema/arguments.ts";
+export { assertFields, objectArgument, wrongArgument } from "./schema/arguments.ts";
 export {
   cumulativeSummary,
   decodeUtf8,

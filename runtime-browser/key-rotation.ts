@@ -13,6 +13,7 @@ import type { UseStore } from "idb-keyval";
 import {
   importKek,
   keyDatabase,
+  keyringOptions,
   kidsOf,
   newKid,
   newSealing,
@@ -83,10 +84,11 @@ async function finish(
  * ```
  * @throws {KeyRequiredError} when there is no keyring, or it has a passphrase and none is given.
  * @throws {WrongKeyError} when the passphrase does not unseal the keyring, or its keys do not open the store; nothing changed.
- * @throws {InvalidInputError} when `newPassphrase` is given for a keyring that has a passphrase, or is empty.
+ * @throws {InvalidInputError} when `newPassphrase` is given for a keyring that has a passphrase, or is empty; when `options` is not an object or one of its fields is not a string.
  * @throws {RevisionConflictError} when another tab changed the keyring meanwhile.
  */
 export async function rotateBrowserKeyring(storage: StoragePort, options: BrowserKeyRotationOptions = {}): Promise<BrowserKeyRotation> {
+  keyringOptions(options, "rotateBrowserKeyring");
   const store = keyDatabase(options.dbName);
   const inner = storage instanceof EncryptedStorage ? storage.inner : storage;
   let stored = await readKeyring(store);

@@ -18,7 +18,7 @@
  */
 import { createStore, get, set, update, type UseStore } from "idb-keyval";
 import { InvalidInputError, type KeyProvider, KeyRequiredError, keyring, RevisionConflictError, WrongKeyError } from "../core/mod.ts";
-import { derivePassphraseKey, PBKDF2_ITERATIONS } from "../core/internal.ts";
+import { assertFields, derivePassphraseKey, objectArgument, PBKDF2_ITERATIONS } from "../core/internal.ts";
 
 export { PBKDF2_ITERATIONS } from "../core/internal.ts";
 
@@ -63,6 +63,22 @@ const RECORD = "keyring";
 /** The key database `dbName` (default `"sessionfold-keys"`). */
 export function keyDatabase(dbName: string | undefined): UseStore {
   return createStore(dbName ?? "sessionfold-keys", "keys");
+}
+
+/**
+ * `options` of the keyring function `where`, checked before the key database is touched: from plain JavaScript a
+ * `null` or a passphrase that is not text is an `InvalidInputError` naming it (docs/decisions.md "The public API
+ * checks its arguments"), not a `TypeError` from the key derivation.
+ *
+ * @example
+ * ```ts
+ * const options = keyringOptions({ dbName: "my-app-keys", passphrase: "words" }, "openBrowserKeyring"); // as given
+ * ```
+ */
+export function keyringOptions<T extends object>(options: T, where: string): T {
+  objectArgument(options, `${where}(options)`, "an object");
+  assertFields(options, `${where}(options)`, { dbName: "string", passphrase: "string", newPassphrase: "string" });
+  return options;
 }
 
 /** The stored keyring, if any. */
@@ -183,10 +199,12 @@ async function newKeyring(passphrase: string | undefined): Promise<{ stored: Sto
  * const keys = await openBrowserKeyring({ passphrase: "correct horse battery staple" });
  * const storage = await EncryptedStorage.create(new IndexedDbStorage(), keys);
  * ```
+ * @throws {InvalidInputError} when `options` is not an object, or its `dbName` or `passphrase` is not a string.
  * @throws {KeyRequiredError} when the stored key is sealed by a passphrase and none is given.
  * @throws {WrongKeyError} when the passphrase does not unseal it.
  */
 export async function openBrowserKeyring(options: BrowserKeyringOptions = {}): Promise<KeyProvider> {
+  keyringOptions(options, "openBrowserKeyring");
   const store = keyDatabase(options.dbName);
   const stored = await readKeyring(store);
   if (stored) return keyring(await unlockKeyring(stored, options.passphrase), stored.current);
@@ -215,6 +233,7 @@ export interface BrowserKeyringInfo {
  * ```
  */
 export async function describeBrowserKeyring(options: { readonly dbName?: string } = {}): Promise<BrowserKeyringInfo | undefined> {
+  keyringOptions(options, "describeBrowserKeyring");
   const stored = await readKeyring(keyDatabase(options.dbName));
   if (!stored) return undefined;
   return { passphrase: stored.kind === "passphrase", currentKid: stored.current, kids: kidsOf(stored) };
@@ -244,10 +263,11 @@ export interface PassphraseChangeOptions {
  * ```
  * @throws {KeyRequiredError} when the keyring has a passphrase and none is given.
  * @throws {WrongKeyError} when the passphrase given does not unseal it; nothing changed.
- * @throws {InvalidInputError} when there is no keyring, the new passphrase is empty, or a keyring without a passphrase is to get one.
+ * @throws {InvalidInputError} when there is no keyring, the new passphrase is empty (or not a string), or a keyring without a passphrase is to get one.
  * @throws {RevisionConflictError} when another tab changed the keyring meanwhile; nothing changed.
  */
 export async function changeBrowserKeyringPassphrase(options: PassphraseChangeOptions): Promise<void> {
+  keyringOptions(options, "changeBrowserKeyringPassphrase");
   const store = keyDatabase(options.dbName);
   const stored = await readKeyring(store);
   if (!stored) throw new InvalidInputError("there is no browser keyring to change", { file: options.dbName ?? "sessionfold-keys" });

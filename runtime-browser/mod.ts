@@ -37,13 +37,14 @@ import {
   Sessions,
   storageForKeys,
   type StoragePort,
+  StoreClosedError,
   type WriterIdentity,
 } from "../core/mod.ts";
 import { IndexedDbStorage } from "./indexeddb-storage.ts";
 import { webLockName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";
 import { WorkerIndexedDbStorage } from "./storage-worker-client.ts";
-import { readLockOwner } from "../core/internal.ts";
+import { assertFields, objectArgument, readLockOwner } from "../core/internal.ts";
 
 export { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { MAX_CHUNK_BYTES } from "./indexeddb-records.ts";
@@ -106,6 +107,7 @@ export interface BrowserSessions {
    * Who holds `session`'s writer ownership right now (another tab, or this one while it
    * writes), or `undefined` when nobody does: the Web Lock where the browser has Web
    * Locks, else the `writer.lock` record. For showing "another tab owns this session".
+   * After `close()` began it rejects with `StoreClosedError`, as every call of a closed store.
    */
   heldBy(session: Session): Promise<LockOwner | undefined>;
   /**
@@ -149,11 +151,15 @@ function isCommitNotice(data: unknown): data is CommitNotice {
  * const session = await sessions.open("coder/web/s1");
  * const stop = onCommit(({ refText }) => refText === "coder/web/s1" && session.reload());
  * ```
+ * @throws {InvalidInputError} when `options` is not an object or one of its fields is of the wrong kind (a `dbName` that is not a string), before anything is opened.
  * @throws {StorageError} when the database cannot be opened (or the worker cannot start).
  * @throws {KeyRequiredError} when the store is encrypted and no `keys` are given (or they lack its key).
  * @throws {WrongKeyError} when the `keys` do not open the encrypted store.
  */
 export async function openBrowserSessions(options: BrowserSessionsOptions = {}): Promise<BrowserSessions> {
+  objectArgument(options, "openBrowserSessions(options)", "an object");
+  // A number would name another database than the one asked for (IndexedDB turns it into text).
+  assertFields(options, "openBrowserSessions(options)", { dbName: "string", worker: "boolean", channel: "boolean", defaults: "object" });
   const dbName = options.dbName ?? "sessionfold";
   const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerIndexedDbStorage({ dbName });
   const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;
@@ -211,6 +217,8 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       return () => void ownListeners.delete(listener);
     },
     async heldBy(session) {
+      // A closed store answers nothing, as every other call after close() (README "Closing a store").
+      if (closed) throw new StoreClosedError(`the store is closed (openBrowserSessions "${dbName}"); open it again to go on`, { db: dbName });
       const locks = typeof navigator !== "undefined" ? navigator.locks : undefined;
       if (!locks) return readLockOwner(storage, session.paths.lock);
       const name = webLockName(dbName, session.paths.lock);

@@ -26,10 +26,9 @@ export function assertWritable(state: { readonly diagnostics: readonly Diagnosti
 
 /** The conflict of a revision check: `read` is the revision the check expected, `found` what `meta.json` holds. */
 export function revisionConflict(ref: SessionRef, read: number | null, found: number | null): RevisionConflictError {
-  return new RevisionConflictError(
-    `${formatSessionRef(ref)}: meta.json is at revision ${found ?? "none"} but this handle read ${
-      read ?? "none"
-    }; another writer committed (reload, then try again)`,
-    { expected: read, found },
-  );
+  // No meta.json where the handle read one: the session was deleted or moved, and a reload would only say so.
+  const what = found === null && read !== null
+    ? `meta.json is gone (the session was deleted or moved since this handle read revision ${read}); open it again to see where it is`
+    : `meta.json is at revision ${found ?? "none"} but this handle read ${read ?? "none"}; another writer committed (reload, then try again)`;
+  return new RevisionConflictError(`${formatSessionRef(ref)}: ${what}`, { expected: read, found });
 }

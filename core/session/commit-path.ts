@@ -14,7 +14,7 @@ import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import type { PlannedWrite } from "../storage/port.ts";
 import { notifyCommit, reportLeaseLost, reportReclaimed, type SessionContext } from "./context.ts";
-import { loadSessionState, readSessionFiles } from "./load.ts";
+import { readSessionState } from "./load.ts";
 import { Lease } from "./lease.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
 import { releaseWriterLock, takeWriterLock, type WriterLease, writerLockedError } from "./lock.ts";
@@ -77,13 +77,13 @@ export class CommitPath {
   /** The clock as a `meta.json` / record timestamp. */
   readonly now = (): string => nowTimestamp(this.ctx.clock);
 
-  /** Re-reads the session from storage once this handle's running operation ended; the handle is current (and writable) again. */
+  /** Re-reads the session as an open does (one deleted or moved since is not found, never empty) once this handle's operation ended. */
   reload(): Promise<void> {
     return this.#slot.reload(() => this.#reloadNow());
   }
 
   async #reloadNow(): Promise<void> {
-    this.state = await loadSessionState(this.ctx.storage, this.paths, this.ref, this.ctx.clock, readSessionFiles(this.ctx.storage, this.paths));
+    this.state = await readSessionState(this.ctx.storage, this.ref, this.place, this.paths, this.ctx.clock);
     this.#onReload(this.state);
     this.#needsReload = false;
     this.#conflict = undefined;

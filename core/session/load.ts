@@ -102,7 +102,7 @@ export async function readSessionState(
  * @throws {UnsupportedSchemaError} when `meta.json` has an unknown `schema_version`.
  * @throws {NotFoundError} is not thrown here: callers check existence first.
  */
-export async function loadSessionState(
+async function loadSessionState(
   storage: StoragePort,
   paths: SessionPaths,
   ref: SessionRef,

@@ -214,6 +214,7 @@ export class SessionView {
    * for itself: that code has the operation's state already.)
    *
    * @throws {UnsupportedSchemaError} when `meta.json` now has an unknown schema version.
+   * @throws {NotFoundError} when the session was deleted (or moved: archived, unarchived) since; the handle keeps what it read and writes nothing.
    */
   reload(): Promise<void> {
     return this.#tx.reload();

@@ -4,7 +4,7 @@
  * in one process (SessionBusyError).
  */
 import { describe, expect, test } from "vitest";
-import { MemoryStorage, RevisionConflictError, SessionBusyError } from "../../core/mod.ts";
+import { MemoryStorage, NotFoundError, RevisionConflictError, SessionBusyError } from "../../core/mod.ts";
 import { deferred, expectContiguous, fullHistory, metaOnDisk, P, REF, registry, rejection, snapshot } from "../support/session.ts";
 import { assistant, expectMetaConsistent, summarizer, user } from "./support.ts";
 
@@ -33,6 +33,22 @@ describe("revisions", () => {
     const reopened = await sessions.open(REF);
     expect(reopened.revision).toBe(3);
     await expectMetaConsistent(storage, reopened);
+  });
+
+  test("a handle whose session another writer deleted is refused and its reload() is NotFoundError: following the conflict's advice never makes the session again", async () => {
+    const storage = new MemoryStorage();
+    const sessions = registry(storage);
+    const session = await sessions.create({ ...REF, instruction: "Be brief." });
+    await session.append(user("one"));
+    await registry(storage).delete(REF);
+
+    const conflict = await rejection(session.append(user("after the delete")), RevisionConflictError, "revision-conflict");
+    expect(conflict.message).toContain("meta.json is gone");
+    expect(conflict.details).toEqual({ expected: 1, found: null });
+    await rejection(session.reload(), NotFoundError, "not-found");
+    await rejection(session.append(user("after the reload")), RevisionConflictError, "revision-conflict");
+    expect(await snapshot(storage)).toEqual({});
+    await rejection(sessions.open(REF), NotFoundError, "not-found");
   });
 
   test("a second handle that committed makes the first get RevisionConflictError and write nothing; reload() then works", async () => {

@@ -6,7 +6,7 @@
  * window's `online`/`offline` events.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { MemoryStorage, type Session, Sessions } from "../../core/mod.ts";
+import { type CommitNotice, MemoryStorage, type Session, Sessions } from "../../core/mod.ts";
 import {
   type BackgroundSync,
   backoffDelay,
@@ -362,5 +362,33 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     await sync.stop();
     globalThis.dispatchEvent(new Event("offline"));
     expect(sync.status.online).toBe(true); // stopped: no longer listening
+  });
+
+  it("messages a pull appends are announced on this tab's onOwnCommit and on the other tabs' onCommit; a session pulled whole is not", async () => {
+    const server = await startServer();
+    const elsewhere = device();
+    const elsewhereSync = start(elsewhere.sessions, server.remote(), new FakeTimers());
+    const written = await elsewhere.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
+    await say(written, "one");
+    await elsewhereSync.syncNow();
+
+    const dbName = databases();
+    const pulling = await openBrowserSessions({ dbName, worker: false });
+    const other = await openBrowserSessions({ dbName, worker: false });
+    opened.push(pulling, other);
+    const own: CommitNotice[] = [];
+    pulling.onOwnCommit((notice) => own.push(notice));
+    const heardByOther = new Promise<CommitNotice>((resolve) => other.onCommit(resolve));
+    const sync = startBackgroundSync({ sessions: pulling, remote: server.remote(), intervalMs: 0, debounceMs: 0 });
+    running.push(sync);
+    await sync.syncNow();
+    expect((await pulling.sessions.list()).map((meta) => meta.session_id)).toEqual(["s1"]);
+    expect(own).toEqual([]); // written whole: only the report says so
+
+    await say(written, "two");
+    await elsewhereSync.syncNow();
+    await sync.syncNow();
+    expect(own).toEqual([{ refText: "a1/w-alice/s1", revision: 2 }]);
+    expect(await heardByOther).toEqual({ refText: "a1/w-alice/s1", revision: 2 });
   });
 });
