@@ -1,6 +1,7 @@
 /**
  * What the registry (`Sessions`) is given: its options, the input of `create`, `open`'s
- * hold option, `list`'s filter and problems, and `fork`'s options.
+ * hold option, `list`'s filter and problems, and `fork`'s options; and the check of its
+ * calls' options, each field one the call knows (docs/decisions.md "Unknown option fields are refused").
  *
  * @module
  */
