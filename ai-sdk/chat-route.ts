@@ -17,6 +17,7 @@ import {
   type Tool,
   WriterLockedError,
 } from "../core/mod.ts";
+import { assertFields, type KnownFields, knownOptions } from "../core/internal.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
 import { interruptedFinishReason, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
@@ -48,6 +49,8 @@ export interface ChatRouteOptions {
   /** Tools the model may call. */
   readonly tools?: readonly Tool[];
 }
+
+const CHAT_ROUTE_FIELDS: KnownFields<ChatRouteOptions> = { session: true, provider: true, tools: true };
 
 /** The two handlers of a `useChat` route. */
 export interface ChatRoute {
@@ -119,8 +122,11 @@ class LiveReply {
  * const chat = chatRoute({ session: (id) => sessions.open({ agentId: "chat", workspaceId: "web", sessionId: id }), provider });
  * // POST /api/chat → chat.POST(request); GET /api/chat/:id/stream → chat.GET(request, id)
  * ```
+ * @throws {InvalidInputError} when `options` is not an object with a `session` function and a `provider`, or has a
+ * field it does not know.
  */
 export function chatRoute(options: ChatRouteOptions): ChatRoute {
+  assertFields(knownOptions(options, "chatRoute(options)", CHAT_ROUTE_FIELDS), "chatRoute(options)", { session: "function!", provider: "object!" });
   const replies = new Map<string, LiveReply>();
   return {
     async POST(request) {

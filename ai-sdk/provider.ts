@@ -1,4 +1,5 @@
 import { ContextLengthExceededError, type ModelRequest, type Provider, type ProviderEvent, type ProviderIdentity } from "../core/mod.ts";
+import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { isContextLengthRefusal } from "./context-length.ts";
 import { type SpecificationVersion, type StoredProviderMetadata, toPrompt } from "./prompt.ts";
 import { storedUsage } from "./usage.ts";
@@ -53,6 +54,8 @@ export interface AiSdkProviderOptions {
   readonly reasoningIsSummary?: boolean;
 }
 
+const PROVIDER_OPTION_FIELDS: KnownFields<AiSdkProviderOptions> = { identity: true, callOptions: true, reasoningIsSummary: true };
+
 /**
  * A sessionfold `Provider` from any AI SDK language model (`@ai-sdk/openai`,
  * `@ai-sdk/anthropic`, `@ai-sdk/openai-compatible`, …; specification v2, v3 or v4),
@@ -74,8 +77,10 @@ export interface AiSdkProviderOptions {
  * const provider = aiSdkProvider(openai("gpt-5-mini"));
  * provider.identity; // { provider: "openai", api: "responses", model: "gpt-5-mini" }
  * ```
+ * @throws {InvalidInputError} when `options` is not an object, or has a field it does not know.
  */
 export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderOptions = {}): Provider {
+  knownOptions(options, "aiSdkProvider(model, options)", PROVIDER_OPTION_FIELDS);
   const identity = options.identity ?? defaultIdentity(model);
   const reasoningIsSummary = options.reasoningIsSummary ?? model.provider === "openai.responses";
   return {

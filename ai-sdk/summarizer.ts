@@ -8,6 +8,7 @@ import {
   type SummaryResult,
   type Usage,
 } from "../core/mod.ts";
+import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { type AiSdkLanguageModel, aiSdkProvider } from "./provider.ts";
 
 /**
@@ -28,6 +29,8 @@ export interface AiSdkSummarizerOptions {
   /** Extra call options for the model (`temperature`, `providerOptions`, …). */
   readonly callOptions?: Readonly<Record<string, unknown>>;
 }
+
+const SUMMARIZER_OPTION_FIELDS: KnownFields<AiSdkSummarizerOptions> = { contextWindow: true, maxOutputTokens: true, instructions: true, callOptions: true };
 
 const DEFAULT_INSTRUCTIONS = [
   "You maintain the running summary of a conversation between a user and an AI assistant.",
@@ -62,9 +65,11 @@ const MAX_HALVINGS = 4;
  *   defaults: { summarizer: aiSdkSummarizer(openai("gpt-5-mini"), { contextWindow: 400_000 }), contextWindow: 400_000 },
  * });
  * ```
- * @throws {InvalidInputError} for a `contextWindow` or `maxOutputTokens` that is not a positive integer, or too small to chunk.
+ * @throws {InvalidInputError} for `options` that are not an object or have a field it does not know, a `contextWindow` or
+ * `maxOutputTokens` that is not a positive integer, or too small to chunk.
  */
 export function aiSdkSummarizer(model: AiSdkLanguageModel, options: AiSdkSummarizerOptions): Summarizer {
+  knownOptions(options, "aiSdkSummarizer(model, options)", SUMMARIZER_OPTION_FIELDS);
   const window = options.contextWindow;
   const maxOutput = options.maxOutputTokens ?? Math.min(2_000, Math.floor(window / 4));
   if (!Number.isSafeInteger(window) || window <= 0) {

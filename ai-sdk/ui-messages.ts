@@ -15,6 +15,7 @@
  */
 import type { UIMessage } from "ai";
 import { InvalidInputError, type MessagePart, type MessageRecord, type NewMessage, type ProviderIdentity, type Session } from "../core/mod.ts";
+import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { storedMetadata, type StoredProviderMetadata } from "./prompt.ts";
 
 /** What {@linkcode toUIMessages} puts in the `metadata` of a UI message that was not appended as one (a run's turn). */
@@ -40,6 +41,8 @@ export interface AppendUIMessagesOptions {
    */
   readonly identity?: ProviderIdentity;
 }
+
+const APPEND_OPTION_FIELDS: KnownFields<AppendUIMessagesOptions> = { identity: true };
 
 type UIPart = UIMessage["parts"][number];
 type Json = Record<string, unknown>;
@@ -259,13 +262,15 @@ function applyMark(ui: UIPart, mark: PartMark | undefined): UIPart {
  *
  * const { sequences } = await appendUIMessages(session, messages);
  * ```
- * @throws {InvalidInputError} naming the message index when a message is not a valid UI message or has the `system` role (the instruction is not a message in sessionfold).
+ * @throws {InvalidInputError} naming the message index when a message is not a valid UI message or has the `system` role (the instruction is not a message in sessionfold),
+ * or when `options` is not an object or has a field it does not know.
  */
 export async function appendUIMessages(
   session: UIMessageSource & Pick<Session, "append">,
   messages: readonly unknown[],
   options: AppendUIMessagesOptions = {},
 ): Promise<{ sequences: number[]; revision?: number }> {
+  knownOptions(options, "appendUIMessages(session, messages, options)", APPEND_OPTION_FIELDS);
   // Loaded here, not at the top: importing the entry (aiSdkProvider alone) must not need `ai` installed.
   const { validateUIMessages } = await import("ai").catch((error: unknown) => {
     throw new Error(`appendUIMessages needs the AI SDK package \`ai\` (npm install ai): ${error instanceof Error ? error.message : String(error)}`, {

@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { BATCH_FIELD } from "sessionfold/internal";
+ * // Its own names, as the runtimes import them (this module is not an export of the package):
  * console.log(BATCH_FIELD);
  * ```
  * @module
@@ -47,7 +47,7 @@ export { type DecodedRecord, type LastRecord } from "./jsonl/mod.ts";
 export { LAST_RECORD_WINDOW } from "./jsonl/tail.ts";
 // Records and documents of docs/FORMAT.md, as zod schemas with their types.
 // The check of a caller's arguments at the public API (docs/decisions.md "The public API checks its arguments").
-export { assertFields, objectArgument, wrongArgument } from "./schema/arguments.ts";
+export { assertFields, assertKnownFields, type KnownFields, knownOptions, objectArgument, wrongArgument } from "./schema/arguments.ts";
 export {
   cumulativeSummary,
   decodeUtf8,
@@ -66,6 +66,7 @@ export {
 export {
   ANONYMOUS_WRITER,
   applyRepair,
+  assertSessionOptions,
   BATCH_FIELD,
   describeLockOwner,
   DraftFlusher,
@@ -114,3 +115,5 @@ export { catalogSnapshotEntries, catalogSnapshotText, damagedSnapshotError } fro
 export { type WorkerLink, WorkerStorageClient } from "./worker/client.ts";
 export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./worker/comlink-wire.ts";
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";
+// The fields the sync scheduler's options may have, for the browser's background sync that passes them on.
+export { SYNC_SCHEDULER_FIELDS } from "./sync/background.ts";

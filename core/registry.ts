@@ -15,3 +15,5 @@
  * @module
  */
 export { Sessions } from "./session/registry.ts";
+// The check of session options a runtime's open function takes as `defaults`, named as it was given.
+export { assertSessionOptions } from "./session/options.ts";

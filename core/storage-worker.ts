@@ -10,8 +10,7 @@
  *
  * @example
  * ```ts
- * // The same names through the internal entry (this module is not an export of its own):
- * import { serveComlinkCalls, storageWorkerApi } from "sessionfold/internal";
+ * // Its own names, as the storage workers import them (this module is not an export of the package):
  * console.log(typeof serveComlinkCalls, typeof storageWorkerApi); // "function function"
  * ```
  * @module

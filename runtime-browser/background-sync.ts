@@ -10,6 +10,7 @@
  */
 import { type BackgroundSync, startSyncScheduler, type SyncSchedulerOptions } from "../core/sync/mod.ts";
 import type { CommitNotice, Sessions } from "../core/mod.ts";
+import { type KnownFields, knownOptions, SYNC_SCHEDULER_FIELDS } from "../core/internal.ts";
 import { webLockName, webLocks } from "./web-locks.ts";
 
 /** What background sync needs of a `BrowserSessions` (what `openBrowserSessions` gives). */
@@ -25,6 +26,10 @@ export interface BackgroundSyncOptions extends Omit<SyncSchedulerOptions, "local
   /** What `openBrowserSessions` gave. */
   readonly sessions: SyncedBrowserSessions;
 }
+
+// The scheduler's fields but those this function sets itself, and its own.
+const { local: _local, online: _online, exclusive: _exclusive, ...SCHEDULED_FIELDS } = SYNC_SCHEDULER_FIELDS;
+const BACKGROUND_SYNC_FIELDS: KnownFields<BackgroundSyncOptions> = { ...SCHEDULED_FIELDS, sessions: true };
 
 interface NetworkEvents {
   addEventListener(type: "online" | "offline", listener: () => void): void;
@@ -44,8 +49,10 @@ interface NetworkEvents {
  * sync.on("status", ({ state, pending, lastSuccessAt, lastError }) => console.log(state, pending, lastSuccessAt, lastError?.message));
  * sync.on("fork", ({ ref, forked_as }) => alert(`${ref} continued elsewhere: your messages are in ${forked_as}`));
  * ```
+ * @throws {InvalidInputError} when `options` is not an object, or has a field it does not know.
  */
 export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundSync {
+  knownOptions(options, "startBackgroundSync(options)", BACKGROUND_SYNC_FIELDS);
   const { sessions, ...rest } = options;
   const locks = webLocks();
   const lockName = webLockName(sessions.dbName, `sync-pusher:${options.remote.id}`);

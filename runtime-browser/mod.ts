@@ -44,7 +44,7 @@ import { IndexedDbStorage } from "./indexeddb-storage.ts";
 import { webLockName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";
 import { WorkerIndexedDbStorage } from "./storage-worker-client.ts";
-import { assertFields, objectArgument, readLockOwner } from "../core/internal.ts";
+import { assertFields, assertSessionOptions, type KnownFields, knownOptions, readLockOwner } from "../core/internal.ts";
 
 export { IndexedDbStorage, type IndexedDbStorageOptions } from "./indexeddb-storage.ts";
 export { MAX_CHUNK_BYTES } from "./indexeddb-records.ts";
@@ -84,6 +84,8 @@ export interface BrowserSessionsOptions {
    */
   readonly keys?: KeyProvider;
 }
+
+const BROWSER_SESSIONS_FIELDS: KnownFields<BrowserSessionsOptions> = { dbName: true, worker: true, defaults: true, channel: true, keys: true };
 
 /** What {@linkcode openBrowserSessions} gives a web app. */
 export interface BrowserSessions {
@@ -151,15 +153,17 @@ function isCommitNotice(data: unknown): data is CommitNotice {
  * const session = await sessions.open("coder/web/s1");
  * const stop = onCommit(({ refText }) => refText === "coder/web/s1" && session.reload());
  * ```
- * @throws {InvalidInputError} when `options` is not an object or one of its fields is of the wrong kind (a `dbName` that is not a string), before anything is opened.
+ * @throws {InvalidInputError} when `options` is not an object, has a field it does not know (nor its `defaults` one
+ * session options lack) or one of the wrong kind (a `dbName` that is not a string); nothing is opened.
  * @throws {StorageError} when the database cannot be opened (or the worker cannot start).
  * @throws {KeyRequiredError} when the store is encrypted and no `keys` are given (or they lack its key).
  * @throws {WrongKeyError} when the `keys` do not open the encrypted store.
  */
 export async function openBrowserSessions(options: BrowserSessionsOptions = {}): Promise<BrowserSessions> {
-  objectArgument(options, "openBrowserSessions(options)", "an object");
+  knownOptions(options, "openBrowserSessions(options)", BROWSER_SESSIONS_FIELDS);
   // A number would name another database than the one asked for (IndexedDB turns it into text).
   assertFields(options, "openBrowserSessions(options)", { dbName: "string", worker: "boolean", channel: "boolean", defaults: "object" });
+  assertSessionOptions(options.defaults, "openBrowserSessions(options).defaults");
   const dbName = options.dbName ?? "sessionfold";
   const inner: StoragePort = options.worker === false ? new IndexedDbStorage({ dbName }) : new WorkerIndexedDbStorage({ dbName });
   const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;

@@ -7,7 +7,6 @@
  *
  * @example
  * ```ts
- * import { openNodeStorage } from "./open-storage.ts";
  * const storage = await openNodeStorage({ root: "/tmp/my-store", worker: false, fsync: true });
  * await storage.list("");
  * ```
@@ -34,7 +33,6 @@ export interface NodeStorageOptions {
  *
  * @example
  * ```ts
- * import { openNodeStorage } from "./open-storage.ts";
  * const storage = await openNodeStorage({ root: "/tmp/my-store", worker: false, fsync: true });
  * await storage.close?.();
  * ```

@@ -18,8 +18,8 @@
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { LeaseLostNotice, SessionOptions, StaleLockReclaimed, WriterIdentity } from "../core/mod.ts";
-import { type KeyProvider, objectArgument, type StoragePort, wrongArgument } from "../core/reader.ts";
-import { Sessions } from "../core/registry.ts";
+import { assertKnownFields, type KeyProvider, type KnownFields, objectArgument, type StoragePort, wrongArgument } from "../core/reader.ts";
+import { assertSessionOptions, Sessions } from "../core/registry.ts";
 
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
 import { openNodeStorage } from "./open-storage.ts";
@@ -82,6 +82,16 @@ export interface OpenNodeSessionsOptions {
   readonly onLeaseLost?: (event: LeaseLostNotice) => void;
 }
 
+const OPEN_NODE_SESSIONS_FIELDS: KnownFields<OpenNodeSessionsOptions> = {
+  root: true,
+  worker: true,
+  fsync: true,
+  defaults: true,
+  onStaleLockReclaimed: true,
+  keys: true,
+  onLeaseLost: true,
+};
+
 /** An open store: its sessions, the storage under them, and how to release it. */
 export interface NodeSessions {
   /** Create, open, list, fork, archive and delete sessions of this store. */
@@ -112,12 +122,15 @@ export interface NodeSessions {
  *   await store.close();
  * }
  * ```
- * @throws {InvalidInputError} when `options` is not an object or `root` is not a non-empty string (absent: the default).
+ * @throws {InvalidInputError} when `options` is not an object, has a field it does not know (nor its `defaults` one
+ * session options lack), or `root` is not a non-empty string (absent: the default).
  * @throws {StorageError} when the worker cannot be started (TypeScript sources without tsx).
  * Storage failures surface, typed, from the calls that meet them.
  */
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
   objectArgument(options, "openNodeSessions(options)", "an object");
+  assertKnownFields(options, "openNodeSessions(options)", OPEN_NODE_SESSIONS_FIELDS);
+  assertSessionOptions(options.defaults, "openNodeSessions(options).defaults");
   // An empty root would resolve to the working directory, which never receives a file (docs/FORMAT.md "The root").
   if (options.root !== undefined && (typeof options.root !== "string" || options.root === "")) {
     throw wrongArgument("openNodeSessions(options).root", "a folder's path (absent: the default root)", options.root);

@@ -22,8 +22,6 @@ const HALF = 4294967296;
  *
  * @example
  * ```ts
- * import { binaryArray } from "./binary-array.ts";
- *
  * const paths = binaryArray("text", ["a/active.jsonl", null]); // a text[] parameter
  * ```
  */

@@ -27,8 +27,6 @@ export type ChunkWrite = Pick<PlannedWrite, "op" | "path" | "bytes">;
  *
  * @example
  * ```ts
- * import { boundedWrites, CHUNK_BYTES } from "./bounded-chunks.ts";
- *
  * const writes = boundedWrites([{ op: "replace", path: "s/segments/1.jsonl", bytes: new Uint8Array(CHUNK_BYTES + 1) }], "/meta.json");
  * console.assert(writes.length === 2 && writes[1]!.op === "append" && writes[1]!.bytes.length === 1);
  * ```

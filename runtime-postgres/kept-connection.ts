@@ -24,7 +24,6 @@ const KEPT_IDLE_MS = 1_000;
  * @example
  * ```ts
  * import pg from "pg";
- * import { KeptConnection } from "./kept-connection.ts";
  *
  * const pool = new pg.Pool({ allowExitOnIdle: true });
  * const kept = new KeptConnection(pool);

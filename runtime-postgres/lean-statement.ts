@@ -52,7 +52,6 @@ interface WireConnection {
  * @example
  * ```ts
  * import pg from "pg";
- * import { firstValue } from "./lean-statement.ts";
  *
  * const client = new pg.Client();
  * await client.connect();

@@ -23,6 +23,7 @@ import {
   StoreClosedError,
   StoreEntryError,
 } from "../core/mod.ts";
+import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { binaryArray } from "./binary-array.ts";
 import { boundedWrites, CHUNK_BYTES, type ChunkWrite } from "./bounded-chunks.ts";
 import { catalogStatement } from "./catalog-statement.ts";
@@ -83,6 +84,18 @@ export interface PostgresStorageOptions {
   /** Further `pg` pool settings (ssl, passwords, timeouts), passed as they are and winning over the above. */
   readonly pool?: pg.PoolConfig;
 }
+
+const POSTGRES_STORAGE_FIELDS: KnownFields<PostgresStorageOptions> = {
+  connectionString: true,
+  schema: true,
+  maxConnections: true,
+  maxLockConnections: true,
+  connectTimeoutMillis: true,
+  statementTimeoutMillis: true,
+  maxFileBytes: true,
+  onLeaseLost: true,
+  pool: true,
+};
 
 /** What {@linkcode PostgresStorageOptions.onLeaseLost} is told. */
 export interface LeaseLost {
@@ -166,7 +179,12 @@ export class PostgresStorage implements StoragePort {
   /** Resolves `close()`'s wait once the last call under way ended. */
   #callsEnded: (() => void) | undefined;
 
+  /**
+   * @throws {InvalidInputError} when `options` is not an object, has a field it does not know (`pool` is handed to `pg`
+   * as it is), or names a schema that is not a plain identifier.
+   */
   constructor(options: PostgresStorageOptions = {}) {
+    knownOptions(options, "new PostgresStorage(options)", POSTGRES_STORAGE_FIELDS);
     this.#schema = options.schema ?? "sessionfold";
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.#schema)) {
       throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, {

@@ -36,8 +36,8 @@
  *
  * @example
  * ```ts
- * import { MemoryStorage } from "../core/mod.ts";
- * import { FaultyStorage, SimulatedCrashError } from "./faulty-storage.ts";
+ * import { MemoryStorage } from "sessionfold";
+ * import { FaultyStorage, SimulatedCrashError } from "sessionfold/testing";
  *
  * const faulty = new FaultyStorage(new MemoryStorage(), { crashAt: 2, tornBytes: 3 });
  * await faulty.append("log.jsonl", new TextEncoder().encode('{"a":1}\n')); // op 1: done

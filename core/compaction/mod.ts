@@ -6,15 +6,13 @@
  *
  * @example
  * ```ts
- * import { realUsage } from "sessionfold";
- * import { compactionTrigger, planCompaction } from "sessionfold/internal";
- * import type { MessageRecord, Usage } from "sessionfold";
- * declare const active: MessageRecord[];
- * declare const lastUsage: Usage | undefined;
- * const contextWindow = 128_000;
- * if (compactionTrigger(realUsage(), { lastUsage, contextWindow, activeCount: active.length }).compact) {
- *   const plan = planCompaction(active); // plan.selected → one summary call
- * }
+ * import { ExtractiveSummarizer, MemoryStorage, realUsage, Sessions } from "sessionfold";
+ *
+ * // Its sessions compact on their own once a step's real usage nears the window: the oldest half of Active, one summary call.
+ * const sessions = new Sessions({
+ *   storage: new MemoryStorage(),
+ *   defaults: { policy: realUsage(), contextWindow: 128_000, summarizer: new ExtractiveSummarizer() },
+ * });
  * ```
  * @module
  */

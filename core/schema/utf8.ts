@@ -19,7 +19,6 @@ const scratch = new Uint8Array(SCRATCH_UNITS * 3);
  *
  * @example
  * ```ts
- * import { utf8Bytes } from "./utf8.ts";
  * utf8Bytes("é\n"); // Uint8Array [195, 169, 10]
  * ```
  */

@@ -9,7 +9,7 @@
 import { InvalidInputError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths } from "../layout/paths.ts";
-import { assertFields, objectArgument } from "../schema/arguments.ts";
+import { assertFields, assertKnownFields, type KnownFields, objectArgument } from "../schema/arguments.ts";
 import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import { assertFileFits, MAX_FILE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
@@ -24,14 +24,26 @@ export interface NewSessionFiles {
   readonly instruction?: Uint8Array;
 }
 
+const CREATE_INPUT_FIELDS: KnownFields<CreateSessionInput> = {
+  agentId: true,
+  workspaceId: true,
+  sessionId: true,
+  title: true,
+  instruction: true,
+  modelLabel: true,
+  timezone: true,
+};
+
 /**
  * The ref `create` makes: its ids, the session's a new random one unless given.
  *
- * @throws {InvalidInputError} when `input` is not an object, or `sessionId` or `instruction` is given and not a string.
+ * @throws {InvalidInputError} when `input` is not an object, has a field `create` does not know, or `sessionId` or
+ * `instruction` is given and not a string.
  * @throws {InvalidIdError} when an id is not valid.
  */
 export function createdRef(input: CreateSessionInput): SessionRef {
   objectArgument(input, "create(input)", "an object { agentId, workspaceId, … }");
+  assertKnownFields(input, "create(input)", CREATE_INPUT_FIELDS);
   assertFields(input, "create(input)", { sessionId: "string", instruction: "string" });
   return sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
 }

@@ -61,7 +61,6 @@ export async function readSessionFiles(storage: StoragePort, paths: SessionPaths
  * @example
  * ```ts
  * import { MemoryStorage, sessionPaths, Sessions } from "sessionfold";
- * import { readSessionState } from "sessionfold/internal";
  * const storage = new MemoryStorage();
  * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
  * await new Sessions({ storage }).create(ref);

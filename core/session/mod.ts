@@ -42,5 +42,6 @@ export {
 } from "./registry.ts";
 export type { SessionList } from "./registry-options.ts";
 export type { PurgeEntry, PurgeOptions, PurgeResult } from "./purge.ts";
+export type { CompactOptions, MessagesOptions, RepairOptions } from "./session-call-options.ts";
 export { type RunInput, runLoop, type RunOptions } from "./run.ts";
 export { type RunEvent, RunHandle, type RunOutcome } from "./run-events.ts";

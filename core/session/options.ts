@@ -1,6 +1,7 @@
 import { assertCompactionPolicy, type CompactionPolicy, manualOnly, realUsage } from "../compaction/mod.ts";
 import { assertContextWindow } from "../compaction/trigger.ts";
 import { InvalidInputError } from "../errors.ts";
+import { assertKnownFields, isPlainObject, type KnownFields, objectArgument } from "../schema/arguments.ts";
 import type { DraftFlushOptions } from "./draft-flusher.ts";
 import type { Summarizer } from "../model/mod.ts";
 
@@ -34,6 +35,37 @@ export interface SessionOptions {
   readonly draftFlush?: DraftFlushOptions;
   /** Most provider steps one run may take (default 32). */
   readonly maxSteps?: number;
+}
+
+/** The fields of {@linkcode SessionOptions}, for the calls that take them (with their own, spread in). */
+export const SESSION_OPTION_FIELDS: KnownFields<SessionOptions> = {
+  agent: true,
+  contextWindow: true,
+  policy: true,
+  summarizer: true,
+  draftFlush: true,
+  maxSteps: true,
+};
+
+const AGENT_FIELDS: KnownFields<AgentDefinition> = { instruction: true, plugins: true };
+const DRAFT_FLUSH_FIELDS: KnownFields<DraftFlushOptions> = { intervalMs: true, maxPendingBytes: true };
+
+/**
+ * Refuses session options (`options`, given at `where`) that are not an object, or have a field that is not one of
+ * `known` ({@linkcode SESSION_OPTION_FIELDS} and the call's own), nor one of `agent`'s or `draftFlush`'s. Absent passes.
+ *
+ * @example
+ * ```ts
+ * assertSessionOptions({ contextWindw: 128_000 }, "open(ref, options)"); // throws: … unknown field "contextWindw" (did you mean "contextWindow"?) …
+ * ```
+ * @throws {InvalidInputError} naming the unknown field and where it was given.
+ */
+export function assertSessionOptions(options: unknown, where: string, known: Readonly<Record<string, true>> = SESSION_OPTION_FIELDS): void {
+  if (options === undefined) return;
+  assertKnownFields(objectArgument(options as object, where, "an object { contextWindow?, summarizer?, … }"), where, known);
+  const { agent, draftFlush } = options as SessionOptions;
+  if (isPlainObject(agent)) assertKnownFields(agent, `${where}.agent`, AGENT_FIELDS);
+  if (isPlainObject(draftFlush)) assertKnownFields(draftFlush, `${where}.draftFlush`, DRAFT_FLUSH_FIELDS);
 }
 
 /** {@linkcode SessionOptions} with the defaults applied and validated. */

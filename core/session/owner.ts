@@ -51,7 +51,6 @@ const SAME_PROCESS_MS = 2_000;
  * @example
  * ```ts
  * import type { LockOwner } from "sessionfold";
- * import { isDeadOwner } from "sessionfold/internal";
  * const me = { pid: 2, hostname: "h", runtime: "node", bootId: "b1", pidNamespace: "pid:[4026531836]" };
  * const lock: LockOwner = { pid: 1, hostname: "h", runtime: "node", operation: "append", created_at: "2026-01-01T00:00:00.000Z", boot_id: "b1", pid_namespace: "pid:[4026531836]" };
  * isDeadOwner(lock, me, { processStartTime: () => null }); // true: pid 1 is not running

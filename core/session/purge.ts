@@ -13,6 +13,7 @@
 import { InvalidInputError, WriterLockedError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
+import { type KnownFields, knownOptions } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/mod.ts";
 import { describeLockOwner, readLockOwner } from "./lock.ts";
 import type { StoragePort } from "../storage/port.ts";
@@ -33,6 +34,15 @@ export interface PurgeOptions {
   /** Lists what a run would delete and deletes nothing. */
   readonly dryRun?: boolean;
 }
+
+const PURGE_OPTION_FIELDS: KnownFields<PurgeOptions> = {
+  olderThan: true,
+  keepNewest: true,
+  agentId: true,
+  workspaceId: true,
+  includeArchived: true,
+  dryRun: true,
+};
 
 /**
  * One session purge selected, and what happened to it; or one it could not judge: a session
@@ -77,7 +87,8 @@ interface Candidate {
  * @throws {InvalidIdError} when a filter id is not valid.
  */
 export async function purgeSessions(sessions: PurgeTarget, now: number, options: PurgeOptions): Promise<PurgeResult> {
-  const { olderThan, keepNewest } = options;
+  // A misspelt `dryRun` must not delete: every field is one purge knows.
+  const { olderThan, keepNewest } = knownOptions(options, "purge(options)", PURGE_OPTION_FIELDS);
   if (olderThan === undefined && keepNewest === undefined) {
     throw new InvalidInputError("purge: give olderThan or keepNewest (a purge without a policy would delete every session)", { field: "olderThan" });
   }

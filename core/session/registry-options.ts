@@ -1,14 +1,16 @@
 /**
  * What the registry (`Sessions`) is given: its options, the input of `create`, `open`'s
- * hold option, `list`'s filter and problems, and `fork`'s options.
+ * hold option, `list`'s filter and problems, and `fork`'s options; and the check of its
+ * calls' options, each field one the call knows (docs/decisions.md "Unknown option fields are refused").
  *
  * @module
  */
+import { assertKnownFields, assertMethods, type KnownFields, objectArgument } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/mod.ts";
-import type { StoragePort } from "../storage/port.ts";
+import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
 import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
-import type { SessionOptions } from "./options.ts";
+import { assertSessionOptions, SESSION_OPTION_FIELDS, type SessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
 
 /** Options of {@linkcode Sessions}. */
@@ -124,4 +126,69 @@ export interface DeletedSession {
   readonly places: readonly ("live" | "archived")[];
   /** Every file removed, store-relative: meta, segments, Active, the draft, quarantine, the lock. */
   readonly removed: readonly string[];
+}
+
+const SESSIONS_OPTION_FIELDS: KnownFields<SessionsOptions> = {
+  storage: true,
+  identity: true,
+  clock: true,
+  defaults: true,
+  onCommit: true,
+  probe: true,
+  onStaleLockReclaimed: true,
+  onLeaseLost: true,
+};
+
+/**
+ * Refuses what `new Sessions(options)` cannot be built from: options that are not an object, a field it does not know,
+ * a storage without the port's calls, session `defaults` with a field sessions do not know.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage } from "sessionfold";
+ * assertSessionsOptions({ storage: new MemoryStorage(), default: {} } as never); // throws: … unknown field "default" (did you mean "defaults"?) …
+ * ```
+ * @throws {InvalidInputError} naming the argument or field, what was expected and what was found.
+ */
+export function assertSessionsOptions(options: SessionsOptions): void {
+  objectArgument(options, "new Sessions(options)", "an object { storage, … }");
+  assertKnownFields(options, "new Sessions(options)", SESSIONS_OPTION_FIELDS);
+  assertMethods(options.storage, "new Sessions(options).storage", "a StoragePort", STORAGE_PORT_METHODS);
+  assertSessionOptions(options.defaults, "new Sessions(options).defaults");
+}
+
+/** Where each registry call's options are named, and the fields they may have. */
+const CALLS = {
+  create: { where: "create(input, options)", known: { ...SESSION_OPTION_FIELDS, hold: true } satisfies KnownFields<SessionOptions & HoldOption> },
+  open: {
+    where: "open(ref, options)",
+    known: { ...SESSION_OPTION_FIELDS, hold: true, archived: true } satisfies KnownFields<SessionOptions & HoldOption & { archived?: boolean }>,
+  },
+  list: {
+    where: "list(options)",
+    known: { agentId: true, workspaceId: true, archived: true, onProblem: true, limit: true, cursor: true, readMeta: true } satisfies KnownFields<
+      ListSessionsOptions
+    >,
+  },
+  fork: { where: "fork(source, newSessionId, options)", known: { onProgress: true } satisfies KnownFields<ForkOptions> },
+  delete: { where: "delete(ref, options)", known: { archived: true } satisfies KnownFields<{ archived?: boolean }> },
+} as const;
+
+/**
+ * `options` of the registry call `call` (`{}` when absent), refused when it is not an object or has a field the call
+ * does not know (session options: nor `agent` or `draftFlush`).
+ *
+ * @example
+ * ```ts
+ * callOptions("delete", { archived: true }); // { archived: true }
+ * callOptions("list", { agent: "coder" } as never); // throws: list(options): unknown field "agent" (did you mean "agentId"?) …
+ * ```
+ * @throws {InvalidInputError} naming the call, the field, what was expected and what was found.
+ */
+export function callOptions<T extends object>(call: keyof typeof CALLS, options: T | undefined): T {
+  const { where, known } = CALLS[call];
+  const checked = objectArgument(options, where, "an object", true);
+  if (call === "create" || call === "open") assertSessionOptions(checked, where, known);
+  else assertKnownFields(checked, where, known);
+  return checked;
 }

@@ -10,10 +10,10 @@
 import { asSessionfoldError, CorruptSessionError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef, toSessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
-import { assertFields, assertMethods, objectArgument } from "../schema/arguments.ts";
+import { assertFields, objectArgument } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/records.ts";
 import type { PortableSession } from "../model/mod.ts";
-import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
+import type { StoragePort } from "../storage/port.ts";
 import type { SessionContext } from "./context.ts";
 import { createdRef, createSessionFiles } from "./create.ts";
 import { archiveSession } from "./archive.ts";
@@ -25,6 +25,7 @@ import { releaseWriterLock } from "./lock.ts";
 import { resolveSessionOptions, type SessionOptions } from "./options.ts";
 import { ANONYMOUS_WRITER } from "./owner.ts";
 import type { CreateSessionInput, DeletedSession, ForkOptions, HoldOption, ListSessionsOptions, SessionList, SessionsOptions } from "./registry-options.ts";
+import { assertSessionsOptions, callOptions } from "./registry-options.ts";
 import { type PurgeOptions, type PurgeResult, purgeSessions } from "./purge.ts";
 import { Session } from "./session.ts";
 import { partsOf } from "./session-view.ts";
@@ -51,10 +52,12 @@ export class Sessions {
   readonly #ctx: SessionContext;
   readonly #defaults: SessionOptions;
 
-  /** @throws {InvalidInputError} when `options` is not an object or its `storage` is not a {@linkcode StoragePort}. */
+  /**
+   * @throws {InvalidInputError} when `options` is not an object, has a field it does not know (or its `defaults` one
+   * session options lack), or its `storage` is not a {@linkcode StoragePort}.
+   */
   constructor(options: SessionsOptions) {
-    objectArgument(options, "new Sessions(options)", "an object { storage, … }");
-    assertMethods(options.storage, "new Sessions(options).storage", "a StoragePort", STORAGE_PORT_METHODS);
+    assertSessionsOptions(options);
     this.storage = options.storage;
     this.#ctx = {
       storage: options.storage,
@@ -82,7 +85,7 @@ export class Sessions {
   create(input: CreateSessionInput, options?: SessionOptions & HoldOption): Promise<Session> {
     return this.#ctx.gate.run(async () => {
       const ref = createdRef(input);
-      objectArgument(options, "create(input, options)", "an object", true);
+      callOptions("create", options);
       const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
       await createSessionFiles(this.storage, this.#ctx.clock, ref, input);
       return this.#open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
@@ -106,7 +109,7 @@ export class Sessions {
 
   async #open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
     const valid = toSessionRef(ref);
-    objectArgument(options, "open(ref, options)", "an object", true);
+    callOptions("open", options);
     const place: SessionPlace = options?.archived ? "archived" : "live";
     const paths = sessionPaths(valid, place);
     // The first reads go out first: the options are resolved and the load's code runs (the first time in a process,
@@ -132,7 +135,7 @@ export class Sessions {
    * folder belongs: the root, `agents/`, a workspace's `sessions/`…); a missing folder lists as empty.
    */
   list(options: ListSessionsOptions = {}): Promise<SessionList> {
-    return this.#ctx.gate.run(() => listSessions(this.storage, objectArgument(options, "list(options)", "an object")));
+    return this.#ctx.gate.run(() => listSessions(this.storage, callOptions("list", options)));
   }
 
   /** Rebuilds the selected workspaces' catalogs from every `meta.json` (docs/FORMAT.md "The catalog"); resolves the sessions catalogued. */
@@ -156,7 +159,7 @@ export class Sessions {
   }
 
   async #fork(source: SessionRef | string, newSessionId: string, options: ForkOptions): Promise<Session> {
-    const { onProgress } = objectArgument(options, "fork(source, newSessionId, options)", "an object");
+    const { onProgress } = callOptions("fork", options);
     const from = await this.#open(source);
     const target = sessionRef(from.ref.agentId, from.ref.workspaceId, newSessionId);
     if ((await sessionExists(this.storage, target, "live")) || (await sessionExists(this.storage, target, "archived"))) throw alreadyExists(target);
@@ -247,7 +250,7 @@ export class Sessions {
    * @throws {WriterLockedError} when another writer holds it (nothing is removed).
    */
   delete(ref: SessionRef | string, options: { archived?: boolean } = {}): Promise<DeletedSession> {
-    return this.#ctx.gate.run(() => deleteSession(this.#ctx, ref, objectArgument(options, "delete(ref, options)", "an object")));
+    return this.#ctx.gate.run(() => deleteSession(this.#ctx, ref, callOptions("delete", options)));
   }
 
   /**

@@ -22,11 +22,10 @@ import { planRepair, type RepairMove, type RepairPlan, type RepairReport } from 
  * @example
  * ```ts
  * import { MemoryStorage, sessionPaths } from "sessionfold";
- * import { planRepair } from "sessionfold/internal";
  * const storage = new MemoryStorage();
  * const ref = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+ * declare const plan: Parameters<typeof applyRepair>[1]; // what `planRepair` planned for the session
  *
- * const plan = await planRepair(storage, sessionPaths(ref), ref, Date.now);
  * if (plan.report.refused.length === 0) await applyRepair(storage, plan, sessionPaths(ref).dir);
  * ```
  * @throws {StorageError} when a write fails; what was written before stays (see the module doc).

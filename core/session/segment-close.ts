@@ -127,12 +127,13 @@ export async function summarize(
   let cost: number | undefined;
   let usage: Usage | undefined;
   try {
-    signal.throwIfAborted();
+    // `aborted`, not `throwIfAborted()`: the host's signal is checked by shape (a polyfill's passes) and may lack it.
+    if (signal.aborted) throw signal.reason;
     const result = await untilAborted(
       Promise.resolve(summarizer.summarize({ previousSummary: cumulativeSummary(state.footer), messages: input, signal })),
       signal,
     );
-    signal.throwIfAborted();
+    if (signal.aborted) throw signal.reason;
     text = typeof result?.text === "string" ? result.text : "";
     cost = result?.usage?.cost_usd_micros;
     usage = result?.usage;

@@ -97,12 +97,12 @@ export async function readSegmentFooter(
  * @example
  * ```ts
  * import { MemoryStorage, sessionPaths } from "sessionfold";
- * import { LAST_RECORD_WINDOW, readMany } from "sessionfold/internal";
  * const storage = new MemoryStorage();
  * const paths = sessionPaths({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
  * const range = { start: 1, end: 500 };
- * const [tail] = await readMany(storage, [{ path: paths.segment(range), tailBytes: LAST_RECORD_WINDOW }]);
- * const found = tail ? segmentFooterInTail(tail, paths, range) ?? await readSegmentFooter(storage, paths, range) : undefined;
+ * const path = paths.segment(range);
+ * const tail = await storage.readTail(path, 64 * 1024); // what a `readMany` of the segment's tail gives, without its path
+ * const found = tail ? segmentFooterInTail({ path, ...tail }, paths, range) ?? await readSegmentFooter(storage, paths, range) : undefined;
  * ```
  */
 export function segmentFooterInTail(tail: ReadResult, paths: SessionPaths, range: SegmentRange): SegmentFooter | undefined {

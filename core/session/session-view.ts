@@ -19,6 +19,7 @@ import type { SessionContext } from "./context.ts";
 import { type ExportPortableOptions, exportSession } from "./export-portable.ts";
 import { generateSystem, type ResolvedSessionOptions } from "./options.ts";
 import { messagesBefore, readSegment, type ReadSource, segmentRanges } from "./read-view.ts";
+import { type MessagesOptions, messagesOptions } from "./session-call-options.ts";
 import type { LiveDraft, SessionState } from "./state.ts";
 
 /** What the write side (`Session`) reaches of its view: the commit path and the system text. */
@@ -172,8 +173,10 @@ export class SessionView {
    * ```
    * @throws {CorruptSessionError} naming file and line when that segment has an invalid line.
    */
-  messages(options: { beforeSequence?: number } = {}): Promise<MessageRecord[]> {
-    return this.#reading((source) => messagesBefore(source, options.beforeSequence));
+  async messages(options: MessagesOptions = {}): Promise<MessageRecord[]> {
+    // async: refused options reject the promise, as a failed read does.
+    const { beforeSequence } = messagesOptions(options);
+    return await this.#reading((source) => messagesBefore(source, beforeSequence));
   }
 
   /**

@@ -8,7 +8,6 @@
  */
 import type { CompactionOutcome } from "../compaction/mod.ts";
 import { InvalidInputError } from "../errors.ts";
-import type { Summarizer } from "../model/mod.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { type NewMessage, toMessageRecord } from "./message-input.ts";
 import { generateSystem } from "./options.ts";
@@ -16,6 +15,7 @@ import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
 import { type RunInput, runLoop, type RunOptions } from "./run.ts";
 import { assertRunArguments, onEventOf } from "./run-arguments.ts";
+import { type CompactOptions, compactOptions, type RepairOptions, repairOptions } from "./session-call-options.ts";
 import { RunHandle } from "./run-events.ts";
 import { compactLocked, type NoCompaction, resetActive } from "./segment-close.ts";
 import { partsOf, SessionView } from "./session-view.ts";
@@ -154,7 +154,8 @@ export class Session extends SessionView {
    * @throws {SessionBusyError} when a streaming draft exists (finish it first).
    * @throws {CompactionFailedError} when the summarizer fails, is cancelled or returns an empty summary; nothing changed.
    */
-  async compact(options: { signal?: AbortSignal; summarizer?: Summarizer } = {}): Promise<CompactionOutcome | NoCompaction> {
+  async compact(options: CompactOptions = {}): Promise<CompactionOutcome | NoCompaction> {
+    compactOptions(options);
     const summarizer = options.summarizer ?? this.#tx.options.summarizer;
     if (!summarizer) throw new InvalidInputError("compact() needs a summarizer (session options or the call's)");
     const tx = this.#tx;
@@ -211,9 +212,9 @@ export class Session extends SessionView {
    * @throws {WriterLockedError} with `apply`, when another writer holds the session.
    * @throws {SessionBusyError} / {InvalidInputError} as for `append` (busy, archived).
    */
-  async repair(options: { readonly apply?: boolean } = {}): Promise<RepairReport> {
+  async repair(options: RepairOptions = {}): Promise<RepairReport> {
     const tx = this.#tx;
-    if (options.apply !== true) return (await planRepair(tx.ctx.storage, tx.paths, this.ref, tx.ctx.clock)).report;
+    if (repairOptions(options).apply !== true) return (await planRepair(tx.ctx.storage, tx.paths, this.ref, tx.ctx.clock)).report;
     return repairUnderLock(tx);
   }
 

@@ -11,7 +11,6 @@
  *
  * @example
  * ```ts
- * import { concatBytes } from "sessionfold/internal";
  * concatBytes([new Uint8Array([1, 2]), new Uint8Array([3])]); // Uint8Array [1, 2, 3]
  * ```
  */
@@ -32,7 +31,6 @@ export function concatBytes(parts: readonly Uint8Array[], size?: number): Uint8A
  *
  * @example
  * ```ts
- * import { sameBytes } from "sessionfold/internal";
  * sameBytes(new Uint8Array([1, 2]), new Uint8Array([1, 2])); // true
  * ```
  */

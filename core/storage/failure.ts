@@ -24,7 +24,6 @@ export interface StorageFailure {
  *
  * @example
  * ```ts
- * import { storageFailure } from "sessionfold/internal";
  * storageFailure(new Error("quota"), { message: "append of \"log\" failed", full: true, details: { path: "log" } }); // StorageFullError
  * ```
  */
@@ -39,7 +38,6 @@ export function storageFailure(error: unknown, failure: StorageFailure): Session
  *
  * @example
  * ```ts
- * import { messageOf } from "sessionfold/internal";
  * messageOf(new Error("disk on fire")); // "disk on fire"
  * messageOf(42); // "42"
  * ```

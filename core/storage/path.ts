@@ -62,7 +62,6 @@ function hasRefusedCharacter(path: string): boolean {
  *
  * @example
  * ```ts
- * import { isWithin } from "sessionfold/internal";
  * isWithin("agents/a1/agent.jsonc", "agents/a1"); // true
  * isWithin("agents/a10", "agents/a1"); // false
  * ```

@@ -97,7 +97,8 @@ export class ExtractiveSummarizer implements Summarizer {
    */
   summarize(request: SummaryRequest): Promise<SummaryResult> {
     try {
-      request.signal?.throwIfAborted();
+      // Not `throwIfAborted()`: the host's signal may be a polyfill's, which has only what `isAbortSignal` asks for.
+      if (request.signal?.aborted) throw request.signal.reason;
       return Promise.resolve({ text: extractiveSummary(request.previousSummary, request.messages, this.maxChars) });
     } catch (error) {
       return Promise.reject(error);

@@ -14,7 +14,8 @@
  */
 import { SyncRefusedError } from "../errors.ts";
 import type { Sessions } from "../session/registry.ts";
-import { type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
+import { SYNC_STORES_FIELDS, type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
+import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { pendingMessages } from "./pending.ts";
 import type { SyncRemote } from "./remote.ts";
 
@@ -83,6 +84,18 @@ export interface SyncSchedulerOptions extends Omit<SyncStoresOptions, "local" | 
   readonly exclusive?: <T>(sync: () => Promise<T>) => Promise<{ ran: true; value: T } | { ran: false }>;
 }
 
+/** The fields of {@linkcode SyncSchedulerOptions}: a sync's, and the schedule's. */
+export const SYNC_SCHEDULER_FIELDS: KnownFields<SyncSchedulerOptions> = {
+  ...SYNC_STORES_FIELDS,
+  online: true,
+  intervalMs: true,
+  debounceMs: true,
+  backoff: true,
+  timers: true,
+  random: true,
+  exclusive: true,
+};
+
 /** A running scheduler. */
 export interface BackgroundSync {
   /** The status now. */
@@ -137,8 +150,11 @@ export function backoffDelay(failures: number, backoff: SyncBackoff = {}, random
  * await sync.syncNow();
  * await sync.stop();
  * ```
+ * @throws {InvalidInputError} when `options` is not an object with `local` and `remote`, or has a field it does not know.
  */
 export function startSyncScheduler(options: SyncSchedulerOptions): BackgroundSync {
+  knownOptions(options, "startSyncScheduler(options)", SYNC_SCHEDULER_FIELDS);
+  assertFields(options, "startSyncScheduler(options)", { local: "object!", remote: "object!" });
   return new Scheduler(options);
 }
 

@@ -23,6 +23,7 @@ import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { STORE_MARKER } from "../encryption/places.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
+import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { encodeJsonDocument, type MessageRecord } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
 import { assertWritable } from "../session/commit-guards.ts";
@@ -94,6 +95,18 @@ export interface SyncStoresOptions {
   /** Who the engine's own locked writes (labels, adopted segments) are by; default the anonymous writer. */
   readonly identity?: WriterIdentity;
 }
+
+/** The fields of {@linkcode SyncStoresOptions} (the scheduler's options have them too). */
+export const SYNC_STORES_FIELDS: KnownFields<SyncStoresOptions> = {
+  local: true,
+  remote: true,
+  refs: true,
+  batchMessages: true,
+  batchMutations: true,
+  batchBytes: true,
+  clock: true,
+  identity: true,
+};
 
 /** A tail that became a fork on the server: the session, the fork's ref, the last shared sequence. */
 export interface SyncFork {
@@ -183,9 +196,11 @@ const decoder = new TextDecoder();
  * console.log(report.pushed, report.pulled, report.forks);
  * ```
  * @throws {SyncRefusedError} when the remote refuses the client (401, 403, another user's client id); nothing was changed by the refused request.
- * @throws {InvalidInputError} when the remote serves the local store itself, or the local store is encrypted and not given as its `EncryptedStorage`; nothing was written.
+ * @throws {InvalidInputError} when `options` is not an object with `local` and `remote`, or has a field it does not know;
+ * when the remote serves the local store itself, or the local store is encrypted and not given as its `EncryptedStorage`; nothing was written.
  */
 export async function syncStores(options: SyncStoresOptions): Promise<SyncReport> {
+  assertFields(knownOptions(options, "syncStores(options)", SYNC_STORES_FIELDS), "syncStores(options)", { local: "object!", remote: "object!" });
   return new SyncRun(options).run();
 }
 

@@ -8,6 +8,7 @@
  * @module
  */
 import { asSessionfoldError, SyncRefusedError } from "../errors.ts";
+import { assertFields, type KnownFields, knownOptions, wrongArgument } from "../schema/arguments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
 import { errorBody, type SyncPrincipal, SyncServer } from "./server.ts";
@@ -30,6 +31,8 @@ export interface SyncHandlerOptions {
   readonly maxBodyBytes?: number;
 }
 
+const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = { storage: true, server: true, authorize: true, basePath: true, maxBodyBytes: true };
+
 /** 32 MiB: a push of a few thousand messages; a larger session is created in batches. */
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -49,8 +52,11 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
  * });
  * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }), headers: { authorization: "Bearer t0ken" } }));
  * ```
+ * @throws {InvalidInputError} when `options` is not an object with an `authorize` function and a `storage` or `server`,
+ * or has a field it does not know.
  */
 export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {
+  assertFields(knownOptions(options, "createSyncHandler(options)", SYNC_HANDLER_FIELDS), "createSyncHandler(options)", { authorize: "function!" });
   const server = options.server ?? new SyncServer({ storage: requireStorage(options.storage) });
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -89,7 +95,7 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
 }
 
 function requireStorage(storage: StoragePort | undefined): StoragePort {
-  if (!storage) throw new TypeError("createSyncHandler needs `storage` or `server`");
+  if (!storage) throw wrongArgument("createSyncHandler(options).storage", "a StoragePort (or give `server`)", storage);
   return storage;
 }
 

@@ -7,6 +7,7 @@
  * @module
  */
 import { InternalError, InvalidInputError, StorageError, SyncRefusedError } from "../errors.ts";
+import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
   type ErrorResponse,
@@ -47,6 +48,8 @@ export interface DirectRemoteOptions {
   readonly clock?: () => number;
 }
 
+const DIRECT_REMOTE_FIELDS: KnownFields<DirectRemoteOptions> = { id: true, principal: true, clock: true };
+
 /**
  * Another store as the remote: the server's rules run here over that store. Requests and
  * answers go through JSON as on the wire, so nothing is shared between the two sides.
@@ -57,9 +60,11 @@ export interface DirectRemoteOptions {
  *
  * const backup = directRemote(new MemoryStorage(), { id: "backup" });
  * ```
- * @throws {InvalidInputError} when `target` is neither a store (`StoragePort`) nor a `SyncServer`.
+ * @throws {InvalidInputError} when `target` is neither a store (`StoragePort`) nor a `SyncServer`, or `options` is not
+ * an object or has a field it does not know.
  */
 export function directRemote(target: StoragePort | SyncServer, options: DirectRemoteOptions = {}): SyncRemote {
+  knownOptions(options, "directRemote(target, options)", DIRECT_REMOTE_FIELDS);
   const server = target instanceof SyncServer ? target : new SyncServer({ storage: assertStorage(target), ...(options.clock ? { clock: options.clock } : {}) });
   const principal = options.principal ?? STORE_OWNER;
   const call = async <R extends SyncRoute, T>(route: R, request: unknown, answer: (parsed: ReturnType<typeof parseSyncRequest<R>>) => Promise<T>): Promise<T> =>
@@ -102,6 +107,8 @@ export interface HttpRemoteOptions {
   readonly id?: string;
 }
 
+const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true };
+
 /**
  * A sync server over HTTP (`createSyncHandler`): each call is one `POST <url>/<route>` with
  * a JSON body. A refusal arrives as the server's typed error.
@@ -110,8 +117,10 @@ export interface HttpRemoteOptions {
  * ```ts
  * const remote = httpRemote({ url: "http://127.0.0.1:8787/sync", headers: { authorization: "Bearer t0ken" } });
  * ```
+ * @throws {InvalidInputError} when `options` is not an object with a `url`, or has a field it does not know.
  */
 export function httpRemote(options: HttpRemoteOptions): SyncRemote {
+  assertFields(knownOptions(options, "httpRemote(options)", HTTP_REMOTE_FIELDS), "httpRemote(options)", { url: "string!" });
   const base = options.url.replace(/\/+$/, "");
   const send = options.fetch ?? ((input, init) => fetch(input, init));
   const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {

@@ -22,6 +22,7 @@ import {
 import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, isValidId, parseSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { formatSegmentName } from "../layout/segments.ts";
+import { type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp } from "../schema/mod.ts";
 import { assertWritable } from "../session/commit-guards.ts";
 import { lastCommittedRevision } from "../session/lock.ts";
@@ -117,6 +118,8 @@ export interface SyncPrincipal {
  */
 export const STORE_OWNER: SyncPrincipal = { user: "store-owner", may: () => true };
 
+const SYNC_SERVER_FIELDS: KnownFields<SyncServerOptions> = { storage: true, clock: true, identity: true, pollIntervalMs: true, sweepIntervalMs: true };
+
 /** Options of {@linkcode SyncServer}. */
 export interface SyncServerOptions {
   /** The store it serves. An `EncryptedStorage` is served as stored (its `inner`): the server never uses the key. */
@@ -198,7 +201,9 @@ export class SyncServer {
    */
   readonly #handles = new Map<string, KeptHandle>();
 
+  /** @throws {InvalidInputError} when `options` is not an object, or has a field it does not know. */
   constructor(options: SyncServerOptions) {
+    knownOptions(options, "new SyncServer(options)", SYNC_SERVER_FIELDS);
     this.#clock = options.clock ?? Date.now;
     const identity = options.identity ?? ANONYMOUS_WRITER;
     this.#writer = { identity, clock: this.#clock };

@@ -55,7 +55,6 @@ export interface WorkerLink<Options> {
  * @example
  * ```ts
  * import * as Comlink from "comlink";
- * import { WorkerStorageClient } from "sessionfold/internal";
  *
  * const worker = new Worker(new URL("./my-storage-worker.js", import.meta.url), { type: "module" });
  * const storage = new WorkerStorageClient({

@@ -38,10 +38,9 @@ interface IncomingCall {
  * @example
  * ```ts
  * import * as Comlink from "comlink";
- * import { MemoryStorage } from "sessionfold";
- * import { serveComlinkCalls, storageWorkerApi } from "sessionfold/internal";
  *
- * serveComlinkCalls(Comlink, self as never, (comlink) => storageWorkerApi(comlink, () => new MemoryStorage()));
+ * // In a worker: answers `client.read("notes.txt")` with the text (the runtimes build `storageWorkerApi` here).
+ * serveComlinkCalls(Comlink, self as never, () => ({ read: (path: string) => `the text of ${path}` }));
  * ```
  * @throws {InternalError} when the given Comlink has no built-in "throw" transfer handler.
  */

@@ -46,7 +46,6 @@ export interface ComlinkAnswer {
  *
  * @example
  * ```ts
- * import { comlinkCall } from "sessionfold/internal";
  * declare const worker: { postMessage(message: unknown): void };
  *
  * worker.postMessage(comlinkCall("1", "read", ["meta.json"]));
@@ -65,8 +64,6 @@ export function comlinkCall(id: string | undefined, method: string, args: readon
  *
  * @example
  * ```ts
- * import { isComlinkAnswer } from "sessionfold/internal";
- *
  * isComlinkAnswer({ id: "1", type: "RAW", value: 3 }); // true
  * isComlinkAnswer("hello"); // false
  * ```
@@ -82,7 +79,6 @@ export function isComlinkAnswer(data: unknown): data is ComlinkAnswer {
  * @example
  * ```ts
  * import * as Comlink from "comlink";
- * import { comlinkAnswerValue } from "sessionfold/internal";
  *
  * comlinkAnswerValue(Comlink, { id: "1", type: "RAW", value: 3 }); // 3
  * ```

@@ -36,9 +36,8 @@ export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes
  * ```ts
  * import * as Comlink from "comlink";
  * import { MemoryStorage } from "sessionfold";
- * import { registerErrorTransfer, storageWorkerApi } from "sessionfold/internal";
  *
- * registerErrorTransfer(Comlink);
+ * // A storage worker's module (the runtimes serve it through `serveComlinkCalls`, which also registers the typed errors' transfer).
  * Comlink.expose(storageWorkerApi(Comlink, () => new MemoryStorage()));
  * ```
  */

@@ -8,7 +8,6 @@
  *
  * @example
  * ```ts
- * import { main } from "./main.ts";
  * const status = await main(["--root", "/tmp/store", "--json", "ls"]);
  * ```
  * @module

@@ -12,7 +12,6 @@ import { readFileSync } from "node:fs";
  *
  * @example
  * ```ts
- * import { packageVersion } from "./version.ts";
  * console.log(`sessionfold ${packageVersion()}`); // "sessionfold 0.1.0"
  * ```
  *

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ExtractiveSummarizer, MemoryStorage, Sessions } from "../../core/mod.ts";
-import { type BrowserSessions, IndexedDbStorage, openBrowserSessions, PageStorage } from "../../runtime-browser/mod.ts";
+import { type BrowserSessions, IndexedDbStorage, openBrowserSessions, PageStorage, startBackgroundSync } from "../../runtime-browser/mod.ts";
 import type { CommitNotice as CommitEvent } from "../../core/mod.ts";
 
 const opened: BrowserSessions[] = [];
@@ -95,6 +95,22 @@ describe("openBrowserSessions (worker: false)", () => {
     const { revision } = await marker.append({ role: "user", parts: [{ type: "text", text: "marker" }] });
     await vi.waitFor(() => expect(heard).toContainEqual({ refText: "a1/w1/s2", revision }));
     expect(heard.filter((e) => e.refText === "a1/w1/s1")).toEqual([]);
+  });
+
+  it('refuses a field it does not know, or one of defaults (docs/decisions.md "Unknown option fields are refused"); nothing is opened', async () => {
+    const dbName = `mod-${next++}`;
+    const unknown = (await openBrowserSessions({ dbName, worker: false, chanel: false } as never).catch((e: Error) => e)) as Error;
+    expect(unknown).toMatchObject({ code: "invalid-input", details: { field: "chanel", suggestion: "channel" } });
+    expect(unknown.message).toMatch(
+      /^openBrowserSessions\(options\): unknown field "chanel" \(did you mean "channel"\?\); the fields are dbName, worker, defaults, channel, keys$/,
+    );
+    const defaults = (await openBrowserSessions({ dbName, worker: false, defaults: { summarise: null } } as never).catch((e: Error) => e)) as Error;
+    expect(defaults.message).toMatch(/^openBrowserSessions\(options\)\.defaults: unknown field "summarise" \(did you mean "summarizer"\?\)/);
+    expect((await indexedDB.databases()).map((d) => d.name)).not.toContain(dbName);
+    const browser = await open(dbName);
+    expect(() => startBackgroundSync({ sessions: browser, remote: {} as never, online: false } as never)).toThrow(
+      /^startBackgroundSync\(options\): unknown field "online"; the fields are remote, refs,/,
+    );
   });
 });
 

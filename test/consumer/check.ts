@@ -60,11 +60,12 @@ step("npm pack (prepack builds dist/)", async () => {
   if (!info) throw new Error(`npm pack printed no package: ${stdout}`);
   tarball = join(work, info.filename);
   const stray = info.files.map((f) => f.path).filter((p) =>
-    !/^(dist\/|bin\/|docs\/(FORMAT|CLI|SYNC|POSTGRES)\.md$|README\.md$|LICENSE$|package\.json$)/.test(p) || p.startsWith("dist/demo/")
+    !/^(dist\/|bin\/|docs\/(FORMAT|CLI|SYNC|POSTGRES|BENCHMARKS)\.md$|docs\/screenshot\.png$|README\.md$|LICENSE$|package\.json$)/.test(p) ||
+    p.startsWith("dist/demo/")
   );
   if (stray.length > 0) throw new Error(`the tarball holds files outside the allowlist: ${stray.join(", ")}`);
-  // The shipped docs and every doc they link to (docs/decisions.md "The package ships the docs its docs link to").
-  const docs = ["docs/FORMAT.md", "docs/CLI.md", "docs/SYNC.md", "docs/POSTGRES.md"];
+  // The shipped docs and every file they and the README link to (docs/decisions.md "The package ships the docs its docs link to").
+  const docs = ["docs/FORMAT.md", "docs/CLI.md", "docs/SYNC.md", "docs/POSTGRES.md", "docs/BENCHMARKS.md", "docs/screenshot.png"];
   for (const needed of ["LICENSE", "README.md", ...docs, "bin/sessionfold.mjs", "dist/core/mod.js", "dist/core/mod.d.ts"]) {
     if (!info.files.some((f) => f.path === needed)) throw new Error(`the tarball lacks ${needed}`);
   }
