@@ -108,12 +108,35 @@ export interface SyncConflict {
   readonly message: string;
 }
 
+/**
+ * Sessions removed (deleted, or archived) in a sync: `pushed`, removals the remote applied;
+ * `pulled`, removals done in the local store as the remote's (docs/SYNC.md "The engine").
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { directRemote, syncStores, type SyncRemovals } from "sessionfold/sync";
+ *
+ * const report = await syncStores({ local: new Sessions({ storage: new MemoryStorage() }), remote: directRemote(new MemoryStorage()) });
+ * const deletes: SyncRemovals = report.deletes;
+ * console.log(`deleted: ${deletes.pushed} there, ${deletes.pulled} here`);
+ * ```
+ */
+export interface SyncRemovals {
+  pushed: number;
+  pulled: number;
+}
+
 /** What a sync did. */
 export interface SyncReport {
   /** Messages the remote took (applied or forked). */
   pushed: number;
   /** Messages written into the local store. */
   pulled: number;
+  /** Sessions deleted: `pushed`, deletes the remote applied; `pulled`, local copies a tombstone deleted. */
+  deletes: SyncRemovals;
+  /** Sessions archived: `pushed`, archives the remote applied; `pulled`, live local copies archived as the remote's are. */
+  archives: SyncRemovals;
   forks: SyncFork[];
   conflicts: SyncConflict[];
   /** Sessions replaced by the server's copy: a fork took their local tail, or the server kept its own segmentation. */
@@ -198,7 +221,16 @@ class SyncRun {
   readonly #clock: () => number;
   readonly #writer: SyncWriter;
   readonly #statePath: string;
-  readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
+  readonly report: SyncReport = {
+    pushed: 0,
+    pulled: 0,
+    deletes: { pushed: 0, pulled: 0 },
+    archives: { pushed: 0, pulled: 0 },
+    forks: [],
+    conflicts: [],
+    reread: [],
+    acknowledged: [],
+  };
   #state!: SyncState;
   /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
   #pushAgain = false;
@@ -505,8 +537,10 @@ class SyncRun {
     } else if (mutation.op === "archive") {
       const entry = known[mutation.ref];
       if (entry) entry.place = "archived";
+      if (reported.status !== "duplicate") this.report.archives.pushed++;
     } else {
       delete known[mutation.ref];
+      if (reported.status !== "duplicate") this.report.deletes.pushed++;
     }
   }
 
@@ -650,9 +684,13 @@ class SyncRun {
     const response = await this.#remote.pull({ v: SYNC_PROTOCOL_VERSION, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) });
     for (const tombstone of response.tombstones) {
       if (!this.#wanted(tombstone.ref) || (await this.#keptFromTombstone(tombstone.ref))) continue;
+      let deleted = false;
       for (const archived of [false, true]) {
-        await this.#local.delete(tombstone.ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+        deleted = (await this.#local.delete(tombstone.ref, { archived }).then(() =>
+          true, (e: unknown) => (e instanceof NotFoundError ? false : Promise.reject(e)))) ||
+          deleted;
       }
+      if (deleted) this.report.deletes.pulled++;
       delete state.sessions[tombstone.ref];
     }
     const heads = response.sessions.filter((h) => this.#wanted(h.ref));
@@ -825,7 +863,10 @@ class SyncRun {
           current = undefined;
           await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer);
         }
-        if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
+        if (head.place === "archived" && local.place === "live") {
+          await this.#local.archive(head.ref);
+          this.report.archives.pulled++;
+        }
       }
     } catch (error) {
       // Another writer holds the session or keeps committing to it, or it waits for a repair: nothing was changed, the next run tries again.
@@ -925,6 +966,7 @@ class SyncRun {
         throw error;
       }
       if (carried.length > 0) this.#pushAgain = true;
+      if (local.place === "live" && head.place === "archived") this.report.archives.pulled++;
       break;
     }
     this.#countPulled(copy);
