@@ -122,12 +122,35 @@ export interface SyncConflict {
   readonly message: string;
 }
 
+/**
+ * Sessions removed (deleted, or archived) in a sync: `pushed`, removals the remote applied;
+ * `pulled`, removals done in the local store as the remote's (docs/SYNC.md "The engine").
+ *
+ * @example
+ * ```ts
+ * import { MemoryStorage, Sessions } from "sessionfold";
+ * import { directRemote, syncStores, type SyncRemovals } from "sessionfold/sync";
+ *
+ * const report = await syncStores({ local: new Sessions({ storage: new MemoryStorage() }), remote: directRemote(new MemoryStorage()) });
+ * const deletes: SyncRemovals = report.deletes;
+ * console.log(`deleted: ${deletes.pushed} there, ${deletes.pulled} here`);
+ * ```
+ */
+export interface SyncRemovals {
+  pushed: number;
+  pulled: number;
+}
+
 /** What a sync did. */
 export interface SyncReport {
   /** Messages the remote took (applied or forked). */
   pushed: number;
   /** Messages written into the local store. */
   pulled: number;
+  /** Sessions deleted: `pushed`, deletes the remote applied; `pulled`, local copies a tombstone deleted. */
+  deletes: SyncRemovals;
+  /** Sessions archived: `pushed`, archives the remote applied; `pulled`, live local copies archived as the remote's are. */
+  archives: SyncRemovals;
   forks: SyncFork[];
   conflicts: SyncConflict[];
   /** Sessions replaced by the server's copy: a fork took their local tail, or the server kept its own segmentation. */
@@ -214,7 +237,16 @@ class SyncRun {
   readonly #clock: () => number;
   readonly #writer: SyncWriter;
   readonly #statePath: string;
-  readonly report: SyncReport = { pushed: 0, pulled: 0, forks: [], conflicts: [], reread: [], acknowledged: [] };
+  readonly report: SyncReport = {
+    pushed: 0,
+    pulled: 0,
+    deletes: { pushed: 0, pulled: 0 },
+    archives: { pushed: 0, pulled: 0 },
+    forks: [],
+    conflicts: [],
+    reread: [],
+    acknowledged: [],
+  };
   #state!: SyncState;
   /** Set when the pull leaves local changes the remote lacks: messages a re-read appended again, segments it did not take. */
   #pushAgain = false;
@@ -505,7 +537,7 @@ class SyncRun {
       if (entry && next) entry.segments = positionAfter(entry.segments, [mutation.segment.name]);
       // A segment of a session sent in parts carried its messages: the agreed history reaches its end.
       if (entry && entry.last_sequence < parseSegmentName(mutation.segment.name)!.end) {
-        // The server checked the segment; its message lines are all but the footer.
+        // The server checked the segment; its message lines are all but the footer (a sealed line keeps sequence and id in the clear).
         const lines = mutation.segment.text.split("\n").filter((line) => line !== "").slice(0, -1);
         const carried = lines.map((line) => JSON.parse(line) as MessageRecord).filter((m) => m.sequence > entry.last_sequence);
         this.report.acknowledged.push(...carried.map((m) => m.message_id));
@@ -521,8 +553,10 @@ class SyncRun {
     } else if (mutation.op === "archive") {
       const entry = known[mutation.ref];
       if (entry) entry.place = "archived";
+      if (reported.status !== "duplicate") this.report.archives.pushed++;
     } else {
       delete known[mutation.ref];
+      if (reported.status !== "duplicate") this.report.deletes.pushed++;
     }
   }
 
@@ -592,10 +626,7 @@ class SyncRun {
     for (;;) {
       const page = await messagesAfter(session, base, this.#batchMessages);
       for (const messages of runsWithin(page.messages, this.#batchBytes)) {
-        if (this.#codec) {
-          const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
-          out.push({ op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines });
-        } else out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        out.push(await this.#appendOf(session, base, baseId, messages));
         base = messages.at(-1)!.sequence;
         baseId = messages.at(-1)!.message_id;
       }
@@ -620,40 +651,36 @@ class SyncRun {
   /**
    * A new session as mutations: one `create` when it fits in `batchBytes`; else a `create` of
    * its first segments within that size, a `segment` for each later one (which the receiver
-   * adds whole after its history), and `append`s of Active (docs/SYNC.md "Batches").
+   * adds whole after its history), and `append`s of Active (docs/SYNC.md "Batches"). An
+   * encrypted session the same way, sealed: its segments as stored (a record opens only in the
+   * file it was sealed for), each Active message sealed for Active.
    */
   async #creation(session: Session): Promise<DistributiveOmit<Mutation, "number">[]> {
     const ref = formatSessionRef(session.ref);
     const segments = await this.#segmentsOf(session);
-    if (this.#codec) {
-      // Sealed segments travel as stored, in one create: a record opens only in the file it was sealed for.
-      const [keys, documents, lines] = [
-        await this.#codec.keys(session),
-        await this.#codec.documents(session),
-        await this.#codec.sealActive(session, session.active),
-      ];
-      return [{ op: "create_sealed", ref, keys, ...documents, segments, lines }];
-    }
-    const instruction = await this.#instructionOf(session);
-    if (session.meta.history_bytes <= this.#batchBytes) {
-      return [{ op: "create", ref, meta: session.meta, instruction, segments, messages: [...session.active] }];
-    }
-    let first = 0;
-    for (let bytes = 0; first < segments.length && (bytes += segments[first]!.text.length) <= this.#batchBytes;) first++;
-    const out: DistributiveOmit<Mutation, "number">[] = [{
-      op: "create",
-      ref,
-      meta: session.meta,
-      instruction,
-      segments: segments.slice(0, first),
-      messages: [],
-    }];
-    for (const segment of segments.slice(first)) out.push({ op: "segment", ref, segment });
+    const whole = session.meta.history_bytes <= this.#batchBytes;
+    const first = whole ? segments.length : leadingWithin(segments, this.#batchBytes);
+    const active = whole ? session.active : [];
+    const keys = this.#codec && (await this.#codec.keys(session));
+    const out: DistributiveOmit<Mutation, "number">[] = [
+      this.#codec
+        ? {
+          op: "create_sealed",
+          ref,
+          keys: keys!,
+          ...(await this.#codec.documents(session)),
+          segments: segments.slice(0, first),
+          lines: await this.#codec.sealActive(session, active),
+        }
+        : { op: "create", ref, meta: session.meta, instruction: await this.#instructionOf(session), segments: segments.slice(0, first), messages: [...active] },
+    ];
+    if (whole) return out;
+    for (const segment of segments.slice(first)) out.push({ op: "segment", ref, segment, ...(keys ? { keys } : {}) });
     let base = session.newestSegment?.end ?? 0;
     let baseId = (await messageAt(session, base))?.message_id ?? null;
     for (let at = 0; at < session.active.length; at += this.#batchMessages) {
       for (const messages of runsWithin(session.active.slice(at, at + this.#batchMessages), this.#batchBytes)) {
-        out.push({ op: "append", ref, base_sequence: base, base_message_id: baseId, messages });
+        out.push(await this.#appendOf(session, base, baseId, messages));
         base = messages.at(-1)!.sequence;
         baseId = messages.at(-1)!.message_id;
       }
@@ -661,14 +688,26 @@ class SyncRun {
     return out;
   }
 
+  /** An `append` of `messages` after `base` (an encrypted session's `append_sealed`, each message sealed for Active). */
+  async #appendOf(session: Session, base: number, baseId: string | null, messages: MessageRecord[]): Promise<DistributiveOmit<Mutation, "number">> {
+    const ref = formatSessionRef(session.ref);
+    if (!this.#codec) return { op: "append", ref, base_sequence: base, base_message_id: baseId, messages };
+    const [keys, lines] = [await this.#codec.keys(session), await this.#codec.sealActive(session, messages)];
+    return { op: "append_sealed", ref, keys, base_sequence: base, base_message_id: baseId, lines };
+  }
+
   async #pull(): Promise<void> {
     const state = this.#state;
     const response = await this.#remote.pull({ v: SYNC_PROTOCOL_VERSION, ...(state.cursor !== undefined ? { cursor: state.cursor } : {}) });
     for (const tombstone of response.tombstones) {
       if (!this.#wanted(tombstone.ref) || (await this.#keptFromTombstone(tombstone.ref))) continue;
+      let deleted = false;
       for (const archived of [false, true]) {
-        await this.#local.delete(tombstone.ref, { archived }).catch((e: unknown) => (e instanceof NotFoundError ? undefined : Promise.reject(e)));
+        deleted = (await this.#local.delete(tombstone.ref, { archived }).then(() =>
+          true, (e: unknown) => (e instanceof NotFoundError ? false : Promise.reject(e)))) ||
+          deleted;
       }
+      if (deleted) this.report.deletes.pulled++;
       delete state.sessions[tombstone.ref];
     }
     const heads = response.sessions.filter((h) => this.#wanted(h.ref));
@@ -841,7 +880,10 @@ class SyncRun {
           current = undefined;
           await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer);
         }
-        if (head.place === "archived" && local.place === "live") await this.#local.archive(head.ref);
+        if (head.place === "archived" && local.place === "live") {
+          await this.#local.archive(head.ref);
+          this.report.archives.pulled++;
+        }
       }
     } catch (error) {
       // Another writer holds the session or keeps committing to it, or it waits for a repair: nothing was changed, the next run tries again.
@@ -941,6 +983,7 @@ class SyncRun {
         throw error;
       }
       if (carried.length > 0) this.#pushAgain = true;
+      if (local.place === "live" && head.place === "archived") this.report.archives.pulled++;
       break;
     }
     this.#countPulled(copy);
@@ -1208,11 +1251,20 @@ function runsWithin(messages: readonly MessageRecord[], bytes: number): MessageR
   return runs;
 }
 
-/** About how many bytes a mutation takes in a request: its segments' text and its messages as JSON. */
+/** How many of the first `segments` fit in `bytes` together. */
+function leadingWithin(segments: readonly SegmentFile[], bytes: number): number {
+  let count = 0;
+  for (let size = 0; count < segments.length && (size += segments[count]!.text.length) <= bytes;) count++;
+  return count;
+}
+
+/** About how many bytes a mutation takes in a request: its segments' text, its messages as JSON, an encrypted session's sealed lines. */
 function byteEstimate(mutation: Mutation): number {
-  const segments = mutation.op === "create" ? mutation.segments : mutation.op === "segment" ? [mutation.segment] : [];
+  const segments = mutation.op === "create" || mutation.op === "create_sealed" ? mutation.segments : mutation.op === "segment" ? [mutation.segment] : [];
   const messages = mutation.op === "create" || mutation.op === "append" ? mutation.messages : [];
-  return 256 + segments.reduce((sum, s) => sum + s.text.length, 0) + (messages.length > 0 ? JSON.stringify(messages).length : 0);
+  const lines = mutation.op === "create_sealed" || mutation.op === "append_sealed" ? mutation.lines : [];
+  return 256 + [...segments.map((s) => s.text), ...lines].reduce((sum, text) => sum + text.length, 0) +
+    (messages.length > 0 ? JSON.stringify(messages).length : 0);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -27,14 +27,31 @@ export interface SyncHandlerOptions {
   readonly authorize: (request: Request) => SyncPrincipal | undefined | Promise<SyncPrincipal | undefined>;
   /** The path the routes live under, e.g. `/sync`. Default: the root. */
   readonly basePath?: string;
-  /** The largest request body accepted, in bytes (413 above). Default 32 MiB. */
+  /**
+   * The largest request body accepted, in bytes (413 above). Default
+   * {@linkcode DEFAULT_MAX_BODY_BYTES}, 96 MiB: one message of the longest line a session keeps
+   * travels at the defaults. Below that, such a message is its session's `too-large` conflict.
+   */
   readonly maxBodyBytes?: number;
 }
 
 const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = { storage: true, server: true, authorize: true, basePath: true, maxBodyBytes: true };
 
-/** 32 MiB: a push of a few thousand messages; a larger session is created in batches. */
-export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+/**
+ * 96 MiB: a push of one message of the longest line a session keeps (`MAX_LINE_BYTES`,
+ * 64 MiB) fits, end-to-end encrypted too, where it travels as a sealed line whose ciphertext
+ * is base64 (85.3 MiB in the request), with room for its session's `keys.json`. The body is
+ * read whole, so this is also about the most one request holds in the server's memory
+ * (docs/decisions.md "Sync: a message of the longest line travels at the defaults").
+ *
+ * @example
+ * ```ts
+ * import { MAX_LINE_BYTES } from "sessionfold";
+ *
+ * console.log(DEFAULT_MAX_BODY_BYTES > (MAX_LINE_BYTES * 4) / 3); // true
+ * ```
+ */
+export const DEFAULT_MAX_BODY_BYTES = 96 * 1024 * 1024;
 
 /**
  * The sync server as a fetch handler over one store.

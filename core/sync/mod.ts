@@ -31,7 +31,7 @@ export {
   type SyncTimers,
 } from "./background.ts";
 export { pendingMessages } from "./pending.ts";
-export { type SyncConflict, type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
+export { type SyncConflict, type SyncFork, type SyncRemovals, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
 export { createSyncHandler, DEFAULT_MAX_BODY_BYTES, type SyncHandlerOptions } from "./handler.ts";
 export {
   type AppendMutation,

@@ -138,10 +138,7 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
     try {
       body = JSON.parse(text);
     } catch {
-      throw new InternalError(`${base}/${route} answered HTTP ${response.status} with a body that is not JSON`, {
-        status: response.status,
-        url: `${base}/${route}`,
-      });
+      throw notProtocol(url, response);
     }
     const error = (body as Partial<ErrorResponse>).error;
     if (!response.ok) {
@@ -173,6 +170,27 @@ function unreachable(url: string, error: TypeError): StorageError {
   const detail = typeof cause?.message === "string" && cause.message !== "" ? cause.message : error.message;
   const why = code !== undefined && !detail.includes(code) ? `${code}: ${detail}` : detail;
   return new StorageError(`${url}: the remote could not be reached (${why})`, { url, ...(code !== undefined ? { cause_code: code } : {}) }, { cause: error });
+}
+
+/** Statuses a proxy answers when the server behind it is down or slow (bad gateway, unavailable, gateway timeout). */
+const GATEWAY_DOWN = [502, 503, 504];
+
+/**
+ * An answer that is not the protocol's (its body is not JSON): a proxy's own page. A 413 is
+ * its body limit (nginx's `client_max_body_size`), the `too-large` refusal the engine sends
+ * again in halves, with no `limit` said; a 502, 503 or 504 is a server that could not be
+ * reached, which a later run retries; anything else is `InternalError`.
+ */
+function notProtocol(url: string, response: Response): Error {
+  const type = response.headers.get("content-type") ?? "no content type";
+  const what = `${url} answered HTTP ${response.status} with a body that is not JSON (${type})`;
+  if (response.status === 413) {
+    return new SyncRefusedError(`${what}: a proxy in front of the sync server refused the request's size`, { reason: "too-large", status: 413, url });
+  }
+  if (GATEWAY_DOWN.includes(response.status)) {
+    return new StorageError(`${what}: the remote could not be reached behind its proxy`, { status: response.status, url });
+  }
+  return new InternalError(what, { status: response.status, url });
 }
 
 /** A value as it arrives after a trip through JSON. */

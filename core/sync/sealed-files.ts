@@ -271,8 +271,9 @@ export async function appendSealedLines(storage: StoragePort, ref: SessionRef, l
  * Closes a sealed segment a device wrote into the session when it fits, as `adoptSegment`
  * does in the clear (docs/SYNC.md "Compactions"): the newest segment ends right before it and
  * Active holds the same message ids through its end. One plan: the segment, then Active
- * without those lines (every other line kept byte for byte). `present` when a segment of that
- * name holds the same message ids.
+ * without those lines (every other line kept byte for byte). With Active empty (a new session
+ * sent in parts, docs/SYNC.md "Batches") it is added whole after the newest segment. `present`
+ * when a segment of that name holds the same message ids.
  */
 export async function adoptSealedSegment(storage: StoragePort, ref: SessionRef, segment: SegmentFile, writer: SyncWriter): Promise<SegmentAdoption> {
   const theirs = sealedSegmentMessages(formatSessionRef(ref), segment).map((m) => m.message_id);
@@ -285,6 +286,11 @@ export async function adoptSealedSegment(storage: StoragePort, ref: SessionRef, 
       return ours.join("\n") === theirs.join("\n") ? "present" : "conflict";
     }
     if (range.start !== (session.segments.at(-1)?.end ?? 0) + 1) return "conflict";
+    // A session sent in parts: the segment follows its history, which Active does not go on; added whole.
+    if (session.active.length === 0) {
+      await storage.replace(path, encoder.encode(segment.text));
+      return "adopted";
+    }
     const ours = session.active.filter((m) => m.sequence <= range.end).map((m) => m.message_id);
     if (ours.join("\n") !== theirs.join("\n")) return "conflict";
     const kept = session.active.filter((m) => m.sequence > range.end).map((m) => `${m.line}\n`).join("");

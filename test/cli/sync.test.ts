@@ -12,13 +12,43 @@ import { describe, expect, it } from "vitest";
 import { BIN, cli, expectOk, json, missingRoot, REPO, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
+/** A report's counts of a run that deleted and archived nothing. */
+const NOTHING_REMOVED = { deletes: { pushed: 0, pulled: 0 }, archives: { pushed: 0, pulled: 0 } };
 
 describe("sessionfold sync", () => {
+  it("counts the sessions deleted and archived, pushed and pulled, in the readable report and --json", async () => {
+    const [laptop, desktop, backup] = [await missingRoot(), await missingRoot(), await missingRoot()];
+    for (const ref of [REF, "a1/w1/s2"]) {
+      expectOk(await cli(laptop, ["new", ref]));
+      expectOk(await cli(laptop, ["append", ref, "--role", "user", "--text", "one"]));
+    }
+    expectOk(await cli(laptop, ["sync", "--remote", backup]));
+    expectOk(await cli(desktop, ["sync", "--remote", backup]));
+    expectOk(await cli(laptop, ["archive", REF]));
+    expectOk(await cli(laptop, ["delete", "a1/w1/s2"]));
+    expect(expectOk(await cli(laptop, ["sync", "--remote", backup])).stdout).toBe(
+      "pushed 0 messages, pulled 0 messages\ndeleted: pushed 1 session, pulled 0 sessions\narchived: pushed 1 session, pulled 0 sessions\n",
+    );
+    expect(json(expectOk(await cli(desktop, ["--json", "sync", "--remote", backup])))).toMatchObject({
+      pushed: 0,
+      pulled: 0,
+      deletes: { pushed: 0, pulled: 1 },
+      archives: { pushed: 0, pulled: 1 },
+    });
+    expect(expectOk(await cli(desktop, ["sync", "--remote", backup])).stdout).toBe("pushed 0 messages, pulled 0 messages\n");
+  });
+
   it("brings a folder and another folder to the same state, both ways, and reports a fork", async () => {
     const [laptop, desktop, backup] = [await missingRoot(), await missingRoot(), await missingRoot()];
     expectOk(await cli(laptop, ["new", REF, "--title", "synced"]));
     expectOk(await cli(laptop, ["append", REF, "--role", "user", "--text", "one"]));
-    expect(json(expectOk(await cli(laptop, ["--json", "sync", "--remote", backup])))).toEqual({ pushed: 1, pulled: 0, forks: [], conflicts: [] });
+    expect(json(expectOk(await cli(laptop, ["--json", "sync", "--remote", backup])))).toEqual({
+      pushed: 1,
+      pulled: 0,
+      ...NOTHING_REMOVED,
+      forks: [],
+      conflicts: [],
+    });
     expect(json(expectOk(await cli(desktop, ["--json", "sync", REF, "--remote", backup])))).toMatchObject({ pushed: 0, pulled: 1 });
     // Both write after sequence 1; the laptop reaches the backup first.
     expectOk(await cli(laptop, ["append", REF, "--role", "user", "--text", "from the laptop"]));
@@ -177,6 +207,7 @@ describe("sessionfold serve", () => {
       expect(json(expectOk(await cli(laptop, ["--json", "sync", "--remote", url!, "--token-file", good])))).toEqual({
         pushed: 1,
         pulled: 0,
+        ...NOTHING_REMOVED,
         forks: [],
         conflicts: [],
       });

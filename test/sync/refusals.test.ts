@@ -8,11 +8,12 @@
  * syncs it by the usual comparison. A store is never synced with itself.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
+import { EncryptedStorage, ExtractiveSummarizer, InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { type SyncState, syncStatePath } from "../../core/sync/engine.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
+import { newKeyring } from "./encrypted-pair.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -382,6 +383,36 @@ describe("sync: a mutation larger than the server takes", () => {
     expect(await messageCount(server, "a1/w1/known")).toBe(11);
     expect(await messageCount(server, "a1/w1/new")).toBe(10);
     expect((await stateOf(device)).pending).toEqual([]);
+  });
+
+  it("over HTTP: a new encrypted session larger than the limit goes in parts, each within it: a create_sealed, segments, append_sealeds", async () => {
+    const provider = await newKeyring();
+    const [device, server] = [await EncryptedStorage.create(new MemoryStorage(), provider), new MemoryStorage()];
+    const local = new Sessions({ storage: device });
+    const session = await local.create({ agentId: "a1", workspaceId: "w1", sessionId: "long" });
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 6; i++) await session.append({ role: "user", parts: [{ type: "text", text: `${round}.${i} ${"x".repeat(400)}` }] });
+      await session.compact({ summarizer: new ExtractiveSummarizer() });
+    }
+    for (let i = 0; i < 6; i++) await session.append({ role: "user", parts: [{ type: "text", text: `after ${i} ${"y".repeat(400)}` }] });
+    // The whole sealed history is over the server's limit; each segment, and a few messages, fit in it.
+    const sealed = new TextDecoder().decode((await device.inner.read(`agents/a1/workspaces/w1/sessions/long/messages/active.jsonl`))!);
+    expect(session.meta.history_bytes).toBeGreaterThan(16 * 1024);
+    expect(sealed.length).toBeLessThan(16 * 1024);
+    const report = await syncStores({ local, remote: await remoteOf(server, 16 * 1024), batchBytes: 6 * 1024, batchMessages: 4 });
+    expect(report.conflicts).toEqual([]);
+    const ids = (await local.open("a1/w1/long")).active.at(-1)!.sequence;
+    expect(report.pushed).toBe(ids);
+    // The server holds the same segments, and another device gets the same history.
+    const segmentsDir = "agents/a1/workspaces/w1/sessions/long/messages/segments";
+    const names = (await device.inner.list(segmentsDir)).sort();
+    expect(names.length).toBe(3);
+    expect((await server.list(segmentsDir)).sort()).toEqual(names);
+    const other = new Sessions({ storage: await EncryptedStorage.create(new MemoryStorage(), provider) });
+    expect((await syncStores({ local: other, remote: await remoteOf(server, 16 * 1024) })).conflicts).toEqual([]);
+    const copy = await other.open("a1/w1/long");
+    expect((await copy.segments()).length).toBe(3);
+    expect(copy.active.map((m) => m.message_id)).toEqual(session.active.map((m) => m.message_id));
   });
 
   it("over HTTP: a batch over the limit whose mutations each fit is sent in smaller batches, nothing refused", async () => {

@@ -84,6 +84,29 @@ async function removedOnB(pair: Pair, removal: "archive" | "delete"): Promise<{ 
 for (const [name, pairOf] of pairs) {
   describe(`sync with a session removed elsewhere, through ${name}`, () => {
     for (const encrypted of [false, true]) {
+      it(`the report counts the deletes and archives pushed and pulled${encrypted ? " (encrypted devices)" : ""}`, async () => {
+        const pair = await pairOf();
+        const { a, b } = await shared(pair, encrypted ? await newKeyring() : undefined);
+        await a.create({ agentId: "a", workspaceId: "w", sessionId: "s6" });
+        await write(a, "a/w/s6", "to delete");
+        await syncStores({ local: a, remote: pair.remote() });
+        await syncStores({ local: b, remote: pair.remote() });
+        await a.archive("a/w/s5");
+        await a.delete("a/w/s6");
+        const pushed = await syncStores({ local: a, remote: pair.remote() });
+        expect([pushed.pushed, pushed.deletes, pushed.archives]).toEqual([0, { pushed: 1, pulled: 0 }, { pushed: 1, pulled: 0 }]);
+        const pulled = await syncStores({ local: b, remote: pair.remote() });
+        expect([pulled.pulled, pulled.deletes, pulled.archives]).toEqual([0, { pushed: 0, pulled: 1 }, { pushed: 0, pulled: 1 }]);
+        expect([await refs(b), await refs(b, true)]).toEqual([[], ["a/w/s5"]]);
+        // Nothing more to say: neither counts again.
+        for (const device of [a, b]) {
+          const again = await syncStores({ local: device, remote: pair.remote() });
+          expect([again.deletes, again.archives]).toEqual([{ pushed: 0, pulled: 0 }, { pushed: 0, pulled: 0 }]);
+        }
+      });
+    }
+
+    for (const encrypted of [false, true]) {
       it(`a tail written after another device archived the session becomes a fork; the server holds the ref archived only${encrypted ? " (encrypted devices)" : ""}`, async () => {
         const pair = await pairOf();
         const { a, b } = await shared(pair, encrypted ? await newKeyring() : undefined);

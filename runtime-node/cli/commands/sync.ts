@@ -17,6 +17,7 @@ import {
   SYNC_PROTOCOL_VERSION,
   SyncRefusedError,
   type SyncRemote,
+  type SyncRemovals,
   SyncServer,
   syncStores,
 } from "../../../core/sync/mod.ts";
@@ -83,7 +84,9 @@ export const sync: Command = {
     "listed. A session that does not sync (refused by the remote, held there by another",
     "writer, corrupt here, of an unknown schema) is a conflict and the others sync; a run",
     "with conflicts exits 1. A refused token is error[unauthorized]; nothing changed.",
-    '--json: {"pushed","pulled","forks":[{"ref","forked_as","at_sequence"}],"conflicts":[{"ref","reason","message"}]}',
+    "Sessions deleted or archived, here or there, are counted on their own lines.",
+    '--json: {"pushed","pulled","deletes":{"pushed","pulled"},"archives":{"pushed","pulled"},',
+    '  "forks":[{"ref","forked_as","at_sequence"}],"conflicts":[{"ref","reason","message"}]}',
   ].join("\n"),
   spec: {
     positionals: [],
@@ -121,10 +124,12 @@ export const sync: Command = {
       }
       if (ref !== undefined) await assertOnEitherSide(local.storage, remote, ref);
       const report = await syncStores({ local: local.sessions, remote, identity: nodeWriterIdentity(), ...(ref !== undefined ? { refs: [ref] } : {}) });
-      const { pushed, pulled, forks, conflicts } = report;
-      const status = out.result({ pushed, pulled, forks, conflicts }, () =>
+      const { pushed, pulled, deletes, archives, forks, conflicts } = report;
+      const status = out.result({ pushed, pulled, deletes, archives, forks, conflicts }, () =>
         [
           `pushed ${counted(pushed, "message")}, pulled ${counted(pulled, "message")}`,
+          ...removalLine("deleted", deletes),
+          ...removalLine("archived", archives),
           // The remote's tail continues the ref; this store's own tail is what moved (docs/SYNC.md "Divergence").
           ...forks.map((f) => `fork: ${f.ref}: this store's messages after sequence ${f.at_sequence} are now ${f.forked_as}`),
           ...conflicts.map((c) => `conflict: ${c.ref} (${c.reason}): ${c.message}`),
@@ -136,6 +141,12 @@ export const sync: Command = {
     }
   },
 };
+
+/** `deleted: pushed 1 session, pulled 2 sessions`, or nothing when neither side removed one. */
+function removalLine(what: string, removals: SyncRemovals): string[] {
+  if (removals.pushed === 0 && removals.pulled === 0) return [];
+  return [`${what}: pushed ${counted(removals.pushed, "session")}, pulled ${counted(removals.pulled, "session")}`];
+}
 
 /**
  * The store `--remote` names, or `undefined` for a sync server's http(s) URL. Whatever
