@@ -26,6 +26,7 @@ import {
 import { binaryArray } from "./binary-array.ts";
 import { boundedWrites, CHUNK_BYTES, type ChunkWrite } from "./bounded-chunks.ts";
 import { catalogStatement } from "./catalog-statement.ts";
+import { parseConnectionUrl } from "./connection-url.ts";
 import { KeptConnection } from "./kept-connection.ts";
 import { firstValue, type NamedStatement } from "./lean-statement.ts";
 import { readStatement, readValues } from "./read-statement.ts";
@@ -878,12 +879,7 @@ function isEndedByServer(error: unknown): boolean {
  * reads it) and `statement_timeout` (ms), else the defaults. `pool` settings win over these.
  */
 function timeouts(options: PostgresStorageOptions): pg.PoolConfig {
-  let url: URL | undefined;
-  try {
-    url = options.connectionString ? new URL(options.connectionString) : undefined;
-  } catch {
-    url = undefined;
-  }
+  const url = options.connectionString ? parseConnectionUrl(options.connectionString) : undefined;
   const fromUrl = (name: string, scale: number): number | undefined => {
     const value = url?.searchParams.get(name);
     if (value === null || value === undefined || value.trim() === "") return undefined;

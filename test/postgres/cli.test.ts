@@ -87,6 +87,19 @@ describe.skipIf(!POSTGRES_URL)("the CLI on PostgreSQL", () => {
     expect(notPostgres.stderr).toContain("postgres://");
   });
 
+  it("a URL with user info and an empty host, as libpq takes it (postgres://user@/db?host=…), names the store", async () => {
+    // The test server's URL with its host moved into `?host=` (a socket folder, or a host name, as libpq reads either).
+    const given = new URL(POSTGRES_URL);
+    if (!given.searchParams.has("host")) given.searchParams.set("host", given.hostname);
+    if (given.port) given.searchParams.set("port", given.port);
+    given.searchParams.set("schema", schema);
+    const credentials = `${given.username}${given.password ? `:${given.password}` : ""}`;
+    const url = `${given.protocol}//${credentials}@${given.pathname}${given.search}`;
+    const shown = await cliRaw(["--store", url, "--json", "show", REF]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout).meta.title).toBe("Fix the build");
+  });
+
   it("a read-only command on a database with no store creates nothing", async () => {
     const url = `${POSTGRES_URL}${POSTGRES_URL.includes("?") ? "&" : "?"}schema=${schema}_none`;
     const listed = await cliRaw(["--json", "ls"], { env: { SESSIONFOLD_STORE: url } });

@@ -93,6 +93,12 @@ describe("--store URLs the backend refuses are usage errors", () => {
       expect(result.stderr).toContain("--store");
     }
   });
+
+  it("so is a bad connect_timeout= in a URL with an empty host (postgres://user@/db?host=…, as libpq reads it)", async () => {
+    const result = await cliRaw(["--store", `postgres://app@/app?host=${encodeURIComponent(socketDir)}&connect_timeout=soon`, "ls"]);
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain('connect_timeout="soon"');
+  });
 });
 
 describe.skipIf(!POSTGRES_URL)("a statement past the statement timeout", () => {
