@@ -7,6 +7,9 @@
  * @module
  */
 
+/** The schema a store lives in when none is named (`PostgresStorageOptions.schema`, `?schema=`). */
+export const DEFAULT_SCHEMA = "sessionfold";
+
 /** The host that stands for an empty one while the URL is parsed (a reserved name, never a real host). */
 const NO_HOST = "sessionfold-no-host.invalid";
 
@@ -50,4 +53,27 @@ export function parseConnectionUrl(text: string): URL | undefined {
 export function formatConnectionUrl(url: URL): string {
   // With or without user info: `postgres://app@/db`, `postgres:///db`.
   return url.hostname === NO_HOST ? url.href.replace(`@${NO_HOST}`, "@").replace(`//${NO_HOST}`, "//") : url.href;
+}
+
+/**
+ * What names one store whatever the spelling of its URL (`url`, without `?schema=`): the
+ * scheme as `postgres:`, no password, the query's parameters in one order and encoding, and
+ * the schema, the default one named. Two URLs with the same identity reach the same store.
+ *
+ * @example
+ * ```ts
+ * import { parseConnectionUrl, storeIdentity } from "./connection-url.ts";
+ *
+ * const a = storeIdentity(parseConnectionUrl("postgresql://app:pw@/app?port=5433&host=/run/postgresql")!, "sessionfold");
+ * const b = storeIdentity(parseConnectionUrl("postgres://app@/app?host=%2Frun%2Fpostgresql&port=5433")!, undefined);
+ * a === b; // true
+ * ```
+ */
+export function storeIdentity(url: URL, schema: string | undefined): string {
+  const same = new URL(url);
+  same.protocol = "postgres:";
+  same.password = "";
+  same.searchParams.delete("password");
+  same.searchParams.sort();
+  return `${formatConnectionUrl(same)} (schema ${schema ?? DEFAULT_SCHEMA})`;
 }

@@ -26,7 +26,7 @@ import {
 import { binaryArray } from "./binary-array.ts";
 import { boundedWrites, CHUNK_BYTES, type ChunkWrite } from "./bounded-chunks.ts";
 import { catalogStatement } from "./catalog-statement.ts";
-import { parseConnectionUrl } from "./connection-url.ts";
+import { DEFAULT_SCHEMA, parseConnectionUrl } from "./connection-url.ts";
 import { KeptConnection } from "./kept-connection.ts";
 import { firstValue, type NamedStatement } from "./lean-statement.ts";
 import { readStatement, readValues } from "./read-statement.ts";
@@ -168,7 +168,7 @@ export class PostgresStorage implements StoragePort {
   #callsEnded: (() => void) | undefined;
 
   constructor(options: PostgresStorageOptions = {}) {
-    this.#schema = options.schema ?? "sessionfold";
+    this.#schema = options.schema ?? DEFAULT_SCHEMA;
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.#schema)) {
       throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, {
         schema: this.#schema,

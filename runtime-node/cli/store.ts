@@ -22,7 +22,7 @@ import {
 } from "../../core/reader.ts";
 import { nodeAesGcm } from "../aes-gcm.ts";
 import { NodeFileStorage } from "../fs-storage.ts";
-import { formatConnectionUrl, parseConnectionUrl } from "../../runtime-postgres/connection-url.ts";
+import { formatConnectionUrl, parseConnectionUrl, storeIdentity } from "../../runtime-postgres/connection-url.ts";
 import { openNodeStorage } from "../open-storage.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
@@ -49,7 +49,14 @@ export interface OpenStore extends OpenStorage {
 export type StoreLocation =
   & (
     | { readonly kind: "files"; readonly root: string }
-    | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
+    | {
+      readonly kind: "postgres";
+      readonly root: string;
+      readonly url: string;
+      readonly schema: string | undefined;
+      /** The same for every spelling of the URL of this database and schema (`storeIdentity`). */
+      readonly identity: string;
+    }
   )
   & {
     /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
@@ -92,7 +99,13 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
   const shown = new URL(url);
   shown.password = "";
   shown.searchParams.delete("password");
-  return { kind: "postgres", root: `${formatConnectionUrl(shown)}${schema ? ` (schema ${schema})` : ""}`, url: formatConnectionUrl(url), schema };
+  return {
+    kind: "postgres",
+    root: `${formatConnectionUrl(shown)}${schema ? ` (schema ${schema})` : ""}`,
+    url: formatConnectionUrl(url),
+    schema,
+    identity: storeIdentity(url, schema),
+  };
 }
 
 /**
@@ -121,6 +134,11 @@ export class Store {
   /** The store's folder when it is a folder store (`undefined` for a database). */
   get folder(): string | undefined {
     return this.#location.kind === "files" ? this.root : undefined;
+  }
+
+  /** The database and schema of a database store, the same for every spelling of its URL (`undefined` for a folder). */
+  get database(): string | undefined {
+    return this.#location.kind === "postgres" ? this.#location.identity : undefined;
   }
 
   /**

@@ -179,9 +179,12 @@ async function assertOnEitherSide(storage: StoragePort, remote: SyncRemote, ref:
   }
 }
 
-/** Whether `location` is the store itself or shares its files: the same folder, or one inside the other, once links are resolved; or the same database and schema. */
+/**
+ * Whether `location` is the store itself or shares its files: the same folder, or one inside the other, once links are
+ * resolved; or the same database and schema, however the URL spells them.
+ */
 async function overlapsStore(store: Store, location: StoreLocation): Promise<boolean> {
-  if (location.kind === "postgres") return store.folder === undefined && store.root === location.root;
+  if (location.kind === "postgres") return store.database === location.identity;
   if (store.folder === undefined) return false;
   const [ours, theirs] = [await canonicalPath(store.folder), await canonicalPath(location.root)];
   return isWithin(ours, theirs) || isWithin(theirs, ours);
