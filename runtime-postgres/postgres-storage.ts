@@ -27,6 +27,7 @@ import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { binaryArray } from "./binary-array.ts";
 import { boundedWrites, CHUNK_BYTES, type ChunkWrite } from "./bounded-chunks.ts";
 import { catalogStatement } from "./catalog-statement.ts";
+import { DEFAULT_SCHEMA, parseConnectionUrl } from "./connection-url.ts";
 import { KeptConnection } from "./kept-connection.ts";
 import { firstValue, type NamedStatement } from "./lean-statement.ts";
 import { readStatement, readValues } from "./read-statement.ts";
@@ -185,7 +186,7 @@ export class PostgresStorage implements StoragePort {
    */
   constructor(options: PostgresStorageOptions = {}) {
     knownOptions(options, "new PostgresStorage(options)", POSTGRES_STORAGE_FIELDS);
-    this.#schema = options.schema ?? "sessionfold";
+    this.#schema = options.schema ?? DEFAULT_SCHEMA;
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.#schema)) {
       throw new InvalidInputError(`PostgreSQL schema name ${JSON.stringify(this.#schema)} is not a plain identifier (letters, digits, _; at most 63)`, {
         schema: this.#schema,
@@ -792,8 +793,21 @@ export class PostgresStorage implements StoragePort {
     try {
       return await pool.connect();
     } catch (error) {
-      throw storageError(error, "connecting to PostgreSQL");
+      throw storageError(error, this.#connecting(pool));
     }
+  }
+
+  /**
+   * What a failed checkout of `pool` was doing: when every connection the pool may open was in use, waiting for one of
+   * them (the server is not at fault: the handle's own limit is), named by its option.
+   */
+  #connecting(pool: pg.Pool): string {
+    const max = pool.options.max;
+    if (max === undefined || pool.totalCount < max || pool.idleCount > 0) return "connecting to PostgreSQL";
+    const limit = pool === this.#lockPool
+      ? `maxLockConnections: each writer lock this handle holds (a held session, a run, a compaction) keeps one until it is given back`
+      : "maxConnections";
+    return `waiting for a connection: all ${max} of this handle's connections were in use (${limit})`;
   }
 
   /** Runs `write` after every earlier write to the same path that this handle issued. */
@@ -925,12 +939,7 @@ function isEndedByServer(error: unknown): boolean {
  * reads it) and `statement_timeout` (ms), else the defaults. `pool` settings win over these.
  */
 function timeouts(options: PostgresStorageOptions): pg.PoolConfig {
-  let url: URL | undefined;
-  try {
-    url = options.connectionString ? new URL(options.connectionString) : undefined;
-  } catch {
-    url = undefined;
-  }
+  const url = options.connectionString ? parseConnectionUrl(options.connectionString) : undefined;
   const fromUrl = (name: string, scale: number): number | undefined => {
     const value = url?.searchParams.get(name);
     if (value === null || value === undefined || value.trim() === "") return undefined;
@@ -958,10 +967,13 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
 /** A server or connection failure as the core's typed error, with PostgreSQL's code and message. */
 function storageError(error: unknown, doing: string): StorageError {
   if (error instanceof StorageError || error instanceof LeaseLostError) return error;
-  const pgError = error as { code?: string; message?: string };
+  const pgError = error as { code?: string; message?: string; syscall?: string };
   const code = pgError.code;
-  const message = `PostgreSQL storage: ${doing}: ${pgError.message ?? String(error)}${code ? ` (SQLSTATE ${code})` : ""}`;
+  // A system call's failure (no server reached, a dropped socket) has an errno code (ENOENT, EPIPE), not a SQLSTATE.
+  const errno = code !== undefined && pgError.syscall !== undefined;
+  const label = code === undefined ? "" : errno ? ` (${code})` : ` (SQLSTATE ${code})`;
+  const message = `PostgreSQL storage: ${doing}: ${pgError.message ?? String(error)}${label}`;
   // 53100: disk_full on the server.
   if (code === "53100") return new StorageFullError(message, { sqlstate: code });
-  return new StorageError(message, code ? { sqlstate: code } : {}, { cause: error });
+  return new StorageError(message, code === undefined ? {} : errno ? { errno: code } : { sqlstate: code }, { cause: error });
 }

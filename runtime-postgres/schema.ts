@@ -829,8 +829,16 @@ export async function migrate(client: PoolClient | Client, schema: string, lockK
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1)", [lockKey]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
+    // Created only when missing: the server checks the right to create before it looks for the
+    // name, so `IF NOT EXISTS` alone would refuse a role that owns its schema but may not create
+    // schemas in the database (docs/POSTGRES.md "Roles and privileges").
+    const present = await client.query<{ schema: boolean; table: boolean; role: string }>(
+      "SELECT to_regnamespace($1) IS NOT NULL AS schema, to_regclass($2) IS NOT NULL AS table, current_user AS role",
+      [s, `${s}.schema_version`],
+    );
+    const { schema: schemaFound, table: tableFound, role } = present.rows[0]!;
+    if (!schemaFound) await createSchema(client, schema, role);
+    if (!tableFound) await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_version (version integer NOT NULL)`);
     const found = await client.query<{ version: number }>(`SELECT version FROM ${s}.schema_version`);
     const current = found.rows[0]?.version ?? 0;
     if (current > SCHEMA_VERSION) {
@@ -843,5 +851,28 @@ export async function migrate(client: PoolClient | Client, schema: string, lockK
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw error;
+  }
+}
+
+/**
+ * Creates the missing schema `schema`; a role that may not (SQLSTATE 42501) is told what to do
+ * instead, with the server's own error as the cause.
+ */
+async function createSchema(client: PoolClient | Client, schema: string, role: string): Promise<void> {
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  } catch (error) {
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    if (code !== "42501") throw error;
+    throw Object.assign(
+      new Error(
+        `schema ${schema} does not exist and role ${role} may not create it (${String(message)}); ` +
+          `create it first as an administrator (CREATE SCHEMA ${quoteIdent(schema)} AUTHORIZATION ${
+            quoteIdent(role)
+          }) or grant the role CREATE on the database`,
+        { cause: error },
+      ),
+      { code },
+    );
   }
 }

@@ -22,6 +22,7 @@ import {
 } from "../../core/reader.ts";
 import { nodeAesGcm } from "../aes-gcm.ts";
 import { NodeFileStorage } from "../fs-storage.ts";
+import { formatConnectionUrl, parseConnectionUrl } from "../../runtime-postgres/connection-url.ts";
 import { openNodeStorage } from "../open-storage.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
@@ -48,7 +49,12 @@ export interface OpenStore extends OpenStorage {
 export type StoreLocation =
   & (
     | { readonly kind: "files"; readonly root: string }
-    | { readonly kind: "postgres"; readonly root: string; readonly url: string; readonly schema: string | undefined }
+    | {
+      readonly kind: "postgres";
+      readonly root: string;
+      readonly url: string;
+      readonly schema: string | undefined;
+    }
   )
   & {
     /** `--key-file`, else `$SESSIONFOLD_KEY_FILE`: the key file of an encrypted store. */
@@ -80,12 +86,7 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
   const store = globals.store ?? (globals.root === undefined && env["SESSIONFOLD_STORE"] ? env["SESSIONFOLD_STORE"] : undefined);
   if (store === undefined) return { kind: "files", root: resolveRoot(globals.root, io) };
   const from = globals.store !== undefined ? "--store" : "SESSIONFOLD_STORE";
-  let url: URL;
-  try {
-    url = new URL(store);
-  } catch {
-    url = new URL("invalid:");
-  }
+  const url = parseConnectionUrl(store) ?? new URL("invalid:");
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
     throw new UsageError(`${from} takes a postgres:// URL (a folder is --root DIR); got ${url.protocol === "invalid:" ? "no URL" : `a ${url.protocol} URL`}`, {
       option: from,
@@ -96,7 +97,12 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
   const shown = new URL(url);
   shown.password = "";
   shown.searchParams.delete("password");
-  return { kind: "postgres", root: `${shown.toString()}${schema ? ` (schema ${schema})` : ""}`, url: url.toString(), schema };
+  return {
+    kind: "postgres",
+    root: `${formatConnectionUrl(shown)}${schema ? ` (schema ${schema})` : ""}`,
+    url: formatConnectionUrl(url),
+    schema,
+  };
 }
 
 /**

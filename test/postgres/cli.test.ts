@@ -10,7 +10,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, cliRaw, type RunResult } from "../cli/support.ts";
-import { dropSchemas, freshSchema, POSTGRES_URL } from "./support.ts";
+import { dropSchemas, freshSchema, POSTGRES_URL, withClient } from "./support.ts";
 
 const REF = "a1/w1/s1";
 const SCRIPT: readonly (readonly string[])[] = [
@@ -85,6 +85,32 @@ describe.skipIf(!POSTGRES_URL)("the CLI on PostgreSQL", () => {
     const notPostgres = await cliRaw(["--store", "mysql://x/y", "ls"]);
     expect(notPostgres.status).toBe(2);
     expect(notPostgres.stderr).toContain("postgres://");
+  });
+
+  it("a URL with user info and an empty host, as libpq takes it (postgres://user@/db?host=…), names the store", async () => {
+    // The test server's URL with its host moved into `?host=` (a socket folder, or a host name, as libpq reads either).
+    const given = new URL(POSTGRES_URL);
+    if (!given.searchParams.has("host")) given.searchParams.set("host", given.hostname);
+    if (given.port) given.searchParams.set("port", given.port);
+    given.searchParams.set("schema", schema);
+    const credentials = `${given.username}${given.password ? `:${given.password}` : ""}`;
+    const url = `${given.protocol}//${credentials}@${given.pathname}${given.search}`;
+    const shown = await cliRaw(["--store", url, "--json", "show", REF]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout).meta.title).toBe("Fix the build");
+  });
+
+  it("sync --remote the same database and schema, however spelled, is refused before anything is written", async () => {
+    const given = new URL(storeUrl());
+    const params = [...given.searchParams].reverse();
+    const reordered = `${given.href.slice(0, given.href.length - given.search.length)}?${new URLSearchParams(params).toString()}`;
+    for (const remote of [storeUrl(), storeUrl().replace(/^postgres:/, "postgresql:"), reordered]) {
+      const result = await cliRaw(["--store", storeUrl(), "sync", "--remote", remote]);
+      expect(result.status, `${remote}: ${result.stderr}`).toBe(2);
+      expect(result.stderr).toContain("is this store");
+    }
+    const written = await withClient((client) => client.query(`SELECT path FROM "${schema}".entries WHERE path LIKE 'sync%'`));
+    expect(written.rows).toEqual([]);
   });
 
   it("a read-only command on a database with no store creates nothing", async () => {

@@ -93,6 +93,12 @@ describe("--store URLs the backend refuses are usage errors", () => {
       expect(result.stderr).toContain("--store");
     }
   });
+
+  it("so is a bad connect_timeout= in a URL with an empty host (postgres://user@/db?host=…, as libpq reads it)", async () => {
+    const result = await cliRaw(["--store", `postgres://app@/app?host=${encodeURIComponent(socketDir)}&connect_timeout=soon`, "ls"]);
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain('connect_timeout="soon"');
+  });
 });
 
 describe.skipIf(!POSTGRES_URL)("a statement past the statement timeout", () => {
@@ -125,6 +131,37 @@ describe.skipIf(!POSTGRES_URL)("a statement past the statement timeout", () => {
       expect(reopened.active.map((m) => (m.parts[0] as { text: string }).text)).toEqual(["before", "after"]);
     } finally {
       await blocker.end();
+      await storage.close();
+    }
+  });
+});
+
+describe("a connection that cannot be had says why", () => {
+  it("no server at the socket: the system's errno (ENOENT), not a SQLSTATE", async () => {
+    const storage = new PostgresStorage({ connectionString: `postgres://app@/app?host=${encodeURIComponent(join(socketDir, "nothing-here"))}` });
+    try {
+      const error = await storage.read("agents/a1/workspaces/w1/sessions/s1/meta.json").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StorageError);
+      expect((error as StorageError).details).toEqual({ errno: "ENOENT" });
+      expect((error as StorageError).message).not.toContain("SQLSTATE");
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it.skipIf(!POSTGRES_URL)("every lock connection in use: the wait ends naming maxLockConnections, not the server", async () => {
+    const schema = newSchema("lockpool");
+    const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema, maxLockConnections: 1, connectTimeoutMillis: 500 });
+    try {
+      const sessions = new Sessions({ storage });
+      for (const sessionId of ["s1", "s2"]) await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId });
+      // The one lock connection stays with this held session while the second hold waits for it.
+      const held = await sessions.open({ agentId: "a1", workspaceId: "w1", sessionId: "s1" }, { hold: true });
+      const error = await sessions.open({ agentId: "a1", workspaceId: "w1", sessionId: "s2" }, { hold: true }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StorageError);
+      expect((error as StorageError).message).toContain("all 1 of this handle's connections were in use (maxLockConnections");
+      await held.close();
+    } finally {
       await storage.close();
     }
   });
