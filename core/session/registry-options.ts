@@ -25,8 +25,10 @@ export interface SessionsOptions {
   readonly defaults?: SessionOptions;
   /**
    * Called after each write of a session opened here that gives it a new revision (a commit,
-   * a compaction, a reset, a repair), with the session and its revision now: the browser
-   * runtime announces these to other tabs. A listener's error is ignored.
+   * a compaction, a reset, a repair), and after each session written whole (created at
+   * revision 0, forked, imported, or written by a sync: new here, re-read, a fork), with the
+   * session and its revision now: the browser runtime announces these to other tabs. A
+   * listener's error is ignored.
    */
   readonly onCommit?: (event: CommitNotice) => void;
   /**

@@ -88,7 +88,7 @@ export class Sessions {
       callOptions("create", options);
       const resolved = resolveSessionOptions({ ...this.#defaults, ...options });
       await createSessionFiles(this.storage, this.#ctx.clock, ref, input);
-      return this.#open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) });
+      return this.#open(ref, { ...resolved, ...(options?.hold ? { hold: true } : {}) }, true);
     });
   }
 
@@ -107,7 +107,8 @@ export class Sessions {
     return this.#ctx.gate.run(() => this.#open(ref, options));
   }
 
-  async #open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }): Promise<Session> {
+  /** `written`: the session was just written whole (created, forked, imported), which `onCommit` hears at its revision. */
+  async #open(ref: SessionRef | string, options?: SessionOptions & HoldOption & { archived?: boolean }, written = false): Promise<Session> {
     const valid = toSessionRef(ref);
     callOptions("open", options);
     const place: SessionPlace = options?.archived ? "archived" : "live";
@@ -120,6 +121,7 @@ export class Sessions {
     const state = await readSessionState(this.storage, valid, place, paths, this.#ctx.clock, files);
     const session = new Session(this.#ctx, valid, place, paths, state, resolved);
     if (options?.hold) await partsOf(session).tx.hold(true);
+    if (written) partsOf(session).tx.notifyCommit();
     return session;
   }
 
@@ -178,7 +180,7 @@ export class Sessions {
     } finally {
       await releaseWriterLock(this.storage, lock).catch(() => undefined);
     }
-    return this.#open(target);
+    return this.#open(target, undefined, true);
   }
 
   /**
@@ -220,7 +222,7 @@ export class Sessions {
       await this.storage.remove(staging.paths.dir).catch(() => undefined);
       throw asSessionfoldError(error, `import into ${formatSessionRef(ref)} failed`);
     }
-    return this.#open(ref);
+    return this.#open(ref, undefined, true);
   }
 
   /**

@@ -30,6 +30,7 @@ import { assertWritable } from "../session/commit-guards.ts";
 import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
+import { partsOf } from "../session/session-view.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { Sessions } from "../session/registry.ts";
 import {
@@ -946,6 +947,7 @@ class SyncRun {
         if (!made) {
           const forkRef = parseSessionRef(fork.ref);
           await installSession(this.#local.storage, forkRef, await forkFiles(this.#local.storage, origin, forkRef, fork.at, tail, this.#clock), this.#clock);
+          await this.#announce(fork.ref);
         } else if (lastSequenceOf(made) < fork.through) {
           await made.append(tail.filter((m) => m.sequence > lastSequenceOf(made)).map(asNewMessage));
         }
@@ -1034,6 +1036,7 @@ class SyncRun {
     if (outcome !== "finished") {
       throw new WriterLockedError(`${head.ref}: its re-read did not complete (${outcome}); nothing was lost, the next sync tries again`, { ref: head.ref });
     }
+    if (head.place === "live") await this.#announce(head.ref);
   }
 
   /** Runs `fn` under a session's `writer.lock`: a live one's as a mutating operation (the revision check included), an archived one's as the engine's. */
@@ -1130,7 +1133,18 @@ class SyncRun {
     const ref = parseSessionRef(head.ref);
     if (!(await installSession(this.#local.storage, ref, copy, this.#clock, head.sealed?.keys))) return false;
     if (head.place === "archived") await this.#local.archive(ref);
+    else await this.#announce(head.ref);
     return true;
+  }
+
+  /**
+   * Tells the local store's `onCommit` of a live session this run wrote whole (new here, re-read,
+   * a fork), at its revision: what a commit of its own tells, so pages follow it the same way
+   * (docs/SYNC.md "Background sync in the browser").
+   */
+  async #announce(ref: string): Promise<void> {
+    const session = await this.#open(ref, false);
+    if (session) partsOf(session).tx.notifyCommit();
   }
 
   /** Counts a fetched copy's messages as pulled. */

@@ -68,8 +68,8 @@ describe("openBrowserSessions (worker: false)", () => {
     const session = await a.sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
     const { revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hi" }] });
     await vi.waitFor(() => expect(toB).toContainEqual({ refText: "a1/w1/s1", revision }));
-    // Creating a session writes meta.json exclusively (no replace): only commits are announced.
-    expect(toB).toEqual([{ refText: "a1/w1/s1", revision }]);
+    // The session's creation (revision 0), then its commit.
+    expect(toB).toEqual([{ refText: "a1/w1/s1", revision: 0 }, { refText: "a1/w1/s1", revision }]);
     expect(toA).toEqual([]); // never its own commits
     expect(toOther).toEqual([]); // another database's channel
     const viewB = await b.sessions.open("a1/w1/s1");
@@ -77,7 +77,7 @@ describe("openBrowserSessions (worker: false)", () => {
     stop();
     const again = await session.append({ role: "user", parts: [{ type: "text", text: "again" }] });
     await vi.waitFor(() => expect(toWitness).toContainEqual({ refText: "a1/w1/s1", revision: again.revision }));
-    expect(toB).toHaveLength(1);
+    expect(toB).toHaveLength(2);
   });
 
   it("with channel: false announces nothing", async () => {

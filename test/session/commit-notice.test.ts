@@ -1,6 +1,6 @@
 /**
  * `SessionsOptions.onCommit`: the core tells the host about every write that gives a
- * session a new revision (the browser runtime posts these to other tabs). Told only after
+ * session a new revision, and every session written whole (the browser runtime posts these to other tabs). Told only after
  * the write succeeded, never for a refused one, and a throwing listener fails nothing.
  */
 import { describe, expect, it } from "vitest";
@@ -14,12 +14,26 @@ describe("onCommit", () => {
     const notices: CommitNotice[] = [];
     const sessions = new Sessions({ storage: new MemoryStorage(), onCommit: (n) => notices.push(n), defaults: { summarizer: new ExtractiveSummarizer() } });
     const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-    expect(notices).toEqual([]); // creating writes meta.json exclusively: a new session, no commit yet
     await session.append([text("one"), text("two")]);
     await session.append(text("three"));
     await session.compact();
     await session.reset();
-    expect(notices).toEqual([1, 2, 3, 4].map((revision) => ({ refText: "a1/w1/s1", revision })));
+    expect(notices).toEqual([0, 1, 2, 3, 4].map((revision) => ({ refText: "a1/w1/s1", revision })));
+  });
+
+  it("is told each session written whole: created, forked and imported, at its revision", async () => {
+    const notices: CommitNotice[] = [];
+    const sessions = new Sessions({ storage: new MemoryStorage(), onCommit: (n) => notices.push(n) });
+    const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
+    await session.append([text("one"), text("two")]);
+    const fork = await sessions.fork(session.ref, "s2");
+    const imported = await sessions.importPortable({ agentId: "a1", workspaceId: "w1", sessionId: "s3" }, await session.exportPortable());
+    expect(notices).toEqual([
+      { refText: "a1/w1/s1", revision: 0 },
+      { refText: "a1/w1/s1", revision: 1 },
+      { refText: "a1/w1/s2", revision: fork.revision },
+      { refText: "a1/w1/s3", revision: imported.revision },
+    ]);
   });
 
   it("is not told a refused write, and a throwing listener does not fail the commit", async () => {
@@ -32,7 +46,7 @@ describe("onCommit", () => {
       new TextEncoder().encode('{"pid":1,"hostname":"h","runtime":"node","operation":"x","created_at":"2026-01-01T00:00:00.000Z","lock_id":"lock_x"}'),
     );
     await expect(session.append(text("refused"))).rejects.toBeInstanceOf(WriterLockedError);
-    expect(notices).toEqual([]);
+    expect(notices).toEqual([{ refText: "a1/w1/s1", revision: 0 }]); // the create's only
     await storage.remove(session.paths.lock);
     const throwing = new Sessions({
       storage,

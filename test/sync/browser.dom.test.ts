@@ -364,7 +364,7 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     expect(sync.status.online).toBe(true); // stopped: no longer listening
   });
 
-  it("messages a pull appends are announced on this tab's onOwnCommit and on the other tabs' onCommit; a session pulled whole is not", async () => {
+  it("what a pull writes is announced on this tab's onOwnCommit and on the other tabs' onCommit: a session pulled whole, then messages appended", async () => {
     const server = await startServer();
     const elsewhere = device();
     const elsewhereSync = start(elsewhere.sessions, server.remote(), new FakeTimers());
@@ -378,17 +378,29 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     opened.push(pulling, other);
     const own: CommitNotice[] = [];
     pulling.onOwnCommit((notice) => own.push(notice));
-    const heardByOther = new Promise<CommitNotice>((resolve) => other.onCommit(resolve));
+    const heardByOther: CommitNotice[] = [];
+    const waiting: (() => void)[] = [];
+    other.onCommit((notice) => {
+      heardByOther.push(notice);
+      for (const wake of waiting.splice(0)) wake();
+    });
+    /** Resolves once the other tab heard `count` notices. */
+    const otherHeard = async (count: number) => {
+      while (heardByOther.length < count) await new Promise<void>((resolve) => waiting.push(resolve));
+    };
     const sync = startBackgroundSync({ sessions: pulling, remote: server.remote(), intervalMs: 0, debounceMs: 0 });
     running.push(sync);
     await sync.syncNow();
     expect((await pulling.sessions.list()).map((meta) => meta.session_id)).toEqual(["s1"]);
-    expect(own).toEqual([]); // written whole: only the report says so
+    // Written whole (new to this store), at the revision its copy holds.
+    expect(own).toEqual([{ refText: "a1/w-alice/s1", revision: 1 }]);
+    await otherHeard(1);
 
     await say(written, "two");
     await elsewhereSync.syncNow();
     await sync.syncNow();
-    expect(own).toEqual([{ refText: "a1/w-alice/s1", revision: 2 }]);
-    expect(await heardByOther).toEqual({ refText: "a1/w-alice/s1", revision: 2 });
+    expect(own).toEqual([{ refText: "a1/w-alice/s1", revision: 1 }, { refText: "a1/w-alice/s1", revision: 2 }]);
+    await otherHeard(2);
+    expect(heardByOther).toEqual(own);
   });
 });
