@@ -20,6 +20,8 @@ import { until } from "../support/until.ts";
 import { POSTGRES_URL, schemasDroppedAfterAll, withClient } from "./support.ts";
 
 const REF = { agentId: "a1", workspaceId: "w1", sessionId: "s1" };
+/** What `list` filters by: REF's agent and workspace. */
+const WORKSPACE = { agentId: REF.agentId, workspaceId: REF.workspaceId };
 const PATHS = sessionPaths(REF);
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
 const newSchema = schemasDroppedAfterAll();
@@ -153,15 +155,15 @@ describe.skipIf(!POSTGRES_URL)("schema migrations", () => {
     const storage = new PostgresStorage({ connectionString: POSTGRES_URL, schema });
     try {
       const sessions = new Sessions({ storage });
-      const first = await sessions.list({ ...REF, limit: 2 });
+      const first = await sessions.list({ ...WORKSPACE, limit: 2 });
       expect(first.map((m) => m.session_id)).toEqual(["s3", "s2"]);
-      expect((await sessions.list({ ...REF, limit: 2, cursor: first.cursor! })).map((m) => m.title)).toEqual(["s1"]);
+      expect((await sessions.list({ ...WORKSPACE, limit: 2, cursor: first.cursor! })).map((m) => m.title)).toEqual(["s1"]);
       const listed = await withClient((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(listed.rows[0]).toMatchObject({ listed_at: "2026-12-02T13:00:01.000Z", listing: null });
       await (await sessions.open(REF)).append(text("one"));
       const after = await withClient((admin) => admin.query(`SELECT listed_at, listing FROM "${schema}".entries WHERE path = $1`, [PATHS.meta]));
       expect(JSON.parse(after.rows[0].listing as string)).toMatchObject({ session_id: "s1", message_count: 1 });
-      expect((await sessions.list({ ...REF, limit: 1 })).map((m) => m.session_id)).toEqual(["s1"]);
+      expect((await sessions.list({ ...WORKSPACE, limit: 1 })).map((m) => m.session_id)).toEqual(["s1"]);
     } finally {
       await storage.close();
     }
