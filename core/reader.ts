@@ -18,7 +18,7 @@
  * @module
  */
 export { EncryptedStorage, storageForKeys } from "./encryption/encrypted-storage.ts";
-export { assertKnownFields, type KnownFields, objectArgument, wrongArgument } from "./schema/arguments.ts";
+export { type KnownFields, knownOptions, wrongArgument } from "./schema/arguments.ts";
 export type { KeyProvider } from "./encryption/keys.ts";
 export { LAST_RECORD_WINDOW } from "./jsonl/tail.ts";
 export { formatSessionRef, parseSessionRef, type SessionRef } from "./layout/ids.ts";

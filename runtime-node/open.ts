@@ -18,7 +18,7 @@
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { LeaseLostNotice, SessionOptions, StaleLockReclaimed, WriterIdentity } from "../core/mod.ts";
-import { assertKnownFields, type KeyProvider, type KnownFields, objectArgument, type StoragePort, wrongArgument } from "../core/reader.ts";
+import { type KeyProvider, type KnownFields, knownOptions, type StoragePort, wrongArgument } from "../core/reader.ts";
 import { assertSessionOptions, Sessions } from "../core/registry.ts";
 
 import { linuxBootId, linuxPidNamespace, linuxProcessStartTime, nodeOwnerProbe } from "./process-probe.ts";
@@ -128,8 +128,7 @@ export interface NodeSessions {
  * Storage failures surface, typed, from the calls that meet them.
  */
 export async function openNodeSessions(options: OpenNodeSessionsOptions = {}): Promise<NodeSessions> {
-  objectArgument(options, "openNodeSessions(options)", "an object");
-  assertKnownFields(options, "openNodeSessions(options)", OPEN_NODE_SESSIONS_FIELDS);
+  knownOptions(options, "openNodeSessions(options)", OPEN_NODE_SESSIONS_FIELDS);
   assertSessionOptions(options.defaults, "openNodeSessions(options).defaults");
   // An empty root would resolve to the working directory, which never receives a file (docs/FORMAT.md "The root").
   if (options.root !== undefined && (typeof options.root !== "string" || options.root === "")) {

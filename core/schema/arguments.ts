@@ -160,17 +160,17 @@ export function assertKnownFields(value: object, where: string, known: Readonly<
 }
 
 /**
- * `value` as an options object whose fields are all `known`; `{}` when it is absent and `optional`.
+ * `value` as an options object whose fields are all `known`; `expected` says what it should have been, when it is no object.
  *
  * @example
  * ```ts
  * knownOptions({ archived: true }, "delete(ref, options)", { archived: true }); // { archived: true }
  * knownOptions({ archive: true }, "delete(ref, options)", { archived: true }); // throws InvalidInputError: … unknown field "archive" (did you mean "archived"?) …
  * ```
- * @throws {InvalidInputError} when it is not an object (nor absent, when `optional`), or has a field not `known`.
+ * @throws {InvalidInputError} when it is not an object, or has a field not `known`.
  */
-export function knownOptions<T extends object>(value: T | undefined, where: string, known: Readonly<Record<string, true>>, optional = false): T {
-  const options = objectArgument(value, where, "an object", optional);
+export function knownOptions<T extends object>(value: T | undefined, where: string, known: Readonly<Record<string, true>>, expected = "an object"): T {
+  const options = objectArgument(value, where, expected);
   assertKnownFields(options, where, known);
   return options;
 }

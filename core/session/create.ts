@@ -9,7 +9,7 @@
 import { InvalidInputError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, sessionRef } from "../layout/ids.ts";
 import { sessionPaths } from "../layout/paths.ts";
-import { assertFields, assertKnownFields, type KnownFields, objectArgument } from "../schema/arguments.ts";
+import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { nowTimestamp, type SessionMeta } from "../schema/records.ts";
 import { assertFileFits, MAX_FILE_BYTES } from "../storage/limits.ts";
 import type { StoragePort } from "../storage/port.ts";
@@ -42,8 +42,7 @@ const CREATE_INPUT_FIELDS: KnownFields<CreateSessionInput> = {
  * @throws {InvalidIdError} when an id is not valid.
  */
 export function createdRef(input: CreateSessionInput): SessionRef {
-  objectArgument(input, "create(input)", "an object { agentId, workspaceId, … }");
-  assertKnownFields(input, "create(input)", CREATE_INPUT_FIELDS);
+  knownOptions(input, "create(input)", CREATE_INPUT_FIELDS, "an object { agentId, workspaceId, … }");
   assertFields(input, "create(input)", { sessionId: "string", instruction: "string" });
   return sessionRef(input.agentId, input.workspaceId, input.sessionId ?? newId("s"));
 }

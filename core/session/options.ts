@@ -1,7 +1,7 @@
 import { assertCompactionPolicy, type CompactionPolicy, manualOnly, realUsage } from "../compaction/mod.ts";
 import { assertContextWindow } from "../compaction/trigger.ts";
 import { InvalidInputError } from "../errors.ts";
-import { assertKnownFields, isPlainObject, type KnownFields, objectArgument } from "../schema/arguments.ts";
+import { assertKnownFields, isPlainObject, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import type { DraftFlushOptions } from "./draft-flusher.ts";
 import type { Summarizer } from "../model/mod.ts";
 
@@ -62,7 +62,7 @@ const DRAFT_FLUSH_FIELDS: KnownFields<DraftFlushOptions> = { intervalMs: true, m
  */
 export function assertSessionOptions(options: unknown, where: string, known: Readonly<Record<string, true>> = SESSION_OPTION_FIELDS): void {
   if (options === undefined) return;
-  assertKnownFields(objectArgument(options as object, where, "an object { contextWindow?, summarizer?, … }"), where, known);
+  knownOptions(options as object, where, known, "an object { contextWindow?, summarizer?, … }");
   const { agent, draftFlush } = options as SessionOptions;
   if (isPlainObject(agent)) assertKnownFields(agent, `${where}.agent`, AGENT_FIELDS);
   if (isPlainObject(draftFlush)) assertKnownFields(draftFlush, `${where}.draftFlush`, DRAFT_FLUSH_FIELDS);

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { assertKnownFields, assertMethods, type KnownFields, objectArgument } from "../schema/arguments.ts";
+import { assertKnownFields, assertMethods, type KnownFields, knownOptions, objectArgument } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/mod.ts";
 import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
 import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
@@ -153,8 +153,7 @@ const SESSIONS_OPTION_FIELDS: KnownFields<SessionsOptions> = {
  * @throws {InvalidInputError} naming the argument or field, what was expected and what was found.
  */
 export function assertSessionsOptions(options: SessionsOptions): void {
-  objectArgument(options, "new Sessions(options)", "an object { storage, … }");
-  assertKnownFields(options, "new Sessions(options)", SESSIONS_OPTION_FIELDS);
+  knownOptions(options, "new Sessions(options)", SESSIONS_OPTION_FIELDS, "an object { storage, … }");
   assertMethods(options.storage, "new Sessions(options).storage", "a StoragePort", STORAGE_PORT_METHODS);
   assertSessionOptions(options.defaults, "new Sessions(options).defaults");
 }

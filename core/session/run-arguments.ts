@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { assertFields, assertKnownFields, assertMethods, isPlainObject, type KnownFields, objectArgument, wrongArgument } from "../schema/arguments.ts";
+import { assertFields, assertMethods, isPlainObject, type KnownFields, knownOptions, wrongArgument } from "../schema/arguments.ts";
 import type { RunEvent } from "./run-events.ts";
 import type { RunInput, RunOptions } from "./run.ts";
 
@@ -21,8 +21,7 @@ const RUN_OPTION_FIELDS: KnownFields<RunOptions> = { provider: true, tools: true
  */
 export function assertRunArguments(input: RunInput, options: RunOptions): void {
   if (input !== undefined && typeof input !== "string" && !isPlainObject(input)) throw wrongArgument("run(input)", "text, { parts } or nothing", input);
-  objectArgument(options, "run(input, options)", "an object { provider, tools?, signal?, onEvent? }");
-  assertKnownFields(options, "run(input, options)", RUN_OPTION_FIELDS);
+  knownOptions(options, "run(input, options)", RUN_OPTION_FIELDS, "an object { provider, tools?, signal?, onEvent? }");
   assertMethods(options.provider, "run(input, options).provider", "a Provider { identity, stream }", ["stream"]);
   assertFields(options, "run(input, options)", { tools: "array", signal: "abort-signal", onEvent: "function" });
 }
