@@ -2,7 +2,8 @@
  * A provider that fails under `useChat` (ai 7): the AI SDK's own test model fails the reply,
  * the route is served on loopback, the client is the AI SDK's own chat and transport. The
  * failure reaches it as the error chunk (status `error`, the provider's message), with no
- * empty reply; what it shows is what a reload reads; its retry answers.
+ * empty reply; what it shows is what a reload reads; its retry answers. A failure after text was
+ * shown leaves that text beside the error (the stream cannot withdraw a message) and nothing stored.
  */
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
@@ -22,7 +23,7 @@ const answer: LanguageModelV3StreamPart[] = [
 ];
 
 /** A model whose first call fails as `failure` says, then answers. */
-function failingOnce(failure: "rejects" | "error part") {
+function failingOnce(failure: "rejects" | "error part" | "mid-reply") {
   let calls = 0;
   return new MockLanguageModelV3({
     provider: "mock.chat",
@@ -31,12 +32,9 @@ function failingOnce(failure: "rejects" | "error part") {
       calls += 1;
       if (calls > 1) return { stream: convertArrayToReadableStream(answer) };
       if (failure === "rejects") throw new Error("429 rate limited, retry later");
-      return {
-        stream: convertArrayToReadableStream<LanguageModelV3StreamPart>([{ type: "stream-start", warnings: [] }, {
-          type: "error",
-          error: new Error("overloaded"),
-        }]),
-      };
+      const shown = failure === "mid-reply" ? answer.slice(0, 2) : [];
+      const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }, ...shown, { type: "error", error: new Error("overloaded") }];
+      return { stream: convertArrayToReadableStream(parts) };
     },
   });
 }
@@ -69,4 +67,23 @@ describe("a failing provider under useChat", () => {
       expect((await toUIMessages(session)).map((m) => m.id)).toEqual(chat.view.messages.map((m) => m.id));
     });
   }
+
+  it("(mid-reply) keeps what the client showed beside the error, as useChat does; the reload reads the question alone, and the retry replaces it", async () => {
+    const { session } = await createSession(new MemoryStorage());
+    server = await serveChatRoute(chatRoute({ session: async () => session, provider: aiSdkProvider(failingOnce("mid-reply")) }));
+    const chat = new TestChat("c1", `${server.url}/api/chat`);
+    await chat.sendMessage({ text: "Hi?" });
+    expect(chat.view.status).toBe("error");
+    expect(chat.view.error?.message).toBe("provider mock/chat/m-3 failed at step 1: overloaded; nothing of the run was committed");
+    expect(chat.view.messages.map((m) => [m.role, m.parts.filter((p) => p.type === "text").map((p) => p.text)])).toEqual([
+      ["user", ["Hi?"]],
+      ["assistant", ["Hello."]],
+    ]);
+    // Nothing of a failed run is stored (docs/decisions.md "A failed reply in useChat").
+    expect((await toUIMessages(session)).map((m) => m.id)).toEqual([chat.view.messages[0]!.id]);
+    await chat.regenerate();
+    expect(chat.view.status).toBe("ready");
+    expect(chat.view.messages).toHaveLength(2);
+    expect((await toUIMessages(session)).map((m) => m.id)).toEqual(chat.view.messages.map((m) => m.id));
+  });
 });
