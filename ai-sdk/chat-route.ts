@@ -57,7 +57,9 @@ export interface ChatRoute {
   /**
    * `useChat`'s send: appends the new user message, runs, streams the reply (UI message stream).
    * A user message the session already holds is answered only when nothing follows it (a retry
-   * after a failed reply); a reply stored after it is kept, so regenerating it answers 409.
+   * after a failed reply); a reply stored after it is kept, so regenerating it answers 409. A reply
+   * whose model fails streams the error chunk (`useChat`'s `error`, status `error`) and, if it showed
+   * nothing yet, no message; the question stays stored, the failed reply is not.
    */
   POST(request: Request): Promise<Response>;
   /**

@@ -14,7 +14,7 @@
  * @module
  */
 import type { UIMessage } from "ai";
-import { InvalidInputError, type MessagePart, type MessageRecord, type NewMessage, type ProviderIdentity, type Session } from "../core/mod.ts";
+import { InternalError, InvalidInputError, type MessagePart, type MessageRecord, type NewMessage, type ProviderIdentity, type Session } from "../core/mod.ts";
 import { type KnownFields, knownOptions } from "../core/internal.ts";
 import { storedMetadata, type StoredProviderMetadata } from "./prompt.ts";
 
@@ -81,6 +81,8 @@ const UI_ONLY_IDENTITY: ProviderIdentity = { provider: "ai-sdk", api: "ui-messag
  * `step-start` part. Messages appended with {@linkcode appendUIMessages} come back exactly
  * as appended (id, part order, tool names, sources, data parts, provider metadata,
  * `metadata`); a run's turn gets {@linkcode SessionfoldUIMetadata} and `tool-<name>` parts.
+ * A reply still streaming reads as the AI SDK's own message does before it ends: its last text
+ * or reasoning part has `state: "streaming"`, the parts before it `done`.
  * The result passes the AI SDK's own `validateUIMessages`.
  *
  * @example
@@ -176,9 +178,23 @@ function stepParts(record: MessageRecord, mark: MessageMark | undefined): UIPart
     const ui = defaultUIPart(part, metadata.get(metadataKey(part, counters)));
     parts.push(applyMark(ui, (part as { [FIELD]?: PartMark })[FIELD]));
   }
+  if (record.status === "streaming") markStillStreaming(record, parts);
   for (const { at, part } of mark?.parts ?? []) parts.splice(at, 0, part);
   if (mark?.step_start ?? record.role === "assistant") parts.unshift({ type: "step-start" });
   return parts;
+}
+
+/**
+ * A reply still being written (the draft, docs/FORMAT.md "`assistant_message.json` (the draft)"):
+ * its last text or reasoning part reads `state: "streaming"`, as the AI SDK's own message does
+ * before that part's end; the parts before it, ended when the next one began, read `done`.
+ */
+function markStillStreaming(record: MessageRecord, parts: UIPart[]): void {
+  const last = record.parts.findLast((part) => part.type !== "provider-context");
+  const ui = parts.at(-1);
+  if ((last?.type === "text" || last?.type === "reasoning") && (ui?.type === "text" || ui?.type === "reasoning")) {
+    parts[parts.length - 1] = { ...ui, state: "streaming" };
+  }
 }
 
 interface Counters {
@@ -264,6 +280,7 @@ function applyMark(ui: UIPart, mark: PartMark | undefined): UIPart {
  * ```
  * @throws {InvalidInputError} naming the message index when a message is not a valid UI message or has the `system` role (the instruction is not a message in sessionfold),
  * or when `options` is not an object or has a field it does not know.
+ * @throws {InternalError} when the `ai` package cannot be loaded (not installed): it names the peer range and `npm install ai`.
  */
 export async function appendUIMessages(
   session: UIMessageSource & Pick<Session, "append">,
@@ -271,12 +288,7 @@ export async function appendUIMessages(
   options: AppendUIMessagesOptions = {},
 ): Promise<{ sequences: number[]; revision?: number }> {
   knownOptions(options, "appendUIMessages(session, messages, options)", APPEND_OPTION_FIELDS);
-  // Loaded here, not at the top: importing the entry (aiSdkProvider alone) must not need `ai` installed.
-  const { validateUIMessages } = await import("ai").catch((error: unknown) => {
-    throw new Error(`appendUIMessages needs the AI SDK package \`ai\` (npm install ai): ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
-  });
+  const { validateUIMessages } = await loadAi();
   let valid: UIMessage[];
   try {
     valid = await validateUIMessages({ messages });
@@ -300,6 +312,27 @@ export async function appendUIMessages(
   });
   if (fresh.length === 0) return { sequences: [] };
   return await session.append(fresh);
+}
+
+/** The versions of `ai` this entry works with: package.json's peer range of `ai` (test/ai-sdk/without-ai.test.ts keeps the two equal). */
+const AI_PEER_RANGE = "^5.0.0 || ^6.0.0 || ^7.0.173";
+
+/**
+ * The `ai` package, loaded at the first call, not at the top: importing the entry (`aiSdkProvider`
+ * alone) must not need it installed. Its absence is the platform's failure to load a module,
+ * which sessionfold types as an `InternalError`, naming the package, the range and the fix.
+ */
+async function loadAi(): Promise<typeof import("ai")> {
+  try {
+    return await import("ai");
+  } catch (error) {
+    const found = error instanceof Error ? error.message : String(error);
+    throw new InternalError(
+      `appendUIMessages needs the AI SDK package \`ai\` (${AI_PEER_RANGE}), an optional peer dependency, and it could not be loaded (${found}): install it with \`npm install ai\``,
+      { package: "ai", peerRange: AI_PEER_RANGE },
+      { cause: error },
+    );
+  }
 }
 
 /** The ids among `ids` the session already stores, paging back only while some are unresolved. */

@@ -18,6 +18,9 @@ const UI_MESSAGE_STREAM_HEADERS = {
   "x-accel-buffering": "no",
 } as const;
 
+/** The run events that put something in the reply's message (the others only frame it or are not shown). */
+const SHOWN_EVENTS: ReadonlySet<RunEvent["type"]> = new Set(["text-delta", "reasoning-delta", "reasoning-summary", "tool-call", "tool-result", "tool-error"]);
+
 /** The mark a reasoning summary carries in the UI (as `toUIMessages` gives it). */
 const SUMMARY_METADATA = { sessionfold: { kind: "reasoning-summary" } };
 
@@ -25,10 +28,14 @@ const SUMMARY_METADATA = { sessionfold: { kind: "reasoning-summary" } };
  * Turns run events into UI message chunks, one turn's assistant message: `start` (its id
  * the first step's `message_id`, the id `toUIMessages` gives the turn after a reload),
  * a `start-step` … `finish-step` per step, text, reasoning and tool chunks, and at the end
- * `finish` with the turn's {@linkcode SessionfoldUIMetadata}. Stateful: feed events in order.
+ * `finish` with the turn's {@linkcode SessionfoldUIMetadata}. The message opens with its first
+ * chunk to show: a run that fails before it sends only the `error` chunk, so `useChat` is left
+ * with no empty reply that a reload would not have. Stateful: feed events in order.
  */
 class UIChunkMapper {
   #started = false;
+  /** The message's opening chunks (`start`, `start-step`), held until it has something to show. */
+  #held: UIMessageChunk[] | undefined;
   #inStep = false;
   #open: { kind: "text" | "reasoning"; id: string } | undefined;
   #parts = 0;
@@ -36,13 +43,14 @@ class UIChunkMapper {
   /** The chunks for one run event (none for events the UI does not show). */
   chunks(event: RunEvent): UIMessageChunk[] {
     const out: UIMessageChunk[] = [];
+    if (SHOWN_EVENTS.has(event.type)) this.#release(out);
     switch (event.type) {
       case "step-started":
         this.#closeStep(out);
-        if (!this.#started) out.push({ type: "start", messageId: event.messageId });
+        if (this.#started) out.push({ type: "start-step" });
+        else this.#held = [{ type: "start", messageId: event.messageId }, { type: "start-step" }];
         this.#started = true;
         this.#inStep = true;
-        out.push({ type: "start-step" });
         break;
       case "text-delta":
       case "reasoning-delta": {
@@ -79,12 +87,31 @@ class UIChunkMapper {
    * The closing chunks: the last step's end and `finish` with the turn's metadata
    * (`committed`: the run's assistant messages as committed, or the stopped draft).
    */
-  finish(committed: readonly MessageRecord[], finishReason: "stop" | "interrupted" | "error"): UIMessageChunk[] {
+  finish(committed: readonly MessageRecord[]): UIMessageChunk[] {
     const out: UIMessageChunk[] = [];
     this.#closeStep(out);
     const turn = groupTurns(committed.filter((m) => m.role === "assistant")).at(-1);
-    out.push({ type: "finish", finishReason, ...(turn?.metadata ? { messageMetadata: turn.metadata } : {}) });
+    out.push({ type: "finish", finishReason: "stop", ...(turn?.metadata ? { messageMetadata: turn.metadata } : {}) });
     return out;
+  }
+
+  /**
+   * The chunks of a failed run: the `error` chunk (`useChat` sets its `error` and status `error`),
+   * then, when the message was shown, its closing with finish reason `error`. A message never
+   * shown stays unsent: nothing of a failed run is stored (docs/decisions.md "A failed reply in useChat").
+   */
+  fail(errorText: string): UIMessageChunk[] {
+    const out: UIMessageChunk[] = [{ type: "error", errorText }];
+    if (this.#held) return out;
+    this.#closeStep(out);
+    if (this.#started) out.push({ type: "finish", finishReason: "error" });
+    return out;
+  }
+
+  /** Sends the held opening chunks: the message has something to show. */
+  #release(out: UIMessageChunk[]): void {
+    if (this.#held) out.push(...this.#held);
+    this.#held = undefined;
   }
 
   #openPart(kind: "text" | "reasoning", out: UIMessageChunk[]): string {
@@ -103,6 +130,7 @@ class UIChunkMapper {
   }
 
   #closeStep(out: UIMessageChunk[]): void {
+    this.#release(out);
     this.#closePart(out);
     if (this.#inStep) out.push({ type: "finish-step" });
     this.#inStep = false;
@@ -143,10 +171,9 @@ export async function* uiChunks(run: RunHandle): AsyncGenerator<UIMessageChunk> 
   try {
     for await (const event of run) yield* mapper.chunks(event);
     const outcome = await run.result;
-    yield* mapper.finish(outcome.messages, "stop");
+    yield* mapper.finish(outcome.messages);
   } catch (error) {
-    yield { type: "error", errorText: error instanceof Error ? error.message : String(error) };
-    yield* mapper.finish([], "error");
+    yield* mapper.fail(error instanceof Error ? error.message : String(error));
   }
 }
 

@@ -7,8 +7,8 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk, validateUIMessages } from "ai";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type ProviderIdentity } from "../../core/mod.ts";
-import { appendUIMessages, toUIMessages } from "../../ai-sdk/mod.ts";
+import { MemoryStorage, type Provider, type ProviderEvent, type ProviderIdentity } from "../../core/mod.ts";
+import { appendUIMessages, runToUIMessageStream, toUIMessages } from "../../ai-sdk/mod.ts";
 import { toPrompt } from "../../ai-sdk/prompt.ts";
 import { createSession } from "../run/support.ts";
 import { millisecondClock, REF, registry } from "../support/session.ts";
@@ -64,6 +64,21 @@ function expectResultsAfterCalls(prompt: ReturnType<typeof toPrompt>): void {
     expect(next?.role).toBe("tool");
     expect((next!.content as { toolCallId: string }[]).map((p) => p.toolCallId)).toEqual(calls);
   });
+}
+
+/** A provider that streams `before`, waits for `release()`, then streams `after`: a reply held mid-stream. */
+function heldReply(before: readonly ProviderEvent[], after: readonly ProviderEvent[] = []): { provider: Provider; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const provider: Provider = {
+    identity: { provider: "p", api: "a", model: "m" },
+    async *stream() {
+      yield* before;
+      await released;
+      yield* after;
+    },
+  };
+  return { provider, release };
 }
 
 describe("UI messages round-trip exactly", () => {
@@ -209,15 +224,7 @@ describe("UI messages round-trip exactly", () => {
     const memory = new MemoryStorage();
     const { storage, drafted: draftWritten } = noticingDraft(memory, "Half an ans");
     const { session } = await createSession(storage);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const provider = {
-      identity: { provider: "p", api: "a", model: "m" },
-      async *stream() {
-        yield { type: "text-delta" as const, text: "Half an ans" };
-        await released;
-      },
-    };
+    const { provider, release } = heldReply([{ type: "text-delta", text: "Half an ans" }]);
     const run = session.run("Tell me everything", { provider });
     await draftWritten;
     const reloaded = await registry(memory, {}, millisecondClock()).open(REF);
@@ -230,5 +237,28 @@ describe("UI messages round-trip exactly", () => {
     expect(ui[1]!.metadata).toMatchObject({ status: "streaming" });
     release();
     await run.result;
+  });
+
+  it("a draft still streaming reads as the AI SDK's own message does mid-stream: its open part `streaming`, the ended ones `done`", async () => {
+    const memory = new MemoryStorage();
+    const { storage, drafted } = noticingDraft(memory, "Half an ans");
+    const { session } = await createSession(storage);
+    const { provider, release } = heldReply([{ type: "reasoning-delta", text: "Think first." }, { type: "text-delta", text: "Half an ans" }], [{
+      type: "text-delta",
+      text: "wer.",
+    }]);
+    const run = session.run("Tell me everything", { provider });
+    // The client's view: the AI SDK's own reader of the chat stream, up to the text the draft holds.
+    const client = readUIMessageStream({ stream: runToUIMessageStream(run) })[Symbol.asyncIterator]();
+    let live: UIMessage | undefined;
+    while (!live?.parts.some((p) => p.type === "text" && p.text === "Half an ans")) live = (await client.next()).value as UIMessage;
+    await drafted;
+    const states = (message: UIMessage) => message.parts.map((p) => [p.type, "state" in p ? p.state : undefined]);
+    const draftTurn = (await toUIMessages(await registry(memory, {}, millisecondClock()).open(REF))).at(-1)!;
+    expect(states(draftTurn)).toEqual([["step-start", undefined], ["reasoning", "done"], ["text", "streaming"]]);
+    expect(states(draftTurn)).toEqual(states(live));
+    release();
+    while (!(await client.next()).done);
+    expect(states((await toUIMessages(session)).at(-1)!)).toEqual([["step-start", undefined], ["reasoning", "done"], ["text", "done"]]);
   });
 });

@@ -1,0 +1,38 @@
+/**
+ * `useChat`'s client without a UI framework: the AI SDK's own `AbstractChat` (what `@ai-sdk/react`,
+ * `vue` and `svelte` wrap) over a plain state, with its `DefaultChatTransport`, talking to a
+ * `chatRoute` served by `serveFetchHandler` on loopback. Not a test file itself.
+ */
+import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai";
+import type { ChatRoute } from "../../ai-sdk/mod.ts";
+import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
+
+/** The state a framework would keep reactive, kept as plain fields. */
+class PlainChatState implements ChatState<UIMessage> {
+  status: ChatStatus = "ready";
+  error: Error | undefined = undefined;
+  messages: UIMessage[] = [];
+  pushMessage = (message: UIMessage): void => void (this.messages = [...this.messages, message]);
+  popMessage = (): void => void (this.messages = this.messages.slice(0, -1));
+  replaceMessage = (index: number, message: UIMessage): void => void (this.messages = this.messages.map((m, i) => (i === index ? message : m)));
+  snapshot = <T>(value: T): T => structuredClone(value);
+}
+
+/** A chat client whose status, error and messages the test reads. */
+export class TestChat extends AbstractChat<UIMessage> {
+  readonly view: PlainChatState;
+  constructor(id: string, api: string) {
+    const state = new PlainChatState();
+    super({ id, transport: new DefaultChatTransport({ api }), state });
+    this.view = state;
+  }
+}
+
+/** Serves `route` at `{url}/api/chat` (POST) and `{url}/api/chat/{id}/stream` (GET). */
+export function serveChatRoute(route: ChatRoute): Promise<FetchServer> {
+  return serveFetchHandler(async (request) => {
+    if (request.method === "POST") return route.POST(request);
+    const [, api, chat, id, stream] = new URL(request.url).pathname.split("/");
+    return api === "api" && chat === "chat" && stream === "stream" ? route.GET(request, id!) : new Response(null, { status: 404 });
+  });
+}
