@@ -648,13 +648,14 @@ export class PostgresStorage implements StoragePort {
 
   /**
    * A read: sent once more on a fresh connection when the first one turns out dead (a pooled
-   * connection the server ended while it was idle, as after a restart), which is safe for a read.
+   * connection the server ended while it was idle, as after a restart or an `idle_session_timeout`, or whose socket was
+   * reset), which is safe for a read.
    */
   async #read(statement: Statement, values: unknown[]): Promise<Row[]> {
     try {
       return await this.#query(statement, values);
     } catch (error) {
-      if (!(error instanceof StorageError) || !isEndedByServer(error.cause)) throw error;
+      if (!(error instanceof StorageError) || !isDropped(error.cause)) throw error;
       return this.#query(statement, values);
     }
   }
@@ -916,21 +917,51 @@ function describe(statement: Statement, values: readonly unknown[]): string {
   return `${what} on ${String(values[0])}`;
 }
 
+/** A SQLSTATE's shape: five digits or capitals (which an errno code such as `EPIPE` has too). */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * The socket's failures that mean the connection dropped (docs/POSTGRES.md "Lost connections, timeouts and limits"):
+ * reset by the peer or a middlebox (`ECONNRESET`), or written to after it closed (`EPIPE`, which Node also raises
+ * itself, without a `syscall`, for a write after the peer's end).
+ */
+const DROPPED_SOCKET = new Set(["ECONNRESET", "EPIPE"]);
+
+/** The server's SQLSTATE of `error`; `undefined` for a failure of the client or its socket (an errno code, or none). */
+function sqlstateOf(error: unknown): string | undefined {
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
+  if (typeof code !== "string" || syscall !== undefined || DROPPED_SOCKET.has(code)) return undefined;
+  return SQLSTATE.test(code) ? code : undefined;
+}
+
+/**
+ * Whether the server ended the session: class 08 (connection exception), 57P01–57P03 (terminated, crashed,
+ * restarting), 57P05 (`idle_session_timeout`).
+ */
+function endsSession(sqlstate: string): boolean {
+  return sqlstate.startsWith("08") || sqlstate === "57P01" || sqlstate === "57P02" || sqlstate === "57P03" || sqlstate === "57P05";
+}
+
 /**
  * Whether `error` means the connection is gone (so is a session lock held on it): a
  * socket error or end (no SQLSTATE), the client's own read timeout, or the server ending
- * the session (class 08, 57P01–57P03: terminated, crashed, restarting).
+ * the session ({@linkcode endsSession}).
  */
 function isConnectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return true;
-  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  const sqlstate = sqlstateOf(error);
+  return sqlstate === undefined || endsSession(sqlstate);
 }
 
-/** Whether the server ended the connection (a restart, a terminated backend): not a timeout, which would only repeat. */
-function isEndedByServer(error: unknown): boolean {
+/**
+ * Whether the connection was dropped under the statement (the server ended the session, the socket was reset or
+ * closed): not a timeout, which would only repeat, nor a server that cannot be reached, which a new connection meets
+ * again.
+ */
+function isDropped(error: unknown): boolean {
+  const sqlstate = sqlstateOf(error);
+  if (sqlstate !== undefined) return endsSession(sqlstate);
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (typeof code === "string") return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  if (typeof code === "string") return DROPPED_SOCKET.has(code);
   return typeof message === "string" && message.includes("terminated unexpectedly");
 }
 
@@ -967,10 +998,10 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
 /** A server or connection failure as the core's typed error, with PostgreSQL's code and message. */
 function storageError(error: unknown, doing: string): StorageError {
   if (error instanceof StorageError || error instanceof LeaseLostError) return error;
-  const pgError = error as { code?: string; message?: string; syscall?: string };
+  const pgError = error as { code?: string; message?: string };
   const code = pgError.code;
   // A system call's failure (no server reached, a dropped socket) has an errno code (ENOENT, EPIPE), not a SQLSTATE.
-  const errno = code !== undefined && pgError.syscall !== undefined;
+  const errno = code !== undefined && sqlstateOf(error) === undefined;
   const label = code === undefined ? "" : errno ? ` (${code})` : ` (SQLSTATE ${code})`;
   const message = `PostgreSQL storage: ${doing}: ${pgError.message ?? String(error)}${label}`;
   // 53100: disk_full on the server.
