@@ -147,6 +147,8 @@ interface PendingRead {
 export class PostgresStorage implements StoragePort {
   readonly #schema: string;
   readonly #s: string;
+  /** What both pools connect with: who and where a failure to connect names. */
+  readonly #connection: pg.PoolConfig;
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   /** Locks this handle holds, each on its own connection (checked out of `#lockPool`), by name. */
@@ -206,6 +208,7 @@ export class PostgresStorage implements StoragePort {
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
+    this.#connection = base;
     // An idle pool must not keep a process alive that has nothing else to do.
     this.#pool = new pg.Pool({ max: options.maxConnections ?? 10, allowExitOnIdle: true, ...base });
     this.#lockPool = new pg.Pool({ max: options.maxLockConnections ?? 64, allowExitOnIdle: true, ...base });
@@ -234,7 +237,7 @@ export class PostgresStorage implements StoragePort {
       const result = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [`${this.#s}.schema_version`]);
       return result.rows[0]!.found === true;
     } catch (error) {
-      throw storageError(error, `looking for schema ${this.#schema}`);
+      throw this.#failure(error, `looking for schema ${this.#schema}`);
     }
   }
 
@@ -263,7 +266,7 @@ export class PostgresStorage implements StoragePort {
       const { cluster, started, database } = result.rows[0] as { cluster: string; started: string; database: string };
       return `postgres cluster ${cluster} started ${started} database ${database} schema ${this.#schema}`;
     } catch (error) {
-      throw storageError(error, `asking the server which store schema ${this.#schema} is`);
+      throw this.#failure(error, `asking the server which store schema ${this.#schema} is`);
     }
   }
 
@@ -668,7 +671,7 @@ export class PostgresStorage implements StoragePort {
     try {
       return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
-      throw storageError(error, doing ?? describe(statement, values));
+      throw this.#failure(error, doing ?? describe(statement, values));
     }
   }
 
@@ -794,8 +797,13 @@ export class PostgresStorage implements StoragePort {
     try {
       return await pool.connect();
     } catch (error) {
-      throw storageError(error, this.#connecting(pool));
+      throw this.#failure(error, this.#connecting(pool));
     }
+  }
+
+  /** A failure of a statement that may have connected first: {@linkcode storageError}, or the server's want of a password. */
+  #failure(error: unknown, doing: string): StorageError {
+    return passwordNotGiven(error, doing, this.#connection) ?? storageError(error, doing);
   }
 
   /**
@@ -993,6 +1001,27 @@ function timeouts(options: PostgresStorageOptions): pg.PoolConfig {
 /** One plain Uint8Array of the chunks, in order (a fresh copy, never a view of a pooled Buffer). */
 function concat(chunks: readonly Uint8Array[]): Uint8Array {
   return new Uint8Array(Buffer.concat(chunks));
+}
+
+/** What `pg` says when the server asks for a password (SCRAM, PostgreSQL's default) and it was given none. */
+const NO_PASSWORD = "client password must be a string";
+
+/**
+ * A connection the server refused for want of a password as a `StorageError` that names the user and the server and
+ * says where a password goes (docs/POSTGRES.md "Lost connections, timeouts and limits"); `undefined` for any other
+ * failure. The user and host are what `pg` connected with (the URL, then `pool`, then the `PG*` variables).
+ */
+function passwordNotGiven(error: unknown, doing: string, connection: pg.PoolConfig): StorageError | undefined {
+  const said = (error as { message?: unknown } | undefined)?.message;
+  if (typeof said !== "string" || !said.includes(NO_PASSWORD)) return undefined;
+  const { user = "", host, port } = new pg.Client(connection);
+  const server = host.startsWith("/") ? `the socket in ${host} (port ${port})` : `${host}:${port}`;
+  return new StorageError(
+    `PostgreSQL storage: ${doing}: the server at ${server} asked for the password of user ${user} and none was given; ` +
+      `give it in the URL (postgres://${user}:PASSWORD@…, the password percent-encoded), as \`pool.password\` or in PGPASSWORD`,
+    { user, host, port, reason: "no-password" },
+    { cause: error },
+  );
 }
 
 /** A server or connection failure as the core's typed error, with PostgreSQL's code and message. */
