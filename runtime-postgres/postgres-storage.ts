@@ -147,6 +147,8 @@ interface PendingRead {
 export class PostgresStorage implements StoragePort {
   readonly #schema: string;
   readonly #s: string;
+  /** What both pools connect with: who and where a failure to connect names. */
+  readonly #connection: pg.PoolConfig;
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   /** Locks this handle holds, each on its own connection (checked out of `#lockPool`), by name. */
@@ -206,6 +208,7 @@ export class PostgresStorage implements StoragePort {
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
     this.#onLeaseLost = options.onLeaseLost;
     const base: pg.PoolConfig = { ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...timeouts(options), ...options.pool };
+    this.#connection = base;
     // An idle pool must not keep a process alive that has nothing else to do.
     this.#pool = new pg.Pool({ max: options.maxConnections ?? 10, allowExitOnIdle: true, ...base });
     this.#lockPool = new pg.Pool({ max: options.maxLockConnections ?? 64, allowExitOnIdle: true, ...base });
@@ -234,7 +237,7 @@ export class PostgresStorage implements StoragePort {
       const result = await this.#pool.query("SELECT to_regclass($1) IS NOT NULL AS found", [`${this.#s}.schema_version`]);
       return result.rows[0]!.found === true;
     } catch (error) {
-      throw storageError(error, `looking for schema ${this.#schema}`);
+      throw this.#failure(error, `looking for schema ${this.#schema}`);
     }
   }
 
@@ -263,7 +266,7 @@ export class PostgresStorage implements StoragePort {
       const { cluster, started, database } = result.rows[0] as { cluster: string; started: string; database: string };
       return `postgres cluster ${cluster} started ${started} database ${database} schema ${this.#schema}`;
     } catch (error) {
-      throw storageError(error, `asking the server which store schema ${this.#schema} is`);
+      throw this.#failure(error, `asking the server which store schema ${this.#schema} is`);
     }
   }
 
@@ -648,13 +651,14 @@ export class PostgresStorage implements StoragePort {
 
   /**
    * A read: sent once more on a fresh connection when the first one turns out dead (a pooled
-   * connection the server ended while it was idle, as after a restart), which is safe for a read.
+   * connection the server ended while it was idle, as after a restart or an `idle_session_timeout`, or whose socket was
+   * reset), which is safe for a read.
    */
   async #read(statement: Statement, values: unknown[]): Promise<Row[]> {
     try {
       return await this.#query(statement, values);
     } catch (error) {
-      if (!(error instanceof StorageError) || !isEndedByServer(error.cause)) throw error;
+      if (!(error instanceof StorageError) || !isDropped(error.cause)) throw error;
       return this.#query(statement, values);
     }
   }
@@ -667,7 +671,7 @@ export class PostgresStorage implements StoragePort {
     try {
       return (await this.#pool.query(typeof statement === "string" ? { text: statement, values } : { ...statement, values })).rows as Row[];
     } catch (error) {
-      throw storageError(error, doing ?? describe(statement, values));
+      throw this.#failure(error, doing ?? describe(statement, values));
     }
   }
 
@@ -793,8 +797,13 @@ export class PostgresStorage implements StoragePort {
     try {
       return await pool.connect();
     } catch (error) {
-      throw storageError(error, this.#connecting(pool));
+      throw this.#failure(error, this.#connecting(pool));
     }
+  }
+
+  /** A failure of a statement that may have connected first: {@linkcode storageError}, or the server's want of a password. */
+  #failure(error: unknown, doing: string): StorageError {
+    return passwordNotGiven(error, doing, this.#connection) ?? storageError(error, doing);
   }
 
   /**
@@ -916,21 +925,51 @@ function describe(statement: Statement, values: readonly unknown[]): string {
   return `${what} on ${String(values[0])}`;
 }
 
+/** A SQLSTATE's shape: five digits or capitals (which an errno code such as `EPIPE` has too). */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * The socket's failures that mean the connection dropped (docs/POSTGRES.md "Lost connections, timeouts and limits"):
+ * reset by the peer or a middlebox (`ECONNRESET`), or written to after it closed (`EPIPE`, which Node also raises
+ * itself, without a `syscall`, for a write after the peer's end).
+ */
+const DROPPED_SOCKET = new Set(["ECONNRESET", "EPIPE"]);
+
+/** The server's SQLSTATE of `error`; `undefined` for a failure of the client or its socket (an errno code, or none). */
+function sqlstateOf(error: unknown): string | undefined {
+  const { code, syscall } = (error ?? {}) as { code?: unknown; syscall?: unknown };
+  if (typeof code !== "string" || syscall !== undefined || DROPPED_SOCKET.has(code)) return undefined;
+  return SQLSTATE.test(code) ? code : undefined;
+}
+
+/**
+ * Whether the server ended the session: class 08 (connection exception), 57P01–57P03 (terminated, crashed,
+ * restarting), 57P05 (`idle_session_timeout`).
+ */
+function endsSession(sqlstate: string): boolean {
+  return sqlstate.startsWith("08") || sqlstate === "57P01" || sqlstate === "57P02" || sqlstate === "57P03" || sqlstate === "57P05";
+}
+
 /**
  * Whether `error` means the connection is gone (so is a session lock held on it): a
  * socket error or end (no SQLSTATE), the client's own read timeout, or the server ending
- * the session (class 08, 57P01–57P03: terminated, crashed, restarting).
+ * the session ({@linkcode endsSession}).
  */
 function isConnectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return true;
-  return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  const sqlstate = sqlstateOf(error);
+  return sqlstate === undefined || endsSession(sqlstate);
 }
 
-/** Whether the server ended the connection (a restart, a terminated backend): not a timeout, which would only repeat. */
-function isEndedByServer(error: unknown): boolean {
+/**
+ * Whether the connection was dropped under the statement (the server ended the session, the socket was reset or
+ * closed): not a timeout, which would only repeat, nor a server that cannot be reached, which a new connection meets
+ * again.
+ */
+function isDropped(error: unknown): boolean {
+  const sqlstate = sqlstateOf(error);
+  if (sqlstate !== undefined) return endsSession(sqlstate);
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (typeof code === "string") return code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03";
+  if (typeof code === "string") return DROPPED_SOCKET.has(code);
   return typeof message === "string" && message.includes("terminated unexpectedly");
 }
 
@@ -964,13 +1003,34 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
   return new Uint8Array(Buffer.concat(chunks));
 }
 
+/** What `pg` says when the server asks for a password (SCRAM, PostgreSQL's default) and it was given none. */
+const NO_PASSWORD = "client password must be a string";
+
+/**
+ * A connection the server refused for want of a password as a `StorageError` that names the user and the server and
+ * says where a password goes (docs/POSTGRES.md "Lost connections, timeouts and limits"); `undefined` for any other
+ * failure. The user and host are what `pg` connected with (the URL, then `pool`, then the `PG*` variables).
+ */
+function passwordNotGiven(error: unknown, doing: string, connection: pg.PoolConfig): StorageError | undefined {
+  const said = (error as { message?: unknown } | undefined)?.message;
+  if (typeof said !== "string" || !said.includes(NO_PASSWORD)) return undefined;
+  const { user = "", host, port } = new pg.Client(connection);
+  const server = host.startsWith("/") ? `the socket in ${host} (port ${port})` : `${host}:${port}`;
+  return new StorageError(
+    `PostgreSQL storage: ${doing}: the server at ${server} asked for the password of user ${user} and none was given; ` +
+      `give it in the URL (postgres://${user}:PASSWORD@…, the password percent-encoded), as \`pool.password\` or in PGPASSWORD`,
+    { user, host, port, reason: "no-password" },
+    { cause: error },
+  );
+}
+
 /** A server or connection failure as the core's typed error, with PostgreSQL's code and message. */
 function storageError(error: unknown, doing: string): StorageError {
   if (error instanceof StorageError || error instanceof LeaseLostError) return error;
-  const pgError = error as { code?: string; message?: string; syscall?: string };
+  const pgError = error as { code?: string; message?: string };
   const code = pgError.code;
   // A system call's failure (no server reached, a dropped socket) has an errno code (ENOENT, EPIPE), not a SQLSTATE.
-  const errno = code !== undefined && pgError.syscall !== undefined;
+  const errno = code !== undefined && sqlstateOf(error) === undefined;
   const label = code === undefined ? "" : errno ? ` (${code})` : ` (SQLSTATE ${code})`;
   const message = `PostgreSQL storage: ${doing}: ${pgError.message ?? String(error)}${label}`;
   // 53100: disk_full on the server.
