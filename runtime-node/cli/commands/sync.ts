@@ -30,7 +30,7 @@ import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
 import { databaseStoreIdentity, exists, resolveStore, Store, type StoreLocation } from "../store.ts";
-import { canonicalPath } from "../user-paths.ts";
+import { canonicalPath, folderAsOpened } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -121,7 +121,7 @@ export const sync: Command = {
     if (target === undefined) throw new UsageError("sync: missing --remote URL|DIR|postgres://…", { option: "--remote" });
     const tokenFile = stringOption(args, "token-file");
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
-    const location = remoteLocation(target, io);
+    const location = await remoteLocation(target, io);
     if (location && (await overlapsStore(store, location))) {
       throw new UsageError(
         `sync: --remote ${
@@ -172,13 +172,14 @@ function removalLine(what: string, removals: SyncRemovals): string[] {
  * begins with a scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`)
  * is a URL: http(s):// or postgres(ql):// only, anything else (`ftp:x`, a typo'd `http:/x`)
  * is refused rather than taken for a folder of that name (docs/CLI.md "Commands", `sync`: such a folder
- * is given as `./ftp:x`). A folder is resolved from the working folder.
+ * is given as `./ftp:x`). A folder is resolved from the working folder as the system opens it
+ * (`folderAsOpened`: a `..` after a link goes up from its target).
  *
  * @throws {UsageError} for a URL of another scheme, or one without `//`.
  */
-function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
+async function remoteLocation(target: string, io: CliIo): Promise<StoreLocation | undefined> {
   const url = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/)?/.exec(target);
-  if (!url) return { kind: "files", root: resolve(io.cwd ?? process.cwd(), target) };
+  if (!url) return { kind: "files", root: await folderAsOpened(io.cwd ?? process.cwd(), target) };
   const scheme = url[1]!.toLowerCase();
   if (url[2] && (scheme === "http" || scheme === "https")) return undefined;
   if (url[2] && (scheme === "postgres" || scheme === "postgresql")) return resolveStore({ root: undefined, store: target }, io);
