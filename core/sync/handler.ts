@@ -3,8 +3,8 @@
  * mounts in Hono, Deno.serve, Bun.serve, Cloudflare Workers or Node (docs/SYNC.md "The wire").
  * Every route is `POST <basePath>/<route>` with a JSON body; the host's `authorize` hook
  * runs first on every request (a CORS preflight from an origin the host listed is answered
- * before it, docs/SYNC.md "A server on another origin"), then the body is read (up to a limit), decoded and checked,
- * and only then does the store see anything.
+ * before it, docs/SYNC.md "A server on another origin"), then the body is read (up to a
+ * limit), decoded and checked, and only then does the store see anything.
  *
  * @module
  */
@@ -90,6 +90,7 @@ export const DEFAULT_MAX_BODY_BYTES = 96 * 1024 * 1024;
  */
 export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {
   assertFields(knownOptions(options, "createSyncHandler(options)", SYNC_HANDLER_FIELDS), "createSyncHandler(options)", { authorize: "function!" });
+  const allowed = options.corsOrigins === undefined ? undefined : corsOrigins(options.corsOrigins, "createSyncHandler(options).corsOrigins");
   const server = options.server ?? new SyncServer({ storage: requireStorage(options.storage) });
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -125,8 +126,7 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
       return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message: typed.message } });
     }
   };
-  if (options.corsOrigins === undefined) return answer;
-  const allowed = corsOrigins(options.corsOrigins, "createSyncHandler(options).corsOrigins");
+  if (allowed === undefined) return answer;
   return async (request) => {
     if (routeOf(request.url, basePath)) {
       const preflight = preflightAnswer(allowed, request);
