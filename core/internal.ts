@@ -117,3 +117,5 @@ export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, 
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";
 // The fields the sync scheduler's options may have, for the browser's background sync that passes them on.
 export { SYNC_SCHEDULER_FIELDS } from "./sync/background.ts";
+// An origin the sync handler answers CORS for, as `sessionfold serve --cors-origin` checks it.
+export { corsOrigin } from "./sync/cors.ts";

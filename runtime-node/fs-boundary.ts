@@ -28,10 +28,10 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { type FileHandle, open as openHandle } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import { type FileHandle, open as openHandle, stat } from "node:fs/promises";
+import { basename, dirname, join, relative, sep } from "node:path";
 import { InvalidInputError, NotFoundError, StoreEntryError } from "../core/errors.ts";
-import { errno, missingAsUndefined } from "./fs-errors.ts";
+import { errno, missingAsUndefined, storageErrorFromFs } from "./fs-errors.ts";
 
 /** `O_NOFOLLOW` where the platform has it (not on Windows, where the `lstat` checks remain). */
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
@@ -479,5 +479,31 @@ export function detachHardLink(root: string, linked: HardLinkedFile): void {
     fsyncSync(folder);
   } finally {
     closeSync(folder);
+  }
+}
+
+/**
+ * Where a folder store's data is (`StoragePort.storeIdentity`): the device and inode of its
+ * root, links followed, so every path to one folder (a symbolic link, a bind mount) answers the
+ * same and another folder another. A root not created yet answers by its nearest folder that is
+ * there, with the names below it. Creates nothing.
+ *
+ * @example
+ * ```ts
+ * console.log(await folderStoreIdentity("/home/me/.sessionfold")); // "folder device 2049 inode 1311"
+ * ```
+ * @throws {StorageError} when the root, or a folder above it, cannot be looked at (permission denied).
+ */
+export async function folderStoreIdentity(root: string): Promise<string> {
+  const below: string[] = [];
+  for (let path = root;;) {
+    try {
+      const info = await stat(path, { bigint: true });
+      return `folder device ${info.dev} inode ${info.ino}${below.length > 0 ? ` then ${below.reverse().join("/")}` : ""}`;
+    } catch (error) {
+      if (errno(error) !== "ENOENT" || dirname(path) === path) throw storageErrorFromFs(error, "storeIdentity", ".", path);
+      below.push(basename(path));
+      path = dirname(path);
+    }
   }
 }

@@ -43,7 +43,7 @@ import {
   type StoragePort,
   type WriteOptions,
 } from "../core/reader.ts";
-import { APPEND_FLAGS, entryError, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
+import { APPEND_FLAGS, entryError, folderStoreIdentity, READ_FLAGS, StoreBoundary, TRUNCATE_FLAGS } from "./fs-boundary.ts";
 import { bestEffort, errno, missingAsUndefined, missingParent, storageErrorFromFs } from "./fs-errors.ts";
 import { FileCatalog } from "./fs-catalog.ts";
 import {
@@ -142,6 +142,23 @@ export class NodeFileStorage implements StoragePort {
     this.#boundary = new StoreBoundary(this.root);
     this.#keys = new StoreKeys(this.root);
     this.#catalog = new FileCatalog(this.#boundary, this.#keys, (dir) => this.#ensureFolder(dir));
+  }
+
+  /**
+   * Where this store's data is (`StoragePort.storeIdentity`): its root folder's device and
+   * inode, so two handles on one folder by two paths (a link, a bind mount) answer the same and
+   * `syncStores` refuses syncing the store with itself. Creates nothing.
+   *
+   * @example
+   * ```ts
+   * const a = new NodeFileStorage({ root: "/home/me/.sessionfold" });
+   * const b = new NodeFileStorage({ root: "/home/me/link-to-home/.sessionfold" });
+   * console.log((await a.storeIdentity()) === (await b.storeIdentity())); // true: one store
+   * ```
+   * @throws {StorageError} when the root cannot be looked at.
+   */
+  storeIdentity(): Promise<string> {
+    return folderStoreIdentity(this.root);
   }
 
   read(path: string): Promise<Uint8Array | undefined> {

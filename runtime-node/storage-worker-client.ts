@@ -10,6 +10,7 @@ import * as Comlink from "comlink";
 import nodeEndpoint from "comlink/dist/esm/node-adapter.mjs";
 import { InvalidInputError, MAX_FILE_BYTES, StorageError } from "../core/mod.ts";
 import { WorkerStorageClient } from "../core/internal.ts";
+import { folderStoreIdentity } from "./fs-boundary.ts";
 import type { NodeFileStorageOptions } from "./fs-storage.ts";
 
 /** Options of {@linkcode WorkerFileStorage}: those of the {@linkcode NodeFileStorage} it runs. */
@@ -64,6 +65,8 @@ export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOption
   readonly worker: Worker;
   /** The largest file `read` returns (`maxFileBytes`, sent to the worker's store); writers keep every file within it. */
   readonly maxFileBytes: number;
+  /** The absolute root folder the worker's store serves. */
+  readonly #root: string;
 
   constructor(options: WorkerFileStorageOptions) {
     if (typeof options?.root !== "string" || !isAbsolute(options.root)) {
@@ -87,7 +90,24 @@ export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOption
     });
     this.worker = worker;
     this.maxFileBytes = options.maxFileBytes ?? MAX_FILE_BYTES;
+    this.#root = root;
     worker.on("error", (error) => this.fail(new StorageError(`storage worker crashed: ${error.message}`, { root: options.root }, { cause: error })));
     worker.on("exit", (code) => this.fail(new StorageError(`storage worker stopped (exit code ${code})`, { root: options.root, exit_code: code })));
+  }
+
+  /**
+   * Where this store's data is, as `NodeFileStorage.storeIdentity` answers it: its root
+   * folder's device and inode, looked at from this thread (the worker is not asked).
+   *
+   * @example
+   * ```ts
+   * const storage = new WorkerFileStorage({ root: "/home/me/.sessionfold" });
+   * console.log(await storage.storeIdentity());
+   * await storage.close();
+   * ```
+   * @throws {StorageError} when the root cannot be looked at.
+   */
+  storeIdentity(): Promise<string> {
+    return folderStoreIdentity(this.#root);
   }
 }

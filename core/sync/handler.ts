@@ -2,12 +2,14 @@
  * The sync server as a web-standard fetch handler, `(Request) => Promise<Response>`: it
  * mounts in Hono, Deno.serve, Bun.serve, Cloudflare Workers or Node (docs/SYNC.md "The wire").
  * Every route is `POST <basePath>/<route>` with a JSON body; the host's `authorize` hook
- * runs first on every request, then the body is read (up to a limit), decoded and checked,
- * and only then does the store see anything.
+ * runs first on every request (a CORS preflight from an origin the host listed is answered
+ * before it, docs/SYNC.md "A server on another origin"), then the body is read (up to a
+ * limit), decoded and checked, and only then does the store see anything.
  *
  * @module
  */
 import { asSessionfoldError, SyncRefusedError } from "../errors.ts";
+import { corsHeaders, corsOrigins, preflightAnswer } from "./cors.ts";
 import { assertFields, type KnownFields, knownOptions, wrongArgument } from "../schema/arguments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
@@ -33,9 +35,23 @@ export interface SyncHandlerOptions {
    * travels at the defaults. Below that, such a message is its session's `too-large` conflict.
    */
   readonly maxBodyBytes?: number;
+  /**
+   * The origins of the pages that may call the server from another origin, each
+   * `scheme://host[:port]` (`http://localhost:5173`): their preflights are answered and every
+   * answer to them names their origin (docs/SYNC.md "A server on another origin"). An origin
+   * not listed gets no CORS header, so its browser blocks the answer. Default: none.
+   */
+  readonly corsOrigins?: readonly string[];
 }
 
-const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = { storage: true, server: true, authorize: true, basePath: true, maxBodyBytes: true };
+const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = {
+  storage: true,
+  server: true,
+  authorize: true,
+  basePath: true,
+  maxBodyBytes: true,
+  corsOrigins: true,
+};
 
 /**
  * 96 MiB: a push of one message of the longest line a session keeps (`MAX_LINE_BYTES`,
@@ -70,14 +86,15 @@ export const DEFAULT_MAX_BODY_BYTES = 96 * 1024 * 1024;
  * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }), headers: { authorization: "Bearer t0ken" } }));
  * ```
  * @throws {InvalidInputError} when `options` is not an object with an `authorize` function and a `storage` or `server`,
- * or has a field it does not know.
+ * has a field it does not know, or a `corsOrigins` entry that is not an http(s) origin.
  */
 export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {
   assertFields(knownOptions(options, "createSyncHandler(options)", SYNC_HANDLER_FIELDS), "createSyncHandler(options)", { authorize: "function!" });
+  const allowed = options.corsOrigins === undefined ? undefined : corsOrigins(options.corsOrigins, "createSyncHandler(options).corsOrigins");
   const server = options.server ?? new SyncServer({ storage: requireStorage(options.storage) });
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  return async (request) => {
+  const answer = async (request: Request): Promise<Response> => {
     try {
       const route = routeOf(request.url, basePath);
       if (!route) {
@@ -108,6 +125,16 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
       const typed = asSessionfoldError(error, "sync request failed");
       return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message: typed.message } });
     }
+  };
+  if (allowed === undefined) return answer;
+  return async (request) => {
+    if (routeOf(request.url, basePath)) {
+      const preflight = preflightAnswer(allowed, request);
+      if (preflight) return preflight;
+    }
+    const response = await answer(request);
+    for (const [name, value] of Object.entries(corsHeaders(allowed, request.headers.get("origin")))) response.headers.set(name, value);
+    return response;
   };
 }
 

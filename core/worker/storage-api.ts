@@ -19,7 +19,8 @@ import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } fro
  * one included (the worker answers for what its store lacks), derived from the port so the
  * two never drift apart. `readMany` is answered in the worker (the store's own, else over its
  * other calls), so a session's open costs the host one round trip. `storeIdentity` does not
- * cross: no store served behind a hop (files, IndexedDB) names its data that way.
+ * cross: a store behind a hop that names its data (a folder: its root's device and inode) is
+ * named on the host's side.
  */
 export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog" | "storeIdentity">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */

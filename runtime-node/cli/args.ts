@@ -16,6 +16,8 @@ export interface OptionSpec {
   /** Placeholder of the value in help texts (`T`, `SEQ`). */
   readonly value?: string;
   readonly description: string;
+  /** A string option that may be given more than once; its values, in order, are a list. */
+  readonly repeatable?: true;
 }
 
 /** What a command accepts. */
@@ -49,7 +51,7 @@ export interface SplitArgs {
 /** A command's parsed arguments. */
 export interface ParsedArgs {
   readonly positionals: readonly string[];
-  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+  readonly options: Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
 }
 
 type Token = ReturnType<typeof tokenize>[number];
@@ -97,7 +99,7 @@ export function splitArgs(argv: readonly string[]): SplitArgs {
  */
 export function parseCommandArgs(command: string, rest: readonly string[], spec: ArgsSpec, globals: GlobalOptions): ParsedArgs {
   const positionals: string[] = [];
-  const options: Record<string, string | boolean | undefined> = {};
+  const options: Record<string, string | boolean | string[] | undefined> = {};
   const accepted = { ...Object.fromEntries(Object.entries(spec.options).map(([name, option]) => [name, { type: option.type }])), ...GLOBAL_OPTIONS };
   for (const token of tokenize(rest, accepted)) {
     if (token.kind === "positional") positionals.push(token.value);
@@ -110,12 +112,13 @@ export function parseCommandArgs(command: string, rest: readonly string[], spec:
       });
     }
     const name = `--${token.name}`;
-    if (options[token.name] !== undefined) throw new UsageError(`${command}: option ${name} is given twice`, { option: name });
+    if (options[token.name] !== undefined && !option.repeatable) throw new UsageError(`${command}: option ${name} is given twice`, { option: name });
     if (option.type === "boolean" && token.value !== undefined) throw new UsageError(`${command}: option ${name} takes no value`, { option: name });
     if (option.type === "string" && token.value === undefined) {
       throw new UsageError(`${command}: option ${name} needs a value ${option.value ?? ""}`.trimEnd(), { option: name });
     }
-    options[token.name] = token.value ?? true;
+    if (option.repeatable) options[token.name] = [...(options[token.name] as string[] | undefined ?? []), token.value!];
+    else options[token.name] = token.value ?? true;
   }
   if (globals.help || globals.version) return { positionals, options };
   const required = spec.positionals;

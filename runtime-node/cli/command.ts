@@ -63,6 +63,12 @@ export function refArg(args: ParsedArgs, index = 0): SessionRef {
   return parseSessionRef(args.positionals[index]!);
 }
 
+/** A repeatable option's values, in the order given; none when absent. */
+export function repeatedOption(args: ParsedArgs, name: string): readonly string[] {
+  const value = args.options[name];
+  return Array.isArray(value) ? value : [];
+}
+
 /** A string option's value, `undefined` when absent. */
 export function stringOption(args: ParsedArgs, name: string): string | undefined {
   const value = args.options[name];

@@ -64,7 +64,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     if (globals.version) return printVersion(io, json);
     const [{ Output }, { Store, resolveStore }] = await Promise.all([import("./output.ts"), import("./store.ts")]);
     const out = new Output(io, json);
-    store = new Store(resolveStore(globals, io), io, (event) => out.staleLockReclaimed(event), entry.readOnly === true);
+    store = new Store(await resolveStore(globals, io), io, (event) => out.staleLockReclaimed(event), entry.readOnly === true);
     return await selected.run({ io, out, store, args });
   } catch (thrown) {
     const error = toCliError(thrown);

@@ -7,7 +7,7 @@
  * @module
  */
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { MigrationReport, Session, SessionOptions, Sessions, StaleLockReclaimed } from "../../core/mod.ts";
 import { InvalidInputError, NotFoundError, UnsupportedSchemaError } from "../../core/errors.ts";
 import {
@@ -26,7 +26,7 @@ import { formatConnectionUrl, parseConnectionUrl } from "../../runtime-postgres/
 import { openNodeStorage } from "../open-storage.ts";
 import { UsageError } from "./exit.ts";
 import type { CliIo } from "./io.ts";
-import { storeFolderExists } from "./user-paths.ts";
+import { absoluteAsOpened, folderAsOpened, storeFolderExists } from "./user-paths.ts";
 
 /** An opened store's storage, without its registry: what `show` reads through. */
 export interface OpenStorage {
@@ -64,27 +64,29 @@ export type StoreLocation =
 /**
  * `--store URL`, else `--root DIR`, else `$SESSIONFOLD_STORE`, else the folder of
  * {@linkcode resolveRoot}. A store URL is `postgres://…` (or `postgresql://…`), with
- * `?schema=NAME` for a schema other than `sessionfold`.
+ * `?schema=NAME` for a schema other than `sessionfold`. A folder and the key file are taken
+ * as the system opens them, a `..` after a link going up from its target ({@linkcode folderAsOpened},
+ * {@linkcode absoluteAsOpened}).
  *
  * @throws {UsageError} for `--root` and `--store` together, or a store that is not a postgres:// URL.
  */
-export function resolveStore(
+export async function resolveStore(
   globals: { readonly root: string | undefined; readonly store: string | undefined; readonly keyFile?: string | undefined },
   io: CliIo,
-): StoreLocation {
+): Promise<StoreLocation> {
   const env = io.env ?? process.env;
   const keyFile = globals.keyFile ?? (env["SESSIONFOLD_KEY_FILE"] || undefined);
-  const location = resolveStoreLocation(globals, io);
-  return keyFile === undefined ? location : { ...location, keyFile: resolve(io.cwd ?? process.cwd(), keyFile) };
+  const location = await resolveStoreLocation(globals, io);
+  return keyFile === undefined ? location : { ...location, keyFile: absoluteAsOpened(io.cwd ?? process.cwd(), keyFile) };
 }
 
-function resolveStoreLocation(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): StoreLocation {
+async function resolveStoreLocation(globals: { readonly root: string | undefined; readonly store: string | undefined }, io: CliIo): Promise<StoreLocation> {
   if (globals.root !== undefined && globals.store !== undefined) {
     throw new UsageError("give --root DIR or --store URL, not both", { option: "--store" });
   }
   const env = io.env ?? process.env;
   const store = globals.store ?? (globals.root === undefined && env["SESSIONFOLD_STORE"] ? env["SESSIONFOLD_STORE"] : undefined);
-  if (store === undefined) return { kind: "files", root: resolveRoot(globals.root, io) };
+  if (store === undefined) return { kind: "files", root: await resolveRoot(globals.root, io) };
   const from = globals.store !== undefined ? "--store" : "SESSIONFOLD_STORE";
   const url = parseConnectionUrl(store) ?? new URL("invalid:");
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
@@ -109,12 +111,12 @@ function resolveStoreLocation(globals: { readonly root: string | undefined; read
  * `--root`, else `$SESSIONFOLD_HOME`, else `~/.sessionfold` (docs/FORMAT.md), absolute.
  * The same rule as the runtime's `defaultRoot()`, but over the injectable environment.
  */
-function resolveRoot(option: string | undefined, io: CliIo): string {
+async function resolveRoot(option: string | undefined, io: CliIo): Promise<string> {
   const env = io.env ?? process.env;
   const cwd = io.cwd ?? process.cwd();
-  if (option !== undefined) return resolve(cwd, option);
+  if (option !== undefined) return await folderAsOpened(cwd, option);
   const home = env["SESSIONFOLD_HOME"];
-  if (home !== undefined && home !== "") return resolve(cwd, home);
+  if (home !== undefined && home !== "") return await folderAsOpened(cwd, home);
   return join(homedir(), ".sessionfold");
 }
 

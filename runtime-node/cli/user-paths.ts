@@ -9,7 +9,7 @@
  */
 import { constants } from "node:fs";
 import { access, lstat, realpath, stat } from "node:fs/promises";
-import { basename, dirname, resolve, sep } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import { InvalidInputError, NotFoundError, type SessionfoldError } from "../../core/errors.ts";
 import { kindOf } from "../fs-boundary.ts";
 import { errno, storageErrorFromFs } from "../fs-errors.ts";
@@ -183,4 +183,26 @@ export function absoluteAsOpened(cwd: string, path: string): string {
   if (sep !== "/") return resolve(cwd, path);
   const parts = (path.startsWith("/") ? path : `${cwd}/${path}`).split("/").filter((part) => part !== "" && part !== ".");
   return `/${parts.join("/")}`;
+}
+
+/**
+ * A folder the user gave for a store (`--root`, `SESSIONFOLD_HOME`, a folder `--remote`),
+ * absolute and without `..`, naming the folder the system opens: each `..` goes up from where
+ * the links before it lead ({@linkcode absoluteAsOpened}, then {@linkcode canonicalPath} of
+ * the path up to its last `..`), and what follows is kept as given. A store joins its entries'
+ * names to its root as text, so a `..` left in the root would be folded there into another
+ * folder (docs/CLI.md "Files the CLI writes, and the store's folder").
+ *
+ * @example
+ * ```ts
+ * await folderAsOpened("/home/me", "link/../store"); // "/srv/store" when /home/me/link is a link to /srv/data
+ * ```
+ */
+export async function folderAsOpened(cwd: string, path: string): Promise<string> {
+  const given = absoluteAsOpened(cwd, path);
+  const parts = given.split(sep);
+  const last = parts.lastIndexOf("..");
+  if (last < 0) return given;
+  // A `..` under a missing folder stays and is folded as text: the system goes up from no folder there.
+  return join(await canonicalPath(parts.slice(0, last + 1).join(sep)), ...parts.slice(last + 1));
 }

@@ -36,7 +36,7 @@ const PROGRAM_HELP = [
   "  unlock REF --force                                                                           remove a writer lock after printing its owner",
   "  import FILE [--from deepcode|rho-snapshot|rho-jsonl|pi|codex|claude-code] --into REF         import another system's session",
   "  export REF --to deepcode|rho-snapshot|pi [--redact] [--out FILE]                             export the full history",
-  "  serve [--host H] [--port P] [--token-file F]                                                 run the sync server over the store",
+  "  serve [--host H] [--port P] [--token-file F] [--cors-origin ORIGIN]…                         run the sync server over the store",
   "  sync [REF] --remote URL|DIR|postgres://… [--token-file F]                                    bring the store and a remote to the same state",
   "  keygen --out FILE                                                                            write a new key file (mode 0600) for an encrypted store",
   "  encrypt                                                                                      encrypt a store in the clear in place with the --key-file (crash-safe)",

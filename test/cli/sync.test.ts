@@ -183,6 +183,48 @@ describe("sessionfold serve", () => {
     expect(result.stderr).toMatch(/needs --token-file/);
   });
 
+  it("--cors-origin is an origin, each given once: a wildcard or a path is refused (exit 2) before anything is served", async () => {
+    for (const origin of ["*", "http://localhost:5173/app"]) {
+      const result = await cli(await missingRoot(), ["serve", "--cors-origin", "http://localhost:5173", "--cors-origin", origin]);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toBe(
+        `error[usage]: serve: --cors-origin: expected an origin, scheme://host[:port], such as http://localhost:5173 (every allowed origin listed; no wildcard), found ${
+          JSON.stringify(origin)
+        }\n`,
+      );
+    }
+  });
+
+  it("answers CORS for each --cors-origin and for no other origin", async () => {
+    const child = spawn(process.execPath, [
+      BIN,
+      "--root",
+      await missingRoot(),
+      "serve",
+      "--cors-origin",
+      "http://localhost:5173",
+      "--cors-origin",
+      "https://app.example",
+    ], {
+      cwd: REPO,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    try {
+      const url = (await createInterface({ input: child.stdout! })[Symbol.asyncIterator]().next()).value!;
+      const allowed = [];
+      for (const origin of ["http://localhost:5173", "https://app.example", "http://localhost:5174"]) {
+        const answer = await fetch(`${url}/pull`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST" } });
+        await answer.arrayBuffer();
+        allowed.push(answer.headers.get("access-control-allow-origin"));
+      }
+      expect(allowed).toEqual(["http://localhost:5173", "https://app.example", null]);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+
   it("serves the store on loopback: prints its URL first, takes the token, refuses another one and changes nothing", async () => {
     const [server, laptop] = [await missingRoot(), await missingRoot()];
     const dir = await tempDir();

@@ -12,7 +12,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, StorageError } from "../../core/errors.ts";
 import { writeExportFile } from "../../runtime-node/cli/write-out.ts";
-import { bin, type ChildUser, cli, expectOk, json, missingRoot, seed, sessionDir, snapshot, tempDir } from "./support.ts";
+import { bin, type ChildUser, cli, cliRaw, expectOk, json, missingRoot, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "coder/repo/s3b";
 const ERROR_LINE = /^error\[[a-z-]+\]: \S.*\n$/;
@@ -111,6 +111,47 @@ describe("--out inside the store is refused before anything is written", () => {
     const beside = `${root}-export.json`;
     expect(json(expectOk(await cli(root, ["--json", "export", REF, "--to", "rho-snapshot", "--out", beside])))).toEqual({ out: beside, records: 2 });
     expectOk(await cli(root, ["keygen", "--out", `${root}.key`]));
+  });
+});
+
+describe("--root, SESSIONFOLD_HOME, --key-file and a folder --remote with `..` after a link: the folder the system opens, as --out", () => {
+  /** `base/link` is a link to `base/real/inner`: `base/link/..` is `base/real` to the system, `base` folded as text. */
+  async function linkedBase(): Promise<string> {
+    const base = await tempDir();
+    await mkdir(join(base, "real", "inner"), { recursive: true });
+    await symlink(join(base, "real", "inner"), join(base, "link"));
+    return base;
+  }
+
+  it("--root and SESSIONFOLD_HOME: the store is written, and read, under the link's target's parent", async () => {
+    const base = await linkedBase();
+    expectOk(await cliRaw(["--root", `${base}/link/../store`, "new", REF]));
+    expectOk(await cliRaw(["new", REF], { cwd: base, env: { SESSIONFOLD_HOME: "link/../home" } }));
+    expect((await readdir(base)).sort()).toEqual(["link", "real"]);
+    expect((await readdir(join(base, "real"))).sort()).toEqual(["home", "inner", "store"]);
+    expect(json(expectOk(await cliRaw(["--json", "--root", `${base}/link/../store`, "ls"])))).toEqual([
+      expect.objectContaining({ agent_id: "coder", workspace_id: "repo", session_id: "s3b" }),
+    ]);
+  });
+
+  it("--key-file: the key the system opens at that path", async () => {
+    const base = await linkedBase();
+    expectOk(await cliRaw(["--root", join(base, "store"), "keygen", "--out", join(base, "real", "store.key")]));
+    expectOk(await cliRaw(["--root", join(base, "real", "store"), "--key-file", `${base}/link/../store.key`, "new", REF]));
+    const result = await cliRaw(["--json", "--root", join(base, "real", "store"), "--key-file", "link/../store.key", "ls"], { cwd: base });
+    expect(json(expectOk(result))).toEqual([expect.objectContaining({ agent_id: "coder", workspace_id: "repo", session_id: "s3b" })]);
+  });
+
+  it("a folder --remote: synced into the link's target's parent, and refused when that is the store itself (exit 2)", async () => {
+    const base = await linkedBase();
+    const store = join(base, "real", "store");
+    expectOk(await cliRaw(["--root", store, "new", REF]));
+    const itself = await cliRaw(["--root", store, "sync", "--remote", `${base}/link/../store`]);
+    expect(itself.status, itself.stderr).toBe(2);
+    expect(itself.stderr).toMatch(/^error\[usage\]: sync: --remote .* is this store/);
+    expectOk(await cliRaw(["--root", store, "sync", "--remote", "link/../backup"], { cwd: base }));
+    expect((await readdir(join(base, "real"))).sort()).toEqual(["backup", "inner", "store"]);
+    expect(await readdir(base)).toEqual(expect.not.arrayContaining(["store", "backup"]));
   });
 });
 

@@ -106,7 +106,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "serve",
-    synopsis: "serve [--host H] [--port P] [--token-file F]",
+    synopsis: "serve [--host H] [--port P] [--token-file F] [--cors-origin ORIGIN]…",
     summary: "run the sync server over the store",
     load: async () => (await import("./sync.ts")).serve,
   },

@@ -7,7 +7,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { formatSessionRef, NotFoundError, parseSessionRef, type StoragePort } from "../../../core/mod.ts";
+import { formatSessionRef, InvalidInputError, NotFoundError, parseSessionRef, type StoragePort } from "../../../core/mod.ts";
+import { corsOrigin } from "../../../core/internal.ts";
 import { isWithin } from "../../../core/reader.ts";
 import {
   createSyncHandler,
@@ -24,12 +25,12 @@ import {
 import { serveFetchHandler } from "../../fetch-server.ts";
 import { bearerMatches, isLoopbackHost } from "../../serve-access.ts";
 import { nodeWriterIdentity } from "../../mod.ts";
-import { type Command, refArg, stringOption } from "../command.ts";
+import { type Command, refArg, repeatedOption, stringOption } from "../command.ts";
 import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
 import { databaseStoreIdentity, exists, resolveStore, Store, type StoreLocation } from "../store.ts";
-import { canonicalPath } from "../user-paths.ts";
+import { canonicalPath, folderAsOpened } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -38,7 +39,8 @@ export const serve: Command = {
     "(docs/SYNC.md), until SIGINT or SIGTERM. Prints the URL it listens on as its first line",
     "on stdout. --port 0 (the default) picks a free port. With --token-file, every request",
     "must carry `Authorization: Bearer <the file's content>`; without one it listens only on",
-    "a loopback address (127.0.0.1, ::1, localhost).",
+    "a loopback address (127.0.0.1, ::1, localhost). --cors-origin lets a web app served from",
+    "another origin (`http://localhost:5173`) sync from the page; give it once per origin.",
   ].join("\n"),
   spec: {
     positionals: [],
@@ -46,6 +48,7 @@ export const serve: Command = {
       host: { type: "string", value: "H", description: "the address to listen on (default 127.0.0.1)" },
       port: { type: "string", value: "P", description: "the port (default 0: a free one)" },
       "token-file": { type: "string", value: "F", description: "a file holding the bearer token every request must carry" },
+      "cors-origin": { type: "string", value: "ORIGIN", repeatable: true, description: "an origin whose pages may sync (repeatable; default none)" },
     },
   },
   async run({ io, store, args }) {
@@ -57,11 +60,13 @@ export const serve: Command = {
     if (tokenFile === undefined && !isLoopbackHost(host)) {
       throw new UsageError(`serve: listening on ${host} needs --token-file F; without a token only a loopback address is served`, { option: "--token-file" });
     }
+    const origins = repeatedOption(args, "cors-origin").map(corsOriginOption);
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
     const opened = await store.forWriting();
     const handler = createSyncHandler({
       server: new SyncServer({ storage: opened.storage, identity: nodeWriterIdentity() }),
       authorize: (request) => (token === undefined || bearerMatches(request.headers.get("authorization"), token) ? STORE_OWNER : undefined),
+      ...(origins.length > 0 ? { corsOrigins: origins } : {}),
     });
     const server = await serveFetchHandler(handler, { host, port });
     io.stdout(`${server.url}\n`);
@@ -73,6 +78,20 @@ export const serve: Command = {
     return EXIT.ok;
   },
 };
+
+/**
+ * A `--cors-origin` value as the origin browsers send.
+ *
+ * @throws {UsageError} when it is not an http(s) origin (a wildcard, a path): nothing is served.
+ */
+function corsOriginOption(given: string): string {
+  try {
+    return corsOrigin(given, "serve: --cors-origin");
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw new UsageError(error.message, { option: "--cors-origin", found: given });
+    throw error;
+  }
+}
 
 /** `sessionfold sync`: push and pull between the store and a remote. */
 export const sync: Command = {
@@ -102,7 +121,7 @@ export const sync: Command = {
     if (target === undefined) throw new UsageError("sync: missing --remote URL|DIR|postgres://…", { option: "--remote" });
     const tokenFile = stringOption(args, "token-file");
     const token = tokenFile === undefined ? undefined : await readToken(io, tokenFile);
-    const location = remoteLocation(target, io);
+    const location = await remoteLocation(target, io);
     if (location && (await overlapsStore(store, location))) {
       throw new UsageError(
         `sync: --remote ${
@@ -153,13 +172,14 @@ function removalLine(what: string, removals: SyncRemovals): string[] {
  * begins with a scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`, then `:`)
  * is a URL: http(s):// or postgres(ql):// only, anything else (`ftp:x`, a typo'd `http:/x`)
  * is refused rather than taken for a folder of that name (docs/CLI.md "Commands", `sync`: such a folder
- * is given as `./ftp:x`). A folder is resolved from the working folder.
+ * is given as `./ftp:x`). A folder is resolved from the working folder as the system opens it
+ * (`folderAsOpened`: a `..` after a link goes up from its target).
  *
  * @throws {UsageError} for a URL of another scheme, or one without `//`.
  */
-function remoteLocation(target: string, io: CliIo): StoreLocation | undefined {
+async function remoteLocation(target: string, io: CliIo): Promise<StoreLocation | undefined> {
   const url = /^([A-Za-z][A-Za-z0-9+.-]*):(\/\/)?/.exec(target);
-  if (!url) return { kind: "files", root: resolve(io.cwd ?? process.cwd(), target) };
+  if (!url) return { kind: "files", root: await folderAsOpened(io.cwd ?? process.cwd(), target) };
   const scheme = url[1]!.toLowerCase();
   if (url[2] && (scheme === "http" || scheme === "https")) return undefined;
   if (url[2] && (scheme === "postgres" || scheme === "postgresql")) return resolveStore({ root: undefined, store: target }, io);
