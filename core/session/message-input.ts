@@ -7,7 +7,7 @@
 import { InvalidInputError } from "../errors.ts";
 import { isPlainObject, wrongArgument } from "../schema/arguments.ts";
 import { messageCheck, type MessagePart, type MessageRecord, nowTimestamp, type ProviderIdentity, type Usage } from "../schema/records.ts";
-import { assertJsonDepth } from "../schema/json-depth.ts";
+import { assertJsonValue } from "../schema/json-depth.ts";
 import { newId } from "./ids.ts";
 
 /** A message to commit: sequence, id, time and part sequences are filled in when absent. */
@@ -36,11 +36,12 @@ const SCHEMA_FIELDS = new Set(["record_type", "sequence", "message_id", "role", 
  * record.parts[0]?.sequence; // 1
  * ```
  * @throws {InvalidInputError} naming the field that is not valid.
+ * @throws {InvalidInputError} naming the path of a value that is not JSON (a function, `NaN`, a `Date` …).
  * @throws {LimitExceededError} when it is nested deeper than `MAX_JSON_DEPTH` (checked before the schema walks it).
  */
 export function toMessageRecord(message: NewMessage, clock: () => number, where = "message"): MessageRecord {
   if (!isPlainObject(message)) throw wrongArgument(where, "a message object { role, parts }", message);
-  assertJsonDepth(message, where);
+  assertJsonValue(message, where); // a host's own fields are kept as given, so they must be JSON (docs/FORMAT.md "A message")
   // Built field by field in the order the schema returns (its fields in its order, then the
   // host's own in theirs; each part with its sequence first), so the hand-written check
   // (core/schema/fast-check.ts) takes it as it is, without a copy: every commit pays for
@@ -85,11 +86,15 @@ function numberedParts(parts: unknown): unknown {
 
 const PART_SEQUENCE = new Set(["sequence"]);
 
-/** Copies the own enumerable fields of `from` not in `skip` to `to`, in their order (as a spread would; `__proto__` as a field, never the prototype). */
+/**
+ * Copies the own enumerable fields of `from` not in `skip` to `to`, in their order (as a spread would; `__proto__` as a
+ * field, never the prototype). A field left `undefined` is left out, as JSON leaves it out of the line.
+ */
 function copyFields(from: object, to: Plain, skip: ReadonlySet<string>): void {
   for (const key of Object.keys(from)) {
     if (skip.has(key)) continue;
     const value = (from as Plain)[key];
+    if (value === undefined) continue;
     if (key === "__proto__") Object.defineProperty(to, key, { value, enumerable: true, writable: true, configurable: true });
     else to[key] = value;
   }

@@ -10,6 +10,7 @@ import type { CompactionOutcome } from "../compaction/mod.ts";
 import { InvalidInputError } from "../errors.ts";
 import type { CommitPath } from "./commit-path.ts";
 import { type NewMessage, toMessageRecord } from "./message-input.ts";
+import { assertNewMessageIds } from "./message-ids.ts";
 import { generateSystem } from "./options.ts";
 import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
@@ -58,7 +59,7 @@ export class Session extends SessionView {
    *
    * const { sequences, revision } = await session.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
    * ```
-   * @throws {InvalidInputError} when a message is not valid.
+   * @throws {InvalidInputError} when a message is not valid, or gives a `message_id` twice or one Active holds.
    * @throws {WriterLockedError} when another writer holds the session.
    * @throws {RevisionConflictError} when another writer committed since this handle read.
    * @throws {SessionBusyError} when another operation runs on this session in this process
@@ -71,6 +72,7 @@ export class Session extends SessionView {
     const tx = this.#tx;
     const records = list.map((m, i) => toMessageRecord(m, tx.ctx.clock, `messages[${i}]`));
     return await tx.exclusive("append", () => { // awaited: an async function returning a promise as is settles two turns later
+      assertNewMessageIds(tx.state.active, list); // in the slot: after a reload it would do first
       // The common case is one plan run by the storage: one round trip through a worker.
       // Held, the lease stands for the lock and the revision check: the commit's promise as is (no turn more).
       if (!tx.state.draft && !hasRepairs(tx.state)) return tx.held ? tx.commit(records) : tx.commitAlone("append", records);

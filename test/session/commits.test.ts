@@ -98,6 +98,41 @@ describe("a commit", () => {
     expect(await readText(storage, P.active)).toContain('"x_extra":7');
   });
 
+  // docs/FORMAT.md "A message": a host's own fields are kept, so what JSON would change or drop is refused, named
+  // with the message's index and the field's path: the handle and every later open read back what was acknowledged.
+  test.each<[string, unknown, string]>([
+    ["a function", () => 1, "messages[1].x_host"],
+    ["a symbol", Symbol("s"), "messages[1].x_host"],
+    ["NaN", Number.NaN, "messages[1].x_host"],
+    ["Infinity", Number.POSITIVE_INFINITY, "messages[1].x_host"],
+    ["a Date", new Date(0), "messages[1].x_host"],
+    ["a Map", new Map([[1, 2]]), "messages[1].x_host"],
+    ["a BigInt inside an object", { nested: { n: 1n } }, "messages[1].x_host.nested.n"],
+    ["nothing in a list", [1, undefined, 3], "messages[1].x_host.1"],
+    ["an object with toJSON", { toJSON: () => "other" }, "messages[1].x_host.toJSON"],
+  ])("refuses a host's own field holding %s (not a JSON value) and writes nothing", async (_name, value, where) => {
+    const storage = new MemoryStorage();
+    await writeSession(storage, { active: msgs(1, 2) });
+    const session = await registry(storage).open(REF);
+    const before = await snapshot(storage);
+    const error = await rejection(() => session.append([user("good"), { ...user("x"), x_host: value }]), InvalidInputError, "invalid-input");
+    expect(error.message.startsWith(`${where}: expected a JSON value`)).toBe(true);
+    expect(error.details["path"]).toEqual(where.split(".").slice(1));
+    expect(await snapshot(storage)).toEqual(before);
+    expect(session.active).toHaveLength(2);
+  });
+
+  test("keeps a host's own JSON fields as given, on the message and its parts: the handle and a new open agree", async () => {
+    const storage = new MemoryStorage();
+    const session = await registry(storage).create(REF);
+    const extra = { x_host: { list: [1, "two", null, true, { deep: [] }], n: -0.5 }, x_gone: undefined };
+    await session.append({ role: "user", parts: [{ type: "text", text: "x", x_part: { k: 1 } }], ...extra });
+    const reopened = await registry(storage).open(REF);
+    expect(reopened.active).toEqual(session.active);
+    expect(Object.keys(session.active[0]!)).not.toContain("x_gone");
+    expect(session.active[0]).toMatchObject({ x_host: extra.x_host, parts: [{ x_part: { k: 1 } }] });
+  });
+
   test.each<[string, unknown]>([
     ["an unknown role", { role: "system", parts: [] }],
     ["a part of unknown type", { role: "user", parts: [{ type: "video", text: "x" }] }],
