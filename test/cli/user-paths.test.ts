@@ -153,6 +153,26 @@ describe("--root, SESSIONFOLD_HOME, --key-file and a folder --remote with `..` a
     expect((await readdir(join(base, "real"))).sort()).toEqual(["backup", "inner", "store"]);
     expect(await readdir(base)).toEqual(expect.not.arrayContaining(["store", "backup"]));
   });
+
+  it("files read (import FILE, --passphrase-file, --token-file): the file the system opens at that path", async () => {
+    const base = await linkedBase();
+    const store = join(base, "real", "store");
+    expectOk(await cliRaw(["--root", store, "new", REF]));
+    await writeFile(join(base, "real", "pass"), "correct horse battery staple\n");
+    await writeFile(join(base, "real", "token"), "t0ken\n");
+    // Folded as text, each of these names a file in `base` that does not exist.
+    expectOk(
+      await cliRaw(["--root", store, "export", REF, "--to", "rho-snapshot", "--passphrase-file", "link/../pass", "--out", join(base, "real", "s.sealed")], {
+        cwd: base,
+      }),
+    );
+    const imported = await cliRaw(["--json", "--root", store, "import", "link/../s.sealed", "--passphrase-file", "link/../pass", "--into", "coder/repo/s3c"], {
+      cwd: base,
+    });
+    expect(json(expectOk(imported))).toEqual(expect.objectContaining({ session_id: "s3c" }));
+    const served = await cliRaw(["--root", store, "sync", "--remote", "http://127.0.0.1:9/", "--token-file", "link/../token"], { cwd: base });
+    expect(served.stderr).not.toMatch(/--token-file/);
+  });
 });
 
 describe("--out mistakes are typed errors naming the path given (exit 4), and leave nothing behind", () => {

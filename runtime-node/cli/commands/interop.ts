@@ -8,7 +8,7 @@
  * @module
  */
 import { readdir } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, join } from "node:path";
 import {
   detectDeepCodeLayout,
   type Diagnostic,
@@ -77,13 +77,13 @@ export const importCommand: Command = {
     }
     if (into === undefined) throw new UsageError("import: missing --into REF", { option: "--into" });
     const ref = refArg({ ...args, positionals: [into] });
-    const file = resolve(io.cwd ?? process.cwd(), args.positionals[0]!);
+    const file = absoluteAsOpened(io.cwd ?? process.cwd(), args.positionals[0]!);
     const passphraseFile = stringOption(args, "passphrase-file");
     const branch = stringOption(args, "branch");
     let detected: FormatDetection | undefined = given === undefined && passphraseFile === undefined ? await detectFileFormat(file) : undefined;
     // A file no format claims may be a sealed export: it is opened, then what it holds is read.
     const unsealed = passphraseFile !== undefined || (given === undefined && detected === undefined && (await looksSealed(file)))
-      ? await openSealedInput(file, await readInput(file), passphraseFile !== undefined ? resolve(io.cwd ?? process.cwd(), passphraseFile) : undefined)
+      ? await openSealedInput(file, await readInput(file), passphraseFile !== undefined ? absoluteAsOpened(io.cwd ?? process.cwd(), passphraseFile) : undefined)
       : undefined;
     let read: OpenedImport;
     if (unsealed) {
@@ -199,7 +199,9 @@ export const exportCommand: Command = {
     if (omitted.length > 0) out.note(`note: left out ${counted(omitted.length, "part")} with no place in ${format} (${[...new Set(omitted)].join(", ")})`);
     const records = format === "rho-snapshot" ? historyLength(bytes) : countLines(bytes);
     const passphraseFile = stringOption(args, "passphrase-file");
-    const written = passphraseFile !== undefined ? await sealExport(bytes, await readPassphraseFile(resolve(io.cwd ?? process.cwd(), passphraseFile))) : bytes;
+    const written = passphraseFile !== undefined
+      ? await sealExport(bytes, await readPassphraseFile(absoluteAsOpened(io.cwd ?? process.cwd(), passphraseFile)))
+      : bytes;
     if (path === undefined) {
       io.stdout(new TextDecoder().decode(written));
       return 0;

@@ -6,7 +6,6 @@
  * @module
  */
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import { formatSessionRef, InvalidInputError, NotFoundError, parseSessionRef, type StoragePort } from "../../../core/mod.ts";
 import { corsOrigin } from "../../../core/internal.ts";
 import { isWithin } from "../../../core/reader.ts";
@@ -30,7 +29,7 @@ import { EXIT, UsageError } from "../exit.ts";
 import { counted } from "../format.ts";
 import type { CliIo } from "../io.ts";
 import { databaseStoreIdentity, exists, resolveStore, Store, type StoreLocation } from "../store.ts";
-import { canonicalPath, folderAsOpened } from "../user-paths.ts";
+import { absoluteAsOpened, canonicalPath, folderAsOpened } from "../user-paths.ts";
 
 /** `sessionfold serve`: the sync server over the store, until SIGINT or SIGTERM. */
 export const serve: Command = {
@@ -228,7 +227,7 @@ async function overlapsStore(store: Store, location: StoreLocation): Promise<boo
 }
 
 async function readToken(io: CliIo, file: string): Promise<string> {
-  const path = resolve(io.cwd ?? process.cwd(), file);
+  const path = absoluteAsOpened(io.cwd ?? process.cwd(), file);
   const token = (await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
     throw new UsageError(`--token-file ${path}: ${error.code === "ENOENT" ? "no such file" : error.message}`, { option: "--token-file" });
   })).trim();
