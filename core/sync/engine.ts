@@ -31,6 +31,7 @@ import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { partsOf } from "../session/session-view.ts";
+import { notifyRemoved } from "../session/context.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { Sessions } from "../session/registry.ts";
 import {
@@ -1037,6 +1038,7 @@ class SyncRun {
       throw new WriterLockedError(`${head.ref}: its re-read did not complete (${outcome}); nothing was lost, the next sync tries again`, { ref: head.ref });
     }
     if (head.place === "live") await this.#announce(head.ref);
+    else if (local.place === "live") notifyRemoved(partsOf(local).tx.ctx, local.ref, "archived");
   }
 
   /** Runs `fn` under a session's `writer.lock`: a live one's as a mutating operation (the revision check included), an archived one's as the engine's. */
