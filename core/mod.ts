@@ -273,6 +273,7 @@ export {
   type PurgeEntry,
   type PurgeOptions,
   type PurgeResult,
+  type RemovalNotice,
   type RepairOptions,
   type RepairReport,
   type ResolvedSessionOptions,

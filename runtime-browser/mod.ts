@@ -13,7 +13,8 @@
  * worker, so a second tab fails at once with `WriterLockedError` (code `writer-locked`)
  * while the first writes, and a tab that dies (closed, crashed, reloaded) frees the
  * session; its stale `writer.lock` record is then replaced by the next writer. Commits
- * are announced on a `BroadcastChannel`, so other tabs can `reload()` their view.
+ * are announced on a `BroadcastChannel`, so other tabs can `reload()` their view, and so are
+ * sessions archived or deleted, so they can list again.
  *
  * @example
  * ```ts
@@ -32,6 +33,7 @@ import {
   type CommitNotice,
   type KeyProvider,
   type LockOwner,
+  type RemovalNotice,
   type Session,
   type SessionOptions,
   Sessions,
@@ -106,6 +108,13 @@ export interface BrowserSessions {
   /** Calls `listener` for every commit made through `sessions` (this object's own). Returns the unsubscribe function. */
   onOwnCommit(listener: (event: CommitNotice) => void): () => void;
   /**
+   * Calls `listener` for every session another tab (or another `BrowserSessions` of this page) archived or deleted,
+   * itself or by a sync that applied the server's; a host then lists again. Returns the unsubscribe function.
+   */
+  onRemoved(listener: (event: RemovalNotice) => void): () => void;
+  /** Calls `listener` for every session archived or deleted through `sessions` (its own calls and its syncs). Returns the unsubscribe function. */
+  onOwnRemoved(listener: (event: RemovalNotice) => void): () => void;
+  /**
    * Who holds `session`'s writer ownership right now (another tab, or this one while it
    * writes), or `undefined` when nobody does: the Web Lock where the browser has Web
    * Locks, else the `writer.lock` record. For showing "another tab owns this session".
@@ -142,6 +151,11 @@ function isCommitNotice(data: unknown): data is CommitNotice {
   return !!event && typeof event.refText === "string" && typeof event.revision === "number";
 }
 
+function isRemovalNotice(data: unknown): data is RemovalNotice {
+  const event = data as RemovalNotice | null;
+  return !!event && typeof event.refText === "string" && (event.removed === "archived" || event.removed === "deleted");
+}
+
 /**
  * Opens the sessions stored in this origin's IndexedDB database `dbName`.
  *
@@ -169,7 +183,9 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
   const channel = options.channel !== false && typeof BroadcastChannel === "function" ? new BroadcastChannel(`sessionfold:${dbName}`) : undefined;
   const listeners = new Set<(event: CommitNotice) => void>();
   const ownListeners = new Set<(event: CommitNotice) => void>();
-  const notify = (set: Set<(event: CommitNotice) => void>, event: CommitNotice) => {
+  const removalListeners = new Set<(event: RemovalNotice) => void>();
+  const ownRemovalListeners = new Set<(event: RemovalNotice) => void>();
+  const notify = <T>(set: Set<(event: T) => void>, event: T) => {
     for (const listener of [...set]) {
       try {
         listener(event);
@@ -182,8 +198,9 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
   };
   if (channel) {
     channel.onmessage = (message: MessageEvent) => {
-      if (!isCommitNotice(message.data)) return;
-      notify(listeners, { refText: message.data.refText, revision: message.data.revision });
+      // A removal has no revision, so a tab of an older version, which checks for one, ignores it.
+      if (isRemovalNotice(message.data)) notify(removalListeners, { refText: message.data.refText, removed: message.data.removed });
+      else if (isCommitNotice(message.data)) notify(listeners, { refText: message.data.refText, revision: message.data.revision });
     };
   }
   const page = new PageStorage(inner, { onFirstWrite: requestPersistence });
@@ -205,6 +222,10 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       channel?.postMessage(event);
       notify(ownListeners, event);
     },
+    onRemoved: (event: RemovalNotice) => {
+      channel?.postMessage(event);
+      notify(ownRemovalListeners, event);
+    },
   });
   let closed = false;
   return {
@@ -219,6 +240,14 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
     onOwnCommit(listener) {
       ownListeners.add(listener);
       return () => void ownListeners.delete(listener);
+    },
+    onRemoved(listener) {
+      removalListeners.add(listener);
+      return () => void removalListeners.delete(listener);
+    },
+    onOwnRemoved(listener) {
+      ownRemovalListeners.add(listener);
+      return () => void ownRemovalListeners.delete(listener);
     },
     async heldBy(session) {
       // A closed store answers nothing, as every other call after close() (README "Closing a store").
@@ -239,6 +268,8 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       await sessions.close();
       listeners.clear();
       ownListeners.clear();
+      removalListeners.clear();
+      ownRemovalListeners.clear();
       channel?.close();
       await page.close();
     },

@@ -9,12 +9,13 @@ import { InvalidInputError } from "../errors.ts";
 import { formatSessionRef } from "../layout/ids.ts";
 import { sessionPaths } from "../layout/paths.ts";
 import type { StoragePort } from "../storage/port.ts";
+import { notifyRemoved } from "./context.ts";
 import type { Session } from "./session.ts";
 import { partsOf } from "./session-view.ts";
 import { sessionExists } from "./staging.ts";
 
 /**
- * Moves the live `session`'s folder to `archived-sessions/` under its lock.
+ * Moves the live `session`'s folder to `archived-sessions/` under its lock, then tells the registry's `onRemoved`.
  *
  * @throws {InvalidInputError} when an archived session with that id exists.
  * @throws {WriterLockedError} when another writer holds it.
@@ -35,4 +36,5 @@ export async function archiveSession(storage: StoragePort, session: Session): Pr
     false,
     true,
   );
+  notifyRemoved(tx.ctx, session.ref, "archived");
 }

@@ -20,6 +20,8 @@ export interface SessionContext {
   readonly gate: StoreGate;
   /** Called after each write that gives a session a new revision (`SessionsOptions.onCommit`). */
   readonly onCommit?: (event: CommitNotice) => void;
+  /** Called after a session was archived or deleted (`SessionsOptions.onRemoved`). */
+  readonly onRemoved?: (event: RemovalNotice) => void;
   /** What the platform knows of other processes; enables dead-owner reclaim (`SessionsOptions.probe`). */
   readonly probe?: OwnerProbe;
   /** Called when a dead writer's lock was taken over (`SessionsOptions.onStaleLockReclaimed`). */
@@ -45,6 +47,17 @@ export interface CommitNotice {
   readonly revision: number;
 }
 
+/**
+ * What {@linkcode SessionContext.onRemoved} is told: a session archived (it left the live sessions for
+ * `archived-sessions/`) or deleted (every copy the delete found, live or archived, is gone). Not a
+ * {@linkcode CommitNotice}: the session has no revision in the live store to name.
+ */
+export interface RemovalNotice {
+  /** The session's ref as text, `<agent_id>/<workspace_id>/<session_id>`. */
+  readonly refText: string;
+  readonly removed: "archived" | "deleted";
+}
+
 /** Tells `onStaleLockReclaimed` about a lock taken over. Best effort: the listener's failure is its own. */
 export function reportReclaimed(ctx: SessionContext, ref: SessionRef, path: string, owner: LockOwner): void {
   try {
@@ -68,6 +81,16 @@ export function notifyCommit(ctx: SessionContext, ref: SessionRef, revision: num
   if (!ctx.onCommit) return;
   try {
     ctx.onCommit({ refText: formatSessionRef(ref), revision });
+  } catch {
+    // The listener's failure is its own.
+  }
+}
+
+/** Tells `onRemoved` a session was archived or deleted. Best effort, as {@linkcode notifyCommit}. */
+export function notifyRemoved(ctx: SessionContext, ref: SessionRef, removed: RemovalNotice["removed"]): void {
+  if (!ctx.onRemoved) return;
+  try {
+    ctx.onRemoved({ refText: formatSessionRef(ref), removed });
   } catch {
     // The listener's failure is its own.
   }

@@ -8,7 +8,7 @@ import { NotFoundError } from "../errors.ts";
 import { formatSessionRef, type SessionRef, toSessionRef } from "../layout/ids.ts";
 import { sessionPaths, type SessionPlace } from "../layout/paths.ts";
 import { filesUnder } from "../storage/files-under.ts";
-import { reportReclaimed, type SessionContext } from "./context.ts";
+import { notifyRemoved, reportReclaimed, type SessionContext } from "./context.ts";
 import { acquireWriterLock, releaseWriterLock, type WriterLease } from "./lock.ts";
 import type { DeletedSession } from "./registry-options.ts";
 import { sessionExists } from "./staging.ts";
@@ -40,6 +40,7 @@ export async function deleteSession(ctx: SessionContext, ref: SessionRef | strin
   } finally {
     for (const lock of locks) await releaseWriterLock(storage, lock);
   }
+  notifyRemoved(ctx, valid, "deleted");
   return { ref: formatSessionRef(valid), places, removed };
 }
 

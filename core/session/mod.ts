@@ -24,7 +24,7 @@ export { type MovedLine, planRepair, type RepairMove, type RepairPlan, type Repa
 export { applyRepair } from "./repair.ts";
 export { type NoCompaction, Session } from "./session.ts";
 export { SessionView } from "./session-view.ts";
-export type { CommitNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
+export type { CommitNotice, RemovalNotice, SessionContext, StaleLockReclaimed } from "./context.ts";
 export type { LeaseLostNotice } from "./lease-fence.ts";
 export type { ExportPortableOptions } from "./export-portable.ts";
 export { LAST_COMPACTED_FIELD } from "./state.ts";

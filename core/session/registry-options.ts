@@ -8,7 +8,7 @@
 import { assertKnownFields, assertMethods, type KnownFields, knownOptions, objectArgument } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/mod.ts";
 import { STORAGE_PORT_METHODS, type StoragePort } from "../storage/port.ts";
-import type { CommitNotice, StaleLockReclaimed } from "./context.ts";
+import type { CommitNotice, RemovalNotice, StaleLockReclaimed } from "./context.ts";
 import type { LeaseLostNotice } from "./lease-fence.ts";
 import { assertSessionOptions, SESSION_OPTION_FIELDS, type SessionOptions } from "./options.ts";
 import type { OwnerProbe, WriterIdentity } from "./owner.ts";
@@ -31,6 +31,13 @@ export interface SessionsOptions {
    * listener's error is ignored.
    */
   readonly onCommit?: (event: CommitNotice) => void;
+  /**
+   * Called after a session was archived or deleted: by this registry's `archive`, `delete` or
+   * `purge`, or by a sync that applied the remote's archive or delete (a tombstone). A page
+   * that lists sessions lists again; a handle of a deleted session says `NotFoundError` on
+   * `reload()`. The browser runtime announces these to other tabs. A listener's error is ignored.
+   */
+  readonly onRemoved?: (event: RemovalNotice) => void;
   /**
    * What the platform knows of other processes of this host (the Node runtime passes one).
    * With it, a `writer.lock` left by a dead writer of this host and boot is taken over
@@ -136,6 +143,7 @@ const SESSIONS_OPTION_FIELDS: KnownFields<SessionsOptions> = {
   clock: true,
   defaults: true,
   onCommit: true,
+  onRemoved: true,
   probe: true,
   onStaleLockReclaimed: true,
   onLeaseLost: true,

@@ -65,6 +65,7 @@ export class Sessions {
       clock: options.clock ?? Date.now,
       gate: new StoreGate(),
       ...(options.onCommit ? { onCommit: options.onCommit } : {}),
+      ...(options.onRemoved ? { onRemoved: options.onRemoved } : {}),
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
       ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),

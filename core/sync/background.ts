@@ -14,7 +14,8 @@
  */
 import { SyncRefusedError } from "../errors.ts";
 import type { Sessions } from "../session/registry.ts";
-import { SYNC_STORES_FIELDS, type SyncFork, type SyncReport, syncStores, type SyncStoresOptions } from "./engine.ts";
+import { SYNC_STORES_FIELDS, syncStores, type SyncStoresOptions } from "./engine.ts";
+import type { SyncFork, SyncReport } from "./report.ts";
 import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { pendingMessages } from "./pending.ts";
 import type { SyncRemote } from "./remote.ts";

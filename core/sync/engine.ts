@@ -31,13 +31,13 @@ import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { partsOf } from "../session/session-view.ts";
+import { notifyRemoved } from "../session/context.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { Sessions } from "../session/registry.ts";
 import {
   type Mutation,
   type MutationResult,
   refused,
-  type SealedDocuments,
   type SealedRecord,
   type SegmentFile,
   type SegmentNames,
@@ -47,9 +47,12 @@ import {
   type SessionLabels,
   SYNC_PROTOCOL_VERSION,
 } from "./protocol.ts";
+import type { SyncConflict, SyncReport } from "./report.ts";
+import { byteEstimate, leadingWithin, runsWithin, tooLarge } from "./request-sizes.ts";
 import { SealedCodec, sealedMessagesOf } from "./sealed-codec.ts";
 import type { SyncRemote } from "./remote.ts";
 import { type RereadSwap, settleRereads, settleSwap, type SwapOutcome, swapSession } from "./rereads.ts";
+import { type KnownSession, NO_SEGMENTS, positionAfter, stateOf, type SyncState, syncStatePath } from "./sync-state.ts";
 import {
   adoptSegment,
   asNewMessage,
@@ -108,101 +111,6 @@ export const SYNC_STORES_FIELDS: KnownFields<SyncStoresOptions> = {
   clock: true,
   identity: true,
 };
-
-/** A tail that became a fork on the server: the session, the fork's ref, the last shared sequence. */
-export interface SyncFork {
-  readonly ref: string;
-  readonly forked_as: string;
-  readonly at_sequence: number;
-}
-
-/** Something sync did not do, and why (nothing was lost: the local copy stays as it was). */
-export interface SyncConflict {
-  readonly ref: string;
-  readonly reason: string;
-  readonly message: string;
-}
-
-/**
- * Sessions removed (deleted, or archived) in a sync: `pushed`, removals the remote applied;
- * `pulled`, removals done in the local store as the remote's (docs/SYNC.md "The engine").
- *
- * @example
- * ```ts
- * import { MemoryStorage, Sessions } from "sessionfold";
- * import { directRemote, syncStores, type SyncRemovals } from "sessionfold/sync";
- *
- * const report = await syncStores({ local: new Sessions({ storage: new MemoryStorage() }), remote: directRemote(new MemoryStorage()) });
- * const deletes: SyncRemovals = report.deletes;
- * console.log(`deleted: ${deletes.pushed} there, ${deletes.pulled} here`);
- * ```
- */
-export interface SyncRemovals {
-  pushed: number;
-  pulled: number;
-}
-
-/** What a sync did. */
-export interface SyncReport {
-  /** Messages the remote took (applied or forked). */
-  pushed: number;
-  /** Messages written into the local store. */
-  pulled: number;
-  /** Sessions deleted: `pushed`, deletes the remote applied; `pulled`, local copies a tombstone deleted. */
-  deletes: SyncRemovals;
-  /** Sessions archived: `pushed`, archives the remote applied; `pulled`, live local copies archived as the remote's are. */
-  archives: SyncRemovals;
-  forks: SyncFork[];
-  conflicts: SyncConflict[];
-  /** Sessions replaced by the server's copy: a fork took their local tail, or the server kept its own segmentation. */
-  reread: string[];
-  /** Message ids the remote acknowledged in this sync (applied, duplicate or forked). */
-  acknowledged: string[];
-}
-
-/** What the local store last agreed with the remote about a session. */
-export interface KnownSession {
-  last_sequence: number;
-  last_message_id: string | null;
-  labels: SessionLabels;
-  instruction: string | null;
-  place: "live" | "archived";
-  /**
-   * How far both sides have the same segments: a count and the last one's name (a list of
-   * every name grew with the history; docs/SYNC.md "Segments by position").
-   */
-  segments: SegmentPosition;
-  /** The server forked this session's local tail or refused its segmentation: re-read it. */
-  reread?: boolean;
-  /**
-   * The fork that took this session's local tail, and the tail's last sequence: later local
-   * messages continue there. `at`: an encrypted session's fork this device still has to make
-   * (the last shared sequence), sealed for the fork, before it pushes it.
-   */
-  fork?: { ref: string; through: number; at?: number };
-  /**
-   * A run set this session aside while the remote's head of it changed: the next run asks for
-   * its head again, as the cursor no longer lists it (docs/SYNC.md "One session at a time").
-   */
-  recheck?: boolean;
-  /** An encrypted session: the sealed documents and `keys.json` both sides agreed on (`labels` and `instruction` stay empty). */
-  sealed?: SealedDocuments & { keys: string };
-}
-
-/** The local store's sync state for one remote: the outbox and the cursor. */
-export interface SyncState {
-  client_id: string;
-  next_number: number;
-  pending: Mutation[];
-  cursor?: string;
-  sessions: Record<string, KnownSession>;
-  /**
-   * Sessions the remote listed that this device never agreed on and a run set aside (the
-   * remote's copy could not be served, the local one could not be read): the cursor passed
-   * them, so the next pull asks for their heads (docs/SYNC.md "One session at a time").
-   */
-  unseen?: string[];
-}
 
 const decoder = new TextDecoder();
 
@@ -1037,6 +945,7 @@ class SyncRun {
       throw new WriterLockedError(`${head.ref}: its re-read did not complete (${outcome}); nothing was lost, the next sync tries again`, { ref: head.ref });
     }
     if (head.place === "live") await this.#announce(head.ref);
+    else if (local.place === "live") notifyRemoved(partsOf(local).tx.ctx, local.ref, "archived");
   }
 
   /** Runs `fn` under a session's `writer.lock`: a live one's as a mutating operation (the revision check included), an archived one's as the engine's. */
@@ -1182,10 +1091,6 @@ class SyncRun {
   }
 }
 
-/** Before the first segment. */
-const NO_SEGMENTS: SegmentPosition = { count: 0, last: null };
-
-/** The position after `names`, which follow `position`. */
 /**
  * Whether two stores are one: the same handle, or two handles whose backends say they hold
  * the same data (`StoragePort.storeIdentity`: one PostgreSQL schema under two spellings of
@@ -1196,10 +1101,6 @@ async function sameStore(a: StoragePort, b: StoragePort): Promise<boolean> {
   if (!a.storeIdentity || !b.storeIdentity) return false;
   const [ours, theirs] = await Promise.all([a.storeIdentity(), b.storeIdentity()]);
   return ours === theirs;
-}
-
-function positionAfter(position: SegmentPosition, names: readonly string[]): SegmentPosition {
-  return names.length === 0 ? position : { count: position.count + names.length, last: names.at(-1)! };
 }
 
 /**
@@ -1213,85 +1114,9 @@ async function localSegmentsAfter(session: Session, position: SegmentPosition): 
   return segmentNamesAfter(await segmentNamesOf(session), position);
 }
 
-/**
- * A sync state as stored. A state written before segment positions (version 1 of the
- * protocol) named every agreed segment: its count and last name are the position.
- */
-function stateOf(stored: SyncState): SyncState {
-  for (const known of Object.values(stored.sessions)) {
-    const segments: unknown = known.segments;
-    if (Array.isArray(segments)) known.segments = positionAfter(NO_SEGMENTS, segments as string[]);
-  }
-  return stored;
-}
-
 /** Whether `list` begins with every name of `prefix`, in order. */
 function startsWith(list: readonly string[], prefix: readonly string[]): boolean {
   return prefix.every((name, i) => list[i] === name);
 }
 
-/**
- * A request of the one mutation `mutation` refused as too large: that mutation's session's
- * refusal (docs/SYNC.md "One session at a time"), with the remote's limit when it said it.
- */
-function tooLarge(mutation: Mutation, error: SyncRefusedError): { reason: string; message: string; ref: string } {
-  const limit = error.details["limit"];
-  const most = typeof limit === "number" ? `at most ${limit} bytes` : `less (${error.message})`;
-  return {
-    reason: "too-large",
-    ref: mutation.ref,
-    message: `${mutation.ref}: its ${mutation.op} (about ${byteEstimate(mutation)} bytes) is larger than the remote takes in a request, ${most}; ` +
-      "the local copy is kept as it is, and a later sync sends it again",
-  };
-}
-
-/**
- * `messages` as runs of consecutive messages of at most `bytes` as JSON each (a larger message
- * alone): the appends of a page, so that one stays within `batchBytes` whatever its messages
- * weigh (docs/SYNC.md "Batches").
- */
-function runsWithin(messages: readonly MessageRecord[], bytes: number): MessageRecord[][] {
-  const runs: MessageRecord[][] = [];
-  let size = 0;
-  for (const message of messages) {
-    const own = JSON.stringify(message).length;
-    if (runs.length === 0 || size + own > bytes) {
-      runs.push([]);
-      size = 0;
-    }
-    runs.at(-1)!.push(message);
-    size += own;
-  }
-  return runs;
-}
-
-/** How many of the first `segments` fit in `bytes` together. */
-function leadingWithin(segments: readonly SegmentFile[], bytes: number): number {
-  let count = 0;
-  for (let size = 0; count < segments.length && (size += segments[count]!.text.length) <= bytes;) count++;
-  return count;
-}
-
-/** About how many bytes a mutation takes in a request: its segments' text, its messages as JSON, an encrypted session's sealed lines. */
-function byteEstimate(mutation: Mutation): number {
-  const segments = mutation.op === "create" || mutation.op === "create_sealed" ? mutation.segments : mutation.op === "segment" ? [mutation.segment] : [];
-  const messages = mutation.op === "create" || mutation.op === "append" ? mutation.messages : [];
-  const lines = mutation.op === "create_sealed" || mutation.op === "append_sealed" ? mutation.lines : [];
-  return 256 + [...segments.map((s) => s.text), ...lines].reduce((sum, text) => sum + text.length, 0) +
-    (messages.length > 0 ? JSON.stringify(messages).length : 0);
-}
-
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
-/** Where the local store keeps its sync state for the remote `remoteId` (docs/SYNC.md "The engine"). */
-export function syncStatePath(remoteId: string): string {
-  return `sync/remotes/${remoteKey(remoteId)}.json`;
-}
-
-/** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
-function remoteKey(id: string): string {
-  return Array.from(
-    new TextEncoder().encode(id),
-    (b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `.${b.toString(16).padStart(2, "0")}`),
-  ).join("").slice(0, 200);
-}

@@ -7,7 +7,7 @@
  */
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import type { Sessions } from "../session/registry.ts";
-import { type SyncState, syncStatePath } from "./engine.ts";
+import { type SyncState, syncStatePath } from "./sync-state.ts";
 import { lastSequenceOf, skipUnlisted } from "./session-files.ts";
 
 /**

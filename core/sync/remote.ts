@@ -105,9 +105,17 @@ export interface HttpRemoteOptions {
   readonly fetch?: (input: string, init: { method: string; headers: Record<string, string>; body: string }) => Promise<Response>;
   /** Names this remote in the local sync state; default the URL. */
   readonly id?: string;
+  /** Milliseconds, for how long the remote was idle before a request (a connection the server may have closed); default `Date.now`. */
+  readonly clock?: () => number;
 }
 
-const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true };
+const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true, clock: true };
+
+/**
+ * How long the remote must have been idle before a request for a close of its kept-alive connection before any answer
+ * to be taken for the server's idle close (and the request sent again): below any usual keep-alive timeout (Node's 5 s).
+ */
+const IDLE_CLOSE_AFTER_MS = 1_000;
 
 /**
  * A sync server over HTTP (`createSyncHandler`): each call is one `POST <url>/<route>` with
@@ -117,20 +125,30 @@ const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers:
  * ```ts
  * const remote = httpRemote({ url: "http://127.0.0.1:8787/sync", headers: { authorization: "Bearer t0ken" } });
  * ```
- * @throws {InvalidInputError} when `options` is not an object with a `url`, or has a field it does not know.
+ * @throws {InvalidInputError} when `options` is not an object with a `url`, has a field it does not know, or a `clock` that
+ * is not a function.
  */
 export function httpRemote(options: HttpRemoteOptions): SyncRemote {
-  assertFields(knownOptions(options, "httpRemote(options)", HTTP_REMOTE_FIELDS), "httpRemote(options)", { url: "string!" });
+  assertFields(knownOptions(options, "httpRemote(options)", HTTP_REMOTE_FIELDS), "httpRemote(options)", { url: "string!", clock: "function" });
   const base = options.url.replace(/\/+$/, "");
   const send = options.fetch ?? ((input, init) => fetch(input, init));
+  const clock = options.clock ?? Date.now;
+  // When the last answer ended (or the remote was made): a connection of this remote kept alive since is at least this idle.
+  let lastAnswerAt = clock();
   const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {
     const extra = typeof options.headers === "function" ? await options.headers() : (options.headers ?? {});
     const url = `${base}/${route}`;
+    const init = { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request) };
     let response: Response;
     let text: string;
     try {
-      response = await send(url, { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request) });
+      const idle = clock() - lastAnswerAt >= IDLE_CLOSE_AFTER_MS;
+      response = await send(url, init).catch((error: unknown) => {
+        if (idle && closedBeforeAnswer(error)) return send(url, init);
+        throw error;
+      });
       text = await response.text();
+      lastAnswerAt = clock();
     } catch (error) {
       throw error instanceof TypeError ? unreachable(url, error) : error;
     }
@@ -157,6 +175,19 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
     read: (request) => call("read", request),
     segment: (request) => call("segment", request),
   };
+}
+
+/**
+ * Whether Node's fetch (undici) failed a request, before any answer, on a kept-alive connection the server closed:
+ * `SocketError` ("other side closed") on a socket that had read an earlier answer (a connection closed on its first
+ * request read nothing). After the remote was idle, that is the server's idle close the client had not read yet (an
+ * event loop blocked past the server's keep-alive timeout), and the request is sent again once (docs/SYNC.md "A
+ * kept-alive connection closed while idle"); the failed socket is gone, so it goes on a new connection.
+ */
+function closedBeforeAnswer(error: unknown): boolean {
+  const cause = (error as { readonly cause?: { readonly code?: unknown; readonly socket?: { readonly bytesRead?: unknown } } } | null)?.cause;
+  const bytesRead = cause?.socket?.bytesRead;
+  return error instanceof TypeError && cause?.code === "UND_ERR_SOCKET" && typeof bytesRead === "number" && bytesRead > 0;
 }
 
 /**

@@ -6,7 +6,7 @@
  * window's `online`/`offline` events.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type CommitNotice, MemoryStorage, type Session, Sessions } from "../../core/mod.ts";
+import { type CommitNotice, MemoryStorage, type RemovalNotice, type Session, Sessions } from "../../core/mod.ts";
 import {
   type BackgroundSync,
   backoffDelay,
@@ -402,5 +402,46 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     expect(own).toEqual([{ refText: "a1/w-alice/s1", revision: 1 }, { refText: "a1/w-alice/s1", revision: 2 }]);
     await otherHeard(2);
     expect(heardByOther).toEqual(own);
+  });
+
+  it("an archive and a delete a pull applies are announced on this tab's onOwnRemoved and on the other tabs' onRemoved", async () => {
+    const server = await startServer();
+    const elsewhere = device();
+    const elsewhereSync = start(elsewhere.sessions, server.remote(), new FakeTimers());
+    for (const sessionId of ["kept", "gone"]) await say(await elsewhere.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId }), "one");
+    await elsewhereSync.syncNow();
+
+    const dbName = databases();
+    const pulling = await openBrowserSessions({ dbName, worker: false });
+    const other = await openBrowserSessions({ dbName, worker: false });
+    opened.push(pulling, other);
+    const own: RemovalNotice[] = [];
+    pulling.onOwnRemoved((notice) => own.push(notice));
+    const heardByOther: RemovalNotice[] = [];
+    const commitsHeardByOther: CommitNotice[] = [];
+    other.onCommit((notice) => commitsHeardByOther.push(notice));
+    const waiting: (() => void)[] = [];
+    other.onRemoved((notice) => {
+      heardByOther.push(notice);
+      for (const wake of waiting.splice(0)) wake();
+    });
+    const sync = startBackgroundSync({ sessions: pulling, remote: server.remote(), intervalMs: 0, debounceMs: 0 });
+    running.push(sync);
+    await sync.syncNow();
+    expect((await pulling.sessions.list()).map((meta) => meta.session_id).sort()).toEqual(["gone", "kept"]);
+
+    await elsewhere.sessions.archive("a1/w-alice/kept");
+    await elsewhere.sessions.delete("a1/w-alice/gone");
+    await elsewhereSync.syncNow();
+    const commitsBefore = commitsHeardByOther.length;
+    await sync.syncNow();
+    expect(await pulling.sessions.list()).toEqual([]);
+    const expected = [{ refText: "a1/w-alice/kept", removed: "archived" }, { refText: "a1/w-alice/gone", removed: "deleted" }];
+    expect(own).toHaveLength(2);
+    expect(own).toEqual(expect.arrayContaining(expected));
+    while (heardByOther.length < 2) await new Promise<void>((resolve) => waiting.push(resolve));
+    expect(heardByOther).toEqual(own);
+    // A removal is not a commit: the other tab's onCommit heard nothing of it.
+    expect(commitsHeardByOther).toHaveLength(commitsBefore);
   });
 });

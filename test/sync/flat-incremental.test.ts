@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { ExtractiveSummarizer, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { directRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
-import { syncStatePath } from "../../core/sync/engine.ts";
+import { syncStatePath } from "../../core/sync/sync-state.ts";
 import { RecordingStorage, segmentName } from "../support/session.ts";
 
 const REF = "a1/w1/s1";

@@ -9,7 +9,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { EncryptedStorage, ExtractiveSummarizer, InvalidInputError, MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
-import { type SyncState, syncStatePath } from "../../core/sync/engine.ts";
+import { type SyncState, syncStatePath } from "../../core/sync/sync-state.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";

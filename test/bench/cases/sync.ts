@@ -20,7 +20,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type MessageRecord, Sessions, type StoragePort } from "../../../core/mod.ts";
 import { createSyncHandler, httpRemote, type Mutation, STORE_OWNER, SYNC_PROTOCOL_VERSION, type SyncRemote, syncStores } from "../../../core/sync/mod.ts";
-import { syncStatePath } from "../../../core/sync/engine.ts";
+import { syncStatePath } from "../../../core/sync/sync-state.ts";
 import { sessionPaths } from "../../../core/layout/paths.ts";
 import { formatSegmentName } from "../../../core/layout/segments.ts";
 import { NodeFileStorage, serveFetchHandler } from "../../../runtime-node/mod.ts";
