@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { SyncRefusedError } from "../errors.ts";
+import { StoreClosedError, SyncRefusedError } from "../errors.ts";
 import type { Sessions } from "../session/registry.ts";
 import { SYNC_STORES_FIELDS, syncStores, type SyncStoresOptions } from "./engine.ts";
 import type { SyncFork, SyncReport } from "./report.ts";
@@ -319,6 +319,8 @@ class Scheduler implements BackgroundSync {
       await this.#refreshPending();
       // A refused client (wrong token, another user's client id) stays refused however often it asks.
       if (error instanceof SyncRefusedError && (error.status === 401 || error.status === 403)) return { report: undefined, next: { state: "refused", ms: 0 } };
+      // A store closed under the scheduler never opens again: retrying would only keep timers alive for nothing.
+      if (error instanceof StoreClosedError) this.#stopped = true;
       return { report: undefined, next: { state: "retrying", ms: backoffDelay(failures, backoff, random) } };
     }
   }

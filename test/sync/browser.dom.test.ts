@@ -302,6 +302,21 @@ describe("background sync over IndexedDB and a real HTTP server", () => {
     expect(server.pushed).toEqual([]);
   });
 
+  it("a store closed under it stops it: nothing scheduled, the status says why", async () => {
+    const server = await startServer();
+    const { sessions } = device();
+    await say(await sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" }), "hello");
+    const sync = start(sessions, server.remote(), timers);
+    await sessions.close();
+    timers.fireNext();
+    const stopped = await statusWhere(sync, (s) => s.lastError !== null && s.state !== "syncing");
+    expect(stopped).toMatchObject({ state: "idle", nextAttemptAt: null, lastError: { code: "closed" } });
+    expect(timers.nextDelay).toBeUndefined();
+    sync.trigger();
+    expect(timers.nextDelay).toBeUndefined();
+    expect(server.pushed).toEqual([]);
+  });
+
   it("reports a fork as an event when two devices wrote offline after the same sequence", async () => {
     const server = await startServer();
     const laptop = device();
