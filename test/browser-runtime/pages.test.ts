@@ -239,25 +239,31 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
     "a full quota (the origin's, set by the DevTools protocol): a commit and a compaction are StorageFullError naming what they wrote; the session reopens at its last commit",
     async () => {
       const { ctx, db } = await freshContext();
-      const page = await openTab(ctx, db, "A");
-      const cdp = await ctx.newCDPSession(page);
+      // The quota is set before the page first uses IndexedDB: the browser reads it then, and keeps it for a while.
+      const cdp = await ctx.newCDPSession(await ctx.newPage());
       await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl, quotaSize: 500_000 });
-      // Chromium refuses a write once the origin's use is over its quota (not the write that takes it over), so messages
-      // go in until one is refused. Text that does not compress: the browser may compress what IndexedDB stores.
+      const page = await openTab(ctx, db, "A");
+      // Text that does not compress (the browser may compress what IndexedDB stores).
       const incompressible = (bytes: number) => randomBytes(bytes * 0.75).toString("base64");
+      for (let i = 0; i < 6; i++) await ok(page, "append", incompressible(50_000));
       let committed: LooseJson = await ok(page, "state");
+      const full = (path: RegExp) => ({ ok: false, error: { name: "StorageFullError", code: "storage-full", details: { path: expect.stringMatching(path) } } });
+      // A compaction writes Active again as a segment: its lock's record fits, the segment does not.
+      const compaction = await sf(page, "compact");
+      expect(compaction).toMatchObject(full(/\/messages\/segments\/\d+-\d+\.jsonl$/));
+      expect(compaction.ok || compaction.error.message).toMatch(
+        /^compact on a1\/w1\/s1 failed: IndexedDB \w+ of ".*\/segments\/.* quota is exhausted; nothing was written$/,
+      );
+      expect(await ok(page, "state")).toEqual(committed);
+      // Then messages until the quota refuses one (its line, or its lock's record once the quota is spent).
       let refused: Outcome | undefined;
-      for (let i = 0; i < 100 && !refused; i++) {
+      for (let i = 0; i < 20 && !refused; i++) {
         const outcome = await sf(page, "append", incompressible(50_000));
         if (outcome.ok) committed = await ok(page, "state");
         else refused = outcome;
       }
-      const full = { ok: false, error: { name: "StorageFullError", code: "storage-full", details: { path: `${SESSION_DIR}/writer.lock` } } };
-      expect(refused).toMatchObject(full);
+      expect(refused).toMatchObject(full(/\/(messages\/active\.jsonl|writer\.lock)$/));
       expect(refused!.ok || refused!.error.message).toMatch(/^append on a1\/w1\/s1 failed: IndexedDB .* quota is exhausted; nothing was written$/);
-      const compaction = await sf(page, "compact");
-      expect(compaction).toMatchObject(full);
-      expect(compaction.ok || compaction.error.message).toMatch(/^compact on a1\/w1\/s1 failed: IndexedDB .* quota is exhausted; nothing was written$/);
       // Nothing acknowledged is lost, and no lock is left behind.
       expect(await ok(page, "state")).toEqual(committed);
       expect(await ok(page, "lockFree")).toBe(true);
