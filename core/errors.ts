@@ -445,6 +445,8 @@ export class ProviderError extends SessionfoldError {
 
 /**
  * Wraps a value thrown by host code or a platform API so that no untyped error reaches a host.
+ * A typed error is returned as it is, but for a `StorageFullError`: the storage's names the
+ * file it could not write, and the one returned names what was being written (`context`) first.
  *
  * @example
  * ```ts
@@ -453,6 +455,7 @@ export class ProviderError extends SessionfoldError {
  * ```
  */
 export function asSessionfoldError(error: unknown, context: string): SessionfoldError {
+  if (error instanceof StorageFullError) return new StorageFullError(`${context}: ${error.message}`, error.details);
   if (error instanceof SessionfoldError) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${context}: ${message}`, {}, { cause: error });

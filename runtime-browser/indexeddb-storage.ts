@@ -113,7 +113,8 @@ export class IndexedDbStorage implements StoragePort, CatalogTextStore {
   readonly storeName: string;
   /**
    * Takes the Web Lock `sessionfold:<dbName>:<name>` if it is free, resolving `false` at
-   * once otherwise. Defined only where `navigator.locks` exists.
+   * once otherwise. Defined only where `navigator.locks` exists. Until the next `replace` of
+   * `name` (the owner's record) its record lock is held too (`webLockRecordName`).
    */
   declare readonly acquireLock?: (name: string) => Promise<boolean>;
   /** Releases a Web Lock taken with `acquireLock`. Defined only with `acquireLock`. */
@@ -186,12 +187,15 @@ export class IndexedDbStorage implements StoragePort, CatalogTextStore {
   async replace(path: string, bytes: Uint8Array): Promise<void> {
     assertStoragePath(path);
     const pieces = split(bytes);
-    return this.#connection.transaction("readwrite", "replace", path, async (store) => {
+    await this.#connection.transaction("readwrite", "replace", path, async (store) => {
       store.delete(chunksOf(path));
       store.put({ size: bytes.length, chunks: pieces.length } satisfies FileHeader, path);
       pieces.forEach((piece, index) => store.put(piece, chunkKey(path, index)));
       await catalogWritten(store, path, bytes);
     });
+    // A held lock's owner record is written: readers waiting for it may read it now (web-locks.ts).
+    // (A failed write keeps the record lock until the lock is given back, as the core then does.)
+    await this.#locks?.recorded(path);
   }
 
   async append(path: string, bytes: Uint8Array): Promise<void> {
@@ -245,6 +249,8 @@ export class IndexedDbStorage implements StoragePort, CatalogTextStore {
 
   async remove(path: string, options?: WriteOptions): Promise<void> {
     assertStoragePath(path);
+    // A held lock's owner record goes before the lock does: readers wait until both are gone (web-locks.ts).
+    await this.#locks?.unrecording(path);
     return this.#connection.transaction("readwrite", "remove", path, async (store) => {
       store.delete(path);
       store.delete(chunksOf(path));

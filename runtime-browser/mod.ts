@@ -43,7 +43,7 @@ import {
   type WriterIdentity,
 } from "../core/mod.ts";
 import { IndexedDbStorage } from "./indexeddb-storage.ts";
-import { webLockName } from "./web-locks.ts";
+import { webLockName, webLockRecordName } from "./web-locks.ts";
 import { PageStorage } from "./page-storage.ts";
 import { WorkerIndexedDbStorage } from "./storage-worker-client.ts";
 import { assertFields, assertSessionOptions, type KnownFields, knownOptions, readLockOwner } from "../core/internal.ts";
@@ -255,11 +255,17 @@ export async function openBrowserSessions(options: BrowserSessionsOptions = {}):
       const locks = typeof navigator !== "undefined" ? navigator.locks : undefined;
       if (!locks) return readLockOwner(storage, session.paths.lock);
       const name = webLockName(dbName, session.paths.lock);
-      if (!((await locks.query()).held ?? []).some((lock) => lock.name === name)) return undefined;
-      // The holder takes the Web Lock first and writes its writer.lock record just after.
-      const owner = (await readLockOwner(storage, session.paths.lock)) ??
-        (await new Promise((resolve) => setTimeout(resolve, 150)).then(() => readLockOwner(storage, session.paths.lock)));
-      return owner ?? { pid: 0, hostname: "unknown", runtime: "browser", operation: "write", created_at: new Date().toISOString() };
+      const held = async () => ((await locks.query()).held ?? []).some((lock) => lock.name === name);
+      if (!(await held())) return undefined;
+      // Under the record lock, shared, the Web Lock and its writer.lock record agree: a holder that has
+      // just taken the lock (or is giving it back) holds the record lock until its record is written
+      // (or the lock is given back), so this waits exactly that long (runtime-browser/web-locks.ts).
+      return await locks.request(webLockRecordName(dbName, session.paths.lock), { mode: "shared" }, async () => {
+        if (!(await held())) return undefined;
+        // A lock with no record: a holder that is not this runtime's IndexedDbStorage.
+        return (await readLockOwner(storage, session.paths.lock)) ??
+          { pid: 0, hostname: "unknown", runtime: "browser", operation: "write", created_at: new Date().toISOString() };
+      });
     },
     async close() {
       if (closed) return;

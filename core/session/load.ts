@@ -80,13 +80,29 @@ export async function readSessionState(
 ): Promise<SessionState> {
   // A meta.json the load read is the session's existence; only without one (or when the
   // load fails) is it asked apart, and a session that does not exist is reported as not found.
-  const notFound = () =>
-    new NotFoundError(`no session ${formatSessionRef(ref)}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: formatSessionRef(ref) });
   const state = await loadSessionState(storage, paths, ref, clock, files).catch(async (error: unknown) => {
-    throw (await sessionExists(storage, ref, place)) ? error : notFound();
+    throw (await sessionExists(storage, ref, place)) ? error : await notFound(storage, ref, place);
   });
-  if (state.diskRevision === undefined && !(await sessionExists(storage, ref, place))) throw notFound();
+  if (state.diskRevision === undefined && !(await sessionExists(storage, ref, place))) throw await notFound(storage, ref, place);
   return state;
+}
+
+/**
+ * The error of an open that found no session at `place`. The other place is asked only here,
+ * on the error path (an open that finds its session reads nothing more): a session archived
+ * is named so, with the option that opens it (`{ archived: true }`), and one asked for among
+ * the archived that is live, likewise.
+ */
+async function notFound(storage: StoragePort, ref: SessionRef, place: SessionPlace): Promise<NotFoundError> {
+  const text = formatSessionRef(ref);
+  const other: SessionPlace = place === "live" ? "archived" : "live";
+  if (!(await sessionExists(storage, ref, other))) {
+    return new NotFoundError(`no session ${text}${place === "archived" ? " in archived-sessions/" : ""}`, { ref: text });
+  }
+  const message = other === "archived"
+    ? `no session ${text}: it is archived (in archived-sessions/); open it with open("${text}", { archived: true })`
+    : `no session ${text} in archived-sessions/: it is live; open it without { archived: true }`;
+  return new NotFoundError(message, { ref: text, archived: other === "archived" });
 }
 
 /**

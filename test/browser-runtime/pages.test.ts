@@ -6,6 +6,7 @@
  * commits announced to the other tab). A Vite dev server serves the fixture page
  * (`fixture/index.html` + `fixture/main.ts`) with the runtime's real module Web Worker.
  */
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -18,6 +19,7 @@ import { until } from "../support/until.ts";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/fixture/index.html";
 const REF = "a1/w1/s1";
+const SESSION_DIR = "agents/a1/workspaces/w1/sessions/s1";
 
 type Outcome = { ok: true; value: LooseJson } | { ok: false; error: { name: string; code: string; message: string; details: LooseJson } };
 
@@ -233,4 +235,46 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
     expect((await ok(pageB, "state")).revision).toBe(before); // B's view follows only when it reloads
     expect(await ok(pageB, "reload")).toBe(revision);
   }, 60_000);
+  it(
+    "a full quota (the origin's, set by the DevTools protocol): a commit and a compaction are StorageFullError naming what they wrote; the session reopens at its last commit",
+    async () => {
+      const { ctx, db } = await freshContext();
+      // The quota is set before the page first uses IndexedDB: the browser reads it then, and keeps it for a while.
+      const cdp = await ctx.newCDPSession(await ctx.newPage());
+      await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl, quotaSize: 500_000 });
+      const page = await openTab(ctx, db, "A");
+      // Text that does not compress (the browser may compress what IndexedDB stores).
+      const incompressible = (bytes: number) => randomBytes(bytes * 0.75).toString("base64");
+      for (let i = 0; i < 6; i++) await ok(page, "append", incompressible(50_000));
+      let committed: LooseJson = await ok(page, "state");
+      const full = (path: RegExp) => ({ ok: false, error: { name: "StorageFullError", code: "storage-full", details: { path: expect.stringMatching(path) } } });
+      // A compaction writes Active again as a segment: its lock's record fits, the segment does not.
+      const compaction = await sf(page, "compact");
+      expect(compaction).toMatchObject(full(/\/messages\/segments\/\d+-\d+\.jsonl$/));
+      expect(compaction.ok || compaction.error.message).toMatch(
+        /^compact on a1\/w1\/s1 failed: IndexedDB \w+ of ".*\/segments\/.* quota is exhausted; nothing was written$/,
+      );
+      expect(await ok(page, "state")).toEqual(committed);
+      // Then messages until the quota refuses one (its line, or its lock's record once the quota is spent).
+      let refused: Outcome | undefined;
+      for (let i = 0; i < 20 && !refused; i++) {
+        const outcome = await sf(page, "append", incompressible(50_000));
+        if (outcome.ok) committed = await ok(page, "state");
+        else refused = outcome;
+      }
+      expect(refused).toMatchObject(full(/\/(messages\/active\.jsonl|writer\.lock)$/));
+      expect(refused!.ok || refused!.error.message).toMatch(/^append on a1\/w1\/s1 failed: IndexedDB .* quota is exhausted; nothing was written$/);
+      // Nothing acknowledged is lost, and no lock is left behind.
+      expect(await ok(page, "state")).toEqual(committed);
+      expect(await ok(page, "lockFree")).toBe(true);
+
+      await load(page); // a new document opens what the store holds
+      expect(await ok(page, "state")).toEqual(committed);
+
+      await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl });
+      expect((await ok(page, "append", "after the quota grew")).revision).toBe(committed.revision + 1);
+      expect(await ok(page, "compact")).toBeGreaterThan(committed.revision + 1);
+    },
+    120_000,
+  );
 });

@@ -8,6 +8,7 @@
  * the Web Lock lets one pusher send each mutation once. A Vite dev server serves the fixture
  * page (`sync-fixture/`) with the runtime's real storage worker.
  */
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -24,6 +25,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/sync-fixture/index.html";
 const REF = "a1/w-alice/s1";
 const REF_TABS = "a1/w-alice/tabs";
+const REF_FULL = "a1/w-alice/full";
 
 /** What the sync server was pushed: how many times each message id arrived in a push. */
 const pushes = {
@@ -125,7 +127,7 @@ export function runBrowserSyncPages(
     refs(): Promise<string[]>;
     forks: { ref: string; forked_as: string; at_sequence: number }[];
     states: string[];
-    status(): { state: string; online: boolean; pending: number; lastSuccessAt: number | null };
+    status(): { state: string; online: boolean; pending: number; lastSuccessAt: number | null; lastError: { message: string; code: string } | null };
   };
 
   const say = (device: Device, text: string) => device.page.evaluate(([ref, t]) => (window as unknown as { sync: Fixture }).sync.say(ref!, t!), [REF, text]);
@@ -183,6 +185,38 @@ export function runBrowserSyncPages(
       } finally {
         await laptop.context.close();
         await phone.context.close();
+      }
+    }, 90_000);
+
+    it("a pull into a full quota (set by the DevTools protocol) is a StorageFullError; nothing half-written, and it completes once there is room", async () => {
+      const laptop = await openDevice("laptop-full");
+      const context = await browser!.newContext();
+      try {
+        // The quota is set before the page first uses IndexedDB: the browser reads it then, and keeps it for a while.
+        const cdp = await context.newCDPSession(await context.newPage());
+        await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl, quotaSize: 300_000 });
+        const phone = { context, page: await openTab(context, "phone-full", "sync-phone-full") };
+        await synced(phone);
+        // Text that does not compress (the browser may compress what IndexedDB stores).
+        const texts = [1, 2, 3, 4].map(() => randomBytes(75_000).toString("base64"));
+        for (const text of texts) await laptop.page.evaluate(([r, t]) => (window as unknown as { sync: Fixture }).sync.say(r!, t!), [REF_FULL, text]);
+        await synced(laptop);
+
+        const lastError = () => phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.status().lastError);
+        await expect.poll(lastError, { timeout: 20_000, interval: 100 }).toMatchObject({ code: "storage-full" });
+        // (Which write is refused depends on the parts the pull got to; the message names the store's file.)
+        expect((await lastError())!.message).toMatch(/IndexedDB \w+ of ".*" failed: the origin's storage quota is exhausted; nothing was written$/);
+        // Of this session the store holds nothing, or the messages of the parts that fitted, in order.
+        const held = await textsOn(phone, REF_FULL);
+        expect([held.length < texts.length, held]).toEqual([true, texts.slice(0, held.length)]);
+
+        await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl });
+        await expect.poll(() => textsOn(phone, REF_FULL), { timeout: 20_000, interval: 100 }).toEqual(texts);
+        await synced(phone);
+        expect(problems).toEqual([]);
+      } finally {
+        await laptop.context.close();
+        await context.close();
       }
     }, 90_000);
 

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ExtractiveSummarizer, type StoragePort } from "../../core/mod.ts";
+import { ExtractiveSummarizer, NotFoundError, type StoragePort } from "../../core/mod.ts";
 import { NodeFileStorage, WorkerFileStorage } from "../../runtime-node/mod.ts";
 import { REF, registry } from "../support/session.ts";
 
@@ -72,6 +72,22 @@ describe.each(stores)("an open of a files store %s", (_name, open) => {
     // A second segment: the hint names the newer one, and the open still reads it in the one call.
     await session.compact({ summarizer: new ExtractiveSummarizer() });
     expect(await callsOfOpen(storage)).toEqual({ calls: ["readMany"], segments: 1, messages: 10 });
+  });
+
+  it("of an archived session fails naming the archive and { archived: true }; that open is one readMany", async () => {
+    const storage = open(root);
+    toClose.push(storage);
+    await registry(storage).create(REF);
+    await registry(storage).archive(REF);
+    const error = await registry(storage).open(REF).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect((error as NotFoundError).message).toBe(
+      'no session a1/w1/s1: it is archived (in archived-sessions/); open it with open("a1/w1/s1", { archived: true })',
+    );
+    expect((error as NotFoundError).details).toEqual({ ref: "a1/w1/s1", archived: true });
+    const calls: string[] = [];
+    const archived = await registry(counted(storage, calls)).open(REF, { archived: true });
+    expect([calls, archived.meta.session_id]).toEqual([["readMany"], "s1"]);
   });
 
   it("is one readMany when the footer holds a default extractive summary of multi-byte text (over 4 KiB)", async () => {

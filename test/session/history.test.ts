@@ -171,6 +171,23 @@ describe("archive", () => {
     await rejection(sessions.create(REF), InvalidInputError, "invalid-input");
   });
 
+  test("an open of an archived session says it is archived and how to open it; an archived open of a live one says it is live", async () => {
+    const storage = new MemoryStorage();
+    const sessions = registry(storage);
+    await sessions.create(REF);
+    await sessions.create(S2);
+    await sessions.archive(REF);
+    const archived = await rejection(sessions.open(REF), NotFoundError, "not-found");
+    expect(archived.message).toBe('no session a1/w1/s1: it is archived (in archived-sessions/); open it with open("a1/w1/s1", { archived: true })');
+    expect(archived.details).toEqual({ ref: "a1/w1/s1", archived: true });
+    const live = await rejection(sessions.open(S2, { archived: true }), NotFoundError, "not-found");
+    expect(live.message).toBe("no session a1/w1/s2 in archived-sessions/: it is live; open it without { archived: true }");
+    expect(live.details).toEqual({ ref: "a1/w1/s2", archived: false });
+    const none = await rejection(sessions.open({ ...REF, sessionId: "s3" }), NotFoundError, "not-found");
+    expect(none.message).toBe("no session a1/w1/s3");
+    expect(none.details).toEqual({ ref: "a1/w1/s3" });
+  });
+
   test("refuses when an archived session with that id exists; nothing moves", async () => {
     const storage = new MemoryStorage();
     await writeSession(storage, { active: msgs(1, 2) });
