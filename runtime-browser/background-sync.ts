@@ -1,7 +1,8 @@
 /**
  * Background sync in the browser (docs/SYNC.md "Background sync in the browser"): the core's
  * scheduler ({@linkcode startSyncScheduler}) wired to this platform. It syncs after every
- * commit of this tab and of the other tabs (their `BroadcastChannel` notices), follows
+ * commit, archive and delete of this tab and of the other tabs (their `BroadcastChannel`
+ * notices), follows
  * `navigator.onLine` and the window's `online`/`offline` events, and runs each sync inside the
  * Web Lock `sessionfold:<dbName>:sync-pusher:<remote id>`, so one tab of the browser
  * profile pushes at a time and the others leave their commits to it.
@@ -9,7 +10,7 @@
  * @module
  */
 import { type BackgroundSync, startSyncScheduler, type SyncSchedulerOptions } from "../core/sync/mod.ts";
-import type { CommitNotice, Sessions } from "../core/mod.ts";
+import type { CommitNotice, RemovalNotice, Sessions } from "../core/mod.ts";
 import { type KnownFields, knownOptions, SYNC_SCHEDULER_FIELDS } from "../core/internal.ts";
 import { webLockName, webLocks } from "./web-locks.ts";
 
@@ -19,6 +20,8 @@ export interface SyncedBrowserSessions {
   readonly dbName: string;
   onCommit(listener: (event: CommitNotice) => void): () => void;
   onOwnCommit(listener: (event: CommitNotice) => void): () => void;
+  onRemoved(listener: (event: RemovalNotice) => void): () => void;
+  onOwnRemoved(listener: (event: RemovalNotice) => void): () => void;
 }
 
 /** Options of {@linkcode startBackgroundSync}: the scheduler's, with the browser's sessions for `local`. */
@@ -77,7 +80,8 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
     events.addEventListener!("online", online);
     events.addEventListener!("offline", offline);
   }
-  const unsubscribe = [sessions.onCommit(trigger), sessions.onOwnCommit(trigger)];
+  // An archive or a delete is not a commit, but the remote must hear of it as soon as of one.
+  const unsubscribe = [sessions.onCommit(trigger), sessions.onOwnCommit(trigger), sessions.onRemoved(trigger), sessions.onOwnRemoved(trigger)];
   return {
     get status() {
       return scheduler.status;

@@ -419,6 +419,31 @@ describe("startBackgroundSync (openBrowserSessions, worker: false)", () => {
     expect(heardByOther).toEqual(own);
   });
 
+  it("this tab's archive and delete start a sync, as a commit does: the server holds them without a syncNow", async () => {
+    const server = await startServer();
+    const browser = await openBrowserSessions({ dbName: databases(), worker: false });
+    opened.push(browser);
+    for (const sessionId of ["kept", "gone"]) await say(await browser.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId }), "one");
+    const sync = startBackgroundSync({ sessions: browser, remote: server.remote(), intervalMs: 0, debounceMs: 0 });
+    running.push(sync);
+    await statusWhere(sync, (s) => s.state === "idle" && s.lastSuccessAt !== null && s.pending === 0);
+    const onServer = new Sessions({ storage: server.storage });
+    expect((await onServer.list()).map((meta) => meta.session_id).sort()).toEqual(["gone", "kept"]);
+
+    let removalsPushed = 0;
+    const bothPushed = new Promise<void>((resolve) =>
+      sync.on("report", (report) => {
+        removalsPushed += report.archives.pushed + report.deletes.pushed;
+        if (removalsPushed === 2) resolve();
+      })
+    );
+    await browser.sessions.archive("a1/w-alice/kept");
+    await browser.sessions.delete("a1/w-alice/gone");
+    await bothPushed;
+    expect(await onServer.list()).toEqual([]);
+    expect((await onServer.list({ archived: true })).map((meta) => meta.session_id)).toEqual(["kept"]);
+  });
+
   it("an archive and a delete a pull applies are announced on this tab's onOwnRemoved and on the other tabs' onRemoved", async () => {
     const server = await startServer();
     const elsewhere = device();
