@@ -32,7 +32,7 @@ describe("a field the call does not know is refused, named with where it was giv
   test("new Sessions(options), and its defaults", async () => {
     const error = await invalidInput(() => new Sessions({ storage: new MemoryStorage(), default: {} } as never));
     expect(error.message).toBe(
-      'new Sessions(options): unknown field "default" (did you mean "defaults"?); the fields are storage, identity, clock, defaults, onCommit, probe, onStaleLockReclaimed, onLeaseLost',
+      'new Sessions(options): unknown field "default" (did you mean "defaults"?); the fields are storage, identity, clock, defaults, onCommit, onRemoved, probe, onStaleLockReclaimed, onLeaseLost',
     );
     expect(error.details).toMatchObject({ argument: "new Sessions(options)", field: "default", suggestion: "defaults" });
     const nested = await invalidInput(() => new Sessions({ storage: new MemoryStorage(), defaults: { contextWindw: 1000 } } as never));
