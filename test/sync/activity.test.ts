@@ -1,0 +1,160 @@
+/**
+ * A sync is not activity (docs/SYNC.md "Activity"): every session a sync writes keeps the
+ * `updated_at` its source had, on the server and on a pulling device, plain and encrypted,
+ * whole, in parts and appended, so each side lists the sessions in the source's order. The
+ * source's clock is in 2020, the server's and the other device's years later: a time stamped
+ * by the sync would show.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { EncryptedStorage, ExtractiveSummarizer, type KeyProvider, Sessions, type StoragePort } from "../../core/mod.ts";
+import { createSyncHandler, directRemote, httpRemote, type SyncRemote, SyncServer, syncStores } from "../../core/sync/mod.ts";
+import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
+import { newKeyring } from "./encrypted-pair.ts";
+
+const dirs: string[] = [];
+const servers: FetchServer[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function folderStore(): Promise<NodeFileStorage> {
+  const dir = await mkdtemp(join(tmpdir(), "sessionfold-activity-"));
+  dirs.push(dir);
+  return new NodeFileStorage({ root: dir });
+}
+
+/** A clock that starts at `iso` and goes one second further at each reading: every write has a time of its own. */
+function steppingClock(iso: string): () => number {
+  let now = Date.parse(iso);
+  return () => (now += 1000);
+}
+
+/** The source's clock: still within one write (its messages and its `updated_at` at one time, as a real one is within a millisecond), a second further at each `tick`. */
+function sourceClock(): { clock: () => number; tick: () => void } {
+  let now = Date.parse("2020-01-01T00:00:00.000Z");
+  return { clock: () => now, tick: () => void (now += 1000) };
+}
+
+/** Each session's `updated_at`, in the listing's order (newest first). */
+async function listing(sessions: Sessions): Promise<[string, string][]> {
+  return (await sessions.list()).map((m) => [`${m.agent_id}/${m.workspace_id}/${m.session_id}`, m.updated_at]);
+}
+
+/** Sessions of the source: a small one, one sent in parts (three segments and Active), another small one, written in that order. */
+async function writeSource(source: Sessions, tick: () => void): Promise<void> {
+  const small = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "small" });
+  tick();
+  await small.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
+  tick();
+  const large = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "large" });
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 6; i++) {
+      tick();
+      await large.append({ role: "user", parts: [{ type: "text", text: `${round}.${i} ${"x".repeat(400)}` }] });
+    }
+    tick();
+    await large.compact({ summarizer: new ExtractiveSummarizer() });
+  }
+  for (let i = 0; i < 6; i++) {
+    tick();
+    await large.append({ role: "user", parts: [{ type: "text", text: `after ${i} ${"y".repeat(400)}` }] });
+  }
+  tick();
+  const later = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "later" });
+  await later.append({ role: "user", parts: [{ type: "text", text: "later" }] });
+}
+
+/** Appends to `small` on the source: it becomes the newest, and goes to the others as an append. */
+async function appendLater(source: Sessions, tick: () => void): Promise<void> {
+  tick();
+  const small = await source.open("a1/w1/small");
+  await small.append([{ role: "user", parts: [{ type: "text", text: "back online" }] }, { role: "assistant", parts: [{ type: "text", text: "ok" }] }]);
+}
+
+/** A sync server on loopback over `storage`, with `clock`. */
+async function httpServer(storage: StoragePort, clock: () => number): Promise<SyncRemote> {
+  const handler = createSyncHandler({ server: new SyncServer({ storage, clock }), authorize: () => ({ user: "u", may: () => true }), basePath: "/sync" });
+  const server = await serveFetchHandler(handler);
+  servers.push(server);
+  return httpRemote({ url: `${server.url}/sync`, id: "server" });
+}
+
+const PARTS = { batchBytes: 6 * 1024, batchMessages: 4 };
+
+describe("a sync keeps each session's updated_at as the source had it", () => {
+  it("folder stores over a direct remote: whole, in parts and appended, on the server and on a pulling device; the same order", async () => {
+    const { clock, tick } = sourceClock();
+    const source = new Sessions({ storage: await folderStore(), clock });
+    const serverStore = await folderStore();
+    const server = new SyncServer({ storage: serverStore, clock: steppingClock("2030-01-01T00:00:00.000Z") });
+    const device = new Sessions({ storage: await folderStore(), clock: steppingClock("2031-01-01T00:00:00.000Z") });
+    const onServer = new Sessions({ storage: serverStore });
+    await writeSource(source, tick);
+    expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    const expected = await listing(source);
+    expect((await source.open("a1/w1/large")).meta.history_bytes).toBeGreaterThan(PARTS.batchBytes * 1.5); // sent in parts
+    expect(expected.map(([ref]) => ref)).toEqual(["a1/w1/later", "a1/w1/large", "a1/w1/small"]);
+    expect(await listing(onServer)).toEqual(expected);
+    expect((await syncStores({ local: device, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(device)).toEqual(expected);
+    // Back online: appended on the source, pushed (the server's kept handle fast-forwards it), then pulled.
+    await appendLater(source, tick);
+    expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    const after = await listing(source);
+    expect(after[0]![0]).toBe("a1/w1/small");
+    expect(await listing(onServer)).toEqual(after);
+    expect((await syncStores({ local: device, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(device)).toEqual(after);
+    // Once more: this push continues the one before, through the handle the server kept (no open).
+    await appendLater(source, tick);
+    expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(onServer)).toEqual(await listing(source));
+  });
+
+  it("over HTTP on loopback: a session sent in parts and an append keep the source's times, the server's clock years later", async () => {
+    const { clock, tick } = sourceClock();
+    const source = new Sessions({ storage: await folderStore(), clock });
+    const serverStore = await folderStore();
+    const remote = await httpServer(serverStore, steppingClock("2030-01-01T00:00:00.000Z"));
+    await writeSource(source, tick);
+    expect((await syncStores({ local: source, remote, ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(new Sessions({ storage: serverStore }))).toEqual(await listing(source));
+    await appendLater(source, tick);
+    expect((await syncStores({ local: source, remote, ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(new Sessions({ storage: serverStore }))).toEqual(await listing(source));
+  });
+
+  it("encrypted sessions: a device pulling them from the server keeps the source's times, in parts and appended", async () => {
+    const provider: KeyProvider = await newKeyring();
+    const { clock, tick } = sourceClock();
+    const source = new Sessions({ storage: await EncryptedStorage.create(await folderStore(), provider), clock });
+    const server = new SyncServer({ storage: await folderStore(), clock: steppingClock("2030-01-01T00:00:00.000Z") });
+    const device = new Sessions({ storage: await EncryptedStorage.create(await folderStore(), provider), clock: steppingClock("2031-01-01T00:00:00.000Z") });
+    await writeSource(source, tick);
+    expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect((await syncStores({ local: device, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(device)).toEqual(await listing(source));
+    await appendLater(source, tick);
+    expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect((await syncStores({ local: device, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+    expect(await listing(device)).toEqual(await listing(source));
+  });
+
+  it("a host's own append after a sync is activity: its time now", async () => {
+    const { clock, tick } = sourceClock();
+    const source = new Sessions({ storage: await folderStore(), clock });
+    const server = new SyncServer({ storage: await folderStore(), clock: steppingClock("2030-01-01T00:00:00.000Z") });
+    const device = new Sessions({ storage: await folderStore(), clock: () => Date.parse("2031-06-01T00:00:00.000Z") });
+    await writeSource(source, tick);
+    await syncStores({ local: source, remote: directRemote(server), ...PARTS });
+    await syncStores({ local: device, remote: directRemote(server), ...PARTS });
+    const small = await device.open("a1/w1/small");
+    await small.append({ role: "user", parts: [{ type: "text", text: "here" }] });
+    expect(small.meta.updated_at).toBe("2031-06-01T00:00:00.000Z");
+    expect((await listing(device))[0]).toEqual(["a1/w1/small", "2031-06-01T00:00:00.000Z"]);
+  });
+});
