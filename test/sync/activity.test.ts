@@ -9,10 +9,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { EncryptedStorage, ExtractiveSummarizer, type KeyProvider, Sessions, type StoragePort } from "../../core/mod.ts";
+import { EncryptedStorage, type KeyProvider, Sessions, type StoragePort } from "../../core/mod.ts";
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote, SyncServer, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { newKeyring } from "./encrypted-pair.ts";
+import { appendLater, listing, PARTS, sourceClock, steppingClock, writeSource } from "./activity-source.ts";
 
 const dirs: string[] = [];
 const servers: FetchServer[] = [];
@@ -27,54 +28,6 @@ async function folderStore(): Promise<NodeFileStorage> {
   return new NodeFileStorage({ root: dir });
 }
 
-/** A clock that starts at `iso` and goes one second further at each reading: every write has a time of its own. */
-function steppingClock(iso: string): () => number {
-  let now = Date.parse(iso);
-  return () => (now += 1000);
-}
-
-/** The source's clock: still within one write (its messages and its `updated_at` at one time, as a real one is within a millisecond), a second further at each `tick`. */
-function sourceClock(): { clock: () => number; tick: () => void } {
-  let now = Date.parse("2020-01-01T00:00:00.000Z");
-  return { clock: () => now, tick: () => void (now += 1000) };
-}
-
-/** Each session's `updated_at`, in the listing's order (newest first). */
-async function listing(sessions: Sessions): Promise<[string, string][]> {
-  return (await sessions.list()).map((m) => [`${m.agent_id}/${m.workspace_id}/${m.session_id}`, m.updated_at]);
-}
-
-/** Sessions of the source: a small one, one sent in parts (three segments and Active), another small one, written in that order. */
-async function writeSource(source: Sessions, tick: () => void): Promise<void> {
-  const small = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "small" });
-  tick();
-  await small.append({ role: "user", parts: [{ type: "text", text: "hello" }] });
-  tick();
-  const large = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "large" });
-  for (let round = 0; round < 3; round++) {
-    for (let i = 0; i < 6; i++) {
-      tick();
-      await large.append({ role: "user", parts: [{ type: "text", text: `${round}.${i} ${"x".repeat(400)}` }] });
-    }
-    tick();
-    await large.compact({ summarizer: new ExtractiveSummarizer() });
-  }
-  for (let i = 0; i < 6; i++) {
-    tick();
-    await large.append({ role: "user", parts: [{ type: "text", text: `after ${i} ${"y".repeat(400)}` }] });
-  }
-  tick();
-  const later = await source.create({ agentId: "a1", workspaceId: "w1", sessionId: "later" });
-  await later.append({ role: "user", parts: [{ type: "text", text: "later" }] });
-}
-
-/** Appends to `small` on the source: it becomes the newest, and goes to the others as an append. */
-async function appendLater(source: Sessions, tick: () => void): Promise<void> {
-  tick();
-  const small = await source.open("a1/w1/small");
-  await small.append([{ role: "user", parts: [{ type: "text", text: "back online" }] }, { role: "assistant", parts: [{ type: "text", text: "ok" }] }]);
-}
-
 /** A sync server on loopback over `storage`, with `clock`. */
 async function httpServer(storage: StoragePort, clock: () => number): Promise<SyncRemote> {
   const handler = createSyncHandler({ server: new SyncServer({ storage, clock }), authorize: () => ({ user: "u", may: () => true }), basePath: "/sync" });
@@ -82,8 +35,6 @@ async function httpServer(storage: StoragePort, clock: () => number): Promise<Sy
   servers.push(server);
   return httpRemote({ url: `${server.url}/sync`, id: "server" });
 }
-
-const PARTS = { batchBytes: 6 * 1024, batchMessages: 4 };
 
 describe("a sync keeps each session's updated_at as the source had it", () => {
   it("folder stores over a direct remote: whole, in parts and appended, on the server and on a pulling device; the same order", async () => {
