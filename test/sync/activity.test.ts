@@ -95,6 +95,29 @@ describe("a sync keeps each session's updated_at as the source had it", () => {
     expect(await listing(device)).toEqual(await listing(source));
   });
 
+  for (const encrypted of [false, true]) {
+    it(`an instruction changed on the source travels as labels and keeps every side's updated_at${encrypted ? " (encrypted)" : ""}`, async () => {
+      const provider = await newKeyring();
+      const store = async () => (encrypted ? EncryptedStorage.create(await folderStore(), provider) : folderStore());
+      const { clock, tick } = sourceClock();
+      const sourceStore = await store();
+      const source = new Sessions({ storage: sourceStore, clock });
+      const serverStore = await folderStore();
+      const server = new SyncServer({ storage: serverStore, clock: steppingClock("2030-01-01T00:00:00.000Z") });
+      const device = new Sessions({ storage: await store(), clock: steppingClock("2031-01-01T00:00:00.000Z") });
+      await writeSource(source, tick);
+      await syncStores({ local: source, remote: directRemote(server), ...PARTS });
+      await syncStores({ local: device, remote: directRemote(server), ...PARTS });
+      // A host edits the file: no commit, so the source's updated_at stays; the sync sends it as a label change.
+      await sourceStore.replace("agents/a1/workspaces/w1/sessions/small/instruction.md", new TextEncoder().encode("Be brief."));
+      expect((await syncStores({ local: source, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+      if (!encrypted) expect(await listing(new Sessions({ storage: serverStore }))).toEqual(await listing(source));
+      expect((await syncStores({ local: device, remote: directRemote(server), ...PARTS })).conflicts).toEqual([]);
+      expect((await device.open("a1/w1/small")).system).toBe("Be brief.");
+      expect(await listing(device)).toEqual(await listing(source));
+    });
+  }
+
   it("a host's own append after a sync is activity: its time now", async () => {
     const { clock, tick } = sourceClock();
     const source = new Sessions({ storage: await folderStore(), clock });
