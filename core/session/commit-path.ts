@@ -152,17 +152,17 @@ export class CommitPath {
   /**
    * Appends `records` as one commit plan: lock, revision check, append and `meta.json` in one storage call when the backend
    * runs plans itself. Only for a session without repairs to do or a draft to finish (those take {@linkcode CommitPath.locked}).
-   * A held session commits with {@linkcode CommitPath.commit}, which lets `meta.json` lag.
+   * A held session commits with {@linkcode CommitPath.commit}, which lets `meta.json` lag. `at`: its `updated_at` (a sync's).
    */
-  async commitAlone(operation: string, records: readonly MessageRecord[]): Promise<CommitResult> {
-    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
+  async commitAlone(operation: string, records: readonly MessageRecord[], at = this.now()): Promise<CommitResult> {
+    const change = planAppend(this.state, records, at, this.ctx.storage.maxFileBytes);
     await this.lock(operation, appendWrites(this.paths, change), false);
     return this.#appended(change);
   }
 
   /** Commits `records` inside a held lock: one append (lines carry the new revision), and `meta.json` unless a lease lets it lag. */
-  async commit(records: readonly MessageRecord[]): Promise<CommitResult> {
-    const change = planAppend(this.state, records, this.now(), this.ctx.storage.maxFileBytes);
+  async commit(records: readonly MessageRecord[], at = this.now()): Promise<CommitResult> {
+    const change = planAppend(this.state, records, at, this.ctx.storage.maxFileBytes);
     const now = this.ctx.clock();
     const lag = this.#lease.lag;
     const lazy = this.#lease.held !== undefined && !lag.due(now);

@@ -46,6 +46,26 @@ export interface SegmentClose {
   readonly staged?: { readonly segment: StagedBytes; readonly active: StagedBytes };
 }
 
+/**
+ * The `updated_at` a sync writes: the later of the session's own `before` and the newest `created_at` of what it
+ * writes (`written`), never the time of the sync (docs/SYNC.md "Activity"). A time that is not a date counts for
+ * nothing.
+ *
+ * @example
+ * ```ts
+ * syncedActivity("2020-01-01T00:00:00.000Z", [{ created_at: "2020-01-02T00:00:00.000Z" }]); // "2020-01-02T00:00:00.000Z"
+ * ```
+ */
+export function syncedActivity(before: string, written: readonly { readonly created_at: string }[]): string {
+  let latest = before;
+  let latestMs = Date.parse(before);
+  for (const { created_at } of written) {
+    const ms = Date.parse(created_at);
+    if (ms > latestMs || (Number.isNaN(latestMs) && !Number.isNaN(ms))) [latest, latestMs] = [created_at, ms];
+  }
+  return latest;
+}
+
 /** `meta.json` with `patch`, `updated_at` = `now` and the newest-segment hint (`newest`, else the current one). */
 export function nextMeta(state: Pick<SessionState, "meta" | "newest">, patch: Partial<SessionMeta>, now: string, newest = state.newest): SessionMeta {
   return withNewestSegment({ ...state.meta, ...patch, updated_at: now }, newest);

@@ -9,8 +9,8 @@
 import type { CompactionOutcome } from "../compaction/mod.ts";
 import { InvalidInputError } from "../errors.ts";
 import type { CommitPath } from "./commit-path.ts";
-import { type NewMessage, toMessageRecord } from "./message-input.ts";
-import { assertNewMessageIds } from "./message-ids.ts";
+import type { NewMessage } from "./message-input.ts";
+import { appendMessages } from "./append-messages.ts";
 import { generateSystem } from "./options.ts";
 import { repairUnderLock } from "./repair.ts";
 import { planRepair, type RepairReport } from "./repair-plan.ts";
@@ -20,8 +20,8 @@ import { type CompactOptions, compactOptions, type RepairOptions, repairOptions 
 import { RunHandle } from "./run-events.ts";
 import { compactLocked, type NoCompaction, resetActive } from "./segment-close.ts";
 import { partsOf, SessionView } from "./session-view.ts";
-import { hasRepairs, stoppedDraftMessages } from "./state.ts";
-import { buildLockedOperation, removeDraft } from "./build-locked-operation.ts";
+import { stoppedDraftMessages } from "./state.ts";
+import { buildLockedOperation } from "./build-locked-operation.ts";
 import type { CommitResult, LockedOperation } from "./locked-operation.ts";
 
 export type { NoCompaction } from "./segment-close.ts";
@@ -65,26 +65,8 @@ export class Session extends SessionView {
    * @throws {SessionBusyError} when another operation runs on this session in this process
    * @throws {CorruptSessionError} when a fatal diagnostic blocks writes.
    */
-  async append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
-    // async: invalid input rejects the promise like every other failure, never throws synchronously.
-    const list = (Array.isArray(messages) ? messages : [messages]) as readonly NewMessage[];
-    if (list.length === 0) throw new InvalidInputError("append needs at least one message");
-    const tx = this.#tx;
-    const records = list.map((m, i) => toMessageRecord(m, tx.ctx.clock, `messages[${i}]`));
-    return await tx.exclusive("append", () => { // awaited: an async function returning a promise as is settles two turns later
-      assertNewMessageIds(tx.state.active, list); // in the slot: after a reload it would do first
-      // The common case is one plan run by the storage: one round trip through a worker.
-      // Held, the lease stands for the lock and the revision check: the commit's promise as is (no turn more).
-      if (!tx.state.draft && !hasRepairs(tx.state)) return tx.held ? tx.commit(records) : tx.commitAlone("append", records);
-      return tx.locked("append", async () => {
-        const draft = tx.state.draft;
-        const recovered = draft ? stoppedDraftMessages(draft, false) : [];
-        const result = await tx.commit([...recovered, ...records]);
-        // A draft without output and pending messages commits nothing but goes all the same.
-        if (draft) await removeDraft(tx);
-        return { sequences: result.sequences.slice(recovered.length), revision: result.revision };
-      });
-    });
+  append(messages: NewMessage | readonly NewMessage[]): Promise<CommitResult> {
+    return appendMessages(this.#tx, messages, false);
   }
 
   /**

@@ -31,6 +31,7 @@ import { acquireWriterLock, releaseWriterLock } from "../session/lock.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { partsOf } from "../session/session-view.ts";
+import { appendSynced } from "../session/append-messages.ts";
 import { notifyRemoved } from "../session/context.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { Sessions } from "../session/registry.ts";
@@ -784,10 +785,10 @@ class SyncRun {
         if (adopted.length > 0) current = undefined;
         if (!(await this.#adoptSegments(head, adopted))) return await this.#reread(head, head.last_sequence, undefined);
         const instruction = await this.#instructionOf(local);
-        const { labels, instruction: remoteInstruction } = await this.#labelsOf(head);
+        const { labels, instruction: remoteInstruction, updatedAt } = await this.#labelsOf(head);
         if (head.place === "live" && (!sameLabels(labelsOf(local.meta), labels) || instruction !== remoteInstruction)) {
           current = undefined;
-          await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer);
+          await writeLabels(this.#local, head.ref, labels, remoteInstruction, this.#writer, updatedAt);
         }
         if (head.place === "archived" && local.place === "live") {
           await this.#local.archive(head.ref);
@@ -830,11 +831,11 @@ class SyncRun {
     };
   }
 
-  /** A head's labels and instruction: as sent, or opened from an encrypted session's sealed `meta.json` and `instruction.md`. */
-  async #labelsOf(head: SessionHead): Promise<{ labels: SessionLabels; instruction: string | null }> {
+  /** A head's labels and instruction: as sent, or opened from an encrypted session's sealed `meta.json` and `instruction.md` (with its `updated_at`, which travelled). */
+  async #labelsOf(head: SessionHead): Promise<{ labels: SessionLabels; instruction: string | null; updatedAt?: string }> {
     if (!head.sealed || !this.#codec) return { labels: head.labels, instruction: head.instruction };
     const opened = await this.#codec.openDocuments(parseSessionRef(head.ref), head.sealed.keys, head.sealed);
-    return { labels: labelsOf(opened.meta), instruction: opened.instruction };
+    return { labels: labelsOf(opened.meta), instruction: opened.instruction, updatedAt: opened.meta.updated_at };
   }
 
   /**
@@ -857,7 +858,7 @@ class SyncRun {
           await installSession(this.#local.storage, forkRef, await forkFiles(this.#local.storage, origin, forkRef, fork.at, tail, this.#clock), this.#clock);
           await this.#announce(fork.ref);
         } else if (lastSequenceOf(made) < fork.through) {
-          await made.append(tail.filter((m) => m.sequence > lastSequenceOf(made)).map(asNewMessage));
+          await appendSynced(made, tail.filter((m) => m.sequence > lastSequenceOf(made)).map(asNewMessage));
         }
       }
       delete fork.at;
@@ -914,7 +915,7 @@ class SyncRun {
     if (fork) {
       const own = new Set((await messagesAfter(fork, fork.meta.forked_from?.through_sequence ?? 0)).messages.map((m) => m.message_id));
       const fresh = carried.filter((m) => !own.has(m.message_id));
-      if (fresh.length > 0) await fork.append(fresh.map(asNewMessage));
+      if (fresh.length > 0) await appendSynced(fork, fresh.map(asNewMessage));
       return;
     }
     const forkHead = (await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: forkRef, after_sequence: 0, limit: 1 })).head;
@@ -991,7 +992,7 @@ class SyncRun {
       const page = await this.#remote.read({ v: SYNC_PROTOCOL_VERSION, ref: formatSessionRef(local.ref), after_sequence: after, limit: this.#batchMessages });
       const messages = await this.#messagesOf(head, after, page);
       if (messages.length > 0) {
-        await local.append(messages.map(asNewMessage));
+        await appendSynced(local, messages.map(asNewMessage));
         this.report.pulled += messages.length;
         after = messages.at(-1)!.sequence;
       }

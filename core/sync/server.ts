@@ -26,6 +26,7 @@ import { type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp } from "../schema/mod.ts";
 import { assertWritable } from "../session/commit-guards.ts";
 import { lastCommittedRevision } from "../session/lock.ts";
+import { appendSynced } from "../session/append-messages.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { Sessions } from "../session/registry.ts";
@@ -504,7 +505,7 @@ export class SyncServer {
     const differs = theirs.findIndex((m, i) => m.message_id !== messages[i]!.message_id);
     if (differs < 0 && theirs.length >= messages.length) return { number: mutation.number, status: "duplicate", ref: refText };
     if (differs < 0 && session.place === "live") {
-      const { sequences } = await session.append(messages.slice(theirs.length).map(asNewMessage));
+      const { sequences } = await appendSynced(session, messages.slice(theirs.length).map(asNewMessage));
       this.#keep(refText, session, messages, sequences, session.meta.created_at);
       return { number: mutation.number, status: "applied", ref: refText };
     }
@@ -554,7 +555,7 @@ export class SyncServer {
     }
     let sequences: readonly number[];
     try {
-      ({ sequences } = await session.append(messages.map(asNewMessage)));
+      ({ sequences } = await appendSynced(session, messages.map(asNewMessage)));
     } catch (error) {
       if (error instanceof RevisionConflictError) return undefined;
       throw error;

@@ -23,6 +23,7 @@ import type { WriterIdentity } from "../session/owner.ts";
 import type { NewMessage } from "../session/message-input.ts";
 import type { Session } from "../session/session.ts";
 import { withNewestSegment } from "../session/segment-hint.ts";
+import { syncedActivity } from "../session/planned-change.ts";
 import type { Sessions } from "../session/registry.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { SegmentFile, SessionHead, SessionLabels } from "./protocol.ts";
@@ -253,10 +254,18 @@ async function moveStaged(storage: StoragePort, ref: SessionRef, staging: string
 /**
  * Sets a session's labels and `instruction.md` under its `writer.lock`, as one new revision
  * (`instruction.md` first, `meta.json` last: a crash between leaves the old revision over
- * the new instruction, which the next sync writes again).
+ * the new instruction, which the next sync writes again). `updated_at` stays the session's,
+ * or becomes the sender's `sentUpdatedAt` when that one travelled and is later (docs/SYNC.md
+ * "Activity").
  */
-export async function writeLabels(sessions: Sessions, ref: string, labels: SessionLabels, instruction: string | null, writer: SyncWriter): Promise<void> {
-  const { clock } = writer;
+export async function writeLabels(
+  sessions: Sessions,
+  ref: string,
+  labels: SessionLabels,
+  instruction: string | null,
+  writer: SyncWriter,
+  sentUpdatedAt?: string,
+): Promise<void> {
   const valid = parseSessionRef(ref);
   const paths = sessionPaths(valid);
   const { lease } = await acquireWriterLock(sessions.storage, paths.lock, writer, "sync");
@@ -266,7 +275,8 @@ export async function writeLabels(sessions: Sessions, ref: string, labels: Sessi
     if (instruction === null) await sessions.storage.remove(paths.instruction);
     else await sessions.storage.replace(paths.instruction, encoder.encode(instruction));
     const { title: _t, model_label: _m, timezone: _z, ...rest } = session.meta;
-    const meta: SessionMeta = { ...rest, ...labels, revision: session.revision + 1, updated_at: nowTimestamp(clock) };
+    const sent = sentUpdatedAt === undefined ? [] : [{ created_at: sentUpdatedAt }];
+    const meta: SessionMeta = { ...rest, ...labels, revision: session.revision + 1, updated_at: syncedActivity(session.meta.updated_at, sent) };
     await sessions.storage.replace(paths.meta, encodeJsonDocument(withNewestSegment(meta, session.newestSegment)));
   } finally {
     await releaseWriterLock(sessions.storage, lease);
@@ -288,7 +298,6 @@ export type SegmentAdoption = "adopted" | "present" | "conflict";
  * when it does not fit, or the session has something recovery reported.
  */
 export async function adoptSegment(sessions: Sessions, ref: string, segment: SegmentFile, writer: SyncWriter): Promise<SegmentAdoption> {
-  const { clock } = writer;
   const valid = parseSessionRef(ref);
   const paths = sessionPaths(valid);
   const storage = sessions.storage;
@@ -302,10 +311,13 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       return ours && decoder.decode(ours) === segment.text ? "present" : "conflict";
     }
     if (range.start !== (session.newestSegment?.end ?? 0) + 1) return "conflict";
-    const theirs = messagesOfSegments(ref, [segment]).map((m) => m.message_id);
+    const records = messagesOfSegments(ref, [segment]);
+    const theirs = records.map((m) => m.message_id);
+    // The segment's own activity, not the sync's time (docs/SYNC.md "Activity").
+    const updatedAt = syncedActivity(session.meta.updated_at, records);
     const segmentBytes = encoder.encode(segment.text);
     if (session.active.length === 0 && lastSequenceOf(session) === range.start - 1 && !session.diagnostics.some((d) => d.fatal)) {
-      const meta = { ...session.meta, revision: session.revision + 1, updated_at: nowTimestamp(clock), message_count: range.end };
+      const meta = { ...session.meta, revision: session.revision + 1, updated_at: updatedAt, message_count: range.end };
       await applyCommitPlan(storage, {
         writes: [
           {
@@ -331,7 +343,7 @@ export async function adoptSegment(sessions: Sessions, ref: string, segment: Seg
       {
         ...session.meta,
         revision: session.revision + 1,
-        updated_at: nowTimestamp(clock),
+        updated_at: updatedAt,
         history_bytes: session.meta.history_bytes - raw.length + segmentBytes.length + active.length,
       },
       range,
