@@ -19,7 +19,6 @@ import { until } from "../support/until.ts";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const FIXTURE = "/test/browser-runtime/fixture/index.html";
 const REF = "a1/w1/s1";
-const SESSION_DIR = "agents/a1/workspaces/w1/sessions/s1";
 
 type Outcome = { ok: true; value: LooseJson } | { ok: false; error: { name: string; code: string; message: string; details: LooseJson } };
 
