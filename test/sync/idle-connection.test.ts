@@ -26,6 +26,7 @@ async function loopbackServer() {
   const sockets = new Set<Socket>();
   const idle = new Set<Socket>();
   const requests: string[] = [];
+  const idleWaiters: (() => void)[] = [];
   let cutNext = 0;
   const server: Server = createServer((req, res) => {
     requests.push(req.url ?? "");
@@ -35,7 +36,10 @@ async function loopbackServer() {
       req.socket.destroy();
       return;
     }
-    res.on("finish", () => idle.add(req.socket));
+    res.on("finish", () => {
+      idle.add(req.socket);
+      for (const wake of idleWaiters.splice(0)) wake();
+    });
     sync(req, res);
   });
   server.on("connection", (socket: Socket) => {
@@ -49,8 +53,12 @@ async function loopbackServer() {
     storage,
     requests,
     url: `http://127.0.0.1:${port}/sync`,
-    /** Closes every idle kept-alive connection, as a keep-alive timeout does, and resolves once each is closed. */
+    /**
+     * Closes every idle kept-alive connection, as a keep-alive timeout does, and resolves once each is closed. The client
+     * can read an answer before the server's `finish` of it: this waits for that event, never on the order of the two.
+     */
     async closeIdle(): Promise<number> {
+      while (idle.size === 0) await new Promise<void>((resolve) => idleWaiters.push(resolve));
       const closing = [...idle].map((socket) => (socket.destroy(), once(socket, "close")));
       await Promise.all(closing);
       return closing.length;
