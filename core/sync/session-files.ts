@@ -424,7 +424,8 @@ export function withCarried(files: SessionFiles, messages: readonly MessageRecor
   const last = files.active.at(-1)?.sequence ?? parseSegmentName(files.segments.at(-1)?.name ?? "")?.end ?? 0;
   return {
     ...files,
-    meta: { ...files.meta, revision },
+    // The carried messages are this store's activity, not the sync's (docs/SYNC.md "Activity").
+    meta: { ...files.meta, revision, updated_at: syncedActivity(files.meta.updated_at, messages) },
     active: [...files.active, ...messages.map((m, i) => ({ ...m, sequence: last + i + 1, revision }))],
   };
 }

@@ -13,6 +13,8 @@ import { EncryptedStorage, type KeyProvider, Sessions, type StoragePort } from "
 import { createSyncHandler, directRemote, httpRemote, type SyncRemote, SyncServer, syncStores } from "../../core/sync/mod.ts";
 import { type FetchServer, NodeFileStorage, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { newKeyring } from "./encrypted-pair.ts";
+import { withCarried } from "../../core/sync/session-files.ts";
+import type { MessageRecord, SessionMeta } from "../../core/mod.ts";
 import { appendLater, listing, PARTS, sourceClock, steppingClock, writeSource } from "./activity-source.ts";
 
 const dirs: string[] = [];
@@ -130,5 +132,13 @@ describe("a sync keeps each session's updated_at as the source had it", () => {
     await small.append({ role: "user", parts: [{ type: "text", text: "here" }] });
     expect(small.meta.updated_at).toBe("2031-06-01T00:00:00.000Z");
     expect((await listing(device))[0]).toEqual(["a1/w1/small", "2031-06-01T00:00:00.000Z"]);
+  });
+
+  it("a re-read that carries this store's newer messages onto the server's copy takes their time, not the copy's", () => {
+    const copy = { meta: { revision: 3, updated_at: "2020-01-01T00:00:00.000Z" } as SessionMeta, instruction: null, segments: [], active: [] };
+    const carried = [{ message_id: "m1", sequence: 9, created_at: "2020-01-02T00:00:00.000Z" } as MessageRecord];
+    expect(withCarried(copy, carried, 5).meta).toMatchObject({ revision: 6, updated_at: "2020-01-02T00:00:00.000Z" });
+    // Nothing carried, or only older messages: the copy's own time.
+    expect(withCarried(copy, [], 5).meta.updated_at).toBe("2020-01-01T00:00:00.000Z");
   });
 });
