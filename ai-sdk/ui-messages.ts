@@ -278,7 +278,8 @@ function applyMark(ui: UIPart, mark: PartMark | undefined): UIPart {
  *
  * const { sequences } = await appendUIMessages(session, messages);
  * ```
- * @throws {InvalidInputError} naming the message index when a message is not a valid UI message or has the `system` role (the instruction is not a message in sessionfold),
+ * @throws {InvalidInputError} naming the message index when a message is not a valid UI message, has the `system` role (the instruction is not a message in sessionfold)
+ * or an `id` an earlier message of `messages` has,
  * or when `options` is not an object or has a field it does not know.
  * @throws {InternalError} when the `ai` package cannot be loaded (not installed): it names the peer range and `npm install ai`.
  */
@@ -300,7 +301,17 @@ export async function appendUIMessages(
   }
   const known = await knownIds(session, valid.map((m) => m.id));
   const fresh: NewMessage[] = [];
+  // By UI index: the session's own check would name the stored message (a UI message can be several, one per step).
+  const given = new Map<string, number>();
   valid.forEach((message, index) => {
+    const earlier = given.get(message.id);
+    if (earlier !== undefined) {
+      throw new InvalidInputError(
+        `appendUIMessages: messages[${index}].id ${JSON.stringify(message.id)} is given twice (messages[${earlier}] has it); nothing was written`,
+        { index, id: message.id, earlier },
+      );
+    }
+    given.set(message.id, index);
     if (known.has(message.id)) return;
     if (message.role === "system") {
       throw new InvalidInputError(

@@ -82,4 +82,20 @@ describe("UI messages", () => {
     await expect(appendUIMessages(session, [{ id: "s", role: "system", parts: [{ type: "text", text: "be nice" }] }])).rejects.toThrow(/messages\[0\].*system/);
     expect(session.active).toHaveLength(0);
   });
+
+  it("one UI message id given twice is refused naming both UI indexes, not the stored messages'; nothing is written", async () => {
+    const { session } = await createSession(new MemoryStorage());
+    const reply = (id: string): UIMessage => ({
+      id,
+      role: "assistant",
+      parts: [{ type: "step-start" }, { type: "text", text: "one" }, { type: "step-start" }, { type: "text", text: "two" }],
+    });
+    const question: UIMessage = { id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] };
+    // The first reply is two stored messages (one per step), so a stored index would read messages[3].
+    const refused = appendUIMessages(session, [question, reply("a1"), reply("a1")]);
+    await expect(refused).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(refused).rejects.toThrow('messages[2].id "a1" is given twice (messages[1] has it); nothing was written');
+    await expect(refused).rejects.toMatchObject({ details: { index: 2, id: "a1", earlier: 1 } });
+    expect(session.active).toHaveLength(0);
+  });
 });
