@@ -14,7 +14,8 @@
  */
 import { StoreClosedError, SyncRefusedError } from "../errors.ts";
 import type { Sessions } from "../session/registry.ts";
-import { SYNC_STORES_FIELDS, syncStores, type SyncStoresOptions } from "./engine.ts";
+import { syncStores } from "./engine.ts";
+import { SYNC_STORES_FIELDS, type SyncStoresOptions } from "./sync-run.ts";
 import type { SyncFork, SyncReport } from "./report.ts";
 import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { pendingMessages } from "./pending.ts";

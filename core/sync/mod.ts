@@ -31,7 +31,8 @@ export {
   type SyncTimers,
 } from "./background.ts";
 export { pendingMessages } from "./pending.ts";
-export { syncStores, type SyncStoresOptions } from "./engine.ts";
+export { syncStores } from "./engine.ts";
+export type { SyncStoresOptions } from "./sync-run.ts";
 export type { SyncConflict, SyncFork, SyncRemovals, SyncReport } from "./report.ts";
 export { createSyncHandler, DEFAULT_MAX_BODY_BYTES, type SyncHandlerOptions } from "./handler.ts";
 export {
