@@ -27,6 +27,7 @@ import {
   carriesLockId,
   type CatalogListing,
   type CatalogPage,
+  cataloguedPath,
   type CommitPlan,
   type CommitPlanResult,
   type FileTail,
@@ -425,7 +426,9 @@ export class NodeFileStorage implements StoragePort {
     const done = this.#syncCall("stage", path, (file) => {
       const temp = tempBeside(file);
       const fd = this.#withParents(path, () => openSync(temp, "wx", 0o600), new Set(), folders);
-      entry = { path, file, bytes, temp, fd, size: bytes.length };
+      // Bytes a worker's host lends again once this call returned (`stageLines`' shared memory): the catalog, which reads a
+      // `meta.json`'s bytes when its name is put in place, keeps a copy of its own.
+      entry = { path, file, bytes: cataloguedPath(path) ? bytes.slice() : bytes, temp, fd, size: bytes.length };
       this.#boundary.replaceable(path, file);
       fchmodSync(fd, 0o600);
       writeAll(fd, bytes, 0);

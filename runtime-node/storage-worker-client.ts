@@ -82,6 +82,7 @@ export class WorkerFileStorage extends WorkerStorageClient<NodeFileStorageOption
       options: { root, fsync, maxFileBytes: options.maxFileBytes ?? MAX_FILE_BYTES },
       locks: false,
       staging: true,
+      stagesAtOnce: true,
       details: { root: options.root },
       // Referenced only while an answer is owed, so an idle store never keeps the process alive.
       onPending: (pending) => (pending ? worker.ref() : worker.unref()),

@@ -1,8 +1,8 @@
 /**
  * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
- * round trip is in flight): the cut, the summarizer's input, the new Active's bytes (handed to the backend to stage as
- * soon as they are joined) and the segment's lines; and, once the files are staged and the summarizer called, the token
- * estimates.
+ * round trip is in flight): the cut, the summarizer's input, the new Active's lines (handed to the backend to stage at
+ * once, or joined here where it does not stage) and the segment's lines; and, once the files are staged and the
+ * summarizer called, the token estimates.
  *
  * @module
  */
@@ -10,11 +10,10 @@ import { type CompactionPlan, estimateTokens, planCompaction } from "../compacti
 import type { SessionPaths } from "../layout/paths.ts";
 import type { MessageRecord } from "../schema/records.ts";
 import { publicRecord, withoutBatchMark } from "./batch.ts";
-import { joinLinesWithRoom, lineOf, type OpenLines } from "./lines.ts";
+import { joinLines, joinLinesWithRoom, lineOf, type OpenLines } from "./lines.ts";
 import { hasUnknownActiveLines } from "./recovery.ts";
 import type { SessionState } from "./state.ts";
 import type { StageActive, StagedClose } from "./staged-close.ts";
-import { encodeWithUnknown } from "./unknown-lines.ts";
 
 /**
  * What a compaction works out from Active alone, before it holds the lock (`CommitPath.locked` runs it while the lock's
@@ -31,24 +30,31 @@ export interface PreparedCompaction {
   readonly input: MessageRecord[];
   /** The kept half as the new Active holds it (without batch marks). */
   readonly kept: MessageRecord[];
-  /** The new Active's bytes, when no unknown lines must be carried into it. */
+  /** The new Active's bytes, when no unknown lines must be carried into it and the backend does not stage. */
   readonly activeBytes?: Uint8Array;
-  /** With `activeBytes`: the segment's lines, with room for its footer, which waits for the summary. */
+  /** With `activeBytes`: the segment's lines joined, with room for its footer, which waits for the summary. */
   readonly segmentLines?: OpenLines;
-  /** Where the backend stages files: `activeBytes` staged (given up), and under the lock `segmentLines` too (`staged-close.ts`). */
+  /** Where the backend stages files: the new Active staged, and under the lock `selectedLines` too (`staged-close.ts`). */
   readonly staged?: StagedClose;
+  /** With `staged`: the segment's lines, which the backend joins when they are staged. */
+  readonly selectedLines?: readonly Uint8Array[];
 }
 
 const FOOTER_ROOM = 16 * 1024;
 
-/** The lines of the messages a compaction moves into its segment, with room for its footer: 16 KiB and 3 bytes per character of the last summary. */
+/** The lines of the messages a compaction moves into its segment. */
+function selectedLinesOf(selected: readonly MessageRecord[]): Uint8Array[] {
+  return selected.map((message) => lineOf(withoutBatchMark(message)));
+}
+
+/** The segment's lines joined, with room for its footer: 16 KiB and 3 bytes per character of the last summary. */
 function segmentLinesOf(selected: readonly MessageRecord[], previous: SessionState["footer"]): OpenLines {
-  return joinLinesWithRoom(selected.map((message) => lineOf(withoutBatchMark(message))), FOOTER_ROOM + 3 * (previous?.text.length ?? 0));
+  return joinLinesWithRoom(selectedLinesOf(selected), FOOTER_ROOM + 3 * (previous?.text.length ?? 0));
 }
 
 /**
  * {@linkcode PreparedCompaction} of `state`, `undefined` when there is nothing to compact. `stage` (where the backend
- * stages) takes the new Active's bytes as soon as they are joined: a worker writes them while the segment's are joined.
+ * stages) takes the new Active's lines at once: a worker writes them while the rest is worked out.
  *
  * @throws {InvalidInputError} when Active's sequences are not strictly increasing.
  */
@@ -60,8 +66,9 @@ export function prepareCompaction(
   const selection = planCompaction(state.active);
   if (!selection) return undefined;
   const kept = selection.kept.map(withoutBatchMark);
-  const activeBytes = hasUnknownActiveLines(state, paths) ? undefined : encodeWithUnknown(kept, [], true);
-  const staged = activeBytes && stage?.(activeBytes); // the bytes are the backend's now
+  const activeLines = hasUnknownActiveLines(state, paths) ? undefined : kept.map(lineOf);
+  const staged = activeLines && stage?.(activeLines);
+  const activeBytes = activeLines && !staged ? joinLines(activeLines) : undefined;
   return {
     active: state.active,
     count: state.active.length,
@@ -69,7 +76,7 @@ export function prepareCompaction(
     input: selection.selected.map(publicRecord),
     kept,
     ...(activeBytes ? { activeBytes, segmentLines: segmentLinesOf(selection.selected, state.footer) } : {}),
-    ...(staged ? { staged } : {}),
+    ...(staged ? { staged, selectedLines: selectedLinesOf(selection.selected) } : {}),
   };
 }
 

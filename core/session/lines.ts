@@ -9,6 +9,7 @@
  */
 import { estimateTokens } from "../compaction/estimate.ts";
 import { encodeJsonlLine } from "../jsonl/encode.ts";
+import { joinedLength, joinLinesInto } from "../jsonl/join.ts";
 import type { MessageRecord } from "../schema/mod.ts";
 import { Stamped } from "../schema/stamped.ts";
 import { utf8Bytes } from "../schema/utf8.ts";
@@ -98,12 +99,7 @@ export function linesOf(records: readonly object[]): Uint8Array {
   return bytes;
 }
 
-/**
- * JSONL bytes of `lines`, each followed by `\n`, in one allocation. Lines that lie one after
- * the other in the bytes they were read from, each ended there by its `\n` (the lines of
- * Active an open remembered), are copied as one run: a compaction's segment and Active are
- * a copy or two, not one per line.
- */
+/** JSONL bytes of `lines`, each followed by `\n`, in one allocation (runs of lines copied as one: `joinLinesInto`). */
 export function joinLines(lines: readonly Uint8Array[]): Uint8Array {
   return joinLinesWithRoom(lines, 0).bytes;
 }
@@ -120,25 +116,8 @@ export interface OpenLines {
 
 /** {@linkcode joinLines} of `lines` with `room` bytes to spare after them ({@linkcode OpenLines}). */
 export function joinLinesWithRoom(lines: readonly Uint8Array[], room: number): OpenLines {
-  let size = 0;
-  for (const line of lines) size += line.length + 1;
-  const out = new Uint8Array(size + room);
-  let offset = 0;
-  for (let i = 0; i < lines.length;) {
-    const first = lines[i]!;
-    const source = new Uint8Array(first.buffer);
-    let end = first.byteOffset + first.length;
-    // Extend the run while the next line starts right after this one's newline in the same bytes.
-    for (i++; i < lines.length; i++) {
-      const next = lines[i]!;
-      if (next.buffer !== first.buffer || next.byteOffset !== end + 1 || source[end] !== NEWLINE) break;
-      end = next.byteOffset + next.length;
-    }
-    out.set(source.subarray(first.byteOffset, end), offset);
-    offset += end - first.byteOffset;
-    out[offset++] = NEWLINE;
-  }
-  return { bytes: out, used: offset };
+  const out = new Uint8Array(joinedLength(lines) + room);
+  return { bytes: out, used: joinLinesInto(lines, out) };
 }
 
 /**

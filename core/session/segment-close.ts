@@ -82,12 +82,12 @@ export async function compactActive(
   const ready = fits ? prepared : prepareCompaction(path.state, path.paths);
   if (!ready) return undefined;
   // The lock is held: the segment's lines are staged now, flushed while the summary is made.
-  if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.segmentLines!);
+  if (ready.staged) stageSegment(path.ctx.storage, path.paths, ready.selection.range, ready.staged, ready.selectedLines!);
   // The summarizer is called first: the estimates are worked out while it answers.
   const summarized = summarize(path.ref, path.state, ready.input, summarizer, signal);
   const estimates = estimatesOf(ready.selection);
   const summary = await summarized;
-  const unknown = ready.activeBytes ? [] : await unknownActiveLines(path);
+  const unknown = ready.activeBytes || ready.staged ? [] : await unknownActiveLines(path);
   const { close, outcome } = planCompactionClose(path.state, path.ref, ready, estimates, summary, unknown, path.now);
   if (ready.staged) ready.staged.sent = true;
   await path.closeSegment(close);

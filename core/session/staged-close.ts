@@ -11,7 +11,8 @@ import type { SessionPaths } from "../layout/paths.ts";
 import type { SegmentRange } from "../layout/segments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { newId } from "./ids.ts";
-import type { OpenLines } from "./lines.ts";
+import { joinLines } from "./lines.ts";
+import { joinedLength } from "../jsonl/join.ts";
 
 /** One file's staged start: the id a plan names it by, and how many bytes it holds. */
 export interface StagedBytes {
@@ -26,8 +27,8 @@ export interface StagedClose {
   sent: boolean;
 }
 
-/** Stages the new Active's bytes (given up), or `undefined` where the backend does not stage. */
-export type StageActive = (activeBytes: Uint8Array) => StagedClose | undefined;
+/** Stages the new Active's lines, or `undefined` where the backend does not stage. */
+export type StageActive = (activeLines: readonly Uint8Array[]) => StagedClose | undefined;
 
 /**
  * Runs a compaction (`compaction`, which takes the lock and runs `prepare` meanwhile) with the prepared Active staged
@@ -46,7 +47,7 @@ export async function withStaging<T, P>(
   try {
     return await compaction(() => {
       try {
-        return prepare((bytes) => (staged = stageActive(storage, paths, bytes)));
+        return prepare((lines) => (staged = stageActive(storage, paths, lines)));
       } catch {
         return undefined;
       }
@@ -59,15 +60,15 @@ export async function withStaging<T, P>(
   }
 }
 
-/** Stages the new Active's `bytes` (given up: they may move to a worker), or `undefined` when `storage` does not stage. */
-function stageActive(storage: StoragePort, paths: SessionPaths, bytes: Uint8Array): StagedClose | undefined {
+/** Stages the new Active's `lines`, or `undefined` when `storage` does not stage. */
+function stageActive(storage: StoragePort, paths: SessionPaths, lines: readonly Uint8Array[]): StagedClose | undefined {
   if (!storage.stage) return undefined;
-  return { active: stageBytes(storage, paths.active, bytes), sent: false };
+  return { active: stageLines(storage, paths.active, lines), sent: false };
 }
 
-/** Stages the segment's lines of `range` (their bytes given up) beside what {@linkcode stageActive} staged. */
-export function stageSegment(storage: StoragePort, paths: SessionPaths, range: SegmentRange, staged: StagedClose, lines: OpenLines): void {
-  staged.segment = stageBytes(storage, paths.segment(range), lines.bytes.subarray(0, lines.used));
+/** Stages the segment's lines of `range` beside what {@linkcode stageActive} staged. */
+export function stageSegment(storage: StoragePort, paths: SessionPaths, range: SegmentRange, staged: StagedClose, lines: readonly Uint8Array[]): void {
+  staged.segment = stageLines(storage, paths.segment(range), lines);
 }
 
 /** Drops what a compaction staged unless a plan named it (the backend has used it up then). */
@@ -76,11 +77,14 @@ async function unstageUnsent(storage: StoragePort, staged: StagedClose | undefin
   for (const bytes of [staged.active, staged.segment]) if (bytes) await storage.unstage?.(bytes.id).catch(() => undefined);
 }
 
-/** Stages `bytes` (given up), which the backend may flush at once: the footer follows the segment's lines, nothing Active's. */
-function stageBytes(storage: StoragePort, path: string, bytes: Uint8Array): StagedBytes {
+/**
+ * Stages the JSONL bytes of `lines`, which the backend may flush at once (the footer follows the segment's lines, nothing
+ * Active's): joined by the backend where it offers `stageLines` (into memory it reuses), else here, given up with their buffer.
+ */
+function stageLines(storage: StoragePort, path: string, lines: readonly Uint8Array[]): StagedBytes {
   const id = newId("stage");
-  const size = bytes.length; // read before the bytes may move
   // A failed stage is reported by the plan that names it (or dropped unused).
-  storage.stage!(path, bytes, id).catch(() => undefined);
-  return { id, size };
+  const staging = storage.stageLines ? storage.stageLines(path, lines, id) : storage.stage!(path, joinLines(lines), id);
+  staging.catch(() => undefined);
+  return { id, size: joinedLength(lines) };
 }

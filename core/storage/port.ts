@@ -102,6 +102,14 @@ export interface StoragePort {
    * which no reader sees.
    */
   stage?(path: string, bytes: Uint8Array, id: string): Promise<void>;
+  /**
+   * Optional, with `stage`: stages the JSONL bytes of `lines` (each line followed by `\n`) as `stage` stages `bytes`,
+   * joined by the backend into memory it may reuse. The caller keeps `lines` (the backend reads them during the call
+   * only). A worker's client joins them into shared memory its worker writes from, so a compaction's two large files
+   * are neither joined into fresh memory nor moved (docs/decisions.md "A compaction's CPU: its staged files joined
+   * into reused memory"). Where it is missing the caller joins them and calls `stage`.
+   */
+  stageLines?(path: string, lines: readonly Uint8Array[], id: string): Promise<void>;
   /** Drops what {@linkcode StoragePort.stage} staged under `id` (nothing when no such id is staged). */
   unstage?(id: string): Promise<void>;
   /**

@@ -14,6 +14,8 @@ import { catalogListingOfText } from "./catalog-text.ts";
 import { comlinkAnswerValue, type ComlinkCall, comlinkCall, isComlinkAnswer, type MessageEndpoint } from "./comlink-wire.ts";
 import type { StorageWorkerApi } from "./storage-api.ts";
 import { type ComlinkLike, NOTHING_MOVED, ownsBuffer, registerErrorTransfer } from "./transfer.ts";
+import { joinedLength, joinLinesInto } from "../jsonl/join.ts";
+import { StagingPool } from "./staging-pool.ts";
 
 /** How a runtime connects a {@linkcode WorkerStorageClient} to its worker. */
 export interface WorkerLink<Options> {
@@ -31,6 +33,12 @@ export interface WorkerLink<Options> {
   readonly locks: boolean;
   /** Whether the store in the worker stages files (`StoragePort.stage`): then the client offers `stage` / `unstage`. */
   readonly staging?: boolean;
+  /**
+   * With `staging`: the worker's store has read a stage's bytes when its call returns (the Node store writes them at
+   * once). Then the client offers `stageLines` and joins the lines into shared memory it lends again once the worker
+   * answered a later call (`staging-pool.ts`), where the platform has shared memory.
+   */
+  readonly stagesAtOnce?: boolean;
   /** Added to the details of the client's own errors (`{ root }`, `{ db }`). */
   readonly details: ErrorDetails;
   /**
@@ -72,13 +80,18 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
   declare readonly releaseLock?: (name: string) => Promise<void>;
   /** Stages the start of a file in the worker's store (posted with no answer owed: it settles once sent); own property only when the link has `staging`. */
   declare readonly stage?: (path: string, bytes: Uint8Array, id: string) => Promise<void>;
+  /** Stages the lines joined into shared memory (`StoragePort.stageLines`); own property only when the link has `stagesAtOnce`. */
+  declare readonly stageLines?: (path: string, lines: readonly Uint8Array[], id: string) => Promise<void>;
   /** Drops what `stage` staged; own property only when the link has `staging`. */
   declare readonly unstage?: (id: string) => Promise<void>;
   readonly #link: WorkerLink<Options>;
   readonly #endpoint: MessageEndpoint;
   /** The calls the worker still owes an answer, by id. */
   readonly #pending = new Map<string, PendingCall>();
+  /** The number of the last message posted (a call's id, or a stage's number, which it does not carry). */
   #lastId = 0;
+  /** Shared memory lent to staged lines (`stagesAtOnce`), free again once a later call is answered. */
+  readonly #staging = new StagingPool();
   /** Why every later call is refused: the worker died, or `close()` began. */
   #dead: StorageError | StoreClosedError | undefined;
   /** Resolves `close()`'s wait once the worker answered every call made before it. */
@@ -106,6 +119,12 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
       // Configurable, as PageStorage's: a Proxy over this storage (a timing wrapper) may answer them its own way.
       Object.defineProperty(this, "stage", { value: stage, configurable: true });
       Object.defineProperty(this, "unstage", { value: (id: string) => this.#call("unstage", [id]), configurable: true });
+    }
+    if (link.staging && link.stagesAtOnce) {
+      Object.defineProperty(this, "stageLines", {
+        value: (path: string, lines: readonly Uint8Array[], id: string) => this.#stageLines(path, lines, id),
+        configurable: true,
+      });
     }
   }
 
@@ -236,11 +255,26 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     }) as ReturnType<StorageWorkerApi<Options>[K]>;
   }
 
-  /** Posts one call that owes no answer (no id): it settles once posted; what it does wrong the worker's store reports later. */
+  /** Posts one call that owes no answer (no id, but a number of its own): it settles once posted; what it does wrong the worker's store reports later. */
   #send<K extends keyof StorageWorkerApi<Options>>(method: K, args: Parameters<StorageWorkerApi<Options>[K]>, moved: readonly ArrayBuffer[]): Promise<void> {
     if (this.#dead) return Promise.reject(this.#dead);
+    ++this.#lastId;
     const unsent = this.#post(comlinkCall(undefined, method, args), moved);
     return unsent ? Promise.reject(unsent) : Promise.resolve();
+  }
+
+  /**
+   * `stageLines`: the lines joined into a buffer of the pool, posted as a `stage` (shared, neither copied nor moved) and
+   * held until the worker answers a later call; into a buffer of their own, moved, when the pool has none to lend.
+   */
+  #stageLines(path: string, lines: readonly Uint8Array[], id: string): Promise<void> {
+    const size = joinedLength(lines);
+    const lent = this.#staging.lend(size);
+    const bytes = lent ?? new Uint8Array(size);
+    joinLinesInto(lines, bytes);
+    const sent = this.#send("stage", [path, bytes, id], lent ? NOTHING_MOVED as ArrayBuffer[] : [bytes.buffer as ArrayBuffer]);
+    if (lent) this.#staging.posted(lent, this.#lastId);
+    return sent;
   }
 
   /** Posts `message`; the error to give its caller when the port refused it (what it cannot clone, a closed port). */
@@ -258,6 +292,7 @@ export class WorkerStorageClient<Options = unknown> implements StoragePort {
     if (!isComlinkAnswer(data)) return;
     const call = this.#pending.get(data.id);
     if (!call) return;
+    this.#staging.answered(Number(data.id));
     this.#pending.delete(data.id);
     if (this.#pending.size === 0) (this.#link.onPending?.(false), this.#answeredAll?.());
     let value: unknown;

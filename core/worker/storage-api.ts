@@ -20,9 +20,9 @@ import { ANSWER_TRANSFER_BYTES, type ComlinkLike, ownsBuffer, withTransfer } fro
  * two never drift apart. `readMany` is answered in the worker (the store's own, else over its
  * other calls), so a session's open costs the host one round trip. `storeIdentity` does not
  * cross: a store behind a hop that names its data (a folder: its root's device and inode) is
- * named on the host's side.
+ * named on the host's side. `stageLines` does not cross either: the host's client joins the lines and posts a `stage`.
  */
-export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog" | "storeIdentity">> & {
+export type StorageWorkerApi<Options> = Required<Omit<StoragePort, "maxFileBytes" | "readCatalog" | "storeIdentity" | "stageLines">> & {
   /** Opens the store every later call uses. Resolves whether it has platform locks (`acquireLock`). */
   open(options: Options): Promise<boolean>;
   /** The store's catalog of `dir` (with `page`, that page's part where the store answers pages) as the hop's JSON text (`catalog-text.ts`); `undefined` when it keeps none. */

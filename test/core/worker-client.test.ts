@@ -47,8 +47,11 @@ function served(): { client: WorkerStorageClient; posted: ComlinkCall[]; answere
   return { client, posted, answered, pending };
 }
 
-/** A client whose "worker" answers only what the test posts to `answer` (`staging`: the link says its store stages). */
-function scripted(staging = false) {
+/**
+ * A client whose "worker" answers only what the test posts to `answer` (`staging`: the link says its store stages;
+ * `stagesAtOnce`: that it has read a stage's bytes when the call returns).
+ */
+function scripted(staging = false, stagesAtOnce = false) {
   let listener: ((event: { data: unknown }) => void) | undefined;
   const posted: ComlinkCall[] = [];
   const pending: boolean[] = [];
@@ -65,6 +68,7 @@ function scripted(staging = false) {
     options: {},
     locks: false,
     staging,
+    stagesAtOnce,
     details: {},
     onPending: (now) => pending.push(now),
     terminate: () => undefined,
@@ -136,6 +140,35 @@ describe("WorkerStorageClient over Comlink.expose", () => {
     void staging.unstage!("stage_2");
     expect(posted.map((message) => message.path[0])).toEqual(["open", "stage", "unstage"]);
     expect(posted.at(-1)!.id).toEqual(expect.any(String));
+  });
+
+  it("joins staged lines into shared memory, lent again only once the worker answered a call posted after the stage", async () => {
+    expect(scripted(true).client.stageLines).toBeUndefined(); // a store that may read staged bytes later gets no shared memory
+    const { client, posted, answer } = scripted(true, true);
+    const stagedBytes = () => (posted.at(-1)!.argumentList[1] as { value: Uint8Array }).value;
+    const before = client.unstage!("stage_0");
+    const { id: earlier } = posted.at(-1)!;
+    // Lines as an open remembers them (views of the bytes read, in a run) and one of its own: joined, each with its `\n`.
+    const read = utf8("one\ntwo\n");
+    await client.stageLines!("s/a", [read.subarray(0, 3), read.subarray(4, 7), utf8("three")], "stage_1");
+    const first = stagedBytes();
+    expect(posted.at(-1)).not.toHaveProperty("id");
+    expect(first.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(new TextDecoder().decode(first)).toBe("one\ntwo\nthree\n");
+    // The answer to a call posted before the stage proves nothing about it: the next stage gets other memory.
+    answer({ id: earlier, type: "RAW", value: undefined });
+    await before;
+    await client.stageLines!("s/b", [utf8("four")], "stage_2");
+    const second = stagedBytes();
+    expect(second.buffer).not.toBe(first.buffer);
+    expect(new TextDecoder().decode(first)).toBe("one\ntwo\nthree\n");
+    // Once a call posted after both stages is answered, the worker has read them: their memory is lent again.
+    const later = client.unstage!("stage_1");
+    answer({ id: posted.at(-1)!.id, type: "RAW", value: undefined });
+    await later;
+    await client.stageLines!("s/c", [utf8("five")], "stage_3");
+    expect([first.buffer, second.buffer]).toContain(stagedBytes().buffer);
+    expect(new TextDecoder().decode(stagedBytes())).toBe("five\n");
   });
 
   it("a commit plan is one message each way, its handed-over buffers moved and the others copied", async () => {
