@@ -153,7 +153,7 @@ export async function makeSealedForks(run: SyncRun): Promise<void> {
   for (const [ref, known] of Object.entries(run.state.sessions)) {
     const fork = known.fork;
     if (fork?.at === undefined) continue;
-    const origin = (await run.open(ref, false)) ?? (await run.open(ref, true));
+    const origin = await run.openAnywhere(ref);
     if (origin) {
       const tail = (await messagesAfter(origin, fork.at)).messages.filter((m) => m.sequence <= fork.through);
       const made = await run.open(fork.ref, false);

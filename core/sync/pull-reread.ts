@@ -37,7 +37,7 @@ export async function reread(run: SyncRun, head: SessionHead, base: number, fork
   const copy = await fetchCopy(run, head);
   const theirs = messageIdsAfter(head.ref, copy, base);
   for (let attempt = 1;; attempt++) {
-    const local = (await run.open(head.ref, false)) ?? (await run.open(head.ref, true));
+    const local = await run.openAnywhere(head.ref);
     // Deleted here meanwhile: the next push sends the delete.
     if (!local) return;
     const carried = (await messagesAfter(local, base)).messages.filter((m) => !theirs.has(m.message_id));

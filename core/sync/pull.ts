@@ -93,7 +93,7 @@ export async function pullChanges(run: SyncRun): Promise<void> {
  * state stays, so the user's delete of it here is pushed as one (docs/SYNC.md "Deleted elsewhere").
  */
 async function keptFromTombstone(run: SyncRun, ref: string): Promise<boolean> {
-  const local = await run.readable(ref, async () => (await run.open(ref, false)) ?? (await run.open(ref, true)) ?? null);
+  const local = await run.readable(ref, async () => (await run.openAnywhere(ref)) ?? null);
   // Unreadable: set aside and reported as such. Not here: nothing to keep.
   if (local === undefined) return true;
   if (local === null) return false;
@@ -143,7 +143,7 @@ async function headOf(run: SyncRun, ref: string): Promise<SessionHead | undefine
 
 async function pullSession(run: SyncRun, head: SessionHead): Promise<void> {
   const known = run.state.sessions[head.ref];
-  const local = (await run.open(head.ref, false)) ?? (await run.open(head.ref, true));
+  const local = await run.openAnywhere(head.ref);
   if (!local) {
     const copy = await installCopy(run, head);
     return run.agreed(head, positionAfter(NO_SEGMENTS, copy.segments.map((s) => s.name)));

@@ -169,6 +169,11 @@ export class SyncRun {
     }
   }
 
+  /** The local session `ref` where it is: live, else archived; `undefined` when the store has it in neither place. */
+  async openAnywhere(ref: string): Promise<Session | undefined> {
+    return (await this.open(ref, false)) ?? (await this.open(ref, true));
+  }
+
   /**
    * Records what both sides now have of a session: through the server's last sequence (local
    * messages after it are still to push), and `segments`, how far both have the same ones.
