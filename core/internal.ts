@@ -119,3 +119,5 @@ export { serveComlinkCalls } from "./worker/comlink-serve.ts";
 export { SYNC_SCHEDULER_FIELDS } from "./sync/background.ts";
 // An origin the sync handler answers CORS for, as `sessionfold serve --cors-origin` checks it.
 export { corsOrigin } from "./sync/cors.ts";
+// A served request's unexpected failure, hidden from its client and reported to the host (the chat route's too).
+export { type HiddenFailureHook, hideFailure } from "./sync/hidden-failure.ts";
