@@ -168,7 +168,7 @@ function routeOf(url: string, basePath: string): SyncRoute | undefined {
   return (SYNC_ROUTES as readonly string[]).includes(name) ? (name as SyncRoute) : undefined;
 }
 
-/** The body's bytes, refused (413) as soon as it passes `max`, whatever Content-Length said. */
+/** The body's bytes, refused (413) as soon as it passes `max`, whatever Content-Length said, or (400) when cut short. */
 async function readCapped(request: Request, max: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > max) throw refused("too-large", 413, `the body declares ${declared} bytes; at most ${max} are accepted`, { limit: max });
@@ -178,7 +178,10 @@ async function readCapped(request: Request, max: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    // A body that fails to arrive is the client's doing (it went away, or stopped sending), not the server's failure.
+    const { done, value } = await reader.read().catch(() => {
+      throw refused("malformed", 400, `the body was cut short after ${size} bytes: the client went away or stopped sending`);
+    });
     if (done) break;
     size += value!.length;
     if (size > max) {

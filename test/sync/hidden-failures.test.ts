@@ -5,6 +5,7 @@
  * under that id, or `console.error` does once without one. A refusal keeps its message and is
  * not reported.
  */
+import { connect } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryStorage, type SessionfoldError } from "../../core/mod.ts";
 import { createSyncHandler, STORE_OWNER, SYNC_PROTOCOL_VERSION } from "../../core/sync/mod.ts";
@@ -74,6 +75,33 @@ describe("the sync handler's 500", () => {
     expect(logged).toHaveLength(1);
     expect(String(logged[0]![0])).toContain(id);
     expect((logged[0]![1] as Error).message).toContain(SERVER_PATH);
+  });
+
+  it("takes a body the client cut short for the client's doing: a 400 refusal, not reported", async () => {
+    const heard: string[] = [];
+    let answered: (response: Response) => void = () => {};
+    const answer = new Promise<Response>((resolve) => (answered = resolve));
+    const handler = createSyncHandler({
+      storage: new MemoryStorage(),
+      basePath: "/sync",
+      authorize: () => STORE_OWNER,
+      onError: (_, { id }) => void heard.push(id),
+    });
+    server = await serveFetchHandler(async (request) => {
+      const response = await handler(request);
+      answered(response.clone());
+      return response;
+    });
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname, () => socket.end(`POST /sync/push HTTP/1.1\r\nHost: loopback\r\nContent-Length: 1000\r\n\r\n{"v":2,`));
+    socket.on("error", () => undefined);
+    const response = await answer;
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { reason: string; message: string } }).error).toEqual({
+      reason: "malformed",
+      message: "the body was cut short after 7 bytes: the client went away or stopped sending",
+    });
+    expect(heard).toEqual([]);
   });
 
   it("refuses an onError that is not a function", () => {
