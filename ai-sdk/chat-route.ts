@@ -7,17 +7,20 @@
  */
 import type { UIMessage, UIMessageChunk } from "ai";
 import {
+  CancelledError,
+  ContextOverflowError,
   InvalidIdError,
   InvalidInputError,
   NotFoundError,
   type Provider,
+  ProviderError,
   type Session,
   SessionBusyError,
-  SessionfoldError,
+  type SessionfoldError,
   type Tool,
   WriterLockedError,
 } from "../core/mod.ts";
-import { assertFields, type KnownFields, knownOptions } from "../core/internal.ts";
+import { assertFields, asSessionfoldError, type HiddenFailureHook, hideFailure, type KnownFields, knownOptions } from "../core/internal.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
 import { interruptedFinishReason, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
@@ -48,9 +51,16 @@ export interface ChatRouteOptions {
   readonly provider: Provider;
   /** Tools the model may call. */
   readonly tools?: readonly Tool[];
+  /**
+   * Hears every failure the route hides from its client (a 500, or a reply's error chunk for a
+   * failure neither the model's nor the client's): the whole error (message, stack, `cause`) and
+   * the id the client was told, which tells it nothing else (docs/SYNC.md "Errors"). Default:
+   * `console.error`, once per failure.
+   */
+  readonly onError?: (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
 }
 
-const CHAT_ROUTE_FIELDS: KnownFields<ChatRouteOptions> = { session: true, provider: true, tools: true };
+const CHAT_ROUTE_FIELDS: KnownFields<ChatRouteOptions> = { session: true, provider: true, tools: true, onError: true };
 
 /** The two handlers of a `useChat` route. */
 export interface ChatRoute {
@@ -124,11 +134,15 @@ class LiveReply {
  * const chat = chatRoute({ session: (id) => sessions.open({ agentId: "chat", workspaceId: "web", sessionId: id }), provider });
  * // POST /api/chat → chat.POST(request); GET /api/chat/:id/stream → chat.GET(request, id)
  * ```
- * @throws {InvalidInputError} when `options` is not an object with a `session` function and a `provider`, or has a
- * field it does not know.
+ * @throws {InvalidInputError} when `options` is not an object with a `session` function and a `provider`, has a
+ * field it does not know, or an `onError` that is not a function.
  */
 export function chatRoute(options: ChatRouteOptions): ChatRoute {
-  assertFields(knownOptions(options, "chatRoute(options)", CHAT_ROUTE_FIELDS), "chatRoute(options)", { session: "function!", provider: "object!" });
+  assertFields(knownOptions(options, "chatRoute(options)", CHAT_ROUTE_FIELDS), "chatRoute(options)", {
+    session: "function!",
+    provider: "object!",
+    onError: "function",
+  });
   const replies = new Map<string, LiveReply>();
   return {
     async POST(request) {
@@ -162,13 +176,13 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         replies.set(chatId, live);
         const run = session.run(undefined, { provider: options.provider, ...(options.tools ? { tools: options.tools } : {}) });
         void (async () => {
-          for await (const chunk of uiChunks(run)) live.push(chunk);
+          for await (const chunk of uiChunks(run, (error) => replyFailureText(error, request, options.onError))) live.push(chunk);
           live.end();
           if (replies.get(chatId) === live) replies.delete(chatId);
         })();
         return uiMessageStreamResponse(live.stream());
       } catch (error) {
-        return failure(error, chatId);
+        return failure(error, chatId, request, options.onError);
       }
     },
 
@@ -188,7 +202,7 @@ export function chatRoute(options: ChatRouteOptions): ChatRoute {
         const chunks = stoppedReplyChunks(turn, await interruptedFinishReason());
         return uiMessageStreamResponse(new ReadableStream({ start: (controller) => (chunks.forEach((c) => controller.enqueue(c)), controller.close()) }));
       } catch (error) {
-        return failure(error, chatId);
+        return failure(error, chatId, request, options.onError);
       }
     },
   };
@@ -208,13 +222,26 @@ function problem(status: number, message: string): Response {
 /**
  * A refusal `Response` as it is; a typed error as an HTTP answer: a chat the store does not have
  * 404, naming only the chat id the client sent (the store's agent and workspace are the host's);
- * an id the store refuses, or other refused input, 400; a busy session 409; anything else 500.
+ * an id the store refuses, or other refused input, 400; a busy session 409, naming only the chat
+ * (the lock's message names the server's process, host and file); anything else is the server's
+ * failure, a 500 that says only its id (docs/SYNC.md "Errors").
  */
-function failure(error: unknown, chatId: string): Response {
+function failure(error: unknown, chatId: string, request: Request, onError: HiddenFailureHook | undefined): Response {
   if (error instanceof Response) return error;
   if (error instanceof NotFoundError) return problem(404, `no chat ${JSON.stringify(chatId)}`);
   if (error instanceof InvalidIdError || error instanceof InvalidInputError) return problem(400, error.message);
-  if (error instanceof SessionBusyError || error instanceof WriterLockedError) return problem(409, error.message);
-  if (error instanceof SessionfoldError) return problem(500, error.message);
-  return problem(500, error instanceof Error ? error.message : String(error));
+  if (error instanceof SessionBusyError || error instanceof WriterLockedError) {
+    return problem(409, `chat ${JSON.stringify(chatId)} is busy: another writer holds its session; try again later`);
+  }
+  return problem(500, hideFailure(asSessionfoldError(error, "chat request failed"), request, onError, "chat route").message);
+}
+
+/**
+ * A failed reply's error chunk: the model's failure (`ProviderError`: the provider's own
+ * message, about the model), a conversation over the model's window, or a cancelled run as
+ * they are; anything else (the store failing mid-reply) is the server's and says only its id.
+ */
+function replyFailureText(error: unknown, request: Request, onError: HiddenFailureHook | undefined): string {
+  if (error instanceof ProviderError || error instanceof ContextOverflowError || error instanceof CancelledError) return error.message;
+  return hideFailure(asSessionfoldError(error, "chat reply failed"), request, onError, "chat route").message;
 }

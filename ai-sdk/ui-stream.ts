@@ -165,15 +165,21 @@ export function runToUIMessageStream(run: RunHandle): ReadableStream<UIMessageCh
   });
 }
 
-/** The chunks of a run, in order (an async generator the stream and the chat replies share). */
-export async function* uiChunks(run: RunHandle): AsyncGenerator<UIMessageChunk> {
+/**
+ * The chunks of a run, in order (an async generator the stream and the chat replies share); a
+ * failure's error chunk says what `errorText` makes of it (by default its message).
+ */
+export async function* uiChunks(
+  run: RunHandle,
+  errorText: (error: unknown) => string = (error) => (error instanceof Error ? error.message : String(error)),
+): AsyncGenerator<UIMessageChunk> {
   const mapper = new UIChunkMapper();
   try {
     for await (const event of run) yield* mapper.chunks(event);
     const outcome = await run.result;
     yield* mapper.finish(outcome.messages);
   } catch (error) {
-    yield* mapper.fail(error instanceof Error ? error.message : String(error));
+    yield* mapper.fail(errorText(error));
   }
 }
 

@@ -117,5 +117,8 @@ export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, 
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";
 // The fields the sync scheduler's options may have, for the browser's background sync that passes them on.
 export { SYNC_SCHEDULER_FIELDS } from "./sync/background.ts";
-// An origin the sync handler answers CORS for, as `sessionfold serve --cors-origin` checks it.
-export { corsOrigin } from "./sync/cors.ts";
+// An origin the sync handler answers CORS for, as `sessionfold serve --cors-origin` checks it; the Node listener's own
+// answers (a stalled body's 408) carry the same headers.
+export { corsHeaders, corsOrigin, corsOrigins } from "./sync/cors.ts";
+// A served request's unexpected failure, hidden from its client and reported to the host (the chat route's too).
+export { type HiddenFailureHook, hideFailure } from "./sync/hidden-failure.ts";

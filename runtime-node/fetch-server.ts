@@ -4,7 +4,8 @@
  * node:http: request bodies stream in, answers stream out as they are produced,
  * a body the handler does not read to its end (refused over its limit) is read and dropped so
  * the answer reaches the client, a client that goes away aborts the request's signal, an
- * answer whose body fails cuts the connection, a client too slow to send its request is
+ * answer whose body fails cuts the connection, a handler that rejects is answered 500 with an id
+ * only (the error to `console.error`, docs/SYNC.md "Errors"), a client too slow to send its request is
  * answered 408 and cut (docs/SYNC.md "Slow clients"). What `sessionfold serve` listens with.
  *
  * @module
@@ -12,6 +13,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvalidInputError } from "../core/errors.ts";
+import { asSessionfoldError, corsHeaders, corsOrigins, hideFailure } from "../core/internal.ts";
 
 /** Options of {@linkcode fetchRequestListener}. */
 export interface FetchListenerOptions {
@@ -22,6 +24,12 @@ export interface FetchListenerOptions {
    * then the answer is 408 and the connection is closed. Default 30 000.
    */
   readonly bodyIdleTimeoutMs?: number;
+  /**
+   * The origins whose pages get the listener's own answers (a stalled body's 408) with the
+   * CORS headers `createSyncHandler` gives them, so such a page reads the 408 instead of a
+   * network error: pass the handler's `corsOrigins` (docs/SYNC.md "Slow clients"). Default: none.
+   */
+  readonly corsOrigins?: readonly string[];
 }
 
 /** Options of {@linkcode serveFetchHandler}. */
@@ -54,8 +62,9 @@ export interface FetchServer {
  * not {@linkcode serveFetchHandler}'s own: a Connect middleware stack (Vite's dev and preview
  * servers, Express) mounts it where it calls `next()` for other paths. The request's URL
  * keeps its full path, so a handler with a `basePath` finds its routes. A body that stops
- * arriving while the handler waits for it is answered 408 (`bodyIdleTimeoutMs`); the
- * server's own timeouts (Node's `headersTimeout`, `requestTimeout`) are its owner's to set.
+ * arriving while the handler waits for it is answered 408 (`bodyIdleTimeoutMs`, with the
+ * CORS headers of `corsOrigins`); the server's own timeouts (Node's `headersTimeout`,
+ * `requestTimeout`) are its owner's to set.
  *
  * @example
  * ```ts
@@ -66,6 +75,8 @@ export interface FetchServer {
  * const sync = fetchRequestListener(createSyncHandler({ storage: new MemoryStorage(), basePath: "/sync", authorize: () => ({ user: "me", may: () => true }) }));
  * createServer((req, res) => (req.url?.startsWith("/sync/") ? sync(req, res) : res.writeHead(404).end())).listen(8787, "127.0.0.1");
  * ```
+ * @throws {InvalidInputError} when `bodyIdleTimeoutMs` is not a positive number, or a `corsOrigins` entry is not an
+ * http(s) origin.
  */
 export function fetchRequestListener(
   handler: (request: Request) => Promise<Response>,
@@ -73,6 +84,7 @@ export function fetchRequestListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const host = options.host ?? "127.0.0.1";
   const idleMs = timeoutOption(options, "bodyIdleTimeoutMs");
+  const allowed = corsOrigins(options.corsOrigins ?? [], "fetchRequestListener(options).corsOrigins");
   return (req, res) => {
     const gone = new AbortController();
     res.on("close", () => gone.abort());
@@ -80,7 +92,9 @@ export function fetchRequestListener(
       // Answered already (the handler failed while its body was still coming): Node's keep-alive timeout ends the connection.
       if (res.headersSent) return;
       // The handler's answer, if it comes, is dropped: the connection ends with this one.
-      res.writeHead(408, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+      const origin = req.headers.origin ?? null;
+      const cors = allowed.size === 0 ? {} : corsHeaders(allowed, origin);
+      res.writeHead(408, { ...cors, "content-type": "text/plain; charset=utf-8", connection: "close" });
       res.end(`no byte of the request's body arrived for ${idleMs} ms; the connection is closed`);
     };
     const body = req.method !== "GET" && req.method !== "HEAD" ? requestBody(req, idleMs, stalled) : undefined;
@@ -98,10 +112,11 @@ export function fetchRequestListener(
         await sendAnswer(response, res);
       },
       (error: unknown) => {
-        // The handler answers its own errors; this is a bug in it, still answered.
+        // The handler answers its own errors; this is a bug in it, still answered, its message kept from the client.
+        const { message } = hideFailure(asSessionfoldError(error, "the fetch handler failed"), request, undefined, "fetch listener");
         if (res.headersSent) return;
         res.writeHead(500, { "content-type": "text/plain" });
-        res.end(String(error));
+        res.end(message);
       },
     );
   };

@@ -8,8 +8,9 @@
  *
  * @module
  */
-import { asSessionfoldError, SyncRefusedError } from "../errors.ts";
+import { asSessionfoldError, type SessionfoldError, SyncRefusedError } from "../errors.ts";
 import { corsHeaders, corsOrigins, preflightAnswer } from "./cors.ts";
+import { hideFailure } from "./hidden-failure.ts";
 import { assertFields, type KnownFields, knownOptions, wrongArgument } from "../schema/arguments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
@@ -42,6 +43,13 @@ export interface SyncHandlerOptions {
    * not listed gets no CORS header, so its browser blocks the answer. Default: none.
    */
   readonly corsOrigins?: readonly string[];
+  /**
+   * Hears every failure the handler answers `500 internal`: the whole error (message, stack,
+   * `cause`) and the id its client was told, which tells it nothing else (docs/SYNC.md
+   * "Errors"). Default: `console.error`, once per failure. A refusal (4xx) is the client's and
+   * is not reported.
+   */
+  readonly onError?: (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
 }
 
 const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = {
@@ -51,6 +59,7 @@ const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = {
   basePath: true,
   maxBodyBytes: true,
   corsOrigins: true,
+  onError: true,
 };
 
 /**
@@ -86,10 +95,13 @@ export const DEFAULT_MAX_BODY_BYTES = 96 * 1024 * 1024;
  * const response = await handler(new Request("http://localhost/sync/pull", { method: "POST", body: JSON.stringify({ v: SYNC_PROTOCOL_VERSION }), headers: { authorization: "Bearer t0ken" } }));
  * ```
  * @throws {InvalidInputError} when `options` is not an object with an `authorize` function and a `storage` or `server`,
- * has a field it does not know, or a `corsOrigins` entry that is not an http(s) origin.
+ * has a field it does not know, an `onError` that is not a function, or a `corsOrigins` entry that is not an http(s) origin.
  */
 export function createSyncHandler(options: SyncHandlerOptions): (request: Request) => Promise<Response> {
-  assertFields(knownOptions(options, "createSyncHandler(options)", SYNC_HANDLER_FIELDS), "createSyncHandler(options)", { authorize: "function!" });
+  assertFields(knownOptions(options, "createSyncHandler(options)", SYNC_HANDLER_FIELDS), "createSyncHandler(options)", {
+    authorize: "function!",
+    onError: "function",
+  });
   const allowed = options.corsOrigins === undefined ? undefined : corsOrigins(options.corsOrigins, "createSyncHandler(options).corsOrigins");
   const server = options.server ?? new SyncServer({ storage: requireStorage(options.storage) });
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
@@ -122,8 +134,9 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
       }
     } catch (error) {
       if (error instanceof SyncRefusedError) return json(error.status, { v: SYNC_PROTOCOL_VERSION, error: errorBody(error) });
-      const typed = asSessionfoldError(error, "sync request failed");
-      return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message: typed.message } });
+      // Not a refusal: the server's own failure, whose message may name its files or another user's session.
+      const { id, message } = hideFailure(asSessionfoldError(error, "sync request failed"), request, options.onError, "sync handler");
+      return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message, id } });
     }
   };
   if (allowed === undefined) return answer;
@@ -155,7 +168,7 @@ function routeOf(url: string, basePath: string): SyncRoute | undefined {
   return (SYNC_ROUTES as readonly string[]).includes(name) ? (name as SyncRoute) : undefined;
 }
 
-/** The body's bytes, refused (413) as soon as it passes `max`, whatever Content-Length said. */
+/** The body's bytes, refused (413) as soon as it passes `max`, whatever Content-Length said, or (400) when cut short. */
 async function readCapped(request: Request, max: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > max) throw refused("too-large", 413, `the body declares ${declared} bytes; at most ${max} are accepted`, { limit: max });
@@ -165,7 +178,10 @@ async function readCapped(request: Request, max: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    // A body that fails to arrive is the client's doing (it went away, or stopped sending), not the server's failure.
+    const { done, value } = await reader.read().catch(() => {
+      throw refused("malformed", 400, `the body was cut short after ${size} bytes: the client went away or stopped sending`);
+    });
     if (done) break;
     size += value!.length;
     if (size > max) {

@@ -3,6 +3,7 @@
  * `vue` and `svelte` wrap) over a plain state, with its `DefaultChatTransport`, talking to a
  * `chatRoute` served by `serveFetchHandler` on loopback. Not a test file itself.
  */
+import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai";
 import type { ChatRoute } from "../../ai-sdk/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
@@ -36,3 +37,13 @@ export function serveChatRoute(route: ChatRoute): Promise<FetchServer> {
     return api === "api" && chat === "chat" && stream === "stream" ? route.GET(request, id!) : new Response(null, { status: 404 });
   });
 }
+
+const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } };
+
+/** A model's whole answer, "Hello.", as the AI SDK's test model streams it. */
+export const HELLO_ANSWER: LanguageModelV3StreamPart[] = [
+  { type: "text-start", id: "t" },
+  { type: "text-delta", id: "t", delta: "Hello." },
+  { type: "text-end", id: "t" },
+  { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage },
+];

@@ -12,15 +12,7 @@ import { MemoryStorage } from "../../core/mod.ts";
 import { aiSdkProvider, chatRoute, toUIMessages } from "../../ai-sdk/mod.ts";
 import type { FetchServer } from "../../runtime-node/mod.ts";
 import { createSession } from "../run/support.ts";
-import { serveChatRoute, TestChat } from "./chat-client.ts";
-
-const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } };
-const answer: LanguageModelV3StreamPart[] = [
-  { type: "text-start", id: "t" },
-  { type: "text-delta", id: "t", delta: "Hello." },
-  { type: "text-end", id: "t" },
-  { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage },
-];
+import { HELLO_ANSWER, serveChatRoute, TestChat } from "./chat-client.ts";
 
 /** A model whose first call fails as `failure` says, then answers. */
 function failingOnce(failure: "rejects" | "error part" | "mid-reply") {
@@ -30,9 +22,9 @@ function failingOnce(failure: "rejects" | "error part" | "mid-reply") {
     modelId: "m-3",
     doStream: async () => {
       calls += 1;
-      if (calls > 1) return { stream: convertArrayToReadableStream(answer) };
+      if (calls > 1) return { stream: convertArrayToReadableStream(HELLO_ANSWER) };
       if (failure === "rejects") throw new Error("429 rate limited, retry later");
-      const shown = failure === "mid-reply" ? answer.slice(0, 2) : [];
+      const shown = failure === "mid-reply" ? HELLO_ANSWER.slice(0, 2) : [];
       const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }, ...shown, { type: "error", error: new Error("overloaded") }];
       return { stream: convertArrayToReadableStream(parts) };
     },

@@ -34,7 +34,7 @@ describe("the AI SDK adapter refuses a field it does not know", () => {
     const provider = aiSdkProvider(model);
     const session = () => Promise.reject(new Error("not reached"));
     expect((await invalidInput(() => chatRoute({ session, provider, tool: [] } as never))).message).toMatch(
-      /^chatRoute\(options\): unknown field "tool" \(did you mean "tools"\?\); the fields are session, provider, tools$/,
+      /^chatRoute\(options\): unknown field "tool" \(did you mean "tools"\?\); the fields are session, provider, tools, onError$/,
     );
     expect((await invalidInput(() => chatRoute({ session, model: provider } as never))).message).toMatch(/^chatRoute\(options\): unknown field "model"/);
   });

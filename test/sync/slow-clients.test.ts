@@ -7,7 +7,7 @@
  * close, and asserts what arrived, never how long it took.
  */
 import { connect } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { InvalidInputError } from "../../core/errors.ts";
 import { MemoryStorage, Sessions } from "../../core/mod.ts";
 import { createSyncHandler, httpRemote, SYNC_PROTOCOL_VERSION, syncStores } from "../../core/sync/mod.ts";
@@ -20,6 +20,7 @@ let server: FetchServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
+  vi.restoreAllMocks();
 });
 
 type Handler = (request: Request) => Promise<Response>;
@@ -58,17 +59,38 @@ describe("a client that stops sending is answered 408 and cut", () => {
     expect(next.status).toBe(200);
   });
 
+  it("a body that stops part-way, from a page of a listed origin: the 408 has that origin's CORS headers, an unlisted one's none", async () => {
+    const app = "http://localhost:5173";
+    const handler = createSyncHandler({ storage: new MemoryStorage(), authorize, basePath: "/sync", corsOrigins: [app] });
+    server = await serveFetchHandler(handler, { bodyIdleTimeoutMs: 50, corsOrigins: [app] });
+    const fromPage = (origin: string) => stallAfter(server!.url, `${pushHead(1000).replace("\r\n\r\n", `\r\nOrigin: ${origin}\r\n\r\n`)}{"v":2,`);
+    const listed = await fromPage(app);
+    expect(listed).toMatch(/^HTTP\/1\.1 408 /);
+    expect(listed).toMatch(/\r\naccess-control-allow-origin: http:\/\/localhost:5173\r\n/i);
+    expect(listed).toMatch(/\r\naccess-control-allow-credentials: true\r\n/i);
+    const unlisted = await fromPage("http://evil.example");
+    expect(unlisted).toMatch(/^HTTP\/1\.1 408 /);
+    expect(unlisted).not.toMatch(/access-control-allow-origin/i);
+    expect(unlisted).toMatch(/\r\nvary: Origin\r\n/i);
+  });
+
   it("a body sent in chunked encoding that stops part-way, the same", async () => {
     const { url } = await syncServer({ bodyIdleTimeoutMs: 50 });
     const head = "POST /sync/push HTTP/1.1\r\nHost: loopback\r\nAuthorization: Bearer alice\r\nTransfer-Encoding: chunked\r\n\r\n";
     expect(await stallAfter(url, `${head}7\r\n{"v":2,\r\n`)).toMatch(/^HTTP\/1\.1 408 /);
   });
 
-  it("a handler that fails before its body came is answered 500, and the silence after is no second answer", async () => {
-    server = await serveFetchHandler(() => Promise.reject(new Error("a bug in the handler")), { bodyIdleTimeoutMs: 50 });
+  it("a handler that fails before its body came is answered 500 (an id, its error to console.error), and the silence after is no second answer", async () => {
+    const logged: unknown[][] = [];
+    vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args));
+    server = await serveFetchHandler(() => Promise.reject(new Error("a bug in the handler at /srv/app/handler.ts")), { bodyIdleTimeoutMs: 50 });
     const answer = await stallAfter(server.url, "POST /x HTTP/1.1\r\nHost: loopback\r\nContent-Length: 10\r\n\r\n");
     expect(answer).toMatch(/^HTTP\/1\.1 500 /);
-    expect(answer).toContain("a bug in the handler");
+    expect(answer).not.toContain("/srv");
+    const id = /internal error \(id (err_[0-9a-f]{32})\)/.exec(answer)?.[1];
+    expect(logged).toHaveLength(1);
+    expect(String(logged[0]![0])).toContain(`(id ${id})`);
+    expect((logged[0]![1] as Error).message).toContain("a bug in the handler at /srv/app/handler.ts");
     expect(answer).not.toContain("408");
   });
 

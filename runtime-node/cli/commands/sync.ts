@@ -67,7 +67,8 @@ export const serve: Command = {
       authorize: (request) => (token === undefined || bearerMatches(request.headers.get("authorization"), token) ? STORE_OWNER : undefined),
       ...(origins.length > 0 ? { corsOrigins: origins } : {}),
     });
-    const server = await serveFetchHandler(handler, { host, port });
+    // The listener's own 408 names the same origins, so a listed page reads it (docs/SYNC.md "Slow clients").
+    const server = await serveFetchHandler(handler, { host, port, ...(origins.length > 0 ? { corsOrigins: origins } : {}) });
     io.stdout(`${server.url}\n`);
     await new Promise<void>((done) => {
       process.once("SIGINT", done);
