@@ -17,6 +17,7 @@ import { median } from "../lib/stats.ts";
 import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, COMPACTED_REF, writePlainJsonl, writeSyntheticSession } from "../lib/synth.ts";
 import { contextFromPlainJsonl } from "../lib/plain-jsonl.ts";
 import { LIST_AGENT, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
+import { type OpenFloorTiming, timeOpenFloor } from "./open-floor.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */
 const PLAIN = "plain/history.jsonl";
@@ -31,6 +32,13 @@ interface OpenTiming {
   timerStepUs: number;
   contextMessages: number;
   summaryChars: number;
+}
+
+/** A first open's time split by `timedStorage`: waiting on storage, and the rest. */
+export interface OpenSteps {
+  ms: number;
+  waitingMs: number;
+  outsideMs: number;
 }
 
 /** The timer's resolution in effect: the median of 20 steps between successive distinct readings of `performance.now()`. */
@@ -96,6 +104,31 @@ const bench = {
       const { input } = session.compose(BENCH_PROVIDER);
       const ms = performance.now() - t0;
       return timing(ms, input);
+    } finally {
+      await browser.close();
+    }
+  },
+
+  /** Times the floor of the compacted open: its storage reads with raw IndexedDB in a bare worker (`open-floor.ts`). */
+  openFloor(dbName: string): Promise<OpenFloorTiming> {
+    return timeOpenFloor(dbName, COMPACTED_REF);
+  },
+
+  /**
+   * The first open + compose of the compacted history in a freshly loaded page, as `open`
+   * times it, through a timing wrapper of the store (`openBreakdown`'s): how much of it the
+   * page waited on storage (the open's `readMany`, through the worker) and how much it spent
+   * outside storage (the open's code, first-call compiles included).
+   */
+  async openSteps(dbName: string): Promise<OpenSteps> {
+    const browser = await openBrowserSessions({ dbName, channel: false });
+    try {
+      const timed = timedStorage(browser.storage);
+      const sessions = new Sessions({ storage: timed.storage });
+      const t0 = performance.now();
+      (await sessions.open(COMPACTED_REF)).compose(BENCH_PROVIDER);
+      const { totalMs, waitingMs, outsideMs } = timed.measure(performance.now() - t0, 1);
+      return { ms: totalMs, waitingMs, outsideMs };
     } finally {
       await browser.close();
     }

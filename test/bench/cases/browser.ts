@@ -10,13 +10,18 @@
  * first and then measured round-robin. The flatness row compares each size's compacted
  * history (lib/synth.ts `COMPACTED_ACTIVE_SIZE`, seeded in the same database), batch by
  * batch, as the Node rows do (cases/turn.ts), all its batches before the per-size histories
- * and the plain copies are read.
+ * and the plain copies are read. Beside each of its opens, in fresh pages of the same batch,
+ * its floor (the same storage reads with raw IndexedDB, browser/open-floor.ts) and its steps
+ * (the same first open timed through a timing wrapper of the store): the row's note gives
+ * the floor's flatness and sessionfold's over it, batch by batch.
  *
  * @module
  */
 import { withBenchPage } from "../lib/bench-page.ts";
 import type { CaseContext } from "../lib/result.ts";
-import { median, pairedRatio, spreadText } from "../lib/stats.ts";
+import type { OpenFloorTiming } from "../browser/open-floor.ts";
+import type { OpenSteps } from "../browser/main.ts";
+import { batchesToResolve, median, pairedRatio, spreadText } from "../lib/stats.ts";
 import { COMPACTED_ACTIVE_SIZE, sizeLabel } from "../lib/synth.ts";
 
 interface OpenTiming {
@@ -36,13 +41,23 @@ type BenchApi = {
   ): Promise<{ ms: number; historyBytes: number; plainBytes: number }>;
   open(dbName: string, compacted: boolean): Promise<OpenTiming>;
   openPlain(dbName: string): Promise<OpenTiming>;
+  openFloor(dbName: string): Promise<OpenFloorTiming>;
+  openSteps(dbName: string): Promise<OpenSteps>;
   deleteDb(dbName: string): Promise<null>;
   openBreakdown(dbName: string, compacted: boolean): Promise<string>;
 };
 
 export async function browserCase(ctx: CaseContext): Promise<void> {
   const sizes = ctx.quick ? [100, 10_000, 100_000] : [100, 10_000, 1_000_000];
-  /** Batches: each opens every size's compacted history (the flatness row's) and the smallest size's own once. */
+  /**
+   * The flatness row's batches: each opens every size's compacted history once, beside it its
+   * floor and its steps. 15 in full: at the spread of the per-batch ratios of a full run (IQR
+   * 1.065–1.225 in the run of 2026-12-07 00:04) that many put 1.1 two standard errors from a
+   * median of 1.18, where 9 put it 1.6 (the note says how many its own spread needs); a multiple
+   * of 3, so every size starts a batch, and every page of the three goes first, equally often.
+   */
+  const flatnessReps = ctx.quick ? 4 : 15;
+  /** The other rows' batches: each opens the smallest size's own history once. */
   const reps = ctx.quick ? 4 : 9;
   /** Of those batches, how many also open the larger sizes' own histories (only their rows against plain JSONL use them). */
   const perSizeReps = ctx.quick ? 2 : 3;
@@ -51,6 +66,10 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   const own = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
   const compacted = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
   const plain = new Map<number, OpenTiming[]>(sizes.map((n) => [n, []]));
+  /** The floor of each compacted open, beside it in every flatness batch: its reads with raw IndexedDB (browser/open-floor.ts). */
+  const floor = new Map<number, OpenFloorTiming[]>(sizes.map((n) => [n, []]));
+  /** The same open's steps, in a third fresh page beside it in every flatness batch. */
+  const steps = new Map<number, OpenSteps[]>(sizes.map((n) => [n, []]));
   const breakdowns = new Map<number, string>();
   await withBenchPage(ctx, "case 1", async (page) => {
     // Every size is seeded first, then measured round-robin: IndexedDB's own background work
@@ -63,10 +82,22 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
     const batch = (rep: number) => sizes.map((_, k) => sizes[(k + rep) % sizes.length]!);
     // The flatness row's batches come first, with nothing else between its opens: a plain
     // copy's whole read (38 MB at 10⁵, 378 MB at 10⁶) leaves Chromium work that lands on the
-    // pages after it (test/bench/notes.md, the chromium flatness row).
-    for (let rep = 0; rep < reps; rep++) {
-      for (const n of batch(rep)) compacted.get(n)!.push(await page<OpenTiming>("open", dbOf(n), true));
+    // pages after it (test/bench/notes.md, the chromium flatness row). Beside each open, a page
+    // of its floor and one of its steps, which of the three goes first rotating batch by batch.
+    const flatnessFrom = performance.now();
+    for (let rep = 0; rep < flatnessReps; rep++) {
+      for (const n of batch(rep)) {
+        const pages = [
+          async () => compacted.get(n)!.push(await page<OpenTiming>("open", dbOf(n), true)),
+          async () => floor.get(n)!.push(await page<OpenFloorTiming>("openFloor", dbOf(n))),
+          async () => steps.get(n)!.push(await page<OpenSteps>("openSteps", dbOf(n))),
+        ];
+        for (let k = 0; k < pages.length; k++) await pages[(k + rep) % pages.length]!();
+      }
     }
+    ctx.log(
+      `case 1 (chromium): the flatness batches, ${flatnessReps * sizes.length * 3} pages, took ${((performance.now() - flatnessFrom) / 1000).toFixed(1)} s`,
+    );
     for (let rep = 0; rep < reps; rep++) {
       for (const n of batch(rep)) {
         if (n === sizes[0] || rep < perSizeReps) own.get(n)!.push(await page<OpenTiming>("open", dbOf(n), false));
@@ -82,6 +113,13 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   for (const n of sizes) {
     const shapes = new Set([...own.get(n)!, ...plain.get(n)!].map((t) => `${t.contextMessages}/${t.summaryChars}`));
     if (shapes.size > 1) throw new Error(`case 1 (chromium) at ${n}: model inputs differ: ${[...shapes].join(", ")}`);
+    if (floor.get(n)!.some((t) => t.files !== floor.get(sizes[0]!)![0]!.files)) {
+      throw new Error(
+        `case 1 (chromium) at ${n}: the floor's reads found ${floor.get(n)!.map((t) => t.files).join(", ")} files, at n=${sizes[0]} ${
+          floor.get(sizes[0]!)![0]!.files
+        }`,
+      );
+    }
     if (compacted.get(n)!.some((t) => t.contextMessages !== COMPACTED_ACTIVE_SIZE || !(t.summaryChars > 0))) {
       throw new Error(`case 1 (chromium) at ${n}: the compacted history did not give ${COMPACTED_ACTIVE_SIZE} messages and a summary`);
     }
@@ -109,6 +147,39 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   const range = `n=${sizeLabel(hi)}/n=${sizeLabel(lo)}`;
   const msOf = (timings: readonly OpenTiming[]) => timings.map((t) => t.ms);
   const r = pairedRatio(msOf(compacted.get(hi)!), msOf(compacted.get(lo)!));
+  const floorMs = (n: number) => floor.get(n)!.map((t) => t.ms);
+  const floorFlatness = pairedRatio(floorMs(hi), floorMs(lo));
+  const perBatch = (hiMs: readonly number[], loMs: readonly number[]) => hiMs.map((ms, i) => ms / loMs[i]!);
+  // sessionfold's per-batch ratio over its floor's in the same batch: the flatness the platform's reads do not explain.
+  const overFloor = pairedRatio(perBatch(msOf(compacted.get(hi)!), msOf(compacted.get(lo)!)), perBatch(floorMs(hi), floorMs(lo)));
+  const floorText = `the floor (the open's reads with raw IndexedDB in a bare worker of a fresh page beside each open, the same timer: ${
+    floor.get(lo)![0]!.files
+  } files, ${floor.get(hi)![0]!.bytes} bytes at n=${sizeLabel(hi)}): per-batch ratio ${spreadText(floorFlatness)}; medians ${
+    sizes.map((n) => `n=${sizeLabel(n)}: ${median(floorMs(n)).toFixed(2)} ms`).join(", ")
+  }; sessionfold's per-batch ratio over the floor's ${spreadText(overFloor)}, ${
+    batchesToResolve(overFloor, 1)
+  } batches at this spread would tell it from 1; sessionfold / floor per batch n=${sizeLabel(lo)}: ${
+    spreadText(pairedRatio(msOf(compacted.get(lo)!), floorMs(lo)))
+  }, n=${sizeLabel(hi)}: ${spreadText(pairedRatio(msOf(compacted.get(hi)!), floorMs(hi)))}`;
+  const stepsOf = (n: number, step: "waitingMs" | "outsideMs") => steps.get(n)!.map((t) => t[step]);
+  const stepText = (step: "waitingMs" | "outsideMs") =>
+    `${median(stepsOf(lo, step)).toFixed(2)} → ${median(stepsOf(hi, step)).toFixed(2)} ms, per-batch ratio ${
+      spreadText(pairedRatio(stepsOf(hi, step), stepsOf(lo, step)))
+    }`;
+  const stepsText = `the same first open's steps in a third page beside it (a timing wrapper of the store), n=${sizeLabel(lo)} → n=${sizeLabel(hi)}: whole ${
+    median(steps.get(lo)!.map((t) => t.ms)).toFixed(2)
+  } → ${median(steps.get(hi)!.map((t) => t.ms)).toFixed(2)} ms; waiting on storage (its readMany through the worker) ${
+    stepText("waitingMs")
+  }; outside storage ${stepText("outsideMs")}`;
+  ctx.log(`case 1 (chromium): ${floorText}; ${stepsText}`);
+  const listed = (values: readonly number[]) => values.map((ms) => ms.toFixed(2)).join(" ");
+  for (const n of [lo, hi]) {
+    ctx.log(
+      `case 1 (chromium): n=${sizeLabel(n)} batch by batch: open ${listed(msOf(compacted.get(n)!))}; floor ${listed(floorMs(n))}; steps (waiting/outside) ${
+        steps.get(n)!.map((t) => `${t.waitingMs.toFixed(2)}/${t.outsideMs.toFixed(2)}`).join(" ")
+      }`,
+    );
+  }
   ctx.emit({
     case: 1,
     name: `turn.chromium.sessionfold.flatness(${range})`,
@@ -125,9 +196,9 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
         timerStep.toFixed(1)
       } µs (median); ` +
       `a freshly loaded page per open; every size compacted (Active ${COMPACTED_ACTIVE_SIZE} messages, a segment whose footer the open reads), in the same database as the size's own history and its plain copy, its batches before those are read, ` +
-      `every size once per batch: per-batch ratio ${spreadText(r)}; medians ${
+      `every size once per batch: per-batch ratio ${spreadText(r)}, ${batchesToResolve(r, 1.1)} batches at this spread would tell it from 1.1; medians ${
         sizes.map((n) => `n=${sizeLabel(n)}: ${median(msOf(compacted.get(n)!)).toFixed(2)} ms`).join(", ")
-      }; ` +
+      }; ${floorText}; ${stepsText}; ` +
       `on the per-size histories (Active 100; n=${sizeLabel(lo)} never compacted, so its open reads no segment and composes no summary): ` +
       `n=${sizeLabel(hi)}: ${median(msOf(own.get(hi)!)).toFixed(2)} ms (${own.get(hi)!.length} runs), n=${sizeLabel(lo)}: ${
         median(msOf(own.get(lo)!)).toFixed(2)

@@ -58,3 +58,13 @@ export function pairedRatio(hi: readonly number[], lo: readonly number[]): Paire
 export function spreadText(r: PairedRatio): string {
   return `${r.ratio.toFixed(3)} (IQR ${r.q1.toFixed(3)}–${r.q3.toFixed(3)}, ${r.batches} batches)`;
 }
+
+/**
+ * How many batches would put `limit` two standard errors away from a median of per-batch ratios
+ * spread as `r`'s are: a median's standard error is about 1.2533 σ / √n, σ taken as the
+ * interquartile range / 1.349 (as for a normal spread). `Infinity` when the median is `limit`.
+ */
+export function batchesToResolve(r: PairedRatio, limit: number): number {
+  const sigma = (r.q3 - r.q1) / 1.349;
+  return Math.ceil(((2 * 1.2533 * sigma) / Math.abs(r.ratio - limit)) ** 2);
+}
