@@ -28,11 +28,17 @@ interface ViewParts {
   setSystem(text: string | null): void;
 }
 
-const viewParts = new WeakMap<SessionView, ViewParts>();
+/**
+ * Reads a view's private parts; set by {@linkcode SessionView}'s static block. A private field, not a `WeakMap` entry:
+ * an entry's value (the commit path, holding every record of the open) reaches its key (the view), and V8's young
+ * collections keep such an entry, so every open's records were promoted and left to the full collections
+ * (docs/decisions.md "The warm open's collections").
+ */
+let partsOfView: (view: SessionView) => ViewParts;
 
 /** The commit path and system text behind a view, for `Session` (its subclass) only. */
 export function partsOf(view: SessionView): ViewParts {
-  return viewParts.get(view)!;
+  return partsOfView(view);
 }
 
 /**
@@ -52,6 +58,11 @@ export class SessionView {
   readonly place: SessionPlace;
   readonly #tx: CommitPath;
   #system: string | null;
+  readonly #parts: ViewParts;
+
+  static {
+    partsOfView = (view) => view.#parts;
+  }
 
   /** @internal Use {@linkcode Sessions.open}. */
   constructor(ctx: SessionContext, ref: SessionRef, place: SessionPlace, paths: SessionPaths, state: SessionState, options: ResolvedSessionOptions) {
@@ -61,7 +72,7 @@ export class SessionView {
     this.#tx = new CommitPath(ctx, ref, place, paths, state, options, (reloaded) => {
       this.#system = reloaded.instruction ?? this.#system ?? generateSystem(options.agent);
     });
-    viewParts.set(this, { tx: this.#tx, setSystem: (text) => (this.#system = text) });
+    this.#parts = { tx: this.#tx, setSystem: (text) => (this.#system = text) };
   }
 
   /** The session's monotonic revision. */
