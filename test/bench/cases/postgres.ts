@@ -244,25 +244,37 @@ async function oneWriter(ctx: CaseContext, url: string): Promise<void> {
     for (let k = 0; k < perBatch; k++) await commit();
     into.push((perBatch * 1000) / (performance.now() - t0));
     cpu?.client.push((mainThreadCpuUs() - client0) / perBatch);
-    cpu?.server.push((backendCpuUs(backends) - server0) / perBatch);
+    cpu?.server.push(cpuSince(server0, backendCpuUs(backends)) / perBatch);
   };
-  for (let b = -1; b < batches; b++) {
-    await batch(ours, b, () => session.append(appendMessage(i++)), { ...ourCpu, backends: "application_name = 'one_writer'" });
-    await batch(ourHeld, b, () => held.append(appendMessage(i++)));
-    await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), { ...floorCpu, backends: "pid = pg_backend_pid()" });
-    await batch(contractRates, b, () => contract.commit(), { ...contractCpu, backends: `pid = ${contract.pid}` });
-    await batch([], b, () => storage.applyCommitPlan(replayed.plan), { ...adapterCpu, backends: "false" });
-    await batch([], b, () => firstValue(floorClient, replayed.statement as { name: string; text: string }, replayed.statement.values!), {
-      ...statementCpu,
-      backends: "false",
-    });
+  // Every connection is closed even when a batch fails: the case's failure is reported and the run goes on, where a
+  // connection left open fails with an unhandled error once the server stops (which ended a full run).
+  let serverUs: number;
+  try {
+    try {
+      for (let b = -1; b < batches; b++) {
+        await batch(ours, b, () => session.append(appendMessage(i++)), { ...ourCpu, backends: "application_name = 'one_writer'" });
+        await batch(ourHeld, b, () => held.append(appendMessage(i++)));
+        await batch(floor, b, () => floorClient.query("INSERT INTO bench_floor (bytes) VALUES ($1)", [bytes]), {
+          ...floorCpu,
+          backends: "pid = pg_backend_pid()",
+        });
+        await batch(contractRates, b, () => contract.commit(), { ...contractCpu, backends: `pid = ${contract.pid}` });
+        await batch([], b, () => storage.applyCommitPlan(replayed.plan), { ...adapterCpu, backends: "false" });
+        await batch([], b, () => firstValue(floorClient, replayed.statement as { name: string; text: string }, replayed.statement.values!), {
+          ...statementCpu,
+          backends: "false",
+        });
+      }
+    } finally {
+      floorClient.release();
+      await pool.end();
+      await contract.end();
+      await held.close();
+    }
+    serverUs = await serverTimePerCommit(url, session, perBatch);
+  } finally {
+    await storage.close();
   }
-  floorClient.release();
-  await pool.end();
-  await contract.end();
-  await held.close();
-  const serverUs = await serverTimePerCommit(url, session, perBatch);
-  await storage.close();
   const value = median(ours);
   const baseline = median(floor);
   const heldValue = median(ourHeld);
@@ -345,9 +357,28 @@ function mainThreadCpuUs(): number {
   return cpuUsOf(`/proc/self/task/${process.pid}/schedstat`);
 }
 
-/** CPU time the server's processes `pids` have run (µs): the benchmark's own server, on this machine. */
-function backendCpuUs(pids: readonly number[]): number {
-  return pids.reduce((sum, pid) => sum + cpuUsOf(`/proc/${pid}/schedstat`), 0);
+/**
+ * CPU time each of the server's processes `pids` has run (µs), by pid: the benchmark's own server, on this machine. A
+ * backend gone meanwhile (a pool closes a connection left idle for 10 s) is left out, not an error: a full run once
+ * failed the case on such a backend's `/proc` entry.
+ */
+function backendCpuUs(pids: readonly number[]): Map<number, number> {
+  const byPid = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      byPid.set(pid, cpuUsOf(`/proc/${pid}/schedstat`));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+  return byPid;
+}
+
+/** The CPU (µs) the backends of `after` ran since `before`, over those in both: a backend that went was idle, and ran nothing to count. */
+function cpuSince(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let sum = 0;
+  for (const [pid, us] of after) sum += us - (before.get(pid) ?? us);
+  return sum;
 }
 
 function cpuUsOf(file: string): number {
