@@ -6,23 +6,10 @@
  * @module
  */
 import type { UIMessage, UIMessageChunk } from "ai";
-import {
-  CancelledError,
-  ContextOverflowError,
-  InvalidIdError,
-  InvalidInputError,
-  NotFoundError,
-  type Provider,
-  ProviderError,
-  type Session,
-  SessionBusyError,
-  type SessionfoldError,
-  type Tool,
-  WriterLockedError,
-} from "../core/mod.ts";
-import { assertFields, asSessionfoldError, type HiddenFailureHook, hideFailure, type KnownFields, knownOptions } from "../core/internal.ts";
+import { InvalidIdError, InvalidInputError, NotFoundError, type Provider, type Session, SessionBusyError, type Tool, WriterLockedError } from "../core/mod.ts";
+import { assertFields, type HiddenFailureHook, hideFailure, type KnownFields, knownOptions } from "../core/internal.ts";
 import { appendUIMessages, toUIMessages } from "./ui-messages.ts";
-import { interruptedFinishReason, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
+import { interruptedFinishReason, modelFailureText, stoppedReplyChunks, uiChunks, uiMessageStreamResponse } from "./ui-stream.ts";
 
 /**
  * Options of {@linkcode chatRoute}.
@@ -57,7 +44,7 @@ export interface ChatRouteOptions {
    * the id the client was told, which tells it nothing else (docs/SYNC.md "Errors"). Default:
    * `console.error`, once per failure.
    */
-  readonly onError?: (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
+  readonly onError?: HiddenFailureHook;
 }
 
 const CHAT_ROUTE_FIELDS: KnownFields<ChatRouteOptions> = { session: true, provider: true, tools: true, onError: true };
@@ -233,15 +220,10 @@ function failure(error: unknown, chatId: string, request: Request, onError: Hidd
   if (error instanceof SessionBusyError || error instanceof WriterLockedError) {
     return problem(409, `chat ${JSON.stringify(chatId)} is busy: another writer holds its session; try again later`);
   }
-  return problem(500, hideFailure(asSessionfoldError(error, "chat request failed"), request, onError, "chat route").message);
+  return problem(500, hideFailure(error, "chat request failed", "chat route", request, onError).message);
 }
 
-/**
- * A failed reply's error chunk: the model's failure (`ProviderError`: the provider's own
- * message, about the model), a conversation over the model's window, or a cancelled run as
- * they are; anything else (the store failing mid-reply) is the server's and says only its id.
- */
+/** A failed reply's error chunk: the model's failure as it is ({@linkcode modelFailureText}); anything else says only its id. */
 function replyFailureText(error: unknown, request: Request, onError: HiddenFailureHook | undefined): string {
-  if (error instanceof ProviderError || error instanceof ContextOverflowError || error instanceof CancelledError) return error.message;
-  return hideFailure(asSessionfoldError(error, "chat reply failed"), request, onError, "chat route").message;
+  return modelFailureText(error) ?? hideFailure(error, "chat reply failed", "chat route", request, onError).message;
 }

@@ -6,7 +6,8 @@
  * @module
  */
 import type { UIMessage, UIMessageChunk } from "ai";
-import type { MessageRecord, RunEvent, RunHandle } from "../core/mod.ts";
+import { CancelledError, ContextOverflowError, type MessageRecord, ProviderError, type RunEvent, type RunHandle } from "../core/mod.ts";
+import { assertFields, hideFailure, type KnownFields, knownOptions } from "../core/internal.ts";
 import { chatPartId, groupTurns, type SessionfoldUIMetadata } from "./ui-messages.ts";
 
 /** The headers of `createUIMessageStreamResponse` (UI message stream protocol v1). */
@@ -138,8 +139,54 @@ class UIChunkMapper {
 }
 
 /**
+ * Options of {@linkcode runToUIMessageStream}.
+ *
+ * @example
+ * ```ts
+ * import type { UIMessageStreamOptions } from "sessionfold/ai-sdk";
+ *
+ * const options: UIMessageStreamOptions = { onError: (error) => (error instanceof Error ? error.message : String(error)) };
+ * ```
+ */
+export interface UIMessageStreamOptions {
+  /**
+   * The text of the `error` chunk a failed run ends with, as the AI SDK's own `onError` of
+   * `toUIMessageStream` (whose default says only "An error occurred." so that the server's
+   * details stay on the server). Default: the model's failure as it is
+   * ({@linkcode modelFailureText}); anything else `internal error (id err_…)`, the whole error
+   * going to `console.error` under that id (docs/SYNC.md "Errors").
+   */
+  readonly onError?: (error: unknown) => string;
+}
+
+/**
+ * The text a client may see of a run's failure that is the model's: a `ProviderError` (the
+ * provider's own message, about the model), a conversation over the model's window, a
+ * cancelled run; `undefined` for anything else (the store failing mid-reply names the
+ * server's files, a busy session its process).
+ *
+ * @example
+ * ```ts
+ * import { InternalError, ProviderError } from "sessionfold";
+ *
+ * modelFailureText(new ProviderError("the provider answered 429")); // "the provider answered 429"
+ * modelFailureText(new InternalError("EIO: read '/srv/store/a1/…'")); // undefined
+ * ```
+ */
+export function modelFailureText(error: unknown): string | undefined {
+  if (error instanceof ProviderError || error instanceof ContextOverflowError || error instanceof CancelledError) return error.message;
+  return undefined;
+}
+
+const UI_MESSAGE_STREAM_FIELDS: KnownFields<UIMessageStreamOptions> = { onError: true };
+
+/** The default `onError` of {@linkcode runToUIMessageStream}: the model's failure as it is, anything else hidden. */
+const hiddenRunFailure = (error: unknown): string => modelFailureText(error) ?? hideFailure(error, "run failed", "UI message stream").message;
+
+/**
  * A run as the AI SDK's UI message stream: the chunks `useChat` reads. The commit is the
- * run's own (no `onFinish` needed); a failed run ends the stream with an `error` chunk.
+ * run's own (no `onFinish` needed); a failed run ends the stream with an `error` chunk whose
+ * text `options.onError` gives (by default nothing of a failure that is not the model's).
  *
  * @example
  * ```ts
@@ -150,9 +197,13 @@ class UIChunkMapper {
  *
  * const stream = runToUIMessageStream(session.run("Hello!", { provider }));
  * ```
+ * @throws {InvalidInputError} when `options` is not an object, has a field it does not know, or an `onError` that is not a function.
  */
-export function runToUIMessageStream(run: RunHandle): ReadableStream<UIMessageChunk> {
-  const iterator = uiChunks(run)[Symbol.asyncIterator]();
+export function runToUIMessageStream(run: RunHandle, options?: UIMessageStreamOptions): ReadableStream<UIMessageChunk> {
+  const where = "runToUIMessageStream(run, options)";
+  const { onError } = knownOptions(options ?? {}, where, UI_MESSAGE_STREAM_FIELDS);
+  assertFields({ onError }, where, { onError: "function" });
+  const iterator = uiChunks(run, onError ?? hiddenRunFailure)[Symbol.asyncIterator]();
   return new ReadableStream<UIMessageChunk>({
     async pull(controller) {
       const next = await iterator.next();
@@ -167,12 +218,9 @@ export function runToUIMessageStream(run: RunHandle): ReadableStream<UIMessageCh
 
 /**
  * The chunks of a run, in order (an async generator the stream and the chat replies share); a
- * failure's error chunk says what `errorText` makes of it (by default its message).
+ * failure's error chunk says what `errorText` makes of it.
  */
-export async function* uiChunks(
-  run: RunHandle,
-  errorText: (error: unknown) => string = (error) => (error instanceof Error ? error.message : String(error)),
-): AsyncGenerator<UIMessageChunk> {
+export async function* uiChunks(run: RunHandle, errorText: (error: unknown) => string): AsyncGenerator<UIMessageChunk> {
   const mapper = new UIChunkMapper();
   try {
     for await (const event of run) yield* mapper.chunks(event);

@@ -171,7 +171,9 @@ export class Turns {
     // The AI SDK's reader is its own chunk, loaded at the first send: the page opens without it.
     // Nothing is missed meanwhile: the stream reads the run's events from its first one.
     const { readUIMessageStream } = await import("./chat-reader.ts");
-    const messages = readUIMessageStream<ChatMessage>({ stream: runToUIMessageStream(handle), onError: () => undefined });
+    // The page is its own server: nothing to hide from it. The run's own failure is shown from its result.
+    const stream = runToUIMessageStream(handle, { onError: describeError });
+    const messages = readUIMessageStream<ChatMessage>({ stream, onError: () => undefined });
     for await (const message of messages) {
       run.reply = message;
       this.#store.render("live");

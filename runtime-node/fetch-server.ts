@@ -13,7 +13,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InvalidInputError } from "../core/errors.ts";
-import { asSessionfoldError, corsHeaders, corsOrigins, hideFailure } from "../core/internal.ts";
+import { corsHeaders, corsOrigins, hideFailure } from "../core/internal.ts";
 
 /** Options of {@linkcode fetchRequestListener}. */
 export interface FetchListenerOptions {
@@ -113,7 +113,7 @@ export function fetchRequestListener(
       },
       (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered, its message kept from the client.
-        const { message } = hideFailure(asSessionfoldError(error, "the fetch handler failed"), request, undefined, "fetch listener");
+        const { message } = hideFailure(error, "the fetch handler failed", "fetch listener", request);
         if (res.headersSent) return;
         res.writeHead(500, { "content-type": "text/plain" });
         res.end(message);

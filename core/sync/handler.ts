@@ -8,9 +8,9 @@
  *
  * @module
  */
-import { asSessionfoldError, type SessionfoldError, SyncRefusedError } from "../errors.ts";
+import { SyncRefusedError } from "../errors.ts";
 import { corsHeaders, corsOrigins, preflightAnswer } from "./cors.ts";
-import { hideFailure } from "./hidden-failure.ts";
+import { type HiddenFailureHook, hideFailure } from "./hidden-failure.ts";
 import { assertFields, type KnownFields, knownOptions, wrongArgument } from "../schema/arguments.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { parseSyncRequest, refused, SYNC_PROTOCOL_VERSION, SYNC_ROUTES, type SyncRoute } from "./protocol.ts";
@@ -49,7 +49,7 @@ export interface SyncHandlerOptions {
    * "Errors"). Default: `console.error`, once per failure. A refusal (4xx) is the client's and
    * is not reported.
    */
-  readonly onError?: (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
+  readonly onError?: HiddenFailureHook;
 }
 
 const SYNC_HANDLER_FIELDS: KnownFields<SyncHandlerOptions> = {
@@ -135,7 +135,7 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
     } catch (error) {
       if (error instanceof SyncRefusedError) return json(error.status, { v: SYNC_PROTOCOL_VERSION, error: errorBody(error) });
       // Not a refusal: the server's own failure, whose message may name its files or another user's session.
-      const { id, message } = hideFailure(asSessionfoldError(error, "sync request failed"), request, options.onError, "sync handler");
+      const { id, message } = hideFailure(error, "sync request failed", "sync handler", request, options.onError);
       return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message, id } });
     }
   };

@@ -6,39 +6,51 @@
  *
  * @module
  */
-import type { SessionfoldError } from "../errors.ts";
+import { asSessionfoldError, type SessionfoldError } from "../errors.ts";
 import { newId } from "../session/ids.ts";
 
-/** The `onError` option of the sync handler and the chat route: the whole error, the id its client saw, the request. */
-export type HiddenFailureHook = (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
-
 /**
- * Reports `error` to `onError` (or, without one, to `console.error`, once) under a new id,
- * and gives the id and the message its client is answered.
+ * The `onError` option of the sync handler and the chat route: it hears each failure they hide
+ * from their client, the whole error (message, stack, `cause`), the id the client was told
+ * and the request that failed.
  *
  * @example
  * ```ts
- * import { InternalError } from "sessionfold";
+ * import type { HiddenFailureHook } from "sessionfold/sync";
  *
- * const failure = hideFailure(new InternalError("EIO: i/o error, read '/srv/store/x'"), new Request("http://localhost/pull"), undefined, "sync handler");
+ * const onError: HiddenFailureHook = (error, { id, request }) => console.error(id, request.url, error);
+ * ```
+ */
+export type HiddenFailureHook = (error: SessionfoldError, context: { readonly id: string; readonly request: Request }) => void;
+
+/**
+ * Reports `error` (typed as a {@linkcode SessionfoldError}, `failed` its message when it is
+ * not one) under a new id to `onError`, or without one to `console.error`, once; gives the id
+ * and the message its client is answered. `source` names what failed in the console's line;
+ * `request` is the one being answered, when there is one (a hook hears only those).
+ *
+ * @example
+ * ```ts
+ * const failure = hideFailure(new Error("EIO: i/o error, read '/srv/store/x'"), "sync request failed", "sync handler", new Request("http://localhost/pull"));
  * console.log(failure.message); // "internal error (id err_…)": the path went to console.error only
  * ```
  */
 export function hideFailure(
-  error: SessionfoldError,
-  request: Request,
-  onError: HiddenFailureHook | undefined,
-  server: string,
+  error: unknown,
+  failed: string,
+  source: string,
+  request?: Request,
+  onError?: HiddenFailureHook,
 ): { readonly id: string; readonly message: string } {
+  const whole = asSessionfoldError(error, failed);
   const id = newId("err");
-  const reportFailureOfHook = (hookError: unknown) => console.error(`sessionfold ${server}: onError failed while reporting ${id}:`, hookError, error);
+  const reportFailureOfHook = (hookError: unknown) => console.error(`sessionfold ${source}: onError failed while reporting ${id}:`, hookError, whole);
   try {
-    if (!onError) console.error(`sessionfold ${server}: ${request.method} ${request.url} failed (id ${id}):`, error);
-    else {
+    if (onError && request) {
       // A hook may be async: its rejection is reported like its throw, never left unhandled.
-      const result: unknown = onError(error, { id, request });
+      const result: unknown = onError(whole, { id, request });
       if (result instanceof Promise) result.catch(reportFailureOfHook);
-    }
+    } else console.error(`sessionfold ${source}: ${request ? `${request.method} ${request.url} ` : ""}failed (id ${id}):`, whole);
   } catch (hookError) {
     reportFailureOfHook(hookError);
   }

@@ -35,6 +35,7 @@ export { syncStores } from "./engine.ts";
 export type { SyncStoresOptions } from "./sync-run.ts";
 export type { SyncConflict, SyncFork, SyncRemovals, SyncReport } from "./report.ts";
 export { createSyncHandler, DEFAULT_MAX_BODY_BYTES, type SyncHandlerOptions } from "./handler.ts";
+export type { HiddenFailureHook } from "./hidden-failure.ts";
 export {
   type AppendMutation,
   type CreateMutation,
