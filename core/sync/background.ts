@@ -2,7 +2,8 @@
  * Background sync, platform-free (docs/SYNC.md "Background sync in the browser"): a
  * scheduler that runs {@linkcode syncStores} when the host asks (a local commit), on an
  * interval, and again with capped, jittered backoff after a failure; that waits while
- * offline; that runs one sync at a time inside an injected exclusive section (one pusher per
+ * offline, and while the local store is full (a retry would download the same sessions
+ * again); that runs one sync at a time inside an injected exclusive section (one pusher per
  * browser profile: a Web Lock in the browser runtime); and that keeps a status a host can
  * show. Timers and clocks are injected, so tests drive it without sleeping.
  *
@@ -12,7 +13,7 @@
  *
  * @module
  */
-import { StoreClosedError, SyncRefusedError } from "../errors.ts";
+import { StorageFullError, StoreClosedError, SyncRefusedError } from "../errors.ts";
 import type { Sessions } from "../session/registry.ts";
 import { syncStores } from "./engine.ts";
 import { SYNC_STORES_FIELDS, type SyncStoresOptions } from "./sync-run.ts";
@@ -39,8 +40,13 @@ export interface SyncBackoff {
 
 /** What a host shows: is it synced, how much is waiting, when did it last succeed, what failed. */
 export interface SyncStatus {
-  /** `idle`: nothing running; `syncing`; `offline`: waiting for the network; `retrying`: waiting out a backoff after `lastError`; `refused`: the remote refused the client (401/403), waiting for `syncNow()`. */
-  readonly state: "idle" | "syncing" | "offline" | "retrying" | "refused";
+  /**
+   * `idle`: nothing running; `syncing`; `offline`: waiting for the network; `retrying`: waiting out a backoff after `lastError`;
+   * `refused`: the remote refused the client (401/403), waiting for `syncNow()`; `storage-full`: a write of the sync was refused
+   * as the store is full (`lastError.code` `storage-full`), nothing scheduled: a local change (`trigger()`) still syncs (its push
+   * comes before the pull), and `syncNow()` once the user freed space (docs/SYNC.md "Background sync in the browser").
+   */
+  readonly state: "idle" | "syncing" | "offline" | "retrying" | "refused" | "storage-full";
   readonly online: boolean;
   /** Local messages the remote has not acknowledged yet. */
   readonly pending: number;
@@ -106,13 +112,16 @@ export interface BackgroundSync {
   on<K extends keyof BackgroundSyncEvents>(event: K, listener: (value: BackgroundSyncEvents[K]) => void): () => void;
   /** Something changed locally: sync soon (after `debounceMs`), unless offline or backing off. */
   trigger(): void;
-  /** Syncs now, even during a backoff or after a refusal; resolves with the report (`undefined` when offline, stopped or another context is the pusher). */
+  /** Syncs now, even during a backoff, after a refusal or with the store full; resolves with the report (`undefined` when offline, stopped or another context is the pusher). */
   syncNow(): Promise<SyncReport | undefined>;
-  /** The network came up or went down (`online`/`offline` events). Coming up syncs at once. */
+  /** The network came up or went down (`online`/`offline` events). Coming up syncs at once, but with the store full (`storage-full`). */
   setOnline(online: boolean): void;
   /** Stops the timers and waits for a running sync to end. */
   stop(): Promise<void>;
 }
+
+/** What comes after a sync: a state, and for `idle` and `retrying` when the next sync is due. */
+type Next = { state: "idle" | "retrying" | "refused" | "storage-full"; ms: number };
 
 const globalTimers: SyncTimers = {
   setTimeout: (run, ms) => setTimeout(run, ms),
@@ -212,6 +221,8 @@ class Scheduler implements BackgroundSync {
       this.#update({ online, state: this.#running ? "syncing" : "offline", nextAttemptAt: null });
       return;
     }
+    // A full store is not the network's doing: coming back frees no space, and a sync would download the same sessions again.
+    if (this.#status.lastError?.code === "storage-full") return this.#update({ online, state: this.#running ? "syncing" : "storage-full" });
     // Back online: whatever failed was probably the network, so try at once.
     this.#update({ online, state: this.#running ? "syncing" : "idle", failures: 0 });
     if (!this.#running) this.#schedule(0);
@@ -291,8 +302,8 @@ class Scheduler implements BackgroundSync {
     return running;
   }
 
-  /** One sync; what comes next: `idle` (then the interval), `retrying` after `ms`, or `refused`. */
-  async #attempt(): Promise<{ report: SyncReport | undefined; next: { state: "idle" | "retrying" | "refused"; ms: number } }> {
+  /** One sync; what comes next: `idle` (then the interval), `retrying` after `ms`, `refused` or `storage-full`. */
+  async #attempt(): Promise<{ report: SyncReport | undefined; next: Next }> {
     const { local, remote, online: _online, intervalMs, debounceMs: _debounce, backoff, timers: _timers, clock: _clock, random, exclusive, ...engine } =
       this.#options;
     const interval = intervalMs ?? 30_000;
@@ -320,17 +331,19 @@ class Scheduler implements BackgroundSync {
       await this.#refreshPending();
       // A refused client (wrong token, another user's client id) stays refused however often it asks.
       if (error instanceof SyncRefusedError && (error.status === 401 || error.status === 403)) return { report: undefined, next: { state: "refused", ms: 0 } };
+      // A full store stays full until the user frees space: each retry would download the same sessions to be refused again.
+      if (error instanceof StorageFullError) return { report: undefined, next: { state: "storage-full", ms: 0 } };
       // A store closed under the scheduler never opens again: retrying would only keep timers alive for nothing.
       if (error instanceof StoreClosedError) this.#stopped = true;
       return { report: undefined, next: { state: "retrying", ms: backoffDelay(failures, backoff, random) } };
     }
   }
 
-  /** After a sync: the next state, and the next sync (none while offline, stopped or refused; none for a `0` interval while idle and nothing new). */
-  #afterwards(next: { state: "idle" | "retrying" | "refused"; ms: number }): void {
+  /** After a sync: the next state, and the next sync (none while offline, stopped, refused or full; none for a `0` interval while idle and nothing new). */
+  #afterwards(next: Next): void {
     if (this.#stopped) return this.#update({ state: "idle", nextAttemptAt: null });
     if (!this.#status.online) return this.#update({ state: "offline", nextAttemptAt: null });
-    if (next.state === "refused") return this.#update({ state: "refused", nextAttemptAt: null });
+    if (next.state === "refused" || next.state === "storage-full") return this.#update({ state: next.state, nextAttemptAt: null });
     if (next.state === "retrying") return this.#schedule(next.ms, { state: "retrying" });
     // Commits arrived during the sync: another one at once.
     if (this.#again) {

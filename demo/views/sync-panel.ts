@@ -1,6 +1,6 @@
 /**
  * The sync indicator in the sidebar: what the device's sync is doing (synced, pending N,
- * syncing, offline, error, refused) and when it last succeeded, the "offline" switch, a
+ * syncing, offline, error, refused, storage full) and when it last succeeded, the "offline" switch, a
  * "Sync now" button, and the forks the server made of this device's tails, each with the
  * session it came from, the sequence it follows and a link to it.
  */
@@ -10,17 +10,25 @@ import { byId, h, replaceChildren } from "../dom.ts";
 import { toast } from "./toast.ts";
 
 /** What the indicator says, from the switch and the scheduler's status. */
-type SyncIndicator = "synced" | "pending" | "syncing" | "offline" | "error" | "refused" | "waiting";
+type SyncIndicator = "synced" | "pending" | "syncing" | "offline" | "error" | "refused" | "full" | "waiting";
 
 /** The indicator's state: the switch first, then what the scheduler reports. */
 function indicatorOf(offline: boolean, status: DeviceSync["status"]): SyncIndicator {
   if (offline || status.state === "offline") return "offline";
   if (status.state === "refused") return "refused";
+  if (status.state === "storage-full") return "full";
   if (status.state === "retrying") return "error";
   if (status.state === "syncing") return "syncing";
   if (status.pending > 0) return "pending";
   return status.lastSuccessAt === null ? "waiting" : "synced";
 }
+
+/** What the problem line says first, where the indicator has its own words. */
+const PROBLEMS: Partial<Record<SyncIndicator, string>> = {
+  refused: "The server refused this device",
+  // Nothing is retried until "Sync now" or a local change (docs/SYNC.md "Background sync in the browser").
+  full: "This browser's storage for the page is full: delete or archive sessions, then Sync now",
+};
 
 /** Builds the indicator in `#sync-panel` and keeps it up to date with `sync`. */
 export function mountSyncPanel(app: App, sync: DeviceSync, device: string | undefined): void {
@@ -82,6 +90,7 @@ export function mountSyncPanel(app: App, sync: DeviceSync, device: string | unde
       offline: status.pending > 0 ? `Offline · ${status.pending} pending` : "Offline",
       error: "Error",
       refused: "Refused",
+      full: "Storage full",
       waiting: "Not synced yet",
     }[indicator];
     const last = status.lastSuccessAt === null ? "never synced" : `last synced ${new Date(status.lastSuccessAt).toLocaleTimeString()}`;
@@ -96,7 +105,7 @@ export function mountSyncPanel(app: App, sync: DeviceSync, device: string | unde
     const error = status.lastError;
     problem.hidden = !error || indicator === "offline";
     problem.textContent = error
-      ? `${indicator === "refused" ? "The server refused this device" : "The last sync failed"}: ${error.message}${
+      ? `${PROBLEMS[indicator] ?? "The last sync failed"}: ${error.message}${
         status.nextAttemptAt && indicator === "error" ? ` (next try ${new Date(status.nextAttemptAt).toLocaleTimeString()})` : ""
       }`
       : "";

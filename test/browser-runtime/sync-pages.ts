@@ -40,9 +40,13 @@ const pushes = {
   },
 };
 
-/** The handler, counting the messages of every push request before it runs. */
+/** Every request the sync server was sent (pull, read, push…). */
+const served = { requests: 0 };
+
+/** The handler, counting every request, and the messages of every push request, before it runs. */
 function countingPushes(handler: (request: Request) => Promise<Response>): (request: Request) => Promise<Response> {
   return async (request) => {
+    served.requests++;
     if (request.method === "POST" && new URL(request.url).pathname.endsWith("/push")) {
       const body = (await request.clone().json().catch(() => ({}))) as { mutations?: { messages?: { message_id: string }[] }[] };
       for (const mutation of body.mutations ?? []) {
@@ -125,9 +129,17 @@ export function runBrowserSyncPages(
     say(ref: string, text: string): Promise<string>;
     texts(ref: string): Promise<string[]>;
     refs(): Promise<string[]>;
+    syncNow(): Promise<void>;
     forks: { ref: string; forked_as: string; at_sequence: number }[];
     states: string[];
-    status(): { state: string; online: boolean; pending: number; lastSuccessAt: number | null; lastError: { message: string; code: string } | null };
+    status(): {
+      state: string;
+      online: boolean;
+      pending: number;
+      lastSuccessAt: number | null;
+      lastError: { message: string; code: string } | null;
+      nextAttemptAt: number | null;
+    };
   };
 
   const say = (device: Device, text: string) => device.page.evaluate(([ref, t]) => (window as unknown as { sync: Fixture }).sync.say(ref!, t!), [REF, text]);
@@ -188,7 +200,7 @@ export function runBrowserSyncPages(
       }
     }, 90_000);
 
-    it("a pull into a full quota (set by the DevTools protocol) is a StorageFullError; nothing half-written, and it completes once there is room", async () => {
+    it("a full quota (DevTools protocol): a pull is a StorageFullError, nothing half-written; no retry until syncNow(), then it completes", async () => {
       const laptop = await openDevice("laptop-full");
       const context = await browser!.newContext();
       try {
@@ -201,9 +213,15 @@ export function runBrowserSyncPages(
         const texts = [1, 2, 3, 4].map(() => randomBytes(75_000).toString("base64"));
         for (const text of texts) await laptop.page.evaluate(([r, t]) => (window as unknown as { sync: Fixture }).sync.say(r!, t!), [REF_FULL, text]);
         await synced(laptop);
+        // From here the phone alone talks to the server.
+        await laptop.context.close();
 
-        const lastError = () => phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.status().lastError);
-        await expect.poll(lastError, { timeout: 20_000, interval: 100 }).toMatchObject({ code: "storage-full" });
+        const status = () => phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.status());
+        const lastError = async () => (await status()).lastError;
+        await phone.page.waitForFunction(() => (window as unknown as { sync: Fixture }).sync.status().state === "storage-full", null, { timeout: 20_000 });
+        const requestsWhenFull = served.requests;
+        // Nothing scheduled: no retry (the fixture's backoff is 100 ms), no interval (500 ms).
+        expect(await status()).toMatchObject({ state: "storage-full", nextAttemptAt: null, lastError: { code: "storage-full" } });
         // (Which write is refused depends on the parts the pull got to; the message names the store's file.)
         expect((await lastError())!.message).toMatch(/IndexedDB \w+ of ".*" failed: the origin's storage quota is exhausted; nothing was written$/);
         // Of this session the store holds nothing, or the messages of the parts that fitted, in order.
@@ -211,7 +229,10 @@ export function runBrowserSyncPages(
         expect([held.length < texts.length, held]).toEqual([true, texts.slice(0, held.length)]);
 
         await cdp.send("Storage.overrideQuotaForOrigin", { origin: baseUrl });
-        await expect.poll(() => textsOn(phone, REF_FULL), { timeout: 20_000, interval: 100 }).toEqual(texts);
+        expect([served.requests, (await status()).state]).toEqual([requestsWhenFull, "storage-full"]);
+        // The user freed space; the host's syncNow() completes the pull.
+        await phone.page.evaluate(() => (window as unknown as { sync: Fixture }).sync.syncNow());
+        expect(await textsOn(phone, REF_FULL)).toEqual(texts);
         await synced(phone);
         expect(problems).toEqual([]);
       } finally {

@@ -5,7 +5,7 @@
  * middle of a push, backoff with a fake clock, status transitions, a fork event, and the
  * window's `online`/`offline` events.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type CommitNotice, MemoryStorage, type RemovalNotice, type Session, Sessions } from "../../core/mod.ts";
 import {
   type BackgroundSync,
@@ -90,6 +90,23 @@ class FakeTimers implements SyncTimers {
   }
 }
 
+/**
+ * IndexedDB with `room` bytes left for files, as an origin's quota: a file chunk's `put`
+ * past it throws the browser's `QuotaExceededError` (fake-indexeddb has no quota; the real
+ * one is test/browser-runtime/sync-pages.ts's); `free()` lifts it.
+ */
+function quotaWithRoom(room: number): { free(): void } {
+  const put = IDBObjectStore.prototype.put;
+  let used = 0;
+  const spy = vi.spyOn(IDBObjectStore.prototype, "put").mockImplementation(function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+    const size = value instanceof Uint8Array ? value.byteLength : 0;
+    if (used + size > room) throw new DOMException("simulated: the origin's storage quota is exhausted", "QuotaExceededError");
+    used += size;
+    return put.call(this, value, key);
+  });
+  return { free: () => spy.mockRestore() };
+}
+
 /** Resolves with the first status (now or later) that satisfies `predicate`. */
 function statusWhere(sync: BackgroundSync, predicate: (status: SyncStatus) => boolean): Promise<SyncStatus> {
   if (predicate(sync.status)) return Promise.resolve(sync.status);
@@ -106,6 +123,8 @@ function statusWhere(sync: BackgroundSync, predicate: (status: SyncStatus) => bo
 interface Server {
   readonly storage: MemoryStorage;
   readonly pushed: number[][];
+  /** The route of every request that reached the server (`pull`, `read`, `push`…), in order. */
+  readonly requests: string[];
   /** `fail`: the next pushes are refused by the network before they reach the server (a TypeError, as fetch throws). */
   remote(options?: { fail?: () => boolean; afterPush?: (numbers: number[]) => Promise<void> }): SyncRemote;
 }
@@ -115,6 +134,7 @@ const stores: { close(): Promise<void> }[] = [];
 const running: BackgroundSync[] = [];
 
 afterEach(async () => {
+  vi.restoreAllMocks();
   for (const sync of running.splice(0)) await sync.stop();
   for (const store of stores.splice(0)) await store.close();
   await loopback?.close();
@@ -126,9 +146,11 @@ async function startServer(): Promise<Server> {
   loopback = await serveFetchHandler(withCors(createSyncHandler({ storage, authorize, basePath: "/sync" })));
   const url = `${loopback.url}/sync`;
   const pushed: number[][] = [];
+  const requests: string[] = [];
   return {
     storage,
     pushed,
+    requests,
     remote: (options = {}) =>
       httpRemote({
         url,
@@ -139,6 +161,7 @@ async function startServer(): Promise<Server> {
           const push = input.endsWith("/push");
           const numbers = push ? (JSON.parse(init.body) as { mutations: Mutation[] }).mutations.map((m) => m.number) : [];
           if (push) pushed.push(numbers);
+          requests.push(input.slice(input.lastIndexOf("/") + 1));
           const response = await fetch(input, init);
           if (push) await options.afterPush?.(numbers);
           return response;
@@ -300,6 +323,50 @@ describe("background sync over IndexedDB and a real HTTP server", () => {
     expect(refused.lastError).toMatchObject({ code: "unauthorized" });
     expect(timers.nextDelay).toBeUndefined();
     expect(server.pushed).toEqual([]);
+  });
+
+  it("a pull into a full store stops retrying (storage-full) until syncNow(); a local commit is still pushed; it completes once there is room", async () => {
+    const server = await startServer();
+    const laptop = device();
+    const texts = ["1", "2", "3", "4"].map((digit) => digit.repeat(30_000));
+    await say(await laptop.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "big" }), ...texts);
+    await start(laptop.sessions, server.remote(), new FakeTimers()).syncNow();
+
+    const phone = device();
+    const quota = quotaWithRoom(40_000);
+    const sync = startSyncScheduler({ local: phone.sessions, remote: server.remote(), timers, clock: () => timers.now, random: () => 0.5, debounceMs: 10 });
+    running.push(sync);
+    timers.fireNext();
+    const full = await statusWhere(sync, (s) => s.lastError !== null && s.state !== "syncing");
+    expect(full).toMatchObject({ state: "storage-full", nextAttemptAt: null, failures: 1, lastError: { code: "storage-full" } });
+    expect(server.requests).toContain("read"); // the pull downloaded the session, and could not write it
+    // Nothing scheduled: no retry, no interval (the default 30 s); and a network that comes back does not free space.
+    expect(timers.nextDelay).toBeUndefined();
+    sync.setOnline(false);
+    sync.setOnline(true);
+    expect(sync.status).toMatchObject({ state: "storage-full", online: true, nextAttemptAt: null });
+    expect(timers.nextDelay).toBeUndefined();
+
+    // A local commit (small: it fits) is pushed: a push comes before the pull, which is refused again.
+    const own = await phone.sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "phone" });
+    await say(own, "written while full");
+    const before = server.requests.length;
+    sync.trigger();
+    expect(timers.nextDelay).toBe(10);
+    timers.fireNext();
+    const still = await statusWhere(sync, (s) => s.state === "storage-full" && s.failures === 2);
+    expect(still).toMatchObject({ pending: 0, nextAttemptAt: null, lastError: { code: "storage-full" } });
+    expect(server.requests.slice(before)).toContain("push");
+    expect(await serverIds(server, "a1/w-alice/phone")).toEqual(own.active.map((m) => m.message_id));
+    expect(timers.nextDelay).toBeUndefined();
+
+    // The user freed space and the host asks again.
+    quota.free();
+    const report = await sync.syncNow();
+    expect(report?.pulled).toBe(texts.length);
+    expect(sync.status).toMatchObject({ state: "idle", failures: 0, lastError: null });
+    const pulled = await phone.sessions.open("a1/w-alice/big");
+    expect(pulled.active.map((m) => m.parts.map((part) => ("text" in part ? part.text : "")).join(""))).toEqual(texts);
   });
 
   it("a store closed under it stops it: nothing scheduled, the status says why", async () => {

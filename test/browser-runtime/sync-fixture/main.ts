@@ -42,4 +42,9 @@ async function refs(): Promise<string[]> {
   return (await browser.sessions.list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
 }
 
-Object.assign(window, { sync: { ready: true, say, texts, refs, forks, states, status: () => sync.status } });
+/** A sync now (the host's "Sync now"); resolves with nothing once it ended. */
+async function syncNow(): Promise<void> {
+  await sync.syncNow();
+}
+
+Object.assign(window, { sync: { ready: true, say, texts, refs, syncNow, forks, states, status: () => sync.status } });
