@@ -6,7 +6,15 @@
  * @module
  */
 
-/** The `BroadcastChannel` the timed storage worker posts one {@linkcode ReadManyTiming} on per `readMany`. */
+/**
+ * The `BroadcastChannel` the timed storage worker posts one {@linkcode ReadManyTiming} on per `readMany`.
+ *
+ * @example
+ * ```ts
+ * const timings = new BroadcastChannel(READ_MANY_TIMINGS);
+ * timings.onmessage = (event: MessageEvent<ReadManyTiming>) => console.log(`IndexedDB ${event.data.idbMs} ms`);
+ * ```
+ */
 export const READ_MANY_TIMINGS = "sessionfold-bench:read-many";
 
 /** One `readMany` as the storage worker ran it (ms, the worker's clock). */

@@ -63,8 +63,9 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   /**
    * Fresh-page opens of each size in a flatness batch, and reads of its floor (fresh workers of
    * one fresh page): a batch's ratio of two single samples spread too widely to resolve the
-   * row (test/bench/notes.md, the chromium flatness row). A page costs about 1 s at a load of 2
-   * (4 at a load of 10), a floor read about 0.1 s; 3 and 6 add about 60 pages to a full run.
+   * row (test/bench/notes.md, the chromium flatness row). The floor's reads share one page a
+   * batch, so 6 cost little; each open costs a page, so 3: a full run's flatness batches are 195
+   * pages where they were 135, about 5 more minutes where a page takes 5 s (load 10–16).
    */
   const openSamples = 3;
   const floorSamples = 6;
@@ -83,6 +84,9 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   /** The same open's steps, in a third fresh page beside it in every flatness batch. */
   const steps = new Map<number, OpenSteps[]>(sizes.map((n) => [n, []]));
   const breakdowns = new Map<number, string>();
+  /** A batch's pages: every size's opens and steps page, and one floor page. */
+  const flatnessPages = flatnessReps * (sizes.length * (openSamples + 1) + 1);
+  let flatnessSeconds = 0;
   await withBenchPage(ctx, "case 1", async (page) => {
     // Every size is seeded first, then measured round-robin: IndexedDB's own background work
     // after a large write, and drift in the load of this shared machine, fall on every size alike.
@@ -122,11 +126,10 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       ];
       for (let k = 0; k < blocks.length; k++) await blocks[(k + rep) % blocks.length]!();
     }
+    flatnessSeconds = (performance.now() - flatnessFrom) / 1000;
     ctx.log(
-      `case 1 (chromium): the flatness batches, ${
-        flatnessReps * sizes.length * (openSamples + 1) + flatnessReps
-      } pages (${openSamples} opens a size a batch, ${floorSamples} floor reads a size in one page a batch, a steps page a size), took ${
-        ((performance.now() - flatnessFrom) / 1000).toFixed(1)
+      `case 1 (chromium): the flatness batches, ${flatnessPages} pages (${openSamples} opens a size a batch, ${floorSamples} floor reads a size in one page a batch, a steps page a size), took ${
+        flatnessSeconds.toFixed(1)
       } s`,
     );
     for (let rep = 0; rep < reps; rep++) {
@@ -251,7 +254,11 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       `timer: performance.now() in ${isolated ? "cross-origin isolated" : "not cross-origin isolated"} pages, its step measured there ${
         timerStep.toFixed(1)
       } µs (median); ` +
-      `a freshly loaded page per open, ${openSamples} a size in every batch (their median the batch's figure); every size compacted (Active ${COMPACTED_ACTIVE_SIZE} messages, a segment whose footer the open reads), in the same database as the size's own history and its plain copy, its batches before those are read, ` +
+      `a freshly loaded page per open, ${openSamples} a size in every batch (their median the batch's figure); the batches' ${flatnessPages} pages took ${
+        flatnessSeconds.toFixed(0)
+      } s (${
+        flatnessReps * sizes.length * 3
+      } with one open and one floor page a size a batch); every size compacted (Active ${COMPACTED_ACTIVE_SIZE} messages, a segment whose footer the open reads), in the same database as the size's own history and its plain copy, its batches before those are read, ` +
       `per-batch ratio ${spreadText(r)}, ${batchesToResolve(r, 1.1)} batches at this spread would tell it from 1.1; medians ${
         sizes.map((n) => `n=${sizeLabel(n)}: ${median(openMs(n)).toFixed(2)} ms`).join(", ")
       }; ${floorText}; ${stepsText}; ` +
