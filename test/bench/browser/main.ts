@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { Sessions } from "../../../core/mod.ts";
-import { openBrowserSessions } from "../../../runtime-browser/mod.ts";
+import { Sessions, storageForKeys } from "../../../core/mod.ts";
+import { openBrowserSessions, PageStorage, WorkerIndexedDbStorage } from "../../../runtime-browser/mod.ts";
 import { IndexedDbStorage } from "../../../runtime-browser/indexeddb-storage.ts";
 import { catalogSnapshots } from "../../../runtime-browser/indexeddb-records.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
@@ -18,6 +18,7 @@ import { BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, COMPACTED_REF, writeP
 import { contextFromPlainJsonl } from "../lib/plain-jsonl.ts";
 import { LIST_AGENT, LIST_WORKSPACE, listFixtureMeta, withoutCatalog } from "../lib/list-fixture.ts";
 import { type OpenFloorTiming, timeOpenFloor } from "./open-floor.ts";
+import { READ_MANY_TIMINGS, type ReadManyTiming } from "./read-many-timing.ts";
 
 /** The key of the plain JSONL copy of the history (outside every session folder). */
 const PLAIN = "plain/history.jsonl";
@@ -34,11 +35,15 @@ interface OpenTiming {
   summaryChars: number;
 }
 
-/** A first open's time split by `timedStorage`: waiting on storage, and the rest. */
+/** A first open's time split by `timedStorage`: waiting on storage, and the rest; its `readMany` split by the storage worker. */
 export interface OpenSteps {
   ms: number;
   waitingMs: number;
   outsideMs: number;
+  /** The open's one `readMany`, from the page's call to its answer on the page. */
+  readManyMs: number;
+  /** The same `readMany` inside the storage worker (browser/idb-timed-worker.ts): the store's call, and its IndexedDB transaction alone. */
+  inWorker: ReadManyTiming;
 }
 
 /** The timer's resolution in effect: the median of 20 steps between successive distinct readings of `performance.now()`. */
@@ -109,29 +114,53 @@ const bench = {
     }
   },
 
-  /** Times the floor of the compacted open: its storage reads with raw IndexedDB in a bare worker (`open-floor.ts`). */
-  openFloor(dbName: string): Promise<OpenFloorTiming> {
-    return timeOpenFloor(dbName, COMPACTED_REF);
-  },
-
   /**
    * The first open + compose of the compacted history in a freshly loaded page, as `open`
    * times it, through a timing wrapper of the store (`openBreakdown`'s): how much of it the
    * page waited on storage (the open's `readMany`, through the worker) and how much it spent
-   * outside storage (the open's code, first-call compiles included).
+   * outside storage (the open's code, first-call compiles included). The store is
+   * `openBrowserSessions`' (a `PageStorage` over the worker's port, opened as it opens it
+   * before the clock), its worker browser/idb-timed-worker.ts, which times the same
+   * `readMany`'s IndexedDB transaction inside the worker.
    */
   async openSteps(dbName: string): Promise<OpenSteps> {
-    const browser = await openBrowserSessions({ dbName, channel: false });
+    const inWorker: ReadManyTiming[] = [];
+    const timings = new BroadcastChannel(READ_MANY_TIMINGS);
+    let posted: () => void = () => undefined;
+    timings.onmessage = (event: MessageEvent<ReadManyTiming>) => {
+      inWorker.push(event.data);
+      posted();
+    };
+    const inner = new WorkerIndexedDbStorage({
+      dbName,
+      worker: () => new Worker(new URL("./idb-timed-worker.ts", import.meta.url), { type: "module" }),
+    });
     try {
-      const timed = timedStorage(browser.storage);
+      // As openBrowserSessions opens the store before it returns: the database listed, then whether it is encrypted.
+      const page = new PageStorage(inner);
+      await page.list("");
+      const timed = timedStorage(await storageForKeys(page, undefined));
       const sessions = new Sessions({ storage: timed.storage });
       const t0 = performance.now();
       (await sessions.open(COMPACTED_REF)).compose(BENCH_PROVIDER);
-      const { totalMs, waitingMs, outsideMs } = timed.measure(performance.now() - t0, 1);
-      return { ms: totalMs, waitingMs, outsideMs };
+      const { totalMs, waitingMs, outsideMs, calls } = timed.measure(performance.now() - t0, 1);
+      const readMany = [...calls].filter(([label]) => label.startsWith("readMany("));
+      if (readMany.length !== 1) throw new Error(`the open made ${readMany.length} readMany calls (${[...calls.keys()].join(", ")}), not one`);
+      // The worker posts its timing as its answer goes out; the two travel apart, so wait for the post.
+      if (inWorker.length === 0) await new Promise<void>((resolve) => posted = resolve);
+      if (inWorker.length !== 1) throw new Error(`the storage worker timed ${inWorker.length} readMany calls, not one`);
+      return { ms: totalMs, waitingMs, outsideMs, readManyMs: readMany[0]![1], inWorker: inWorker[0]! };
     } finally {
-      await browser.close();
+      timings.close();
+      await inner.close();
     }
+  },
+
+  /** Times the floor of the compacted open in each of `dbNames` in turn, each in a fresh bare worker of this page (`open-floor.ts`). */
+  async openFloors(dbNames: readonly string[]): Promise<OpenFloorTiming[]> {
+    const found: OpenFloorTiming[] = [];
+    for (const dbName of dbNames) found.push(await timeOpenFloor(dbName, COMPACTED_REF));
+    return found;
   },
 
   /** Times reading the plain JSONL copy whole through the same storage and taking the next model input from it. */
