@@ -188,6 +188,8 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
   const perBatch = (hiMs: readonly number[], loMs: readonly number[]) => hiMs.map((ms, i) => ms / loMs[i]!);
   // sessionfold's per-batch ratio over its floor's in the same batch: the flatness the platform's reads do not explain.
   const overFloor = pairedRatio(perBatch(openMs(hi), openMs(lo)), perBatch(floorMs(hi), floorMs(lo)));
+  // The bound: the smallest open plus only what the platform's reads add at the largest size, batch by batch.
+  const floorBound = pairedRatio(openMs(lo).map((ms, i) => ms + floorMs(hi)[i]! - floorMs(lo)[i]!), openMs(lo));
   const floorText =
     `the floor (the open's reads with raw IndexedDB, each by a fresh bare worker, ${floorSamples} a size in a fresh page of each batch, the same timer: ${
       floor.get(lo)![0]![0]!.files
@@ -199,7 +201,11 @@ export async function browserCase(ctx: CaseContext): Promise<void> {
       batchesToResolve(overFloor, 1)
     } batches at this spread would tell it from 1; sessionfold / floor per batch n=${sizeLabel(lo)}: ${spreadText(pairedRatio(openMs(lo), floorMs(lo)))}, n=${
       sizeLabel(hi)
-    }: ${spreadText(pairedRatio(openMs(hi), floorMs(hi)))}`;
+    }: ${spreadText(pairedRatio(openMs(hi), floorMs(hi)))}; bound: the n=${sizeLabel(lo)} open plus the floor's growth in the same batch, (open n=${
+      sizeLabel(lo)
+    } + floor n=${sizeLabel(hi)} − floor n=${sizeLabel(lo)}) / open n=${sizeLabel(lo)}: ${spreadText(floorBound)}, ${
+      batchesToResolve(floorBound, 1.1)
+    } batches at this spread would tell it from 1.1`;
   /** The open's steps, and its `readMany` split: inside IndexedDB's transaction, the store's own code in the worker, the hop (the rest of the round trip). */
   const stepOf = {
     waitingMs: (t: OpenSteps) => t.waitingMs,
