@@ -231,6 +231,7 @@ describe("a folder the user may not write in: invalid-input naming it, permissio
   // Root may write in any folder: as root the commands run as nobody (uid 65534), who owns the store but not the folder.
   const user: ChildUser | undefined = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 
+  // Four real processes, each loading the CLI: on a loaded machine that alone can take most of the default 30 s.
   it("export (a file, and a DeepCode stream under its lock) and keygen, in real processes; nothing is written", async () => {
     const dir = await tempDir();
     await chmod(dir, 0o755);
@@ -256,7 +257,7 @@ describe("a folder the user may not write in: invalid-input naming it, permissio
       });
     }
     expect(await readdir(readOnly)).toEqual([]);
-  });
+  }, 120_000);
 });
 
 describe("a write the system refuses after the check", () => {

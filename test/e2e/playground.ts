@@ -63,7 +63,8 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
   let log = "";
   preview.stdout!.on("data", (chunk: Buffer) => (log += chunk.toString()));
   preview.stderr!.on("data", (chunk: Buffer) => (log += chunk.toString()));
-  await until("vite preview to answer", async () => (await fetch(url).catch(() => undefined))?.ok === true, 20_000);
+  // A deadline for an event, not a time the test relies on: a loaded machine starts vite in tens of seconds.
+  await until("vite preview to answer", async () => (await fetch(url).catch(() => undefined))?.ok === true, 120_000);
   return {
     url,
     store,
