@@ -31,6 +31,6 @@ export { appendUIMessages, type AppendUIMessagesOptions, type SessionfoldUIMetad
 export { storedUsage } from "./usage.ts";
 export { isContextLengthRefusal } from "./context-length.ts";
 export type { StoredProviderMetadata } from "./prompt.ts";
-export { modelFailureText, runToUIMessageStream, type UIMessageStreamOptions, uiMessageStreamResponse } from "./ui-stream.ts";
+export { modelFailureText, runToUIMessageStream, type RunToUIMessageStreamOptions, uiMessageStreamResponse } from "./ui-stream.ts";
 export type { HiddenFailureHook } from "../core/internal.ts";
 export { type ChatRoute, chatRoute, type ChatRouteOptions } from "./chat-route.ts";

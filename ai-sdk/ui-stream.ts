@@ -143,12 +143,12 @@ class UIChunkMapper {
  *
  * @example
  * ```ts
- * import type { UIMessageStreamOptions } from "sessionfold/ai-sdk";
+ * import type { RunToUIMessageStreamOptions } from "sessionfold/ai-sdk";
  *
- * const options: UIMessageStreamOptions = { onError: (error) => (error instanceof Error ? error.message : String(error)) };
+ * const options: RunToUIMessageStreamOptions = { onError: (error) => (error instanceof Error ? error.message : String(error)) };
  * ```
  */
-export interface UIMessageStreamOptions {
+export interface RunToUIMessageStreamOptions {
   /**
    * The text of the `error` chunk a failed run ends with, as the AI SDK's own `onError` of
    * `toUIMessageStream` (whose default says only "An error occurred." so that the server's
@@ -178,7 +178,7 @@ export function modelFailureText(error: unknown): string | undefined {
   return undefined;
 }
 
-const UI_MESSAGE_STREAM_FIELDS: KnownFields<UIMessageStreamOptions> = { onError: true };
+const UI_MESSAGE_STREAM_FIELDS: KnownFields<RunToUIMessageStreamOptions> = { onError: true };
 
 /** The default `onError` of {@linkcode runToUIMessageStream}: the model's failure as it is, anything else hidden. */
 const hiddenRunFailure = (error: unknown): string => modelFailureText(error) ?? hideFailure(error, "run failed", "UI message stream").message;
@@ -199,7 +199,7 @@ const hiddenRunFailure = (error: unknown): string => modelFailureText(error) ?? 
  * ```
  * @throws {InvalidInputError} when `options` is not an object, has a field it does not know, or an `onError` that is not a function.
  */
-export function runToUIMessageStream(run: RunHandle, options?: UIMessageStreamOptions): ReadableStream<UIMessageChunk> {
+export function runToUIMessageStream(run: RunHandle, options?: RunToUIMessageStreamOptions): ReadableStream<UIMessageChunk> {
   const where = "runToUIMessageStream(run, options)";
   const { onError } = knownOptions(options ?? {}, where, UI_MESSAGE_STREAM_FIELDS);
   assertFields({ onError }, where, { onError: "function" });
