@@ -220,10 +220,10 @@ function failure(error: unknown, chatId: string, request: Request, onError: Hidd
   if (error instanceof SessionBusyError || error instanceof WriterLockedError) {
     return problem(409, `chat ${JSON.stringify(chatId)} is busy: another writer holds its session; try again later`);
   }
-  return problem(500, hideFailure(error, "chat request failed", "chat route", request, onError).message);
+  return problem(500, hideFailure(error, "chat request failed", "chat route", { request, onError }).message);
 }
 
 /** A failed reply's error chunk: the model's failure as it is ({@linkcode modelFailureText}); anything else says only its id. */
 function replyFailureText(error: unknown, request: Request, onError: HiddenFailureHook | undefined): string {
-  return modelFailureText(error) ?? hideFailure(error, "chat reply failed", "chat route", request, onError).message;
+  return modelFailureText(error) ?? hideFailure(error, "chat reply failed", "chat route", { request, onError }).message;
 }

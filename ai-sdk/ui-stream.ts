@@ -201,9 +201,9 @@ const hiddenRunFailure = (error: unknown): string => modelFailureText(error) ?? 
  */
 export function runToUIMessageStream(run: RunHandle, options?: RunToUIMessageStreamOptions): ReadableStream<UIMessageChunk> {
   const where = "runToUIMessageStream(run, options)";
-  const { onError } = knownOptions(options ?? {}, where, UI_MESSAGE_STREAM_FIELDS);
-  assertFields({ onError }, where, { onError: "function" });
-  const iterator = uiChunks(run, onError ?? hiddenRunFailure)[Symbol.asyncIterator]();
+  const checked = knownOptions(options ?? {}, where, UI_MESSAGE_STREAM_FIELDS);
+  assertFields(checked, where, { onError: "function" });
+  const iterator = uiChunks(run, checked.onError ?? hiddenRunFailure)[Symbol.asyncIterator]();
   return new ReadableStream<UIMessageChunk>({
     async pull(controller) {
       const next = await iterator.next();

@@ -113,7 +113,7 @@ export function fetchRequestListener(
       },
       (error: unknown) => {
         // The handler answers its own errors; this is a bug in it, still answered, its message kept from the client.
-        const { message } = hideFailure(error, "the fetch handler failed", "fetch listener", request);
+        const { message } = hideFailure(error, "the fetch handler failed", "fetch listener", { request });
         if (res.headersSent) return;
         res.writeHead(500, { "content-type": "text/plain" });
         res.end(message);

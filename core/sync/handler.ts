@@ -135,7 +135,7 @@ export function createSyncHandler(options: SyncHandlerOptions): (request: Reques
     } catch (error) {
       if (error instanceof SyncRefusedError) return json(error.status, { v: SYNC_PROTOCOL_VERSION, error: errorBody(error) });
       // Not a refusal: the server's own failure, whose message may name its files or another user's session.
-      const { id, message } = hideFailure(error, "sync request failed", "sync handler", request, options.onError);
+      const { id, message } = hideFailure(error, "sync request failed", "sync handler", { request, onError: options.onError });
       return json(500, { v: SYNC_PROTOCOL_VERSION, error: { reason: "internal", message, id } });
     }
   };

@@ -25,13 +25,16 @@ export type HiddenFailureHook = (error: SessionfoldError, context: { readonly id
 
 /**
  * Reports `error` (typed as a {@linkcode SessionfoldError}, `failed` its message when it is
- * not one) under a new id to `onError`, or without one to `console.error`, once; gives the id
- * and the message its client is answered. `source` names what failed in the console's line;
- * `request` is the one being answered, when there is one (a hook hears only those).
+ * not one) under a new id to `served.onError`, or without one to `console.error`, once; gives
+ * the id and the message its client is answered. `source` names what failed in the console's
+ * line; `served` is the request being answered, when there is one, with its host's hook (a hook
+ * hears only a request's failures, so it comes with the request).
  *
  * @example
  * ```ts
- * const failure = hideFailure(new Error("EIO: i/o error, read '/srv/store/x'"), "sync request failed", "sync handler", new Request("http://localhost/pull"));
+ * const failure = hideFailure(new Error("EIO: i/o error, read '/srv/store/x'"), "sync request failed", "sync handler", {
+ *   request: new Request("http://localhost/pull"),
+ * });
  * console.log(failure.message); // "internal error (id err_…)": the path went to console.error only
  * ```
  */
@@ -39,18 +42,20 @@ export function hideFailure(
   error: unknown,
   failed: string,
   source: string,
-  request?: Request,
-  onError?: HiddenFailureHook,
+  served?: { readonly request: Request; readonly onError?: HiddenFailureHook | undefined },
 ): { readonly id: string; readonly message: string } {
   const whole = asSessionfoldError(error, failed);
   const id = newId("err");
   const reportFailureOfHook = (hookError: unknown) => console.error(`sessionfold ${source}: onError failed while reporting ${id}:`, hookError, whole);
   try {
-    if (onError && request) {
+    if (served?.onError) {
       // A hook may be async: its rejection is reported like its throw, never left unhandled.
-      const result: unknown = onError(whole, { id, request });
+      const result: unknown = served.onError(whole, { id, request: served.request });
       if (result instanceof Promise) result.catch(reportFailureOfHook);
-    } else console.error(`sessionfold ${source}: ${request ? `${request.method} ${request.url} ` : ""}failed (id ${id}):`, whole);
+    } else {
+      const request = served ? `${served.request.method} ${served.request.url} ` : "";
+      console.error(`sessionfold ${source}: ${request}failed (id ${id}):`, whole);
+    }
   } catch (hookError) {
     reportFailureOfHook(hookError);
   }
