@@ -72,21 +72,25 @@ export function toBase64(bytes: Uint8Array): string {
 
 /**
  * The bytes of a base64 string, or `undefined` when it is not valid base64 (`atob`, native,
- * is the fastest decoder everywhere).
+ * is the fastest decoder everywhere), in an array `allocate` gives (a new one by default; an
+ * envelope's ciphertext, read once, goes into `transientBytes`).
  *
  * @example
  * ```ts
  * fromBase64("AQID"); // Uint8Array [1, 2, 3]
  * ```
  */
-export function fromBase64(text: string): Uint8Array<ArrayBuffer> | undefined {
+export function fromBase64(
+  text: string,
+  allocate: (length: number) => Uint8Array<ArrayBuffer> = (length) => new Uint8Array(length),
+): Uint8Array<ArrayBuffer> | undefined {
   let binary: string;
   try {
     binary = atob(text);
   } catch {
     return undefined;
   }
-  const bytes = new Uint8Array(binary.length);
+  const bytes = allocate(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }

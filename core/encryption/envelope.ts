@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { transientBytes, transientUtf8 } from "../storage/transient-bytes.ts";
 import { base64Into, base64Length, fromBase64 } from "./base64.ts";
 
 /** The `sealed` field's value: the envelope version this reader writes and accepts. */
@@ -57,7 +58,9 @@ const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
  * (or throws) when authentication fails. WebCrypto's by default
  * ({@linkcode webCryptoAesGcm}); a runtime may give one that computes the same function
  * faster (the Node runtime: `node:crypto`, one synchronous call per record instead of a job
- * on the thread pool), so every replica reads what any other wrote.
+ * on the thread pool), so every replica reads what any other wrote. Its byte arguments may
+ * be views of one buffer shared with other short-lived arrays: a cipher reads them and never
+ * writes into or transfers them (WebCrypto and `node:crypto` copy what they read).
  *
  * @example
  * ```ts
@@ -134,8 +137,17 @@ function freshNonce(): Uint8Array<ArrayBuffer> {
  * field name with its value in a fixed order, so the same envelope always gives the same bytes.
  */
 function associatedData(place: SealPlace, key: string, clear: Readonly<Record<string, unknown>>, fields: ClearFields): Uint8Array<ArrayBuffer> {
-  const pairs = fields.filter((name) => clear[name] !== undefined).map((name) => [name, clear[name]]);
-  return new Uint8Array(utf8.encode(JSON.stringify(["sessionfold-sealed", SEALED_VERSION, place.session, place.file, key, pairs])));
+  // `JSON.stringify(["sessionfold-sealed", 1, session, file, key, [[name, value], …]])` written out, the same bytes
+  // without the arrays: every line of every encrypted read and write pays for it.
+  let text = `["sessionfold-sealed",${SEALED_VERSION},${JSON.stringify(place.session)},${JSON.stringify(place.file)},${JSON.stringify(key)},[`;
+  let pairs = 0;
+  for (const name of fields) {
+    const value = clear[name];
+    if (value === undefined) continue;
+    // In an array JSON writes `null` for what it cannot write (a function); at the top level it gives `undefined`.
+    text += `${pairs++ === 0 ? "" : ","}[${JSON.stringify(name)},${JSON.stringify(value) ?? "null"}]`;
+  }
+  return transientUtf8(`${text}]]`);
 }
 
 /**
@@ -180,12 +192,15 @@ export async function sealBytes(
 ): Promise<Uint8Array> {
   const nonce = freshNonce();
   const additionalData = associatedData(place, key, clear, fields);
-  const data = await cipher.encrypt(dataKey, nonce, new Uint8Array(plaintext), additionalData);
+  // A copy, since the cipher's parameter is an ArrayBuffer's bytes and `plaintext` may be any view.
+  const copy = transientBytes(plaintext.length);
+  copy.set(plaintext);
+  const data = await cipher.encrypt(dataKey, nonce, copy, additionalData);
   const ordered: Record<string, unknown> = { sealed: SEALED_VERSION };
   for (const name of fields) if (clear[name] !== undefined) ordered[name] = clear[name];
   ordered.key = key;
   // `{"sealed":1,…,"key":"…"` then `,"nonce":"…","data":"…"}`: the same bytes JSON.stringify gives.
-  const head = utf8.encode(`${JSON.stringify(ordered).slice(0, -1)},"nonce":"`);
+  const head = transientUtf8(`${JSON.stringify(ordered).slice(0, -1)},"nonce":"`);
   const out = new Uint8Array(head.length + base64Length(nonce.length) + DATA_FIELD.length + base64Length(data.length) + ENVELOPE_END.length);
   out.set(head);
   let at = base64Into(nonce, out, head.length);
@@ -219,16 +234,18 @@ export function parseEnvelope(bytes: Uint8Array, fields: ClearFields): Envelope 
   if (object.sealed !== SEALED_VERSION) {
     return new EnvelopeRefusal(`sealed envelope version ${JSON.stringify(object.sealed)} is not supported (this reader knows ${SEALED_VERSION})`);
   }
-  const allowed = new Set(fields);
   for (const name of Object.keys(object)) {
-    if (!ENVELOPE_FIELDS.has(name) && !allowed.has(name)) return new EnvelopeRefusal(`field ${JSON.stringify(name.slice(0, 24))} may not be in the clear here`);
+    if (!ENVELOPE_FIELDS.has(name) && !fields.includes(name)) {
+      return new EnvelopeRefusal(`field ${JSON.stringify(name.slice(0, 24))} may not be in the clear here`);
+    }
   }
   const { key, nonce, data } = object;
   if (typeof key !== "string" || typeof nonce !== "string" || typeof data !== "string") {
     return new EnvelopeRefusal("sealed envelope without key, nonce or data");
   }
   const nonceBytes = fromBase64(nonce);
-  const dataBytes = fromBase64(data);
+  // Read once, by the cipher: cut from the shared slab, not an array of its own.
+  const dataBytes = fromBase64(data, transientBytes);
   if (!nonceBytes || nonceBytes.length !== 12 || !dataBytes || dataBytes.length < 16) {
     return new EnvelopeRefusal("sealed envelope with a malformed nonce or data");
   }
