@@ -61,10 +61,8 @@ export function transientUtf8(text: string): Uint8Array<ArrayBuffer> {
   // TextEncoder's bytes are always a fresh ArrayBuffer's, which the DOM's types do not say.
   if (text.length * 3 > LARGEST) return utf8.encode(text) as Uint8Array<ArrayBuffer>;
   // Into what the slab has left, or else into a fresh one (no room is set aside for the worst case).
-  let { read, written } = utf8.encodeInto(text, slab.subarray(used));
-  if (read < text.length) {
-    freshSlab();
-    ({ read, written } = utf8.encodeInto(text, slab));
-  }
-  return cut(written);
+  const { read, written } = utf8.encodeInto(text, slab.subarray(used));
+  if (read === text.length) return cut(written);
+  freshSlab();
+  return cut(utf8.encodeInto(text, slab).written);
 }

@@ -53,8 +53,8 @@ export function hideFailure(
       const result: unknown = served.onError(whole, { id, request: served.request });
       if (result instanceof Promise) result.catch(reportFailureOfHook);
     } else {
-      const request = served ? `${served.request.method} ${served.request.url} ` : "";
-      console.error(`sessionfold ${source}: ${request}failed (id ${id}):`, whole);
+      const what = served ? `${served.request.method} ${served.request.url} ` : "";
+      console.error(`sessionfold ${source}: ${what}failed (id ${id}):`, whole);
     }
   } catch (hookError) {
     reportFailureOfHook(hookError);
