@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { transientBytes, transientUtf8 } from "../storage/transient-bytes.ts";
+import { utf8Bytes } from "../schema/utf8.ts";
+import { transientBytes } from "../storage/transient-bytes.ts";
 import { base64Into, base64Length, fromBase64 } from "./base64.ts";
 
 /** The `sealed` field's value: the envelope version this reader writes and accepts. */
@@ -147,7 +148,7 @@ function associatedData(place: SealPlace, key: string, clear: Readonly<Record<st
     // In an array JSON writes `null` for what it cannot write (a function); at the top level it gives `undefined`.
     text += `${pairs++ === 0 ? "" : ","}[${JSON.stringify(name)},${JSON.stringify(value) ?? "null"}]`;
   }
-  return transientUtf8(`${text}]]`);
+  return utf8Bytes(`${text}]]`, transientBytes);
 }
 
 /**
@@ -200,7 +201,7 @@ export async function sealBytes(
   for (const name of fields) if (clear[name] !== undefined) ordered[name] = clear[name];
   ordered.key = key;
   // `{"sealed":1,…,"key":"…"` then `,"nonce":"…","data":"…"}`: the same bytes JSON.stringify gives.
-  const head = transientUtf8(`${JSON.stringify(ordered).slice(0, -1)},"nonce":"`);
+  const head = utf8Bytes(`${JSON.stringify(ordered).slice(0, -1)},"nonce":"`, transientBytes);
   const out = new Uint8Array(head.length + base64Length(nonce.length) + DATA_FIELD.length + base64Length(data.length) + ENVELOPE_END.length);
   out.set(head);
   let at = base64Into(nonce, out, head.length);

@@ -13,16 +13,22 @@ const scratch = new Uint8Array(SCRATCH_UNITS * 3);
 
 /**
  * The UTF-8 bytes of `text`, in a fresh array of their exact size (what `TextEncoder#encode`
- * gives). A short text is encoded into a scratch buffer and copied out: in Node,
- * `TextEncoder#encode` costs about 1 µs for a commit's few hundred bytes, `encodeInto` and a
- * copy half of that, and a commit encodes three (its line, `meta.json`, the lock record).
+ * gives), or in the array `allocate` gives for that size (an envelope's associated data goes
+ * into `transientBytes`). A short text is encoded into a scratch buffer and copied out: in
+ * Node, `TextEncoder#encode` costs about 1 µs for a commit's few hundred bytes, `encodeInto`
+ * and a copy half of that, and a commit encodes three (its line, `meta.json`, the lock record).
  *
  * @example
  * ```ts
  * utf8Bytes("é\n"); // Uint8Array [195, 169, 10]
  * ```
  */
-export function utf8Bytes(text: string): Uint8Array {
-  if (text.length > SCRATCH_UNITS) return encoder.encode(text);
-  return scratch.slice(0, encoder.encodeInto(text, scratch).written);
+export function utf8Bytes(text: string, allocate?: (length: number) => Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  // TextEncoder's bytes are always a fresh ArrayBuffer's, which the DOM's types do not say.
+  if (text.length > SCRATCH_UNITS) return encoder.encode(text) as Uint8Array<ArrayBuffer>;
+  const written = encoder.encodeInto(text, scratch).written;
+  if (!allocate) return scratch.slice(0, written);
+  const bytes = allocate(written);
+  bytes.set(scratch.subarray(0, written));
+  return bytes;
 }

@@ -16,7 +16,6 @@
 const SLAB_BYTES = 64 * 1024;
 /** Larger arrays get their own buffer: a slab holds at least two. */
 const LARGEST = SLAB_BYTES >>> 1;
-const utf8 = new TextEncoder();
 
 let slab = new Uint8Array(SLAB_BYTES);
 let used = 0;
@@ -46,23 +45,4 @@ export function transientBytes(length: number): Uint8Array<ArrayBuffer> {
   if (length > LARGEST) return new Uint8Array(length);
   if (used + length > SLAB_BYTES) freshSlab();
   return cut(length);
-}
-
-/**
- * The UTF-8 bytes of `text`, to be read and dropped (see the module doc).
- *
- * @example
- * ```ts
- * transientUtf8('["a",1]'); // Uint8Array of 7 bytes, a view of the shared slab
- * ```
- */
-export function transientUtf8(text: string): Uint8Array<ArrayBuffer> {
-  // At most 3 bytes a UTF-16 unit: a text that could need more than half a slab gets a buffer of its own.
-  // TextEncoder's bytes are always a fresh ArrayBuffer's, which the DOM's types do not say.
-  if (text.length * 3 > LARGEST) return utf8.encode(text) as Uint8Array<ArrayBuffer>;
-  // Into what the slab has left, or else into a fresh one (no room is set aside for the worst case).
-  const { read, written } = utf8.encodeInto(text, slab.subarray(used));
-  if (read === text.length) return cut(written);
-  freshSlab();
-  return cut(utf8.encodeInto(text, slab).written);
 }

@@ -3,7 +3,8 @@
  * overlap, keep their bytes while later ones are cut, and large ones get a buffer of their own.
  */
 import { describe, expect, it } from "vitest";
-import { transientBytes, transientUtf8 } from "../../core/storage/transient-bytes.ts";
+import { utf8Bytes } from "../../core/schema/utf8.ts";
+import { transientBytes } from "../../core/storage/transient-bytes.ts";
 
 const utf8 = new TextEncoder();
 
@@ -13,7 +14,7 @@ describe("transient bytes", () => {
       { length: 5000 },
       (_, i) => `["sessionfold-sealed",1,"a/w/s${i}","messages/active.jsonl",[["message_id","é—😀${"x".repeat(i % 300)}"]]]`,
     );
-    const kept = texts.map((text) => transientUtf8(text));
+    const kept = texts.map((text) => utf8Bytes(text, transientBytes));
     kept.forEach((bytes, i) => expect(bytes).toEqual(utf8.encode(texts[i])));
   });
 
@@ -31,7 +32,7 @@ describe("transient bytes", () => {
     expect(large.byteOffset).toBe(0);
     expect(large.buffer.byteLength).toBe(40 * 1024);
     const text = "€".repeat(11 * 1024);
-    const encoded = transientUtf8(text);
+    const encoded = utf8Bytes(text, transientBytes);
     expect(encoded).toEqual(utf8.encode(text));
     expect(encoded.buffer.byteLength).toBe(encoded.length);
   });
