@@ -19,5 +19,5 @@ if ((task?.kind !== "open" && task?.kind !== "warm-sizes") || !task.entry) {
 const runtime = (await import(pathToFileURL(task.entry).href)) as typeof import("../../runtime-node/mod.ts");
 const result = task.kind === "warm-sizes"
   ? await warmSizes(runtime.openNodeSessions, task.paths, task.rounds)
-  : withPeakMemory(await openSessionfold(runtime.openNodeSessions, task.impl !== "sessionfold-noworker", task.path, task.warm, task.warmBudgetMs ?? 10_000));
+  : withPeakMemory(await openSessionfold(runtime.openNodeSessions, task.impl !== "sessionfold-noworker", task.path, task.warm));
 process.stdout.write(`\n${JSON.stringify(result)}\n`);

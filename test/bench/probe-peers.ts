@@ -13,15 +13,14 @@
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { LANGGRAPH_THREAD } from "./lib/bench-ref.ts";
-import { type OpenFigures, timeOpens, withPeakMemory } from "./lib/open-probe.ts";
+import { type OpenFigures, timeOpens, type WarmOpens, withPeakMemory } from "./lib/open-probe.ts";
 import { BENCH_SYSTEM, contextFromPlainJsonl } from "./lib/plain-jsonl.ts";
 import { isPeerImpl } from "./lib/probe-impl.ts";
-import { median } from "./lib/stats.ts";
 import { startWorkerFloor } from "./lib/worker-floor.ts";
 import type { ProbeTask } from "./probe.ts";
 
 /** The platform's floor for the same reads (lib/worker-floor.ts), timed as `openSessionfold` times an open. */
-async function openWorkerFloor(root: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
+async function openWorkerFloor(root: string, warm: WarmOpens | undefined): Promise<OpenFigures> {
   const floor = await startWorkerFloor(root);
   try {
     const once = async () => {
@@ -29,25 +28,20 @@ async function openWorkerFloor(root: string, warm: number | undefined, budgetMs:
       const { messages, summaryChars } = await floor.open();
       return { ms: performance.now() - t0, contextMessages: messages, summaryChars };
     };
-    return await timeOpens(once, warm, budgetMs);
+    return await timeOpens(once, warm);
   } finally {
     await floor.close();
   }
 }
 
 /** Reads the whole plain JSONL file and takes the next model input from it. */
-async function openJsonl(path: string, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
+async function openJsonl(path: string, warm: WarmOpens | undefined): Promise<OpenFigures> {
   const once = async () => {
     const t0 = performance.now();
     const context = contextFromPlainJsonl(await readFile(path, "utf8"));
     return { ms: performance.now() - t0, contextMessages: context.messages.length, summaryChars: context.summary?.length ?? 0 };
   };
-  if (warm === undefined) return await once();
-  const runs = [await once()];
-  const t0 = performance.now();
-  while (runs.length < warm + 1 && (runs.length < 4 || performance.now() - t0 < budgetMs)) runs.push(await once());
-  runs.shift(); // the first one was the warm-up
-  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)) };
+  return await timeOpens(once, warm);
 }
 
 /** Opens pi-coding-agent's session file once, its module loaded before the clock. */
@@ -78,11 +72,10 @@ async function openLangGraph(path: string): Promise<OpenFigures> {
 
 const task = JSON.parse(process.argv[2] ?? "null") as ProbeTask | null;
 if (task?.kind !== "open" || !isPeerImpl(task.impl)) throw new Error("probe-peers.ts needs an open task of a baseline or a peer as JSON in argv[2]");
-const budgetMs = task.warmBudgetMs ?? 10_000;
 const figures = task.impl === "jsonl"
-  ? await openJsonl(task.path, task.warm, budgetMs)
+  ? await openJsonl(task.path, task.warm)
   : task.impl === "worker-floor"
-  ? await openWorkerFloor(task.path, task.warm, budgetMs)
+  ? await openWorkerFloor(task.path, task.warm)
   : task.impl === "pi"
   ? await openPi(task.path)
   : await openLangGraph(task.path);

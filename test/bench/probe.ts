@@ -13,10 +13,10 @@
 import { performance } from "node:perf_hooks";
 import { openNodeSessions } from "../../runtime-node/mod.ts";
 import { buildLangGraph, buildPiSession, buildPlainJsonl, buildSessionfold } from "./lib/fixtures.ts";
-import { openSessionfold, warmSizes, withPeakMemory } from "./lib/open-probe.ts";
+import { openSessionfold, type WarmOpens, warmSizes, withPeakMemory } from "./lib/open-probe.ts";
 import { isPeerImpl, type ProbeImpl } from "./lib/probe-impl.ts";
 
-export type { OpenResult, WarmSizesResult } from "./lib/open-probe.ts";
+export type { OpenResult, WarmOpens, WarmSizesResult } from "./lib/open-probe.ts";
 export type { ProbeImpl } from "./lib/probe-impl.ts";
 
 /** The formats a probe builds. */
@@ -31,8 +31,9 @@ export interface BuildItem {
 export type ProbeTask =
   | { readonly kind: "build"; readonly items: readonly BuildItem[]; readonly n: number }
   /**
-   * Opens once in this fresh process; with `warm`, first opens a few times, then reports the
-   * median of up to `warm` more opens in the same process (a long-lived host's per-turn cost).
+   * Opens once in this fresh process; with `warm`, first opens `warm.warmup` times untimed, then
+   * reports the median of up to `warm.timed` more opens in the same process (a long-lived host's
+   * per-turn cost; lib/open-probe.ts).
    * `entry`: the file of the `sessionfold/node` module to open sessionfold with, in `probe-package.ts`
    * (`lib/child.ts` starts that probe for such a task); without it, the sources' `runtime-node/mod.ts`, here.
    */
@@ -41,8 +42,7 @@ export type ProbeTask =
     readonly impl: ProbeImpl;
     readonly path: string;
     readonly n: number;
-    readonly warm?: number;
-    readonly warmBudgetMs?: number;
+    readonly warm?: WarmOpens;
     readonly entry?: string;
   }
   /**
@@ -70,7 +70,7 @@ const result = task.kind === "build"
   ? await build(task.items, task.n)
   : task.kind === "warm-sizes"
   ? await warmSizes(openNodeSessions, task.paths, task.rounds)
-  : withPeakMemory(await openSessionfold(openNodeSessions, task.impl !== "sessionfold-noworker", task.path, task.warm, task.warmBudgetMs ?? 10_000));
+  : withPeakMemory(await openSessionfold(openNodeSessions, task.impl !== "sessionfold-noworker", task.path, task.warm));
 process.stdout.write(`\n${JSON.stringify(result)}\n`);
 // A builder's or a store's handles may stay open; the measurement is done.
 process.exit(0);

@@ -34,6 +34,7 @@ import type { BenchRow, CaseContext } from "../lib/result.ts";
 import { median, pairedRatio, spreadText } from "../lib/stats.ts";
 import { timedStorage } from "../lib/timed-storage.ts";
 import { ACTIVE_SIZE, BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabel } from "../lib/synth.ts";
+import { OPEN_WARMUP } from "../lib/warmup.ts";
 import type { BuildItem, OpenResult, ProbeFormat, ProbeImpl, WarmSizesResult } from "../probe.ts";
 
 /** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
@@ -102,8 +103,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   const entryOf = (impl: ProbeImpl) => (impl.startsWith("sessionfold") ? { entry } : {});
   /**
    * Warm processes for open.node.warm, each of sessionfold, plain JSONL and the worker floor in
-   * turn (each the median of up to 30 opens); the figure is their median. Seven, not three: one
-   * process's median moves by more than the row's margin (0.40–0.60 ms for the same tree).
+   * turn (each the median of up to 30 opens after `OPEN_WARMUP` untimed ones); the figure is
+   * their median. Seven, not three: one process's median moves by more than the row's margin
+   * (0.40–0.60 ms for the same tree, timed after 5 untimed opens).
    */
   const warmReps = ctx.quick ? 2 : 7;
   /** Cold runs at n = 0 (case 6's empty-session baseline), for every implementation. */
@@ -139,11 +141,16 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
     }
     cell.spentMs += performance.now() - t0;
   };
+  /** Plain JSONL's warm opens of every size (`turn.node.jsonl.warm.flatness`): one untimed open each, then up to 30. */
   const warmRuns = new Map<string, number[]>();
-  const probeWarm = async (impl: ProbeImpl, file: string, n: number) => {
-    const task = { kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, warm: 30, warmBudgetMs: ctx.quick ? 2_000 : 10_000, ...entryOf(impl) } as const;
-    const result = await runProbe(task, timeoutMs);
-    warmRuns.set(key(impl, n), [...(warmRuns.get(key(impl, n)) ?? []), result.ms]);
+  /** open.node.warm's processes by implementation at the smallest size, each timed after its {@linkcode OPEN_WARMUP} untimed opens. */
+  const steadyRuns = new Map<ProbeImpl, OpenResult[]>();
+  const probeWarm = async (impl: ProbeImpl, file: string, n: number, warmup: number) => {
+    const warmOpens = { timed: 30, warmup, budgetMs: ctx.quick ? 2_000 : 10_000 };
+    return await runProbe({ kind: "open", impl, path: join(ctx.tmp, `n${n}`, file), n, warm: warmOpens, ...entryOf(impl) }, timeoutMs);
+  };
+  const probeSteady = async (impl: ProbeImpl, file: string) => {
+    steadyRuns.set(impl, [...(steadyRuns.get(impl) ?? []), await probeWarm(impl, file, lo, OPEN_WARMUP)]);
   };
 
   // The peers and the plain JSONL baseline, size by size: each size's files are removed
@@ -165,7 +172,10 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
         await probeCold(impl, file, n);
       }
     }
-    if (n > 0 && impls.some((i) => i.impl === "jsonl")) await probeWarm("jsonl", "history.jsonl", n);
+    if (n > 0 && impls.some((i) => i.impl === "jsonl")) {
+      const { ms } = await probeWarm("jsonl", "history.jsonl", n, 1);
+      warmRuns.set(key("jsonl", n), [...(warmRuns.get(key("jsonl", n)) ?? []), ms]);
+    }
     if (n > 0 && (n === sizes[0] || n === sizes.at(-1))) breakdowns.set(n, await openBreakdown(join(dir, "sessionfold")));
     // The plain JSONL file of the smallest size stays: open.node.* measures it again beside sessionfold.
     for (const { impl, file } of peers) if (!(impl === "jsonl" && n === sizes[0])) await rm(join(dir, file), { recursive: true, force: true });
@@ -206,9 +216,9 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       warmSizes.push(await runProbe<WarmSizesResult>({ kind: "warm-sizes", paths: warmSizesPaths, rounds: warmSizesRounds, entry }, timeoutMs));
     }
     if (rep >= warmReps) continue;
-    await probeWarm("sessionfold", "sessionfold", lo);
-    await probeWarm("jsonl", "history.jsonl", lo);
-    await probeWarm("worker-floor", "sessionfold", lo);
+    await probeSteady("sessionfold", "sessionfold");
+    await probeSteady("jsonl", "history.jsonl");
+    await probeSteady("worker-floor", "sessionfold");
   }
   /** Per size, the warm figure of every warm-sizes process: `[uncompacted lo, ...compacted sizes, per-size hi]`. */
   const warmOf = (index: number) => warmSizes.map((r) => r.ms[index]!);
@@ -285,12 +295,10 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
   }
 
   openRows(ctx, {
-    warm: [warm.get(key("sessionfold", lo)), warm.get(key("jsonl", lo)), warm.get(key("worker-floor", lo))],
+    steady: steadyRuns,
     cold: [ms("sessionfold", lo), ms("jsonl", lo), ms("sessionfold-noworker", lo), ms("worker-floor", lo), ms("sessionfold-eager", lo)],
     runs: [runs("sessionfold", lo), runs("jsonl", lo)],
     eagerMin: minMs("sessionfold-eager", lo),
-    warmReps,
-    warmSpread: [warmRuns.get(key("sessionfold", lo)) ?? [], warmRuns.get(key("jsonl", lo)) ?? []],
     lo,
     breakdown: breakdowns.get(lo),
   });
@@ -417,20 +425,25 @@ function flatnessRow(m: FlatnessFigures): BenchRow {
 function openRows(
   ctx: CaseContext,
   m: {
-    warm: [number | undefined, number | undefined, number | undefined];
+    /** The warm processes by implementation (sessionfold, plain JSONL, the worker floor), each timed after its warm-up. */
+    steady: ReadonlyMap<ProbeImpl, readonly OpenResult[]>;
     cold: [number | null, number | null, number | null, number | null, number | null];
     runs: [number, number];
     /** The fastest `--no-lazy` run: a process that compiled everything at load has a larger heap, and a collection may land in its clock. */
     eagerMin: number | null;
-    warmReps: number;
-    /** Each warm process's median, sessionfold's and plain JSONL's. */
-    warmSpread: [readonly number[], readonly number[]];
     lo: number;
     breakdown: string | undefined;
   },
 ): void {
   const label = sizeLabel(m.lo);
-  const [sfWarm, plainWarm, floorWarm] = m.warm;
+  /** The median of a figure over `impl`'s warm processes, `undefined` without any. */
+  const warmFigure = (impl: ProbeImpl, figure: (run: OpenResult) => number | undefined) => {
+    const values = (m.steady.get(impl) ?? []).flatMap((run) => figure(run) ?? []);
+    return values.length ? median(values) : undefined;
+  };
+  const [sfWarm, plainWarm, floorWarm] = (["sessionfold", "jsonl", "worker-floor"] as const).map((impl) => warmFigure(impl, (run) => run.ms));
+  const [sfEarly, plainEarly] = (["sessionfold", "jsonl"] as const).map((impl) => warmFigure(impl, (run) => run.earlyMs));
+  const warmSpread = (impl: ProbeImpl) => spread((m.steady.get(impl) ?? []).map((run) => run.ms));
   const [sfCold, plainCold, noWorkerCold, floorCold, eagerCold] = m.cold;
   /** The worker floor (lib/worker-floor.ts) of this run, against the baseline: the least a worker-backed open can cost here. */
   const floor = (value: number | null | undefined, base: number | null | undefined) =>
@@ -450,9 +463,16 @@ function openRows(
     ratio: sfWarm !== undefined && plainWarm ? sfWarm / plainWarm : null,
     ratioMeaning: "value / baseline",
     target,
-    runs: m.warmReps,
-    note: `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after 5 warm-up opens in one process, ` +
-      `${m.warmReps} processes each, alternating (per process: sessionfold ${spread(m.warmSpread[0])} ms, plain JSONL ${spread(m.warmSpread[1])} ms); ` +
+    runs: m.steady.get("sessionfold")?.length ?? 0,
+    note:
+      `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after ${
+        OPEN_WARMUP.toLocaleString("en-US")
+      } untimed opens in one process (a long-lived host, its open's code optimized: test/bench/lib/warmup.ts), ` +
+      `${m.steady.get("sessionfold")?.length ?? 0} processes each, alternating (per process: sessionfold ${warmSpread("sessionfold")} ms, plain JSONL ${
+        warmSpread("jsonl")
+      } ms); opens 6–35 of the same processes, the code still being optimized: sessionfold ${sfEarly?.toFixed(2) ?? "-"} ms, plain JSONL ${
+        plainEarly?.toFixed(2) ?? "-"
+      } ms${sfEarly !== undefined && plainEarly ? ` = ${(sfEarly / plainEarly).toFixed(2)}×` : ""}; ` +
       `${floor(floorWarm, plainWarm)}; without the worker (host thread, this process): ${m.breakdown ?? "-"}`,
   });
   ctx.emit({

@@ -25,20 +25,51 @@ export interface OpenResult {
   readonly contextMessages: number;
   /** Characters of the summary in the model input. */
   readonly summaryChars: number;
+  /**
+   * Warm opens with a warm-up past {@linkcode EARLY_OPENS}' end only: the median of those opens of the process (its
+   * code still being optimized), ms; `ms` is then the steady state after the whole warm-up.
+   */
+  readonly earlyMs?: number;
 }
 
 /** An open's figures before the process's peak memory is added. */
 export type OpenFigures = Omit<OpenResult, "maxRssMB">;
 
-/** One open when `warm` is undefined; else the median of up to `warm` opens (3 at least, within `budgetMs`) after 5 warm-up opens. */
-export async function timeOpens(once: () => Promise<OpenFigures>, warm: number | undefined, budgetMs: number): Promise<OpenFigures> {
+/** How a probe times warm opens: `timed` opens (3 at least, within `budgetMs`) after `warmup` untimed ones. */
+export interface WarmOpens {
+  readonly timed: number;
+  readonly warmup: number;
+  readonly budgetMs: number;
+}
+
+/**
+ * Opens 6 to 35 of a process (0-based `[5, 35)`): the window the warm rows timed before their warm-up was long enough
+ * for V8 to optimize the open's code (test/bench/lib/warmup.ts); a longer warm-up times it on the way, as `earlyMs`.
+ */
+const EARLY_OPENS = [5, 35] as const;
+
+/**
+ * One open when `warm` is undefined; else the median of up to `warm.timed` opens after `warm.warmup` untimed ones,
+ * and, when the warm-up runs past {@linkcode EARLY_OPENS}, the median of those opens too.
+ */
+export async function timeOpens(once: () => Promise<OpenFigures>, warm: WarmOpens | undefined): Promise<OpenFigures> {
   if (warm === undefined) return await once();
-  for (let i = 0; i < 5; i++) await once();
+  const [earlyFrom, earlyTo] = EARLY_OPENS;
+  const early: number[] = [];
+  for (let i = 0; i < warm.warmup; i++) {
+    const { ms } = await once();
+    if (warm.warmup >= earlyTo && i >= earlyFrom && i < earlyTo) early.push(ms);
+  }
   const runs = [];
   const t0 = performance.now();
-  while (runs.length < warm && (runs.length < 3 || performance.now() - t0 < budgetMs)) runs.push(await once());
+  while (runs.length < warm.timed && (runs.length < 3 || performance.now() - t0 < warm.budgetMs)) runs.push(await once());
   const cpu = runs.flatMap((r) => (r.cpuMs === undefined ? [] : [r.cpuMs]));
-  return { ...runs[0]!, ms: median(runs.map((r) => r.ms)), ...(cpu.length ? { cpuMs: median(cpu) } : {}) };
+  return {
+    ...runs[0]!,
+    ms: median(runs.map((r) => r.ms)),
+    ...(cpu.length ? { cpuMs: median(cpu) } : {}),
+    ...(early.length ? { earlyMs: median(early) } : {}),
+  };
 }
 
 /** CPU time of the whole process since `from` (a `process.cpuUsage()`), ms. */
@@ -52,8 +83,7 @@ export async function openSessionfold(
   open: typeof openNodeSessions,
   worker: boolean,
   root: string,
-  warm: number | undefined,
-  budgetMs: number,
+  warm: WarmOpens | undefined,
 ): Promise<OpenFigures> {
   const store = await open({ root, worker });
   try {
@@ -66,7 +96,7 @@ export async function openSessionfold(
       const ms = performance.now() - t0;
       return { ms, cpuMs: cpuMsSince(c0), contextMessages: input.messages.length, summaryChars: input.summary?.length ?? 0 };
     };
-    return await timeOpens(once, warm, budgetMs);
+    return await timeOpens(once, warm);
   } finally {
     await store.close();
   }
