@@ -37,11 +37,11 @@ import { ACTIVE_SIZE, BENCH_PROVIDER, BENCH_REF, COMPACTED_ACTIVE_SIZE, sizeLabe
 import { OPEN_WARMUP } from "../lib/warmup.ts";
 import type { BuildItem, OpenResult, ProbeFormat, ProbeImpl, WarmSizesResult } from "../probe.ts";
 
-/** Where a warm open + compose spends its time, storage call by storage call (host thread, this process). */
+/** Where a warm open + compose spends its time, storage call by storage call (host thread, this process, after `OPEN_WARMUP` untimed opens). */
 async function openBreakdown(root: string): Promise<string> {
   const timed = timedStorage(new NodeFileStorage({ root }), true);
   const sessions = new Sessions({ storage: timed.storage });
-  for (let i = 0; i < 5; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
+  for (let i = 0; i < OPEN_WARMUP; i++) (await sessions.open(BENCH_REF)).compose(BENCH_PROVIDER);
   timed.clear();
   const runs = 20;
   const t0 = performance.now();
