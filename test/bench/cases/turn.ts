@@ -324,7 +324,7 @@ export async function turnCase(ctx: CaseContext): Promise<void> {
       baselineName: `the same, warm, at n=${sizeLabel(lo)}`,
       ratio: value !== null && base ? value / base : null,
       ratioMeaning: `time at ${sizeLabel(hi)} / time at ${sizeLabel(lo)} messages, warm process`,
-      note: `median of up to 30 opens after 5 warm-up opens in one process (a long-lived host); ${
+      note: `median of up to 30 opens after one untimed open in one process (each size's open taking up to seconds here); ${
         sizes.map((n) => `n=${sizeLabel(n)}: ${(warm.get(key("jsonl", n)) ?? Number.NaN).toFixed(2)} ms`).join(", ")
       }`,
     });
