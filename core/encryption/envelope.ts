@@ -48,9 +48,8 @@ export const NO_CLEAR_FIELDS: ClearFields = [];
 /** The fields every envelope has besides its clear fields. */
 const ENVELOPE_FIELDS = new Set(["sealed", "key", "nonce", "data"]);
 
-const utf8 = new TextEncoder();
-const DATA_FIELD = utf8.encode('","data":"');
-const ENVELOPE_END = utf8.encode('"}');
+const DATA_FIELD = utf8Bytes('","data":"');
+const ENVELOPE_END = utf8Bytes('"}');
 const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
 
 /**

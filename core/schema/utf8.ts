@@ -14,7 +14,8 @@ const scratch = new Uint8Array(SCRATCH_UNITS * 3);
 /**
  * The UTF-8 bytes of `text`, in a fresh array of their exact size (what `TextEncoder#encode`
  * gives), or in the array `allocate` gives for that size (an envelope's associated data goes
- * into `transientBytes`). A short text is encoded into a scratch buffer and copied out: in
+ * into `transientBytes`; a text over the scratch buffer's 16 Ki units gets its encoder's fresh
+ * array either way). A short text is encoded into a scratch buffer and copied out: in
  * Node, `TextEncoder#encode` costs about 1 µs for a commit's few hundred bytes, `encodeInto`
  * and a copy half of that, and a commit encodes three (its line, `meta.json`, the lock record).
  *

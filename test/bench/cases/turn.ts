@@ -436,14 +436,15 @@ function openRows(
   },
 ): void {
   const label = sizeLabel(m.lo);
+  const steadyOf = (impl: ProbeImpl) => m.steady.get(impl) ?? [];
   /** The median of a figure over `impl`'s warm processes, `undefined` without any. */
   const warmFigure = (impl: ProbeImpl, figure: (run: OpenResult) => number | undefined) => {
-    const values = (m.steady.get(impl) ?? []).flatMap((run) => figure(run) ?? []);
+    const values = steadyOf(impl).flatMap((run) => figure(run) ?? []);
     return values.length ? median(values) : undefined;
   };
   const [sfWarm, plainWarm, floorWarm] = (["sessionfold", "jsonl", "worker-floor"] as const).map((impl) => warmFigure(impl, (run) => run.ms));
   const [sfEarly, plainEarly] = (["sessionfold", "jsonl"] as const).map((impl) => warmFigure(impl, (run) => run.earlyMs));
-  const warmSpread = (impl: ProbeImpl) => spread((m.steady.get(impl) ?? []).map((run) => run.ms));
+  const warmSpread = (impl: ProbeImpl) => spread(steadyOf(impl).map((run) => run.ms));
   const [sfCold, plainCold, noWorkerCold, floorCold, eagerCold] = m.cold;
   /** The worker floor (lib/worker-floor.ts) of this run, against the baseline: the least a worker-backed open can cost here. */
   const floor = (value: number | null | undefined, base: number | null | undefined) =>
@@ -463,12 +464,12 @@ function openRows(
     ratio: sfWarm !== undefined && plainWarm ? sfWarm / plainWarm : null,
     ratioMeaning: "value / baseline",
     target,
-    runs: m.steady.get("sessionfold")?.length ?? 0,
+    runs: steadyOf("sessionfold").length,
     note:
       `sessionfold through its storage worker (openNodeSessions), each figure the median of up to 30 opens after ${
         OPEN_WARMUP.toLocaleString("en-US")
       } untimed opens in one process (a long-lived host, its open's code optimized: test/bench/lib/warmup.ts), ` +
-      `${m.steady.get("sessionfold")?.length ?? 0} processes each, alternating (per process: sessionfold ${warmSpread("sessionfold")} ms, plain JSONL ${
+      `${steadyOf("sessionfold").length} processes each, alternating (per process: sessionfold ${warmSpread("sessionfold")} ms, plain JSONL ${
         warmSpread("jsonl")
       } ms); opens 6–35 of the same processes, the code still being optimized: sessionfold ${sfEarly?.toFixed(2) ?? "-"} ms, plain JSONL ${
         plainEarly?.toFixed(2) ?? "-"
