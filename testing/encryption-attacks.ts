@@ -391,8 +391,11 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
       );
     }
 
-    it("a store in the clear encrypted in place, killed at every mutating call and run again: finished, nothing lost, nothing left in the clear", () =>
+    it("a store in the clear encrypted in place, killed at every mutating call and run again: finished, nothing lost, nothing left in the clear", ({ onTestFailed }) =>
       fixture(async (f) => {
+        // A failure, a timeout included, says which crash point and which step it reached.
+        let reached = "the run without a crash";
+        onTestFailed(() => console.error(`encrypted in place: reached ${reached}`));
         const provider = keyring({ k1: f.k1 }, "k1");
         await plaintextStore(f.raw);
         const counting = new FaultyStorage(f.raw);
@@ -400,15 +403,24 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
         const operations = counting.log.length;
         expect(operations).toBeGreaterThan(8);
         for (let crashAt = 1; crashAt <= operations; crashAt++) {
+          const step = (name: string) => (reached = `crash point ${crashAt} of ${operations}: ${name}`);
+          step("the store in the clear written");
           await plaintextStore(f.raw);
+          step("its contents read");
           const before = await contents(f.raw);
           const faulty = new FaultyStorage(f.raw, { crashAt });
+          step("the migration that crashes");
           await expect(EncryptedStorage.migrate(faulty, provider), `crash at ${crashAt}`).rejects.toBeInstanceOf(SimulatedCrashError);
+          step(`the revival (the crash at ${faulty.crash?.operation.name} ${faulty.crash?.operation.path})`);
           const revived = await faulty.revive();
           // Unfinished: nobody opens it (the marker's flag goes last).
+          step("the open refused");
           if (crashAt > 1) await expect(EncryptedStorage.open(revived, provider)).rejects.toBeInstanceOf(InvalidInputError);
+          step("the migration run again");
           await EncryptedStorage.migrate(revived, provider);
+          step("the contents compared");
           expect(await contents(await EncryptedStorage.open(revived, provider)), `crash at ${crashAt}`).toEqual(before);
+          step("the files searched for the secret");
           expect(text(await f.dump()), `crash at ${crashAt}`).not.toContain(SECRET);
         }
         // Done: running it again changes nothing.
