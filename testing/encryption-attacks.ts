@@ -404,26 +404,27 @@ export function runEncryptionAttackTests(name: string, setup: () => Promise<Encr
         expect(operations).toBeGreaterThan(8);
         for (let crashAt = 1; crashAt <= operations; crashAt++) {
           const step = (name: string) => (reached = `crash point ${crashAt} of ${operations}: ${name}`);
-          step("the store in the clear written");
+          step("writing the store in the clear");
           await plaintextStore(f.raw);
-          step("its contents read");
+          step("reading its contents");
           const before = await contents(f.raw);
           const faulty = new FaultyStorage(f.raw, { crashAt });
-          step("the migration that crashes");
+          step("migrating until the crash");
           await expect(EncryptedStorage.migrate(faulty, provider), `crash at ${crashAt}`).rejects.toBeInstanceOf(SimulatedCrashError);
-          step(`the revival (the crash at ${faulty.crash?.operation.name} ${faulty.crash?.operation.path})`);
+          step(`reviving after the crash at ${faulty.crash?.operation.name} ${faulty.crash?.operation.path}`);
           const revived = await faulty.revive();
           // Unfinished: nobody opens it (the marker's flag goes last).
-          step("the open refused");
+          step("opening the unfinished store");
           if (crashAt > 1) await expect(EncryptedStorage.open(revived, provider)).rejects.toBeInstanceOf(InvalidInputError);
-          step("the migration run again");
+          step("migrating again");
           await EncryptedStorage.migrate(revived, provider);
-          step("the contents compared");
+          step("comparing the contents");
           expect(await contents(await EncryptedStorage.open(revived, provider)), `crash at ${crashAt}`).toEqual(before);
-          step("the files searched for the secret");
+          step("searching the files for the secret");
           expect(text(await f.dump()), `crash at ${crashAt}`).not.toContain(SECRET);
         }
         // Done: running it again changes nothing.
+        reached = "migrating the finished store";
         expect(await EncryptedStorage.migrate(f.raw, provider)).toEqual({ sessions: 0, files: 0 });
       }));
 
