@@ -40,17 +40,34 @@ export async function timeListing(
   expected: number,
   list: () => Promise<readonly unknown[]>,
 ): Promise<number> {
-  const times: number[] = [];
+  return (await timeListingsInTurn(runs, expected, [list]))[0]!;
+}
+
+/**
+ * Times each of `listings` in turn, one round untimed, then `runs` rounds of one call each, so
+ * that a stall of this shared machine falls on each alike; each one's median in ms, in order.
+ * Checks the count each time.
+ */
+async function timeListingsInTurn(
+  runs: number,
+  expected: number,
+  listings: readonly (() => Promise<readonly unknown[]>)[],
+): Promise<number[]> {
+  const times = listings.map(() => [] as number[]);
   for (let r = -1; r < runs; r++) {
-    const t0 = performance.now();
-    const found = await list();
-    const ms = performance.now() - t0;
-    if (found.length !== expected) {
-      throw new Error(`listed ${found.length} sessions, expected ${expected}`);
+    for (const [i, list] of listings.entries()) {
+      const t0 = performance.now();
+      const found = await list();
+      const ms = performance.now() - t0;
+      if (found.length !== expected) {
+        throw new Error(
+          `listed ${found.length} sessions, expected ${expected}`,
+        );
+      }
+      if (r >= 0) times[i]!.push(ms);
     }
-    if (r >= 0) times.push(ms);
   }
-  return median(times);
+  return times.map(median);
 }
 
 const filter = { agentId: LIST_AGENT, workspaceId: LIST_WORKSPACE };
@@ -124,23 +141,25 @@ async function timePagesInTurn(
   return new Map(listings.map(({ n, times }) => [n, median(times)]));
 }
 
-/** Every session of one workspace of `n` sessions on `storage`, against the same listing without the catalog, as a row. */
+/**
+ * Every session of one workspace of `n` sessions on `storage`, against the same listing without
+ * the catalog, as a row. With `bound`, that listing is timed in turn with it (the same rounds, the
+ * same stalls) and its median handed to `note`.
+ */
 async function measureListAll(
   ctx: CaseContext,
   backend: string,
   n: number,
   storage: StoragePort,
   runs: number,
-  note: string,
+  note: (boundMs: number | undefined) => string,
+  bound?: () => Promise<readonly unknown[]>,
 ): Promise<void> {
-  const all = await timeListing(
-    runs,
-    n,
-    () => new Sessions({ storage }).list(filter),
-  );
+  const sessions = new Sessions({ storage });
+  const [all, boundMs] = await timeListingsInTurn(runs, n, [() => sessions.list(filter), ...(bound ? [bound] : [])]);
   const before = new Sessions({ storage: withoutCatalog(storage) });
   const baseline = await timeListing(1, n, () => before.list(filter));
-  emitListAll(ctx, backend, all, baseline, runs, note);
+  emitListAll(ctx, backend, all!, baseline, runs, note(boundMs));
 }
 
 async function filesListing(
@@ -167,11 +186,12 @@ async function filesListing(
     10_000,
     stores.get(10_000)!,
     runs,
-    `Sessions.list of one workspace's 10⁴ sessions on NodeFileStorage (the calling thread, as sessionfold ls): its catalog read whole, the folder's names as the handle last read them unless the folder changed; floor in this run: JSON.parse of the catalog's lines, each document kept ${
-      floor.parse.toFixed(1)
-    } ms, reading its ${(floor.bytes / 1e6).toFixed(1)} MB ${floor.read.toFixed(1)} ms, readdir of the sessions folder ${
-      floor.readdir.toFixed(1)
-    } ms (what a new handle, one sessionfold ls, adds)`,
+    () =>
+      `Sessions.list of one workspace's 10⁴ sessions on NodeFileStorage (the calling thread, as sessionfold ls): its catalog read whole, the folder's names as the handle last read them unless the folder changed; floor in this run: JSON.parse of the catalog's lines, each document kept ${
+        floor.parse.toFixed(1)
+      } ms, reading its ${(floor.bytes / 1e6).toFixed(1)} MB ${floor.read.toFixed(1)} ms, readdir of the sessions folder ${
+        floor.readdir.toFixed(1)
+      } ms (what a new handle, one sessionfold ls, adds)`,
   );
   emitFlatness(
     ctx,
@@ -215,23 +235,17 @@ function filesFloor(root: string, runs: number): { bytes: number; parse: number;
 }
 
 /**
- * What bounds a whole listing on PostgreSQL (median of `runs`, ms): the statement
- * `PostgresStorage.readCatalog` sends for the workspace in `schema`, prepared, through a bare
- * `pg` client, each row's document parsed (`JSON.parse`) and kept until the clock stops.
+ * What bounds a whole listing on PostgreSQL: the statement `PostgresStorage.readCatalog` sends
+ * for the workspace in `schema`, prepared, through the bare `pg` client `client`, each row's
+ * document parsed (`JSON.parse`) and kept until the clock stops.
  */
-async function postgresBound(url: string, schema: string, runs: number): Promise<number> {
+function postgresBound(client: pg.Client, schema: string): () => Promise<readonly unknown[]> {
   const dir = `agents/${LIST_AGENT}/workspaces/${LIST_WORKSPACE}/sessions`;
   const { name, text, values } = catalogStatement(schema, dir);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await timeListing(runs, 10_000, async () => {
-      const { rows } = await client.query<{ listing: string }>({ name, text, values });
-      return rows.map((row) => JSON.parse(row.listing) as unknown);
-    });
-  } finally {
-    await client.end();
-  }
+  return async () => {
+    const { rows } = await client.query<{ listing: string }>({ name, text, values });
+    return rows.map((row) => JSON.parse(row.listing) as unknown);
+  };
 }
 
 async function postgresListing(
@@ -276,17 +290,24 @@ async function postgresListing(
     }
     await vacuumAnalyze(server.url);
     page = await timePagesInTurn(stores, pageRuns);
-    const bound = await postgresBound(server.url, "list_10000", runs);
-    await measureListAll(
-      ctx,
-      "postgres",
-      10_000,
-      stores.get(10_000)!,
-      runs,
-      `Sessions.list of one workspace's 10⁴ sessions on PostgresStorage: one statement; bound in this run: the same statement through a bare pg client, each row's document parsed and kept, ${
-        bound.toFixed(1)
-      } ms`,
-    );
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      await measureListAll(
+        ctx,
+        "postgres",
+        10_000,
+        stores.get(10_000)!,
+        runs,
+        (bound) =>
+          `Sessions.list of one workspace's 10⁴ sessions on PostgresStorage: one statement; bound in this run, timed in turn with it: the same statement through a bare pg client, each row's document parsed and kept, ${
+            bound!.toFixed(1)
+          } ms`,
+        postgresBound(client, "list_10000"),
+      );
+    } finally {
+      await client.end();
+    }
   } finally {
     for (const storage of stores.values()) await storage.close();
     server.stop();
