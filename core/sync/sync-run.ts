@@ -12,7 +12,6 @@ import { EncryptedStorage } from "../encryption/encrypted-storage.ts";
 import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import type { KnownFields } from "../schema/arguments.ts";
-import { encodeJsonDocument } from "../schema/mod.ts";
 import { newId } from "../session/ids.ts";
 import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
@@ -23,6 +22,7 @@ import type { SyncConflict, SyncReport } from "./report.ts";
 import { SealedCodec } from "./sealed-codec.ts";
 import type { SyncRemote } from "./remote.ts";
 import { stateOf, type SyncState, syncStatePath } from "./sync-state.ts";
+import { PendingFiles } from "./pending-files.ts";
 import { lastSequenceOf, messageAt, readSegmentFile, segmentNamesOf, type SessionFiles, type SyncWriter } from "./session-files.ts";
 
 /** Options of {@linkcode syncStores}. */
@@ -79,6 +79,8 @@ export class SyncRun {
   readonly clock: () => number;
   readonly writer: SyncWriter;
   readonly statePath: string;
+  /** Where the state's large pending mutations are kept, each in a file of its own. */
+  readonly #pendingFiles: PendingFiles;
   readonly report: SyncReport = {
     pushed: 0,
     pulled: 0,
@@ -118,13 +120,15 @@ export class SyncRun {
     this.clock = options.clock ?? Date.now;
     this.writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.clock };
     this.statePath = syncStatePath(options.remote.id);
+    this.#pendingFiles = new PendingFiles(options.local.storage, options.remote.id);
     this.codec = options.local.storage instanceof EncryptedStorage ? new SealedCodec(options.local.storage) : undefined;
   }
 
   /** Reads the sync state for this remote (a new client's when there is none). */
   async load(): Promise<void> {
     const bytes = await this.local.storage.read(this.statePath);
-    this.state = bytes ? stateOf(JSON.parse(decoder.decode(bytes))) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
+    const stored = bytes ? stateOf(JSON.parse(decoder.decode(bytes))) : { client_id: newId("client"), next_number: 1, pending: [], sessions: {} };
+    this.state = await this.#pendingFiles.load(this.statePath, stored);
   }
 
   /** Whether this run syncs `ref` (`refs`, else every session). */
@@ -134,7 +138,7 @@ export class SyncRun {
 
   /** Saves the sync state (the outbox, the cursor, the agreed state) in the local store. */
   async save(): Promise<void> {
-    await this.local.storage.replace(this.statePath, encodeJsonDocument(this.state));
+    await this.#pendingFiles.save(this.statePath, this.state);
   }
 
   /** Reports a session's conflict, once per session in a run: the first says why it was set aside. */

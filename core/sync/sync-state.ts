@@ -77,7 +77,7 @@ export function syncStatePath(remoteId: string): string {
 }
 
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
-function remoteKey(id: string): string {
+export function remoteKey(id: string): string {
   return Array.from(
     new TextEncoder().encode(id),
     (b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `.${b.toString(16).padStart(2, "0")}`),
