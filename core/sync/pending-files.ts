@@ -16,7 +16,7 @@ import type { Mutation } from "./protocol.ts";
 import { byteEstimate } from "./request-sizes.ts";
 import { remoteKey, type SyncState } from "./sync-state.ts";
 
-/** A pending mutation at least this large (its estimate, `byteEstimate`) is kept in a file of its own. */
+/** A pending mutation at least this large (its estimate, `byteEstimate`) is kept in a file beside the state. */
 const PENDING_FILE_BYTES = 64 * 1024;
 
 /** A pending mutation as the state names it when it is kept apart: its number, its session and op, and where it is. */

@@ -79,7 +79,7 @@ export class SyncRun {
   readonly clock: () => number;
   readonly writer: SyncWriter;
   readonly statePath: string;
-  /** Where the state's large pending mutations are kept, each in a file of its own. */
+  /** Where the state's large pending mutations are kept: in files beside it (docs/SYNC.md "The engine"). */
   readonly #pendingFiles: PendingFiles;
   readonly report: SyncReport = {
     pushed: 0,
