@@ -58,6 +58,8 @@ export class PendingFiles {
   readonly #placeOf = new WeakMap<Mutation, Place | null>();
   /** The files the last state saved or loaded names. */
   #named = new Set<string>();
+  /** Whether this run has removed the files no state names (left by a save that ended before its state). */
+  #swept = false;
 
   constructor(storage: StoragePort, remoteId: string) {
     this.#storage = storage;
@@ -66,8 +68,7 @@ export class PendingFiles {
 
   /**
    * The state `stored` (as read from `statePath`, or a new one where none is) with each mutation
-   * kept apart read back; files of this remote that it does not name (written by a save that
-   * ended before its state) are removed.
+   * kept apart read back.
    *
    * @throws {InvalidInputError} when a file the state names is missing or does not hold the mutation there.
    */
@@ -98,11 +99,14 @@ export class PendingFiles {
       this.#named.add(entry.file);
       pending.push(mutation);
     }
-    for (const file of await this.#storage.list(this.#dir)) if (!this.#named.has(file)) await this.#storage.remove(`${this.#dir}/${file}`);
     return { ...stored, pending };
   }
 
-  /** Saves `state` at `statePath`: first the large pending mutations not kept yet, in one new file, then the state naming them. */
+  /**
+   * Saves `state` at `statePath`: first the large pending mutations not kept yet, in one new file,
+   * then the state naming them. The run's first save that writes a file first removes the files no
+   * state names (a save that ended before its state left them), so a small sync lists nothing.
+   */
   async save(statePath: string, state: SyncState): Promise<void> {
     // A new name each time: a file a saved state names is never written over (a renumbered copy is kept again).
     const file = `${newId("m")}.json`;
@@ -115,7 +119,13 @@ export class PendingFiles {
         this.#placeOf.set(mutation, { file, index: added.push(body) - 1 });
       }
     }
-    if (added.length > 0) await this.#storage.replace(`${this.#dir}/${file}`, encodeJsonDocument(added));
+    if (added.length > 0) {
+      if (!this.#swept) {
+        for (const old of await this.#storage.list(this.#dir)) if (!this.#named.has(old)) await this.#storage.remove(`${this.#dir}/${old}`);
+        this.#swept = true;
+      }
+      await this.#storage.replace(`${this.#dir}/${file}`, encodeJsonDocument(added));
+    }
     const named = new Set<string>();
     const pending = state.pending.map((mutation): Mutation | PendingStub => {
       const place = this.#placeOf.get(mutation);
