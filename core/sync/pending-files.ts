@@ -110,21 +110,20 @@ export class PendingFiles {
   async save(statePath: string, state: SyncState): Promise<void> {
     // A new name each time: a file a saved state names is never written over (a renumbered copy is kept again).
     const file = `${newId("m")}.json`;
-    const added: unknown[] = [];
+    const added: Mutation[] = [];
     for (const mutation of state.pending) {
       if (this.#placeOf.has(mutation)) continue;
       if (byteEstimate(mutation) < PENDING_FILE_BYTES) this.#placeOf.set(mutation, null);
-      else {
-        const { number: _number, ...body } = mutation;
-        this.#placeOf.set(mutation, { file, index: added.push(body) - 1 });
-      }
+      else added.push(mutation);
     }
     if (added.length > 0) {
       if (!this.#swept) {
         for (const old of await this.#storage.list(this.#dir)) if (!this.#named.has(old)) await this.#storage.remove(`${this.#dir}/${old}`);
         this.#swept = true;
       }
-      await this.#storage.replace(`${this.#dir}/${file}`, encodeJsonDocument(added));
+      await this.#storage.replace(`${this.#dir}/${file}`, encodeJsonDocument(added.map(({ number: _number, ...body }) => body)));
+      // Only once the file is written: a save that failed leaves no mutation naming a file that is not there.
+      added.forEach((mutation, index) => this.#placeOf.set(mutation, { file, index }));
     }
     const named = new Set<string>();
     const pending = state.pending.map((mutation): Mutation | PendingStub => {
