@@ -113,7 +113,7 @@ interface Harness {
   readonly target: SyncTestTarget;
   readonly server: Sessions;
   device(user?: string): Promise<Device>;
-  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number; batchBytes?: number }): Promise<SyncReport>;
+  sync(device: Device, options?: { batchMessages?: number; batchMutations?: number; batchBytes?: number; signal?: AbortSignal }): Promise<SyncReport>;
   readonly devices: Device[];
   /** Message ids of a session deleted on purpose: no longer expected anywhere. */
   readonly forgotten: Set<string>;
@@ -715,11 +715,15 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
           await h.sync(a);
           await s.append([text("one"), reply("two")]);
           const held = h.faults.inject({ kind: when === "before it reached the server" ? "hold-before" : "hold-after", route: "push" });
-          const abandoned = h.sync(a).catch((e: unknown) => e);
+          const page = new AbortController();
+          const abandoned = h.sync(a, { signal: page.signal }).catch((e: unknown) => e);
           await held.met;
           // The ledger holds the push's number before the request left.
           expect(await pendingNumbers(a)).toEqual([2]);
-          // The reload: the page's engine and sessions are gone, a new one opens the same store.
+          // The reload: the page's engine and sessions are gone (its run ends where it waits, and its lock with it, as a
+          // page's Web Lock does), the request still on its way; a new one opens the same store.
+          page.abort(new Error("the page is gone"));
+          expect(await abandoned).toMatchObject({ message: "the page is gone" });
           a.sessions = new Sessions({ storage: a.storage });
           const report = await h.sync(a);
           expect(report.acknowledged).toEqual(await ids(s));
@@ -727,10 +731,30 @@ export function runSyncTests(name: string, setup: () => SyncTestTarget | Promise
           // The old page's request reaches the server late (its answer lost with the page): a duplicate.
           if (when === "before it reached the server") held.release({ cut: true });
           else held.drop();
-          expect(isCut(await abandoned)).toBe(true);
           expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
         });
       }
+
+      test("a second run of a device while its first is under way is refused, nothing written; the next one sends the rest once", async (h) => {
+        const a = await h.device();
+        const s = await a.sessions.create({ agentId: "a1", workspaceId: "shared", sessionId: "s1" });
+        await s.append([text("one"), reply("two")]);
+        const held = h.faults.inject({ kind: "hold-before", route: "push" });
+        const first = h.sync(a);
+        await held.met;
+        const ledger = await syncStateOf(a);
+        // A commit the second run would number from the same ledger as the first: the remote would take it for a duplicate.
+        await s.append(text("three, during the first run"));
+        const refused = await h.sync(a).catch((e: unknown) => e);
+        expect(refused).toMatchObject({ code: "writer-locked", details: { path: expect.stringMatching(/^sync\/remotes\/.+\.lock$/) } });
+        expect((refused as Error).message).toMatch(/another sync of this store against the remote .+ is running/);
+        expect(await syncStateOf(a)).toEqual(ledger);
+        held.release();
+        expect((await first).acknowledged).toEqual((await ids(s)).slice(0, 2));
+        const next = await h.sync(a);
+        expect(next.acknowledged).toEqual((await ids(s)).slice(2));
+        expect(await ids(await h.server.open(REF))).toEqual(await ids(s));
+      });
 
       for (const run of [4, 63, 124]) {
         test(`randomized with faults: four devices, offline windows, cut connections and bodies, delays, restarts (seed ${run})`, async (h) => {
@@ -876,7 +900,8 @@ async function pendingNumbers(device: Device): Promise<number[]> {
 }
 
 async function syncStateOf(device: Device): Promise<{ client_id: string; pending: Mutation[] }> {
-  const [name] = await device.storage.list("sync/remotes");
+  // The state, not the lock a run holds beside it.
+  const name = (await device.storage.list("sync/remotes")).find((entry) => entry.endsWith(".json"));
   const bytes = await device.storage.read(`sync/remotes/${name}`);
   return JSON.parse(new TextDecoder().decode(bytes)) as { client_id: string; pending: Mutation[] };
 }

@@ -95,3 +95,17 @@ export function notifyRemoved(ctx: SessionContext, ref: SessionRef, removed: Rem
     // The listener's failure is its own.
   }
 }
+
+/** Each `Sessions`' context, by the registry: the sync engine stamps its own locks with the registry's identity and probe. */
+const contexts = new WeakMap<object, SessionContext>();
+
+/** Keeps `context` as `registry`'s, for {@linkcode contextOf}; returns it. */
+export function registerContext(registry: object, context: SessionContext): SessionContext {
+  contexts.set(registry, context);
+  return context;
+}
+
+/** The context a registry was made with ({@linkcode registerContext}); `undefined` for an object that is none. */
+export function contextOf(registry: object): SessionContext | undefined {
+  return contexts.get(registry);
+}

@@ -14,7 +14,7 @@ import { assertFields, objectArgument } from "../schema/arguments.ts";
 import type { SessionMeta } from "../schema/records.ts";
 import type { PortableSession } from "../model/mod.ts";
 import type { StoragePort } from "../storage/port.ts";
-import type { SessionContext } from "./context.ts";
+import { registerContext, type SessionContext } from "./context.ts";
 import { createdRef, createSessionFiles } from "./create.ts";
 import { archiveSession } from "./archive.ts";
 import { acquireRegistryLock, deleteSession } from "./delete.ts";
@@ -59,7 +59,7 @@ export class Sessions {
   constructor(options: SessionsOptions) {
     assertSessionsOptions(options);
     this.storage = options.storage;
-    this.#ctx = {
+    this.#ctx = registerContext(this, {
       storage: options.storage,
       identity: options.identity ?? ANONYMOUS_WRITER,
       clock: options.clock ?? Date.now,
@@ -69,7 +69,7 @@ export class Sessions {
       ...(options.probe ? { probe: options.probe } : {}),
       ...(options.onStaleLockReclaimed ? { onStaleLockReclaimed: options.onStaleLockReclaimed } : {}),
       ...(options.onLeaseLost ? { onLeaseLost: options.onLeaseLost } : {}),
-    };
+    });
     this.#defaults = options.defaults ?? {};
   }
 

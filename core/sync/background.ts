@@ -70,7 +70,7 @@ export interface BackgroundSyncEvents {
 }
 
 /** Options of {@linkcode startSyncScheduler}. */
-export interface SyncSchedulerOptions extends Omit<SyncStoresOptions, "local" | "remote" | "clock"> {
+export interface SyncSchedulerOptions extends Omit<SyncStoresOptions, "local" | "remote" | "clock" | "signal"> {
   readonly local: Sessions;
   readonly remote: SyncRemote;
   /** Whether the network is up at the start; default `true`. */
@@ -92,9 +92,11 @@ export interface SyncSchedulerOptions extends Omit<SyncStoresOptions, "local" | 
   readonly exclusive?: <T>(sync: () => Promise<T>) => Promise<{ ran: true; value: T } | { ran: false }>;
 }
 
-/** The fields of {@linkcode SyncSchedulerOptions}: a sync's, and the schedule's. */
+const { signal: _runOnly, ...SYNC_RUN_FIELDS } = SYNC_STORES_FIELDS;
+
+/** The fields of {@linkcode SyncSchedulerOptions}: a sync's (but its `signal`: `stop()` ends the scheduler), and the schedule's. */
 export const SYNC_SCHEDULER_FIELDS: KnownFields<SyncSchedulerOptions> = {
-  ...SYNC_STORES_FIELDS,
+  ...SYNC_RUN_FIELDS,
   online: true,
   intervalMs: true,
   debounceMs: true,

@@ -20,6 +20,7 @@ import { SYNC_STORES_FIELDS, SyncRun, type SyncStoresOptions } from "./sync-run.
 import { flushOutbox } from "./outbox.ts";
 import { enqueueLocalChanges, makeSealedForks } from "./local-changes.ts";
 import { pullChanges } from "./pull.ts";
+import { underSyncLock } from "./run-lock.ts";
 
 /**
  * Syncs the local store with a remote: push, then pull. Resumable: run it again after any
@@ -35,11 +36,14 @@ import { pullChanges } from "./pull.ts";
  * console.log(report.pushed, report.pulled, report.forks);
  * ```
  * @throws {SyncRefusedError} when the remote refuses the client (401, 403, another user's client id); nothing was changed by the refused request.
+ * @throws {WriterLockedError} when another run of this store against this remote is under way (its lock,
+ * `sync/remotes/<remote>.lock`, names it); nothing was read or written.
  * @throws {InvalidInputError} when `options` is not an object with `local` and `remote`, or has a field it does not know;
  * when the remote serves the local store itself, or the local store is encrypted and not given as its `EncryptedStorage`; nothing was written.
  */
 export async function syncStores(options: SyncStoresOptions): Promise<SyncReport> {
   assertFields(knownOptions(options, "syncStores(options)", SYNC_STORES_FIELDS), "syncStores(options)", { local: "object!", remote: "object!" });
+  options.signal?.throwIfAborted();
   const run = new SyncRun(options);
   // Fail closed: an encrypted store reached through anything but its EncryptedStorage would sync its plaintext view.
   if (!run.codec && (await EncryptedStorage.isEncrypted(run.local.storage))) {
@@ -53,6 +57,12 @@ export async function syncStores(options: SyncStoresOptions): Promise<SyncReport
       remote: run.remote.id,
     });
   }
+  const holder = { identity: run.writer.identity, probe: run.probe, clock: run.clock };
+  return await underSyncLock(run.local.storage, run.remote.id, holder, () => pushAndPull(run));
+}
+
+/** The run under its lock: the outbox, the local changes and the pull, until neither side lacks anything. */
+async function pushAndPull(run: SyncRun): Promise<SyncReport> {
   // A re-read a crash cut is finished or undone first: until then its session may be missing here, which a push would take for a delete.
   for (const { ref, message } of await settleRereads(run.local.storage)) run.conflict({ ref, reason: "reread-blocked", message });
   await run.load();

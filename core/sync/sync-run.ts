@@ -13,7 +13,8 @@ import { formatSessionRef, parseSessionRef } from "../layout/ids.ts";
 import { formatSegmentName, parseSegmentName } from "../layout/segments.ts";
 import type { KnownFields } from "../schema/arguments.ts";
 import { newId } from "../session/ids.ts";
-import { ANONYMOUS_WRITER, type WriterIdentity } from "../session/owner.ts";
+import { contextOf } from "../session/context.ts";
+import { ANONYMOUS_WRITER, type OwnerProbe, type WriterIdentity } from "../session/owner.ts";
 import type { Session } from "../session/session.ts";
 import { partsOf } from "../session/session-view.ts";
 import type { Sessions } from "../session/registry.ts";
@@ -21,6 +22,7 @@ import { type SegmentFile, type SegmentNames, segmentNamesAfter, type SegmentPos
 import type { SyncConflict, SyncReport } from "./report.ts";
 import { SealedCodec } from "./sealed-codec.ts";
 import type { SyncRemote } from "./remote.ts";
+import { abortableRemote } from "./abortable-remote.ts";
 import { stateOf, type SyncState, syncStatePath } from "./sync-state.ts";
 import { PendingFiles } from "./pending-files.ts";
 import { lastSequenceOf, messageAt, readSegmentFile, segmentNamesOf, type SessionFiles, type SyncWriter } from "./session-files.ts";
@@ -46,8 +48,17 @@ export interface SyncStoresOptions {
   readonly batchBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   readonly clock?: () => number;
-  /** Who the engine's own locked writes (labels, adopted segments) are by; default the anonymous writer. */
+  /**
+   * Who the engine's own locked writes (labels, adopted segments, the run's lock) are by; default the identity `local`
+   * was made with. The lock a dead run left is taken over when `local` was made with a `probe` (docs/SYNC.md "The engine").
+   */
   readonly identity?: WriterIdentity;
+  /**
+   * Ends the run: a call to the remote under way rejects with the signal's reason (the request may still reach the
+   * remote, as over a cut connection) and none is made after it; the run gives its lock back. What the remote
+   * acknowledged stays agreed; the rest waits in the outbox for the next run, under the same numbers.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** The fields of {@linkcode SyncStoresOptions} (the scheduler's options have them too). */
@@ -60,6 +71,7 @@ export const SYNC_STORES_FIELDS: KnownFields<SyncStoresOptions> = {
   batchBytes: true,
   clock: true,
   identity: true,
+  signal: true,
 };
 
 const decoder = new TextDecoder();
@@ -78,6 +90,8 @@ export class SyncRun {
   readonly batchBytes: number;
   readonly clock: () => number;
   readonly writer: SyncWriter;
+  /** What `local` knows of other processes: the run's lock a dead run left is taken over with it. */
+  readonly probe: OwnerProbe | undefined;
   readonly statePath: string;
   /** Where the state's large pending mutations are kept: in files beside it (docs/SYNC.md "The engine"). */
   readonly #pendingFiles: PendingFiles;
@@ -111,14 +125,16 @@ export class SyncRun {
 
   constructor(options: SyncStoresOptions) {
     this.local = options.local;
-    this.remote = options.remote;
+    this.remote = options.signal ? abortableRemote(options.remote, options.signal) : options.remote;
     this.only = options.refs && new Set(options.refs.map((r) => formatSessionRef(parseSessionRef(r))));
     this.batchMessages = options.batchMessages ?? 500;
     this.batchMutations = options.batchMutations ?? 20;
     this.batchCap = this.batchMutations;
     this.batchBytes = options.batchBytes ?? 8 * 1024 * 1024;
     this.clock = options.clock ?? Date.now;
-    this.writer = { identity: options.identity ?? ANONYMOUS_WRITER, clock: this.clock };
+    const registry = contextOf(options.local);
+    this.writer = { identity: options.identity ?? registry?.identity ?? ANONYMOUS_WRITER, clock: this.clock };
+    this.probe = registry?.probe;
     this.statePath = syncStatePath(options.remote.id);
     this.#pendingFiles = new PendingFiles(options.local.storage, options.remote.id);
     this.codec = options.local.storage instanceof EncryptedStorage ? new SealedCodec(options.local.storage) : undefined;

@@ -76,6 +76,11 @@ export function syncStatePath(remoteId: string): string {
   return `sync/remotes/${remoteKey(remoteId)}.json`;
 }
 
+/** The lock a sync run of this store against the remote `remoteId` holds (docs/SYNC.md "The engine"). */
+export function syncLockPath(remoteId: string): string {
+  return `sync/remotes/${remoteKey(remoteId)}.lock`;
+}
+
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
 export function remoteKey(id: string): string {
   return Array.from(

@@ -9,6 +9,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
+import { nodeWriterIdentity } from "../../runtime-node/open.ts";
 import { BIN, cli, expectOk, json, missingRoot, REPO, seed, sessionDir, snapshot, tempDir } from "./support.ts";
 
 const REF = "a1/w1/s1";
@@ -168,6 +169,48 @@ describe("sessionfold sync", () => {
     expect(json(expectOk(await cli(root, ["--json", "sync", REF, "--remote", backup])))).toMatchObject({ pushed: 1, conflicts: [] });
     expect(json(expectOk(await cli(other, ["--json", "sync", REF, "--remote", backup])))).toMatchObject({ pulled: 1, conflicts: [] });
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "a sync while another of the store against that remote runs is writer-locked (exit 3), naming the lock; a dead run's lock is taken over",
+    async () => {
+      const [root, backup] = [await missingRoot(), await missingRoot()];
+      await seed(root, REF, 1);
+      expectOk(await cli(root, ["sync", "--remote", backup]));
+      const remotes = join(root, "sync", "remotes");
+      const state = (await readdir(remotes)).find((name) => name.endsWith(".json"))!;
+      const lockPath = `sync/remotes/${state.replace(/\.json$/, ".lock")}`;
+      const me = nodeWriterIdentity();
+      const lockOf = (pid: number) =>
+        JSON.stringify({
+          pid,
+          hostname: me.hostname,
+          boot_id: me.bootId,
+          pid_namespace: me.pidNamespace,
+          process_started_at: me.processStartedAt,
+          runtime: "node",
+          operation: "sync",
+          lock_id: "lock_other",
+          created_at: "2026-12-07T10:00:00.000Z",
+        });
+      // This process runs (the CLI runs in it here): its lock is honoured.
+      await writeFile(join(root, lockPath), lockOf(process.pid));
+      await seed(root, "a1/w1/s2", 1);
+      const before = await snapshot(root);
+      const locked = await cli(root, ["sync", "--remote", backup]);
+      expect(locked.status).toBe(3);
+      expect(locked.stderr).toMatch(
+        new RegExp(
+          `^error\\[writer-locked\\]: ${lockPath.replaceAll(".", "\\.")}: another sync of this store against the remote .* is running, by pid ${process.pid} `,
+        ),
+      );
+      expect(await snapshot(root)).toEqual(before);
+      // A pid above the system's highest runs nowhere: a run of this host and boot that is gone.
+      const gone = Number(await readFile("/proc/sys/kernel/pid_max", "utf8")) + 1;
+      await writeFile(join(root, lockPath), lockOf(gone));
+      expect(json(expectOk(await cli(root, ["--json", "sync", "--remote", backup])))).toMatchObject({ pushed: 1, conflicts: [] });
+      expect(await readdir(remotes)).toEqual([state]);
+    },
+  );
 
   it("refuses without --remote (usage, exit 2)", async () => {
     const result = await cli(await missingRoot(), ["sync"]);

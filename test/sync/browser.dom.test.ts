@@ -255,10 +255,15 @@ describe("background sync over IndexedDB and a real HTTP server", () => {
     // The request never leaves: the page dies while it waits.
     let reachedPush!: () => void;
     const pushing = new Promise<void>((resolve) => (reachedPush = resolve));
-    const hanging: SyncRemote = { ...server.remote(), id: "server", push: () => (reachedPush(), new Promise(() => {})) };
-    startSyncScheduler({ local: sessions, remote: hanging, timers, clock: () => timers.now, intervalMs: 0 });
+    let pageDies!: (reason: Error) => void;
+    const gone = new Promise<never>((_, reject) => (pageDies = reject));
+    const hanging: SyncRemote = { ...server.remote(), id: "server", push: () => (reachedPush(), gone) };
+    const dead = startSyncScheduler({ local: sessions, remote: hanging, timers, clock: () => timers.now, intervalMs: 0 });
     timers.fireNext();
     await pushing;
+    // With the page go its request and its run's lock (a Web Lock in a browser; happy-dom has none, so the run ends here).
+    pageDies(new Error("the page is gone"));
+    await dead.stop();
 
     const reloaded = device(dbName);
     await say(await reloaded.sessions.open("a1/w-alice/s1"), "two, after the reload");

@@ -1,0 +1,56 @@
+/**
+ * The lock a sync run holds from its first read of the sync state to its end
+ * (`sync/remotes/<remote>.lock`, docs/SYNC.md "The engine"): two runs of one store against one
+ * remote would number mutations from the same state, and the remote would answer one run's
+ * mutation with the other's result. It is taken like a session's `writer.lock`: the backend's
+ * own lock where it has one (a Web Lock, a PostgreSQL advisory lock, which its holder's death
+ * frees), else the file created exclusively, which a dead run of this host leaves and a run
+ * given a process probe (`SessionsOptions.probe`) takes over.
+ *
+ * @module
+ */
+import { WriterLockedError } from "../errors.ts";
+import { describeLockOwner, type LockedWrites, readLockOwner, releaseWriterLock, takeWriterLock } from "../session/lock.ts";
+import type { StoragePort } from "../storage/port.ts";
+import { syncLockPath } from "./sync-state.ts";
+
+/**
+ * Runs `body` holding the sync lock of `storage` against the remote `remoteId`, and gives the
+ * lock back however `body` ends. `holder` is stamped into the lock (who runs the sync, so a
+ * second run can say who holds it); with its `probe`, a lock a dead run of this host left is
+ * taken over.
+ *
+ * @throws {WriterLockedError} before `body` runs, when another run holds the lock: the message
+ * names the lock and its holder; nothing was read or written.
+ */
+export async function underSyncLock<T>(
+  storage: StoragePort,
+  remoteId: string,
+  holder: Pick<LockedWrites, "identity" | "probe" | "clock">,
+  body: () => Promise<T>,
+): Promise<T> {
+  const path = syncLockPath(remoteId);
+  const taken = await takeWriterLock(storage, path, { ...holder, operation: "sync", hold: true });
+  if (taken.outcome !== "committed") throw await syncRunningError(storage, path, remoteId);
+  let value: T;
+  try {
+    value = await body();
+  } catch (error) {
+    // The run's own error says what happened; a lock that cannot be given back is the next run's to take over.
+    await releaseWriterLock(storage, taken.lease).catch(() => undefined);
+    throw error;
+  }
+  await releaseWriterLock(storage, taken.lease);
+  return value;
+}
+
+/** The error for a sync lock another run holds, naming that run from the lock's content. */
+async function syncRunningError(storage: StoragePort, path: string, remoteId: string): Promise<WriterLockedError> {
+  const owner = await readLockOwner(storage, path);
+  const who = owner ? describeLockOwner(owner) : "an unreadable lock";
+  return new WriterLockedError(
+    `${path}: another sync of this store against the remote ${JSON.stringify(remoteId)} is running, by ${who}; nothing was done. ` +
+      `A lock whose run is gone is taken over by a run on its host that can tell (the CLI can); from elsewhere, remove ${path} once that run is known to be gone`,
+    { path, ...(owner ? { owner } : {}) },
+  );
+}
