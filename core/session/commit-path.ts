@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { asSessionfoldError, InvalidInputError, LeaseLostError, RevisionConflictError } from "../errors.ts";
+import { InvalidInputError, LeaseLostError, RevisionConflictError } from "../errors.ts";
 import { formatSessionRef, type SessionRef } from "../layout/ids.ts";
 import type { SessionPaths, SessionPlace } from "../layout/paths.ts";
 import { encodeJsonDocument, type MessageRecord, nowTimestamp, type SessionMeta } from "../schema/records.ts";
@@ -22,7 +22,7 @@ import { OperationSlot } from "./operation-slot.ts";
 import type { ResolvedSessionOptions } from "./options.ts";
 import { type AppendChange, appendWrites, planAppend, type SegmentClose, segmentCloseWrites } from "./planned-change.ts";
 import { type PendingRepairPlan, planPendingRepairs, unknownActiveLines } from "./recovery.ts";
-import { assertWritable, revisionConflict } from "./commit-guards.ts";
+import { assertWritable, failedOperationError, revisionConflict } from "./commit-guards.ts";
 import type { SessionState } from "./state.ts";
 import type { CommitResult } from "./locked-operation.ts";
 
@@ -264,10 +264,10 @@ export class CommitPath {
     if (lease !== this.#lease.held) await releaseWriterLock(this.ctx.storage, lease);
   }
 
-  /** After a failed operation: reload what is on disk (unless the handle is stale) and type the error. */
-  async failed(operation: string, error: unknown): Promise<Error> {
+  /** After a failed operation (at revision `before`): reload what is on disk (unless the handle is stale) and type the error. */
+  async failed(operation: string, error: unknown, before = this.state.meta.revision): Promise<Error> {
     if (!(error instanceof RevisionConflictError)) await this.#reloadNow().catch(() => (this.#needsReload = true));
-    return asSessionfoldError(error, `${operation} on ${formatSessionRef(this.ref)} failed`);
+    return failedOperationError(error, `${operation} on ${formatSessionRef(this.ref)} failed`, before, this.state.meta.revision);
   }
 
   /** After a repair (inside the operation slot): re-read the files, or mark the handle for a reload before its next operation. */

@@ -251,16 +251,24 @@ describe("browser runtime in real pages (Vite dev server + Chromium)", () => {
       // the two the quota refuses is the browser's accounting (Chromium 150 refuses Active, 156 the segment).
       const compaction = await sf(page, "compact");
       expect(compaction).toMatchObject(full(/\/messages\/(segments\/\d+-\d+\.jsonl|active\.jsonl)$/));
-      expect(compaction.ok || compaction.error.message).toMatch(
-        /^compact on a1\/w1\/s1 failed: IndexedDB \w+ of ".*\/messages\/(segments\/|active\.jsonl).* quota is exhausted; nothing was written$/,
-      );
+      const refusedAt = /^compact on a1\/w1\/s1 failed: IndexedDB \w+ of ".*\/messages\/(segments\/|active\.jsonl).* quota is exhausted; nothing was written/;
+      expect(compaction.ok || compaction.error.message).toMatch(refusedAt);
       if (!compaction.ok && String(compaction.error.details.path).endsWith("/messages/active.jsonl")) {
         // meta.json and the segment were in place before Active's write (docs/FORMAT.md "Compaction", the order of its
-        // writes): the compaction took effect (recovery rule 3 drops Active's copies of the segment's messages).
+        // writes): the compaction took effect (recovery rule 3 drops Active's copies of the segment's messages), and the
+        // error says so.
         const after: LooseJson = await ok(page, "state");
         expect(after.revision).toBeGreaterThan(committed.revision);
+        expect(compaction.error.message).toMatch(
+          new RegExp(
+            `; nothing was written; the writes before it took effect: the session is at revision ${after.revision} now \\(it was at ${committed.revision}\\)$`,
+          ),
+        );
         committed = after;
-      } else expect(await ok(page, "state")).toEqual(committed);
+      } else {
+        expect(compaction.ok || compaction.error.message).toMatch(/nothing was written$/);
+        expect(await ok(page, "state")).toEqual(committed);
+      }
       // Then messages until the quota refuses one (its line, or its lock's record once the quota is spent).
       let refused: Outcome | undefined;
       for (let i = 0; i < 20 && !refused; i++) {

@@ -8,6 +8,7 @@ import {
   CompactionFailedError,
   estimateTextTokens,
   estimateTokens,
+  formatSessionRef,
   InvalidInputError,
   MemoryStorage,
   type MessageRecord,
@@ -120,11 +121,44 @@ describe("compact()", () => {
       },
     });
     const again = await registry(failing).open(REF);
-    await expect(again.compact({ summarizer: summarizer() })).rejects.toBeInstanceOf(StorageFullError);
+    const refused = await again.compact({ summarizer: summarizer() }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StorageFullError);
+    expect((refused as Error).message).not.toContain("took effect");
     expect(await snapshot(inner)).toEqual(before);
     const reopened = await registry(inner).open(REF);
     expect(reopened.diagnostics).toEqual([]);
     expect(reopened.revision).toBe(session.revision);
+  });
+
+  test("an Active write that fails after meta.json and the segment: the compaction took effect, and its error says so", async () => {
+    const inner = new MemoryStorage();
+    const { session } = await sessionWith(6, inner);
+    const messages = (await fullHistory(session)).map((m) => m.message_id);
+    const failing = new Proxy(inner, {
+      get(target, prop) {
+        // Plans by this proxy's calls, whatever the backend runs itself.
+        if (prop === "applyCommitPlan") return undefined;
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== "replace") return typeof value === "function" ? value.bind(target) : value;
+        return async (path: string, bytes: Uint8Array) => {
+          if (path === P.active) throw new StorageFullError(`${path}: simulated full disk; nothing was written`, { path });
+          return target.replace(path, bytes);
+        };
+      },
+    });
+    const again = await registry(failing).open(REF);
+    const refused = await again.compact({ summarizer: summarizer() }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StorageFullError);
+    // The open after it finds meta.json older than the segment it names is not: rebuilt, at a revision of its own.
+    const reopened = await registry(inner).open(REF);
+    expect(reopened.revision).toBeGreaterThan(session.revision);
+    expect((refused as Error).message).toBe(
+      `compact on ${formatSessionRef(REF)} failed: ${P.active}: simulated full disk; nothing was written; ` +
+        `the writes before it took effect: the session is at revision ${reopened.revision} now (it was at ${session.revision})`,
+    );
+    expect(again.revision).toBe(reopened.revision);
+    expect((await fullHistory(reopened)).map((m) => m.message_id)).toEqual(messages);
+    expect(reopened.summary).not.toBeNull();
   });
 
   test("a failed close's put-back takes the lock again and never writes over a meta.json another writer wrote meanwhile", async () => {
