@@ -67,7 +67,8 @@ describe("the outbox's large mutations in files of their own", () => {
       }
     };
     await expect(syncStores({ local, remote, ...SMALL_BATCHES })).rejects.toThrow("the process ended here");
-    expect((await device.list(PENDING_DIR)).length).toBeGreaterThan(0);
+    // The first save writes its large mutations as one file before the state, where the forced crash ends the run.
+    expect(await device.list(PENDING_DIR)).toHaveLength(1);
     expect(await device.read(syncStatePath("server"))).toBeUndefined();
     device.before = undefined;
     const report = await syncStores({ local, remote, ...SMALL_BATCHES });
