@@ -236,11 +236,15 @@ function newLockOwner(identity: WriterIdentity, operation: string, clock: () => 
   return owner as LockOwner & { lock_id: string };
 }
 
-/** The error for a lock someone else holds, naming that holder from the lock's content. */
-export async function writerLockedError(storage: StoragePort, path: string): Promise<WriterLockedError> {
+/** The error for a lock someone else holds, naming that holder from the lock's content (`say`: what the lock's path is followed by). */
+export async function writerLockedError(
+  storage: StoragePort,
+  path: string,
+  say = (who: string) => `session is locked by ${who}; nothing was written`,
+): Promise<WriterLockedError> {
   const existing = await readLockOwner(storage, path);
   const who = existing ? describeLockOwner(existing) : "an unreadable lock";
-  return new WriterLockedError(`${path}: session is locked by ${who}; nothing was written`, {
+  return new WriterLockedError(`${path}: ${say(who)}`, {
     path,
     ...(existing ? { owner: existing } : {}),
   });

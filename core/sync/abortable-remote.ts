@@ -6,31 +6,19 @@
  *
  * @module
  */
+import { untilAborted } from "../session/until-aborted.ts";
 import type { SyncRemote } from "./remote.ts";
 
 /** `remote`, its four calls ended by `signal`. */
 export function abortableRemote(remote: SyncRemote, signal: AbortSignal): SyncRemote {
+  // Not made once the signal fired; under way, raced with it.
+  const ended = <T>(call: () => Promise<T>): Promise<T> => (signal.aborted ? Promise.reject(signal.reason) : untilAborted(call(), signal));
   return {
     id: remote.id,
     ...(remote.storage !== undefined ? { storage: remote.storage } : {}),
-    push: (request) => untilAborted(signal, () => remote.push(request)),
-    pull: (request) => untilAborted(signal, () => remote.pull(request)),
-    read: (request) => untilAborted(signal, () => remote.read(request)),
-    segment: (request) => untilAborted(signal, () => remote.segment(request)),
+    push: (request) => ended(() => remote.push(request)),
+    pull: (request) => ended(() => remote.pull(request)),
+    read: (request) => ended(() => remote.read(request)),
+    segment: (request) => ended(() => remote.segment(request)),
   };
-}
-
-/** `call()`, or the signal's reason once it fires, whichever comes first; `call` is not made after it fired. */
-async function untilAborted<T>(signal: AbortSignal, call: () => Promise<T>): Promise<T> {
-  signal.throwIfAborted();
-  let onAbort!: () => void;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([call(), aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }

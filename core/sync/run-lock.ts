@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { WriterLockedError } from "../errors.ts";
-import { describeLockOwner, type LockedWrites, readLockOwner, releaseWriterLock, takeWriterLock } from "../session/lock.ts";
+import type { WriterLockedError } from "../errors.ts";
+import { type LockedWrites, releaseWriterLock, takeWriterLock, writerLockedError } from "../session/lock.ts";
 import type { StoragePort } from "../storage/port.ts";
 import { syncLockPath } from "./sync-state.ts";
 
@@ -45,12 +45,12 @@ export async function underSyncLock<T>(
 }
 
 /** The error for a sync lock another run holds, naming that run from the lock's content. */
-async function syncRunningError(storage: StoragePort, path: string, remoteId: string): Promise<WriterLockedError> {
-  const owner = await readLockOwner(storage, path);
-  const who = owner ? describeLockOwner(owner) : "an unreadable lock";
-  return new WriterLockedError(
-    `${path}: another sync of this store against the remote ${JSON.stringify(remoteId)} is running, by ${who}; nothing was done. ` +
+function syncRunningError(storage: StoragePort, path: string, remoteId: string): Promise<WriterLockedError> {
+  return writerLockedError(
+    storage,
+    path,
+    (who) =>
+      `another sync of this store against the remote ${JSON.stringify(remoteId)} is running, by ${who}; nothing was done. ` +
       `A lock whose run is gone is taken over by a run on its host that can tell (the CLI can); from elsewhere, remove ${path} once that run is known to be gone`,
-    { path, ...(owner ? { owner } : {}) },
   );
 }
