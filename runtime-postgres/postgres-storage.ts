@@ -108,9 +108,11 @@ export interface LeaseLost {
 
 /** A lock this handle holds: the connection it lives on, and, once that connection ended, the error writes under it get. */
 interface HeldLock {
+  /** The lock's name (its file's path). */
+  readonly name: string;
   readonly client: pg.PoolClient;
-  /** The folder whose writes go through `client` (the lock's parent: the session). */
-  readonly dir: string;
+  /** What the lock guards: the paths (files, or folders and all under them) whose writes go through `client` (`CommitPlan`'s `lock.covers`, by default the lock's folder: the session). */
+  readonly covers: readonly string[];
   readonly onEnd: (error?: unknown) => void;
   lost?: LeaseLostError;
 }
@@ -153,7 +155,7 @@ export class PostgresStorage implements StoragePort {
   readonly #lockPool: pg.Pool;
   /** Locks this handle holds, each on its own connection (checked out of `#lockPool`), by name. */
   readonly #held = new Map<string, HeldLock>();
-  /** The same locks by the folder they fence. */
+  /** The same locks by each path they cover (a file, or a folder and all under it). */
   readonly #fenced = new Map<string, HeldLock>();
   /** The largest file `read` returns (`maxFileBytes`); writers keep every file within it (docs/FORMAT.md "Limits"). */
   readonly maxFileBytes: number;
@@ -436,12 +438,11 @@ export class PostgresStorage implements StoragePort {
         outcome = await firstValue(client, statement, parameters);
       } catch (error) {
         if (holder) {
-          const name = this.#nameOf(holder);
           if (holder.lost || isConnectionLost(error)) throw this.#lostOnTheWay(holder, error);
           // A failed release: the session lock goes with its connection. A failed write under
           // the lock leaves the lock held (the transaction rolled back, the connection lives).
           if (plan.release) {
-            this.#unhold(name);
+            this.#unhold(holder.name);
             holder.client.release(true);
           }
         } else if (pooled) {
@@ -465,7 +466,7 @@ export class PostgresStorage implements StoragePort {
       } else if (pooled) {
         this.#commits.put(client);
       } else if (!holder) {
-        if (outcome === "committed") this.#hold(plan.lock!.path, client);
+        if (outcome === "committed") this.#hold(plan.lock!.path, client, plan.lock!.covers);
         else client.release();
       }
       if (outcome === "committed") return { outcome: "committed" };
@@ -696,7 +697,7 @@ export class PostgresStorage implements StoragePort {
     }
   }
 
-  /** The held lock whose folder holds any of `paths` (a session's files, or the session folder itself). */
+  /** The held lock that covers any of `paths` (a session's files, or the session folder itself). */
   #fencing(paths: readonly string[]): HeldLock | undefined {
     if (this.#fenced.size === 0) return undefined;
     for (const path of paths) {
@@ -708,20 +709,20 @@ export class PostgresStorage implements StoragePort {
     return undefined;
   }
 
-  /** Keeps `client` as the connection of the lock `name`, watching for its end. */
-  #hold(name: string, client: pg.PoolClient): void {
-    const dir = parentOf(name);
+  /** Keeps `client` as the connection of the lock `name`, which covers `covers` (by default its folder), watching for its end. */
+  #hold(name: string, client: pg.PoolClient, covers: readonly string[] = [parentOf(name)]): void {
     const held: HeldLock = {
+      name,
       client,
-      dir,
+      covers,
       onEnd: (error?: unknown) => {
-        if (this.#held.get(name) === held) this.#lose(name, held, "not-written", error);
+        if (this.#held.get(name) === held) this.#lose(held, "not-written", error);
       },
     };
     client.on("error", held.onEnd);
     client.on("end", held.onEnd);
     this.#held.set(name, held);
-    this.#fenced.set(dir, held);
+    for (const path of covers) this.#fenced.set(path, held);
   }
 
   /** Forgets the lock `name` (its connection is the caller's to release). */
@@ -731,7 +732,7 @@ export class PostgresStorage implements StoragePort {
     held.client.off("error", held.onEnd);
     held.client.off("end", held.onEnd);
     this.#held.delete(name);
-    if (this.#fenced.get(held.dir) === held) this.#fenced.delete(held.dir);
+    for (const path of held.covers) if (this.#fenced.get(path) === held) this.#fenced.delete(path);
     return held;
   }
 
@@ -739,13 +740,13 @@ export class PostgresStorage implements StoragePort {
    * Marks a held lock lost (its connection ended or failed): the connection is dropped, the
    * host is told once, and every later write under the lock gets the returned error.
    */
-  #lose(name: string, held: HeldLock, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
+  #lose(held: HeldLock, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
     if (held.lost) return held.lost;
-    held.lost = this.#lostError(name, outcome, cause);
+    held.lost = this.#lostError(held.name, outcome, cause);
     held.client.off("end", held.onEnd);
     held.client.release(true);
     try {
-      this.#onLeaseLost?.({ lock: name, error: held.lost });
+      this.#onLeaseLost?.({ lock: held.name, error: held.lost });
     } catch {
       // A listener's failure is the host's; the lock is lost all the same.
     }
@@ -757,27 +758,23 @@ export class PostgresStorage implements StoragePort {
    * write may have reached the server before the end (its outcome is unknown).
    */
   #lostOnTheWay(held: HeldLock, cause: unknown): LeaseLostError {
-    const name = this.#nameOf(held);
-    this.#lose(name, held, "unknown", cause);
-    return this.#lostError(name, "unknown", cause);
+    this.#lose(held, "unknown", cause);
+    return this.#lostError(held.name, "unknown", cause);
   }
 
   #lostError(name: string, outcome: "not-written" | "unknown", cause?: unknown): LeaseLostError {
     const why = cause ? `: ${(cause as { message?: string }).message ?? String(cause)}` : "";
     const what = outcome === "unknown" ? "the write was on its way and may or may not have landed (reload to see)" : "nothing was written";
     return new LeaseLostError(
-      `${name}: this writer's lock was lost when its PostgreSQL connection ended${why}; another writer may hold the session now; ${what}; close the session and open it again`,
+      name.endsWith("/writer.lock")
+        ? `${name}: this writer's lock was lost when its PostgreSQL connection ended${why}; another writer may hold the session now; ${what}; close the session and open it again`
+        : `${name}: this handle's lock was lost when its PostgreSQL connection ended${why}; another holder may have it now; ${what}; run it again`,
       {
         path: name,
         outcome,
         ...(cause && (cause as { code?: unknown }).code ? { sqlstate: (cause as { code?: unknown }).code } : {}),
       },
     );
-  }
-
-  #nameOf(held: HeldLock): string {
-    for (const [name, candidate] of this.#held) if (candidate === held) return name;
-    return `${held.dir}/writer.lock`;
   }
 
   /** A call under way ended (see `#calls`). */

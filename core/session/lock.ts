@@ -22,6 +22,8 @@ export interface LockedWrites {
   readonly clock: () => number;
   /** Keep the lock once the writes committed (give it back with {@linkcode releaseWriterLock}). */
   readonly hold: boolean;
+  /** What the lock guards when not its own folder (`CommitPlan`'s `lock.covers`). */
+  readonly covers?: readonly string[] | undefined;
   /** `meta.json` must still hold this revision (`null`: be missing), or nothing is written. */
   readonly expect?: { readonly path: string; readonly revision: number | null } | undefined;
   /**
@@ -49,7 +51,7 @@ export type TakenWriterLock =
  */
 export async function takeWriterLock(storage: StoragePort, path: string, locked: LockedWrites): Promise<TakenWriterLock> {
   const owner = newLockOwner(locked.identity, locked.operation, locked.clock);
-  const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id };
+  const lock = { path, bytes: encodeJsonDocument(owner), lockId: owner.lock_id, ...(locked.covers ? { covers: locked.covers } : {}) };
   const plan: CommitPlan = locked.expect
     ? { lock, hold: locked.hold, expect: locked.expect, writes: locked.writes ?? [] }
     : { lock, hold: locked.hold, writes: locked.writes ?? [] };

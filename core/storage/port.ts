@@ -227,8 +227,14 @@ export interface PlannedWrite {
  * with `hold` and ends with one that gives it back with `release`.
  */
 export interface CommitPlan {
-  /** The `writer.lock` to create for the span of the writes: its path, content and `lock_id`. */
-  readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string };
+  /**
+   * The `writer.lock` to create for the span of the writes: its path, content and `lock_id`;
+   * `covers`, the paths (a file, or a folder and all under it) whose writes the lock guards
+   * while held, by default its own folder (a session's). A backend whose lock lives on a
+   * connection (PostgreSQL) sends those writes on it, so none lands once the lock is lost
+   * (docs/POSTGRES.md "Fencing").
+   */
+  readonly lock?: { readonly path: string; readonly bytes: Uint8Array; readonly lockId: string; readonly covers?: readonly string[] };
   /**
    * With `lock`: keep the lock once the plan has committed, for an operation that goes on;
    * a later plan's `release` gives it back. A plan that does not commit releases it anyway.

@@ -14,7 +14,7 @@ import { newId } from "../session/ids.ts";
 import type { StoragePort } from "../storage/port.ts";
 import type { Mutation } from "./protocol.ts";
 import { byteEstimate } from "./request-sizes.ts";
-import { remoteKey, type SyncState } from "./sync-state.ts";
+import { syncPendingFolder, type SyncState } from "./sync-state.ts";
 
 /** A pending mutation at least this large (its estimate, `byteEstimate`) is kept in a file beside the state. */
 const PENDING_FILE_BYTES = 64 * 1024;
@@ -63,7 +63,7 @@ export class PendingFiles {
 
   constructor(storage: StoragePort, remoteId: string) {
     this.#storage = storage;
-    this.#dir = `sync/pending/${remoteKey(remoteId)}`;
+    this.#dir = syncPendingFolder(remoteId);
   }
 
   /**

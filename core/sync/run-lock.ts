@@ -12,7 +12,7 @@
 import type { WriterLockedError } from "../errors.ts";
 import { type LockedWrites, releaseWriterLock, takeWriterLock, writerLockedError } from "../session/lock.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { syncLockPath } from "./sync-state.ts";
+import { syncLockPath, syncPendingFolder, syncStatePath } from "./sync-state.ts";
 
 /**
  * Runs `body` holding the sync lock of `storage` against the remote `remoteId`, and gives the
@@ -30,7 +30,9 @@ export async function underSyncLock<T>(
   body: () => Promise<T>,
 ): Promise<T> {
   const path = syncLockPath(remoteId);
-  const taken = await takeWriterLock(storage, path, { ...holder, operation: "sync", hold: true });
+  // What the run writes under it: on PostgreSQL those writes go on the lock's connection (docs/POSTGRES.md "Fencing").
+  const covers = [syncStatePath(remoteId), syncPendingFolder(remoteId)];
+  const taken = await takeWriterLock(storage, path, { ...holder, operation: "sync", hold: true, covers });
   if (taken.outcome !== "committed") throw await syncRunningError(storage, path, remoteId);
   let value: T;
   try {

@@ -76,13 +76,18 @@ export function syncStatePath(remoteId: string): string {
   return `sync/remotes/${remoteKey(remoteId)}.json`;
 }
 
+/** The folder of the outbox's mutations kept apart from the state for the remote `remoteId` (docs/FORMAT.md "Sync's entries"). */
+export function syncPendingFolder(remoteId: string): string {
+  return `sync/pending/${remoteKey(remoteId)}`;
+}
+
 /** The lock a sync run of this store against the remote `remoteId` holds (docs/SYNC.md "The engine"). */
 export function syncLockPath(remoteId: string): string {
   return `sync/remotes/${remoteKey(remoteId)}.lock`;
 }
 
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */
-export function remoteKey(id: string): string {
+function remoteKey(id: string): string {
   return Array.from(
     new TextEncoder().encode(id),
     (b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `.${b.toString(16).padStart(2, "0")}`),

@@ -5,12 +5,14 @@
  * (`LeaseLostError`), while a second writer takes the session; nothing of the two
  * interleaves, and afterwards every acknowledged message is readable once and the session
  * takes writes. The same for an operation's own lock (a compaction whose summarizer is
- * waiting when the kill comes), and for every connection of a handle ended at once (what a
+ * waiting when the kill comes), for a sync run's lock (its state's saves), and for every connection of a handle ended at once (what a
  * server restart does to a client): typed errors, never an unhandled 'error' event.
  */
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { LeaseLostError, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
+import { LeaseLostError, MemoryStorage, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
+import { directRemote, syncStores } from "../../core/sync/mod.ts";
+import { syncLockPath, syncStatePath } from "../../core/sync/sync-state.ts";
 import { type LeaseLost, PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { fullHistory } from "../node/process-support.ts";
 import { POSTGRES_URL, schemasDroppedAfterAll, terminateApplication, terminateLockHolder } from "./support.ts";
@@ -198,6 +200,50 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
       await b.storage.close();
     }
     await expectIntact(schema, acknowledged);
+  });
+
+  it("a sync run's lock guards its own state: with a second run against another remote on the same handle meanwhile, a killed lock still refuses the first run's save", async () => {
+    const schema = newSchema("fence");
+    const a = handle(schema);
+    const first = new MemoryStorage();
+    const lock = syncLockPath("first");
+    try {
+      const session = await a.sessions.create({ ...REF, title: "synced" });
+      for (let i = 0; i < 4; i++) await session.append({ role: "user", parts: [{ type: "text", text: `message ${i}` }], message_id: `a${i}` });
+      const toFirst = directRemote(first, { id: "first" });
+      let atServer!: () => void;
+      const pushing = new Promise<void>((resolve) => (atServer = resolve));
+      let answer!: () => void;
+      const gate = new Promise<void>((resolve) => (answer = resolve));
+      const run = syncStores({
+        local: a.sessions,
+        remote: { ...toFirst, push: async (request) => (atServer(), await gate, toFirst.push(request)) },
+      });
+      await pushing;
+      // Before: the second run's lock took over the folder's fencing, and its end left the first run's saves unfenced.
+      const second = await syncStores({ local: a.sessions, remote: directRemote(new MemoryStorage(), { id: "second" }) });
+      expect(second.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
+
+      const saved = await a.storage.read(syncStatePath("first"));
+      expect(await terminateLockHolder(schema, lock)).toBe(1);
+      await a.leaseLost();
+      expect(a.lost.map((event) => event.lock)).toEqual([lock]);
+      answer();
+      const refused = await run.catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(LeaseLostError);
+      expect((refused as LeaseLostError).details).toMatchObject({ path: lock, outcome: "not-written" });
+      expect((refused as LeaseLostError).message).toContain("run it again");
+      expect(await a.storage.read(syncStatePath("first")), "the state the run saved before the kill, unchanged").toEqual(saved);
+
+      // Run again: the remote answered the first push; the outbox's numbers make it a duplicate, each message once.
+      const again = await syncStores({ local: a.sessions, remote: toFirst });
+      expect(again.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
+      const copy = await fullHistory(await new Sessions({ storage: first }).open(REF));
+      expect(copy.map((m) => m.message_id)).toEqual(["a0", "a1", "a2", "a3"]);
+      expect(await a.storage.list("sync/remotes"), "no lock left").not.toContain(lock.slice("sync/remotes/".length));
+    } finally {
+      await a.storage.close();
+    }
   });
 });
 
