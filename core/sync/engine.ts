@@ -36,8 +36,8 @@ import { underSyncLock } from "./run-lock.ts";
  * console.log(report.pushed, report.pulled, report.forks);
  * ```
  * @throws {SyncRefusedError} when the remote refuses the client (401, 403, another user's client id); nothing was changed by the refused request.
- * @throws {WriterLockedError} when another run of this store against this remote is under way (its lock,
- * `sync/remotes/<remote>.lock`, names it); nothing was read or written.
+ * @throws {WriterLockedError} when another run of this store is under way, against any remote (its lock,
+ * `sync/run.lock`, names it); nothing was read or written.
  * @throws {InvalidInputError} when `options` is not an object with `local` and `remote`, or has a field it does not know;
  * when the remote serves the local store itself, or the local store is encrypted and not given as its `EncryptedStorage`; nothing was written.
  */

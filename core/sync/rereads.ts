@@ -33,7 +33,8 @@ export interface RereadSwap {
 /** How a swap ended: done, undone (the old copy stayed), or blocked (a session was created at its ref meanwhile; both copies kept). */
 export type SwapOutcome = "finished" | "undone" | "blocked";
 
-const RECORDS = "sync/rereads";
+/** The folder of the re-reads' records. */
+export const RECORDS = "sync/rereads";
 const decoder = new TextDecoder();
 
 /** Where the record of a swap of `ref` is. */

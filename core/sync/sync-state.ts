@@ -71,19 +71,22 @@ export function stateOf(stored: SyncState): SyncState {
   return stored;
 }
 
+/** The folder of every remote's sync state. */
+export const SYNC_STATES = "sync/remotes";
+/** The folder of every remote's outbox files. */
+export const SYNC_PENDING = "sync/pending";
+
+/** The lock a sync run of this store holds, whatever its remote (docs/SYNC.md "The engine"). */
+export const SYNC_LOCK_PATH = "sync/run.lock";
+
 /** Where the local store keeps its sync state for the remote `remoteId` (docs/SYNC.md "The engine"). */
 export function syncStatePath(remoteId: string): string {
-  return `sync/remotes/${remoteKey(remoteId)}.json`;
+  return `${SYNC_STATES}/${remoteKey(remoteId)}.json`;
 }
 
 /** The folder of the outbox's mutations kept apart from the state for the remote `remoteId` (docs/FORMAT.md "Sync's entries"). */
 export function syncPendingFolder(remoteId: string): string {
-  return `sync/pending/${remoteKey(remoteId)}`;
-}
-
-/** The lock a sync run of this store against the remote `remoteId` holds (docs/SYNC.md "The engine"). */
-export function syncLockPath(remoteId: string): string {
-  return `sync/remotes/${remoteKey(remoteId)}.lock`;
+  return `${SYNC_PENDING}/${remoteKey(remoteId)}`;
 }
 
 /** A file name for a remote's id: its characters kept where they are safe, the rest hex-escaped. */

@@ -171,14 +171,14 @@ describe("sessionfold sync", () => {
   });
 
   it.skipIf(process.platform !== "linux")(
-    "a sync while another of the store against that remote runs is writer-locked (exit 3), naming the lock; a dead run's lock is taken over",
+    "a sync while another of the store runs, against any remote, is writer-locked (exit 3), naming the lock; a dead run's lock is taken over",
     async () => {
       const [root, backup] = [await missingRoot(), await missingRoot()];
       await seed(root, REF, 1);
       expectOk(await cli(root, ["sync", "--remote", backup]));
       const remotes = join(root, "sync", "remotes");
       const state = (await readdir(remotes)).find((name) => name.endsWith(".json"))!;
-      const lockPath = `sync/remotes/${state.replace(/\.json$/, ".lock")}`;
+      const lockPath = "sync/run.lock";
       const me = nodeWriterIdentity();
       const lockOf = (pid: number) =>
         JSON.stringify({
@@ -188,7 +188,7 @@ describe("sessionfold sync", () => {
           pid_namespace: me.pidNamespace,
           process_started_at: me.processStartedAt,
           runtime: "node",
-          operation: "sync",
+          operation: "sync with http://127.0.0.1:1/sync",
           lock_id: "lock_other",
           created_at: "2026-12-07T10:00:00.000Z",
         });
@@ -200,7 +200,7 @@ describe("sessionfold sync", () => {
       expect(locked.status).toBe(3);
       expect(locked.stderr).toMatch(
         new RegExp(
-          `^error\\[writer-locked\\]: ${lockPath.replaceAll(".", "\\.")}: another sync of this store against the remote .* is running, by pid ${process.pid} `,
+          `^error\\[writer-locked\\]: sync/run\\.lock: another sync of this store is running, by pid ${process.pid} .* for "sync with http://127\\.0\\.0\\.1:1/sync"`,
         ),
       );
       expect(await snapshot(root)).toEqual(before);
@@ -209,6 +209,7 @@ describe("sessionfold sync", () => {
       await writeFile(join(root, lockPath), lockOf(gone));
       expect(json(expectOk(await cli(root, ["--json", "sync", "--remote", backup])))).toMatchObject({ pushed: 1, conflicts: [] });
       expect(await readdir(remotes)).toEqual([state]);
+      expect(await readdir(join(root, "sync"))).not.toContain("run.lock");
     },
   );
 

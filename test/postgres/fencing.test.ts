@@ -12,7 +12,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { LeaseLostError, MemoryStorage, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
 import { directRemote, syncStores } from "../../core/sync/mod.ts";
-import { syncLockPath, syncStatePath } from "../../core/sync/sync-state.ts";
+import { SYNC_LOCK_PATH, syncStatePath } from "../../core/sync/sync-state.ts";
 import { type LeaseLost, PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { fullHistory } from "../node/process-support.ts";
 import { POSTGRES_URL, schemasDroppedAfterAll, terminateApplication, terminateLockHolder } from "./support.ts";
@@ -202,47 +202,46 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
     await expectIntact(schema, acknowledged);
   });
 
-  it("a sync run's lock guards its own state: with a second run against another remote on the same handle meanwhile, a killed lock still refuses the first run's save", async () => {
+  it("a sync run's lock guards its state: killed while the run waits at the server, another handle's run takes it, and the first run's save is refused", async () => {
     const schema = newSchema("fence");
     const a = handle(schema);
-    const first = new MemoryStorage();
-    const lock = syncLockPath("first");
+    const b = handle(schema);
+    const server = new MemoryStorage();
     try {
       const session = await a.sessions.create({ ...REF, title: "synced" });
       for (let i = 0; i < 4; i++) await session.append({ role: "user", parts: [{ type: "text", text: `message ${i}` }], message_id: `a${i}` });
-      const toFirst = directRemote(first, { id: "first" });
+      const remote = directRemote(server, { id: "server" });
       let atServer!: () => void;
       const pushing = new Promise<void>((resolve) => (atServer = resolve));
       let answer!: () => void;
       const gate = new Promise<void>((resolve) => (answer = resolve));
-      const run = syncStores({
-        local: a.sessions,
-        remote: { ...toFirst, push: async (request) => (atServer(), await gate, toFirst.push(request)) },
-      });
+      const run = syncStores({ local: a.sessions, remote: { ...remote, push: async (request) => (atServer(), await gate, remote.push(request)) } });
       await pushing;
-      // Before: the second run's lock took over the folder's fencing, and its end left the first run's saves unfenced.
-      const second = await syncStores({ local: a.sessions, remote: directRemote(new MemoryStorage(), { id: "second" }) });
-      expect(second.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
-
-      const saved = await a.storage.read(syncStatePath("first"));
-      expect(await terminateLockHolder(schema, lock)).toBe(1);
+      const saved = await a.storage.read(syncStatePath("server"));
+      expect(await terminateLockHolder(schema, SYNC_LOCK_PATH)).toBe(1);
       await a.leaseLost();
-      expect(a.lost.map((event) => event.lock)).toEqual([lock]);
+      expect(a.lost.map((event) => event.lock)).toEqual([SYNC_LOCK_PATH]);
+      // The lock is free on the server: another handle's run takes it and syncs (its outbox numbered from the same state).
+      const other = await syncStores({ local: b.sessions, remote });
+      expect(other.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
+      const afterOther = await a.storage.read(syncStatePath("server"));
+
       answer();
       const refused = await run.catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(LeaseLostError);
-      expect((refused as LeaseLostError).details).toMatchObject({ path: lock, outcome: "not-written" });
+      expect((refused as LeaseLostError).details).toMatchObject({ path: SYNC_LOCK_PATH, outcome: "not-written" });
       expect((refused as LeaseLostError).message).toContain("run it again");
-      expect(await a.storage.read(syncStatePath("first")), "the state the run saved before the kill, unchanged").toEqual(saved);
+      expect(afterOther, "the other run saved its state").not.toEqual(saved);
+      expect(await a.storage.read(syncStatePath("server")), "the first run's late save never landed over it").toEqual(afterOther);
 
-      // Run again: the remote answered the first push; the outbox's numbers make it a duplicate, each message once.
-      const again = await syncStores({ local: a.sessions, remote: toFirst });
-      expect(again.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
-      const copy = await fullHistory(await new Sessions({ storage: first }).open(REF));
+      const again = await syncStores({ local: a.sessions, remote });
+      expect(again.pushed).toBe(0);
+      const copy = await fullHistory(await new Sessions({ storage: server }).open(REF));
       expect(copy.map((m) => m.message_id)).toEqual(["a0", "a1", "a2", "a3"]);
-      expect(await a.storage.list("sync/remotes"), "no lock left").not.toContain(lock.slice("sync/remotes/".length));
+      expect(await a.storage.read(SYNC_LOCK_PATH), "no lock left").toBeUndefined();
     } finally {
       await a.storage.close();
+      await b.storage.close();
     }
   });
 });
