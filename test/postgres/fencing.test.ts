@@ -11,7 +11,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { LeaseLostError, MemoryStorage, type Session, Sessions, StorageError, WriterLockedError } from "../../core/mod.ts";
-import { directRemote, syncStores } from "../../core/sync/mod.ts";
+import { directRemote, type SyncRemote, type SyncReport, syncStores } from "../../core/sync/mod.ts";
 import { SYNC_LOCK_PATH, syncStatePath } from "../../core/sync/sync-state.ts";
 import { type LeaseLost, PostgresStorage } from "../../runtime-postgres/mod.ts";
 import { fullHistory } from "../node/process-support.ts";
@@ -50,6 +50,18 @@ async function appendOnceFree(session: Session, text: string, id: string): Promi
     try {
       await session.append({ role: "user", parts: [{ type: "text", text }], message_id: id });
       return;
+    } catch (error) {
+      if (!(error instanceof WriterLockedError) || error instanceof LeaseLostError) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+}
+
+/** Syncs once the server has freed a killed run's lock (it does as the backend exits, after the client heard of the end). */
+async function syncOnceFree(local: Sessions, remote: SyncRemote): Promise<SyncReport> {
+  for (;;) {
+    try {
+      return await syncStores({ local, remote });
     } catch (error) {
       if (!(error instanceof WriterLockedError) || error instanceof LeaseLostError) throw error;
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -221,8 +233,8 @@ describe.skipIf(!POSTGRES_URL)("fencing: a writer whose lock connection was kill
       expect(await terminateLockHolder(schema, SYNC_LOCK_PATH)).toBe(1);
       await a.leaseLost();
       expect(a.lost.map((event) => event.lock)).toEqual([SYNC_LOCK_PATH]);
-      // The lock is free on the server: another handle's run takes it and syncs (its outbox numbered from the same state).
-      const other = await syncStores({ local: b.sessions, remote });
+      // Once the server has freed the lock, another handle's run takes it and syncs (its outbox numbered from the same state).
+      const other = await syncOnceFree(b.sessions, remote);
       expect(other.acknowledged.sort()).toEqual(["a0", "a1", "a2", "a3"]);
       const afterOther = await a.storage.read(syncStatePath("server"));
 
