@@ -8,7 +8,7 @@
  * that stops the first run right after its swap's record was written, never by timing.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, WriterLockedError } from "../../core/mod.ts";
+import { MemoryStorage, type MessageRecord, Sessions, WriterLockedError } from "../../core/mod.ts";
 import { directRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
 
@@ -44,11 +44,28 @@ function remoteOf(server: MemoryStorage, id: string, cutPull = false): SyncRemot
   return cutPull ? { ...remote, pull: () => Promise.reject(new TypeError("connection cut")) } : remote;
 }
 
+async function historyOf(sessions: Sessions, ref = REF): Promise<MessageRecord[]> {
+  const session = await sessions.open(ref);
+  const messages: MessageRecord[] = [];
+  for (const range of await session.segments()) messages.push(...(await session.readSegment(range)).messages);
+  return [...messages, ...session.active];
+}
+
 async function idsOf(sessions: Sessions): Promise<string[]> {
-  const session = await sessions.open(REF);
-  const ids: string[] = [];
-  for (const range of await session.segments()) ids.push(...(await session.readSegment(range)).messages.map((m) => m.message_id));
-  return [...ids, ...session.active.map((m) => m.message_id)];
+  return (await historyOf(sessions)).map((m) => m.message_id);
+}
+
+/** Every message's text in every session of `storage`, each session's own messages only (a fork's after its point). */
+async function textsIn(storage: MemoryStorage): Promise<string[]> {
+  const sessions = new Sessions({ storage });
+  const texts: string[] = [];
+  for (const meta of await sessions.list()) {
+    const history = await historyOf(sessions, `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`);
+    for (const m of history.filter((m) => m.sequence > (meta.forked_from?.through_sequence ?? 0))) {
+      texts.push(...m.parts.map((part) => (part.type === "text" ? part.text : "")));
+    }
+  }
+  return texts.sort();
 }
 
 describe("two sync runs of one store against two remotes", () => {
@@ -90,5 +107,8 @@ describe("two sync runs of one store against two remotes", () => {
     const backupRefs = (await new Sessions({ storage: backup }).list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
     const serverRefs = (await new Sessions({ storage: server }).list()).map((m) => `${m.agent_id}/${m.workspace_id}/${m.session_id}`).sort();
     expect(backupRefs).toEqual(serverRefs);
+    const written = ["A3", "B3", "B4, after the forked tail", "one", "two"];
+    expect(await textsIn(server), "every message once on the server, B4 in the fork").toEqual(written);
+    expect(await textsIn(backup), "and on the backup").toEqual(written);
   });
 });
