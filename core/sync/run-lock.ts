@@ -31,11 +31,10 @@ export async function underSyncLock<T>(
   holder: Pick<LockedWrites, "identity" | "probe" | "clock">,
   body: () => Promise<T>,
 ): Promise<T> {
-  const path = SYNC_LOCK_PATH;
   // What a run writes besides sessions: on PostgreSQL those writes go on the lock's connection (docs/POSTGRES.md "Fencing").
   const covers = [SYNC_STATES, SYNC_PENDING, RECORDS];
-  const taken = await takeWriterLock(storage, path, { ...holder, operation: `sync with ${remoteId}`, hold: true, covers });
-  if (taken.outcome !== "committed") throw await syncRunningError(storage, path);
+  const taken = await takeWriterLock(storage, SYNC_LOCK_PATH, { ...holder, operation: `sync with ${remoteId}`, hold: true, covers });
+  if (taken.outcome !== "committed") throw await syncRunningError(storage);
   let value: T;
   try {
     value = await body();
@@ -49,12 +48,12 @@ export async function underSyncLock<T>(
 }
 
 /** The error for a sync lock another run holds, naming that run from the lock's content. */
-function syncRunningError(storage: StoragePort, path: string): Promise<WriterLockedError> {
+function syncRunningError(storage: StoragePort): Promise<WriterLockedError> {
   return writerLockedError(
     storage,
-    path,
+    SYNC_LOCK_PATH,
     (who) =>
       `another sync of this store is running, by ${who}; nothing was done. ` +
-      `A lock whose run is gone is taken over by a run on its host that can tell (the CLI can); from elsewhere, remove ${path} once that run is known to be gone`,
+      `A lock whose run is gone is taken over by a run on its host that can tell (the CLI can); from elsewhere, remove ${SYNC_LOCK_PATH} once that run is known to be gone`,
   );
 }

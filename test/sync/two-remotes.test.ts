@@ -8,9 +8,10 @@
  * that stops the first run right after its swap's record was written, never by timing.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, type MessageRecord, Sessions, WriterLockedError } from "../../core/mod.ts";
+import { MemoryStorage, Sessions, WriterLockedError } from "../../core/mod.ts";
 import { directRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
+import { fullHistory } from "../node/process-support.ts";
 
 const REF = "a1/shared/s1";
 const text = (t: string) => ({ role: "user" as const, parts: [{ type: "text" as const, text: t }] });
@@ -44,15 +45,8 @@ function remoteOf(server: MemoryStorage, id: string, cutPull = false): SyncRemot
   return cutPull ? { ...remote, pull: () => Promise.reject(new TypeError("connection cut")) } : remote;
 }
 
-async function historyOf(sessions: Sessions, ref = REF): Promise<MessageRecord[]> {
-  const session = await sessions.open(ref);
-  const messages: MessageRecord[] = [];
-  for (const range of await session.segments()) messages.push(...(await session.readSegment(range)).messages);
-  return [...messages, ...session.active];
-}
-
 async function idsOf(sessions: Sessions): Promise<string[]> {
-  return (await historyOf(sessions)).map((m) => m.message_id);
+  return (await fullHistory(await sessions.open(REF))).map((m) => m.message_id);
 }
 
 /** Every message's text in every session of `storage`, each session's own messages only (a fork's after its point). */
@@ -60,7 +54,7 @@ async function textsIn(storage: MemoryStorage): Promise<string[]> {
   const sessions = new Sessions({ storage });
   const texts: string[] = [];
   for (const meta of await sessions.list()) {
-    const history = await historyOf(sessions, `${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`);
+    const history = await fullHistory(await sessions.open(`${meta.agent_id}/${meta.workspace_id}/${meta.session_id}`));
     for (const m of history.filter((m) => m.sequence > (meta.forked_from?.through_sequence ?? 0))) {
       texts.push(...m.parts.map((part) => (part.type === "text" ? part.text : "")));
     }
