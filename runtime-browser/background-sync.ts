@@ -5,7 +5,10 @@
  * notices), follows
  * `navigator.onLine` and the window's `online`/`offline` events, and runs each sync inside the
  * Web Lock `sessionfold:<dbName>:sync-pusher:<remote id>`, so one tab of the browser
- * profile pushes at a time and the others leave their commits to it.
+ * profile pushes to a remote at a time and the others leave their commits to it; and then
+ * inside the Web Lock `sessionfold:<dbName>:sync-turn`, waited for, so that the profile's
+ * schedulers against other remotes wait for each other's runs (a store syncs with one remote
+ * at a time) rather than fail on the store's lock.
  *
  * @module
  */
@@ -58,7 +61,10 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
   knownOptions(options, "startBackgroundSync(options)", BACKGROUND_SYNC_FIELDS);
   const { sessions, ...rest } = options;
   const locks = webLocks();
-  const lockName = webLockName(sessions.dbName, `sync-pusher:${options.remote.id}`);
+  const pusherLock = webLockName(sessions.dbName, `sync-pusher:${options.remote.id}`);
+  const turnLock = webLockName(sessions.dbName, "sync-turn");
+  // stop() gives up a turn still waited for: the scheduler's stop() waits for the sync it started.
+  const halt = new AbortController();
   const navigatorOnline = (globalThis as { navigator?: { onLine?: boolean } }).navigator?.onLine;
   const scheduler = startSyncScheduler({
     ...rest,
@@ -67,7 +73,11 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
     ...(locks
       ? {
         exclusive: <T>(sync: () => Promise<T>) =>
-          locks.request(lockName, { ifAvailable: true }, async (lock) => (lock ? { ran: true as const, value: await sync() } : { ran: false as const })),
+          locks.request(
+            pusherLock,
+            { ifAvailable: true },
+            async (lock) => (lock ? await inTurnOf(locks, turnLock, halt.signal, sync) : { ran: false as const }),
+          ),
       }
       : {}),
   });
@@ -91,6 +101,7 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
     syncNow: () => scheduler.syncNow(),
     setOnline: (value) => scheduler.setOnline(value),
     async stop() {
+      halt.abort();
       for (const stop of unsubscribe) stop();
       if (hasEvents) {
         events.removeEventListener!("online", online);
@@ -99,4 +110,18 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
       await scheduler.stop();
     },
   };
+}
+
+/** Runs `sync` holding the Web Lock `name` once it is free; `{ ran: false }` when `signal` aborts the wait first. */
+async function inTurnOf<T>(locks: LockManager, name: string, signal: AbortSignal, sync: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+  let started = false;
+  try {
+    return await locks.request(name, { signal }, async () => {
+      started = true;
+      return { ran: true as const, value: await sync() };
+    });
+  } catch (error) {
+    if (!started && signal.aborted) return { ran: false };
+    throw error;
+  }
 }

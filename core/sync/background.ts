@@ -4,7 +4,8 @@
  * interval, and again with capped, jittered backoff after a failure; that waits while
  * offline, and while the local store is full (a retry would download the same sessions
  * again); that runs one sync at a time inside an injected exclusive section (one pusher per
- * browser profile: a Web Lock in the browser runtime); and that keeps a status a host can
+ * browser profile: a Web Lock in the browser runtime), after the runs of this store's other
+ * schedulers here (`scheduler-turns.ts`); and that keeps a status a host can
  * show. Timers and clocks are injected, so tests drive it without sleeping.
  *
  * Nothing here keeps a pending change: the engine derives what to push from the local
@@ -21,6 +22,7 @@ import type { SyncFork, SyncReport } from "./report.ts";
 import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
 import { pendingMessages } from "./pending.ts";
 import type { SyncRemote } from "./remote.ts";
+import { inTurn } from "./scheduler-turns.ts";
 
 /** Timers the scheduler uses; default the global `setTimeout` and `clearTimeout`. */
 export interface SyncTimers {
@@ -182,6 +184,8 @@ class Scheduler implements BackgroundSync {
   /** A trigger arrived while a sync ran: run again after it. */
   #again = false;
   #stopped = false;
+  /** Aborted by `stop()`: a sync still waiting for its turn gives it up. */
+  readonly #halt = new AbortController();
 
   constructor(options: SyncSchedulerOptions) {
     this.#options = options;
@@ -239,6 +243,7 @@ class Scheduler implements BackgroundSync {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#halt.abort();
     this.#cancel();
     await this.#running;
   }
@@ -313,9 +318,14 @@ class Scheduler implements BackgroundSync {
     this.#update({ state: "syncing", nextAttemptAt: null });
     try {
       const sync = () => syncStores({ ...engine, local, remote, clock: this.#clock });
-      const outcome = exclusive ? await exclusive(sync) : { ran: true as const, value: await sync() };
+      // Another scheduler of this store syncing with another remote holds its lock: wait for that run, do not fail on it.
+      const outcome = await inTurn(
+        local.storage,
+        this.#halt.signal,
+        async () => exclusive ? await exclusive(sync) : { ran: true as const, value: await sync() },
+      );
       await this.#refreshPending();
-      // Another context is the pusher: it takes this store's commits; look again on the interval.
+      // Another context is the pusher (it takes this store's commits), or stop() came first: look again on the interval.
       if (!outcome.ran) return { report: undefined, next: { state: "idle", ms: interval } };
       const report = outcome.value;
       for (const fork of report.forks) this.#emit("fork", fork);

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { createServer, type ViteDevServer } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sessions, type StoragePort } from "../../core/mod.ts";
+import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { createSyncHandler } from "../../core/sync/mod.ts";
 import { type FetchServer, serveFetchHandler } from "../../runtime-node/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
@@ -26,6 +26,7 @@ const FIXTURE = "/test/browser-runtime/sync-fixture/index.html";
 const REF = "a1/w-alice/s1";
 const REF_TABS = "a1/w-alice/tabs";
 const REF_FULL = "a1/w-alice/full";
+const REF_TWO_REMOTES = "a1/w-alice/two-remotes";
 
 /** What the sync server was pushed: how many times each message id arrived in a push. */
 const pushes = {
@@ -86,10 +87,6 @@ export function runBrowserSyncPages(
     });
     await vite.listen();
     baseUrl = `http://127.0.0.1:${(vite.httpServer!.address() as AddressInfo).port}`;
-    const authorize = (request: Request) => {
-      const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
-      return match ? testPrincipal(match[1]!) : undefined;
-    };
     syncServer = await serveFetchHandler(withCors(countingPushes(createSyncHandler({ storage: serverStore, authorize, basePath: "/sync" }))));
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS], headless: true });
   }, 60_000);
@@ -100,6 +97,12 @@ export function runBrowserSyncPages(
     await vite?.close();
     await teardownStore?.();
   });
+
+  /** The principal of a request's bearer token (the fixture's `user`). */
+  const authorize = (request: Request) => {
+    const match = /^Bearer (\w+)$/.exec(request.headers.get("authorization") ?? "");
+    return match ? testPrincipal(match[1]!) : undefined;
+  };
 
   interface Device {
     readonly context: BrowserContext;
@@ -112,14 +115,14 @@ export function runBrowserSyncPages(
     return { context, page: await openTab(context, label, `sync-${label}`) };
   }
 
-  /** A page of the fixture in `context` over the IndexedDB database `db`, background sync running. */
-  async function openTab(context: BrowserContext, label: string, db: string): Promise<Page> {
+  /** A page of the fixture in `context` over the IndexedDB database `db`, background sync running (with the server, or `remote`). */
+  async function openTab(context: BrowserContext, label: string, db: string, remote?: { url: string; id: string }): Promise<Page> {
     const page = await context.newPage();
     page.on("pageerror", (error) => problems.push(`[${label}] uncaught: ${error.message}`));
     page.on("console", (message) => {
       if (message.type() === "error" && !/Failed to fetch|ERR_INTERNET_DISCONNECTED/.test(message.text())) problems.push(`[${label}] ${message.text()}`);
     });
-    const query = new URLSearchParams({ db, server: `${syncServer!.url}/sync`, user: "alice" });
+    const query = new URLSearchParams({ db, server: remote?.url ?? `${syncServer!.url}/sync`, remote: remote?.id ?? "server", user: "alice" });
     await page.goto(`${baseUrl}${FIXTURE}?${query}`);
     await page.waitForFunction(() => (window as unknown as { sync?: { ready?: boolean } }).sync?.ready === true, null, { timeout: 30_000 });
     return page;
@@ -238,6 +241,63 @@ export function runBrowserSyncPages(
       } finally {
         await laptop.context.close();
         await context.close();
+      }
+    }, 90_000);
+
+    it("two tabs of one profile syncing with two remotes: one waits for the other's run (its turn's Web Lock), no writer-locked error, no retry", async () => {
+      // A second server, a backup, whose pushes wait at a gate once it is closed.
+      const backupStore = new MemoryStorage();
+      let holding = false;
+      let pushHeld!: () => void;
+      const held = new Promise<void>((resolve) => (pushHeld = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const backupHandler = createSyncHandler({ storage: backupStore, authorize, basePath: "/sync" });
+      const backup = await serveFetchHandler(withCors(async (request) => {
+        if (holding && request.method === "POST" && new URL(request.url).pathname.endsWith("/push")) {
+          pushHeld();
+          await released;
+        }
+        return backupHandler(request);
+      }));
+      const context = await browser!.newContext();
+      try {
+        const toServer = { page: await openTab(context, "tab-server", "sync-two-remotes") };
+        const toBackup = { page: await openTab(context, "tab-backup", "sync-two-remotes", { url: `${backup.url}/sync`, id: "backup" }) };
+        for (const tab of [toServer, toBackup]) await synced(tab);
+        const fixture = (page: Page) =>
+          page.evaluate(() => {
+            const sync = (window as unknown as { sync: Fixture }).sync;
+            return { status: sync.status(), states: sync.states };
+          });
+        const retriesBefore = (await fixture(toServer.page)).states.filter((state) => state === "retrying").length;
+
+        holding = true;
+        await toBackup.page.evaluate(([r, t]) => (window as unknown as { sync: Fixture }).sync.say(r!, t!), [REF_TWO_REMOTES, "to both remotes"]);
+        // The backup's run holds the store's turn, its push held at the gate.
+        await held;
+        await toServer.page.evaluate(() => void (window as unknown as { sync: Fixture }).sync.syncNow());
+        // The server's tab waits for the turn (what the profile's Web Locks show), rather than fail on the store's lock.
+        const turnWaited = () =>
+          toServer.page.evaluate(async () =>
+            (await navigator.locks.query()).pending?.some((lock) => lock.name === "sessionfold:sync-two-remotes:sync-turn") ?? false
+          );
+        await expect.poll(turnWaited, { timeout: 20_000, interval: 20 }).toBe(true);
+        expect((await fixture(toServer.page)).status.lastError).toBeNull();
+        release();
+
+        for (const tab of [toServer, toBackup]) await synced(tab);
+        const after = await fixture(toServer.page);
+        expect(after.status).toMatchObject({ lastError: null, state: "idle" });
+        expect(after.states.filter((state) => state === "retrying").length).toBe(retriesBefore);
+        expect(await serverTexts(REF_TWO_REMOTES)).toEqual(["to both remotes"]);
+        const onBackup = await new Sessions({ storage: backupStore }).open(REF_TWO_REMOTES);
+        expect(onBackup.active.map((m) => m.parts.map((p) => ("text" in p ? p.text : "")).join(""))).toEqual(["to both remotes"]);
+        expect(problems).toEqual([]);
+      } finally {
+        release();
+        await context.close();
+        await backup.close();
       }
     }, 90_000);
 

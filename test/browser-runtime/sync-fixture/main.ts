@@ -3,7 +3,7 @@
  * syncs in the background (`openBrowserSessions` with its storage worker, `startBackgroundSync`
  * against a sync server). Playwright drives it through `window.sync`; every answer is JSON.
  *
- * Query parameters: `db` (IndexedDB name), `server` (the sync server's base URL), `user`.
+ * Query parameters: `db` (IndexedDB name), `server` (the sync server's base URL), `remote` (its id, default `server`), `user`.
  */
 import { openBrowserSessions, startBackgroundSync } from "../../../runtime-browser/mod.ts";
 import { httpRemote, type SyncFork, type SyncStatus } from "../../../core/sync/mod.ts";
@@ -12,7 +12,11 @@ const params = new URLSearchParams(location.search);
 const browser = await openBrowserSessions({ dbName: params.get("db") ?? "sync-fixture" });
 const sync = startBackgroundSync({
   sessions: browser,
-  remote: httpRemote({ url: params.get("server")!, id: "server", headers: { authorization: `Bearer ${params.get("user") ?? "alice"}` } }),
+  remote: httpRemote({
+    url: params.get("server")!,
+    id: params.get("remote") ?? "server",
+    headers: { authorization: `Bearer ${params.get("user") ?? "alice"}` },
+  }),
   intervalMs: 500,
   debounceMs: 0,
   backoff: { initialMs: 100, maxMs: 500 },
