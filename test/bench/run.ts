@@ -3,7 +3,7 @@
  * baseline in the same run, on this machine; writes docs/BENCHMARKS.md.
  *
  *   npm run bench                      # full sizes (10², 10⁴, 10⁶), writes docs/BENCHMARKS.md
- *   npm run bench -- --quick --json    # 10², 10⁴, 10⁵, fewer runs; one JSON object per line, < 3 min
+ *   npm run bench -- --quick --json    # 10², 10⁴, 10⁵, fewer runs; one JSON object per line, about 10 min
  *   npm run bench -- --only=2,5        # some cases only (no report is written)
  *
  * Flags: `--quick` (smaller sizes, fewer runs; rows say `"mode":"quick"`), `--json` (rows
