@@ -76,7 +76,7 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
           locks.request(
             pusherLock,
             { ifAvailable: true },
-            async (lock) => (lock ? await inTurnOf(locks, turnLock, halt.signal, sync) : { ran: false as const }),
+            async (lock) => (lock ? await whenWebLockFree(locks, turnLock, halt.signal, sync) : { ran: false as const }),
           ),
       }
       : {}),
@@ -113,7 +113,12 @@ export function startBackgroundSync(options: BackgroundSyncOptions): BackgroundS
 }
 
 /** Runs `sync` holding the Web Lock `name` once it is free; `{ ran: false }` when `signal` aborts the wait first. */
-async function inTurnOf<T>(locks: LockManager, name: string, signal: AbortSignal, sync: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+async function whenWebLockFree<T>(
+  locks: LockManager,
+  name: string,
+  signal: AbortSignal,
+  sync: () => Promise<T>,
+): Promise<{ ran: true; value: T } | { ran: false }> {
   let started = false;
   try {
     return await locks.request(name, { signal }, async () => {
