@@ -8,6 +8,7 @@
  */
 import { InternalError, InvalidInputError, StorageError, SyncRefusedError } from "../errors.ts";
 import { assertFields, type KnownFields, knownOptions } from "../schema/arguments.ts";
+import { untilAborted } from "../session/until-aborted.ts";
 import type { StoragePort } from "../storage/port.ts";
 import {
   type ErrorResponse,
@@ -102,14 +103,23 @@ export interface HttpRemoteOptions {
   /** Headers of every request (an `Authorization`), or a function asked before each one. */
   readonly headers?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
   /** The fetch to use; default the global one. */
-  readonly fetch?: (input: string, init: { method: string; headers: Record<string, string>; body: string }) => Promise<Response>;
+  readonly fetch?: (input: string, init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
   /** Names this remote in the local sync state; default the URL. */
   readonly id?: string;
   /** Milliseconds, for how long the remote was idle before a request (a connection the server may have closed); default `Date.now`. */
   readonly clock?: () => number;
+  /**
+   * Milliseconds a request may take, from its send to the end of its answer; then it fails (the run's error names the
+   * URL), as a cut connection would. Default 360 000: the sync server's bound on receiving a request (300 s, a batch
+   * over a slow uplink) and its longest long-poll (60 s). A host with a server that answers sooner may set less.
+   */
+  readonly timeoutMs?: number;
 }
 
-const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true, clock: true };
+const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true, clock: true, timeoutMs: true };
+
+/** {@linkcode HttpRemoteOptions.timeoutMs}'s default (docs/SYNC.md "Slow clients", "Pull"). */
+const DEFAULT_TIMEOUT_MS = 360_000;
 
 /**
  * How long the remote must have been idle before a request for a close of its kept-alive connection before any answer
@@ -133,24 +143,35 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
   const base = options.url.replace(/\/+$/, "");
   const send = options.fetch ?? ((input, init) => fetch(input, init));
   const clock = options.clock ?? Date.now;
+  const timeoutMs = requestTimeout(options.timeoutMs);
   // When the last answer ended (or the remote was made): a connection of this remote kept alive since is at least this idle.
   let lastAnswerAt = clock();
   const call = async <T>(route: SyncRoute, request: unknown): Promise<T> => {
     const extra = typeof options.headers === "function" ? await options.headers() : (options.headers ?? {});
     const url = `${base}/${route}`;
-    const init = { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request) };
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(timedOut(url, timeoutMs)), timeoutMs);
+    const init = { method: "POST", headers: { ...extra, "content-type": "application/json" }, body: JSON.stringify(request), signal: timeout.signal };
     let response: Response;
     let text: string;
     try {
       const idle = clock() - lastAnswerAt >= IDLE_CLOSE_AFTER_MS;
-      response = await send(url, init).catch((error: unknown) => {
-        if (idle && closedBeforeAnswer(error)) return send(url, init);
-        throw error;
-      });
-      text = await response.text();
+      // Raced with the timeout too: a host's `fetch` may not take the signal.
+      response = await untilAborted(
+        send(url, init).catch((error: unknown) => {
+          if (idle && closedBeforeAnswer(error)) return send(url, init);
+          throw error;
+        }),
+        timeout.signal,
+      );
+      text = await untilAborted(response.text(), timeout.signal);
       lastAnswerAt = clock();
     } catch (error) {
+      // A fetch that took the signal rejects with its reason; one that did not, with its own error after it fired.
+      if (timeout.signal.aborted) throw timeout.signal.reason;
       throw error instanceof TypeError ? unreachable(url, error) : error;
+    } finally {
+      clearTimeout(timer);
     }
     let body: unknown;
     try {
@@ -175,6 +196,25 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
     read: (request) => call("read", request),
     segment: (request) => call("segment", request),
   };
+}
+
+/** `timeoutMs` as given, or its default. @throws {InvalidInputError} when it is not a positive number of milliseconds. */
+function requestTimeout(timeoutMs: unknown): number {
+  if (timeoutMs === undefined) return DEFAULT_TIMEOUT_MS;
+  if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+    throw new InvalidInputError(`httpRemote(options).timeoutMs: expected a positive number of milliseconds, found ${String(timeoutMs)}`, {
+      option: "timeoutMs",
+    });
+  }
+  return timeoutMs;
+}
+
+/** A request the remote did not answer within `timeoutMs`: a {@linkcode StorageError} naming the URL, as a cut connection's. */
+function timedOut(url: string, timeoutMs: number): StorageError {
+  return new StorageError(
+    `${url}: no answer within ${timeoutMs / 1000} s (httpRemote's timeoutMs); the request may still have arrived`,
+    { url, timeout_ms: timeoutMs },
+  );
 }
 
 /**
