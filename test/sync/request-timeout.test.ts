@@ -13,6 +13,7 @@ import { MemoryStorage, Sessions, StorageError } from "../../core/mod.ts";
 import { createSyncHandler, httpRemote, syncStores } from "../../core/sync/mod.ts";
 import { fetchRequestListener } from "../../runtime-node/mod.ts";
 import { testPrincipal } from "../../testing/sync-conformance.ts";
+import { deviceWithOneMessage } from "./one-message.ts";
 
 const servers: { close(): void; closeAllConnections(): void }[] = [];
 afterEach(() => {
@@ -31,18 +32,11 @@ async function loopback(respond: (req: IncomingMessage, res: ServerResponse) => 
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/sync`;
 }
 
-async function deviceWithOneMessage() {
-  const sessions = new Sessions({ storage: new MemoryStorage() });
-  const session = await sessions.create({ agentId: "a1", workspaceId: "w-alice", sessionId: "s1" });
-  await session.append({ role: "user", parts: [{ type: "text", text: "one" }] });
-  return { sessions, session };
-}
-
 describe("httpRemote's timeoutMs", () => {
   it("no answer at all: the push fails with a StorageError naming the URL and the timeout; the next run pushes the message once", async () => {
     const held: string[] = [];
     const url = await loopback((req) => void held.push(req.url ?? ""));
-    const { sessions, session } = await deviceWithOneMessage();
+    const { sessions, session } = await deviceWithOneMessage({ workspaceId: "w-alice" });
     const failed = await syncStores({ local: sessions, remote: httpRemote({ url, id: "server", timeoutMs: 200 }) }).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(StorageError);
     expect(failed).toMatchObject({ details: { url: `${url}/push`, timeout_ms: 200 } });
@@ -63,14 +57,14 @@ describe("httpRemote's timeoutMs", () => {
       res.writeHead(200, { "content-type": "application/json" });
       res.write('{"v":2,');
     });
-    const { sessions } = await deviceWithOneMessage();
+    const { sessions } = await deviceWithOneMessage({ workspaceId: "w-alice" });
     const failed = await syncStores({ local: sessions, remote: httpRemote({ url, id: "server", timeoutMs: 200 }) }).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(StorageError);
     expect(failed).toMatchObject({ details: { url: `${url}/push`, timeout_ms: 200 } });
   });
 
   it("a host's fetch that ignores the signal is cut all the same", async () => {
-    const { sessions } = await deviceWithOneMessage();
+    const { sessions } = await deviceWithOneMessage({ workspaceId: "w-alice" });
     let signalGiven: unknown;
     const neverAnswers = (_input: string, init: { signal: AbortSignal }) => {
       signalGiven = init.signal;

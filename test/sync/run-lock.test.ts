@@ -6,9 +6,10 @@
  * against two remotes, test/sync/two-remotes.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { MemoryStorage, Sessions, type WriterIdentity } from "../../core/mod.ts";
+import { MemoryStorage, type WriterIdentity } from "../../core/mod.ts";
 import { directRemote, type SyncRemote, syncStores } from "../../core/sync/mod.ts";
 import { SYNC_LOCK_PATH } from "../../core/sync/sync-state.ts";
+import { deviceWithOneMessage } from "./one-message.ts";
 
 const encoder = new TextEncoder();
 const ME: WriterIdentity = { pid: 20, hostname: "laptop", runtime: "node", bootId: "boot-1", pidNamespace: "pid:[1]" };
@@ -26,17 +27,9 @@ const lockOf = (pid: number) =>
     created_at: "2026-12-07T10:00:00.000Z",
   }));
 
-async function deviceWithOneMessage(options: { probe?: typeof probe } = {}) {
-  const storage = new MemoryStorage();
-  const sessions = new Sessions({ storage, identity: ME, ...options });
-  const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-  await session.append({ role: "user", parts: [{ type: "text", text: "one" }] });
-  return { storage, sessions };
-}
-
 describe("the sync run's lock", () => {
   it("a lock a dead run of this host left is taken over with the store's probe; the run syncs and gives it back", async () => {
-    const { storage, sessions } = await deviceWithOneMessage({ probe });
+    const { storage, sessions } = await deviceWithOneMessage({}, { identity: ME, probe });
     const remote = directRemote(new MemoryStorage(), { id: "backup" });
     await storage.replace(SYNC_LOCK_PATH, lockOf(10));
     expect((await syncStores({ local: sessions, remote })).pushed).toBe(1);
@@ -45,7 +38,7 @@ describe("the sync run's lock", () => {
 
   it("a live holder's lock, or a dead one's without a probe, refuses the run naming the lock and its holder; nothing is written", async () => {
     for (const [pid, withProbe] of [[30, true], [10, false]] as const) {
-      const { storage, sessions } = await deviceWithOneMessage(withProbe ? { probe } : {});
+      const { storage, sessions } = await deviceWithOneMessage({}, withProbe ? { identity: ME, probe } : { identity: ME });
       const server = new MemoryStorage();
       const path = SYNC_LOCK_PATH;
       await storage.replace(path, lockOf(pid));
@@ -60,7 +53,7 @@ describe("the sync run's lock", () => {
   });
 
   it("the lock is stamped with the store's identity while the run holds it", async () => {
-    const { storage, sessions } = await deviceWithOneMessage();
+    const { storage, sessions } = await deviceWithOneMessage({}, { identity: ME });
     let seen: unknown;
     const server = directRemote(new MemoryStorage(), { id: "backup" });
     const watching: SyncRemote = {
@@ -76,7 +69,7 @@ describe("the sync run's lock", () => {
   });
 
   it("a run aborted before it starts, or failed on its way, leaves no lock: the next run syncs", async () => {
-    const { storage, sessions } = await deviceWithOneMessage();
+    const { storage, sessions } = await deviceWithOneMessage({}, { identity: ME });
     const server = directRemote(new MemoryStorage(), { id: "backup" });
     const aborted = AbortSignal.abort(new Error("stopped"));
     await expect(syncStores({ local: sessions, remote: server, signal: aborted })).rejects.toThrow("stopped");

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { MemoryStorage, Sessions, type StoragePort } from "../../core/mod.ts";
 import { type BackgroundSync, directRemote, startSyncScheduler, type SyncRemote, type SyncStatus, type SyncTimers } from "../../core/sync/mod.ts";
 import { SYNC_LOCK_PATH } from "../../core/sync/sync-state.ts";
+import { deviceWithOneMessage } from "./one-message.ts";
 
 /** Timers that never fire: each sync here is asked for with `syncNow()`. */
 const noTimers: SyncTimers = { setTimeout: () => 0, clearTimeout: () => {} };
@@ -57,18 +58,10 @@ function watching(sync: BackgroundSync) {
   return { states, reaches: (state: SyncStatus["state"]) => new Promise<void>((resolve) => waiters.push({ state, resolve })) };
 }
 
-async function deviceWithOneMessage(log: string[]) {
-  const storage = loggingLockCalls(new MemoryStorage(), log);
-  const sessions = new Sessions({ storage });
-  const session = await sessions.create({ agentId: "a1", workspaceId: "w1", sessionId: "s1" });
-  await session.append({ role: "user", parts: [{ type: "text", text: "one" }] });
-  return { sessions, session };
-}
-
 describe("schedulers of one store against two remotes", () => {
   it("the second waits for the first's run, then syncs: no writer-locked error, no backoff, the lock never asked for while held", async () => {
     const log: string[] = [];
-    const { sessions, session } = await deviceWithOneMessage(log);
+    const { sessions, session } = await deviceWithOneMessage({ storage: loggingLockCalls(new MemoryStorage(), log) });
     const serverStore = new MemoryStorage();
     const backupStore = new MemoryStorage();
     const server = gatedRemote(serverStore, "server");
@@ -102,7 +95,7 @@ describe("schedulers of one store against two remotes", () => {
 
   it("a scheduler stopped while it waits for its turn stops at once, without syncing", async () => {
     const log: string[] = [];
-    const { sessions } = await deviceWithOneMessage(log);
+    const { sessions } = await deviceWithOneMessage({ storage: loggingLockCalls(new MemoryStorage(), log) });
     const backupStore = new MemoryStorage();
     const server = gatedRemote(new MemoryStorage(), "server");
     const toServer = startSyncScheduler({ local: sessions, remote: server.remote, timers: noTimers, intervalMs: 0 });
