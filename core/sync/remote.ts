@@ -118,8 +118,11 @@ export interface HttpRemoteOptions {
 
 const HTTP_REMOTE_FIELDS: KnownFields<HttpRemoteOptions> = { url: true, headers: true, fetch: true, id: true, clock: true, timeoutMs: true };
 
-/** {@linkcode HttpRemoteOptions.timeoutMs}'s default (docs/SYNC.md "Slow clients", "Pull"). */
+/** {@linkcode HttpRemoteOptions.timeoutMs}'s default (docs/SYNC.md "A server that never answers"). */
 const DEFAULT_TIMEOUT_MS = 360_000;
+
+/** The longest delay a timer takes (2³¹ − 1 ms, about 24.8 days): a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * How long the remote must have been idle before a request for a close of its kept-alive connection before any answer
@@ -198,11 +201,11 @@ export function httpRemote(options: HttpRemoteOptions): SyncRemote {
   };
 }
 
-/** `timeoutMs` as given, or its default. @throws {InvalidInputError} when it is not a positive number of milliseconds. */
+/** `timeoutMs` as given, or its default. @throws {InvalidInputError} when it is not a positive number of milliseconds a timer takes. */
 function requestTimeout(timeoutMs: unknown): number {
   if (timeoutMs === undefined) return DEFAULT_TIMEOUT_MS;
-  if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new InvalidInputError(`httpRemote(options).timeoutMs: expected a positive number of milliseconds, found ${String(timeoutMs)}`, {
+  if (typeof timeoutMs !== "number" || !(timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
+    throw new InvalidInputError(`httpRemote(options).timeoutMs: expected a positive number of milliseconds up to ${MAX_TIMER_MS}, found ${String(timeoutMs)}`, {
       option: "timeoutMs",
     });
   }

@@ -77,11 +77,12 @@ describe("httpRemote's timeoutMs", () => {
     expect((signalGiven as AbortSignal).aborted).toBe(true);
   });
 
-  it("a timeoutMs that is not a positive number is refused", () => {
-    for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "1000"]) {
+  it("a timeoutMs that is not a positive number a timer takes is refused (a longer delay would fire at once)", () => {
+    for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, "1000"]) {
       expect(() => httpRemote({ url: "http://127.0.0.1:9/sync", timeoutMs: timeoutMs as number })).toThrow(
-        `httpRemote(options).timeoutMs: expected a positive number of milliseconds, found ${String(timeoutMs)}`,
+        `httpRemote(options).timeoutMs: expected a positive number of milliseconds up to 2147483647, found ${String(timeoutMs)}`,
       );
     }
+    expect(() => httpRemote({ url: "http://127.0.0.1:9/sync", timeoutMs: 2 ** 31 - 1 })).not.toThrow();
   });
 });
