@@ -33,14 +33,14 @@ export interface RereadSwap {
 /** How a swap ended: done, undone (the old copy stayed), or blocked (a session was created at its ref meanwhile; both copies kept). */
 export type SwapOutcome = "finished" | "undone" | "blocked";
 
-/** The folder of the re-reads' records. */
-export const RECORDS = "sync/rereads";
+/** The folder of the re-reads' records (docs/SYNC.md "Re-reads"). */
+export const SYNC_REREADS = "sync/rereads";
 const decoder = new TextDecoder();
 
 /** Where the record of a swap of `ref` is. */
 function recordPath(ref: string): string {
   const { agentId, workspaceId, sessionId } = parseSessionRef(ref);
-  return `${RECORDS}/${agentId}/${workspaceId}/${sessionId}.json`;
+  return `${SYNC_REREADS}/${agentId}/${workspaceId}/${sessionId}.json`;
 }
 
 /**
@@ -93,10 +93,10 @@ export interface UnsettledReread {
  */
 export async function settleRereads(storage: StoragePort): Promise<UnsettledReread[]> {
   const unsettled: UnsettledReread[] = [];
-  for (const agent of await storage.list(RECORDS)) {
-    for (const workspace of await storage.list(`${RECORDS}/${agent}`)) {
-      for (const name of await storage.list(`${RECORDS}/${agent}/${workspace}`)) {
-        const file = `${RECORDS}/${agent}/${workspace}/${name}`;
+  for (const agent of await storage.list(SYNC_REREADS)) {
+    for (const workspace of await storage.list(`${SYNC_REREADS}/${agent}`)) {
+      for (const name of await storage.list(`${SYNC_REREADS}/${agent}/${workspace}`)) {
+        const file = `${SYNC_REREADS}/${agent}/${workspace}/${name}`;
         const bytes = await storage.read(file);
         if (!bytes) continue;
         const swap = recordOf(file, bytes);

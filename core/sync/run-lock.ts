@@ -13,7 +13,7 @@
 import type { WriterLockedError } from "../errors.ts";
 import { type LockedWrites, releaseWriterLock, takeWriterLock, writerLockedError } from "../session/lock.ts";
 import type { StoragePort } from "../storage/port.ts";
-import { RECORDS } from "./rereads.ts";
+import { SYNC_REREADS } from "./rereads.ts";
 import { SYNC_LOCK_PATH, SYNC_PENDING, SYNC_STATES } from "./sync-state.ts";
 
 /**
@@ -32,7 +32,7 @@ export async function underSyncLock<T>(
   body: () => Promise<T>,
 ): Promise<T> {
   // What a run writes besides sessions: on PostgreSQL those writes go on the lock's connection (docs/POSTGRES.md "Fencing").
-  const covers = [SYNC_STATES, SYNC_PENDING, RECORDS];
+  const covers = [SYNC_STATES, SYNC_PENDING, SYNC_REREADS];
   const taken = await takeWriterLock(storage, SYNC_LOCK_PATH, { ...holder, operation: `sync with ${remoteId}`, hold: true, covers });
   if (taken.outcome !== "committed") throw await syncRunningError(storage);
   let value: T;
