@@ -117,6 +117,8 @@ export { type ComlinkAnswer, comlinkAnswerValue, type ComlinkCall, comlinkCall, 
 export { serveComlinkCalls } from "./worker/comlink-serve.ts";
 // The fields the sync scheduler's options may have, for the browser's background sync that passes them on.
 export { SYNC_SCHEDULER_FIELDS } from "./sync/background.ts";
+// What an exclusive section of the scheduler gives, for the browser's, which waits for the sync's turn inside one.
+export type { Ran } from "./sync/scheduler-turns.ts";
 // An origin the sync handler answers CORS for, as `sessionfold serve --cors-origin` checks it; the Node listener's own
 // answers (a stalled body's 408) carry the same headers.
 export { corsHeaders, corsOrigin, corsOrigins } from "./sync/cors.ts";

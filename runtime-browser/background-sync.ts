@@ -14,7 +14,7 @@
  */
 import { type BackgroundSync, startSyncScheduler, type SyncSchedulerOptions } from "../core/sync/mod.ts";
 import type { CommitNotice, RemovalNotice, Sessions } from "../core/mod.ts";
-import { type KnownFields, knownOptions, SYNC_SCHEDULER_FIELDS } from "../core/internal.ts";
+import { type KnownFields, knownOptions, type Ran, SYNC_SCHEDULER_FIELDS } from "../core/internal.ts";
 import { webLockName, webLocks } from "./web-locks.ts";
 
 /** What background sync needs of a `BrowserSessions` (what `openBrowserSessions` gives). */
@@ -118,7 +118,7 @@ async function whenWebLockFree<T>(
   name: string,
   signal: AbortSignal,
   sync: () => Promise<T>,
-): Promise<{ ran: true; value: T } | { ran: false }> {
+): Promise<Ran<T>> {
   let started = false;
   try {
     return await locks.request(name, { signal }, async () => {
